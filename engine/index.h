@@ -1,0 +1,78 @@
+/*
+ * index.h: the LMDB index beside the segments. index.c is the only file that calls LMDB.
+ *
+ * The index is a cache: everything in it but the sinks' checkpoints and dead letters can be
+ * rebuilt from the segments, and a checkpoint can be re-derived from MongoDB. It is sparse:
+ * one entry per committed batch (first seq -> segment, offset; first ts -> first seq), so a
+ * lookup lands at most one batch before the wanted record and the reader scans forward.
+ * It is written by one thread (the engine's index writer) with MDB_NOSYNC and synced
+ * lazily (index_sync); readers in any process open it read-only.
+ */
+#ifndef STELE_ENGINE_INDEX_H
+#define STELE_ENGINE_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stele.h"
+
+typedef struct index index_t;
+
+/* A batch start as the index records it. */
+typedef struct index_batch {
+    uint64_t first_seq;
+    uint64_t segment_seq;
+    uint64_t offset;
+    int64_t first_ts_ns;
+} index_batch_t;
+
+/* Opens (creating if `writable` and missing) the LMDB environment in `dir`/index.
+ * Read-only opens of an index that does not exist return STELE_ENOTFOUND. */
+int index_open(const char *dir, int writable, unsigned file_mode, index_t **out,
+               stele_error_t *err);
+void index_close(index_t *ix);
+
+/* Records batch starts in one transaction. */
+int index_put_batches(index_t *ix, const index_batch_t *batches, size_t n, stele_error_t *err);
+
+/* The batch start with the greatest first_seq <= seq. STELE_ENOTFOUND when none. */
+int index_find_seq(index_t *ix, uint64_t seq, index_batch_t *out, stele_error_t *err);
+/* The last batch start with first_ts_ns <= ts_ns (so a scan from it finds the first record
+ * with ts >= ts_ns). STELE_ENOTFOUND when none. */
+int index_find_time(index_t *ix, int64_t ts_ns, index_batch_t *out, stele_error_t *err);
+/* The newest batch start. STELE_ENOTFOUND when empty. */
+int index_last_batch(index_t *ix, index_batch_t *out, stele_error_t *err);
+
+/* Drops batch starts with first_seq > seq (after recovery truncated a torn tail). */
+int index_truncate_after(index_t *ix, uint64_t seq, stele_error_t *err);
+/* Drops batch starts with first_seq < seq (after retention deleted segments). */
+int index_delete_before(index_t *ix, uint64_t seq, stele_error_t *err);
+/* Empties the batch tables (before a rebuild). Checkpoints and dead letters stay. */
+int index_clear_batches(index_t *ix, stele_error_t *err);
+
+/* Small named values (source, format, rebuild marker). Values up to 256 bytes. */
+int index_put_meta(index_t *ix, const char *key, const void *value, size_t len, stele_error_t *err);
+/* Copies up to cap bytes into value; *len_out = stored length. STELE_ENOTFOUND when unset. */
+int index_get_meta(index_t *ix, const char *key, void *value, size_t cap, size_t *len_out,
+                   stele_error_t *err);
+
+/* Per-sink shipped checkpoints. get returns 0 with *seq = 0 when the sink has none. */
+int index_put_checkpoint(index_t *ix, const char *sink, uint64_t seq, stele_error_t *err);
+int index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_error_t *err);
+/* Lists up to max checkpoints; returns how many exist or a negative code. */
+int index_list_checkpoints(index_t *ix, char (*names)[64], uint64_t *seqs, size_t max,
+                           stele_error_t *err);
+
+/* Dead letters: seqs a sink's remote rejected permanently. */
+int index_put_dead_letter(index_t *ix, const char *sink, uint64_t seq, const char *why,
+                          stele_error_t *err);
+int index_delete_dead_letter(index_t *ix, const char *sink, uint64_t seq, stele_error_t *err);
+/* Fills up to max seqs in order from `from_seq`; returns how many were filled or < 0. */
+int index_list_dead_letters(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs,
+                            size_t max, stele_error_t *err);
+int index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_error_t *err);
+
+/* Flushes the environment to disk (the index is opened with MDB_NOSYNC). */
+int index_sync(index_t *ix, stele_error_t *err);
+
+#endif /* STELE_ENGINE_INDEX_H */

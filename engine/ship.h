@@ -1,0 +1,48 @@
+/*
+ * ship.h: one shipper per sink, each with its own thread and its own mongoc_client_pool_t
+ * kept for the process life. ship.c is the only file that calls libmongoc.
+ *
+ * A shipper reads committed records back from the journal with its own journal reader
+ * (waking on the journal's shared state, not on an in-memory queue, so memory stays
+ * bounded whatever the backlog), inserts them in batches, and advances its checkpoint in
+ * the index only after MongoDB acknowledged the batch with the configured write concern.
+ */
+#ifndef STELE_ENGINE_SHIP_H
+#define STELE_ENGINE_SHIP_H
+
+#include <stdint.h>
+
+#include "index.h"
+#include "journal.h"
+#include "stele.h"
+
+typedef struct shipper shipper_t;
+
+/* Called from the shipper's thread each time its checkpoint advances (for wait=shipped). */
+typedef void (*shipper_progress_fn)(void *ctx, const char *sink_name, uint64_t shipped_seq);
+
+typedef struct shipper_config {
+    const stele_sink_options_t *sink; /* copied */
+    const char *journal_dir;          /* copied */
+    const char *source;               /* copied: the journal's source name (_id.src) */
+    const journal_io_t *io;           /* for the shipper's journal reader; NULL = POSIX */
+    index_t *index;                   /* shared, thread-safe; outlives the shipper */
+    shipper_progress_fn on_progress;  /* may be NULL */
+    void *progress_ctx;
+} shipper_config_t;
+
+/* Validates the sink (STELE_ECONFIG naming the field), creates the pool, starts the thread.
+ * Never blocks on the network: an unreachable server is retried by the thread. */
+int shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err);
+
+/* Asks the thread to stop; gives it up to drain_timeout_ms to ship what is committed first.
+ * Joins and frees. NULL is a no-op. */
+void shipper_stop(shipper_t *s, int drain_timeout_ms);
+
+/* Last seq acknowledged by the sink (atomic read; any thread). */
+uint64_t shipper_shipped_seq(const shipper_t *s);
+
+/* Snapshot of the sink's statistics; `committed_seq` is the engine's, for the lag. */
+void shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out);
+
+#endif /* STELE_ENGINE_SHIP_H */

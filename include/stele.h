@@ -1,0 +1,391 @@
+/*
+ * stele.h: the one public header of stele, an append-only, durable audit-log engine.
+ *
+ * This header is the manual. Conventions that hold for every function below:
+ *  - Return codes: 0 is success, a negative value is an error: -errno for system errors
+ *    (e.g. -EIO, -ENOSPC), or one of the STELE_E* codes below. stele_strerror() and
+ *    stele_errname() turn any code into text.
+ *  - Errors: every function that can fail takes an optional `stele_error_t *err` (may be
+ *    NULL). On failure it is filled with the code and a one-line message naming the object
+ *    ("could not sync segment 000000000042.seg: Input/output error") and, where one exists,
+ *    a hint for the operator. On success it is left untouched.
+ *  - Ownership: inputs are borrowed for the duration of the call and copied if kept.
+ *    Outputs are either borrowed until a named event, or owned by the caller and freed by
+ *    a named function. Every *_close(NULL) and *_free(NULL) is a no-op.
+ *  - Threads: a stele_t may be used from any number of threads at once unless a function
+ *    says otherwise. A stele_reader_t belongs to one thread at a time.
+ */
+#ifndef STELE_H
+#define STELE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STELE_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------------------------------
+ * Error codes. One X-macro generates the enum, stele_errname() and stele_strerror().
+ * X(name, value, text). Values are stable: they are part of the ABI and of the socket
+ * protocol. -1 .. -999 are reserved for -errno.
+ * ------------------------------------------------------------------------------------------ */
+#define STELE_ERROR_LIST(X)                                                                      \
+    X(STELE_OK, 0, "success")                                                                    \
+    X(STELE_EINVAL, -1000, "invalid argument")                                                   \
+    X(STELE_ENOTJOURNAL, -1001, "not a stele journal directory")                                 \
+    X(STELE_EVERSION, -1002, "journal format version not supported")                             \
+    X(STELE_ELOCKED, -1003, "journal is held by another writer")                                 \
+    X(STELE_ECORRUPT, -1004, "journal corruption detected")                                      \
+    X(STELE_EHALTED, -1005, "engine halted after an earlier write or sync failure")              \
+    X(STELE_ECLOSED, -1006, "handle is closing or closed")                                       \
+    X(STELE_ETIMEDOUT, -1007, "timed out")                                                       \
+    X(STELE_EFULL, -1008, "journal quota reached")                                               \
+    X(STELE_EAGAIN, -1009, "no record available yet")                                            \
+    X(STELE_ENOTFOUND, -1010, "sequence number not in the journal")                              \
+    X(STELE_ETOOBIG, -1011, "record too large")                                                  \
+    X(STELE_EJSON, -1020, "malformed JSON")                                                      \
+    X(STELE_ENOTOBJECT, -1021, "event is not a JSON object or BSON document")                    \
+    X(STELE_EUTF8, -1022, "invalid UTF-8")                                                       \
+    X(STELE_EKEYNUL, -1023, "key contains a NUL byte")                                           \
+    X(STELE_EDOLLARKEY, -1024, "key starts with '$'")                                            \
+    X(STELE_ERESERVEDKEY, -1025, "top-level key is reserved")                                    \
+    X(STELE_EDEPTH, -1026, "event nested too deeply")                                            \
+    X(STELE_ENUMBER, -1027, "number fits neither int64 nor double")                              \
+    X(STELE_EBSON, -1028, "malformed BSON")                                                      \
+    X(STELE_EEMPTY, -1029, "empty event")                                                        \
+    X(STELE_ECONFIG, -1040, "invalid configuration")                                             \
+    X(STELE_ENOSINK, -1041, "no sink configured")                                                \
+    X(STELE_EREMOTE, -1050, "remote store error")                                                \
+    X(STELE_EINTEGRITY, -1051, "remote copy does not match the journal")                         \
+    X(STELE_EAUTH, -1052, "remote store refused authentication or authorization")               \
+    X(STELE_EPROTOCOL, -1060, "malformed request")
+
+typedef enum stele_code {
+#define STELE_X_ENUM(name, value, text) name = value,
+    STELE_ERROR_LIST(STELE_X_ENUM)
+#undef STELE_X_ENUM
+} stele_code_t;
+
+#define STELE_ERROR_MESSAGE_BYTES 256
+#define STELE_ERROR_HINT_BYTES 160
+
+/* Filled by a failing call. `code` repeats the return value. */
+typedef struct stele_error {
+    int code;
+    char message[STELE_ERROR_MESSAGE_BYTES];
+    char hint[STELE_ERROR_HINT_BYTES]; /* empty string when there is no hint */
+} stele_error_t;
+
+/* Static text for any return code (stele or -errno). Never NULL; never to be freed. */
+const char *stele_strerror(int code);
+/* Symbolic name ("STELE_ECORRUPT", "EIO") for any return code. Never NULL. */
+const char *stele_errname(int code);
+
+/* ------------------------------------------------------------------------------------------
+ * Knobs
+ * ------------------------------------------------------------------------------------------ */
+
+/* How the committer makes batches durable. */
+typedef enum stele_sync {
+    STELE_SYNC_ALWAYS = 0,   /* fdatasync every batch: an acknowledged durable record survives
+                                power loss */
+    STELE_SYNC_INTERVAL = 1, /* fdatasync every sync_interval_ms: up to that much is lost on
+                                power loss; wait=durable waits for the next sync */
+    STELE_SYNC_NEVER = 2,    /* leave it to the OS; wait=durable waits for close/flush */
+} stele_sync_t;
+
+/* What an append waits for before returning. Each level implies the ones above it. */
+typedef enum stele_wait {
+    STELE_WAIT_NONE = 0,    /* queued in memory: lost if the process dies */
+    STELE_WAIT_WRITTEN = 1, /* handed to the OS: survives a process crash */
+    STELE_WAIT_DURABLE = 2, /* fdatasynced: survives power loss */
+    STELE_WAIT_SHIPPED = 3, /* acknowledged by every sink with its write concern */
+} stele_wait_t;
+
+/* What an append does when the journal quota (max_journal_bytes) is reached. */
+typedef enum stele_on_full {
+    STELE_ON_FULL_BLOCK = 0, /* wait (up to queue_timeout_ms) for retention to free space */
+    STELE_ON_FULL_FAIL = 1,  /* return STELE_EFULL at once */
+} stele_on_full_t;
+
+/* One MongoDB destination. Fill with stele_sink_options_init() first. */
+typedef struct stele_sink_options {
+    const char *name;       /* unique per journal; keys the checkpoint. Default "default" */
+    const char *uri;        /* mongodb:// URI; required */
+    const char *database;   /* default: the URI's path, else "audit" */
+    const char *collection; /* default "events" */
+    int w;                  /* write concern w: -1 = majority (default), 0..n nodes */
+    int journaled;          /* write concern j: 1 (default) or 0 */
+    uint32_t wtimeout_ms;   /* write concern timeout; default 10000 */
+    uint32_t batch_docs;    /* max documents per insert; default 1000 */
+    uint32_t batch_bytes;   /* max bytes per insert; default 8 MiB */
+    uint32_t linger_ms;     /* wait this long to fill a batch; default 5 */
+    uint32_t backoff_min_ms; /* first retry delay; default 50 */
+    uint32_t backoff_max_ms; /* retry delay cap (with jitter); default 5000 */
+} stele_sink_options_t;
+
+void stele_sink_options_init(stele_sink_options_t *sink);
+
+/* Options for stele_open(). Always fill with stele_options_init() first, then change the
+ * fields you care about: new fields get their defaults that way. */
+typedef struct stele_options {
+    const char *source;          /* this journal's name in MongoDB `_id.src`; fixed when the
+                                    journal is created. Default: the host name */
+    int create_if_missing;       /* 1 (default): create the directory and journal */
+    unsigned file_mode;          /* journal files; default 0600 */
+    unsigned dir_mode;           /* journal directory; default 0700 */
+    uint64_t segment_bytes;      /* preallocated segment size; default 64 MiB */
+    uint32_t max_record_bytes;   /* largest event (BSON bytes); default 1 MiB, max 16 MiB
+                                    less the shipped document's envelope */
+    uint32_t max_depth;          /* deepest nesting of an event; default 100 */
+    uint32_t commit_interval_us; /* longest wait to grow a batch, only while other writers are
+                                    active; 0 (default) = adaptive group commit only */
+    stele_sync_t sync;           /* default STELE_SYNC_ALWAYS */
+    uint32_t sync_interval_ms;   /* for STELE_SYNC_INTERVAL; default 1000 */
+    uint64_t max_queue_bytes;    /* bound on queued, uncommitted bytes; default 64 MiB */
+    uint32_t queue_timeout_ms;   /* how long a full queue/quota blocks an append; 0 = forever */
+    uint64_t max_journal_bytes;  /* disk quota incl. preallocated segments; 0 = none */
+    stele_on_full_t on_full;     /* default STELE_ON_FULL_BLOCK */
+    uint64_t retention_bytes;    /* keep at most this much shipped data; 0 = keep all */
+    uint64_t retention_seconds;  /* keep shipped data at least/at most this old; 0 = keep all */
+    const stele_sink_options_t *sinks; /* borrowed for the call; copied */
+    size_t n_sinks;
+    void *owned; /* private: storage of stele_options_set; NULL after stele_options_init */
+} stele_options_t;
+
+void stele_options_init(stele_options_t *opts);
+
+/*
+ * Knobs by name: the one table (engine/config.c) that the CLI flags, the STELE_* environment
+ * variables and the INI config file all go through, so the names are the same everywhere.
+ * Names are the field names above ("commit_interval_us", "sync", ...); sizes accept K/M/G
+ * suffixes, durations ms/s/m/h where the unit is not in the name.
+ */
+typedef struct stele_knob {
+    const char *name;
+    const char *default_text; /* as it would be written in a config file */
+    const char *help;         /* one line */
+} stele_knob_t;
+
+/* The knob table; *n_out receives its length. Static storage. */
+const stele_knob_t *stele_knobs(size_t *n_out);
+
+/*
+ * Sets one knob from text. String values are copied into storage owned by `opts` and freed
+ * by stele_options_release(). Returns 0, or STELE_ECONFIG naming the knob, the value and
+ * what it accepts; `opts` is unchanged on error.
+ */
+int stele_options_set(stele_options_t *opts, const char *name, const char *value,
+                      stele_error_t *err);
+
+/*
+ * Loads an INI file: knobs at top level or under [journal]; one [sink NAME] section per sink
+ * with keys uri, database, collection, w, journaled, wtimeout_ms, batch_docs, batch_bytes,
+ * linger_ms, backoff_min_ms, backoff_max_ms. Returns 0 or STELE_ECONFIG with file:line;
+ * `opts` is unchanged on error.
+ */
+int stele_options_load_file(stele_options_t *opts, const char *path, stele_error_t *err);
+
+/* Applies STELE_<KNOB> environment variables (upper-case knob names). Same errors. */
+int stele_options_load_env(stele_options_t *opts, stele_error_t *err);
+
+/* Frees strings and sinks that stele_options_set/load_* allocated. Leaves defaults. */
+void stele_options_release(stele_options_t *opts);
+
+/* ------------------------------------------------------------------------------------------
+ * Lifecycle and the write path
+ * ------------------------------------------------------------------------------------------ */
+typedef struct stele stele_t;
+
+/*
+ * Opens (or creates) the journal in `dir` for writing, runs recovery, starts the committer
+ * and one shipper per sink. Blocks for recovery.
+ *   dir:  journal directory (borrowed).
+ *   opts: NULL for defaults (borrowed).
+ *   out:  receives the handle; free with stele_close().
+ * Returns 0, STELE_ELOCKED (the message names the holder's pid), STELE_ENOTJOURNAL,
+ * STELE_EVERSION, STELE_ECORRUPT (with segment and offset), STELE_ECONFIG, or -errno.
+ * Recovery that truncated a torn tail or rebuilt the index succeeds and says so in
+ * stele_stats_t.recovery_note.
+ */
+int stele_open(const char *dir, const stele_options_t *opts, stele_t **out, stele_error_t *err);
+
+/*
+ * Drains the queue, commits and syncs everything appended, stops the threads, syncs the
+ * index and frees the handle. Appends racing with close get STELE_ECLOSED. Returns 0 or the
+ * engine's sticky error (the handle is freed either way). Not thread-safe with itself.
+ */
+int stele_close(stele_t *db, stele_error_t *err);
+
+/*
+ * Appends one event given as JSON text (a JSON object, UTF-8, `len` bytes, no NUL needed).
+ * Validation and encoding run in the caller's thread; nothing is appended when it fails.
+ *   wait:    the level to reach before returning (see stele_wait_t).
+ *   seq_out: may be NULL; receives the record's sequence number (assigned even for
+ *            STELE_WAIT_NONE).
+ * Returns 0; a validation code (STELE_EJSON with the parse position, STELE_ENOTOBJECT,
+ * STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY / STELE_ERESERVEDKEY with the key path,
+ * STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG, STELE_EEMPTY); STELE_EFULL; STELE_ETIMEDOUT
+ * (queue or quota stayed full for queue_timeout_ms: nothing appended); STELE_EHALTED;
+ * STELE_ECLOSED; STELE_ENOSINK for STELE_WAIT_SHIPPED without sinks.
+ * If the record was appended but the wait failed, *seq_out is still set.
+ * Thread-safe; blocks up to the wait level.
+ */
+int stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait,
+                      uint64_t *seq_out, stele_error_t *err);
+
+/* As stele_append_json, for a BSON document of `len` bytes (validated, then copied). */
+int stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t wait,
+                      uint64_t *seq_out, stele_error_t *err);
+
+/*
+ * Blocks until record `seq` has reached `level`, or timeout_ms passes (-1 = forever).
+ * Returns 0, STELE_ETIMEDOUT, STELE_EHALTED, STELE_ECLOSED, STELE_EINVAL (seq never
+ * appended), STELE_ENOSINK. Thread-safe.
+ */
+int stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms,
+               stele_error_t *err);
+
+/* Makes every record appended before the call durable (whatever `sync` says). Blocks. */
+int stele_flush(stele_t *db, stele_error_t *err);
+
+/* Per-sink statistics inside stele_stats_t. */
+typedef struct stele_sink_stats {
+    char name[64];
+    char target[256];        /* host/db.collection, credentials removed */
+    uint64_t shipped_seq;    /* last seq acknowledged by the sink */
+    uint64_t lag_records;    /* committed_seq - shipped_seq */
+    double lag_seconds;      /* age of the oldest unshipped record, 0 when caught up */
+    uint64_t batches;
+    uint64_t retries;
+    uint64_t dead_letters;   /* records the remote rejected permanently */
+    int64_t last_error_unix_ms; /* 0 when none */
+    char last_error[STELE_ERROR_MESSAGE_BYTES];
+    int is_stopped;          /* stopped by an integrity or authentication error */
+} stele_sink_stats_t;
+
+#define STELE_MAX_SINKS 16
+
+/* A snapshot of the engine's counters. */
+typedef struct stele_stats {
+    char source[64];
+    uint64_t first_seq;      /* oldest record still in the journal (0 when empty) */
+    uint64_t appended_seq;   /* last seq handed out */
+    uint64_t written_seq;    /* last seq handed to the OS */
+    uint64_t durable_seq;    /* last seq fdatasynced */
+    uint64_t batches;
+    uint64_t syncs;
+    uint64_t bytes_written;
+    uint64_t queue_bytes;    /* queued, not yet written */
+    uint64_t queue_records;
+    double mean_batch_records;
+    uint64_t segments;
+    uint64_t disk_bytes;     /* segment files as allocated on disk */
+    uint64_t latency_p50_us; /* append -> durable (or written with sync=never) */
+    uint64_t latency_p99_us;
+    uint64_t latency_p999_us;
+    int halted_code;         /* the sticky error, 0 when running */
+    char halted_message[STELE_ERROR_MESSAGE_BYTES];
+    char recovery_note[STELE_ERROR_MESSAGE_BYTES]; /* what open's recovery did, if anything */
+    size_t n_sinks;
+    stele_sink_stats_t sinks[STELE_MAX_SINKS];
+} stele_stats_t;
+
+/* Fills *out. Never blocks on I/O. Thread-safe. Returns 0 or STELE_EINVAL. */
+int stele_stats(stele_t *db, stele_stats_t *out);
+
+/* ------------------------------------------------------------------------------------------
+ * Readers: cross-process, read-only, never see an uncommitted record.
+ * ------------------------------------------------------------------------------------------ */
+typedef struct stele_reader stele_reader_t;
+
+/* A record as read back. Pointers are borrowed until the next call on the same reader. */
+typedef struct stele_record {
+    uint64_t seq;
+    int64_t ts_ns;          /* nanoseconds since the Unix epoch, never decreasing */
+    const uint8_t *bson;    /* the event as a BSON document */
+    uint32_t bson_len;
+    uint8_t hash[32];       /* SHA-256 chain hash of this record */
+    uint8_t prev_hash[32];  /* chain hash of the record before (genesis for the first) */
+} stele_record_t;
+
+/*
+ * Opens a reader on the journal in `dir`, positioned at the oldest record. Works while a
+ * writer (in this or another process) appends. A reader returns only committed records;
+ * with sync=always only durable ones. Returns 0, STELE_ENOTJOURNAL, STELE_EVERSION, -errno.
+ */
+int stele_reader_open(const char *dir, stele_reader_t **out, stele_error_t *err);
+
+/* Positions the reader so the next record returned is `seq` (or the first after it if it
+ * was deleted by retention: then STELE_ENOTFOUND is returned and the position is the oldest
+ * record). Seeking past the end waits there for that record. */
+int stele_reader_seek_seq(stele_reader_t *r, uint64_t seq, stele_error_t *err);
+
+/* Positions the reader at the first record with ts_ns >= ts_ns. */
+int stele_reader_seek_time(stele_reader_t *r, int64_t ts_ns, stele_error_t *err);
+
+/*
+ * Returns the next record in *rec. If none is committed yet, waits up to timeout_ms
+ * (0 = do not wait, -1 = forever) without busy polling. Returns 0, STELE_EAGAIN (nothing
+ * new within the timeout), STELE_ECORRUPT (segment and offset in err), -errno.
+ */
+int stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_error_t *err);
+
+/* The journal's source name; borrowed until stele_reader_close(). */
+const char *stele_reader_source(const stele_reader_t *r);
+
+void stele_reader_close(stele_reader_t *r);
+
+/* ------------------------------------------------------------------------------------------
+ * Inspection and verification (read-only, from any process)
+ * ------------------------------------------------------------------------------------------ */
+
+/* What `stele status` shows, read without opening the journal for writing. When a writer
+ * holds the journal, its live positions are used (writer_pid != 0). */
+typedef struct stele_status {
+    char source[64];
+    int writer_pid;          /* 0 when no writer holds the journal */
+    uint64_t first_seq;
+    uint64_t last_seq;       /* last record on disk */
+    uint64_t committed_seq;  /* last record readers may see */
+    uint64_t durable_seq;
+    uint64_t segments;
+    uint64_t disk_bytes;
+    uint32_t format_version;
+    size_t n_sinks;          /* checkpoints known to the index */
+    struct {
+        char name[64];
+        uint64_t shipped_seq;
+        uint64_t dead_letters;
+    } sinks[STELE_MAX_SINKS];
+} stele_status_t;
+
+int stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err);
+
+/* Outcome of stele_verify(). */
+typedef struct stele_verify_report {
+    uint64_t records_checked;
+    uint64_t first_seq, last_seq;
+    uint64_t bad_seq;        /* first failing seq, 0 when all holds */
+    char bad_segment[64];    /* segment file of the failure */
+    uint64_t bad_offset;
+    char what[STELE_ERROR_MESSAGE_BYTES]; /* why it failed */
+} stele_verify_report_t;
+
+/*
+ * Checks every frame's CRC, the hash chain, seq contiguity and the index against the
+ * segments, for seqs in [from_seq, to_seq] (0 = from the oldest / to the newest).
+ * Returns 0 when all holds, STELE_ECORRUPT when anything fails (details in *report), or
+ * another code when it could not check (-errno, STELE_ENOTJOURNAL, ...).
+ */
+int stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_report_t *report,
+                 stele_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STELE_H */

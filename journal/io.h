@@ -1,0 +1,56 @@
+/*
+ * io.h: the I/O method table every journal file access goes through.
+ *
+ * Like SQLite's VFS, the table exists so tests can substitute a faulting or crashing
+ * implementation (tests/support/io_fault.c, tests/support/io_crash.c) for the POSIX one
+ * (io_posix.c). The journal never calls open/pwrite/fdatasync directly.
+ *
+ * Every method returns 0 (or a byte count where noted) on success and -errno on failure.
+ * Implementations retry EINTR and loop over short transfers themselves, so a short count is
+ * only ever returned by pread at end of file. `ctx` is the table's own state.
+ */
+#ifndef STELE_JOURNAL_IO_H
+#define STELE_JOURNAL_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* Flags for open_file. */
+enum {
+    JOURNAL_IO_READ = 0,      /* read-only */
+    JOURNAL_IO_WRITE = 1,     /* read-write */
+    JOURNAL_IO_CREATE = 2,    /* create if missing (with mode) */
+    JOURNAL_IO_EXCLUSIVE = 4, /* fail with -EEXIST if it exists */
+};
+
+typedef struct journal_io journal_io_t;
+
+struct journal_io {
+    void *ctx;
+    /* Opens `path` (absolute or relative to the process cwd). Returns fd >= 0 or -errno. */
+    int (*open_file)(void *ctx, const char *path, int flags, mode_t mode);
+    /* Reads up to len bytes at off. Returns bytes read (short only at EOF) or -errno. */
+    ssize_t (*pread)(void *ctx, int fd, void *buf, size_t len, off_t off);
+    /* Writes all iov bytes at off. Returns 0 or -errno (a short write is an error). */
+    int (*pwritev)(void *ctx, int fd, const struct iovec *iov, int iovcnt, off_t off);
+    /* Makes the file's data (and the metadata needed to read it) durable. */
+    int (*fdatasync)(void *ctx, int fd);
+    /* Makes data and all metadata durable (used for new files and directories). */
+    int (*fsync)(void *ctx, int fd);
+    int (*truncate)(void *ctx, int fd, off_t len);
+    /* Reserves [off, off+len) on disk; `zero_fill` writes zeros instead of fallocate. */
+    int (*allocate)(void *ctx, int fd, off_t off, off_t len, int zero_fill);
+    int (*rename)(void *ctx, const char *from, const char *to);
+    int (*unlink)(void *ctx, const char *path);
+    /* Opens the directory and fsyncs it, making renames/creates/unlinks in it durable. */
+    int (*sync_dir)(void *ctx, const char *dir);
+    int (*file_size)(void *ctx, int fd, off_t *size_out);
+    int (*close)(void *ctx, int fd);
+};
+
+/* The POSIX table. Static storage; never freed. */
+const journal_io_t *journal_io_posix(void);
+
+#endif /* STELE_JOURNAL_IO_H */

@@ -1,0 +1,205 @@
+/*
+ * journal.h: the journal's API for the engine: open with recovery, append batches of
+ * framed records, sync, roll segments, delete old segments, and read records back from any
+ * process. The on-disk format is specified in FORMAT.md and mirrored by format.h.
+ *
+ * The journal knows nothing about LMDB, JSON or MongoDB. It uses libc, its own I/O method
+ * table (io.h) and OpenSSL's SHA-256 for the chain hash. Error codes and the error struct
+ * are the public ones from <stele.h>.
+ *
+ * Threads: a journal_t has one writing thread (the engine's committer) that calls
+ * journal_append_batch / journal_sync / journal_publish; journal_stats and
+ * journal_delete_before may be called from other threads (they take the journal's own
+ * lock). Internally a segment-preparer thread creates and preallocates the next segment
+ * ahead of need. A journal_reader_t belongs to one thread.
+ */
+#ifndef STELE_JOURNAL_H
+#define STELE_JOURNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "io.h"
+#include "stele.h"
+
+typedef struct journal journal_t;
+
+/* How a log ended, as classified by recovery or a scan. */
+typedef enum journal_end {
+    JOURNAL_END_CLEAN = 0,      /* zero-filled preallocated space (or end of file) */
+    JOURNAL_END_TORN_FRAME,     /* a frame header or payload cut short / partly zero */
+    JOURNAL_END_BAD_CRC,        /* a complete-looking frame whose CRC does not match */
+    JOURNAL_END_BAD_LENGTH,     /* a length that cannot be (too big, past the segment) */
+    JOURNAL_END_BAD_SEQ,        /* a valid frame whose seq does not follow */
+    JOURNAL_END_TORN_BATCH,     /* valid frames after the last batch end, batch not complete */
+    JOURNAL_END_SEALED_DAMAGE,  /* damage in a sealed segment or before the durable tail */
+} journal_end_t;
+
+const char *journal_end_name(journal_end_t end);
+
+typedef struct journal_options {
+    const journal_io_t *io;    /* NULL = journal_io_posix() */
+    const char *source;        /* stored at creation; ignored when the journal exists */
+    uint64_t segment_bytes;    /* preallocated size of a segment file */
+    uint32_t max_record_bytes; /* largest payload accepted */
+    unsigned file_mode;
+    unsigned dir_mode;
+    int create_if_missing;
+    int zero_fill;             /* preallocate by writing zeros (1) or fallocate only (0) */
+    /* Where recovery may start its tail scan: a batch start known to the index (0 = none).
+     * The journal checks it and falls back to the newest segment's start if it is wrong. */
+    uint64_t hint_seq;
+    uint64_t hint_segment_seq;
+    uint64_t hint_offset;
+} journal_options_t;
+
+void journal_options_init(journal_options_t *opts);
+
+/* What recovery found and did at open. */
+typedef struct journal_recovery {
+    uint64_t first_seq;      /* oldest record (0 when empty) */
+    uint64_t last_seq;       /* newest valid record after recovery (0 when empty) */
+    int64_t last_ts_ns;
+    uint8_t last_hash[32];   /* chain hash to continue from (genesis when empty) */
+    journal_end_t end;       /* how the newest segment ended */
+    uint64_t truncated_bytes;/* bytes of torn tail zeroed */
+    uint64_t scanned_bytes;
+    char note[STELE_ERROR_MESSAGE_BYTES]; /* empty when nothing notable happened */
+} journal_recovery_t;
+
+/*
+ * Opens the journal directory for writing: takes the writer lock (STELE_ELOCKED naming the
+ * holder's pid), checks the format version (STELE_EVERSION), runs tail recovery (may zero a
+ * torn tail; STELE_ECORRUPT with segment and offset for damage anywhere else), and starts
+ * the segment preparer. *rec_out (may be NULL) tells what recovery did.
+ */
+int journal_open(const char *dir, const journal_options_t *opts, journal_t **out,
+                 journal_recovery_t *rec_out, stele_error_t *err);
+
+/* Syncs the active segment, stops the preparer, releases the lock, frees. NULL is a no-op.
+ * Returns the sticky error if the journal had failed. */
+int journal_close(journal_t *j, stele_error_t *err);
+
+/* Bytes a frame with a `payload_len`-byte payload occupies (header + payload + padding). */
+size_t journal_frame_bytes(uint32_t payload_len);
+
+/*
+ * Lays out one frame at `frame` (journal_frame_bytes(payload_len) bytes): header fields seq
+ * and ts_ns, the payload copied in, padding zeroed. The chain hash, batch flag and CRC are
+ * left for journal_append_batch. Pure; any thread.
+ */
+void journal_frame_prepare(uint8_t *frame, uint64_t seq, int64_t ts_ns, const uint8_t *payload,
+                           uint32_t payload_len);
+
+/* Where a batch landed. */
+typedef struct journal_batch_info {
+    uint64_t first_seq;
+    uint64_t last_seq;
+    int64_t first_ts_ns;
+    uint64_t segment_seq; /* first seq of the segment holding the batch (its file name) */
+    uint64_t offset;      /* byte offset of the batch's first frame in that segment */
+    int rolled;           /* 1 when this batch started a new segment */
+} journal_batch_info_t;
+
+/*
+ * Seals and writes a batch of prepared frames laid out back to back in buf[0..len): fills
+ * each frame's chain hash, flags the last frame as the batch end, computes CRCs, then writes
+ * the batch with one vectored write. Seqs must continue journal_last_seq()+1 without gaps;
+ * ts must not decrease. Rolls to the next (already prepared) segment first when the batch
+ * does not fit; the old segment is synced and sealed. Does not fdatasync the batch.
+ * A failure puts the journal in a sticky failed state (every later call returns it).
+ * Returns 0, STELE_ETOOBIG (batch larger than a segment), STELE_EINVAL, STELE_EHALTED, -errno.
+ */
+int journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_t *info,
+                         stele_error_t *err);
+
+/* fdatasyncs the active segment. On failure the journal halts (sticky); never retried. */
+int journal_sync(journal_t *j, stele_error_t *err);
+
+/*
+ * Publishes positions to readers in other processes (shared state file) and wakes readers
+ * waiting for new records: `visible_seq` is the last record readers may return, `durable_seq`
+ * the last fdatasynced. Cheap (memory stores and a futex wake); never does file I/O.
+ */
+void journal_publish(journal_t *j, uint64_t visible_seq, uint64_t durable_seq);
+
+uint64_t journal_last_seq(const journal_t *j);
+
+/* Deletes whole segments whose records all have seq < `seq` (never the active one).
+ * Returns the number of segments deleted or -errno. */
+int journal_delete_before(journal_t *j, uint64_t seq, stele_error_t *err);
+
+typedef struct journal_stats {
+    uint64_t first_seq;
+    uint64_t last_seq;
+    uint64_t segments;      /* sealed + active + prepared */
+    uint64_t disk_bytes;    /* allocated size of all segment files */
+    uint64_t syncs;
+} journal_stats_t;
+
+void journal_stats(journal_t *j, journal_stats_t *out);
+
+const char *journal_source(const journal_t *j);
+
+/* ---------------------------------------------------------------------------------------
+ * Reading (any process, read-only)
+ * --------------------------------------------------------------------------------------- */
+typedef struct journal_reader journal_reader_t;
+
+/* A decoded record; pointers borrowed until the next call on the reader. */
+typedef struct journal_record {
+    uint64_t seq;
+    int64_t ts_ns;
+    const uint8_t *payload;
+    uint32_t payload_len;
+    uint8_t hash[32];
+    uint8_t prev_hash[32];
+    uint64_t segment_seq;
+    uint64_t offset;
+    int is_batch_end;
+} journal_record_t;
+
+int journal_reader_open(const char *dir, const journal_io_t *io, journal_reader_t **out,
+                        stele_error_t *err);
+void journal_reader_close(journal_reader_t *r);
+
+/* Positions at `seq`. A hint (segment_seq, offset of a frame at or before seq, 0 = none)
+ * from the index avoids scanning; a wrong hint is detected and ignored.
+ * Returns 0, STELE_ENOTFOUND (seq older than the oldest segment: positioned at the oldest). */
+int journal_reader_seek(journal_reader_t *r, uint64_t seq, uint64_t hint_segment_seq,
+                        uint64_t hint_offset, stele_error_t *err);
+
+/* Next committed record, without waiting. Returns 0, STELE_EAGAIN (none visible yet),
+ * STELE_ECORRUPT (segment, offset and why in err), -errno. With no live writer, the visible
+ * end is the last complete batch on disk. */
+int journal_reader_next(journal_reader_t *r, journal_record_t *rec, stele_error_t *err);
+
+/* Waits until a record after `after_seq` becomes visible or timeout_ms passes (-1 forever),
+ * without busy polling (futex on the shared state; bounded re-checks if no writer).
+ * Returns 0 or STELE_ETIMEDOUT. */
+int journal_reader_wait(journal_reader_t *r, uint64_t after_seq, int timeout_ms);
+
+/* Live positions from the shared state; writer_pid 0 when no writer holds the lock. */
+typedef struct journal_live {
+    int writer_pid;
+    uint64_t visible_seq;
+    uint64_t durable_seq;
+} journal_live_t;
+
+void journal_reader_live(journal_reader_t *r, journal_live_t *out);
+
+const char *journal_reader_source(const journal_reader_t *r);
+uint32_t journal_reader_format_version(const journal_reader_t *r);
+
+/* Segment listing for status, verify and index rebuild. */
+typedef struct journal_segment_info {
+    uint64_t first_seq;
+    uint64_t disk_bytes;
+    int64_t first_ts_ns; /* 0 when empty */
+} journal_segment_info_t;
+
+/* Fills up to `max` segments in seq order; returns how many exist (may exceed max) or -errno. */
+int journal_reader_segments(journal_reader_t *r, journal_segment_info_t *out, size_t max,
+                            stele_error_t *err);
+
+#endif /* STELE_JOURNAL_H */

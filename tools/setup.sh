@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tools/setup.sh: installs stele's dependencies on Debian 12 and builds it.
+#   tools/setup.sh           runtime + build dependencies, Release build in build/
+#   tools/setup.sh --test    also test dependencies (cmocka, clang for fuzzing, the
+#                            MongoDB-compatible test server), build with tests
+# Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+with_tests=0
+[ "${1:-}" = "--test" ] && with_tests=1
+
+# Every dependency, by Debian package name (named in the README too).
+build_pkgs="build-essential cmake pkg-config libbson-dev libmongoc-dev liblmdb-dev libssl-dev libinih-dev"
+bench_pkgs="libfuse3-dev fuse3 gnuplot-nox"
+test_pkgs="libcmocka-dev clang golang-go ca-certificates git"
+
+pkgs="$build_pkgs $bench_pkgs"
+[ "$with_tests" = 1 ] && pkgs="$pkgs $test_pkgs"
+
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+# A machine that already has a Go toolchain does not need Debian's.
+if command -v go >/dev/null 2>&1; then missing=$(echo "$missing" | sed 's/ golang-go//'); fi
+if [ -n "${missing// /}" ]; then
+    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing
+fi
+
+tests_flag=OFF
+[ "$with_tests" = 1 ] && tests_flag=ON
+cmake -S . -B build -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTELE_WERROR=ON \
+    -DSTELE_BUILD_TESTS="$tests_flag" >/dev/null
+cmake --build build -j "$(nproc)"
+
+if [ "$with_tests" = 1 ] && [ -x tests/integration/build-test-server.sh ]; then
+    tests/integration/build-test-server.sh
+fi
