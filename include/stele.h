@@ -111,6 +111,14 @@ typedef enum stele_on_full {
     STELE_ON_FULL_FAIL = 1,  /* return STELE_EFULL at once */
 } stele_on_full_t;
 
+/* How the committer forms batches. */
+typedef enum stele_commit_policy {
+    STELE_COMMIT_ADAPTIVE = 0, /* commit as soon as the previous commit ends; wait up to
+                                  commit_interval_us only while other writers are active */
+    STELE_COMMIT_FIXED = 1,    /* commit every commit_interval_us whatever the load, like
+                                  MongoDB 2.4's journal; for the benchmark's comparison */
+} stele_commit_policy_t;
+
 /* One MongoDB destination. Fill with stele_sink_options_init() first. */
 typedef struct stele_sink_options {
     const char *name;       /* unique per journal; keys the checkpoint. Default "default" */
@@ -143,6 +151,7 @@ typedef struct stele_options {
     uint32_t max_depth;          /* deepest nesting of an event; default 100 */
     uint32_t commit_interval_us; /* longest wait to grow a batch, only while other writers are
                                     active; 0 (default) = adaptive group commit only */
+    stele_commit_policy_t commit_policy; /* default STELE_COMMIT_ADAPTIVE */
     stele_sync_t sync;           /* default STELE_SYNC_ALWAYS */
     uint32_t sync_interval_ms;   /* for STELE_SYNC_INTERVAL; default 1000 */
     uint64_t max_queue_bytes;    /* bound on queued, uncommitted bytes; default 64 MiB */
