@@ -20,8 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Largest frame a ledger batch builds on the stack of the heap: payload limit of the tests. */
+/* Largest payload a ledger builds (on the stack): far above what the tests use. */
 enum { TEST_PAYLOAD_MAX_BYTES = 64 * 1024 };
+/* Timestamps start at a realistic wall-clock time (2020-09-13) rather than at 0. */
+#define TEST_FIRST_TS_NS INT64_C(1600000000000000000)
 
 uint64_t
 test_seed(const char *test_name)
@@ -188,6 +190,7 @@ test_ledger_init(test_ledger_t *lg, uint32_t max_pad_bytes)
 {
     memset(lg, 0, sizeof(*lg));
     lg->max_pad_bytes = max_pad_bytes;
+    lg->last_ts_ns = TEST_FIRST_TS_NS;
 }
 
 void
