@@ -196,6 +196,32 @@ test_fault_noop_syncs_are_counted_and_can_fail(void **state)
     io_fault_free(f);
 }
 
+static void
+test_fault_tells_call_sites_apart(void **state)
+{
+    fixture_t *fx = *state;
+    io_fault_spec_t spec = {.method = IO_METHOD_FDATASYNC, .nth = 1, .error = -EIO};
+    io_fault_arm(fx->fault, &spec);
+
+    for (int i = 0; i < 3; i++)
+        (void)fx->io->fdatasync(fx->io->ctx, fx->fd);        /* one site, called three times */
+    assert_int_equal(fx->io->fsync(fx->io->ctx, fx->fd), 0); /* a second site */
+
+    io_fault_site_t sites[IO_FAULT_MAX_SITES];
+    size_t n = io_fault_sites(fx->fault, sites, IO_FAULT_MAX_SITES);
+    size_t n_sync_sites = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (sites[i].method == IO_METHOD_FDATASYNC) {
+            n_sync_sites++;
+            assert_int_equal(sites[i].n_calls, 3);
+            assert_int_equal(sites[i].n_faulted, 1);
+        } else if (sites[i].method == IO_METHOD_FSYNC) {
+            assert_int_equal(sites[i].n_faulted, 0);
+        }
+    }
+    assert_int_equal(n_sync_sites, 1);
+}
+
 int
 main(void)
 {
@@ -213,6 +239,7 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_failed_open_creates_nothing, setup, teardown),
         cmocka_unit_test(test_fault_noop_syncs_are_counted_and_can_fail),
+        cmocka_unit_test_setup_teardown(test_fault_tells_call_sites_apart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

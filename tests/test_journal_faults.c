@@ -186,6 +186,26 @@ check_after_fault(const char *dir, test_ledger_t *lg, const char *label)
         fail_msg("%s: %s", label, check.what);
 }
 
+/* Every call site of the targeted method(s) that the workload reached was failed at least
+ * once: the loop covered all of the journal's I/O call sites, not just most calls. */
+static void
+check_every_site_faulted(io_fault_t *fault, const loop_case_t *lc)
+{
+    io_fault_site_t sites[IO_FAULT_MAX_SITES];
+    size_t n_sites = io_fault_sites(fault, sites, IO_FAULT_MAX_SITES);
+    size_t n_targeted = 0;
+    assert_true(n_sites < IO_FAULT_MAX_SITES);
+    for (size_t i = 0; i < n_sites; i++) {
+        if (lc->spec.method != IO_METHOD_ANY && sites[i].method != lc->spec.method)
+            continue;
+        n_targeted++;
+        if (sites[i].n_faulted == 0)
+            fail_msg("%s: the %s call site at %p (%" PRIu64 " calls) was never failed", lc->name,
+                     io_method_name(sites[i].method), sites[i].caller, sites[i].n_calls);
+    }
+    fprintf(stderr, "%s: all %zu call sites failed at least once\n", lc->name, n_targeted);
+}
+
 /* Arms call n = 1, 2, ... of `lc` until a run completes without reaching it. */
 static void
 fault_loop(const loop_case_t *lc, uint64_t seed)
@@ -228,6 +248,7 @@ fault_loop(const loop_case_t *lc, uint64_t seed)
     }
     assert_true(n < FAULT_MAX_N);
     assert_true(n_fired_runs > 0);
+    check_every_site_faulted(fault, lc);
     fprintf(stderr,
             "%s: %" PRIu64 " faulted runs; clean run made %" PRIu64 " calls (%" PRIu64
             " pwritev, %" PRIu64 " fdatasync, %" PRIu64 " fsync, %" PRIu64 " sync_dir)\n",

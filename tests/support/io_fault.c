@@ -29,7 +29,13 @@ struct io_fault {
     io_fault_spec_t spec;
     uint64_t n_targeted; /* targeted calls seen since arming */
     uint64_t n_fired;
+    /* Distinct call sites (return addresses into the journal) and whether each has failed. */
+    io_fault_site_t sites[IO_FAULT_MAX_SITES];
+    size_t n_sites;
 };
+
+/* The journal's call site: wrappers are only ever called through the table's pointers. */
+#define CALLER __builtin_return_address(0)
 
 static const char *const method_names[IO_METHOD_COUNT] = {
     "open",     "pread",  "pwritev", "fdatasync", "fsync",     "truncate",
@@ -50,19 +56,38 @@ io_method_name(io_method_t method)
  * Counts the call and decides whether it fails. Returns 0 to let it through, or the
  * negative errno to return; *is_short_out says a pwritev should land part of its data.
  */
+static io_fault_site_t *
+site_of(io_fault_t *f, io_method_t method, const void *caller)
+{
+    for (size_t i = 0; i < f->n_sites; i++) {
+        if (f->sites[i].caller == caller)
+            return &f->sites[i];
+    }
+    if (f->n_sites == IO_FAULT_MAX_SITES)
+        return NULL; /* more sites than any journal has: stop recording, keep counting */
+    io_fault_site_t *site = &f->sites[f->n_sites++];
+    *site = (io_fault_site_t){.caller = caller, .method = method};
+    return site;
+}
+
 static int
-fault_check(io_fault_t *f, io_method_t method, int *is_short_out)
+fault_check(io_fault_t *f, io_method_t method, const void *caller, int *is_short_out)
 {
     int rc = 0;
 
     pthread_mutex_lock(&f->mu);
     f->calls[method]++;
+    io_fault_site_t *site = site_of(f, method, caller);
+    if (site)
+        site->n_calls++;
     if (f->is_armed && (f->spec.method == IO_METHOD_ANY || f->spec.method == method)) {
         f->n_targeted++;
         int hits =
             f->n_targeted == f->spec.nth || (f->spec.is_persistent && f->n_targeted > f->spec.nth);
         if (hits) {
             f->n_fired++;
+            if (site)
+                site->n_faulted++;
             rc = f->spec.error;
             if (is_short_out)
                 *is_short_out = f->spec.is_short_write;
@@ -76,7 +101,7 @@ static int
 fault_open_file(void *ctx, const char *path, int flags, mode_t mode)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_OPEN, NULL);
+    int rc = fault_check(f, IO_METHOD_OPEN, CALLER, NULL);
     if (rc)
         return rc;
     return f->inner->open_file(f->inner->ctx, path, flags, mode);
@@ -86,7 +111,7 @@ static ssize_t
 fault_pread(void *ctx, int fd, void *buf, size_t len, off_t off)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_PREAD, NULL);
+    int rc = fault_check(f, IO_METHOD_PREAD, CALLER, NULL);
     if (rc)
         return rc;
     return f->inner->pread(f->inner->ctx, fd, buf, len, off);
@@ -124,7 +149,7 @@ fault_pwritev(void *ctx, int fd, const struct iovec *iov, int iovcnt, off_t off)
 {
     io_fault_t *f = ctx;
     int is_short = 0;
-    int rc = fault_check(f, IO_METHOD_PWRITEV, &is_short);
+    int rc = fault_check(f, IO_METHOD_PWRITEV, CALLER, &is_short);
     if (rc) {
         if (is_short)
             fault_write_prefix(f, fd, iov, iovcnt, off);
@@ -137,7 +162,7 @@ static int
 fault_fdatasync(void *ctx, int fd)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_FDATASYNC, NULL);
+    int rc = fault_check(f, IO_METHOD_FDATASYNC, CALLER, NULL);
     if (rc || f->syncs_are_noops)
         return rc;
     return f->inner->fdatasync(f->inner->ctx, fd);
@@ -147,7 +172,7 @@ static int
 fault_fsync(void *ctx, int fd)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_FSYNC, NULL);
+    int rc = fault_check(f, IO_METHOD_FSYNC, CALLER, NULL);
     if (rc || f->syncs_are_noops)
         return rc;
     return f->inner->fsync(f->inner->ctx, fd);
@@ -157,7 +182,7 @@ static int
 fault_truncate(void *ctx, int fd, off_t len)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_TRUNCATE, NULL);
+    int rc = fault_check(f, IO_METHOD_TRUNCATE, CALLER, NULL);
     if (rc)
         return rc;
     return f->inner->truncate(f->inner->ctx, fd, len);
@@ -167,7 +192,7 @@ static int
 fault_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_ALLOCATE, NULL);
+    int rc = fault_check(f, IO_METHOD_ALLOCATE, CALLER, NULL);
     if (rc)
         return rc;
     return f->inner->allocate(f->inner->ctx, fd, off, len, zero_fill);
@@ -177,7 +202,7 @@ static int
 fault_rename(void *ctx, const char *from, const char *to)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_RENAME, NULL);
+    int rc = fault_check(f, IO_METHOD_RENAME, CALLER, NULL);
     if (rc)
         return rc;
     return f->inner->rename(f->inner->ctx, from, to);
@@ -187,7 +212,7 @@ static int
 fault_unlink(void *ctx, const char *path)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_UNLINK, NULL);
+    int rc = fault_check(f, IO_METHOD_UNLINK, CALLER, NULL);
     if (rc)
         return rc;
     return f->inner->unlink(f->inner->ctx, path);
@@ -197,7 +222,7 @@ static int
 fault_sync_dir(void *ctx, const char *dir)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_SYNC_DIR, NULL);
+    int rc = fault_check(f, IO_METHOD_SYNC_DIR, CALLER, NULL);
     if (rc || f->syncs_are_noops)
         return rc;
     return f->inner->sync_dir(f->inner->ctx, dir);
@@ -207,7 +232,7 @@ static int
 fault_file_size(void *ctx, int fd, off_t *size_out)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_FILE_SIZE, NULL);
+    int rc = fault_check(f, IO_METHOD_FILE_SIZE, CALLER, NULL);
     if (rc)
         return rc;
     return f->inner->file_size(f->inner->ctx, fd, size_out);
@@ -217,7 +242,7 @@ static int
 fault_close(void *ctx, int fd)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, IO_METHOD_CLOSE, NULL);
+    int rc = fault_check(f, IO_METHOD_CLOSE, CALLER, NULL);
     int close_rc = f->inner->close(f->inner->ctx, fd);
     return rc ? rc : close_rc;
 }
@@ -306,6 +331,17 @@ io_fault_calls(io_fault_t *f, io_method_t method)
     } else if (method >= 0 && method < IO_METHOD_COUNT) {
         n = f->calls[method];
     }
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+size_t
+io_fault_sites(io_fault_t *f, io_fault_site_t *out, size_t max)
+{
+    pthread_mutex_lock(&f->mu);
+    size_t n = f->n_sites;
+    for (size_t i = 0; i < n && i < max; i++)
+        out[i] = f->sites[i];
     pthread_mutex_unlock(&f->mu);
     return n;
 }

@@ -69,6 +69,20 @@ void io_fault_disarm(io_fault_t *f);
 /* How many calls failed because of the armed fault. */
 uint64_t io_fault_fired(io_fault_t *f);
 
+/* One place in the journal that calls the table, told apart by return address. */
+typedef struct io_fault_site {
+    const void *caller;
+    io_method_t method;
+    uint64_t n_calls;
+    uint64_t n_faulted; /* calls failed here by an armed fault */
+} io_fault_site_t;
+
+enum { IO_FAULT_MAX_SITES = 256 };
+
+/* Copies up to `max` call sites seen since creation; returns how many there are. A fault
+ * loop uses it to show that every call site it reached was also failed. */
+size_t io_fault_sites(io_fault_t *f, io_fault_site_t *out, size_t max);
+
 /* Calls attempted per method (IO_METHOD_ANY: all methods), since creation or reset. */
 uint64_t io_fault_calls(io_fault_t *f, io_method_t method);
 void io_fault_reset_counts(io_fault_t *f);
