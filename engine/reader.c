@@ -651,9 +651,9 @@ verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err
     const journal_record_t *p = &v->prev;
     if (v->have_prev) {
         if (rec->seq != p->seq + 1)
-            return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
-                              "seq %" PRIu64 " follows seq %" PRIu64 " (expected %" PRIu64 ")",
-                              rec->seq, p->seq, p->seq + 1);
+            return verify_bad(v, p->seq + 1, rec->segment_seq, rec->offset,
+                              "expected seq %" PRIu64 " after seq %" PRIu64 ", found %" PRIu64,
+                              p->seq + 1, p->seq, rec->seq);
         if (rec->ts_ns < p->ts_ns)
             return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                               "timestamp %" PRId64 " is before the previous record's %" PRId64,
