@@ -44,6 +44,9 @@
 #define INDEX_MAP_BYTES ((size_t)8 << 30)
 /* batches, times, meta, checkpoints, dead. */
 #define INDEX_MAX_DBS 5
+/* Concurrent read transactions across all processes (tail -f, status, shippers). LMDB's
+ * default of 126 is low for a log many tools follow; a slot costs 64 bytes of lock file. */
+#define INDEX_MAX_READERS 1024
 #define INDEX_META_VALUE_MAX 256
 #define INDEX_SINK_NAME_MAX 63
 #define INDEX_WHY_MAX 512
@@ -230,9 +233,17 @@ index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *
         rc = mdb_env_set_maxdbs(ix->env, INDEX_MAX_DBS);
     if (rc == 0)
         rc = mdb_env_set_mapsize(ix->env, INDEX_MAP_BYTES);
+    if (rc == 0)
+        rc = mdb_env_set_maxreaders(ix->env, INDEX_MAX_READERS);
     unsigned flags = MDB_NOSYNC | MDB_NOTLS | (ix->is_writable ? 0 : MDB_RDONLY);
     if (rc == 0)
         rc = mdb_env_open(ix->env, ix->path, flags, (mdb_mode_t)(file_mode ? file_mode : 0600));
+    /* Readers killed mid-transaction leave their slots taken; the writer clears them so
+     * they neither pin old pages nor use up the table. */
+    if (rc == 0 && ix->is_writable) {
+        int n_cleared = 0;
+        rc = mdb_reader_check(ix->env, &n_cleared);
+    }
     *mdb_rc_out = rc;
     if (rc) {
         if (ix->env)

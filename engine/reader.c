@@ -314,7 +314,25 @@ reader_list_segments(journal_reader_t *jr, journal_segment_info_t **out, stele_e
     }
 }
 
-/* The last readable record, found by scanning from the newest known batch start. */
+/* Scans from `start` (with an optional hint) to the visible end; *last_out stays put when
+ * nothing is there. */
+static int
+reader_scan_to_end(journal_reader_t *jr, uint64_t start, const index_batch_t *hint,
+                   uint64_t *last_out, stele_error_t *err)
+{
+    int rc =
+        journal_reader_seek(jr, start, hint ? hint->segment_seq : 0, hint ? hint->offset : 0, err);
+    if (rc && rc != STELE_ENOTFOUND)
+        return rc;
+    journal_record_t rec;
+    while ((rc = journal_reader_next(jr, &rec, err)) == 0)
+        *last_out = rec.seq;
+    return rc == STELE_EAGAIN ? 0 : rc;
+}
+
+/* The last readable record: scanned from the index's newest batch start when the index
+ * has one past the newest segment's start, else from that segment's start. An index ahead
+ * of the segments (not yet caught up) finds nothing and falls back to the segment. */
 static int
 reader_find_last_seq(journal_reader_t *jr, index_t *ix, const journal_segment_info_t *segs,
                      int n_segs, uint64_t *last_out, stele_error_t *err)
@@ -326,18 +344,13 @@ reader_find_last_seq(journal_reader_t *jr, index_t *ix, const journal_segment_in
             start = segs[i].first_seq;
     if (!start)
         return 0;
-    index_batch_t b = {0};
-    if (ix && index_last_batch(ix, &b, NULL) == 0 && b.first_seq > start)
-        start = b.first_seq;
-    else
-        memset(&b, 0, sizeof b);
-    int rc = journal_reader_seek(jr, start, b.segment_seq, b.offset, err);
-    if (rc && rc != STELE_ENOTFOUND)
-        return rc;
-    journal_record_t rec;
-    while ((rc = journal_reader_next(jr, &rec, err)) == 0)
-        *last_out = rec.seq;
-    return rc == STELE_EAGAIN ? 0 : rc;
+    index_batch_t b;
+    if (ix && index_last_batch(ix, &b, NULL) == 0 && b.first_seq > start) {
+        int rc = reader_scan_to_end(jr, b.first_seq, &b, last_out, err);
+        if (rc || *last_out)
+            return rc;
+    }
+    return reader_scan_to_end(jr, start, NULL, last_out, err);
 }
 
 static void

@@ -25,7 +25,7 @@
 #include "stele_internal.h"
 
 /* Enough records to fill several FX_SEGMENT_BYTES segments. */
-#define N_BATCHES 300
+#define N_BATCHES 600
 #define PER_BATCH 4
 #define N_RECORDS (N_BATCHES * PER_BATCH)
 
@@ -645,7 +645,7 @@ test_catch_up_indexes_the_batches_a_lagging_index_missed(void **state)
     char note[STELE_ERROR_MESSAGE_BYTES];
     catch_up(f->dir, note, sizeof note);
     assert_non_null(strstr(note, "caught up"));
-    assert_non_null(strstr(note, "150 batches"));
+    assert_non_null(strstr(note, "300 batches"));
     expect_index_matches_journal(f->dir);
 }
 
