@@ -739,6 +739,10 @@ static int
 verify_walk(verify_state_t *v, uint64_t from_seq, uint64_t to_seq, stele_error_t *err)
 {
     stele_error_t jerr = {0};
+    /* Read before the walk: a live writer only moves it forward, so a walk that ends short
+     * of it has lost records, whatever the writer does meanwhile. */
+    journal_live_t live_before;
+    journal_reader_live(v->jr, &live_before);
     uint64_t start = from_seq > 1 ? from_seq - 1 : 0;
     v->start_seq = start;
     int rc = journal_reader_seek(v->jr, start, 0, 0, &jerr);
@@ -760,6 +764,15 @@ verify_walk(verify_state_t *v, uint64_t from_seq, uint64_t to_seq, stele_error_t
         return reader_fail(err, STELE_ENOTFOUND, NULL,
                            "seq %" PRIu64 " is past the end of the journal (last %" PRIu64 ")",
                            from_seq, v->report->last_seq);
+    uint64_t last = v->report->last_seq;
+    uint64_t durable = live_before.durable_seq;
+    if (durable > last && (!to_seq || durable <= to_seq))
+        return verify_bad(
+            v, last + 1, v->have_prev ? v->prev.segment_seq : 0,
+            v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0,
+            "the journal's state records seq %" PRIu64
+            " as durable but the segments end at seq %" PRIu64 ": records are missing",
+            durable, last);
     /* The index is updated after a batch is written, so with a live writer it may name a
      * batch the walk stopped short of; with none, an entry past the end means records are
      * missing from the segments. */
