@@ -484,6 +484,7 @@ reader_index_batches_after(index_t *ix, journal_reader_t *jr, uint64_t from, uin
     index_batch_t pending[READER_CATCH_UP_CHUNK];
     size_t n_pending = 0;
     int is_start = 1; /* the first record read starts a batch: `from` is one, or the oldest */
+    uint64_t seen_seq = from;
     journal_record_t rec;
     while ((rc = journal_reader_next(jr, &rec, err)) == 0) {
         if (is_start && rec.seq > from) {
@@ -500,11 +501,19 @@ reader_index_batches_after(index_t *ix, journal_reader_t *jr, uint64_t from, uin
             }
         }
         is_start = rec.is_batch_end;
+        seen_seq = rec.seq;
         if (rec.seq >= last_seq)
             break;
     }
     if (rc && rc != STELE_EAGAIN)
         return rc;
+    /* Recovery found records up to last_seq; a reader that cannot see them would leave the
+     * index silently short. */
+    if (seen_seq < last_seq)
+        return reader_fail(err, STELE_ECORRUPT, "run \"stele verify\" on the journal",
+                           "index catch-up could read only to seq %" PRIu64 " of the %" PRIu64
+                           " recovery found",
+                           seen_seq, last_seq);
     rc = index_put_batches(ix, pending, n_pending, err);
     if (rc == 0)
         *n_out += n_pending;
