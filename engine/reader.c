@@ -144,7 +144,8 @@ stele_reader_seek_seq(stele_reader_t *r, uint64_t seq, stele_error_t *err)
         r->next_seq = rc == 0 ? seq : 0;
         r->last_read_seq = rc == 0 && seq ? seq - 1 : 0;
     }
-    return rc;
+    /* Seq 0 names no record: it asks for the oldest, which is where the reader now is. */
+    return seq == 0 && rc == STELE_ENOTFOUND ? 0 : rc;
 }
 
 /* First seq of the newest non-empty segment whose first record is older than ts_ns, or 0
