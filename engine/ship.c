@@ -509,6 +509,11 @@ struct shipper {
     pthread_t thread;
     int is_thread_started;
     unsigned jitter_seed; /* rand_r state; shipper thread only */
+    /* One-shot use (stele_reship): give up after this many attempts (0 = retry forever),
+     * and fail instead of dead-lettering (index is NULL then). Shipper thread only. */
+    unsigned max_attempts;
+    uint64_t n_inserted;
+    uint64_t rejected_seq;
 
     _Atomic uint64_t shipped_seq;  /* written by the shipper thread only */
     _Atomic int64_t pending_ts_ns; /* ts of the oldest record read but not acknowledged */
@@ -697,6 +702,8 @@ shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
         shipper_note_error(s, 0, "sink %s: %s on %s failed: %s", s->target.name, what,
                            s->target.where, berr.message);
         shipper_count_retry(s);
+        if (s->max_attempts && attempt + 1 >= s->max_attempts)
+            return STELE_EREMOTE;
         if (shipper_backoff(s, attempt))
             return STELE_ECLOSED;
     }
@@ -787,6 +794,7 @@ typedef struct ship_attempt {
     size_t bad_index; /* batch index of the offending document */
     bson_error_t error;
     int is_ok;
+    size_t n_inserted; /* documents this attempt stored */
 } ship_attempt_t;
 
 /*
@@ -823,6 +831,7 @@ ship_insert_pending(const ship_target_t *t, mongoc_client_t *client, ship_batch_
         for (size_t k = 0; k < n; k++)
             b->docs[map[k]].is_done = 1;
         out->is_ok = 1;
+        out->n_inserted = n;
     } else {
         size_t index = 0;
         out->verdict = ship_classify(&out->error, &reply, &index);
@@ -833,6 +842,7 @@ ship_insert_pending(const ship_target_t *t, mongoc_client_t *client, ship_batch_
                 for (size_t k = 0; k < index; k++)
                     b->docs[map[k]].is_done = 1;
                 out->bad_index = map[index];
+                out->n_inserted = index;
             }
         } else if (out->verdict == SHIP_SPLIT) {
             out->bad_index = map[0];
@@ -850,6 +860,14 @@ shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
     char msg[STELE_ERROR_MESSAGE_BYTES];
     snprintf(msg, sizeof msg, "%s", why);
     ship_scrub(&s->target, msg, sizeof msg);
+    d->is_done = 1;
+    if (!s->index) {
+        shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s: %s", s->target.name,
+                           d->seq, s->target.where, msg);
+        if (!s->rejected_seq)
+            s->rejected_seq = d->seq;
+        return;
+    }
     if (index_put_dead_letter(s->index, s->target.name, d->seq, msg, &ierr) != 0)
         shipper_note_error(s, 0, "sink %s: could not record dead letter %" PRIu64 ": %s",
                            s->target.name, d->seq, ierr.message);
@@ -858,7 +876,6 @@ shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
     pthread_mutex_unlock(&s->mu);
     shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s, dead-lettered: %s",
                        s->target.name, d->seq, s->target.where, msg);
-    d->is_done = 1;
 }
 
 /*
@@ -875,6 +892,7 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
         ship_attempt_t at;
         mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
         ship_insert_pending(&s->target, client, b, max_docs, ptrs, map, &at);
+        s->n_inserted += at.n_inserted;
         if (at.is_ok) {
             mongoc_client_pool_push(s->pool, client);
             size_t i = 0;
@@ -915,6 +933,8 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
         switch (at.verdict) {
         case SHIP_DEAD_LETTER:
             shipper_dead_letter(s, &b->docs[at.bad_index], at.error.message);
+            if (s->rejected_seq)
+                return STELE_EREMOTE;
             continue;
         case SHIP_SPLIT:
             if (max_docs > 1) {
@@ -922,6 +942,8 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
                 continue;
             }
             shipper_dead_letter(s, &b->docs[at.bad_index], at.error.message);
+            if (s->rejected_seq)
+                return STELE_EREMOTE;
             continue;
         case SHIP_STOP_AUTH:
             shipper_note_error(s, 1, "sink %s: %s refused the credentials or privileges: %s",
@@ -934,6 +956,8 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
         shipper_note_error(s, 0, "sink %s: insert into %s failed, retrying: %s", s->target.name,
                            s->target.where, at.error.message);
         shipper_count_retry(s);
+        if (s->max_attempts && attempt + 1 >= s->max_attempts)
+            return STELE_EREMOTE;
         if (shipper_backoff(s, attempt++))
             return STELE_ECLOSED;
     }
@@ -1244,4 +1268,301 @@ shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out)
     snprintf(out->last_error, sizeof out->last_error, "%s", s->last_error);
     out->is_stopped = s->is_stopped;
     pthread_mutex_unlock(&s->mu);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Remote consistency check and re-ship (one-shot, from any process)
+ * ------------------------------------------------------------------------------------------ */
+
+/* One list of ranges in a report being built; `last` is the previous seq added (0 = none),
+ * so ranges past the listed ones are still counted right. */
+typedef struct ship_range_list {
+    stele_seq_range_t *ranges;
+    size_t *n_ranges;
+    uint64_t *n_seqs;
+    uint64_t last;
+} ship_range_list_t;
+
+static void
+ship_range_add(ship_range_list_t *l, uint64_t seq)
+{
+    (*l->n_seqs)++;
+    size_t n = *l->n_ranges;
+    int follows = l->last != 0 && l->last + 1 == seq;
+    l->last = seq;
+    if (follows) {
+        if (n <= STELE_REMOTE_MAX_RANGES)
+            l->ranges[n - 1].last_seq = seq;
+        return;
+    }
+    if (n < STELE_REMOTE_MAX_RANGES) {
+        l->ranges[n].first_seq = seq;
+        l->ranges[n].last_seq = seq;
+    }
+    (*l->n_ranges)++;
+}
+
+/* Opens a reader on dir positioned at from_seq (clamped to the oldest record). */
+static int
+ship_open_range_reader(const char *dir, uint64_t from_seq, journal_reader_t **out,
+                       stele_error_t *err)
+{
+    int rc = journal_reader_open(dir, NULL, out, err);
+    if (rc != 0)
+        return rc;
+    rc = journal_reader_seek(*out, from_seq ? from_seq : 1, 0, 0, err);
+    if (rc == STELE_ENOTFOUND)
+        rc = 0;
+    if (rc != 0) {
+        journal_reader_close(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* Turns a libmongoc failure of a one-shot call into a stele error. */
+static int
+ship_remote_error(const ship_target_t *t, const bson_error_t *berr, const bson_t *reply,
+                  const char *what, stele_error_t *err)
+{
+    size_t index;
+    int code = ship_classify(berr, reply, &index) == SHIP_STOP_AUTH ? STELE_EAUTH : STELE_EREMOTE;
+    char msg[STELE_ERROR_MESSAGE_BYTES];
+    snprintf(msg, sizeof msg, "sink %s: %s on %s failed: %s", t->name, what, t->where,
+             berr->message);
+    ship_scrub(t, msg, sizeof msg);
+    ship_set_error(err, code, "check that the server is reachable and the credentials valid", "%s",
+                   msg);
+    return code;
+}
+
+/* The remote side of the check: documents of `source` from from_seq up, by _id.seq. */
+static mongoc_cursor_t *
+ship_range_cursor(const ship_target_t *t, mongoc_collection_t *coll, const char *source,
+                  uint64_t from_seq, uint64_t to_seq)
+{
+    bson_t *filter =
+        BCON_NEW("_id.src", BCON_UTF8(source), "_id.seq", "{", "$gte",
+                 BCON_INT64((int64_t)from_seq), "$lte", BCON_INT64((int64_t)to_seq), "}");
+    bson_t *opts = BCON_NEW("sort", "{", "_id.seq", BCON_INT32(1), "}", "projection", "{", "_id",
+                            BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
+    (void)t;
+    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
+    bson_destroy(opts);
+    bson_destroy(filter);
+    return cursor;
+}
+
+typedef struct ship_check_cursor {
+    mongoc_cursor_t *cursor;
+    int has_doc;
+    uint64_t seq;
+    const uint8_t *hash;
+} ship_check_cursor_t;
+
+static void
+ship_check_cursor_next(ship_check_cursor_t *c, stele_remote_report_t *report)
+{
+    const bson_t *doc;
+    c->has_doc = 0;
+    while (mongoc_cursor_next(c->cursor, &doc)) {
+        if (ship_doc_identity(doc, &c->seq, &c->hash) != 0)
+            continue;
+        report->docs_checked++;
+        c->has_doc = 1;
+        return;
+    }
+}
+
+static int
+ship_check_journal_next(journal_reader_t *r, uint64_t to_seq, journal_record_t *rec, int *has_rec,
+                        stele_error_t *err)
+{
+    *has_rec = 0;
+    int rc = journal_reader_next(r, rec, err);
+    if (rc == STELE_EAGAIN)
+        return 0;
+    if (rc != 0)
+        return rc;
+    *has_rec = rec->seq <= to_seq;
+    return 0;
+}
+
+int
+stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
+                   uint64_t to_seq, stele_remote_report_t *report, stele_error_t *err)
+{
+    if (!dir || !report || (to_seq && from_seq > to_seq)) {
+        ship_set_error(err, STELE_EINVAL, NULL, "remote check: bad arguments");
+        return STELE_EINVAL;
+    }
+    memset(report, 0, sizeof *report);
+    ship_target_t t;
+    int rc = ship_target_init(&t, sink, err);
+    if (rc != 0)
+        return rc;
+    journal_reader_t *r = NULL;
+    mongoc_client_t *client = NULL;
+    mongoc_collection_t *coll = NULL;
+    ship_check_cursor_t remote = {0};
+    rc = ship_open_range_reader(dir, from_seq, &r, err);
+    if (rc != 0)
+        goto done;
+    client = mongoc_client_new_from_uri(t.uri);
+    if (!client) {
+        rc = STELE_ECONFIG;
+        ship_set_error(err, rc, NULL, "sink %s: could not create a client", t.name);
+        goto done;
+    }
+    mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+    coll = mongoc_client_get_collection(client, t.database, t.collection);
+
+    journal_record_t rec;
+    int has_rec;
+    rc = ship_check_journal_next(r, to_seq ? to_seq : UINT64_MAX, &rec, &has_rec, err);
+    if (rc != 0)
+        goto done;
+    report->from_seq = has_rec ? rec.seq : from_seq;
+    uint64_t remote_to = to_seq ? to_seq : (uint64_t)INT64_MAX;
+    remote.cursor = ship_range_cursor(&t, coll, journal_reader_source(r),
+                                      report->from_seq ? report->from_seq : 1, remote_to);
+    ship_check_cursor_next(&remote, report);
+    ship_range_list_t missing = {report->missing, &report->n_missing_ranges, &report->n_missing, 0};
+    ship_range_list_t extra = {report->extra, &report->n_extra_ranges, &report->n_extra, 0};
+    ship_range_list_t mismatched = {report->mismatched, &report->n_mismatched_ranges,
+                                    &report->n_mismatched, 0};
+    while (has_rec || remote.has_doc) {
+        if (has_rec && (!remote.has_doc || rec.seq < remote.seq)) {
+            ship_range_add(&missing, rec.seq);
+        } else if (remote.has_doc && (!has_rec || remote.seq < rec.seq)) {
+            ship_range_add(&extra, remote.seq);
+            ship_check_cursor_next(&remote, report);
+            continue;
+        } else {
+            if (!remote.hash || memcmp(remote.hash, rec.hash, SHIP_HASH_BYTES) != 0)
+                ship_range_add(&mismatched, rec.seq);
+            ship_check_cursor_next(&remote, report);
+        }
+        report->records_checked++;
+        report->to_seq = rec.seq;
+        rc = ship_check_journal_next(r, to_seq ? to_seq : UINT64_MAX, &rec, &has_rec, err);
+        if (rc != 0)
+            goto done;
+    }
+    bson_error_t berr;
+    const bson_t *err_doc = NULL;
+    if (mongoc_cursor_error_document(remote.cursor, &berr, &err_doc)) {
+        rc = ship_remote_error(&t, &berr, err_doc, "remote check", err);
+        goto done;
+    }
+    if (report->n_missing || report->n_extra || report->n_mismatched) {
+        rc = STELE_EINTEGRITY;
+        ship_set_error(err, rc, "re-ship the missing ranges with stele_reship / stele ship",
+                       "sink %s: %" PRIu64 " missing, %" PRIu64 " extra, %" PRIu64
+                       " mismatched documents in %s",
+                       t.name, report->n_missing, report->n_extra, report->n_mismatched, t.where);
+    }
+done:
+    mongoc_cursor_destroy(remote.cursor);
+    mongoc_collection_destroy(coll);
+    mongoc_client_destroy(client);
+    journal_reader_close(r);
+    ship_target_free(&t);
+    return rc;
+}
+
+/* Reads records next_seq..to_seq (as many as fit a batch) without waiting. */
+static int
+ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t *b,
+                stele_error_t *err)
+{
+    const stele_sink_options_t *o = &s->target.opts;
+    while (b->n < o->batch_docs && b->bytes < o->batch_bytes) {
+        journal_record_t rec;
+        int rc = journal_reader_next(r, &rec, err);
+        if (rc == STELE_EAGAIN)
+            return 0;
+        if (rc != 0)
+            return rc;
+        if (rec.seq > to_seq)
+            return 0;
+        if (shipper_batch_reserve(b, b->n + 1) != 0)
+            return -ENOMEM;
+        ship_doc_t *d = &b->docs[b->n++];
+        d->seq = rec.seq;
+        d->ts_ns = rec.ts_ns;
+        d->is_done = 0;
+        memcpy(d->hash, rec.hash, SHIP_HASH_BYTES);
+        if (ship_doc_build(s->source, &rec, &d->doc) != 0)
+            shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
+        b->bytes += d->doc.len;
+    }
+    return 0;
+}
+
+/* Attempts per remote step of a one-shot re-ship before it gives up. */
+#define SHIP_RESHIP_MAX_ATTEMPTS 5
+
+int
+stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq, uint64_t to_seq,
+             uint64_t *n_inserted, stele_error_t *err)
+{
+    if (n_inserted)
+        *n_inserted = 0;
+    if (!dir || (to_seq && from_seq > to_seq)) {
+        ship_set_error(err, STELE_EINVAL, NULL, "re-ship: bad arguments");
+        return STELE_EINVAL;
+    }
+    shipper_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    journal_reader_t *r = NULL;
+    ship_batch_t batch = {0};
+    const bson_t **ptrs = NULL;
+    size_t *map = NULL;
+    int rc = ship_target_init(&s->target, sink, err);
+    if (rc != 0)
+        goto done;
+    s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
+    s->jitter_seed = (unsigned)ship_wall_ms();
+    rc = ship_open_range_reader(dir, from_seq, &r, err);
+    if (rc != 0)
+        goto done;
+    s->source = strdup(journal_reader_source(r));
+    ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
+    map = calloc(s->target.opts.batch_docs, sizeof *map);
+    s->pool = ship_pool_new(&s->target, err);
+    if (!s->source || !ptrs || !map || !s->pool) {
+        rc = s->pool ? -ENOMEM : STELE_ECONFIG;
+        if (rc == -ENOMEM)
+            ship_set_error(err, rc, NULL, "re-ship: out of memory");
+        goto done;
+    }
+    for (;;) {
+        ship_batch_clear(&batch);
+        rc = ship_fill_range(s, r, to_seq ? to_seq : UINT64_MAX, &batch, err);
+        if (rc != 0 || batch.n == 0)
+            break;
+        rc = s->rejected_seq ? STELE_EREMOTE : shipper_send_batch(s, &batch, ptrs, map);
+        if (rc != 0) {
+            pthread_mutex_lock(&s->mu);
+            ship_set_error(err, rc, rc == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
+                           s->last_error);
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+    }
+done:
+    if (n_inserted)
+        *n_inserted = s->n_inserted;
+    journal_reader_close(r);
+    ship_batch_free(&batch);
+    free(ptrs);
+    free(map);
+    shipper_free(s);
+    return rc;
 }
