@@ -450,6 +450,10 @@ cli_plan_product(const bench_cli_t *cli, bench_plan_t *plan, const char *device)
                             for (size_t po = 0; po < (is_stele ? cli->n_policy : 1) && !rc; po++)
                                 for (size_t in = 0; in < (is_stele ? cli->n_input : 1) && !rc;
                                      in++) {
+                                    if (!cli->no_reference && !is_stele &&
+                                        strcmp(cli->systems[s], "fsync-loop") == 0 &&
+                                        cli->writers[w] == 1)
+                                        continue; /* the reference already ran it */
                                     c.record_bytes = cli->record_bytes[b];
                                     c.sync = cli->sync[sy];
                                     c.wait = cli->wait[wa];
