@@ -105,9 +105,7 @@ fx_writer_batch(fx_writer_t *w, size_t n, const int64_t *ts_ns, int publish)
     free(buf);
     if (rc)
         fail_msg("journal_append_batch: %s", err.message);
-    rc = journal_sync(w->j, &err);
-    if (rc)
-        fail_msg("journal_sync: %s", err.message);
+    /* No fdatasync per batch: these tests read, they do not crash; journal_close syncs. */
     w->last_seq += n;
     w->last_ts_ns = ts;
     if (w->ix) {
