@@ -21,7 +21,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chain.h"
 #include "format.h"
 #include "index.h"
 #include "journal.h"
@@ -38,7 +38,6 @@
 
 /* Batch starts written to the index per LMDB transaction during a catch-up scan. */
 #define READER_CATCH_UP_CHUNK 1024
-#define READER_HASH_BYTES 32
 
 struct stele_reader {
     journal_reader_t *jr;
@@ -371,7 +370,8 @@ reader_status_sinks(index_t *ix, stele_status_t *out)
         n = STELE_MAX_SINKS;
     out->n_sinks = (size_t)n;
     for (int i = 0; i < n; i++) {
-        snprintf(out->sinks[i].name, sizeof out->sinks[i].name, "%s", names[i]);
+        _Static_assert(sizeof out->sinks[i].name == sizeof names[i], "sink name sizes");
+        memcpy(out->sinks[i].name, names[i], sizeof names[i]); /* NUL-terminated by the index */
         out->sinks[i].shipped_seq = seqs[i];
         if (index_count_dead_letters(ix, names[i], &out->sinks[i].dead_letters, NULL) != 0)
             out->sinks[i].dead_letters = 0;
@@ -618,7 +618,7 @@ done:
 typedef struct verify_state {
     journal_reader_t *jr;
     index_t *ix;
-    EVP_MD_CTX *md;
+    chain_hasher_t *hasher;
     stele_verify_report_t *report;
     int have_prev;
     journal_record_t prev; /* payload pointer not kept */
@@ -651,24 +651,12 @@ verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offse
     return STELE_ECORRUPT;
 }
 
-/* SHA-256(prev_hash || seq LE u64 || ts_ns LE i64 || payload), journal/FORMAT.md. */
+/* The record's chain hash recomputed from its contents (journal/chain.h, FORMAT.md). */
 static int
-verify_hash(EVP_MD_CTX *md, const journal_record_t *rec, uint8_t out[READER_HASH_BYTES])
+verify_hash(chain_hasher_t *hasher, const journal_record_t *rec, uint8_t out[HASH_BYTES])
 {
-    uint8_t fixed[16];
-    uint64_t ts = (uint64_t)rec->ts_ns;
-    for (int i = 0; i < 8; i++) {
-        fixed[i] = (uint8_t)(rec->seq >> (8 * i));
-        fixed[8 + i] = (uint8_t)(ts >> (8 * i));
-    }
-    unsigned len = 0;
-    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
-        EVP_DigestUpdate(md, rec->prev_hash, READER_HASH_BYTES) != 1 ||
-        EVP_DigestUpdate(md, fixed, sizeof fixed) != 1 ||
-        EVP_DigestUpdate(md, rec->payload, rec->payload_len) != 1 ||
-        EVP_DigestFinal_ex(md, out, &len) != 1 || len != READER_HASH_BYTES)
-        return -EIO;
-    return 0;
+    return chain_hash(hasher, rec->prev_hash, rec->seq, rec->ts_ns, rec->payload, rec->payload_len,
+                      out);
 }
 
 /* Checks one record against the one before it, its own hash and the index. */
@@ -685,21 +673,21 @@ verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err
             return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                               "timestamp %" PRId64 " is before the previous record's %" PRId64,
                               rec->ts_ns, p->ts_ns);
-        if (memcmp(rec->prev_hash, p->hash, READER_HASH_BYTES) != 0)
+        if (memcmp(rec->prev_hash, p->hash, HASH_BYTES) != 0)
             return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                               "chain broken: previous hash does not match seq %" PRIu64 "'s hash",
                               p->seq);
     }
     /* The journal gives an all-zero prev_hash when it could not read the record before
      * (a hinted seek); the chain is then checked from the next record on. */
-    static const uint8_t unknown[READER_HASH_BYTES];
-    int is_anchored = v->have_prev || memcmp(rec->prev_hash, unknown, READER_HASH_BYTES) != 0;
-    uint8_t hash[READER_HASH_BYTES];
+    static const uint8_t unknown[HASH_BYTES];
+    int is_anchored = v->have_prev || memcmp(rec->prev_hash, unknown, HASH_BYTES) != 0;
+    uint8_t hash[HASH_BYTES];
     if (!is_anchored)
-        memcpy(hash, rec->hash, READER_HASH_BYTES);
-    else if (verify_hash(v->md, rec, hash) != 0)
+        memcpy(hash, rec->hash, HASH_BYTES);
+    else if (verify_hash(v->hasher, rec, hash) != 0)
         return reader_fail(err, -EIO, NULL, "could not compute SHA-256 (OpenSSL)");
-    if (memcmp(hash, rec->hash, READER_HASH_BYTES) != 0)
+    if (memcmp(hash, rec->hash, HASH_BYTES) != 0)
         return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                           "chain hash does not match the record's contents");
     if (v->have_index_next && v->index_next.first_seq <= rec->seq) {
@@ -850,7 +838,7 @@ verify_pinpoint(verify_state_t *v, const char *dir)
                                        .payload = fv->payload,
                                        .payload_len = fv->payload_len};
                 memcpy(jr.prev_hash, prev_hash, HASH_BYTES);
-                if (verify_hash(v->md, &jr, calc) == 0 && memcmp(calc, fv->hash, HASH_BYTES))
+                if (verify_hash(v->hasher, &jr, calc) == 0 && memcmp(calc, fv->hash, HASH_BYTES))
                     found = verify_bad(v, seq, seg, off, "chain hash does not match the record");
             }
             if (found || (fv->flags & FRAME_FLAG_BATCH_END))
@@ -1001,8 +989,8 @@ stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_r
     if (rc)
         return rc;
     v.ix = reader_open_index(dir, v.jr);
-    v.md = EVP_MD_CTX_new();
-    if (!v.md) {
+    v.hasher = chain_hasher_new();
+    if (!v.hasher) {
         rc = reader_fail(err, -ENOMEM, NULL, "could not allocate a SHA-256 context");
         goto done;
     }
@@ -1019,7 +1007,7 @@ stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_r
         report->first_seq = from_seq;
     }
 done:
-    EVP_MD_CTX_free(v.md);
+    chain_hasher_free(v.hasher);
     index_close(v.ix);
     journal_reader_close(v.jr);
     return rc;
