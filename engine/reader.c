@@ -7,6 +7,9 @@
  * index through index.h; it never writes a segment. The segments are the truth and the
  * index only a hint: a seek hands the index's position to journal_reader_seek(), which
  * checks it, and a time seek re-checks the batch the index named before trusting it.
+ * Verify alone also reads segment files directly (read-only, through the POSIX I/O table and
+ * journal/record.h's decoder): the journal reader names a damaged batch, and verify finds
+ * the frame inside it; and it checks header bytes the reader has no reason to look at.
  *
  * LMDB forbids opening one environment twice in a process (closing either drops the other's
  * fcntl locks), so a reader or status call in the process that holds the journal for
