@@ -23,12 +23,23 @@ command -v go >/dev/null 2>&1 || { echo "build-test-server: go not found; instal
 export GOFLAGS=-mod=mod
 gover=$(go env GOVERSION | sed 's/^go//')
 major=${gover%%.*}; rest=${gover#*.}; minor=${rest%%.*}
-if [ "$major" -lt 1 ] || { [ "$major" -eq 1 ] && [ "$minor" -lt 24 ]; }; then
+go_bin=go
+if [ "$major" -eq 1 ] && [ "$minor" -lt 21 ]; then
+    # Too old to switch toolchains itself (Debian 12's golang-go is 1.19): fetch the
+    # toolchain module from the Go module proxy and run it directly. Module zips keep no
+    # file modes, so the executables get theirs back here.
+    tc_mod="golang.org/toolchain@v0.0.1-go1.24.3.linux-$(go env GOARCH)"
+    tc_dir=$(GOFLAGS=-modcacherw go mod download -json "$tc_mod" |
+             sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    chmod +x "$tc_dir"/bin/* "$tc_dir"/pkg/tool/*/*
+    go_bin="$tc_dir/bin/go"
+    export GOTOOLCHAIN=local
+elif [ "$major" -eq 1 ] && [ "$minor" -lt 24 ]; then
     export GOTOOLCHAIN=auto
 fi
 
 mkdir -p "$(dirname "$out")"
 tmp="$out.tmp.$$"
-( cd "$here/ferretdb-server" && CGO_ENABLED=0 go build -trimpath -o "$tmp" . )
+( cd "$here/ferretdb-server" && CGO_ENABLED=0 "$go_bin" build -trimpath -o "$tmp" . )
 mv -f "$tmp" "$out"
 echo "$out"
