@@ -13,7 +13,7 @@ with_tests=0
 # Every dependency, by Debian package name (named in the README too).
 build_pkgs="build-essential cmake pkg-config libbson-dev libmongoc-dev liblmdb-dev libssl-dev libinih-dev"
 bench_pkgs="libfuse3-dev fuse3 gnuplot-nox"
-test_pkgs="libcmocka-dev clang golang-go ca-certificates git"
+test_pkgs="libcmocka-dev clang clang-format golang-go ca-certificates git"
 
 pkgs="$build_pkgs $bench_pkgs"
 [ "$with_tests" = 1 ] && pkgs="$pkgs $test_pkgs"
