@@ -12,6 +12,7 @@
 extern const bench_target_t bench_peer_sqlite_full;
 extern const bench_target_t bench_peer_sqlite_normal;
 extern const bench_target_t bench_peer_lmdb;
+extern const bench_target_t bench_peer_rocksdb;
 extern const bench_target_t bench_peer_redis_always;
 extern const bench_target_t bench_peer_redis_everysec;
 extern const bench_target_t bench_peer_pg_on;
