@@ -171,8 +171,8 @@ summary_device(FILE *out, const bench_result_t *res, size_t n, const char *devic
         if (!s)
             continue;
         const bench_result_t *peer = summary_best_peer(res, n, device, sweep_writers[w]);
-        fprintf(out, "  %s, %d writers durable: stele %.0f/s (mean batch %.1f)", device,
-                sweep_writers[w], s->appends_per_s, s->mean_batch);
+        fprintf(out, "  %s, %d writer%s durable: stele %.0f/s (mean batch %.1f)", device,
+                sweep_writers[w], sweep_writers[w] > 1 ? "s" : "", s->appends_per_s, s->mean_batch);
         if (one && sweep_writers[w] > 1)
             fprintf(out, ", %.1fx the 1-writer rate", s->appends_per_s / one->appends_per_s);
         if (peer)
