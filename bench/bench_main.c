@@ -123,8 +123,13 @@ main_run(const bench_cli_t *cli, bench_plan_t *plan, main_signals_t *sig)
         fclose(jsonl);
     if (res && cli->out_dir && cli->plot)
         bench_plot(cli->out_dir, res, plan->n);
-    if (res && !cli->json && plan->n > 1)
-        bench_print_summary(stdout, res, plan->n);
+    /* One summary per repetition: its ratios are between cells run side by side. */
+    size_t per_rep = plan->n / cli->repeat;
+    for (uint32_t rep = 0; res && !cli->json && per_rep > 1 && rep < cli->repeat; rep++) {
+        if (cli->repeat > 1)
+            printf("\nrepetition %u of %u:", rep + 1, cli->repeat);
+        bench_print_summary(stdout, res + rep * per_rep, per_rep);
+    }
     for (size_t i = 0; res && i < plan->n; i++)
         bench_result_release(&res[i]);
     free(res);
