@@ -26,7 +26,7 @@
 
 typedef struct fixture {
     char dir[256];
-    fx_record_t pos[N_RECORDS + 1]; /* pos[seq - 1] */
+    fx_record_t pos[N_RECORDS + 2]; /* pos[seq]; pos[0] unused */
     size_t n;
 } fixture_t;
 
@@ -37,7 +37,7 @@ setup(void **state)
     assert_non_null(f);
     fx_tmpdir(f->dir, sizeof f->dir, "verify");
     fx_write_journal(f->dir, N_BATCHES, PER_BATCH, 1);
-    f->n = fx_read_positions(f->dir, f->pos, N_RECORDS + 1);
+    f->n = fx_read_positions(f->dir, f->pos + 1, N_RECORDS + 1);
     assert_int_equal(f->n, N_RECORDS);
     *state = f;
     return 0;
@@ -56,7 +56,7 @@ static const fx_record_t *
 at(const fixture_t *f, uint64_t seq)
 {
     assert_true(seq >= 1 && seq <= f->n);
-    return &f->pos[seq - 1];
+    return &f->pos[seq <= N_RECORDS ? seq : 0];
 }
 
 /* Asserts verify fails at seq, in seq's segment at `offset`, with `why` in the reason. */
