@@ -703,9 +703,9 @@ verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err
                               b->first_seq);
         if (b->segment_seq != rec->segment_seq || b->offset != rec->offset)
             return verify_bad(v, rec->seq, b->segment_seq, b->offset,
-                              "index points seq %" PRIu64 " at segment offset %" PRIu64
-                              " but it is at %" PRIu64 " in segment %" PRIu64,
-                              rec->seq, b->offset, rec->offset, rec->segment_seq);
+                              "index puts seq %" PRIu64 " at offset %" PRIu64 " of segment %" PRIu64
+                              " but it is at offset %" PRIu64 " of segment %" PRIu64,
+                              rec->seq, b->offset, b->segment_seq, rec->offset, rec->segment_seq);
         if (b->first_ts_ns != rec->ts_ns)
             return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                               "index gives seq %" PRIu64 " timestamp %" PRId64

@@ -239,13 +239,3 @@ fx_zero_bytes(const char *path, uint64_t off, uint64_t len)
     fx_write_bytes(path, off, buf, len);
     free(buf);
 }
-
-unsigned
-fx_seed(void)
-{
-    const char *env = getenv("STELE_TEST_SEED");
-    unsigned seed = env && env[0] ? (unsigned)strtoul(env, NULL, 10)
-                                  : (unsigned)time(NULL) ^ (unsigned)getpid();
-    printf("seed: STELE_TEST_SEED=%u\n", seed);
-    return seed;
-}

@@ -66,7 +66,4 @@ void fx_zero_bytes(const char *path, uint64_t off, uint64_t len);
 void fx_read_bytes(const char *path, uint64_t off, void *buf, size_t len);
 void fx_write_bytes(const char *path, uint64_t off, const void *buf, size_t len);
 
-/* The seed for randomised tests: STELE_TEST_SEED or the clock; printed. */
-unsigned fx_seed(void);
-
 #endif
