@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fuzz_journal.h"
+#include "test_util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -89,7 +90,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         journal_reader_close(r);
     }
     if (rc != STELE_EAGAIN && rc != STELE_ECORRUPT)
-        violation("undefined result from decoding", stele_errname(rc));
+        violation("undefined result from decoding", test_code_name(rc));
     fuzz_remove_dir(dir);
     return 0;
 }

@@ -65,6 +65,20 @@ test_iterations(uint64_t normal, uint64_t long_n)
     return test_long_mode() ? long_n : normal;
 }
 
+const char *
+test_code_name(int code)
+{
+    switch (code) {
+#define TEST_X_NAME(name, value, text)                                                             \
+    case value:                                                                                    \
+        return #name;
+        STELE_ERROR_LIST(TEST_X_NAME)
+#undef TEST_X_NAME
+    default:
+        return code < 0 && code > -1000 ? strerror(-code) : "unknown code";
+    }
+}
+
 char *
 test_tmpdir_new(const char *tag)
 {
@@ -388,7 +402,7 @@ test_ledger_check(const test_ledger_t *lg, const char *dir, const journal_io_t *
     }
     if (rc != STELE_EAGAIN) {
         snprintf(out->what, sizeof(out->what), "reader_next after %" PRIu64 ": %s (%s)", prev_seq,
-                 err.message, stele_errname(rc));
+                 err.message, test_code_name(rc));
         goto out;
     }
     rc = 0;

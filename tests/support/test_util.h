@@ -28,6 +28,10 @@ int test_long_mode(void);
 /* `normal` iterations, or `long_n` in long mode; STELE_TEST_ITERATIONS overrides both. */
 uint64_t test_iterations(uint64_t normal, uint64_t long_n);
 
+/* Name of a return code for test messages ("STELE_ECORRUPT", "Input/output error"), without
+ * needing the engine's stele_errname (journal-level tests link only the journal). */
+const char *test_code_name(int code);
+
 /* ---------------------------------------------------------------------------------------
  * Temporary directories
  * --------------------------------------------------------------------------------------- */
