@@ -341,6 +341,10 @@ reader_corrupt(const journal_reader_t *r, stele_error_t *err, const char *what)
 static int
 reader_next_segment(journal_reader_t *r, int must_exist, stele_error_t *err)
 {
+    /* Already in the segment that starts at next_seq (it holds no record yet): entering it
+     * again would find the same zero frame and loop for ever. */
+    if (r->seg_fd >= 0 && r->seg_first_seq == r->next_seq)
+        return STELE_EAGAIN;
     int rc = reader_enter_segment(r, r->next_seq, err);
     if (rc != -ENOENT)
         return rc;
