@@ -57,6 +57,15 @@
 #define HIST_SUB_BITS 3
 #define HIST_BUCKETS (64 << HIST_SUB_BITS)
 
+/* After a batch, an idle committer naps this long before sleeping for good, and appends
+ * that do not wait (wait=none) do not wake it from the nap: a steady stream of unwaited
+ * appends is then written in large batches instead of one pwritev (and one futex wake) per
+ * record. Appends that wait always wake it at once. */
+#define COMMIT_NAP_NS 1000000ull
+#define COMMIT_NAP_WINDOW_NS 100000000ull
+/* An unwaited append still wakes a napping committer once this much is queued. */
+#define COMMIT_EAGER_BYTES ((size_t)256 << 10)
+
 #define NS_PER_US 1000ull
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
@@ -97,6 +106,7 @@ struct commit {
     int n_space_waiters;
     int n_done_waiters;
     bool is_committer_idle;
+    bool is_committer_napping; /* idle, but wakes by itself within COMMIT_NAP_NS */
     bool is_closing;
     bool is_stopped; /* the committer thread has exited */
 
@@ -470,9 +480,14 @@ commit_main(void *arg)
             uint64_t deadline = 0;
             if (!halted && c->cfg.sync == STELE_SYNC_INTERVAL && written > durable)
                 deadline = last_sync_ns + c->cfg.sync_interval_ms * NS_PER_MS;
+            bool nap = !halted && now - last_commit_ns < COMMIT_NAP_WINDOW_NS;
+            if (nap && (deadline == 0 || deadline > now + COMMIT_NAP_NS))
+                deadline = now + COMMIT_NAP_NS;
             c->is_committer_idle = true;
+            c->is_committer_napping = nap;
             commit_cond_wait(&c->work_cv, &c->mu, deadline);
             c->is_committer_idle = false;
+            c->is_committer_napping = false;
             continue;
         }
 
@@ -628,8 +643,8 @@ commit_blocked(commit_t *c, size_t frame_bytes)
 }
 
 int
-commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, uint64_t *seq_out,
-               stele_error_t *err)
+commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, bool is_waited,
+               uint64_t *seq_out, stele_error_t *err)
 {
     size_t frame_bytes = journal_frame_bytes(payload_len);
     if (frame_bytes > c->cfg.batch_bytes)
@@ -692,7 +707,8 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, uint64
     c->queue_bytes += frame_bytes;
     c->queue_records++;
     atomic_store_explicit(&c->appended_seq, seq, memory_order_release);
-    if (c->is_committer_idle)
+    if (c->is_committer_idle &&
+        (is_waited || !c->is_committer_napping || c->queue_bytes >= COMMIT_EAGER_BYTES))
         pthread_cond_signal(&c->work_cv);
     pthread_mutex_unlock(&c->mu);
     if (seq_out)
