@@ -62,8 +62,16 @@ walk_fail(walk_t *w, int code, const char *key, const char *what)
 static bool
 walk_utf8_ok(const char *s, size_t len, bool allow_nul)
 {
-    unsigned char any_high = 0, any_nul = 0;
-    for (size_t i = 0; i < len; i++) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t any_high = 0, any_nul = 0;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, sizeof w);
+        any_high |= w & highs;
+        any_nul |= (w - ones) & ~w & highs; /* non-zero iff some byte of w is zero */
+    }
+    for (; i < len; i++) {
         unsigned char ch = (unsigned char)s[i];
         any_high |= ch & 0x80u;
         any_nul |= ch == 0;
