@@ -49,6 +49,10 @@
 #define STELE_INDEX_APPLY_MS 20
 /* ...and syncs the LMDB environment this often (it is a cache: lazily synced). */
 #define STELE_INDEX_SYNC_MS 1000
+/* How often the index writer applies the retention policy. */
+#define STELE_RETENTION_CHECK_MS 1000
+/* Segments looked at per retention pass (a pass that hits the cap finishes next time). */
+#define STELE_RETENTION_SEGMENTS 1024
 /* How long close lets each shipper drain what is committed. */
 #define STELE_SHIP_DRAIN_MS 5000
 
@@ -78,6 +82,7 @@ struct stele {
     uint64_t ix_dropped;
     /* -- written by the index writer only -- */
     stele_error_t ix_err;
+    journal_reader_t *retention_reader; /* opened on first use, for segment listings */
 
     /* -- shippers; the array is fixed after open -- */
     shipper_t *shippers[STELE_MAX_SINKS];
@@ -144,12 +149,90 @@ stele_index_apply(stele_t *db, index_batch_t *batch, size_t n)
         db->ix_err = err; /* the index is a cache: catch-up at the next open repairs it */
 }
 
+static uint64_t stele_min_shipped(stele_t *db);
+
+/*
+ * The first seq to keep under the retention policy, or 0 to keep everything. Only segments
+ * every sink has shipped past are candidates (whole segments: segment i is shipped when the
+ * next one starts at or below min shipped + 1). Among them, retention_seconds drops those
+ * whose newest record is older than the limit (the next segment's first timestamp bounds
+ * it), and retention_bytes keeps at most that many bytes of them, dropping the oldest.
+ */
+static uint64_t
+stele_retention_cut(stele_t *db)
+{
+    if (db->n_shippers == 0 || (db->opts.retention_bytes == 0 && db->opts.retention_seconds == 0))
+        return 0;
+    uint64_t shipped = stele_min_shipped(db);
+    if (shipped == 0)
+        return 0;
+    stele_error_t err;
+    if (!db->retention_reader &&
+        journal_reader_open(db->dir, db->io, &db->retention_reader, &err) != 0)
+        return 0;
+    journal_segment_info_t *segs = calloc(STELE_RETENTION_SEGMENTS, sizeof *segs);
+    if (!segs)
+        return 0;
+    int n = journal_reader_segments(db->retention_reader, segs, STELE_RETENTION_SEGMENTS, &err);
+    if (n > STELE_RETENTION_SEGMENTS)
+        n = STELE_RETENTION_SEGMENTS;
+    size_t n_shipped = 0; /* segments [0, n_shipped) are wholly shipped */
+    while (n > 0 && n_shipped + 1 < (size_t)n && segs[n_shipped + 1].first_seq <= shipped + 1)
+        n_shipped++;
+    size_t n_drop = 0;
+    if (db->opts.retention_seconds) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t cutoff = (int64_t)now.tv_sec - (int64_t)db->opts.retention_seconds;
+        while (n_drop < n_shipped && segs[n_drop + 1].first_ts_ns != 0 &&
+               segs[n_drop + 1].first_ts_ns / 1000000000 < cutoff)
+            n_drop++;
+    }
+    if (db->opts.retention_bytes) {
+        uint64_t kept = 0;
+        for (size_t i = 0; i < n_shipped; i++)
+            kept += segs[i].disk_bytes;
+        size_t by_size = 0;
+        while (by_size < n_shipped && kept > db->opts.retention_bytes)
+            kept -= segs[by_size++].disk_bytes;
+        if (by_size > n_drop)
+            n_drop = by_size;
+    }
+    uint64_t cut = n_drop ? segs[n_drop].first_seq : 0;
+    free(segs);
+    return cut;
+}
+
+/* On the index writer thread: deletes segments the policy lets go, then their index entries,
+ * and wakes appenders blocked on the quota. */
+static void
+stele_apply_retention(stele_t *db)
+{
+    uint64_t cut = stele_retention_cut(db);
+    if (cut == 0)
+        return;
+    stele_error_t err;
+    int deleted = journal_delete_before(db->journal, cut, &err);
+    if (deleted < 0) {
+        db->ix_err = err;
+        return;
+    }
+    if (deleted > 0) {
+        journal_stats_t js;
+        journal_stats(db->journal, &js);
+        if (index_delete_before(db->index, js.first_seq, &err) != 0)
+            db->ix_err = err;
+        commit_space_freed(db->commit);
+    }
+}
+
 static void *
 stele_index_main(void *arg)
 {
     stele_t *db = arg;
     index_batch_t *batch = malloc(sizeof(index_batch_t) * STELE_INDEX_QUEUE_CAP);
     uint64_t last_sync_ms = stele_mono_ms();
+    uint64_t last_retention_ms = last_sync_ms;
     bool dirty = false;
     pthread_mutex_lock(&db->ix_mu);
     for (;;) {
@@ -184,12 +267,18 @@ stele_index_main(void *arg)
             last_sync_ms = now;
             dirty = false;
         }
+        if (!stop && now - last_retention_ms >= STELE_RETENTION_CHECK_MS) {
+            stele_apply_retention(db);
+            last_retention_ms = now;
+        }
         pthread_mutex_lock(&db->ix_mu);
         if (stop && db->ix_count == 0)
             break;
     }
     pthread_mutex_unlock(&db->ix_mu);
     free(batch);
+    journal_reader_close(db->retention_reader);
+    db->retention_reader = NULL;
     return NULL;
 }
 
