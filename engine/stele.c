@@ -562,10 +562,10 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
 
 fail:
     atomic_store(&db->is_closing, 1);
-    for (size_t i = 0; i < db->n_shippers; i++)
-        shipper_stop(db->shippers[i], 0);
     commit_stop(db->commit, NULL);
     stele_index_stop(db);
+    for (size_t i = 0; i < db->n_shippers; i++)
+        shipper_stop(db->shippers[i], 0);
     commit_free(db->commit);
     journal_close(db->journal, NULL);
     index_close(db->index);
@@ -609,9 +609,10 @@ stele_close(stele_t *db, stele_error_t *err)
         struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
         nanosleep(&pause, NULL);
     }
+    /* The index writer reads shippers' positions for retention: stop it first. */
+    stele_index_stop(db);
     for (size_t i = 0; i < db->n_shippers; i++)
         shipper_stop(db->shippers[i], STELE_SHIP_DRAIN_MS);
-    stele_index_stop(db);
     commit_free(db->commit);
 
     stele_error_t jerr;
