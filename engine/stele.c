@@ -726,8 +726,8 @@ stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms, st
     if (rc)
         return rc;
     commit_writer_enter(db->commit);
-    if (level == STELE_WAIT_SHIPPED && seq <= commit_appended_seq(db->commit) && seq > 0)
-        rc = stele_wait_shipped(db, seq, timeout_ms, err);
+    if (seq == 0 || seq > commit_appended_seq(db->commit))
+        rc = error_set(err, STELE_EINVAL, "seq %llu was never appended", (unsigned long long)seq);
     else
         rc = stele_wait_level(db, seq, level, timeout_ms, err);
     commit_writer_leave(db->commit);
