@@ -79,6 +79,7 @@ struct stele {
     size_t ix_head;
     size_t ix_count;
     bool ix_stop;
+    bool ix_is_idle; /* the index writer sleeps with an empty ring: wake it on the next entry */
     uint64_t ix_dropped;
     /* -- written by the index writer only -- */
     stele_error_t ix_err;
@@ -133,7 +134,7 @@ stele_on_batch(void *ctx, const journal_batch_info_t *info)
                                             .offset = info->offset,
                                             .first_ts_ns = info->first_ts_ns};
         db->ix_count++;
-        if (db->ix_count == STELE_INDEX_QUEUE_CAP / 2)
+        if (db->ix_is_idle || db->ix_count == STELE_INDEX_QUEUE_CAP / 2)
             pthread_cond_signal(&db->ix_cv);
     } else {
         db->ix_dropped++;
@@ -226,6 +227,21 @@ stele_apply_retention(stele_t *db)
     }
 }
 
+/* Waits on ix_cv (ix_mu held) for at most `ms`. */
+static void
+stele_ix_wait(stele_t *db, long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&db->ix_cv, &db->ix_mu, &ts);
+}
+
 static void *
 stele_index_main(void *arg)
 {
@@ -236,16 +252,15 @@ stele_index_main(void *arg)
     bool dirty = false;
     pthread_mutex_lock(&db->ix_mu);
     for (;;) {
+        /* Idle: sleep until the first batch start arrives (or the next sync/retention
+         * tick). Then gather for STELE_INDEX_APPLY_MS so one LMDB transaction takes many. */
         if (db->ix_count == 0 && !db->ix_stop) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_nsec += STELE_INDEX_APPLY_MS * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&db->ix_cv, &db->ix_mu, &ts);
+            db->ix_is_idle = true;
+            stele_ix_wait(db, STELE_INDEX_SYNC_MS);
+            db->ix_is_idle = false;
         }
+        if (db->ix_count > 0 && db->ix_count < STELE_INDEX_QUEUE_CAP / 2 && !db->ix_stop)
+            stele_ix_wait(db, STELE_INDEX_APPLY_MS);
         size_t n = 0;
         while (db->ix_count && batch) {
             batch[n++] = db->ix_ring[db->ix_head];
