@@ -86,7 +86,7 @@ stress_writer(void *arg)
         int rc = stress_append(th, i, level, &seq, &err);
         if (rc) {
             th->failed = 1;
-            snprintf(th->why, sizeof th->why, "thread %u event %u: %s %s", th->index, i,
+            snprintf(th->why, sizeof th->why, "thread %u event %u: %s %.160s", th->index, i,
                      stele_errname(rc), err.message);
         } else if (seq <= last) {
             th->failed = 1;
