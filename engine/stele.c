@@ -526,9 +526,12 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
     jo.file_mode = opts_in->file_mode;
     jo.dir_mode = opts_in->dir_mode;
     jo.create_if_missing = opts_in->create_if_missing;
-    /* Zero-filled segments make every commit an overwrite of allocated, written blocks, so
-     * fdatasync has no extent metadata to flush. */
-    jo.zero_fill = 1;
+    /* With sync=always, zero-filled segments make every commit an overwrite of written
+     * blocks, so each fdatasync has no extent metadata to flush. Zero-filling costs a full
+     * extra write of every segment (in the preparer thread, but it competes for the disk
+     * and a core), which only pays off when every batch is synced; with interval/never the
+     * few syncs absorb the extent conversion of fallocate'd space instead. */
+    jo.zero_fill = opts_in->sync == STELE_SYNC_ALWAYS;
     stele_recovery_hint(dir, opts_in->file_mode, &jo);
 
     journal_recovery_t rec;
