@@ -291,6 +291,8 @@ typedef struct stele_stats {
     uint64_t queue_bytes;    /* queued, not yet written */
     uint64_t queue_records;
     double mean_batch_records;
+    uint64_t commit_delays;  /* batches the committer held back (up to commit_interval_us) so
+                                other active writers could join; never for a lone writer */
     uint64_t segments;
     uint64_t disk_bytes;     /* segment files as allocated on disk */
     uint64_t latency_p50_us; /* append -> durable (or written with sync=never) */
@@ -392,6 +394,132 @@ typedef struct stele_verify_report {
  */
 int stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_report_t *report,
                  stele_error_t *err);
+
+/* ------------------------------------------------------------------------------------------
+ * The remote copy: consistency check and re-ship against one sink (engine/ship.c)
+ * ------------------------------------------------------------------------------------------ */
+
+/* A closed range of sequence numbers. */
+typedef struct stele_seq_range {
+    uint64_t first_seq;
+    uint64_t last_seq;
+} stele_seq_range_t;
+
+#define STELE_REMOTE_MAX_RANGES 64
+
+/* Outcome of stele_remote_check(). Each list holds the first STELE_REMOTE_MAX_RANGES
+ * ranges in seq order; the n_*_ranges counts may be larger (then the list is truncated). */
+typedef struct stele_remote_report {
+    uint64_t from_seq;        /* first seq compared (clamped to the oldest journal record) */
+    uint64_t to_seq;          /* last journal seq compared */
+    uint64_t records_checked; /* journal records in [from_seq, to_seq] */
+    uint64_t docs_checked;    /* remote documents of this source with seq >= from_seq */
+    uint64_t n_missing;       /* in the journal, not in the sink */
+    uint64_t n_extra;         /* in the sink, not in the journal */
+    uint64_t n_mismatched;    /* in both, with a different chain hash */
+    size_t n_missing_ranges, n_extra_ranges, n_mismatched_ranges;
+    stele_seq_range_t missing[STELE_REMOTE_MAX_RANGES];
+    stele_seq_range_t extra[STELE_REMOTE_MAX_RANGES];
+    stele_seq_range_t mismatched[STELE_REMOTE_MAX_RANGES];
+} stele_remote_report_t;
+
+/*
+ * Compares the journal in `dir` with the sink's collection for this journal's source, seq
+ * by seq: the remote documents' _id.seq and _stele.hash against the journal's records in
+ * [from_seq, to_seq] (from_seq 0 = the oldest record; to_seq 0 = the last committed record,
+ * and then remote documents past it are reported as extra too). Read-only on both sides;
+ * runs beside a live writer and shipper (a record not shipped yet shows as missing: pass
+ * the sink's shipped_seq as to_seq to check only what was acknowledged).
+ *   sink:   the sink's options (borrowed); only its connection and names are used.
+ *   report: filled (zeroed first).
+ * Returns 0 when the ranges agree, STELE_EINTEGRITY when anything is missing, extra or
+ * mismatched (details in *report), or STELE_EREMOTE / STELE_EAUTH / STELE_ECONFIG /
+ * STELE_ENOTJOURNAL / STELE_ECORRUPT / -errno when it could not compare. Blocks on the
+ * network; one connection for the call. Thread-safe.
+ */
+int stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
+                       uint64_t to_seq, stele_remote_report_t *report, stele_error_t *err);
+
+/*
+ * Re-ships the journal's records in [from_seq, to_seq] (0 = oldest / last committed) to the
+ * sink: inserts those the collection lacks with the sink's write concern, in seq order.
+ * Documents already stored with the same chain hash are left alone; one stored with another
+ * hash stops the call with STELE_EINTEGRITY (nothing is overwritten). Transient errors are
+ * retried a few times with the sink's backoff; a document the server rejects for good
+ * stops the call with STELE_EREMOTE naming its seq. Checkpoints and dead-letter lists are
+ * not changed. Safe beside a live writer and shipper (both insert the same _id: the loser
+ * sees a duplicate with the same hash).
+ *   n_inserted: may be NULL; receives how many documents were inserted.
+ * Returns 0, STELE_EINTEGRITY, STELE_EREMOTE, STELE_EAUTH, STELE_ECONFIG, STELE_ENOTJOURNAL,
+ * STELE_ECORRUPT, -errno. Blocks on the network. Thread-safe.
+ */
+int stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
+                 uint64_t to_seq, uint64_t *n_inserted, stele_error_t *err);
+
+/* ------------------------------------------------------------------------------------------
+ * Client of `stele serve` (engine/client.c; protocol in docs/protocol.md)
+ *
+ * A journal has one writer. When `stele serve` holds it, other processes append through
+ * its Unix socket with these calls instead of stele_open(); readers (stele_reader_*,
+ * stele_status_read, stele_verify) keep reading the journal directly. The usual pattern
+ * (what `stele insert` does):
+ *
+ *     rc = stele_client_connect(dir, NULL, &c, &err);
+ *     if (rc == 0)              -> append with stele_client_*  (a server owns the journal)
+ *     else if (rc == -ENOENT || rc == -ECONNREFUSED)
+ *                               -> no server: stele_open(dir, ...) and append in-process
+ *     else                      -> report err
+ *
+ * A reply is a promise with the same meaning as stele_append_json() returning 0 at that
+ * wait level. When the connection breaks, requests without a reply may or may not have
+ * been appended: never treat them as acknowledged.
+ * A stele_client_t belongs to one thread at a time. Calls block (no timeout).
+ * ------------------------------------------------------------------------------------------ */
+typedef struct stele_client stele_client_t;
+
+/* The socket's file name inside the journal directory when --socket is not given. */
+#define STELE_SOCKET_NAME "stele.sock"
+
+/*
+ * Connects to the server of the journal in `dir` (socket dir/stele.sock), or to
+ * `socket_path` when it is not NULL (then `dir` may be NULL). Both borrowed.
+ * Returns 0; -ENOENT (no socket: no server), -ECONNREFUSED (a socket file but no server),
+ * -EACCES, STELE_EINVAL (path too long), or another -errno.
+ */
+int stele_client_connect(const char *dir, const char *socket_path, stele_client_t **out,
+                         stele_error_t *err);
+
+/*
+ * Sends one event (JSON object text, `len` bytes) and waits for its reply, at `wait`.
+ * Same results as stele_append_json(), plus -EPIPE / -ECONNRESET when the server went away
+ * (the event may or may not have been appended) and STELE_EPROTOCOL for a reply that is
+ * not understood. STELE_EINVAL when requests sent with stele_client_send_json() are still
+ * unanswered.
+ */
+int stele_client_append_json(stele_client_t *c, const char *json, size_t len, stele_wait_t wait,
+                             uint64_t *seq_out, stele_error_t *err);
+
+/*
+ * Pipelining: queues one request without waiting for its reply (it is written out when the
+ * buffer fills, and by stele_client_recv()). Replies come back in the order of the sends.
+ * Keep the number of unanswered requests bounded (a few thousand): their replies are
+ * buffered in memory until received. Returns 0 or a -errno of the connection.
+ */
+int stele_client_send_json(stele_client_t *c, const char *json, size_t len, stele_wait_t wait,
+                           stele_error_t *err);
+
+/*
+ * Sends what is queued and returns the reply to the oldest unanswered request: 0 with
+ * *seq_out set, or that request's error (code, message and hint as the server gave them).
+ * STELE_EINVAL when nothing is unanswered; -EPIPE / -ECONNRESET when the connection broke.
+ */
+int stele_client_recv(stele_client_t *c, uint64_t *seq_out, stele_error_t *err);
+
+/* Requests sent and not yet answered through stele_client_recv(). */
+size_t stele_client_pending(const stele_client_t *c);
+
+/* Closes the connection; unanswered requests are abandoned. NULL is a no-op. */
+void stele_client_close(stele_client_t *c);
 
 #ifdef __cplusplus
 }

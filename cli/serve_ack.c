@@ -1,0 +1,192 @@
+/*
+ * serve_ack.c: the ack threads. The event loop appends with STELE_WAIT_NONE and never
+ * waits; for each wait level (written, durable, shipped) one thread here blocks in
+ * stele_wait() for the highest seq the loop asked for, records how far the level got, and
+ * wakes the loop through its eventfd. Waiting for the highest seq covers every lower one:
+ * seqs reach each level in order.
+ *
+ * Why one thread per level: a shipped wait may last as long as MongoDB is down; durable
+ * replies must not queue behind it.
+ *
+ * Never a false ack: reached_seq only advances to a seq stele_wait() returned 0 for, or,
+ * after a failed wait, to what stele_stats() says the engine really reached.
+ *
+ * -- protected by mu: want_seq, state, is_stopping; cv fires when want_seq grows or on stop --
+ */
+#include "serve.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* stele_wait() returns at least this often so a thread notices serve_acks_stop(). */
+#define SERVE_ACK_POLL_MS 200
+
+struct serve_acks;
+
+typedef struct serve_ack_thread {
+    struct serve_acks *owner;
+    stele_wait_t level;
+    pthread_t thread;
+    int is_started;
+} serve_ack_thread_t;
+
+struct serve_acks {
+    stele_t *db;
+    int wake_fd;
+    serve_ack_thread_t threads[4]; /* [WRITTEN..SHIPPED] used */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t want_seq[4];
+    serve_ack_state_t state;
+    int is_stopping;
+};
+
+static void
+serve_acks_wake(struct serve_acks *a)
+{
+    uint64_t one = 1;
+    /* EAGAIN means the counter is already non-zero: the loop will wake anyway. */
+    ssize_t w = write(a->wake_fd, &one, sizeof one);
+    (void)w;
+}
+
+/* The seq the engine says `level` has reached, for a failed wait. */
+static uint64_t
+serve_acks_engine_seq(stele_t *db, stele_wait_t level)
+{
+    stele_stats_t *st = calloc(1, sizeof *st);
+    uint64_t seq = 0;
+    if (!st || stele_stats(db, st) != 0) {
+        free(st);
+        return 0;
+    }
+    if (level == STELE_WAIT_WRITTEN) {
+        seq = st->written_seq;
+    } else if (level == STELE_WAIT_DURABLE) {
+        seq = st->durable_seq;
+    } else if (st->n_sinks > 0) {
+        seq = UINT64_MAX;
+        for (size_t i = 0; i < st->n_sinks && i < STELE_MAX_SINKS; i++) {
+            if (st->sinks[i].shipped_seq < seq)
+                seq = st->sinks[i].shipped_seq;
+        }
+    }
+    free(st);
+    return seq;
+}
+
+static void *
+serve_acks_thread_main(void *arg)
+{
+    serve_ack_thread_t *t = arg;
+    struct serve_acks *a = t->owner;
+    stele_wait_t level = t->level;
+    pthread_mutex_lock(&a->mu);
+    while (!a->is_stopping) {
+        uint64_t done = a->state.reached_seq[level];
+        if (a->state.failed_upto[level] > done)
+            done = a->state.failed_upto[level];
+        if (a->want_seq[level] <= done) {
+            pthread_cond_wait(&a->cv, &a->mu);
+            continue;
+        }
+        uint64_t target = a->want_seq[level];
+        pthread_mutex_unlock(&a->mu);
+
+        stele_error_t err = {0};
+        int rc = stele_wait(a->db, target, level, SERVE_ACK_POLL_MS, &err);
+        uint64_t engine_seq = 0;
+        if (rc != 0 && rc != STELE_ETIMEDOUT)
+            engine_seq = serve_acks_engine_seq(a->db, level);
+
+        pthread_mutex_lock(&a->mu);
+        if (rc == STELE_ETIMEDOUT)
+            continue;
+        serve_ack_state_t *s = &a->state;
+        if (rc == 0) {
+            if (target > s->reached_seq[level])
+                s->reached_seq[level] = target;
+        } else {
+            uint64_t reached = engine_seq < target ? engine_seq : target;
+            if (reached > s->reached_seq[level])
+                s->reached_seq[level] = reached;
+            if (target > s->failed_upto[level])
+                s->failed_upto[level] = target;
+            s->fail_code[level] = rc;
+            s->fail_err[level] = err;
+            s->fail_err[level].code = rc;
+        }
+        serve_acks_wake(a);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+int
+serve_acks_start(stele_t *db, int wake_fd, serve_acks_t **out)
+{
+    struct serve_acks *a = calloc(1, sizeof *a);
+    int rc = 0;
+    if (!a)
+        return -ENOMEM;
+    a->db = db;
+    a->wake_fd = wake_fd;
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    for (int level = STELE_WAIT_WRITTEN; level <= STELE_WAIT_SHIPPED; level++) {
+        serve_ack_thread_t *t = &a->threads[level];
+        t->owner = a;
+        t->level = (stele_wait_t)level;
+        rc = pthread_create(&t->thread, NULL, serve_acks_thread_main, t);
+        if (rc != 0) {
+            serve_acks_stop(a);
+            return -rc;
+        }
+        t->is_started = 1;
+    }
+    *out = a;
+    return 0;
+}
+
+void
+serve_acks_want(serve_acks_t *a, stele_wait_t level, uint64_t seq)
+{
+    if (level < STELE_WAIT_WRITTEN || level > STELE_WAIT_SHIPPED)
+        return;
+    pthread_mutex_lock(&a->mu);
+    if (seq > a->want_seq[level]) {
+        a->want_seq[level] = seq;
+        pthread_cond_broadcast(&a->cv);
+    }
+    pthread_mutex_unlock(&a->mu);
+}
+
+void
+serve_acks_snapshot(serve_acks_t *a, serve_ack_state_t *out)
+{
+    pthread_mutex_lock(&a->mu);
+    *out = a->state;
+    pthread_mutex_unlock(&a->mu);
+}
+
+void
+serve_acks_stop(serve_acks_t *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->mu);
+    a->is_stopping = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    for (int level = STELE_WAIT_WRITTEN; level <= STELE_WAIT_SHIPPED; level++) {
+        if (a->threads[level].is_started)
+            pthread_join(a->threads[level].thread, NULL);
+    }
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+}
