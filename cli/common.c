@@ -176,8 +176,10 @@ cli_options_build(const cli_args_t *a, stele_options_t *opts)
     for (size_t i = 0; rc == 0 && i < a->n_knob_flags; i++)
         rc = stele_options_set(opts, a->knob_names[i], a->knob_values[i], &err);
     if (rc != 0) {
+        /* whatever the cause (a bad value, a missing or unreadable file), the fix is in what
+         * the user gave us: a usage error */
         cli_report(a->command, rc, &err);
-        return cli_exit_for(rc);
+        return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
 }
