@@ -6,7 +6,12 @@ stele_add_test(test_cli SOURCES cli/test_cli.c ${STELE_CLI_TEST_SOURCES} LIBS st
                TIMEOUT 600 LABELS cli)
 stele_add_test(test_cli_bad_input SOURCES cli/test_cli_bad_input.c ${STELE_CLI_TEST_SOURCES}
                LIBS stele TIMEOUT 600 LABELS cli)
-foreach(t test_cli test_cli_bad_input)
+# MongoDB parts: against the FerretDB test server (tests/integration), or STELE_TEST_MONGO_URI.
+stele_add_test(test_cli_mongo SOURCES cli/test_cli_mongo.c ${STELE_CLI_TEST_SOURCES}
+               integration/mongo_server.c LIBS stele PkgConfig::MONGOC TIMEOUT 600 LABELS cli)
+target_include_directories(test_cli_mongo PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+
+foreach(t test_cli test_cli_bad_input test_cli_mongo)
   add_dependencies(${t} stele_cli)
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "STELE_BIN=$<TARGET_FILE:stele_cli>")
 endforeach()
