@@ -281,6 +281,45 @@ test_insert_while_another_writer_holds_the_journal_names_its_pid(void **state)
     close(err_fd);
 }
 
+static void
+test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line(void **state)
+{
+    fixture_t *f = *state;
+    const char *args[] = {"serve", "-d", f->dir, NULL};
+    int out_fd, err_fd;
+    pid_t server = harness_spawn(args, -1, &out_fd, &err_fd);
+    char sock[4200];
+    snprintf(sock, sizeof sock, "%s/%s", f->dir, STELE_SOCKET_NAME);
+    for (int i = 0; i < 300 && access(sock, F_OK) != 0; i++)
+        usleep(20 * 1000);
+    assert_int_equal(access(sock, F_OK), 0);
+
+    harness_result_t r = run_expect(0, "{\"a\":1}\n{\"a\":2}\n", "insert", "-d", f->dir, NULL);
+    assert_string_equal(r.out, "1\n2\n");
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "insert", "-d", f->dir, "--wait", "written", "{\"b\":3}", NULL);
+    assert_string_equal(r.out, "3\n");
+    harness_result_free(&r);
+    /* the server validates: the error names the line; nothing after the window is sent */
+    r = run_expect(2, "{\"a\":4}\n{\"$bad\":1}\n", "insert", "-d", f->dir, NULL);
+    assert_string_equal(r.out, "4\n");
+    assert_non_null(strstr(r.err, "stdin line 2: "));
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "status", "-d", f->dir, "--json", NULL);
+    char pid_field[64];
+    snprintf(pid_field, sizeof pid_field, "\"writer_pid\" : %d", (int)server);
+    assert_non_null(strstr(r.out, pid_field));
+    harness_result_free(&r);
+
+    kill(server, SIGTERM);
+    assert_int_equal(harness_wait(server), 0);
+    close(out_fd);
+    close(err_fd);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    assert_int_equal(count_lines(r.out), 4);
+    harness_result_free(&r);
+}
+
 /* ---- knobs: flag over environment over file ------------------------------------------ */
 
 static void
@@ -729,6 +768,8 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_insert_while_another_writer_holds_the_journal_names_its_pid, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_knob_flag_wins_over_environment_which_wins_over_config_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_prints_the_last_ten_by_default_and_honours_n,
