@@ -554,8 +554,9 @@ fixture_make(bad_fixture_t *f)
     char notes[4200];
     snprintf(notes, sizeof notes, "%s/notes.txt", f->not_journal);
     write_file(notes, "not a journal\n", 14);
+    static const char bad_conf[] = "[journal\nsync = = always\n\x01\x02\xff garbage\n";
     write_file(f->file, "plain file\n", 11);
-    write_file(f->bad_conf, "[journal\nsync = = always\n\x01\x02\xff garbage\n", 40);
+    write_file(f->bad_conf, bad_conf, sizeof bad_conf - 1);
     write_file(f->unknown_conf, "frobnicate = 1\n", 15);
 
     harness_run_t seed = {.args = {"insert", "-d", f->journal},
