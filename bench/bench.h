@@ -10,6 +10,7 @@
 #ifndef STELE_BENCH_H
 #define STELE_BENCH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,8 +84,9 @@ typedef struct bench_cell {
     uint32_t sync_interval_ms;
     uint32_t record_bytes;
     bench_input_t input;
-    const char *mongo_uri; /* for wait=shipped; NULL = none (borrowed) */
-    int keep_data;         /* leave the cell's files behind (tests count them back) */
+    const char *mongo_uri;   /* for wait=shipped; NULL = none (borrowed) */
+    int keep_data;           /* leave the cell's files behind (tests count them back) */
+    atomic_int *interrupted; /* set by the signal thread: cut the cell short (may be NULL) */
 } bench_cell_t;
 
 typedef enum bench_status {
@@ -159,13 +161,14 @@ int bench_plan_add(bench_plan_t *p, const bench_cell_t *cell);
 void bench_plan_free(bench_plan_t *p);
 
 typedef struct bench_run_opts {
-    const char *run_dir; /* the run's own temporary directory (on the SSD / given disk) */
-    const char *hdd_dir; /* the emulated HDD's mount point, NULL when not mounted */
-    int json;            /* one JSON line per cell on stdout instead of the table */
-    int quiet_progress;  /* no progress bar on stderr */
-    FILE *csv;           /* optional */
-    FILE *jsonl;         /* optional */
-    const char *cdf_dir; /* write <cell>.cdf latency files here; NULL = none */
+    const char *run_dir;     /* the run's own temporary directory (on the SSD / given disk) */
+    const char *hdd_dir;     /* the emulated HDD's mount point, NULL when not mounted */
+    int json;                /* one JSON line per cell on stdout instead of the table */
+    int quiet_progress;      /* no progress bar on stderr */
+    FILE *csv;               /* optional */
+    FILE *jsonl;             /* optional */
+    const char *cdf_dir;     /* write <cell>.cdf latency files here; NULL = none */
+    atomic_int *interrupted; /* SIGINT/SIGTERM seen: skip the remaining cells */
 } bench_run_opts_t;
 
 /* Runs every cell in order; results (owned by the caller, release each) go into *out.

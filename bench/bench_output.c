@@ -135,9 +135,9 @@ bench_print_csv(FILE *out, const bench_result_t *r)
 void
 bench_print_table_header(FILE *out)
 {
-    fprintf(out, "%-20s %-13s %5s %7s %-8s %-7s %6s %12s %8s %9s %8s %9s %9s %9s  %s\n", "system",
-            "device", "wr", "ci_us", "sync", "wait", "bytes", "appends/s", "MB/s", "syncs/s",
-            "batch", "p50_us", "p99_us", "p99.9_us", "note");
+    fprintf(out, "%-20s %-13s %5s %7s %-8s %-7s %-4s %6s %12s %8s %9s %8s %9s %9s %9s  %s\n",
+            "system", "device", "wr", "ci_us", "sync", "wait", "in", "bytes", "appends/s", "MB/s",
+            "syncs/s", "batch", "p50_us", "p99_us", "p99.9_us", "note");
 }
 
 void
@@ -157,21 +157,30 @@ bench_print_table_row(FILE *out, const bench_result_t *r)
     snprintf(system, sizeof system, "%s%s", c->system,
              c->policy == STELE_COMMIT_FIXED && strcmp(c->system, "stele") == 0 ? "(fixed)" : "");
     if (r->status != BENCH_OK) {
-        fprintf(out, "%-20s %-13s %5d %7u %-8s %-7s %6u %12s %8s %9s %8s %9s %9s %9s  %s\n", system,
-                c->device, c->writers, c->commit_interval_us, bench_sync_name(c->sync),
-                bench_wait_name(c->wait), c->record_bytes, "-", "-", "-", "-", "-", "-", "-", note);
+        fprintf(out, "%-20s %-13s %5d %7u %-8s %-7s %-4s %6u %12s %8s %9s %8s %9s %9s %9s  %s\n",
+                system, c->device, c->writers, c->commit_interval_us, bench_sync_name(c->sync),
+                bench_wait_name(c->wait), bench_input_name(c->input), c->record_bytes, "-", "-",
+                "-", "-", "-", "-", "-", note);
         return;
     }
     char batch[16] = "-";
     if (r->mean_batch > 0)
         snprintf(batch, sizeof batch, "%.1f", r->mean_batch);
+    /* Peers have no stele knobs, and some cannot tell their syncs: show "-" there. */
+    int is_stele = strcmp(c->system, "stele") == 0;
+    char ci[16] = "-", syncs[24] = "-";
+    if (is_stele)
+        snprintf(ci, sizeof ci, "%u", c->commit_interval_us);
+    if (is_stele || r->syncs > 0)
+        snprintf(syncs, sizeof syncs, "%.0f", r->syncs_per_s);
     char lat[3][16];
     const double lat_us[3] = {r->p50_us, r->p99_us, r->p999_us};
     for (int k = 0; k < 3; k++) /* sub-10 us latencies (wait=none) keep a decimal */
         snprintf(lat[k], sizeof lat[k], lat_us[k] < 10 ? "%.1f" : "%.0f", lat_us[k]);
-    fprintf(out, "%-20s %-13s %5d %7u %-8s %-7s %6u %12.0f %8.2f %9.0f %8s %9s %9s %9s  %s\n",
-            system, c->device, c->writers, c->commit_interval_us, bench_sync_name(c->sync),
-            bench_wait_name(c->wait), c->record_bytes, r->appends_per_s, r->mb_per_s,
-            r->syncs_per_s, batch, lat[0], lat[1], lat[2], note);
+    fprintf(out, "%-20s %-13s %5d %7s %-8s %-7s %-4s %6u %12.0f %8.2f %9s %8s %9s %9s %9s  %s\n",
+            system, c->device, c->writers, ci, is_stele ? bench_sync_name(c->sync) : "-",
+            is_stele ? bench_wait_name(c->wait) : "-",
+            is_stele ? bench_input_name(c->input) : "json", c->record_bytes, r->appends_per_s,
+            r->mb_per_s, syncs, batch, lat[0], lat[1], lat[2], note);
     fflush(out);
 }

@@ -84,6 +84,15 @@ static void
 plan_run_one(const bench_run_opts_t *o, const bench_cell_t *cell_in, bench_result_t *r)
 {
     bench_cell_t cell = *cell_in;
+    cell.interrupted = o->interrupted;
+    if (o->interrupted && atomic_load(o->interrupted)) {
+        memset(r, 0, sizeof *r);
+        r->cell = cell;
+        r->counted_back = -1;
+        r->status = BENCH_SKIPPED;
+        snprintf(r->note, sizeof r->note, "interrupted");
+        return;
+    }
     const char *parent = o->run_dir;
     int is_hdd = strcmp(cell.device, "hdd-emulated") == 0;
     if (is_hdd)

@@ -109,13 +109,20 @@ run_writer_main(void *arg)
     return NULL;
 }
 
+/* Sleeps until ns have passed or the run is interrupted (checked every slice). */
 static void
-run_sleep_ns(uint64_t ns)
+run_sleep_ns(uint64_t ns, atomic_int *interrupted)
 {
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
-                          .tv_nsec = (long)(ns % 1000000000ull)};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-        ;
+    const uint64_t slice_ns = 50 * 1000000ull;
+    uint64_t end = bench_now_ns() + ns;
+    for (uint64_t now = bench_now_ns(); now < end; now = bench_now_ns()) {
+        if (interrupted && atomic_load(interrupted))
+            return;
+        uint64_t left = end - now < slice_ns ? end - now : slice_ns;
+        struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull),
+                              .tv_nsec = (long)(left % 1000000000ull)};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void
@@ -205,7 +212,7 @@ bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_res
     }
     pthread_barrier_wait(&sh.start);
     uint64_t t_start = bench_now_ns();
-    run_sleep_ns((uint64_t)(cell->seconds * 1e9));
+    run_sleep_ns((uint64_t)(cell->seconds * 1e9), cell->interrupted);
     atomic_store(&sh.stop, 1);
     run_collect(ws, n, r);
     uint64_t t_end = bench_now_ns();

@@ -98,7 +98,7 @@ stele_target_close(void *state, bench_result_t *r)
     double close_ms = (double)(bench_now_ns() - t0) / 1e6;
     if (rc)
         bench_note(r->note, sizeof r->note, "stele_close: %s", err.message);
-    else if (r->note[0] == '\0' && close_ms >= 1.0)
+    else if (r->note[0] == '\0' && st->wait < STELE_WAIT_DURABLE && close_ms >= 1.0)
         snprintf(r->note, sizeof r->note, "close drained in %.0f ms", close_ms);
     stele_status_t status;
     if (stele_status_read(st->journal_dir, &status, &err) == 0)

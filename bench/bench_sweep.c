@@ -70,8 +70,8 @@ sweep_grid_interval(bench_plan_t *plan, const bench_cell_t *base, const char *de
                 bench_cell_t c = *base;
                 c.policy = p ? STELE_COMMIT_FIXED : STELE_COMMIT_ADAPTIVE;
                 c.commit_interval_us = sweep_intervals_us[i];
-                if (c.policy == STELE_COMMIT_FIXED && c.commit_interval_us == 0)
-                    continue; /* a fixed policy needs an interval */
+                if (c.commit_interval_us == 0)
+                    continue; /* fixed needs an interval; adaptive at 0 ran in the writers grid */
                 rc = sweep_add(plan, c, "stele", device, writers[w]);
             }
     return rc;
@@ -171,8 +171,8 @@ summary_device(FILE *out, const bench_result_t *res, size_t n, const char *devic
         if (!s)
             continue;
         const bench_result_t *peer = summary_best_peer(res, n, device, sweep_writers[w]);
-        fprintf(out, "  %s, %d writers durable: stele %.0f/s (mean batch %.1f)", device,
-                sweep_writers[w], s->appends_per_s, s->mean_batch);
+        fprintf(out, "  %s, %d writer%s durable: stele %.0f/s (mean batch %.1f)", device,
+                sweep_writers[w], sweep_writers[w] > 1 ? "s" : "", s->appends_per_s, s->mean_batch);
         if (one && sweep_writers[w] > 1)
             fprintf(out, ", %.1fx the 1-writer rate", s->appends_per_s / one->appends_per_s);
         if (peer)

@@ -291,6 +291,8 @@ typedef struct stele_stats {
     uint64_t queue_bytes;    /* queued, not yet written */
     uint64_t queue_records;
     double mean_batch_records;
+    uint64_t commit_delays;  /* batches the committer held back (up to commit_interval_us) so
+                                other active writers could join; never for a lone writer */
     uint64_t segments;
     uint64_t disk_bytes;     /* segment files as allocated on disk */
     uint64_t latency_p50_us; /* append -> durable (or written with sync=never) */
