@@ -224,6 +224,10 @@ int bench_plot(const char *out_dir, const bench_result_t *res, size_t n);
 
 /* The headline comparisons after a multi-cell run: ratios between cells of the same run. */
 void bench_print_summary(FILE *out, const bench_result_t *res, size_t n);
+/* After --repeat N: per cell, the median rate, p99 and ratio to the loop across the N
+ * repetitions (res holds N blocks of per_rep results). */
+void bench_print_repeat_summary(FILE *out, const bench_result_t *res, size_t per_rep,
+                                uint32_t reps);
 
 /* dir + "/" + name into out; 0, or -ENAMETOOLONG (out then holds a truncated path). */
 int bench_path(char *out, size_t cap, const char *dir, const char *name);

@@ -130,6 +130,8 @@ main_run(const bench_cli_t *cli, bench_plan_t *plan, main_signals_t *sig)
             printf("\nrepetition %u of %u:", rep + 1, cli->repeat);
         bench_print_summary(stdout, res + rep * per_rep, per_rep);
     }
+    if (res && !cli->json && cli->repeat > 1)
+        bench_print_repeat_summary(stdout, res, per_rep, cli->repeat);
     for (size_t i = 0; res && i < plan->n; i++)
         bench_result_release(&res[i]);
     free(res);
