@@ -77,6 +77,7 @@ typedef struct bench_cell {
     char dir[BENCH_PATH_BYTES];    /* where this cell may create its files (must exist) */
     int writers;
     double seconds;
+    double warmup_seconds; /* appends before the timed window, not counted; 0 = none */
     stele_sync_t sync;
     stele_wait_t wait;
     stele_commit_policy_t policy;
@@ -98,9 +99,10 @@ typedef enum bench_status {
 typedef struct bench_result {
     bench_cell_t cell;
     bench_status_t status;
-    int is_durable;   /* an acknowledged record survives power loss */
-    uint64_t appends; /* acknowledged at the cell's level inside the timed window */
-    uint64_t errors;  /* appends that returned an error */
+    int is_durable;          /* an acknowledged record survives power loss */
+    uint64_t appends;        /* acknowledged at the cell's level inside the timed window */
+    uint64_t errors;         /* appends that returned an error */
+    uint64_t warmup_appends; /* appended during the warm-up (in the store, not in the rate) */
     double elapsed_s;
     double appends_per_s;
     double mb_per_s; /* record payload bytes, not the store's overhead */

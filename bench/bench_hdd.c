@@ -67,8 +67,10 @@ hdd_spawn(bench_hdd_t *h, const char *prog, const bench_hdd_model_t *m, const ch
     char model[256];
     snprintf(model, sizeof model, "rpm=%u,seek_ms=%.3f,track_ms=%.3f,mb_s=%.1f", m->rpm, m->seek_ms,
              m->track_to_track_ms, m->bandwidth_mb_s);
-    char *argv[] = {(char *)prog,   "-f",         "-o", "max_threads=256", "--model", model,
-                    h->backing_dir, h->mount_dir, NULL};
+    char *argv[] = {
+        (char *)prog, "-f",  "-o",           "max_threads=256,allow_other,default_permissions",
+        "--model",    model, h->backing_dir, h->mount_dir,
+        NULL};
     h->pid = bench_server_spawn(argv, log, NULL);
     if (h->pid < 0)
         return (int)h->pid;

@@ -99,6 +99,7 @@ bench_sweep_plan(const bench_cli_t *cli, bench_plan_t *plan)
     bench_cell_t base;
     memset(&base, 0, sizeof base);
     base.seconds = cli->seconds;
+    base.warmup_seconds = cli->warmup_seconds;
     base.sync = STELE_SYNC_ALWAYS;
     base.wait = STELE_WAIT_DURABLE;
     base.policy = STELE_COMMIT_ADAPTIVE;
