@@ -107,7 +107,7 @@ bench_hdd_mount(const char *run_dir, const bench_hdd_model_t *m, bench_hdd_t **o
     snprintf(h->backing_dir, sizeof h->backing_dir, "%s/hdd-backing", run_dir);
     snprintf(log, sizeof log, "%s/hddfs.log", run_dir);
     int rc = -errno;
-    if (mkdir(h->mount_dir, 0700) == 0 && mkdir(h->backing_dir, 0755) == 0)
+    if (mkdir(h->mount_dir, 0711) == 0 && mkdir(h->backing_dir, 0711) == 0)
         rc = hdd_spawn(h, prog, m, log);
     if (rc) {
         snprintf(note, note_cap, "could not mount the emulated disk (%s; see %s)", strerror(-rc),
