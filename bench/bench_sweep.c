@@ -263,10 +263,14 @@ bench_print_repeat_summary(FILE *out, const bench_result_t *res, size_t per_rep,
         if (n == 0)
             continue;
         const bench_cell_t *c = &res[i].cell;
-        fprintf(out, "  %-18s %-12s wr=%-4d ci=%-6u %s/%s %s %uB: %.0f/s, p99 %.0f us", c->system,
-                c->device, c->writers, c->commit_interval_us, bench_sync_name(c->sync),
-                bench_wait_name(c->wait), bench_input_name(c->input), c->record_bytes,
-                summary_median(rate, n), summary_median(p99, n));
+        char knobs[96] = "";
+        if (strcmp(c->system, "stele") == 0)
+            snprintf(knobs, sizeof knobs, " ci=%u %s %s/%s %s", c->commit_interval_us,
+                     bench_policy_name(c->policy), bench_sync_name(c->sync),
+                     bench_wait_name(c->wait), bench_input_name(c->input));
+        fprintf(out, "  %-18s %-12s wr=%-4d%s %uB: %.0f/s, p99 %.0f us", c->system, c->device,
+                c->writers, knobs, c->record_bytes, summary_median(rate, n),
+                summary_median(p99, n));
         if (n_ratio > 0) {
             double med = summary_median(ratio, n_ratio); /* sorted: [0] min, [n-1] max */
             fprintf(out, "; %.2fx loop rate [%.2f..%.2f], p99 %.2fx loop", med, ratio[0],
