@@ -133,6 +133,8 @@ typedef struct bench_target {
     /* One durable-as-configured insert. Returns 0 or a nonzero code (counted as an error). */
     int (*append)(void *state, void *wstate, const bench_event_t *ev);
     void (*writer_close)(void *state, void *wstate);
+    /* Optional: the timed window starts now (after the warm-up); counters restart here. */
+    void (*measure_start)(void *state);
     /* Stops the store; fills syncs, mean_batch, counted_back, is_durable, data_path, note.
      * Returns 0 or BENCH_FAILED. Always frees state. */
     int (*close)(void *state, bench_result_t *r);

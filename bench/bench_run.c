@@ -221,6 +221,8 @@ bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_res
     pthread_barrier_wait(&sh.start);
     if (cell->warmup_seconds > 0) {
         run_sleep_ns((uint64_t)(cell->warmup_seconds * 1e9), cell->interrupted);
+        if (target->measure_start)
+            target->measure_start(sh.state);
         atomic_store(&sh.measuring, 1);
     }
     uint64_t t_start = bench_now_ns();
