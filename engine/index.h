@@ -7,6 +7,10 @@
  * lookup lands at most one batch before the wanted record and the reader scans forward.
  * It is written by one thread (the engine's index writer) with MDB_NOSYNC and synced
  * lazily (index_sync); readers in any process open it read-only.
+ *
+ * A writable index_open() of an environment LMDB finds corrupt moves it aside
+ * (index.corrupt-<unix time>) and starts an empty one; the meta key "rebuilt" then says so,
+ * and stele_index_catch_up() refills the batches from the segments and reports it.
  */
 #ifndef STELE_ENGINE_INDEX_H
 #define STELE_ENGINE_INDEX_H
@@ -37,11 +41,18 @@ int index_put_batches(index_t *ix, const index_batch_t *batches, size_t n, stele
 
 /* The batch start with the greatest first_seq <= seq. STELE_ENOTFOUND when none. */
 int index_find_seq(index_t *ix, uint64_t seq, index_batch_t *out, stele_error_t *err);
-/* The last batch start with first_ts_ns <= ts_ns (so a scan from it finds the first record
- * with ts >= ts_ns). STELE_ENOTFOUND when none. */
+/* The last batch start with first_ts_ns < ts_ns, so a scan from it finds the first record
+ * with ts >= ts_ns (strictly less: timestamps may repeat across a batch boundary, and the
+ * batch before one starting at exactly ts_ns may end with records at ts_ns).
+ * STELE_ENOTFOUND when none (scan from the oldest record). */
 int index_find_time(index_t *ix, int64_t ts_ns, index_batch_t *out, stele_error_t *err);
 /* The newest batch start. STELE_ENOTFOUND when empty. */
 int index_last_batch(index_t *ix, index_batch_t *out, stele_error_t *err);
+/* The oldest batch start. STELE_ENOTFOUND when empty. */
+int index_first_batch(index_t *ix, index_batch_t *out, stele_error_t *err);
+/* The batch start with the smallest first_seq >= seq (for walking the index in order, as
+ * verify does). STELE_ENOTFOUND when none. */
+int index_find_next(index_t *ix, uint64_t seq, index_batch_t *out, stele_error_t *err);
 
 /* Drops batch starts with first_seq > seq (after recovery truncated a torn tail). */
 int index_truncate_after(index_t *ix, uint64_t seq, stele_error_t *err);
@@ -55,6 +66,8 @@ int index_put_meta(index_t *ix, const char *key, const void *value, size_t len, 
 /* Copies up to cap bytes into value; *len_out = stored length. STELE_ENOTFOUND when unset. */
 int index_get_meta(index_t *ix, const char *key, void *value, size_t cap, size_t *len_out,
                    stele_error_t *err);
+/* Removes a meta key; 0 also when it was unset. */
+int index_delete_meta(index_t *ix, const char *key, stele_error_t *err);
 
 /* Per-sink shipped checkpoints. get returns 0 with *seq = 0 when the sink has none. */
 int index_put_checkpoint(index_t *ix, const char *sink, uint64_t seq, stele_error_t *err);

@@ -1,42 +1,1629 @@
 /*
- * ship.c: placeholder until the fan-out work lands: refuses every sink, so
- * configuring one fails loudly at open instead of silently not shipping.
+ * ship.c: fan-out to MongoDB, the only file that calls libmongoc.
+ *
+ * Owns: one shipper per sink (its thread, its mongoc_client_pool_t, its journal reader, its
+ * statistics), the document shape of a shipped record, the one classifier of MongoDB
+ * errors (ship_classify), and the remote consistency check and re-ship (stele_remote_check,
+ * stele_reship). Does not own the journal (read through journal_reader_*), the checkpoints
+ * or dead letters (index_*), nor wait=shipped (the engine, fed by on_progress).
+ *
+ * Invariants:
+ *  - Records are read back from the journal, never queued in memory: memory is one batch
+ *    (batch_docs / batch_bytes) whatever the backlog.
+ *  - A batch is sent with one ordered insert_many; the checkpoint advances only after every
+ *    document of the batch is acknowledged with the write concern, dead-lettered, or found
+ *    already stored with the same chain hash. So the remote holds a prefix of the journal
+ *    plus at most one in-flight batch, and a retry never duplicates (deterministic _id).
+ *  - Retryable errors are retried forever with capped exponential backoff and jitter, with
+ *    the same pool; nothing is dropped or reordered. Only an integrity mismatch, an
+ *    authentication failure or a corrupt journal stops a sink.
+ *  - Credentials never leave this file: errors and stats name the sink by host/db.coll, and
+ *    every message is scrubbed of the URI's password.
+ *
+ * Threads and locks: a shipper's thread is the only writer of shipped_seq (atomic) and the
+ * only user of its reader and batch. `mu` protects the statistics below it and the stop
+ * request; `cv` wakes a backoff sleep when stop is requested.
  */
 #include "ship.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <mongoc/mongoc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef STELE_META_FIELD
+#define STELE_META_FIELD "_stele" /* engine/validate.h owns the name; kept identical */
+#endif
+
+#define SHIP_HASH_BYTES 32
+/* How long the thread sleeps on the journal between checks of the stop request. */
+#define SHIP_IDLE_WAIT_MS 50
+/* Socket timeout when the URI sets none: above any sane wtimeout, far below libmongoc's
+ * 5-minute default, so a stalled server is noticed and retried. */
+#define SHIP_DEFAULT_SOCKET_TIMEOUT_MS 30000
+#define SHIP_DEFAULT_SELECT_TIMEOUT_MS 5000
+/* Name of the one secondary index a sink creates. */
+#define SHIP_INDEX_NAME "stele_src_seq"
+
+/* ------------------------------------------------------------------------------------------
+ * Process-wide libmongoc initialisation. The once-guard is the only static state: libmongoc
+ * itself is process-global and must be initialised exactly once.
+ * ------------------------------------------------------------------------------------------ */
+static pthread_once_t ship_mongoc_once = PTHREAD_ONCE_INIT;
+
+static void
+ship_mongoc_init(void)
+{
+    mongoc_init();
+}
+
+static int64_t
+ship_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+ship_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* snprintf that truncates on purpose (messages and names are bounded by design). */
+static void ship_fmt(char *dst, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+ship_fmt(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, cap, fmt, ap);
+    va_end(ap);
+}
+
+static void ship_set_error(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+ship_set_error(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = code;
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    snprintf(err->hint, sizeof err->hint, "%s", hint ? hint : "");
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Target: a sink's resolved configuration (URI, names, write concern), shared by the
+ * shipper and the one-shot remote check / re-ship.
+ * ------------------------------------------------------------------------------------------ */
+typedef struct ship_target {
+    stele_sink_options_t opts; /* numbers only; string fields point into the copies below */
+    char *name;
+    char *database;
+    char *collection;
+    char *password;  /* only to scrub it from messages; NULL when the URI has none */
+    char where[256]; /* host:port/db.collection, no credentials */
+    mongoc_uri_t *uri;
+    mongoc_write_concern_t *write_concern;
+    mongoc_read_concern_t *read_concern;
+} ship_target_t;
+
+static void
+ship_target_free(ship_target_t *t)
+{
+    free(t->name);
+    free(t->database);
+    free(t->collection);
+    if (t->password) {
+        memset(t->password, 0, strlen(t->password));
+        free(t->password);
+    }
+    mongoc_uri_destroy(t->uri);
+    mongoc_write_concern_destroy(t->write_concern);
+    mongoc_read_concern_destroy(t->read_concern);
+    memset(t, 0, sizeof *t);
+}
+
+/* Replaces every occurrence of the password in msg by "***". */
+static void
+ship_scrub(const ship_target_t *t, char *msg, size_t cap)
+{
+    if (!t->password || !t->password[0])
+        return;
+    size_t pw_len = strlen(t->password);
+    char *hit;
+    while ((hit = strstr(msg, t->password)) != NULL) {
+        size_t tail = strlen(hit + pw_len) + 1;
+        if ((size_t)(hit - msg) + 3 + tail > cap)
+            tail = cap - (size_t)(hit - msg) - 3;
+        memmove(hit + 3, hit + pw_len, tail);
+        memcpy(hit, "***", 3);
+        msg[cap - 1] = '\0';
+    }
+}
+
+static int
+ship_name_ok(const char *s, size_t max_len)
+{
+    return s && s[0] && strlen(s) <= max_len;
+}
+
+/* Applies an integer URI option only when the URI leaves it unset. */
+static void
+ship_uri_default(mongoc_uri_t *uri, const char *option, int32_t value)
+{
+    if (mongoc_uri_get_option_as_int32(uri, option, -1) == -1)
+        mongoc_uri_set_option_as_int32(uri, option, value);
+}
+
+static int
+ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error_t *err)
+{
+    memset(t, 0, sizeof *t);
+    pthread_once(&ship_mongoc_once, ship_mongoc_init);
+    if (!sink || !sink->uri || !sink->uri[0]) {
+        ship_set_error(err, STELE_ECONFIG, "set uri to a mongodb:// connection string",
+                       "sink %s: uri is required", sink && sink->name ? sink->name : "default");
+        return STELE_ECONFIG;
+    }
+    const char *name = sink->name && sink->name[0] ? sink->name : "default";
+    if (!ship_name_ok(name, 63)) {
+        ship_set_error(err, STELE_ECONFIG, NULL, "sink name is longer than 63 bytes");
+        return STELE_ECONFIG;
+    }
+    bson_error_t berr;
+    t->uri = mongoc_uri_new_with_error(sink->uri, &berr);
+    if (!t->uri) {
+        /* libmongoc's parse message may quote the URI; say only what is wrong with it. */
+        ship_set_error(err, STELE_ECONFIG, "expected mongodb://[user:pass@]host[:port]/[db]",
+                       "sink %s: invalid uri", name);
+        return STELE_ECONFIG;
+    }
+    t->opts = *sink;
+    if (mongoc_uri_get_password(t->uri))
+        t->password = strdup(mongoc_uri_get_password(t->uri));
+    const char *db = sink->database && sink->database[0] ? sink->database
+                     : mongoc_uri_get_database(t->uri)   ? mongoc_uri_get_database(t->uri)
+                                                         : "audit";
+    const char *coll = sink->collection && sink->collection[0] ? sink->collection : "events";
+    t->name = strdup(name);
+    t->database = strdup(db);
+    t->collection = strdup(coll);
+    if (!t->name || !t->database || !t->collection) {
+        ship_target_free(t);
+        ship_set_error(err, -ENOMEM, NULL, "sink %s: out of memory", name);
+        return -ENOMEM;
+    }
+    if (!ship_name_ok(db, 63) || strpbrk(db, "/\\. \"$") || !ship_name_ok(coll, 200) ||
+        strchr(coll, '$')) {
+        ship_set_error(err, STELE_ECONFIG, "names may not contain / \\ . space \" or $",
+                       "sink %s: invalid database or collection name", name);
+        ship_target_free(t);
+        return STELE_ECONFIG;
+    }
+    if (sink->w < -1 || sink->journaled < 0 || sink->journaled > 1 || sink->batch_docs == 0 ||
+        sink->batch_bytes < 1024 || sink->backoff_min_ms == 0 ||
+        sink->backoff_max_ms < sink->backoff_min_ms) {
+        ship_set_error(err, STELE_ECONFIG,
+                       "w >= -1, journaled 0 or 1, batch_docs >= 1, batch_bytes >= 1024, "
+                       "0 < backoff_min_ms <= backoff_max_ms",
+                       "sink %s: write concern, batch or backoff out of range", name);
+        ship_target_free(t);
+        return STELE_ECONFIG;
+    }
+    t->opts.name = t->name;
+    t->opts.uri = NULL;
+    t->opts.database = t->database;
+    t->opts.collection = t->collection;
+
+    const mongoc_host_list_t *host = mongoc_uri_get_hosts(t->uri);
+    ship_fmt(t->where, sizeof t->where, "%s/%s.%s", host ? host->host_and_port : "?", db, coll);
+
+    t->write_concern = mongoc_write_concern_new();
+    if (sink->w == -1)
+        mongoc_write_concern_set_wmajority(t->write_concern, (int32_t)sink->wtimeout_ms);
+    else {
+        mongoc_write_concern_set_w(t->write_concern, sink->w);
+        mongoc_write_concern_set_wtimeout_int64(t->write_concern, sink->wtimeout_ms);
+    }
+    if (sink->w != 0)
+        mongoc_write_concern_set_journal(t->write_concern, sink->journaled != 0);
+    /* Documents found already stored count as shipped only if they are as durable as the
+     * write concern asked: with w=majority, read them with read concern majority. */
+    t->read_concern = mongoc_read_concern_new();
+    if (sink->w == -1)
+        mongoc_read_concern_set_level(t->read_concern, MONGOC_READ_CONCERN_LEVEL_MAJORITY);
+
+    int32_t socket_ms = SHIP_DEFAULT_SOCKET_TIMEOUT_MS;
+    if ((int64_t)sink->wtimeout_ms + 10000 > socket_ms)
+        socket_ms = (int32_t)(sink->wtimeout_ms > INT32_MAX - 10000 ? INT32_MAX
+                                                                    : sink->wtimeout_ms + 10000);
+    ship_uri_default(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, socket_ms);
+    ship_uri_default(t->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, SHIP_DEFAULT_SELECT_TIMEOUT_MS);
+    mongoc_uri_set_appname(t->uri, "stele");
+    return 0;
+}
+
+static mongoc_client_pool_t *
+ship_pool_new(const ship_target_t *t, stele_error_t *err)
+{
+    bson_error_t berr;
+    mongoc_client_pool_t *pool = mongoc_client_pool_new_with_error(t->uri, &berr);
+    if (!pool) {
+        ship_set_error(err, STELE_ECONFIG, NULL, "sink %s: could not create client pool for %s",
+                       t->name, t->where);
+        return NULL;
+    }
+    mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+    return pool;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Error classification: the one place that decides what a MongoDB failure means.
+ * ------------------------------------------------------------------------------------------ */
+
+static int
+ship_code_is_duplicate(int64_t code)
+{
+    return code == 11000 || code == 11001 || code == 12582;
+}
+
+static int
+ship_code_is_auth(int64_t code)
+{
+    return code == 11 /* UserNotFound */ || code == 13 /* Unauthorized */ ||
+           code == 18 /* AuthenticationFailed */ || code == 31 /* RoleNotFound */ ||
+           code == 33 /* PrivilegeNotFound */;
+}
+
+/* Server codes after which the same write can succeed later (MongoDB's retryable-write set
+ * plus interruptions, stale routing and lock timeouts). */
+static int
+ship_code_is_transient(int64_t code)
+{
+    static const int32_t codes[] = {
+        6,     /* HostUnreachable */
+        7,     /* HostNotFound */
+        24,    /* LockTimeout */
+        46,    /* LockBusy */
+        50,    /* MaxTimeMSExpired */
+        64,    /* WriteConcernFailed (wtimeout) */
+        89,    /* NetworkTimeout */
+        91,    /* ShutdownInProgress */
+        100,   /* UnsatisfiableWriteConcern (e.g. majority lost during fail-over) */
+        112,   /* WriteConflict */
+        133,   /* FailedToSatisfyReadPreference */
+        150,   /* StaleEpoch */
+        189,   /* PrimarySteppedDown */
+        262,   /* ExceededTimeLimit */
+        9001,  /* SocketException */
+        10107, /* NotWritablePrimary ("not master") */
+        11600, /* InterruptedAtShutdown */
+        11602, /* InterruptedDueToReplStateChange */
+        13388, /* StaleConfig */
+        13435, /* NotPrimaryNoSecondaryOk */
+        13436, /* NotPrimaryOrSecondary ("node is recovering") */
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (code == codes[i])
+            return 1;
+    return 0;
+}
+
+static int
+ship_message_is_transient(const char *msg)
+{
+    return strstr(msg, "not master") || strstr(msg, "not primary") ||
+           strstr(msg, "node is recovering") || strstr(msg, "shutdown in progress");
+}
+
+/*
+ * Classifies a failed insert_many (or find) from libmongoc's error and reply.
+ * *index_out receives the batch index of the offending document for SHIPPER_DUPLICATE and
+ * SHIPPER_DEAD_LETTER; documents before it were inserted (ordered insert) unless the reply
+ * also carries a write-concern error, in which case the verdict is SHIPPER_RETRY.
+ * Anything not known to be permanent is retried: never drop a record on a guess.
+ */
+shipper_verdict_t
+shipper_classify(const bson_error_t *error, const bson_t *reply, size_t *index_out)
+{
+    *index_out = 0;
+    bson_iter_t it, child;
+    if (reply && mongoc_error_has_label(reply, "RetryableWriteError"))
+        return SHIPPER_RETRY;
+    if (reply && bson_iter_init_find(&it, reply, "writeConcernErrors") &&
+        BSON_ITER_HOLDS_ARRAY(&it)) {
+        uint32_t len;
+        const uint8_t *data;
+        bson_iter_array(&it, &len, &data);
+        if (len > 5) /* a non-empty array */
+            return SHIPPER_RETRY;
+    }
+    if (reply && bson_iter_init_find(&it, reply, "writeErrors") && BSON_ITER_HOLDS_ARRAY(&it) &&
+        bson_iter_recurse(&it, &child) && bson_iter_next(&child) &&
+        BSON_ITER_HOLDS_DOCUMENT(&child)) {
+        bson_iter_t we;
+        int64_t code = 0;
+        const char *msg = "";
+        if (bson_iter_recurse(&child, &we)) {
+            while (bson_iter_next(&we)) {
+                const char *key = bson_iter_key(&we);
+                if (!strcmp(key, "index") && BSON_ITER_HOLDS_NUMBER(&we))
+                    *index_out = (size_t)bson_iter_as_int64(&we);
+                else if (!strcmp(key, "code") && BSON_ITER_HOLDS_NUMBER(&we))
+                    code = bson_iter_as_int64(&we);
+                else if (!strcmp(key, "errmsg") && BSON_ITER_HOLDS_UTF8(&we))
+                    msg = bson_iter_utf8(&we, NULL);
+            }
+        }
+        if (ship_code_is_duplicate(code))
+            return SHIPPER_DUPLICATE;
+        if (ship_code_is_auth(code))
+            return SHIPPER_STOP_AUTH;
+        if (ship_code_is_transient(code) || ship_message_is_transient(msg))
+            return SHIPPER_RETRY;
+        return SHIPPER_DEAD_LETTER;
+    }
+    /* No per-document error: the command as a whole failed. */
+    if (error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE)
+        return SHIPPER_STOP_AUTH;
+    if (error->domain == MONGOC_ERROR_SERVER || error->domain == MONGOC_ERROR_WRITE_CONCERN) {
+        if (ship_code_is_auth(error->code))
+            return SHIPPER_STOP_AUTH;
+        if (ship_code_is_duplicate(error->code))
+            return SHIPPER_DUPLICATE;
+        return SHIPPER_RETRY;
+    }
+    if (error->domain == MONGOC_ERROR_BSON ||
+        (error->domain == MONGOC_ERROR_COMMAND && error->code == MONGOC_ERROR_COMMAND_INVALID_ARG))
+        return SHIPPER_SPLIT;
+    /* Stream, server selection, protocol, cursor: the network or the topology. */
+    return SHIPPER_RETRY;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Documents and batches
+ * ------------------------------------------------------------------------------------------ */
+typedef struct ship_doc {
+    uint64_t seq;
+    int64_t ts_ns;
+    uint8_t hash[SHIP_HASH_BYTES];
+    bson_t *doc; /* heap: bson_t wants 128-byte alignment a realloc'd array lacks */
+    int is_done; /* acknowledged, found stored with the same hash, or dead-lettered */
+} ship_doc_t;
+
+typedef struct ship_batch {
+    ship_doc_t *docs;
+    size_t n;
+    size_t cap;
+    size_t bytes;
+} ship_batch_t;
+
+static void
+ship_batch_clear(ship_batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        bson_destroy(b->docs[i].doc);
+    b->n = 0;
+    b->bytes = 0;
+}
+
+static void
+ship_batch_free(ship_batch_t *b)
+{
+    ship_batch_clear(b);
+    free(b->docs);
+    memset(b, 0, sizeof *b);
+}
+
+static void
+ship_append_id(bson_t *doc, const char *source, uint64_t seq)
+{
+    bson_t id;
+    BSON_APPEND_DOCUMENT_BEGIN(doc, "_id", &id);
+    BSON_APPEND_UTF8(&id, "src", source);
+    BSON_APPEND_INT64(&id, "seq", (int64_t)seq);
+    bson_append_document_end(doc, &id);
+}
+
+static int64_t
+ship_floor_div(int64_t a, int64_t b)
+{
+    return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
+
+/*
+ * Builds the shipped document of a record into *out (empty, from bson_new): _id {src, seq}, the
+ * event's fields at top level, and under STELE_META_FIELD the timestamp (BSON date, ms, and ts_ns
+ * as int64), the chain hash and the previous hash. Returns 0, or STELE_EBSON when the payload is
+ * not a document or uses a reserved key (the validator prevents both; a foreign journal could still
+ * hold them).
+ */
+static int
+ship_doc_build(const char *source, const journal_record_t *rec, bson_t *out)
+{
+    ship_append_id(out, source, rec->seq);
+    bson_t event;
+    bson_iter_t it;
+    if (!bson_init_static(&event, rec->payload, rec->payload_len) || !bson_iter_init(&it, &event))
+        return STELE_EBSON;
+    while (bson_iter_next(&it)) {
+        const char *key = bson_iter_key(&it);
+        if (!strcmp(key, "_id") || !strcmp(key, STELE_META_FIELD))
+            return STELE_EBSON;
+        if (!bson_append_iter(out, key, (int)bson_iter_key_len(&it), &it))
+            return STELE_EBSON;
+    }
+    bson_t meta;
+    BSON_APPEND_DOCUMENT_BEGIN(out, STELE_META_FIELD, &meta);
+    BSON_APPEND_DATE_TIME(&meta, "ts", ship_floor_div(rec->ts_ns, 1000000));
+    BSON_APPEND_INT64(&meta, "ts_ns", rec->ts_ns);
+    BSON_APPEND_BINARY(&meta, "hash", BSON_SUBTYPE_BINARY, rec->hash, SHIP_HASH_BYTES);
+    BSON_APPEND_BINARY(&meta, "prev_hash", BSON_SUBTYPE_BINARY, rec->prev_hash, SHIP_HASH_BYTES);
+    bson_append_document_end(out, &meta);
+    return 0;
+}
+
+/* Reads _id.seq and _stele.hash from a stored document. Returns 0 or STELE_EINTEGRITY. */
+static int
+ship_doc_identity(const bson_t *doc, uint64_t *seq_out, const uint8_t **hash_out)
+{
+    bson_iter_t it;
+    const uint8_t *hash = NULL;
+    uint32_t hash_len = 0;
+    bson_subtype_t subtype;
+    if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, "_id.seq", &it) ||
+        !BSON_ITER_HOLDS_NUMBER(&it))
+        return STELE_EINTEGRITY;
+    *seq_out = (uint64_t)bson_iter_as_int64(&it);
+    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, STELE_META_FIELD ".hash", &it) &&
+        BSON_ITER_HOLDS_BINARY(&it))
+        bson_iter_binary(&it, &subtype, &hash_len, &hash);
+    *hash_out = hash_len == SHIP_HASH_BYTES ? hash : NULL;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The shipper
+ * ------------------------------------------------------------------------------------------ */
+struct shipper {
+    ship_target_t target;
+    char *journal_dir;
+    char *source;
+    const journal_io_t *io;
+    index_t *index;
+    shipper_progress_fn on_progress;
+    void *progress_ctx;
+
+    mongoc_client_pool_t *pool;
+    pthread_t thread;
+    int is_thread_started;
+    unsigned jitter_seed; /* rand_r state; shipper thread only */
+    /* One-shot use (stele_reship): give up after this many attempts (0 = retry forever),
+     * and fail instead of dead-lettering (index is NULL then). Shipper thread only. */
+    unsigned max_attempts;
+    uint64_t n_inserted;
+    uint64_t rejected_seq;
+
+    _Atomic uint64_t shipped_seq;  /* written by the shipper thread only */
+    _Atomic int64_t pending_ts_ns; /* ts of the oldest record read but not acknowledged */
+
+    /* -- protected by mu; cv fires when stop is requested -- */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop_requested;
+    int64_t stop_deadline_ms; /* monotonic; meaningful once stop_requested */
+    uint64_t batches;
+    uint64_t retries;
+    uint64_t dead_letters;
+    int64_t last_error_unix_ms;
+    char last_error[STELE_ERROR_MESSAGE_BYTES];
+    int is_stopped;
+};
+
+static void shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Records the last error (scrubbed of credentials) and, if is_stop, stops the sink. */
+static void
+shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
+{
+    char msg[STELE_ERROR_MESSAGE_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ship_scrub(&s->target, msg, sizeof msg);
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->last_error, sizeof s->last_error, "%s", msg);
+    s->last_error_unix_ms = ship_wall_ms();
+    if (is_stop)
+        s->is_stopped = 1;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* 1 when the thread must give up now: stop requested and the drain deadline passed. */
+static int
+shipper_must_quit(shipper_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int quit = s->stop_requested && ship_now_ms() >= s->stop_deadline_ms;
+    pthread_mutex_unlock(&s->mu);
+    return quit;
+}
+
+static int
+shipper_stop_requested(shipper_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int stop = s->stop_requested;
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
+/*
+ * Sleeps the backoff for retry number `attempt` (0-based): min * 2^attempt capped at max,
+ * with "equal jitter" (half fixed, half random) so that many shippers do not retry in step.
+ * Returns early, with 1, when the thread must quit.
+ */
+static int
+shipper_backoff(shipper_t *s, unsigned attempt)
+{
+    uint64_t delay_ms = s->target.opts.backoff_min_ms;
+    for (unsigned i = 0; i < attempt && delay_ms < s->target.opts.backoff_max_ms; i++)
+        delay_ms *= 2;
+    if (delay_ms > s->target.opts.backoff_max_ms)
+        delay_ms = s->target.opts.backoff_max_ms;
+    uint64_t half = delay_ms / 2;
+    uint64_t sleep_ms = half + (half ? (uint64_t)rand_r(&s->jitter_seed) % (half + 1) : 0);
+
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(sleep_ms / 1000);
+    until.tv_nsec += (long)(sleep_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    while (rc != ETIMEDOUT) {
+        if (s->stop_requested && ship_now_ms() >= s->stop_deadline_ms)
+            break;
+        rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
+    }
+    int quit = s->stop_requested && ship_now_ms() >= s->stop_deadline_ms;
+    pthread_mutex_unlock(&s->mu);
+    return quit;
+}
+
+static void
+shipper_count_retry(shipper_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->retries++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Replaces *reply (initialised) by a copy of a cursor's error document, if any. */
+static void
+ship_copy_reply(const bson_t *err_doc, bson_t *reply)
+{
+    if (!err_doc)
+        return;
+    bson_destroy(reply);
+    bson_copy_to(err_doc, reply);
+}
+
+/* The newest document stored for a source: where a sink without a checkpoint resumes. */
+typedef struct ship_remote_last {
+    uint64_t seq; /* 0 when the source has no document */
+    uint8_t hash[SHIP_HASH_BYTES];
+    int has_hash;
+} ship_remote_last_t;
+
+/* Highest _id.seq stored for this source, 0 when none. Returns 0 or the verdict's code. */
+static int
+ship_remote_max_seq(const ship_target_t *t, mongoc_client_t *client, const char *source,
+                    ship_remote_last_t *out, bson_error_t *berr, bson_t *reply)
+{
+    mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
+    bson_t *filter = BCON_NEW("_id.src", BCON_UTF8(source));
+    bson_t *opts =
+        BCON_NEW("sort", "{", "_id.seq", BCON_INT32(-1), "}", "limit", BCON_INT64(1), "projection",
+                 "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
+    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
+    const bson_t *doc;
+    memset(out, 0, sizeof *out);
+    int rc = 0;
+    const uint8_t *hash = NULL;
+    if (mongoc_cursor_next(cursor, &doc) && ship_doc_identity(doc, &out->seq, &hash) == 0 && hash) {
+        memcpy(out->hash, hash, SHIP_HASH_BYTES);
+        out->has_hash = 1;
+    }
+    const bson_t *err_doc = NULL;
+    if (mongoc_cursor_error_document(cursor, berr, &err_doc)) {
+        ship_copy_reply(err_doc, reply);
+        rc = STELE_EREMOTE;
+    }
+    mongoc_cursor_destroy(cursor);
+    bson_destroy(opts);
+    bson_destroy(filter);
+    mongoc_collection_destroy(coll);
+    return rc;
+}
+
+/* Creates the {_id.src, _id.seq} index that the resume query and the remote check use. */
+static int
+ship_ensure_index(const ship_target_t *t, mongoc_client_t *client, bson_error_t *berr,
+                  bson_t *reply)
+{
+    mongoc_database_t *db = mongoc_client_get_database(client, t->database);
+    bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(t->collection), "indexes", "[", "{", "key",
+                           "{", "_id.src", BCON_INT32(1), "_id.seq", BCON_INT32(1), "}", "name",
+                           BCON_UTF8(SHIP_INDEX_NAME), "}", "]");
+    bool ok = mongoc_database_write_command_with_opts(db, cmd, NULL, reply, berr);
+    bson_destroy(cmd);
+    mongoc_database_destroy(db);
+    return ok ? 0 : STELE_EREMOTE;
+}
+
+/*
+ * One remote step with retry: runs `step` until it succeeds, retrying transient failures
+ * with backoff. Returns 0, STELE_EAUTH (sink stopped), STELE_ECLOSED (must quit).
+ */
+typedef int (*ship_step_fn)(shipper_t *s, mongoc_client_t *client, bson_error_t *berr,
+                            bson_t *reply, void *ctx);
+
+static int
+shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
+{
+    for (unsigned attempt = 0;; attempt++) {
+        bson_error_t berr = {0};
+        bson_t reply = BSON_INITIALIZER;
+        mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
+        int rc = step(s, client, &berr, &reply, ctx);
+        mongoc_client_pool_push(s->pool, client);
+        if (rc == 0) {
+            bson_destroy(&reply);
+            return 0;
+        }
+        size_t index;
+        shipper_verdict_t verdict = shipper_classify(&berr, &reply, &index);
+        bson_destroy(&reply);
+        if (verdict == SHIPPER_STOP_AUTH) {
+            shipper_note_error(s, 1, "sink %s: %s refused by %s: %s", s->target.name, what,
+                               s->target.where, berr.message);
+            return STELE_EAUTH;
+        }
+        shipper_note_error(s, 0, "sink %s: %s on %s failed: %s", s->target.name, what,
+                           s->target.where, berr.message);
+        shipper_count_retry(s);
+        if (s->max_attempts && attempt + 1 >= s->max_attempts)
+            return STELE_EREMOTE;
+        if (shipper_backoff(s, attempt))
+            return STELE_ECLOSED;
+    }
+}
+
+static int
+shipper_step_ensure_index(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply,
+                          void *ctx)
+{
+    (void)ctx;
+    return ship_ensure_index(&s->target, client, berr, reply);
+}
+
+static int
+shipper_step_max_seq(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply,
+                     void *ctx)
+{
+    return ship_remote_max_seq(&s->target, client, s->source, ctx, berr, reply);
+}
+
+/*
+ * Looks up which documents of b->docs[from..n) are stored already. A stored document with
+ * the same chain hash is marked done; one with a different hash is an integrity failure:
+ * another journal writes with the same source name, or the remote copy was altered.
+ * Returns 0, STELE_EINTEGRITY (sink must stop), or STELE_EREMOTE with berr/reply set.
+ */
+static int
+ship_resolve_duplicates(const ship_target_t *t, mongoc_client_t *client, const char *source,
+                        ship_batch_t *b, size_t from, uint64_t *bad_seq, bson_error_t *berr,
+                        bson_t *reply)
+{
+    bson_t filter = BSON_INITIALIZER, id_cond, in_array;
+    BSON_APPEND_DOCUMENT_BEGIN(&filter, "_id", &id_cond);
+    BSON_APPEND_ARRAY_BEGIN(&id_cond, "$in", &in_array);
+    uint32_t n_ids = 0;
+    for (size_t i = from; i < b->n; i++) {
+        if (b->docs[i].is_done)
+            continue;
+        char key[16];
+        const char *key_ptr;
+        bson_uint32_to_string(n_ids++, &key_ptr, key, sizeof key);
+        bson_t id;
+        bson_append_document_begin(&in_array, key_ptr, -1, &id);
+        BSON_APPEND_UTF8(&id, "src", source);
+        BSON_APPEND_INT64(&id, "seq", (int64_t)b->docs[i].seq);
+        bson_append_document_end(&in_array, &id);
+    }
+    bson_append_array_end(&id_cond, &in_array);
+    bson_append_document_end(&filter, &id_cond);
+    bson_t *opts = BCON_NEW("projection", "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash",
+                            BCON_INT32(1), "}");
+    if (mongoc_read_concern_get_level(t->read_concern))
+        mongoc_read_concern_append(t->read_concern, opts);
+    mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
+    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, &filter, opts, NULL);
+    int rc = 0;
+    const bson_t *doc;
+    uint64_t first_seq = b->docs[0].seq;
+    while (rc == 0 && mongoc_cursor_next(cursor, &doc)) {
+        uint64_t seq;
+        const uint8_t *hash;
+        if (ship_doc_identity(doc, &seq, &hash) != 0 || seq < first_seq + from ||
+            seq >= first_seq + b->n)
+            continue;
+        ship_doc_t *d = &b->docs[seq - first_seq];
+        if (!hash || memcmp(hash, d->hash, SHIP_HASH_BYTES) != 0) {
+            *bad_seq = seq;
+            rc = STELE_EINTEGRITY;
+        } else {
+            d->is_done = 1;
+        }
+    }
+    const bson_t *err_doc = NULL;
+    if (rc == 0 && mongoc_cursor_error_document(cursor, berr, &err_doc)) {
+        ship_copy_reply(err_doc, reply);
+        rc = STELE_EREMOTE;
+    }
+    mongoc_cursor_destroy(cursor);
+    mongoc_collection_destroy(coll);
+    bson_destroy(opts);
+    bson_destroy(&filter);
+    return rc;
+}
+
+/* Outcome of one insert attempt over the not-done documents of a batch. */
+typedef struct ship_attempt {
+    shipper_verdict_t verdict;
+    size_t bad_index; /* batch index of the offending document */
+    bson_error_t error;
+    int is_ok;
+    size_t n_inserted; /* documents this attempt stored */
+} ship_attempt_t;
+
+/*
+ * Sends the not-done documents of b (at most max_docs of them) with one ordered
+ * insert_many. On success marks them done. On failure classifies, and marks done the
+ * documents the server inserted before a per-document error.
+ */
+static void
+ship_insert_pending(const ship_target_t *t, mongoc_client_t *client, ship_batch_t *b,
+                    size_t max_docs, const bson_t **ptrs, size_t *map, ship_attempt_t *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->n && n < max_docs; i++) {
+        if (b->docs[i].is_done)
+            continue;
+        map[n] = i;
+        ptrs[n++] = b->docs[i].doc;
+    }
+    memset(out, 0, sizeof *out);
+    if (n == 0) {
+        out->is_ok = 1;
+        return;
+    }
+    mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
+    bson_t opts = BSON_INITIALIZER;
+    BSON_APPEND_BOOL(&opts, "ordered", true);
+    /* The journal's validator already decided what an event may hold; dotted keys are legal
+     * on MongoDB 5+, so let the server judge each document and reject it alone. */
+    BSON_APPEND_BOOL(&opts, "validate", false);
+    mongoc_write_concern_append(t->write_concern, &opts);
+    bson_t reply;
+    bool ok = mongoc_collection_insert_many(coll, ptrs, n, &opts, &reply, &out->error);
+    if (ok) {
+        for (size_t k = 0; k < n; k++)
+            b->docs[map[k]].is_done = 1;
+        out->is_ok = 1;
+        out->n_inserted = n;
+    } else {
+        size_t index = 0;
+        out->verdict = shipper_classify(&out->error, &reply, &index);
+        if (out->verdict == SHIPPER_DUPLICATE || out->verdict == SHIPPER_DEAD_LETTER) {
+            if (index >= n)
+                out->verdict = SHIPPER_RETRY;
+            else {
+                for (size_t k = 0; k < index; k++)
+                    b->docs[map[k]].is_done = 1;
+                out->bad_index = map[index];
+                out->n_inserted = index;
+            }
+        } else if (out->verdict == SHIPPER_SPLIT) {
+            out->bad_index = map[0];
+        }
+    }
+    bson_destroy(&reply);
+    bson_destroy(&opts);
+    mongoc_collection_destroy(coll);
+}
+
+static void
+shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
+{
+    stele_error_t ierr = {0};
+    char msg[STELE_ERROR_MESSAGE_BYTES];
+    snprintf(msg, sizeof msg, "%s", why);
+    ship_scrub(&s->target, msg, sizeof msg);
+    d->is_done = 1;
+    if (!s->index) {
+        shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s: %s", s->target.name,
+                           d->seq, s->target.where, msg);
+        if (!s->rejected_seq)
+            s->rejected_seq = d->seq;
+        return;
+    }
+    if (index_put_dead_letter(s->index, s->target.name, d->seq, msg, &ierr) != 0)
+        shipper_note_error(s, 0, "sink %s: could not record dead letter %" PRIu64 ": %s",
+                           s->target.name, d->seq, ierr.message);
+    pthread_mutex_lock(&s->mu);
+    s->dead_letters++;
+    pthread_mutex_unlock(&s->mu);
+    shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s, dead-lettered: %s",
+                       s->target.name, d->seq, s->target.where, msg);
+}
+
+/*
+ * Delivers a whole batch: every document ends acknowledged, found stored with its hash, or
+ * dead-lettered. Returns 0, STELE_EINTEGRITY / STELE_EAUTH (sink stopped), or
+ * STELE_ECLOSED (stop deadline passed; the batch stays unacknowledged).
+ */
+static int
+shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map)
+{
+    unsigned attempt = 0;
+    size_t max_docs = b->n; /* drops to 1 after a whole-batch client-side refusal */
+    for (;;) {
+        ship_attempt_t at;
+        mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
+        ship_insert_pending(&s->target, client, b, max_docs, ptrs, map, &at);
+        s->n_inserted += at.n_inserted;
+        if (at.is_ok) {
+            mongoc_client_pool_push(s->pool, client);
+            size_t i = 0;
+            while (i < b->n && b->docs[i].is_done)
+                i++;
+            if (i == b->n)
+                return 0;
+            continue;
+        }
+        if (at.verdict == SHIPPER_DUPLICATE) {
+            uint64_t bad_seq = 0;
+            bson_t reply = BSON_INITIALIZER;
+            int rc = ship_resolve_duplicates(&s->target, client, s->source, b, at.bad_index,
+                                             &bad_seq, &at.error, &reply);
+            mongoc_client_pool_push(s->pool, client);
+            if (rc == STELE_EINTEGRITY) {
+                bson_destroy(&reply);
+                shipper_note_error(s, 1,
+                                   "sink %s: seq %" PRIu64 " is stored in %s with another hash: "
+                                   "another journal uses source \"%s\" or the copy was altered",
+                                   s->target.name, bad_seq, s->target.where, s->source);
+                return STELE_EINTEGRITY;
+            }
+            if (rc == 0) {
+                bson_destroy(&reply);
+                if (!b->docs[at.bad_index].is_done) /* vanished between insert and find */
+                    shipper_count_retry(s);
+                continue;
+            }
+            size_t ignored;
+            at.verdict = shipper_classify(&at.error, &reply, &ignored);
+            bson_destroy(&reply);
+            if (at.verdict != SHIPPER_STOP_AUTH)
+                at.verdict = SHIPPER_RETRY;
+        } else {
+            mongoc_client_pool_push(s->pool, client);
+        }
+        switch (at.verdict) {
+        case SHIPPER_DEAD_LETTER:
+            shipper_dead_letter(s, &b->docs[at.bad_index], at.error.message);
+            if (s->rejected_seq)
+                return STELE_EREMOTE;
+            continue;
+        case SHIPPER_SPLIT:
+            if (max_docs > 1) {
+                max_docs = 1;
+                continue;
+            }
+            shipper_dead_letter(s, &b->docs[at.bad_index], at.error.message);
+            if (s->rejected_seq)
+                return STELE_EREMOTE;
+            continue;
+        case SHIPPER_STOP_AUTH:
+            shipper_note_error(s, 1, "sink %s: %s refused the credentials or privileges: %s",
+                               s->target.name, s->target.where, at.error.message);
+            return STELE_EAUTH;
+        case SHIPPER_RETRY:
+        case SHIPPER_DUPLICATE:
+            break;
+        }
+        shipper_note_error(s, 0, "sink %s: insert into %s failed, retrying: %s", s->target.name,
+                           s->target.where, at.error.message);
+        shipper_count_retry(s);
+        if (s->max_attempts && attempt + 1 >= s->max_attempts)
+            return STELE_EREMOTE;
+        if (shipper_backoff(s, attempt++))
+            return STELE_ECLOSED;
+    }
+}
+
+/* Acknowledges a delivered batch: checkpoint in the index, shipped_seq, progress callback. */
+static void
+shipper_acknowledge(shipper_t *s, uint64_t last_seq)
+{
+    stele_error_t ierr = {0};
+    /* A failed checkpoint write only means a restart re-sends documents that the duplicate
+     * check then recognises; shipping goes on. */
+    if (index_put_checkpoint(s->index, s->target.name, last_seq, &ierr) != 0)
+        shipper_note_error(s, 0, "sink %s: could not save checkpoint %" PRIu64 ": %s",
+                           s->target.name, last_seq, ierr.message);
+    atomic_store(&s->shipped_seq, last_seq);
+    atomic_store(&s->pending_ts_ns, 0);
+    pthread_mutex_lock(&s->mu);
+    s->batches++;
+    pthread_mutex_unlock(&s->mu);
+    if (s->on_progress)
+        s->on_progress(s->progress_ctx, s->target.name, last_seq);
+}
+
+static int
+shipper_batch_reserve(ship_batch_t *b, size_t want)
+{
+    if (want <= b->cap)
+        return 0;
+    ship_doc_t *docs = realloc(b->docs, want * sizeof *docs);
+    if (!docs)
+        return -ENOMEM;
+    b->docs = docs;
+    b->cap = want;
+    return 0;
+}
+
+/*
+ * Fills b with the records after `after_seq`: up to batch_docs / batch_bytes, waiting up to
+ * linger_ms after the first record for more. Returns 0 (b may be empty when nothing came
+ * within the idle wait), STELE_ECORRUPT or -errno (sink stops).
+ */
+static int
+shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_batch_t *b)
+{
+    const stele_sink_options_t *o = &s->target.opts;
+    int64_t linger_until_ms = 0;
+    uint64_t next_seq = after_seq + 1;
+    while (b->n < o->batch_docs && b->bytes < o->batch_bytes) {
+        journal_record_t rec;
+        stele_error_t rerr = {0};
+        int rc = journal_reader_next(r, &rec, &rerr);
+        if (rc == STELE_EAGAIN) {
+            int64_t now_ms = ship_now_ms();
+            if (b->n == 0) {
+                journal_reader_wait(r, next_seq - 1, SHIP_IDLE_WAIT_MS);
+                if (shipper_stop_requested(s))
+                    return 0;
+                continue;
+            }
+            if (now_ms >= linger_until_ms || shipper_stop_requested(s))
+                return 0;
+            journal_reader_wait(r, next_seq - 1, (int)(linger_until_ms - now_ms));
+            continue;
+        }
+        if (rc != 0) {
+            shipper_note_error(s, 1, "sink %s: cannot read the journal: %s", s->target.name,
+                               rerr.message);
+            return rc;
+        }
+        if (rec.seq != next_seq) {
+            shipper_note_error(s, 1, "sink %s: journal jumped from seq %" PRIu64 " to %" PRIu64,
+                               s->target.name, next_seq - 1, rec.seq);
+            return STELE_ECORRUPT;
+        }
+        if (shipper_batch_reserve(b, b->n + 1) != 0)
+            return -ENOMEM;
+        ship_doc_t *d = &b->docs[b->n];
+        d->seq = rec.seq;
+        d->ts_ns = rec.ts_ns;
+        d->is_done = 0;
+        memcpy(d->hash, rec.hash, SHIP_HASH_BYTES);
+        d->doc = bson_new();
+        int build_rc = ship_doc_build(s->source, &rec, d->doc);
+        b->n++;
+        b->bytes += d->doc->len;
+        if (b->n == 1) {
+            linger_until_ms = ship_now_ms() + o->linger_ms;
+            atomic_store(&s->pending_ts_ns, rec.ts_ns);
+        }
+        if (build_rc != 0)
+            shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
+        next_seq++;
+    }
+    return 0;
+}
+
+/*
+ * Before resuming after the remote's newest document, checks that it is ours: the journal
+ * must hold that seq with the same chain hash. Otherwise another journal ships under this
+ * source name (or the journal was replaced): stop loudly instead of skipping its records.
+ * A seq already deleted by retention cannot be compared and is accepted.
+ */
+static int
+shipper_check_remote_last(shipper_t *s, const ship_remote_last_t *last)
+{
+    journal_reader_t *r = NULL;
+    stele_error_t rerr = {0};
+    int rc = journal_reader_open(s->journal_dir, s->io, &r, &rerr);
+    if (rc == 0) {
+        rc = journal_reader_seek(r, last->seq, 0, 0, &rerr);
+        if (rc == STELE_ENOTFOUND) {
+            journal_reader_close(r);
+            return 0;
+        }
+    }
+    journal_record_t rec;
+    if (rc == 0)
+        rc = journal_reader_next(r, &rec, &rerr);
+    int is_ours = rc == 0 && rec.seq == last->seq && last->has_hash &&
+                  memcmp(rec.hash, last->hash, SHIP_HASH_BYTES) == 0;
+    journal_reader_close(r);
+    if (rc != 0 && rc != STELE_EAGAIN) {
+        shipper_note_error(s, 1, "sink %s: cannot read the journal: %s", s->target.name,
+                           rerr.message);
+        return rc;
+    }
+    if (!is_ours) {
+        shipper_note_error(s, 1,
+                           "sink %s: seq %" PRIu64 " is stored in %s with another hash%s: "
+                           "another journal uses source \"%s\" or the journal was replaced",
+                           s->target.name, last->seq, s->target.where,
+                           rc == STELE_EAGAIN ? " and is past the journal's end" : "", s->source);
+        return STELE_EINTEGRITY;
+    }
+    return 0;
+}
+
+/* Where to resume: the checkpoint, else (index lost or new sink) the remote's highest seq. */
+static int
+shipper_resume_seq(shipper_t *s, uint64_t *seq_out)
+{
+    stele_error_t ierr = {0};
+    uint64_t seq = 0;
+    if (index_get_checkpoint(s->index, s->target.name, &seq, &ierr) != 0)
+        shipper_note_error(s, 0, "sink %s: could not read checkpoint: %s", s->target.name,
+                           ierr.message);
+    if (seq == 0) {
+        ship_remote_last_t last;
+        int rc = shipper_retry_step(s, "resume query", shipper_step_max_seq, &last);
+        if (rc == 0 && last.seq > 0)
+            rc = shipper_check_remote_last(s, &last);
+        if (rc != 0)
+            return rc;
+        seq = last.seq;
+    }
+    *seq_out = seq;
+    return 0;
+}
+
+static int
+shipper_open_reader(shipper_t *s, uint64_t after_seq, journal_reader_t **out)
+{
+    stele_error_t rerr = {0};
+    int rc = journal_reader_open(s->journal_dir, s->io, out, &rerr);
+    if (rc != 0) {
+        shipper_note_error(s, 1, "sink %s: cannot open the journal: %s", s->target.name,
+                           rerr.message);
+        return rc;
+    }
+    index_batch_t hint = {0};
+    stele_error_t ierr = {0};
+    if (index_find_seq(s->index, after_seq + 1, &hint, &ierr) != 0)
+        memset(&hint, 0, sizeof hint);
+    rc = journal_reader_seek(*out, after_seq + 1, hint.segment_seq, hint.offset, &rerr);
+    if (rc == STELE_ENOTFOUND) {
+        /* Retention never deletes unshipped segments; if they are gone anyway, say so
+         * loudly and ship what exists rather than nothing. */
+        shipper_note_error(s, 0, "sink %s: records after %" PRIu64 " are no longer in the journal",
+                           s->target.name, after_seq);
+        rc = 0;
+    } else if (rc != 0) {
+        shipper_note_error(s, 1, "sink %s: cannot seek the journal to %" PRIu64 ": %s",
+                           s->target.name, after_seq + 1, rerr.message);
+        journal_reader_close(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static void *
+shipper_main(void *arg)
+{
+    shipper_t *s = arg;
+    journal_reader_t *reader = NULL;
+    ship_batch_t batch = {0};
+    const bson_t **ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
+    size_t *map = calloc(s->target.opts.batch_docs, sizeof *map);
+    uint64_t after_seq = 0;
+    if (!ptrs || !map) {
+        shipper_note_error(s, 1, "sink %s: out of memory", s->target.name);
+        goto done;
+    }
+    if (shipper_retry_step(s, "index creation", shipper_step_ensure_index, NULL) != 0)
+        goto done;
+    if (shipper_resume_seq(s, &after_seq) != 0)
+        goto done;
+    atomic_store(&s->shipped_seq, after_seq);
+    if (shipper_open_reader(s, after_seq, &reader) != 0)
+        goto done;
+    for (;;) {
+        if (shipper_fill_batch(s, reader, after_seq, &batch) != 0)
+            break;
+        if (batch.n == 0) {
+            if (shipper_stop_requested(s))
+                break;
+            continue;
+        }
+        if (shipper_send_batch(s, &batch, ptrs, map) != 0)
+            break;
+        after_seq = batch.docs[batch.n - 1].seq;
+        shipper_acknowledge(s, after_seq);
+        ship_batch_clear(&batch);
+        if (shipper_must_quit(s))
+            break;
+    }
+done:
+    journal_reader_close(reader);
+    ship_batch_free(&batch);
+    free(ptrs);
+    free(map);
+    return NULL;
+}
+
+static void
+shipper_free(shipper_t *s)
+{
+    if (!s)
+        return;
+    if (s->pool)
+        mongoc_client_pool_destroy(s->pool);
+    ship_target_free(&s->target);
+    free(s->journal_dir);
+    free(s->source);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
 
 int
 shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
 {
-    (void)cfg;
     *out = NULL;
-    if (err) {
-        err->code = STELE_ENOSINK;
-        snprintf(err->message, sizeof err->message, "shipping to MongoDB is not built yet");
-        err->hint[0] = '\0';
+    if (!cfg || !cfg->journal_dir || !cfg->source || !cfg->index) {
+        ship_set_error(err, STELE_EINVAL, NULL, "shipper: journal, source and index are required");
+        return STELE_EINVAL;
     }
-    return STELE_ENOSINK;
+    shipper_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        ship_set_error(err, -ENOMEM, NULL, "shipper: out of memory");
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = ship_target_init(&s->target, cfg->sink, err);
+    if (rc != 0)
+        goto fail;
+    s->journal_dir = strdup(cfg->journal_dir);
+    s->source = strdup(cfg->source);
+    if (!s->journal_dir || !s->source) {
+        rc = -ENOMEM;
+        ship_set_error(err, rc, NULL, "shipper: out of memory");
+        goto fail;
+    }
+    s->io = cfg->io;
+    s->index = cfg->index;
+    s->on_progress = cfg->on_progress;
+    s->progress_ctx = cfg->progress_ctx;
+    s->jitter_seed = (unsigned)ship_wall_ms() ^ (unsigned)(uintptr_t)s;
+    stele_error_t ierr = {0};
+    if (index_count_dead_letters(s->index, s->target.name, &s->dead_letters, &ierr) != 0)
+        s->dead_letters = 0;
+    uint64_t checkpoint = 0;
+    if (index_get_checkpoint(s->index, s->target.name, &checkpoint, &ierr) == 0)
+        atomic_store(&s->shipped_seq, checkpoint);
+    s->pool = ship_pool_new(&s->target, err);
+    if (!s->pool) {
+        rc = STELE_ECONFIG;
+        goto fail;
+    }
+    rc = pthread_create(&s->thread, NULL, shipper_main, s);
+    if (rc != 0) {
+        ship_set_error(err, -rc, NULL, "sink %s: could not start its thread: %s", s->target.name,
+                       strerror(rc));
+        rc = -rc;
+        goto fail;
+    }
+    s->is_thread_started = 1;
+    *out = s;
+    return 0;
+fail:
+    shipper_free(s);
+    return rc;
 }
 
 void
 shipper_stop(shipper_t *s, int drain_timeout_ms)
 {
-    (void)s;
-    (void)drain_timeout_ms;
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stop_requested = 1;
+    s->stop_deadline_ms = ship_now_ms() + (drain_timeout_ms > 0 ? drain_timeout_ms : 0);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->is_thread_started)
+        pthread_join(s->thread, NULL);
+    shipper_free(s);
 }
 
 uint64_t
 shipper_shipped_seq(const shipper_t *s)
 {
-    (void)s;
-    return 0;
+    return s ? atomic_load(&((shipper_t *)s)->shipped_seq) : 0;
 }
 
 void
 shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out)
 {
-    (void)s;
-    (void)committed_seq;
-    (void)out;
+    memset(out, 0, sizeof *out);
+    if (!s)
+        return;
+    snprintf(out->name, sizeof out->name, "%s", s->target.name);
+    snprintf(out->target, sizeof out->target, "%s", s->target.where);
+    uint64_t shipped = atomic_load(&s->shipped_seq);
+    int64_t pending_ts = atomic_load(&s->pending_ts_ns);
+    out->shipped_seq = shipped;
+    out->lag_records = committed_seq > shipped ? committed_seq - shipped : 0;
+    if (out->lag_records > 0 && pending_ts > 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        out->lag_seconds = now_ns > pending_ts ? (double)(now_ns - pending_ts) / 1e9 : 0.0;
+    }
+    pthread_mutex_lock(&s->mu);
+    out->batches = s->batches;
+    out->retries = s->retries;
+    out->dead_letters = s->dead_letters;
+    out->last_error_unix_ms = s->last_error_unix_ms;
+    snprintf(out->last_error, sizeof out->last_error, "%s", s->last_error);
+    out->is_stopped = s->is_stopped;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Remote consistency check and re-ship (one-shot, from any process)
+ * ------------------------------------------------------------------------------------------ */
+
+/* One list of ranges in a report being built; `last` is the previous seq added (0 = none),
+ * so ranges past the listed ones are still counted right. */
+typedef struct ship_range_list {
+    stele_seq_range_t *ranges;
+    size_t *n_ranges;
+    uint64_t *n_seqs;
+    uint64_t last;
+} ship_range_list_t;
+
+static void
+ship_range_add(ship_range_list_t *l, uint64_t seq)
+{
+    (*l->n_seqs)++;
+    size_t n = *l->n_ranges;
+    int follows = l->last != 0 && l->last + 1 == seq;
+    l->last = seq;
+    if (follows) {
+        if (n <= STELE_REMOTE_MAX_RANGES)
+            l->ranges[n - 1].last_seq = seq;
+        return;
+    }
+    if (n < STELE_REMOTE_MAX_RANGES) {
+        l->ranges[n].first_seq = seq;
+        l->ranges[n].last_seq = seq;
+    }
+    (*l->n_ranges)++;
+}
+
+/* Opens a reader on dir positioned at from_seq (clamped to the oldest record). */
+static int
+ship_open_range_reader(const char *dir, uint64_t from_seq, journal_reader_t **out,
+                       stele_error_t *err)
+{
+    int rc = journal_reader_open(dir, NULL, out, err);
+    if (rc != 0)
+        return rc;
+    rc = journal_reader_seek(*out, from_seq ? from_seq : 1, 0, 0, err);
+    if (rc == STELE_ENOTFOUND)
+        rc = 0;
+    if (rc != 0) {
+        journal_reader_close(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* Turns a libmongoc failure of a one-shot call into a stele error. */
+static int
+ship_remote_error(const ship_target_t *t, const bson_error_t *berr, const bson_t *reply,
+                  const char *what, stele_error_t *err)
+{
+    size_t index;
+    int code =
+        shipper_classify(berr, reply, &index) == SHIPPER_STOP_AUTH ? STELE_EAUTH : STELE_EREMOTE;
+    char msg[STELE_ERROR_MESSAGE_BYTES];
+    ship_fmt(msg, sizeof msg, "sink %s: %s on %s failed: %s", t->name, what, t->where,
+             berr->message);
+    ship_scrub(t, msg, sizeof msg);
+    ship_set_error(err, code, "check that the server is reachable and the credentials valid", "%s",
+                   msg);
+    return code;
+}
+
+/* The remote side of the check: documents of `source` from from_seq up, by _id.seq. */
+static mongoc_cursor_t *
+ship_range_cursor(const ship_target_t *t, mongoc_collection_t *coll, const char *source,
+                  uint64_t from_seq, uint64_t to_seq)
+{
+    bson_t *filter =
+        BCON_NEW("_id.src", BCON_UTF8(source), "_id.seq", "{", "$gte",
+                 BCON_INT64((int64_t)from_seq), "$lte", BCON_INT64((int64_t)to_seq), "}");
+    bson_t *opts = BCON_NEW("sort", "{", "_id.seq", BCON_INT32(1), "}", "projection", "{", "_id",
+                            BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
+    (void)t;
+    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
+    bson_destroy(opts);
+    bson_destroy(filter);
+    return cursor;
+}
+
+typedef struct ship_check_cursor {
+    mongoc_cursor_t *cursor;
+    int has_doc;
+    uint64_t seq;
+    const uint8_t *hash;
+} ship_check_cursor_t;
+
+static void
+ship_check_cursor_next(ship_check_cursor_t *c, stele_remote_report_t *report)
+{
+    const bson_t *doc;
+    c->has_doc = 0;
+    while (mongoc_cursor_next(c->cursor, &doc)) {
+        if (ship_doc_identity(doc, &c->seq, &c->hash) != 0)
+            continue;
+        report->docs_checked++;
+        c->has_doc = 1;
+        return;
+    }
+}
+
+static int
+ship_check_journal_next(journal_reader_t *r, uint64_t to_seq, journal_record_t *rec, int *has_rec,
+                        stele_error_t *err)
+{
+    *has_rec = 0;
+    int rc = journal_reader_next(r, rec, err);
+    if (rc == STELE_EAGAIN)
+        return 0;
+    if (rc != 0)
+        return rc;
+    *has_rec = rec->seq <= to_seq;
+    return 0;
+}
+
+int
+stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
+                   uint64_t to_seq, stele_remote_report_t *report, stele_error_t *err)
+{
+    if (!dir || !report || (to_seq && from_seq > to_seq)) {
+        ship_set_error(err, STELE_EINVAL, NULL, "remote check: bad arguments");
+        return STELE_EINVAL;
+    }
+    memset(report, 0, sizeof *report);
+    ship_target_t t;
+    int rc = ship_target_init(&t, sink, err);
+    if (rc != 0)
+        return rc;
+    journal_reader_t *r = NULL;
+    mongoc_client_t *client = NULL;
+    mongoc_collection_t *coll = NULL;
+    ship_check_cursor_t remote = {0};
+    rc = ship_open_range_reader(dir, from_seq, &r, err);
+    if (rc != 0)
+        goto done;
+    client = mongoc_client_new_from_uri(t.uri);
+    if (!client) {
+        rc = STELE_ECONFIG;
+        ship_set_error(err, rc, NULL, "sink %s: could not create a client", t.name);
+        goto done;
+    }
+    mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+    coll = mongoc_client_get_collection(client, t.database, t.collection);
+
+    journal_record_t rec;
+    int has_rec;
+    rc = ship_check_journal_next(r, to_seq ? to_seq : UINT64_MAX, &rec, &has_rec, err);
+    if (rc != 0)
+        goto done;
+    report->from_seq = has_rec ? rec.seq : from_seq;
+    uint64_t remote_to = to_seq ? to_seq : (uint64_t)INT64_MAX;
+    remote.cursor = ship_range_cursor(&t, coll, journal_reader_source(r),
+                                      report->from_seq ? report->from_seq : 1, remote_to);
+    ship_check_cursor_next(&remote, report);
+    ship_range_list_t missing = {report->missing, &report->n_missing_ranges, &report->n_missing, 0};
+    ship_range_list_t extra = {report->extra, &report->n_extra_ranges, &report->n_extra, 0};
+    ship_range_list_t mismatched = {report->mismatched, &report->n_mismatched_ranges,
+                                    &report->n_mismatched, 0};
+    while (has_rec || remote.has_doc) {
+        if (has_rec && (!remote.has_doc || rec.seq < remote.seq)) {
+            ship_range_add(&missing, rec.seq);
+        } else if (remote.has_doc && (!has_rec || remote.seq < rec.seq)) {
+            ship_range_add(&extra, remote.seq);
+            ship_check_cursor_next(&remote, report);
+            continue;
+        } else {
+            if (!remote.hash || memcmp(remote.hash, rec.hash, SHIP_HASH_BYTES) != 0)
+                ship_range_add(&mismatched, rec.seq);
+            ship_check_cursor_next(&remote, report);
+        }
+        report->records_checked++;
+        report->to_seq = rec.seq;
+        rc = ship_check_journal_next(r, to_seq ? to_seq : UINT64_MAX, &rec, &has_rec, err);
+        if (rc != 0)
+            goto done;
+    }
+    bson_error_t berr;
+    const bson_t *err_doc = NULL;
+    if (mongoc_cursor_error_document(remote.cursor, &berr, &err_doc)) {
+        rc = ship_remote_error(&t, &berr, err_doc, "remote check", err);
+        goto done;
+    }
+    if (report->n_missing || report->n_extra || report->n_mismatched) {
+        rc = STELE_EINTEGRITY;
+        ship_set_error(err, rc, "re-ship the missing ranges with stele_reship / stele ship",
+                       "sink %s: %" PRIu64 " missing, %" PRIu64 " extra, %" PRIu64
+                       " mismatched documents in %s",
+                       t.name, report->n_missing, report->n_extra, report->n_mismatched, t.where);
+    }
+done:
+    mongoc_cursor_destroy(remote.cursor);
+    mongoc_collection_destroy(coll);
+    mongoc_client_destroy(client);
+    journal_reader_close(r);
+    ship_target_free(&t);
+    return rc;
+}
+
+/* Reads records next_seq..to_seq (as many as fit a batch) without waiting. */
+static int
+ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t *b,
+                stele_error_t *err)
+{
+    const stele_sink_options_t *o = &s->target.opts;
+    while (b->n < o->batch_docs && b->bytes < o->batch_bytes) {
+        journal_record_t rec;
+        int rc = journal_reader_next(r, &rec, err);
+        if (rc == STELE_EAGAIN)
+            return 0;
+        if (rc != 0)
+            return rc;
+        if (rec.seq > to_seq)
+            return 0;
+        if (shipper_batch_reserve(b, b->n + 1) != 0)
+            return -ENOMEM;
+        ship_doc_t *d = &b->docs[b->n++];
+        d->seq = rec.seq;
+        d->ts_ns = rec.ts_ns;
+        d->is_done = 0;
+        memcpy(d->hash, rec.hash, SHIP_HASH_BYTES);
+        d->doc = bson_new();
+        if (ship_doc_build(s->source, &rec, d->doc) != 0)
+            shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
+        b->bytes += d->doc->len;
+    }
+    return 0;
+}
+
+/* Attempts per remote step of a one-shot re-ship before it gives up. */
+#define SHIP_RESHIP_MAX_ATTEMPTS 5
+
+int
+stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq, uint64_t to_seq,
+             uint64_t *n_inserted, stele_error_t *err)
+{
+    if (n_inserted)
+        *n_inserted = 0;
+    if (!dir || (to_seq && from_seq > to_seq)) {
+        ship_set_error(err, STELE_EINVAL, NULL, "re-ship: bad arguments");
+        return STELE_EINVAL;
+    }
+    shipper_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    journal_reader_t *r = NULL;
+    ship_batch_t batch = {0};
+    const bson_t **ptrs = NULL;
+    size_t *map = NULL;
+    int rc = ship_target_init(&s->target, sink, err);
+    if (rc != 0)
+        goto done;
+    s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
+    s->jitter_seed = (unsigned)ship_wall_ms();
+    rc = ship_open_range_reader(dir, from_seq, &r, err);
+    if (rc != 0)
+        goto done;
+    s->source = strdup(journal_reader_source(r));
+    ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
+    map = calloc(s->target.opts.batch_docs, sizeof *map);
+    s->pool = ship_pool_new(&s->target, err);
+    if (!s->source || !ptrs || !map || !s->pool) {
+        rc = s->pool ? -ENOMEM : STELE_ECONFIG;
+        if (rc == -ENOMEM)
+            ship_set_error(err, rc, NULL, "re-ship: out of memory");
+        goto done;
+    }
+    for (;;) {
+        ship_batch_clear(&batch);
+        rc = ship_fill_range(s, r, to_seq ? to_seq : UINT64_MAX, &batch, err);
+        if (rc != 0 || batch.n == 0)
+            break;
+        rc = s->rejected_seq ? STELE_EREMOTE : shipper_send_batch(s, &batch, ptrs, map);
+        if (rc != 0) {
+            pthread_mutex_lock(&s->mu);
+            ship_set_error(err, rc, rc == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
+                           s->last_error);
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+    }
+done:
+    if (n_inserted)
+        *n_inserted = s->n_inserted;
+    journal_reader_close(r);
+    ship_batch_free(&batch);
+    free(ptrs);
+    free(map);
+    shipper_free(s);
+    return rc;
 }

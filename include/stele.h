@@ -291,6 +291,8 @@ typedef struct stele_stats {
     uint64_t queue_bytes;    /* queued, not yet written */
     uint64_t queue_records;
     double mean_batch_records;
+    uint64_t commit_delays;  /* batches the committer held back (up to commit_interval_us) so
+                                other active writers could join; never for a lone writer */
     uint64_t segments;
     uint64_t disk_bytes;     /* segment files as allocated on disk */
     uint64_t latency_p50_us; /* append -> durable (or written with sync=never) */
@@ -392,6 +394,67 @@ typedef struct stele_verify_report {
  */
 int stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_report_t *report,
                  stele_error_t *err);
+
+/* ------------------------------------------------------------------------------------------
+ * The remote copy: consistency check and re-ship against one sink (engine/ship.c)
+ * ------------------------------------------------------------------------------------------ */
+
+/* A closed range of sequence numbers. */
+typedef struct stele_seq_range {
+    uint64_t first_seq;
+    uint64_t last_seq;
+} stele_seq_range_t;
+
+#define STELE_REMOTE_MAX_RANGES 64
+
+/* Outcome of stele_remote_check(). Each list holds the first STELE_REMOTE_MAX_RANGES
+ * ranges in seq order; the n_*_ranges counts may be larger (then the list is truncated). */
+typedef struct stele_remote_report {
+    uint64_t from_seq;        /* first seq compared (clamped to the oldest journal record) */
+    uint64_t to_seq;          /* last journal seq compared */
+    uint64_t records_checked; /* journal records in [from_seq, to_seq] */
+    uint64_t docs_checked;    /* remote documents of this source with seq >= from_seq */
+    uint64_t n_missing;       /* in the journal, not in the sink */
+    uint64_t n_extra;         /* in the sink, not in the journal */
+    uint64_t n_mismatched;    /* in both, with a different chain hash */
+    size_t n_missing_ranges, n_extra_ranges, n_mismatched_ranges;
+    stele_seq_range_t missing[STELE_REMOTE_MAX_RANGES];
+    stele_seq_range_t extra[STELE_REMOTE_MAX_RANGES];
+    stele_seq_range_t mismatched[STELE_REMOTE_MAX_RANGES];
+} stele_remote_report_t;
+
+/*
+ * Compares the journal in `dir` with the sink's collection for this journal's source, seq
+ * by seq: the remote documents' _id.seq and _stele.hash against the journal's records in
+ * [from_seq, to_seq] (from_seq 0 = the oldest record; to_seq 0 = the last committed record,
+ * and then remote documents past it are reported as extra too). Read-only on both sides;
+ * runs beside a live writer and shipper (a record not shipped yet shows as missing: pass
+ * the sink's shipped_seq as to_seq to check only what was acknowledged).
+ *   sink:   the sink's options (borrowed); only its connection and names are used.
+ *   report: filled (zeroed first).
+ * Returns 0 when the ranges agree, STELE_EINTEGRITY when anything is missing, extra or
+ * mismatched (details in *report), or STELE_EREMOTE / STELE_EAUTH / STELE_ECONFIG /
+ * STELE_ENOTJOURNAL / STELE_ECORRUPT / -errno when it could not compare. Blocks on the
+ * network; one connection for the call. Thread-safe.
+ */
+int stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
+                       uint64_t to_seq, stele_remote_report_t *report, stele_error_t *err);
+
+/*
+ * Re-ships the journal's records in [from_seq, to_seq] (0 = oldest / last committed) to the
+ * sink: inserts those the collection lacks with the sink's write concern, in seq order.
+ * Documents already stored with the same chain hash are left alone; one stored with another
+ * hash stops the call with STELE_EINTEGRITY (nothing is overwritten). Transient errors are
+ * retried a few times with the sink's backoff; a document the server rejects for good
+ * stops the call with STELE_EREMOTE naming its seq. Checkpoints and dead-letter lists are
+ * not changed. Safe beside a live writer and shipper (both insert the same _id: the loser
+ * sees a duplicate with the same hash).
+ *   n_inserted: may be NULL; receives how many documents were inserted.
+ * Returns 0, STELE_EINTEGRITY, STELE_EREMOTE, STELE_EAUTH, STELE_ECONFIG, STELE_ENOTJOURNAL,
+ * STELE_ECORRUPT, -errno. Blocks on the network. Thread-safe.
+ */
+int stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
+                 uint64_t to_seq, uint64_t *n_inserted, stele_error_t *err);
 
 /* ------------------------------------------------------------------------------------------
  * Client of `stele serve` (engine/client.c; protocol in docs/protocol.md)

@@ -26,13 +26,13 @@ typedef struct journal journal_t;
 
 /* How a log ended, as classified by recovery or a scan. */
 typedef enum journal_end {
-    JOURNAL_END_CLEAN = 0,      /* zero-filled preallocated space (or end of file) */
-    JOURNAL_END_TORN_FRAME,     /* a frame header or payload cut short / partly zero */
-    JOURNAL_END_BAD_CRC,        /* a complete-looking frame whose CRC does not match */
-    JOURNAL_END_BAD_LENGTH,     /* a length that cannot be (too big, past the segment) */
-    JOURNAL_END_BAD_SEQ,        /* a valid frame whose seq does not follow */
-    JOURNAL_END_TORN_BATCH,     /* valid frames after the last batch end, batch not complete */
-    JOURNAL_END_SEALED_DAMAGE,  /* damage in a sealed segment or before the durable tail */
+    JOURNAL_END_CLEAN = 0,     /* zero-filled preallocated space (or end of file) */
+    JOURNAL_END_TORN_FRAME,    /* a frame header or payload cut short / partly zero */
+    JOURNAL_END_BAD_CRC,       /* a complete-looking frame whose CRC does not match */
+    JOURNAL_END_BAD_LENGTH,    /* a length that cannot be (too big, past the segment) */
+    JOURNAL_END_BAD_SEQ,       /* a valid frame whose seq does not follow */
+    JOURNAL_END_TORN_BATCH,    /* valid frames after the last batch end, batch not complete */
+    JOURNAL_END_SEALED_DAMAGE, /* damage in a sealed segment or before the durable tail */
 } journal_end_t;
 
 const char *journal_end_name(journal_end_t end);
@@ -45,7 +45,7 @@ typedef struct journal_options {
     unsigned file_mode;
     unsigned dir_mode;
     int create_if_missing;
-    int zero_fill;             /* preallocate by writing zeros (1) or fallocate only (0) */
+    int zero_fill; /* preallocate by writing zeros (1) or fallocate only (0) */
     /* Where recovery may start its tail scan: a batch start known to the index (0 = none).
      * The journal checks it and falls back to the newest segment's start if it is wrong. */
     uint64_t hint_seq;
@@ -57,12 +57,12 @@ void journal_options_init(journal_options_t *opts);
 
 /* What recovery found and did at open. */
 typedef struct journal_recovery {
-    uint64_t first_seq;      /* oldest record (0 when empty) */
-    uint64_t last_seq;       /* newest valid record after recovery (0 when empty) */
+    uint64_t first_seq; /* oldest record (0 when empty) */
+    uint64_t last_seq;  /* newest valid record after recovery (0 when empty) */
     int64_t last_ts_ns;
-    uint8_t last_hash[32];   /* chain hash to continue from (genesis when empty) */
-    journal_end_t end;       /* how the newest segment ended */
-    uint64_t truncated_bytes;/* bytes of torn tail zeroed */
+    uint8_t last_hash[32];    /* chain hash to continue from (genesis when empty) */
+    journal_end_t end;        /* how the newest segment ended */
+    uint64_t truncated_bytes; /* bytes of torn tail zeroed */
     uint64_t scanned_bytes;
     char note[STELE_ERROR_MESSAGE_BYTES]; /* empty when nothing notable happened */
 } journal_recovery_t;
@@ -132,8 +132,8 @@ int journal_delete_before(journal_t *j, uint64_t seq, stele_error_t *err);
 typedef struct journal_stats {
     uint64_t first_seq;
     uint64_t last_seq;
-    uint64_t segments;      /* sealed + active + prepared */
-    uint64_t disk_bytes;    /* allocated size of all segment files */
+    uint64_t segments;   /* sealed + active + prepared */
+    uint64_t disk_bytes; /* allocated size of all segment files */
     uint64_t syncs;
 } journal_stats_t;
 

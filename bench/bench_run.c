@@ -1,0 +1,299 @@
+/*
+ * bench_run.c: the writer harness every system runs in, and small shared helpers.
+ *
+ * bench_run_cell() opens the target, starts cell->writers threads that each open their own
+ * connection/handle and build their own event pool *before* a start barrier, then append
+ * back to back until the main thread raises `stop` after cell->seconds. Each writer times
+ * every append with the monotonic clock into its own histogram; the histograms are merged
+ * after join, so the hot loop shares nothing but the target itself and one relaxed atomic
+ * load of `stop`. The timed window runs from the barrier to the last writer's exit, so an
+ * append in flight when `stop` rises is counted together with the time it took.
+ */
+#include "bench.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Writers get modest stacks: 512 threads x 8 MiB default would reserve 4 GiB. */
+#define RUN_WRITER_STACK_BYTES (512u * 1024)
+/* All writers' event pools together stay under this, whatever the writer count. */
+#define RUN_POOL_TOTAL_BYTES (32u * 1024 * 1024)
+#define RUN_POOL_MIN_EVENTS 16u
+#define RUN_POOL_MAX_EVENTS 1024u
+/* A writer whose store keeps failing stops after this many errors instead of spinning. */
+#define RUN_MAX_ERRORS_PER_WRITER 1000u
+
+typedef struct run_shared {
+    const bench_target_t *target;
+    const bench_cell_t *cell;
+    void *state;
+    pthread_barrier_t start;
+    atomic_int stop;
+} run_shared_t;
+
+typedef struct run_writer {
+    run_shared_t *sh;
+    int id;
+    pthread_t thread;
+    int is_started;
+    bench_hist_t *hist;
+    uint64_t n_ok;
+    uint64_t n_errors;
+    int open_rc;
+    char note[BENCH_NOTE_BYTES];
+} run_writer_t;
+
+uint64_t
+bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t
+run_pool_events(const bench_cell_t *cell)
+{
+    uint64_t per_writer = RUN_POOL_TOTAL_BYTES / (uint64_t)(cell->writers > 0 ? cell->writers : 1);
+    uint64_t n = per_writer / cell->record_bytes;
+    if (n < RUN_POOL_MIN_EVENTS)
+        n = RUN_POOL_MIN_EVENTS;
+    if (n > RUN_POOL_MAX_EVENTS)
+        n = RUN_POOL_MAX_EVENTS;
+    return (uint32_t)n;
+}
+
+static void
+run_writer_loop(run_writer_t *w, void *wstate, const bench_events_t *ev)
+{
+    const bench_target_t *t = w->sh->target;
+    for (uint64_t i = 0; !atomic_load_explicit(&w->sh->stop, memory_order_relaxed); i++) {
+        uint64_t t0 = bench_now_ns();
+        int rc = t->append(w->sh->state, wstate, bench_events_get(ev, i));
+        uint64_t t1 = bench_now_ns();
+        if (rc == 0) {
+            bench_hist_record(w->hist, t1 - t0);
+            w->n_ok++;
+        } else if (++w->n_errors >= RUN_MAX_ERRORS_PER_WRITER) {
+            break;
+        }
+    }
+}
+
+static void *
+run_writer_main(void *arg)
+{
+    run_writer_t *w = arg;
+    const bench_cell_t *cell = w->sh->cell;
+    void *wstate = NULL;
+    bench_events_t *ev = bench_events_new(cell->input, cell->record_bytes, w->id,
+                                          run_pool_events(cell), w->note, sizeof w->note);
+    w->open_rc = ev ? 0 : BENCH_FAILED;
+    if (ev && w->sh->target->writer_open)
+        w->open_rc =
+            w->sh->target->writer_open(w->sh->state, w->id, &wstate, w->note, sizeof w->note);
+    pthread_barrier_wait(&w->sh->start);
+    if (w->open_rc == 0)
+        run_writer_loop(w, wstate, ev);
+    if (w->open_rc == 0 && w->sh->target->writer_close)
+        w->sh->target->writer_close(w->sh->state, wstate);
+    bench_events_free(ev);
+    return NULL;
+}
+
+/* Sleeps until ns have passed or the run is interrupted (checked every slice). */
+static void
+run_sleep_ns(uint64_t ns, atomic_int *interrupted)
+{
+    const uint64_t slice_ns = 50 * 1000000ull;
+    uint64_t end = bench_now_ns() + ns;
+    for (uint64_t now = bench_now_ns(); now < end; now = bench_now_ns()) {
+        if (interrupted && atomic_load(interrupted))
+            return;
+        uint64_t left = end - now < slice_ns ? end - now : slice_ns;
+        struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull),
+                              .tv_nsec = (long)(left % 1000000000ull)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void
+run_fill_latencies(bench_result_t *r)
+{
+    const bench_hist_t *h = r->hist;
+    r->p50_us = (double)bench_hist_quantile(h, 0.50) / 1000.0;
+    r->p99_us = (double)bench_hist_quantile(h, 0.99) / 1000.0;
+    r->p999_us = (double)bench_hist_quantile(h, 0.999) / 1000.0;
+    r->max_us = (double)h->max_ns / 1000.0;
+}
+
+/* Starts the writers; returns how many started. */
+static int
+run_start_writers(run_shared_t *sh, run_writer_t *ws, int n)
+{
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr))
+        return 0;
+    pthread_attr_setstacksize(&attr, RUN_WRITER_STACK_BYTES);
+    int started = 0;
+    for (int i = 0; i < n; i++) {
+        ws[i].sh = sh;
+        ws[i].id = i;
+        ws[i].hist = calloc(1, sizeof *ws[i].hist);
+        if (!ws[i].hist || pthread_create(&ws[i].thread, &attr, run_writer_main, &ws[i]))
+            break;
+        ws[i].is_started = 1;
+        started++;
+    }
+    pthread_attr_destroy(&attr);
+    return started;
+}
+
+static void
+run_collect(run_writer_t *ws, int n, bench_result_t *r)
+{
+    for (int i = 0; i < n; i++) {
+        if (ws[i].is_started)
+            pthread_join(ws[i].thread, NULL);
+        if (ws[i].hist)
+            bench_hist_merge(r->hist, ws[i].hist);
+        r->appends += ws[i].n_ok;
+        r->errors += ws[i].n_errors;
+        if (ws[i].open_rc && r->note[0] == '\0')
+            snprintf(r->note, sizeof r->note, "writer %d: %s", i, ws[i].note);
+        free(ws[i].hist);
+    }
+}
+
+void
+bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_result_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->cell = *cell;
+    snprintf(r->cell.system, sizeof r->cell.system, "%s", target->system);
+    r->counted_back = -1;
+    r->hist = calloc(1, sizeof *r->hist);
+    if (!r->hist) {
+        r->status = BENCH_FAILED;
+        snprintf(r->note, sizeof r->note, "out of memory");
+        return;
+    }
+    run_shared_t sh = {.target = target, .cell = &r->cell};
+    atomic_init(&sh.stop, 0);
+    int rc = target->open(&r->cell, &sh.state, r->note, sizeof r->note);
+    if (rc) {
+        r->status = rc == BENCH_SKIPPED ? BENCH_SKIPPED : BENCH_FAILED;
+        return;
+    }
+    int n = cell->writers;
+    run_writer_t *ws = calloc((size_t)n, sizeof *ws);
+    if (!ws || pthread_barrier_init(&sh.start, NULL, (unsigned)n + 1)) {
+        free(ws);
+        snprintf(r->note, sizeof r->note, "out of memory for %d writers", n);
+        target->close(sh.state, r);
+        r->status = BENCH_FAILED;
+        return;
+    }
+    int started = run_start_writers(&sh, ws, n);
+    if (started < n) {
+        /* The barrier counts n+1 parties: stand in for the writers that never started. */
+        atomic_store(&sh.stop, 1);
+        for (int i = started; i < n; i++)
+            pthread_barrier_wait(&sh.start);
+        snprintf(r->note, sizeof r->note, "could only start %d of %d writer threads", started, n);
+    }
+    pthread_barrier_wait(&sh.start);
+    uint64_t t_start = bench_now_ns();
+    run_sleep_ns((uint64_t)(cell->seconds * 1e9), cell->interrupted);
+    atomic_store(&sh.stop, 1);
+    run_collect(ws, n, r);
+    uint64_t t_end = bench_now_ns();
+    pthread_barrier_destroy(&sh.start);
+    free(ws);
+
+    r->elapsed_s = (double)(t_end - t_start) / 1e9;
+    int close_rc = target->close(sh.state, r);
+    r->appends_per_s = (double)r->appends / r->elapsed_s;
+    r->mb_per_s = r->appends_per_s * cell->record_bytes / 1e6;
+    r->syncs_per_s = (double)r->syncs / r->elapsed_s;
+    run_fill_latencies(r);
+    if (close_rc || started < n || r->appends == 0)
+        r->status = BENCH_FAILED;
+    if (r->status == BENCH_OK && r->errors > 0 && r->note[0] == '\0')
+        snprintf(r->note, sizeof r->note, "%llu appends failed", (unsigned long long)r->errors);
+}
+
+void
+bench_result_release(bench_result_t *r)
+{
+    if (!r)
+        return;
+    free(r->hist);
+    r->hist = NULL;
+}
+
+int
+bench_make_temp_dir(const char *parent, const char *prefix, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%s/%s-XXXXXX", parent, prefix);
+    if (n < 0 || (size_t)n >= cap)
+        return -ENAMETOOLONG;
+    if (!mkdtemp(out))
+        return -errno;
+    return 0;
+}
+
+int
+bench_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path) == 0 ? 0 : -errno;
+    DIR *d = opendir(path);
+    if (!d)
+        return -errno;
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char child[BENCH_PATH_BYTES];
+        if (snprintf(child, sizeof child, "%s/%s", path, de->d_name) >= (int)sizeof child) {
+            rc = -ENAMETOOLONG;
+            continue;
+        }
+        int crc = bench_remove_tree(child);
+        if (crc && !rc)
+            rc = crc;
+    }
+    closedir(d);
+    if (rmdir(path) != 0 && !rc)
+        rc = -errno;
+    return rc;
+}
+
+int
+bench_path(char *out, size_t cap, const char *dir, const char *name)
+{
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    return (n < 0 || (size_t)n >= cap) ? -ENAMETOOLONG : 0;
+}
+
+void
+bench_note(char *note, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, cap, fmt, ap);
+    va_end(ap);
+}

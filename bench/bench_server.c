@@ -1,0 +1,138 @@
+/*
+ * bench_server.c: starting and stopping the peers' private servers.
+ *
+ * Servers are children of stele-bench: started with fork/exec (never through a shell or a
+ * service manager), known only by the PID fork() returned, and stopped by signalling that
+ * PID and reaping it. When stele-bench runs as root and a server refuses root (PostgreSQL),
+ * the child drops to a named unprivileged user before exec.
+ */
+#include "bench_peers.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void
+bench_sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+int
+bench_server_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+int
+bench_server_find(const char *name, const char *const *extra_dirs, char *out, size_t cap)
+{
+    const char *path = getenv("PATH");
+    char *copy = strdup(path ? path : "/usr/bin:/bin");
+    if (!copy)
+        return -ENOMEM;
+    int rc = -ENOENT;
+    char *save = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d && rc; d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, cap, "%s/%s", d, name);
+        if (access(out, X_OK) == 0)
+            rc = 0;
+    }
+    free(copy);
+    for (size_t i = 0; rc && extra_dirs && extra_dirs[i]; i++) {
+        snprintf(out, cap, "%s/%s", extra_dirs[i], name);
+        if (access(out, X_OK) == 0)
+            rc = 0;
+    }
+    return rc;
+}
+
+/* In the child: redirect output, drop privileges, exec. Never returns. */
+static void
+server_child(char *const argv[], const char *log_path, const char *run_as)
+{
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) {
+        dup2(devnull, STDIN_FILENO);
+        close(devnull);
+    }
+    setsid(); /* a terminal's Ctrl-C reaches stele-bench, which stops the server itself */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL); /* stele-bench blocks signals; servers must not */
+    if (run_as && geteuid() == 0) {
+        struct passwd *pw = getpwnam(run_as);
+        if (!pw || setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0)
+            _exit(126);
+    }
+    execv(argv[0], argv);
+    _exit(127);
+}
+
+pid_t
+bench_server_spawn(char *const argv[], const char *log_path, const char *run_as)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0)
+        server_child(argv, log_path, run_as);
+    return pid;
+}
+
+int
+bench_server_run(char *const argv[], const char *log_path, const char *run_as)
+{
+    pid_t pid = bench_server_spawn(argv, log_path, run_as);
+    if (pid < 0)
+        return pid;
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -errno;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void
+bench_server_stop(pid_t pid, int sig, int timeout_ms)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, sig);
+    for (int waited = 0; waited < timeout_ms; waited += 20) {
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return;
+        bench_sleep_ms(20);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}

@@ -1,0 +1,120 @@
+/*
+ * bench_stele.c: stele itself as a benchmark target, through <stele.h> only.
+ *
+ * One stele_t per cell, shared by all writers (that is the point: the engine batches them).
+ * The journal lives in <cell dir>/stele-journal. Syncs and batch sizes come from
+ * stele_stats() taken after the writers stop and before close, so they cover exactly the
+ * run; the record count is read back with stele_status_read() after close, and the time
+ * close took to drain (which matters for wait=none) is written into the note.
+ */
+#include "bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct stele_target {
+    stele_t *db;
+    stele_wait_t wait;
+    bench_input_t input;
+    int keep_data;
+    char journal_dir[BENCH_PATH_BYTES];
+} stele_target_t;
+
+static int
+stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_options_t *sink)
+{
+    stele_options_init(o);
+    o->sync = cell->sync;
+    o->commit_interval_us = cell->commit_interval_us;
+    o->commit_policy = cell->policy;
+    if (cell->sync_interval_ms)
+        o->sync_interval_ms = cell->sync_interval_ms;
+    if (cell->record_bytes > o->max_record_bytes)
+        o->max_record_bytes = cell->record_bytes + 1024;
+    if (cell->wait == STELE_WAIT_SHIPPED) {
+        if (!cell->mongo_uri)
+            return -1;
+        stele_sink_options_init(sink);
+        sink->uri = cell->mongo_uri;
+        sink->collection = "bench";
+        o->sinks = sink;
+        o->n_sinks = 1;
+    }
+    return 0;
+}
+
+static int
+stele_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_cap)
+{
+    stele_options_t o;
+    stele_sink_options_t sink;
+    if (stele_target_options(cell, &o, &sink)) {
+        snprintf(note, note_cap, "wait=shipped needs a MongoDB sink: pass --mongo-uri");
+        return BENCH_SKIPPED;
+    }
+    stele_target_t *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(note, note_cap, "out of memory");
+        return BENCH_FAILED;
+    }
+    st->wait = cell->wait;
+    st->input = cell->input;
+    st->keep_data = cell->keep_data;
+    bench_path(st->journal_dir, sizeof st->journal_dir, cell->dir, "stele-journal");
+    stele_error_t err;
+    int rc = stele_open(st->journal_dir, &o, &st->db, &err);
+    if (rc) {
+        bench_note(note, note_cap, "stele_open: %s", err.message);
+        free(st);
+        return BENCH_FAILED;
+    }
+    *state_out = st;
+    return 0;
+}
+
+static int
+stele_target_append(void *state, void *wstate, const bench_event_t *ev)
+{
+    (void)wstate;
+    stele_target_t *st = state;
+    if (st->input == BENCH_INPUT_BSON)
+        return stele_append_bson(st->db, ev->data, ev->len, st->wait, NULL, NULL);
+    return stele_append_json(st->db, (const char *)ev->data, ev->len, st->wait, NULL, NULL);
+}
+
+static int
+stele_target_close(void *state, bench_result_t *r)
+{
+    stele_target_t *st = state;
+    stele_stats_t stats;
+    if (stele_stats(st->db, &stats) == 0) {
+        r->syncs = stats.syncs;
+        r->mean_batch = stats.mean_batch_records;
+    }
+    r->is_durable = st->wait >= STELE_WAIT_DURABLE;
+    uint64_t t0 = bench_now_ns();
+    stele_error_t err;
+    int rc = stele_close(st->db, &err);
+    double close_ms = (double)(bench_now_ns() - t0) / 1e6;
+    if (rc)
+        bench_note(r->note, sizeof r->note, "stele_close: %s", err.message);
+    else if (r->note[0] == '\0' && st->wait < STELE_WAIT_DURABLE && close_ms >= 1.0)
+        snprintf(r->note, sizeof r->note, "close drained in %.0f ms", close_ms);
+    stele_status_t status;
+    if (stele_status_read(st->journal_dir, &status, &err) == 0)
+        r->counted_back = status.last_seq >= status.first_seq && status.last_seq > 0
+                              ? (int64_t)(status.last_seq - status.first_seq + 1)
+                              : 0;
+    snprintf(r->data_path, sizeof r->data_path, "%s", st->journal_dir);
+    if (!st->keep_data)
+        bench_remove_tree(st->journal_dir);
+    free(st);
+    return rc ? BENCH_FAILED : 0;
+}
+
+const bench_target_t bench_target_stele = {
+    .system = "stele",
+    .open = stele_target_open,
+    .append = stele_target_append,
+    .close = stele_target_close,
+};

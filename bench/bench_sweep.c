@@ -1,0 +1,220 @@
+/*
+ * bench_sweep.c: the --sweep plan and the summary printed after multi-cell runs.
+ *
+ * The sweep covers issue 7's axes -- writers (1, 8, 64, 512), commit_interval_us (0, 500,
+ * 2000, 10000, 100000), sync (always, interval, never), wait (written, durable, shipped),
+ * record size (200 B, 1 KiB, 16 KiB), device (SSD, emulated HDD) -- as grids, one per
+ * question, instead of the full product (1,080 cells, hours):
+ *   A. throughput vs writers, per stele mode and per peer (SSD);
+ *   B. throughput vs commit interval, adaptive vs fixed policy, 1 and 64 writers (SSD, HDD);
+ *   C. throughput vs record size, 1 and 64 writers (SSD);
+ *   D. throughput vs writers on the emulated HDD, stele and the durable peers.
+ * Each device's grids start with the 1-writer fsync loop, the reference for the ratios.
+ */
+#include "bench_cli.h"
+
+#include <string.h>
+
+static const int sweep_writers[] = {1, 8, 64, 512};
+static const uint32_t sweep_intervals_us[] = {0, 500, 2000, 10000, 100000};
+static const uint32_t sweep_record_bytes[] = {200, 1024, 16384};
+#define SWEEP_N(a) (sizeof(a) / sizeof((a)[0]))
+
+typedef struct sweep_mode {
+    stele_sync_t sync;
+    stele_wait_t wait;
+} sweep_mode_t;
+
+static const sweep_mode_t sweep_modes[] = {
+    {STELE_SYNC_ALWAYS, STELE_WAIT_DURABLE},   {STELE_SYNC_ALWAYS, STELE_WAIT_WRITTEN},
+    {STELE_SYNC_INTERVAL, STELE_WAIT_WRITTEN}, {STELE_SYNC_NEVER, STELE_WAIT_WRITTEN},
+    {STELE_SYNC_ALWAYS, STELE_WAIT_SHIPPED},
+};
+
+static int
+sweep_add(bench_plan_t *plan, bench_cell_t c, const char *system, const char *device, int writers)
+{
+    snprintf(c.system, sizeof c.system, "%s", system);
+    snprintf(c.device, sizeof c.device, "%s", device);
+    c.writers = writers;
+    return bench_plan_add(plan, &c);
+}
+
+static int
+sweep_grid_writers(bench_plan_t *plan, const bench_cell_t *base, const char *device,
+                   int with_all_modes)
+{
+    int rc = 0;
+    for (size_t w = 0; w < SWEEP_N(sweep_writers) && !rc; w++) {
+        for (size_t m = 0; m < (with_all_modes ? SWEEP_N(sweep_modes) : 1) && !rc; m++) {
+            bench_cell_t c = *base;
+            c.sync = sweep_modes[m].sync;
+            c.wait = sweep_modes[m].wait;
+            rc = sweep_add(plan, c, "stele", device, sweep_writers[w]);
+        }
+        rc = rc ? rc : sweep_add(plan, *base, "fsync-loop", device, sweep_writers[w]);
+        for (const char *const *p = bench_peer_names(); *p && !rc; p++)
+            rc = sweep_add(plan, *base, *p, device, sweep_writers[w]);
+    }
+    return rc;
+}
+
+static int
+sweep_grid_interval(bench_plan_t *plan, const bench_cell_t *base, const char *device)
+{
+    static const int writers[] = {1, 64};
+    int rc = 0;
+    for (size_t w = 0; w < SWEEP_N(writers) && !rc; w++)
+        for (size_t p = 0; p < 2 && !rc; p++)
+            for (size_t i = 0; i < SWEEP_N(sweep_intervals_us) && !rc; i++) {
+                bench_cell_t c = *base;
+                c.policy = p ? STELE_COMMIT_FIXED : STELE_COMMIT_ADAPTIVE;
+                c.commit_interval_us = sweep_intervals_us[i];
+                if (c.commit_interval_us == 0)
+                    continue; /* fixed needs an interval; adaptive at 0 ran in the writers grid */
+                rc = sweep_add(plan, c, "stele", device, writers[w]);
+            }
+    return rc;
+}
+
+static int
+sweep_grid_record_size(bench_plan_t *plan, const bench_cell_t *base)
+{
+    static const int writers[] = {1, 64};
+    int rc = 0;
+    for (size_t b = 1; b < SWEEP_N(sweep_record_bytes) && !rc; b++) {
+        bench_cell_t c = *base;
+        c.record_bytes = sweep_record_bytes[b];
+        rc = sweep_add(plan, c, "fsync-loop", "ssd", 1);
+        for (size_t w = 0; w < SWEEP_N(writers) && !rc; w++)
+            rc = sweep_add(plan, c, "stele", "ssd", writers[w]);
+    }
+    return rc;
+}
+
+int
+bench_sweep_plan(const bench_cli_t *cli, bench_plan_t *plan)
+{
+    bench_cell_t base;
+    memset(&base, 0, sizeof base);
+    base.seconds = cli->seconds;
+    base.sync = STELE_SYNC_ALWAYS;
+    base.wait = STELE_WAIT_DURABLE;
+    base.policy = STELE_COMMIT_ADAPTIVE;
+    base.record_bytes = 200;
+    base.input = BENCH_INPUT_JSON;
+    base.sync_interval_ms = cli->sync_interval_ms;
+    base.mongo_uri = cli->mongo_uri;
+    int rc = sweep_add(plan, base, "fsync-loop", "ssd", 1);
+    rc = rc ? rc : sweep_grid_writers(plan, &base, "ssd", 1);
+    rc = rc ? rc : sweep_grid_interval(plan, &base, "ssd");
+    rc = rc ? rc : sweep_grid_record_size(plan, &base);
+    rc = rc ? rc : sweep_add(plan, base, "fsync-loop", "hdd-emulated", 1);
+    rc = rc ? rc : sweep_grid_writers(plan, &base, "hdd-emulated", 0);
+    rc = rc ? rc : sweep_grid_interval(plan, &base, "hdd-emulated");
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Summary
+ * ------------------------------------------------------------------------------------------ */
+static const bench_result_t *
+summary_find(const bench_result_t *res, size_t n, const char *system, const char *device,
+             int writers, stele_wait_t wait, uint32_t ci, stele_commit_policy_t policy,
+             bench_input_t input)
+{
+    for (size_t i = 0; i < n; i++) {
+        const bench_cell_t *c = &res[i].cell;
+        if (res[i].status == BENCH_OK && strcmp(c->system, system) == 0 &&
+            strcmp(c->device, device) == 0 && c->writers == writers && c->wait == wait &&
+            c->commit_interval_us == ci && c->policy == policy && c->input == input &&
+            c->sync == STELE_SYNC_ALWAYS && c->record_bytes == 200)
+            return &res[i];
+    }
+    return NULL;
+}
+
+/* The best durable peer (not stele, not the fsync loop) at `writers` on `device`. */
+static const bench_result_t *
+summary_best_peer(const bench_result_t *res, size_t n, const char *device, int writers)
+{
+    const bench_result_t *best = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const bench_cell_t *c = &res[i].cell;
+        if (res[i].status != BENCH_OK || !res[i].is_durable || strcmp(c->device, device) ||
+            c->writers != writers || strcmp(c->system, "stele") == 0 ||
+            strcmp(c->system, "fsync-loop") == 0 || c->record_bytes != 200)
+            continue;
+        if (!best || res[i].appends_per_s > best->appends_per_s)
+            best = &res[i];
+    }
+    return best;
+}
+
+static void
+summary_device(FILE *out, const bench_result_t *res, size_t n, const char *device)
+{
+    const bench_result_t *loop = summary_find(res, n, "fsync-loop", device, 1, STELE_WAIT_DURABLE,
+                                              0, STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+    const bench_result_t *one = summary_find(res, n, "stele", device, 1, STELE_WAIT_DURABLE, 0,
+                                             STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+    if (loop && one)
+        fprintf(out,
+                "  %s, 1 writer sync=always wait=durable: %.0f/s = %.0f%% of the fsync loop "
+                "(%.0f/s); p99 %.0f us = %.2fx the loop's %.0f us\n",
+                device, one->appends_per_s, 100.0 * one->appends_per_s / loop->appends_per_s,
+                loop->appends_per_s, one->p99_us, one->p99_us / loop->p99_us, loop->p99_us);
+    for (size_t w = 0; w < SWEEP_N(sweep_writers); w++) {
+        const bench_result_t *s =
+            summary_find(res, n, "stele", device, sweep_writers[w], STELE_WAIT_DURABLE, 0,
+                         STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+        if (!s)
+            continue;
+        const bench_result_t *peer = summary_best_peer(res, n, device, sweep_writers[w]);
+        fprintf(out, "  %s, %d writer%s durable: stele %.0f/s (mean batch %.1f)", device,
+                sweep_writers[w], sweep_writers[w] > 1 ? "s" : "", s->appends_per_s, s->mean_batch);
+        if (one && sweep_writers[w] > 1)
+            fprintf(out, ", %.1fx the 1-writer rate", s->appends_per_s / one->appends_per_s);
+        if (peer)
+            fprintf(out, "; best durable peer %s %.0f/s (stele %.2fx)", peer->cell.system,
+                    peer->appends_per_s, s->appends_per_s / peer->appends_per_s);
+        fprintf(out, "\n");
+    }
+}
+
+static void
+summary_lone_writer(FILE *out, const bench_result_t *res, size_t n)
+{
+    const bench_result_t *loop = summary_find(res, n, "fsync-loop", "ssd", 1, STELE_WAIT_DURABLE, 0,
+                                              STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+    const bench_result_t *adaptive = summary_find(res, n, "stele", "ssd", 1, STELE_WAIT_DURABLE,
+                                                  100000, STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+    const bench_result_t *fixed = summary_find(res, n, "stele", "ssd", 1, STELE_WAIT_DURABLE,
+                                               100000, STELE_COMMIT_FIXED, BENCH_INPUT_JSON);
+    if (adaptive && loop)
+        fprintf(out,
+                "  lone writer, commit_interval_us=100000, adaptive: %.0f/s = %.0f%% of the "
+                "fsync loop\n",
+                adaptive->appends_per_s, 100.0 * adaptive->appends_per_s / loop->appends_per_s);
+    if (fixed)
+        fprintf(out,
+                "  lone writer, commit_interval_us=100000, fixed (MongoDB 2.4-like): %.1f/s, "
+                "p50 %.1f ms\n",
+                fixed->appends_per_s, fixed->p50_us / 1000.0);
+    for (int in = 0; in < 2; in++) {
+        const bench_result_t *none = summary_find(res, n, "stele", "ssd", 1, STELE_WAIT_NONE, 0,
+                                                  STELE_COMMIT_ADAPTIVE, (bench_input_t)in);
+        if (none)
+            fprintf(out, "  1 writer wait=none %s: %.0f/s (not durable)\n",
+                    bench_input_name((bench_input_t)in), none->appends_per_s);
+    }
+}
+
+void
+bench_print_summary(FILE *out, const bench_result_t *res, size_t n)
+{
+    fprintf(out, "\nsummary (ratios between cells of this run):\n");
+    summary_device(out, res, n, "ssd");
+    summary_lone_writer(out, res, n);
+    summary_device(out, res, n, "hdd-emulated");
+}

@@ -1,0 +1,886 @@
+/*
+ * index.c: the LMDB index beside the segments (engine/index.h). The only file that calls
+ * LMDB.
+ *
+ * Layout: one environment in <journal dir>/index/ with five named databases:
+ *   batches      first_seq (u64 BE)              -> segment_seq, offset, first_ts (3 x u64 BE)
+ *   times        biased first_ts (u64 BE) || first_seq (u64 BE) -> (empty)
+ *   meta         key (string, no NUL)            -> value (<= INDEX_META_VALUE_MAX bytes)
+ *   checkpoints  sink name                       -> shipped seq (u64 BE)
+ *   dead         sink name || NUL || seq (u64 BE) -> why (text)
+ * Keys are big-endian so LMDB's memcmp order is numeric order; a timestamp is biased by 2^63
+ * so negative times sort first. The time key carries the seq too because two batches may
+ * share a first timestamp (timestamps never decrease, they may repeat).
+ *
+ * Invariants: every batches entry has exactly one times entry and vice versa; both are
+ * written and deleted in the same transaction.
+ *
+ * Durability: the environment is opened with MDB_NOSYNC (a commit does not fsync; the
+ * index is a cache rebuilt from the segments) and flushed by index_sync(). MDB_NOTLS lets
+ * the engine's threads (index writer, shippers, status) run read transactions without
+ * binding them to a thread. LMDB serialises writers itself; an index_t needs no lock of its
+ * own. Every call runs in its own transaction, so nothing here is held between calls.
+ *
+ * An environment that LMDB refuses to open as corrupt (bad meta page, wrong version) is
+ * moved aside by a writable open and replaced by an empty one; the "rebuilt" meta key then
+ * says why, and stele_index_catch_up() refills it from the segments.
+ */
+#include "index.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <lmdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* Address space reserved for the map, not disk: the data file grows only with its pages.
+ * At ~100 bytes per batch this holds tens of millions of batches, and retention deletes old
+ * ones, so the map never needs to grow at run time (which LMDB allows only with no
+ * transaction open in the process). */
+#define INDEX_MAP_BYTES ((size_t)8 << 30)
+/* batches, times, meta, checkpoints, dead. */
+#define INDEX_MAX_DBS 5
+/* Concurrent read transactions across all processes (tail -f, status, shippers). LMDB's
+ * default of 126 is low for a log many tools follow; a slot costs 64 bytes of lock file. */
+#define INDEX_MAX_READERS 1024
+#define INDEX_META_VALUE_MAX 256
+#define INDEX_SINK_NAME_MAX 63
+#define INDEX_WHY_MAX 512
+/* Entries deleted per transaction by truncate/delete, so a huge delete does not hold one
+ * giant dirty transaction. */
+#define INDEX_DELETE_CHUNK 4096
+#define INDEX_DIR_NAME "index"
+#define INDEX_REBUILT_KEY "rebuilt"
+
+struct index {
+    MDB_env *env;
+    MDB_dbi batches;
+    MDB_dbi times;
+    MDB_dbi meta;
+    MDB_dbi checkpoints;
+    MDB_dbi dead;
+    int is_writable;
+    char path[4096];
+};
+
+static int index_fail(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int
+index_fail(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        snprintf(err->hint, sizeof err->hint, "%s", hint ? hint : "");
+    }
+    return code;
+}
+
+/* LMDB's own codes become stele codes; errno values pass through as -errno. */
+static int
+index_code(int mdb_rc)
+{
+    switch (mdb_rc) {
+    case MDB_SUCCESS:
+        return 0;
+    case MDB_NOTFOUND:
+        return STELE_ENOTFOUND;
+    case MDB_INVALID:
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_VERSION_MISMATCH:
+    case MDB_BAD_TXN:
+        return STELE_ECORRUPT;
+    case MDB_MAP_FULL:
+        return -ENOSPC;
+    default:
+        return mdb_rc > 0 ? -mdb_rc : STELE_EINVAL;
+    }
+}
+
+static int
+index_mdb_fail(stele_error_t *err, int mdb_rc, const index_t *ix, const char *what)
+{
+    int code = index_code(mdb_rc);
+    const char *hint = code == STELE_ECORRUPT
+                           ? "the index is a cache: move it aside and reopen the journal to "
+                             "rebuild it"
+                           : NULL;
+    return index_fail(err, code, hint, "could not %s index %s: %s", what, ix ? ix->path : "",
+                      mdb_strerror(mdb_rc));
+}
+
+static void
+index_put_u64(uint8_t *out, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        out[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static uint64_t
+index_get_u64(const uint8_t *in)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | in[i];
+    return v;
+}
+
+/* Biased so that signed order equals unsigned (memcmp) order. */
+static uint64_t
+index_ts_key(int64_t ts_ns)
+{
+    return (uint64_t)ts_ns ^ ((uint64_t)1 << 63);
+}
+
+static void
+index_encode_time_key(uint8_t key[16], int64_t ts_ns, uint64_t seq)
+{
+    index_put_u64(key, index_ts_key(ts_ns));
+    index_put_u64(key + 8, seq);
+}
+
+static void
+index_encode_batch(uint8_t val[24], const index_batch_t *b)
+{
+    index_put_u64(val, b->segment_seq);
+    index_put_u64(val + 8, b->offset);
+    index_put_u64(val + 16, (uint64_t)b->first_ts_ns);
+}
+
+static int
+index_decode_batch(const MDB_val *key, const MDB_val *val, index_batch_t *out)
+{
+    if (key->mv_size != 8 || val->mv_size != 24)
+        return STELE_ECORRUPT;
+    const uint8_t *v = val->mv_data;
+    out->first_seq = index_get_u64(key->mv_data);
+    out->segment_seq = index_get_u64(v);
+    out->offset = index_get_u64(v + 8);
+    out->first_ts_ns = (int64_t)index_get_u64(v + 16);
+    return 0;
+}
+
+static int
+index_begin(index_t *ix, int is_write, MDB_txn **txn, stele_error_t *err)
+{
+    if (is_write && !ix->is_writable)
+        return index_fail(err, STELE_EINVAL, NULL, "index %s is open read-only", ix->path);
+    int rc = mdb_txn_begin(ix->env, NULL, is_write ? 0 : MDB_RDONLY, txn);
+    if (rc)
+        return index_mdb_fail(err, rc, ix, "begin a transaction on");
+    return 0;
+}
+
+static int
+index_commit(index_t *ix, MDB_txn *txn, stele_error_t *err)
+{
+    int rc = mdb_txn_commit(txn);
+    if (rc)
+        return index_mdb_fail(err, rc, ix, "commit to");
+    return 0;
+}
+
+/* A writable open makes missing databases; a read-only one needs them to exist. */
+static int
+index_open_dbis(index_t *ix, stele_error_t *err)
+{
+    static const char *const names[INDEX_MAX_DBS] = {"batches", "times", "meta", "checkpoints",
+                                                     "dead"};
+    MDB_dbi *dbis[INDEX_MAX_DBS] = {&ix->batches, &ix->times, &ix->meta, &ix->checkpoints,
+                                    &ix->dead};
+    MDB_txn *txn = NULL;
+    int rc = index_begin(ix, ix->is_writable, &txn, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < INDEX_MAX_DBS; i++) {
+        int mrc = mdb_dbi_open(txn, names[i], ix->is_writable ? MDB_CREATE : 0, dbis[i]);
+        if (mrc) {
+            mdb_txn_abort(txn);
+            if (mrc == MDB_NOTFOUND)
+                return index_fail(err, STELE_ENOTFOUND, NULL,
+                                  "index %s has no %s table (not yet initialised)", ix->path,
+                                  names[i]);
+            return index_mdb_fail(err, mrc, ix, "open a table of");
+        }
+    }
+    return index_commit(ix, txn, err);
+}
+
+/* Directory mode for a file mode: search permission wherever read is allowed. */
+static mode_t
+index_dir_mode(unsigned file_mode)
+{
+    mode_t m = (mode_t)(file_mode & 0777);
+    return m | ((m & 0444) >> 2) | S_IRWXU;
+}
+
+static int
+index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *err)
+{
+    int rc = mdb_env_create(&ix->env);
+    if (rc == 0)
+        rc = mdb_env_set_maxdbs(ix->env, INDEX_MAX_DBS);
+    if (rc == 0)
+        rc = mdb_env_set_mapsize(ix->env, INDEX_MAP_BYTES);
+    if (rc == 0)
+        rc = mdb_env_set_maxreaders(ix->env, INDEX_MAX_READERS);
+    unsigned flags = MDB_NOSYNC | MDB_NOTLS | (ix->is_writable ? 0 : MDB_RDONLY);
+    if (rc == 0)
+        rc = mdb_env_open(ix->env, ix->path, flags, (mdb_mode_t)(file_mode ? file_mode : 0600));
+    /* Readers killed mid-transaction leave their slots taken; the writer clears them so
+     * they neither pin old pages nor use up the table. */
+    if (rc == 0 && ix->is_writable) {
+        int n_cleared = 0;
+        rc = mdb_reader_check(ix->env, &n_cleared);
+    }
+    *mdb_rc_out = rc;
+    if (rc) {
+        if (ix->env)
+            mdb_env_close(ix->env);
+        ix->env = NULL;
+        return index_mdb_fail(err, rc, ix, "open");
+    }
+    return 0;
+}
+
+/*
+ * Replaces an environment LMDB refused as corrupt: renames it to index.corrupt-<unix time>
+ * (kept for inspection), opens a fresh one and records why in meta "rebuilt", which
+ * stele_index_catch_up() reports once it has rebuilt the batches.
+ */
+static int
+index_replace_corrupt(index_t *ix, unsigned file_mode, int mdb_rc, stele_error_t *err)
+{
+    char base[64], moved_to[sizeof ix->path + sizeof base];
+    long long now = (long long)time(NULL);
+    int rc = -EEXIST;
+    for (int attempt = 0; attempt < 100 && rc == -EEXIST; attempt++) {
+        snprintf(base, sizeof base, "%s.corrupt-%lld%s%.0d", INDEX_DIR_NAME, now,
+                 attempt ? "-" : "", attempt);
+        snprintf(moved_to, sizeof moved_to, "%.*s%s",
+                 (int)(strlen(ix->path) - strlen(INDEX_DIR_NAME)), ix->path, base);
+        rc = rename(ix->path, moved_to) == 0 ? 0 : -errno;
+        if (rc == -ENOTEMPTY)
+            rc = -EEXIST;
+    }
+    if (rc)
+        return index_fail(err, rc, NULL, "could not move corrupt index %s aside: %s", ix->path,
+                          strerror(-rc));
+    if (mkdir(ix->path, index_dir_mode(file_mode)) != 0)
+        return index_fail(err, -errno, NULL, "could not create index %s: %s", ix->path,
+                          strerror(errno));
+    int ignored;
+    rc = index_env_open(ix, file_mode, &ignored, err);
+    if (rc == 0)
+        rc = index_open_dbis(ix, err);
+    if (rc)
+        return rc;
+    char note[INDEX_META_VALUE_MAX];
+    snprintf(note, sizeof note, "index was unreadable (%.100s); moved aside to %s",
+             mdb_strerror(mdb_rc), base);
+    return index_put_meta(ix, INDEX_REBUILT_KEY, note, strlen(note), err);
+}
+
+int
+index_open(const char *dir, int writable, unsigned file_mode, index_t **out, stele_error_t *err)
+{
+    if (!dir || !out)
+        return index_fail(err, STELE_EINVAL, NULL, "index_open: dir and out are required");
+    *out = NULL;
+    index_t *ix = calloc(1, sizeof *ix);
+    if (!ix)
+        return index_fail(err, -ENOMEM, NULL, "could not allocate the index handle");
+    ix->is_writable = writable != 0;
+    int n = snprintf(ix->path, sizeof ix->path, "%s/%s", dir, INDEX_DIR_NAME);
+    int rc = 0;
+    if (n < 0 || (size_t)n >= sizeof ix->path) {
+        rc = index_fail(err, STELE_EINVAL, NULL, "index path under %s is too long", dir);
+        goto fail;
+    }
+
+    struct stat st;
+    if (stat(ix->path, &st) != 0) {
+        if (errno != ENOENT || !writable) {
+            rc = errno == ENOENT ? STELE_ENOTFOUND : -errno;
+            rc =
+                index_fail(err, rc, NULL, "could not open index %s: %s", ix->path, strerror(errno));
+            goto fail;
+        }
+        if (mkdir(ix->path, index_dir_mode(file_mode)) != 0 && errno != EEXIST) {
+            rc = index_fail(err, -errno, NULL, "could not create index %s: %s", ix->path,
+                            strerror(errno));
+            goto fail;
+        }
+    }
+
+    int mdb_rc = 0;
+    rc = index_env_open(ix, file_mode, &mdb_rc, err);
+    if (rc == 0)
+        rc = index_open_dbis(ix, err);
+    else if (rc == STELE_ECORRUPT && writable)
+        rc = index_replace_corrupt(ix, file_mode, mdb_rc, err);
+    if (rc)
+        goto fail;
+    *out = ix;
+    return 0;
+fail:
+    index_close(ix);
+    return rc;
+}
+
+void
+index_close(index_t *ix)
+{
+    if (!ix)
+        return;
+    if (ix->env)
+        mdb_env_close(ix->env);
+    free(ix);
+}
+
+int
+index_put_batches(index_t *ix, const index_batch_t *batches, size_t n, stele_error_t *err)
+{
+    if (!ix || (n && !batches))
+        return index_fail(err, STELE_EINVAL, NULL, "index_put_batches: bad arguments");
+    if (n == 0)
+        return 0;
+    MDB_txn *txn = NULL;
+    int rc = index_begin(ix, 1, &txn, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t kb[8], vb[24], tk[16];
+        index_put_u64(kb, batches[i].first_seq);
+        index_encode_batch(vb, &batches[i]);
+        index_encode_time_key(tk, batches[i].first_ts_ns, batches[i].first_seq);
+        MDB_val k = {sizeof kb, kb}, v = {sizeof vb, vb};
+        MDB_val t = {sizeof tk, tk}, empty = {0, NULL};
+        int mrc = mdb_put(txn, ix->batches, &k, &v, 0);
+        if (mrc == 0)
+            mrc = mdb_put(txn, ix->times, &t, &empty, 0);
+        if (mrc) {
+            mdb_txn_abort(txn);
+            return index_mdb_fail(err, mrc, ix, "write a batch to");
+        }
+    }
+    return index_commit(ix, txn, err);
+}
+
+/* Positions a cursor on the greatest key <= key. MDB_NOTFOUND when none. */
+static int
+index_cursor_floor(MDB_cursor *cur, MDB_val *key, MDB_val *val)
+{
+    MDB_val want = *key;
+    int rc = mdb_cursor_get(cur, key, val, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND)
+        return mdb_cursor_get(cur, key, val, MDB_LAST);
+    if (rc)
+        return rc;
+    if (key->mv_size == want.mv_size && memcmp(key->mv_data, want.mv_data, want.mv_size) == 0)
+        return 0;
+    return mdb_cursor_get(cur, key, val, MDB_PREV);
+}
+
+/* Runs a cursor read on the batches table: op is MDB_LAST or MDB_FIRST when seq_key is
+ * NULL, else a floor (MDB_SET_RANGE then back) or ceiling (MDB_SET_RANGE) lookup. */
+enum index_lookup { INDEX_FLOOR, INDEX_CEIL, INDEX_FIRST, INDEX_LAST };
+
+static int
+index_lookup_batch(index_t *ix, enum index_lookup how, uint64_t seq, index_batch_t *out,
+                   stele_error_t *err)
+{
+    if (!ix || !out)
+        return index_fail(err, STELE_EINVAL, NULL, "index lookup: bad arguments");
+    MDB_txn *txn = NULL;
+    MDB_cursor *cur = NULL;
+    int rc = index_begin(ix, 0, &txn, err);
+    if (rc)
+        return rc;
+    int mrc = mdb_cursor_open(txn, ix->batches, &cur);
+    uint8_t kb[8];
+    index_put_u64(kb, seq);
+    MDB_val k = {sizeof kb, kb}, v = {0, NULL};
+    if (mrc == 0) {
+        switch (how) {
+        case INDEX_FLOOR:
+            mrc = index_cursor_floor(cur, &k, &v);
+            break;
+        case INDEX_CEIL:
+            mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+            break;
+        case INDEX_FIRST:
+            mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+            break;
+        case INDEX_LAST:
+            mrc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+            break;
+        }
+    }
+    if (mrc == 0 && index_decode_batch(&k, &v, out) != 0)
+        rc = index_fail(err, STELE_ECORRUPT, NULL, "index %s holds a malformed batch entry",
+                        ix->path);
+    else if (mrc == MDB_NOTFOUND)
+        rc = STELE_ENOTFOUND; /* an expected outcome, not an error to describe */
+    else if (mrc)
+        rc = index_mdb_fail(err, mrc, ix, "read");
+    if (cur)
+        mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+int
+index_find_seq(index_t *ix, uint64_t seq, index_batch_t *out, stele_error_t *err)
+{
+    return index_lookup_batch(ix, INDEX_FLOOR, seq, out, err);
+}
+
+int
+index_find_next(index_t *ix, uint64_t seq, index_batch_t *out, stele_error_t *err)
+{
+    return index_lookup_batch(ix, INDEX_CEIL, seq, out, err);
+}
+
+int
+index_last_batch(index_t *ix, index_batch_t *out, stele_error_t *err)
+{
+    return index_lookup_batch(ix, INDEX_LAST, 0, out, err);
+}
+
+int
+index_first_batch(index_t *ix, index_batch_t *out, stele_error_t *err)
+{
+    return index_lookup_batch(ix, INDEX_FIRST, 0, out, err);
+}
+
+int
+index_find_time(index_t *ix, int64_t ts_ns, index_batch_t *out, stele_error_t *err)
+{
+    if (!ix || !out)
+        return index_fail(err, STELE_EINVAL, NULL, "index_find_time: bad arguments");
+    MDB_txn *txn = NULL;
+    MDB_cursor *cur = NULL;
+    int rc = index_begin(ix, 0, &txn, err);
+    if (rc)
+        return rc;
+    /* The smallest key (ts_ns, 0) is above every batch whose first ts is < ts_ns. */
+    uint8_t tk[16];
+    index_encode_time_key(tk, ts_ns, 0);
+    MDB_val k = {sizeof tk, tk}, v = {0, NULL};
+    int mrc = mdb_cursor_open(txn, ix->times, &cur);
+    if (mrc == 0) {
+        mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        if (mrc == MDB_NOTFOUND)
+            mrc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+        else if (mrc == 0)
+            mrc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
+    }
+    if (mrc == 0 && k.mv_size != 16)
+        mrc = MDB_CORRUPTED;
+    MDB_val bk, bv;
+    uint8_t kb[8];
+    if (mrc == 0) {
+        memcpy(kb, (const uint8_t *)k.mv_data + 8, 8);
+        bk = (MDB_val){sizeof kb, kb};
+        mrc = mdb_get(txn, ix->batches, &bk, &bv);
+        if (mrc == MDB_NOTFOUND)
+            mrc = MDB_CORRUPTED; /* a times entry must have its batches entry */
+    }
+    if (mrc == 0 && index_decode_batch(&bk, &bv, out) != 0)
+        mrc = MDB_CORRUPTED;
+    if (mrc == MDB_NOTFOUND)
+        rc = STELE_ENOTFOUND;
+    else if (mrc)
+        rc = index_mdb_fail(err, mrc, ix, "search the time table of");
+    if (cur)
+        mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+/* Deletes the batch the cursor is on and its times entry. */
+static int
+index_delete_at(index_t *ix, MDB_txn *txn, MDB_cursor *cur, const MDB_val *k, const MDB_val *v)
+{
+    index_batch_t b;
+    if (index_decode_batch(k, v, &b) != 0)
+        return MDB_CORRUPTED;
+    uint8_t tk[16];
+    index_encode_time_key(tk, b.first_ts_ns, b.first_seq);
+    MDB_val t = {sizeof tk, tk};
+    int mrc = mdb_del(txn, ix->times, &t, NULL);
+    if (mrc && mrc != MDB_NOTFOUND)
+        return mrc;
+    return mdb_cursor_del(cur, 0);
+}
+
+/* Deletes batch entries in [lo, hi] in chunks of INDEX_DELETE_CHUNK per transaction. */
+static int
+index_delete_range(index_t *ix, uint64_t lo, uint64_t hi, stele_error_t *err)
+{
+    if (!ix)
+        return index_fail(err, STELE_EINVAL, NULL, "index delete: no index");
+    for (;;) {
+        MDB_txn *txn = NULL;
+        MDB_cursor *cur = NULL;
+        int rc = index_begin(ix, 1, &txn, err);
+        if (rc)
+            return rc;
+        uint8_t kb[8];
+        index_put_u64(kb, lo);
+        size_t n_deleted = 0;
+        int mrc = mdb_cursor_open(txn, ix->batches, &cur);
+        while (mrc == 0 && n_deleted < INDEX_DELETE_CHUNK) {
+            /* Re-seek after each delete rather than trust the cursor's post-delete place. */
+            MDB_val k = {sizeof kb, kb}, v;
+            mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+            if (mrc || k.mv_size != 8 || index_get_u64(k.mv_data) > hi)
+                break;
+            mrc = index_delete_at(ix, txn, cur, &k, &v);
+            n_deleted += mrc == 0;
+        }
+        if (cur)
+            mdb_cursor_close(cur);
+        if (mrc && mrc != MDB_NOTFOUND) {
+            mdb_txn_abort(txn);
+            return index_mdb_fail(err, mrc, ix, "delete from");
+        }
+        rc = index_commit(ix, txn, err);
+        if (rc || n_deleted < INDEX_DELETE_CHUNK)
+            return rc;
+    }
+}
+
+int
+index_truncate_after(index_t *ix, uint64_t seq, stele_error_t *err)
+{
+    if (seq == UINT64_MAX)
+        return 0;
+    return index_delete_range(ix, seq + 1, UINT64_MAX, err);
+}
+
+int
+index_delete_before(index_t *ix, uint64_t seq, stele_error_t *err)
+{
+    if (seq == 0)
+        return 0;
+    return index_delete_range(ix, 0, seq - 1, err);
+}
+
+int
+index_clear_batches(index_t *ix, stele_error_t *err)
+{
+    if (!ix)
+        return index_fail(err, STELE_EINVAL, NULL, "index_clear_batches: no index");
+    MDB_txn *txn = NULL;
+    int rc = index_begin(ix, 1, &txn, err);
+    if (rc)
+        return rc;
+    int mrc = mdb_drop(txn, ix->batches, 0);
+    if (mrc == 0)
+        mrc = mdb_drop(txn, ix->times, 0);
+    if (mrc) {
+        mdb_txn_abort(txn);
+        return index_mdb_fail(err, mrc, ix, "clear");
+    }
+    return index_commit(ix, txn, err);
+}
+
+/* Keys are non-empty text without NUL that fits LMDB's key limit. */
+static int
+index_check_name(const char *what, const char *name, size_t max, stele_error_t *err)
+{
+    if (!name || !name[0] || strlen(name) > max)
+        return index_fail(err, STELE_EINVAL, NULL, "index %s must be 1..%zu bytes", what, max);
+    return 0;
+}
+
+int
+index_put_meta(index_t *ix, const char *key, const void *value, size_t len, stele_error_t *err)
+{
+    int rc = index_check_name("meta key", key, INDEX_META_VALUE_MAX, err);
+    if (rc)
+        return rc;
+    if (!ix || (len && !value) || len > INDEX_META_VALUE_MAX)
+        return index_fail(err, STELE_EINVAL, NULL, "index meta %s: value over %d bytes", key,
+                          INDEX_META_VALUE_MAX);
+    MDB_txn *txn = NULL;
+    rc = index_begin(ix, 1, &txn, err);
+    if (rc)
+        return rc;
+    MDB_val k = {strlen(key), (void *)key}, v = {len, (void *)value};
+    int mrc = mdb_put(txn, ix->meta, &k, &v, 0);
+    if (mrc) {
+        mdb_txn_abort(txn);
+        return index_mdb_fail(err, mrc, ix, "write meta to");
+    }
+    return index_commit(ix, txn, err);
+}
+
+int
+index_get_meta(index_t *ix, const char *key, void *value, size_t cap, size_t *len_out,
+               stele_error_t *err)
+{
+    int rc = index_check_name("meta key", key, INDEX_META_VALUE_MAX, err);
+    if (rc)
+        return rc;
+    if (!ix || (cap && !value))
+        return index_fail(err, STELE_EINVAL, NULL, "index_get_meta: bad arguments");
+    MDB_txn *txn = NULL;
+    rc = index_begin(ix, 0, &txn, err);
+    if (rc)
+        return rc;
+    MDB_val k = {strlen(key), (void *)key}, v;
+    int mrc = mdb_get(txn, ix->meta, &k, &v);
+    if (mrc == 0) {
+        memcpy(value, v.mv_data, v.mv_size < cap ? v.mv_size : cap);
+        if (len_out)
+            *len_out = v.mv_size;
+    } else if (mrc == MDB_NOTFOUND) {
+        rc = STELE_ENOTFOUND;
+    } else {
+        rc = index_mdb_fail(err, mrc, ix, "read meta from");
+    }
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+int
+index_delete_meta(index_t *ix, const char *key, stele_error_t *err)
+{
+    int rc = index_check_name("meta key", key, INDEX_META_VALUE_MAX, err);
+    if (rc)
+        return rc;
+    MDB_txn *txn = NULL;
+    rc = index_begin(ix, 1, &txn, err);
+    if (rc)
+        return rc;
+    MDB_val k = {strlen(key), (void *)key};
+    int mrc = mdb_del(txn, ix->meta, &k, NULL);
+    if (mrc && mrc != MDB_NOTFOUND) {
+        mdb_txn_abort(txn);
+        return index_mdb_fail(err, mrc, ix, "delete meta from");
+    }
+    return index_commit(ix, txn, err);
+}
+
+int
+index_put_checkpoint(index_t *ix, const char *sink, uint64_t seq, stele_error_t *err)
+{
+    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
+    if (rc || !ix)
+        return rc ? rc : index_fail(err, STELE_EINVAL, NULL, "index_put_checkpoint: no index");
+    MDB_txn *txn = NULL;
+    rc = index_begin(ix, 1, &txn, err);
+    if (rc)
+        return rc;
+    uint8_t vb[8];
+    index_put_u64(vb, seq);
+    MDB_val k = {strlen(sink), (void *)sink}, v = {sizeof vb, vb};
+    int mrc = mdb_put(txn, ix->checkpoints, &k, &v, 0);
+    if (mrc) {
+        mdb_txn_abort(txn);
+        return index_mdb_fail(err, mrc, ix, "write a checkpoint to");
+    }
+    return index_commit(ix, txn, err);
+}
+
+int
+index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_error_t *err)
+{
+    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
+    if (rc || !ix || !seq)
+        return rc ? rc : index_fail(err, STELE_EINVAL, NULL, "index_get_checkpoint: bad args");
+    MDB_txn *txn = NULL;
+    rc = index_begin(ix, 0, &txn, err);
+    if (rc)
+        return rc;
+    MDB_val k = {strlen(sink), (void *)sink}, v;
+    int mrc = mdb_get(txn, ix->checkpoints, &k, &v);
+    *seq = 0;
+    if (mrc == 0 && v.mv_size == 8)
+        *seq = index_get_u64(v.mv_data);
+    else if (mrc == 0)
+        rc = index_fail(err, STELE_ECORRUPT, NULL, "index %s: malformed checkpoint for sink %s",
+                        ix->path, sink);
+    else if (mrc != MDB_NOTFOUND)
+        rc = index_mdb_fail(err, mrc, ix, "read a checkpoint from");
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+int
+index_list_checkpoints(index_t *ix, char (*names)[64], uint64_t *seqs, size_t max,
+                       stele_error_t *err)
+{
+    if (!ix || (max && (!names || !seqs)))
+        return index_fail(err, STELE_EINVAL, NULL, "index_list_checkpoints: bad arguments");
+    MDB_txn *txn = NULL;
+    MDB_cursor *cur = NULL;
+    int rc = index_begin(ix, 0, &txn, err);
+    if (rc)
+        return rc;
+    MDB_val k, v;
+    size_t n = 0;
+    int mrc = mdb_cursor_open(txn, ix->checkpoints, &cur);
+    if (mrc == 0)
+        mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    for (; mrc == 0; mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (n < max) {
+            size_t len = k.mv_size < 63 ? k.mv_size : 63;
+            memcpy(names[n], k.mv_data, len);
+            names[n][len] = '\0';
+            seqs[n] = v.mv_size == 8 ? index_get_u64(v.mv_data) : 0;
+        }
+        n++;
+    }
+    if (mrc != MDB_NOTFOUND)
+        rc = index_mdb_fail(err, mrc, ix, "list checkpoints of");
+    if (cur)
+        mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return rc ? rc : (int)n;
+}
+
+static size_t
+index_dead_key(uint8_t *key, const char *sink, uint64_t seq)
+{
+    size_t len = strlen(sink);
+    memcpy(key, sink, len);
+    key[len] = 0;
+    index_put_u64(key + len + 1, seq);
+    return len + 9;
+}
+
+int
+index_put_dead_letter(index_t *ix, const char *sink, uint64_t seq, const char *why,
+                      stele_error_t *err)
+{
+    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
+    if (rc || !ix)
+        return rc ? rc : index_fail(err, STELE_EINVAL, NULL, "index_put_dead_letter: no index");
+    uint8_t kb[INDEX_SINK_NAME_MAX + 9];
+    size_t why_len = why ? strlen(why) : 0;
+    if (why_len > INDEX_WHY_MAX)
+        why_len = INDEX_WHY_MAX;
+    MDB_txn *txn = NULL;
+    rc = index_begin(ix, 1, &txn, err);
+    if (rc)
+        return rc;
+    MDB_val k = {index_dead_key(kb, sink, seq), kb}, v = {why_len, (void *)(why ? why : "")};
+    int mrc = mdb_put(txn, ix->dead, &k, &v, 0);
+    if (mrc) {
+        mdb_txn_abort(txn);
+        return index_mdb_fail(err, mrc, ix, "write a dead letter to");
+    }
+    return index_commit(ix, txn, err);
+}
+
+int
+index_delete_dead_letter(index_t *ix, const char *sink, uint64_t seq, stele_error_t *err)
+{
+    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
+    if (rc || !ix)
+        return rc ? rc : index_fail(err, STELE_EINVAL, NULL, "index_delete_dead_letter: no ix");
+    uint8_t kb[INDEX_SINK_NAME_MAX + 9];
+    MDB_txn *txn = NULL;
+    rc = index_begin(ix, 1, &txn, err);
+    if (rc)
+        return rc;
+    MDB_val k = {index_dead_key(kb, sink, seq), kb};
+    int mrc = mdb_del(txn, ix->dead, &k, NULL);
+    if (mrc) {
+        mdb_txn_abort(txn);
+        if (mrc == MDB_NOTFOUND)
+            return index_fail(err, STELE_ENOTFOUND, NULL,
+                              "sink %s has no dead letter at seq %" PRIu64, sink, seq);
+        return index_mdb_fail(err, mrc, ix, "delete a dead letter from");
+    }
+    return index_commit(ix, txn, err);
+}
+
+/* Walks a sink's dead letters from from_seq, storing up to max seqs; returns the count
+ * walked (all of them when seqs is NULL) or < 0. */
+static int
+index_walk_dead(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs, size_t max,
+                uint64_t *count, stele_error_t *err)
+{
+    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
+    if (rc || !ix)
+        return rc ? rc : index_fail(err, STELE_EINVAL, NULL, "dead letters: no index");
+    uint8_t kb[INDEX_SINK_NAME_MAX + 9];
+    size_t prefix_len = strlen(sink) + 1;
+    MDB_txn *txn = NULL;
+    MDB_cursor *cur = NULL;
+    rc = index_begin(ix, 0, &txn, err);
+    if (rc)
+        return rc;
+    MDB_val k = {index_dead_key(kb, sink, from_seq), kb}, v;
+    uint64_t n = 0;
+    int mrc = mdb_cursor_open(txn, ix->dead, &cur);
+    if (mrc == 0)
+        mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    for (; mrc == 0; mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != prefix_len + 8 || memcmp(k.mv_data, kb, prefix_len) != 0)
+            break;
+        if (seqs) {
+            if (n == max)
+                break;
+            seqs[n] = index_get_u64((const uint8_t *)k.mv_data + prefix_len);
+        }
+        n++;
+    }
+    if (mrc && mrc != MDB_NOTFOUND)
+        rc = index_mdb_fail(err, mrc, ix, "list dead letters of");
+    if (cur)
+        mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    *count = n;
+    return rc;
+}
+
+int
+index_list_dead_letters(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs,
+                        size_t max, stele_error_t *err)
+{
+    if (!seqs && max)
+        return index_fail(err, STELE_EINVAL, NULL, "index_list_dead_letters: no output array");
+    uint64_t n = 0;
+    if (max == 0)
+        return 0;
+    int rc = index_walk_dead(ix, sink, from_seq, seqs, max, &n, err);
+    return rc ? rc : (int)n;
+}
+
+int
+index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_error_t *err)
+{
+    if (!count)
+        return index_fail(err, STELE_EINVAL, NULL, "index_count_dead_letters: no output");
+    return index_walk_dead(ix, sink, 0, NULL, 0, count, err);
+}
+
+int
+index_sync(index_t *ix, stele_error_t *err)
+{
+    if (!ix)
+        return index_fail(err, STELE_EINVAL, NULL, "index_sync: no index");
+    if (!ix->is_writable)
+        return 0;
+    int rc = mdb_env_sync(ix->env, 1);
+    if (rc)
+        return index_mdb_fail(err, rc, ix, "sync");
+    return 0;
+}

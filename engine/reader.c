@@ -1,0 +1,836 @@
+/*
+ * reader.c: the read side of the public API (stele_reader_*, stele_status_read,
+ * stele_verify) and stele_index_catch_up(), which brings the LMDB index in line with the
+ * segments when a writer opens the journal.
+ *
+ * Everything here reads the journal through journal_reader_* (journal/journal.h) and the
+ * index through index.h; it never writes a segment. The segments are the truth and the
+ * index only a hint: a seek hands the index's position to journal_reader_seek(), which
+ * checks it, and a time seek re-checks the batch the index named before trusting it.
+ *
+ * LMDB forbids opening one environment twice in a process (closing either drops the other's
+ * fcntl locks), so a reader or status call in the process that holds the journal for
+ * writing does not open the index; it seeks by scanning instead. A reader whose index
+ * cannot be opened (missing, corrupt, directory not writable for LMDB's lock file) scans
+ * too: slower, never wrong.
+ *
+ * Threads: a stele_reader_t belongs to one thread at a time (stele.h); it holds no lock.
+ * stele_status_read and stele_verify use only their own short-lived handles.
+ */
+#include "stele.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "index.h"
+#include "journal.h"
+#include "stele_internal.h"
+
+/* Batch starts written to the index per LMDB transaction during a catch-up scan. */
+#define READER_CATCH_UP_CHUNK 1024
+#define READER_HASH_BYTES 32
+
+struct stele_reader {
+    journal_reader_t *jr;
+    index_t *ix; /* NULL: seek by scanning */
+    /* Records below next_seq, or older than min_ts_ns while has_min_ts, are skipped: the
+     * journal may position a little before the target (a batch start). */
+    uint64_t next_seq;
+    int64_t min_ts_ns;
+    int has_min_ts;
+    uint64_t last_read_seq; /* newest seq read from the journal; what wait waits past */
+};
+
+static int reader_fail(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int
+reader_fail(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        snprintf(err->hint, sizeof err->hint, "%s", hint ? hint : "");
+    }
+    return code;
+}
+
+static int64_t
+reader_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The index for a read-only user, or NULL when it must not or cannot be used. */
+static index_t *
+reader_open_index(const char *dir, journal_reader_t *jr)
+{
+    journal_live_t live;
+    journal_reader_live(jr, &live);
+    if (live.writer_pid == (int)getpid())
+        return NULL;
+    index_t *ix = NULL;
+    if (index_open(dir, 0, 0, &ix, NULL) != 0)
+        return NULL;
+    return ix;
+}
+
+int
+stele_reader_open(const char *dir, stele_reader_t **out, stele_error_t *err)
+{
+    if (!dir || !out)
+        return reader_fail(err, STELE_EINVAL, NULL, "stele_reader_open: dir and out required");
+    *out = NULL;
+    stele_reader_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return reader_fail(err, -ENOMEM, NULL, "could not allocate a reader for %s", dir);
+    int rc = journal_reader_open(dir, NULL, &r->jr, err);
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    r->ix = reader_open_index(dir, r->jr);
+    *out = r;
+    return 0;
+}
+
+void
+stele_reader_close(stele_reader_t *r)
+{
+    if (!r)
+        return;
+    index_close(r->ix);
+    journal_reader_close(r->jr);
+    free(r);
+}
+
+const char *
+stele_reader_source(const stele_reader_t *r)
+{
+    return r ? journal_reader_source(r->jr) : "";
+}
+
+/* Seeks the journal reader to seq with the index's batch start as a hint. */
+static int
+reader_seek_hinted(stele_reader_t *r, uint64_t seq, stele_error_t *err)
+{
+    index_batch_t b = {0};
+    if (r->ix && seq && index_find_seq(r->ix, seq, &b, NULL) != 0)
+        memset(&b, 0, sizeof b);
+    return journal_reader_seek(r->jr, seq, b.segment_seq, b.offset, err);
+}
+
+int
+stele_reader_seek_seq(stele_reader_t *r, uint64_t seq, stele_error_t *err)
+{
+    if (!r)
+        return reader_fail(err, STELE_EINVAL, NULL, "stele_reader_seek_seq: no reader");
+    r->has_min_ts = 0;
+    int rc = reader_seek_hinted(r, seq, err);
+    if (rc == 0 || rc == STELE_ENOTFOUND) {
+        /* Not found: the journal positioned at the oldest record; return from there. */
+        r->next_seq = rc == 0 ? seq : 0;
+        r->last_read_seq = rc == 0 && seq ? seq - 1 : 0;
+    }
+    /* Seq 0 names no record: it asks for the oldest, which is where the reader now is. */
+    return seq == 0 && rc == STELE_ENOTFOUND ? 0 : rc;
+}
+
+/* First seq of the newest non-empty segment whose first record is older than ts_ns, or 0
+ * (the oldest record) when there is none. Used when there is no usable index. */
+static int
+reader_scan_start_for_time(journal_reader_t *jr, int64_t ts_ns, uint64_t *seq_out,
+                           stele_error_t *err)
+{
+    *seq_out = 0;
+    int n = journal_reader_segments(jr, NULL, 0, err);
+    if (n <= 0)
+        return n;
+    journal_segment_info_t *segs = calloc((size_t)n, sizeof *segs);
+    if (!segs)
+        return reader_fail(err, -ENOMEM, NULL, "could not list %d segments", n);
+    int got = journal_reader_segments(jr, segs, (size_t)n, err);
+    if (got < 0) {
+        free(segs);
+        return got;
+    }
+    if (got > n)
+        got = n;
+    /* Segments are in seq order, so their first timestamps are too: binary search. */
+    size_t lo = 0, hi = (size_t)got;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int is_before = segs[mid].first_ts_ns != 0 && segs[mid].first_ts_ns < ts_ns;
+        if (is_before)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0)
+        *seq_out = segs[lo - 1].first_seq;
+    free(segs);
+    return 0;
+}
+
+/* The index's batch for a time seek, checked against the segment it names: a stale index
+ * (say, from before a torn tail was truncated and rewritten) must not skip records. */
+static int
+reader_index_start_for_time(stele_reader_t *r, int64_t ts_ns, uint64_t *seq_out)
+{
+    index_batch_t b;
+    int rc = index_find_time(r->ix, ts_ns, &b, NULL);
+    if (rc == STELE_ENOTFOUND) {
+        *seq_out = 0;
+        return 0;
+    }
+    if (rc)
+        return rc;
+    journal_record_t rec;
+    rc = journal_reader_seek(r->jr, b.first_seq, b.segment_seq, b.offset, NULL);
+    if (rc == 0)
+        rc = journal_reader_next(r->jr, &rec, NULL);
+    if (rc == 0 && (rec.seq != b.first_seq || rec.ts_ns != b.first_ts_ns ||
+                    rec.segment_seq != b.segment_seq || rec.offset != b.offset))
+        rc = STELE_ECORRUPT;
+    if (rc == 0)
+        *seq_out = b.first_seq;
+    return rc;
+}
+
+int
+stele_reader_seek_time(stele_reader_t *r, int64_t ts_ns, stele_error_t *err)
+{
+    if (!r)
+        return reader_fail(err, STELE_EINVAL, NULL, "stele_reader_seek_time: no reader");
+    uint64_t start_seq = 0;
+    int rc = -1;
+    if (r->ix)
+        rc = reader_index_start_for_time(r, ts_ns, &start_seq);
+    if (rc != 0) {
+        rc = reader_scan_start_for_time(r->jr, ts_ns, &start_seq, err);
+        if (rc)
+            return rc;
+    }
+    rc = reader_seek_hinted(r, start_seq, err);
+    if (rc == STELE_ENOTFOUND) /* retention removed it meanwhile: the oldest is later still */
+        rc = 0;
+    if (rc)
+        return rc;
+    r->next_seq = 0;
+    r->last_read_seq = start_seq ? start_seq - 1 : 0;
+    r->min_ts_ns = ts_ns;
+    r->has_min_ts = 1;
+    return 0;
+}
+
+static void
+reader_fill(stele_record_t *out, const journal_record_t *rec)
+{
+    out->seq = rec->seq;
+    out->ts_ns = rec->ts_ns;
+    out->bson = rec->payload;
+    out->bson_len = rec->payload_len;
+    memcpy(out->hash, rec->hash, sizeof out->hash);
+    memcpy(out->prev_hash, rec->prev_hash, sizeof out->prev_hash);
+}
+
+int
+stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_error_t *err)
+{
+    if (!r || !rec)
+        return reader_fail(err, STELE_EINVAL, NULL, "stele_reader_next: no reader or record");
+    int64_t deadline_ms = timeout_ms > 0 ? reader_now_ms() + timeout_ms : 0;
+    for (;;) {
+        journal_record_t jrec;
+        int rc = journal_reader_next(r->jr, &jrec, err);
+        if (rc == 0) {
+            r->last_read_seq = jrec.seq;
+            if (jrec.seq < r->next_seq || (r->has_min_ts && jrec.ts_ns < r->min_ts_ns))
+                continue;
+            r->has_min_ts = 0;
+            r->next_seq = jrec.seq + 1;
+            reader_fill(rec, &jrec);
+            return 0;
+        }
+        if (rc != STELE_EAGAIN)
+            return rc;
+        int wait_ms = -1;
+        if (timeout_ms == 0)
+            break;
+        if (timeout_ms > 0) {
+            int64_t left_ms = deadline_ms - reader_now_ms();
+            if (left_ms <= 0)
+                break;
+            wait_ms = (int)left_ms;
+        }
+        uint64_t after = r->last_read_seq;
+        if (r->next_seq > after + 1)
+            after = r->next_seq - 1;
+        rc = journal_reader_wait(r->jr, after, wait_ms);
+        if (rc == STELE_ETIMEDOUT)
+            break;
+        if (rc)
+            return reader_fail(err, rc, NULL, "could not wait for records: %s", stele_strerror(rc));
+    }
+    return reader_fail(err, STELE_EAGAIN, NULL, "no new record within %d ms", timeout_ms);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Status
+ * --------------------------------------------------------------------------------------- */
+
+/* Lists every segment into a fresh array (*out, freed by the caller); returns the count. */
+static int
+reader_list_segments(journal_reader_t *jr, journal_segment_info_t **out, stele_error_t *err)
+{
+    *out = NULL;
+    for (;;) {
+        int n = journal_reader_segments(jr, NULL, 0, err);
+        if (n <= 0)
+            return n;
+        journal_segment_info_t *segs = calloc((size_t)n, sizeof *segs);
+        if (!segs)
+            return reader_fail(err, -ENOMEM, NULL, "could not list %d segments", n);
+        int got = journal_reader_segments(jr, segs, (size_t)n, err);
+        if (got >= 0 && got <= n) {
+            *out = segs;
+            return got;
+        }
+        free(segs);
+        if (got < 0)
+            return got;
+        /* A segment appeared between the two calls: list again. */
+    }
+}
+
+/* Scans from `start` (with an optional hint) to the visible end; *last_out stays put when
+ * nothing is there. */
+static int
+reader_scan_to_end(journal_reader_t *jr, uint64_t start, const index_batch_t *hint,
+                   uint64_t *last_out, stele_error_t *err)
+{
+    int rc =
+        journal_reader_seek(jr, start, hint ? hint->segment_seq : 0, hint ? hint->offset : 0, err);
+    if (rc && rc != STELE_ENOTFOUND)
+        return rc;
+    journal_record_t rec;
+    while ((rc = journal_reader_next(jr, &rec, err)) == 0)
+        *last_out = rec.seq;
+    return rc == STELE_EAGAIN ? 0 : rc;
+}
+
+/* The last readable record: scanned from the index's newest batch start when the index
+ * has one past the newest segment's start, else from that segment's start. An index ahead
+ * of the segments (not yet caught up) finds nothing and falls back to the segment. */
+static int
+reader_find_last_seq(journal_reader_t *jr, index_t *ix, const journal_segment_info_t *segs,
+                     int n_segs, uint64_t *last_out, stele_error_t *err)
+{
+    *last_out = 0;
+    uint64_t start = 0;
+    for (int i = n_segs - 1; i >= 0 && !start; i--)
+        if (segs[i].first_ts_ns != 0)
+            start = segs[i].first_seq;
+    if (!start)
+        return 0;
+    index_batch_t b;
+    if (ix && index_last_batch(ix, &b, NULL) == 0 && b.first_seq > start) {
+        int rc = reader_scan_to_end(jr, b.first_seq, &b, last_out, err);
+        if (rc || *last_out)
+            return rc;
+    }
+    return reader_scan_to_end(jr, start, NULL, last_out, err);
+}
+
+static void
+reader_status_sinks(index_t *ix, stele_status_t *out)
+{
+    char names[STELE_MAX_SINKS][64];
+    uint64_t seqs[STELE_MAX_SINKS];
+    int n = ix ? index_list_checkpoints(ix, names, seqs, STELE_MAX_SINKS, NULL) : 0;
+    if (n < 0)
+        n = 0;
+    if (n > STELE_MAX_SINKS)
+        n = STELE_MAX_SINKS;
+    out->n_sinks = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        snprintf(out->sinks[i].name, sizeof out->sinks[i].name, "%s", names[i]);
+        out->sinks[i].shipped_seq = seqs[i];
+        if (index_count_dead_letters(ix, names[i], &out->sinks[i].dead_letters, NULL) != 0)
+            out->sinks[i].dead_letters = 0;
+    }
+}
+
+int
+stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err)
+{
+    if (!dir || !out)
+        return reader_fail(err, STELE_EINVAL, NULL, "stele_status_read: dir and out required");
+    memset(out, 0, sizeof *out);
+    journal_reader_t *jr = NULL;
+    journal_segment_info_t *segs = NULL;
+    int rc = journal_reader_open(dir, NULL, &jr, err);
+    if (rc)
+        return rc;
+    index_t *ix = reader_open_index(dir, jr);
+    journal_live_t live;
+    journal_reader_live(jr, &live);
+    snprintf(out->source, sizeof out->source, "%s", journal_reader_source(jr));
+    out->format_version = journal_reader_format_version(jr);
+    out->writer_pid = live.writer_pid;
+
+    int n = reader_list_segments(jr, &segs, err);
+    if (n < 0) {
+        rc = n;
+        goto done;
+    }
+    out->segments = (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        out->disk_bytes += segs[i].disk_bytes;
+    if (n > 0 && segs[0].first_ts_ns != 0)
+        out->first_seq = segs[0].first_seq;
+    rc = reader_find_last_seq(jr, ix, segs, n, &out->last_seq, err);
+    if (rc)
+        goto done;
+    if (live.writer_pid) {
+        if (live.visible_seq > out->last_seq)
+            out->last_seq = live.visible_seq;
+        out->committed_seq = live.visible_seq;
+        out->durable_seq = live.durable_seq;
+    } else {
+        /* No writer: what is on disk was left by a closed (synced) or crashed writer; the
+         * next writer's recovery keeps every complete batch, so all of it is committed. */
+        out->committed_seq = out->last_seq;
+        out->durable_seq = out->last_seq;
+    }
+    reader_status_sinks(ix, out);
+done:
+    free(segs);
+    index_close(ix);
+    journal_reader_close(jr);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Index catch-up (called by the engine at open, with the journal's writer lock held)
+ * --------------------------------------------------------------------------------------- */
+
+/* Appends to a note, separating sentences with "; ". */
+static void reader_note(char *note, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+reader_note(char *note, size_t cap, const char *fmt, ...)
+{
+    if (!note || cap == 0)
+        return;
+    size_t len = strnlen(note, cap);
+    if (len + 3 >= cap)
+        return;
+    if (len) {
+        memcpy(note + len, "; ", 3);
+        len += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note + len, cap - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Does the index entry name the frame the journal has at that seq? */
+static int
+reader_entry_matches(journal_reader_t *jr, const index_batch_t *b, int *matches, stele_error_t *err)
+{
+    *matches = 0;
+    int rc = journal_reader_seek(jr, b->first_seq, b->segment_seq, b->offset, err);
+    if (rc == STELE_ENOTFOUND)
+        return 0;
+    if (rc)
+        return rc;
+    journal_record_t rec;
+    rc = journal_reader_next(jr, &rec, err);
+    if (rc == STELE_EAGAIN)
+        return 0;
+    if (rc)
+        return rc;
+    *matches = rec.seq == b->first_seq && rec.segment_seq == b->segment_seq &&
+               rec.offset == b->offset && rec.ts_ns == b->first_ts_ns;
+    return 0;
+}
+
+/*
+ * Indexes every batch start after `from` (a known batch start, or 0 for the oldest record)
+ * up to last_seq. *n_out counts the batches added.
+ */
+static int
+reader_index_batches_after(index_t *ix, journal_reader_t *jr, uint64_t from, uint64_t last_seq,
+                           uint64_t *n_out, stele_error_t *err)
+{
+    *n_out = 0;
+    int rc = journal_reader_seek(jr, from, 0, 0, err);
+    if (rc && rc != STELE_ENOTFOUND)
+        return rc;
+    index_batch_t pending[READER_CATCH_UP_CHUNK];
+    size_t n_pending = 0;
+    int is_start = 1; /* the first record read starts a batch: `from` is one, or the oldest */
+    uint64_t seen_seq = from;
+    journal_record_t rec;
+    while ((rc = journal_reader_next(jr, &rec, err)) == 0) {
+        if (is_start && rec.seq > from) {
+            pending[n_pending++] = (index_batch_t){.first_seq = rec.seq,
+                                                   .segment_seq = rec.segment_seq,
+                                                   .offset = rec.offset,
+                                                   .first_ts_ns = rec.ts_ns};
+            if (n_pending == READER_CATCH_UP_CHUNK) {
+                rc = index_put_batches(ix, pending, n_pending, err);
+                if (rc)
+                    return rc;
+                *n_out += n_pending;
+                n_pending = 0;
+            }
+        }
+        is_start = rec.is_batch_end;
+        seen_seq = rec.seq;
+        if (rec.seq >= last_seq)
+            break;
+    }
+    if (rc && rc != STELE_EAGAIN)
+        return rc;
+    /* Recovery found records up to last_seq; a reader that cannot see them would leave the
+     * index silently short. */
+    if (seen_seq < last_seq)
+        return reader_fail(err, STELE_ECORRUPT, "run \"stele verify\" on the journal",
+                           "index catch-up could read only to seq %" PRIu64 " of the %" PRIu64
+                           " recovery found",
+                           seen_seq, last_seq);
+    rc = index_put_batches(ix, pending, n_pending, err);
+    if (rc == 0)
+        *n_out += n_pending;
+    return rc;
+}
+
+int
+stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
+                     const struct journal_recovery *rec, char *note, size_t note_cap,
+                     stele_error_t *err)
+{
+    if (!ix || !dir || !rec)
+        return reader_fail(err, STELE_EINVAL, NULL, "stele_index_catch_up: bad arguments");
+    if (note && note_cap)
+        note[0] = '\0';
+    char rebuilt[STELE_ERROR_MESSAGE_BYTES];
+    size_t rebuilt_len = 0;
+    int was_replaced =
+        index_get_meta(ix, "rebuilt", rebuilt, sizeof rebuilt - 1, &rebuilt_len, NULL) == 0;
+    if (was_replaced) {
+        rebuilt[rebuilt_len < sizeof rebuilt ? rebuilt_len : sizeof rebuilt - 1] = '\0';
+        reader_note(note, note_cap, "%s", rebuilt);
+    }
+
+    journal_reader_t *jr = NULL;
+    index_batch_t b;
+    uint64_t from = 0, n_added = 0;
+    int is_full = 0;
+    int rc = journal_reader_open(dir, io, &jr, err);
+    if (rc)
+        return rc;
+    if (rec->last_seq == 0) {
+        if (index_last_batch(ix, &b, NULL) == 0) {
+            rc = index_clear_batches(ix, err);
+            reader_note(note, note_cap, "index emptied: the journal has no records");
+        }
+        goto done;
+    }
+    if (index_last_batch(ix, &b, NULL) == 0 && b.first_seq > rec->last_seq) {
+        rc = index_truncate_after(ix, rec->last_seq, err);
+        if (rc)
+            goto done;
+        reader_note(note, note_cap,
+                    "index entries after seq %" PRIu64 " dropped (the journal "
+                    "ends there)",
+                    rec->last_seq);
+    }
+    if (rec->first_seq > 1 && index_first_batch(ix, &b, NULL) == 0 &&
+        b.first_seq < rec->first_seq) {
+        rc = index_delete_before(ix, rec->first_seq, err);
+        if (rc)
+            goto done;
+    }
+    rc = index_last_batch(ix, &b, NULL);
+    if (rc == 0) {
+        int matches = 0;
+        rc = reader_entry_matches(jr, &b, &matches, err);
+        if (rc)
+            goto done;
+        if (matches) {
+            from = b.first_seq;
+        } else {
+            reader_note(note, note_cap, "index disagreed with the segments at seq %" PRIu64,
+                        b.first_seq);
+            rc = index_clear_batches(ix, err);
+            is_full = 1;
+        }
+    } else if (rc == STELE_ENOTFOUND) {
+        rc = 0;
+        is_full = 1;
+    }
+    if (rc)
+        goto done;
+    rc = reader_index_batches_after(ix, jr, from, rec->last_seq, &n_added, err);
+    if (rc)
+        goto done;
+    if (is_full)
+        reader_note(note, note_cap, "index rebuilt from the segments (%" PRIu64 " batches)",
+                    n_added);
+    else if (n_added)
+        reader_note(note, note_cap, "index caught up: %" PRIu64 " batches after seq %" PRIu64,
+                    n_added, from);
+    if (was_replaced)
+        rc = index_delete_meta(ix, "rebuilt", err);
+    if (rc == 0)
+        rc = index_sync(ix, err);
+done:
+    journal_reader_close(jr);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Verify
+ * --------------------------------------------------------------------------------------- */
+
+typedef struct verify_state {
+    journal_reader_t *jr;
+    index_t *ix;
+    EVP_MD_CTX *md;
+    stele_verify_report_t *report;
+    int have_prev;
+    journal_record_t prev; /* payload pointer not kept */
+    int prev_is_batch_end;
+    int have_index_next;
+    index_batch_t index_next; /* the next index entry the walk must meet */
+    uint64_t start_seq;       /* where the walk began (0 = the oldest record) */
+} verify_state_t;
+
+static void
+verify_segment_name(char *buf, size_t cap, uint64_t segment_seq)
+{
+    snprintf(buf, cap, "%020" PRIu64 ".seg", segment_seq);
+}
+
+static int verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offset,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int
+verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offset, const char *fmt,
+           ...)
+{
+    stele_verify_report_t *rep = v->report;
+    rep->bad_seq = seq;
+    verify_segment_name(rep->bad_segment, sizeof rep->bad_segment, segment_seq);
+    rep->bad_offset = offset;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rep->what, sizeof rep->what, fmt, ap);
+    va_end(ap);
+    return STELE_ECORRUPT;
+}
+
+/* SHA-256(prev_hash || seq LE u64 || ts_ns LE i64 || payload), journal/FORMAT.md. */
+static int
+verify_hash(EVP_MD_CTX *md, const journal_record_t *rec, uint8_t out[READER_HASH_BYTES])
+{
+    uint8_t fixed[16];
+    uint64_t ts = (uint64_t)rec->ts_ns;
+    for (int i = 0; i < 8; i++) {
+        fixed[i] = (uint8_t)(rec->seq >> (8 * i));
+        fixed[8 + i] = (uint8_t)(ts >> (8 * i));
+    }
+    unsigned len = 0;
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
+        EVP_DigestUpdate(md, rec->prev_hash, READER_HASH_BYTES) != 1 ||
+        EVP_DigestUpdate(md, fixed, sizeof fixed) != 1 ||
+        EVP_DigestUpdate(md, rec->payload, rec->payload_len) != 1 ||
+        EVP_DigestFinal_ex(md, out, &len) != 1 || len != READER_HASH_BYTES)
+        return -EIO;
+    return 0;
+}
+
+/* Checks one record against the one before it, its own hash and the index. */
+static int
+verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err)
+{
+    const journal_record_t *p = &v->prev;
+    if (v->have_prev) {
+        if (rec->seq != p->seq + 1)
+            return verify_bad(v, p->seq + 1, rec->segment_seq, rec->offset,
+                              "expected seq %" PRIu64 " after seq %" PRIu64 ", found %" PRIu64,
+                              p->seq + 1, p->seq, rec->seq);
+        if (rec->ts_ns < p->ts_ns)
+            return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
+                              "timestamp %" PRId64 " is before the previous record's %" PRId64,
+                              rec->ts_ns, p->ts_ns);
+        if (memcmp(rec->prev_hash, p->hash, READER_HASH_BYTES) != 0)
+            return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
+                              "chain broken: previous hash does not match seq %" PRIu64 "'s hash",
+                              p->seq);
+    }
+    uint8_t hash[READER_HASH_BYTES];
+    if (verify_hash(v->md, rec, hash) != 0)
+        return reader_fail(err, -EIO, NULL, "could not compute SHA-256 (OpenSSL)");
+    if (memcmp(hash, rec->hash, READER_HASH_BYTES) != 0)
+        return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
+                          "chain hash does not match the record's contents");
+    if (v->have_index_next && v->index_next.first_seq <= rec->seq) {
+        const index_batch_t *b = &v->index_next;
+        /* The walk meets every seq in order, so an entry below this one names a seq the
+         * segments do not hold. */
+        if (b->first_seq < rec->seq)
+            return verify_bad(v, b->first_seq, b->segment_seq, b->offset,
+                              "index names seq %" PRIu64 " which the segments do not hold",
+                              b->first_seq);
+        if (b->segment_seq != rec->segment_seq || b->offset != rec->offset)
+            return verify_bad(v, rec->seq, b->segment_seq, b->offset,
+                              "index points seq %" PRIu64 " at segment offset %" PRIu64
+                              " but it is at %" PRIu64 " in segment %" PRIu64,
+                              rec->seq, b->offset, rec->offset, rec->segment_seq);
+        if (b->first_ts_ns != rec->ts_ns)
+            return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
+                              "index gives seq %" PRIu64 " timestamp %" PRId64
+                              " but the record has %" PRId64,
+                              rec->seq, b->first_ts_ns, rec->ts_ns);
+        if (v->have_prev && !v->prev_is_batch_end)
+            return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
+                              "index says a batch starts at seq %" PRIu64
+                              " but the record before it does not end a batch",
+                              rec->seq);
+        v->have_index_next = index_find_next(v->ix, rec->seq + 1, &v->index_next, NULL) == 0;
+    }
+    v->prev = *rec;
+    v->prev.payload = NULL;
+    v->prev_is_batch_end = rec->is_batch_end;
+    v->have_prev = 1;
+    v->report->records_checked++;
+    if (!v->report->first_seq)
+        v->report->first_seq = rec->seq;
+    v->report->last_seq = rec->seq;
+    return 0;
+}
+
+/* A read error from the journal: corruption is a verification failure at the frame after
+ * the last good one; anything else means verify could not check. */
+static int
+verify_read_failed(verify_state_t *v, int rc, stele_error_t *jerr, stele_error_t *err)
+{
+    if (rc != STELE_ECORRUPT) {
+        if (err)
+            *err = *jerr;
+        return rc;
+    }
+    uint64_t seq = v->have_prev ? v->prev.seq + 1 : v->start_seq + 1;
+    uint64_t segment = v->have_prev ? v->prev.segment_seq : 0;
+    uint64_t offset = v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0;
+    return verify_bad(v, seq, segment, offset, "%s", jerr->message);
+}
+
+/* Walks [from, to]; the record before `from` is checked too, to anchor the chain. */
+static int
+verify_walk(verify_state_t *v, uint64_t from_seq, uint64_t to_seq, stele_error_t *err)
+{
+    stele_error_t jerr = {0};
+    /* Read before the walk: a live writer only moves it forward, so a walk that ends short
+     * of it has lost records, whatever the writer does meanwhile. */
+    journal_live_t live_before;
+    journal_reader_live(v->jr, &live_before);
+    uint64_t start = from_seq > 1 ? from_seq - 1 : 0;
+    v->start_seq = start;
+    int rc = journal_reader_seek(v->jr, start, 0, 0, &jerr);
+    if (rc && rc != STELE_ENOTFOUND)
+        return verify_read_failed(v, rc, &jerr, err);
+    if (v->ix)
+        v->have_index_next = index_find_next(v->ix, start, &v->index_next, NULL) == 0;
+    journal_record_t rec;
+    while ((rc = journal_reader_next(v->jr, &rec, &jerr)) == 0) {
+        rc = verify_record(v, &rec, err);
+        if (rc)
+            return rc;
+        if (to_seq && rec.seq >= to_seq)
+            return 0;
+    }
+    if (rc != STELE_EAGAIN)
+        return verify_read_failed(v, rc, &jerr, err);
+    if (from_seq && v->report->last_seq < from_seq)
+        return reader_fail(err, STELE_ENOTFOUND, NULL,
+                           "seq %" PRIu64 " is past the end of the journal (last %" PRIu64 ")",
+                           from_seq, v->report->last_seq);
+    uint64_t last = v->report->last_seq;
+    uint64_t durable = live_before.durable_seq;
+    if (durable > last && (!to_seq || durable <= to_seq))
+        return verify_bad(
+            v, last + 1, v->have_prev ? v->prev.segment_seq : 0,
+            v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0,
+            "the journal's state records seq %" PRIu64
+            " as durable but the segments end at seq %" PRIu64 ": records are missing",
+            durable, last);
+    /* The index is updated after a batch is written, so with a live writer it may name a
+     * batch the walk stopped short of; with none, an entry past the end means records are
+     * missing from the segments. */
+    journal_live_t live;
+    journal_reader_live(v->jr, &live);
+    if (v->have_index_next && !live.writer_pid && (!to_seq || v->index_next.first_seq <= to_seq))
+        return verify_bad(v, v->index_next.first_seq, v->index_next.segment_seq,
+                          v->index_next.offset,
+                          "index names seq %" PRIu64 " past the end of the journal (last %" PRIu64
+                          "): records are missing",
+                          v->index_next.first_seq, v->report->last_seq);
+    return 0;
+}
+
+int
+stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_report_t *report,
+             stele_error_t *err)
+{
+    if (!dir || !report)
+        return reader_fail(err, STELE_EINVAL, NULL, "stele_verify: dir and report required");
+    if (to_seq && from_seq > to_seq)
+        return reader_fail(err, STELE_EINVAL, NULL,
+                           "verify range is empty: from %" PRIu64 " is after to %" PRIu64, from_seq,
+                           to_seq);
+    memset(report, 0, sizeof *report);
+    verify_state_t v = {.report = report};
+    int rc = journal_reader_open(dir, NULL, &v.jr, err);
+    if (rc)
+        return rc;
+    v.ix = reader_open_index(dir, v.jr);
+    v.md = EVP_MD_CTX_new();
+    if (!v.md) {
+        rc = reader_fail(err, -ENOMEM, NULL, "could not allocate a SHA-256 context");
+        goto done;
+    }
+    rc = verify_walk(&v, from_seq, to_seq, err);
+    if (rc == STELE_ECORRUPT && report->bad_seq)
+        reader_fail(err, rc, "back up the journal directory before repairing anything",
+                    "verification failed at seq %" PRIu64 " (%s, offset %" PRIu64 "): %s",
+                    report->bad_seq, report->bad_segment, report->bad_offset, report->what);
+    /* The anchor record before from_seq is checked but not reported as in range. */
+    if (from_seq > 1 && report->first_seq == from_seq - 1 && report->records_checked) {
+        report->records_checked--;
+        report->first_seq = from_seq;
+    }
+done:
+    EVP_MD_CTX_free(v.md);
+    index_close(v.ix);
+    journal_reader_close(v.jr);
+    return rc;
+}

@@ -1,0 +1,239 @@
+/*
+ * io_posix.c: the POSIX journal_io_t (io.h). Thin wrappers that retry EINTR, loop over short
+ * transfers and return -errno. Stateless: ctx is unused and the table is constant.
+ */
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Writes zeros in chunks of this size when asked to preallocate by zero-filling. */
+enum { IO_ZERO_CHUNK_BYTES = 1024 * 1024 };
+
+static int
+io_posix_open(void *ctx, const char *path, int flags, mode_t mode)
+{
+    (void)ctx;
+    int oflags = O_CLOEXEC | ((flags & JOURNAL_IO_WRITE) ? O_RDWR : O_RDONLY);
+    if (flags & JOURNAL_IO_CREATE)
+        oflags |= O_CREAT;
+    if (flags & JOURNAL_IO_EXCLUSIVE)
+        oflags |= O_EXCL;
+    int fd;
+    do {
+        fd = open(path, oflags, mode);
+    } while (fd < 0 && errno == EINTR);
+    return fd < 0 ? -errno : fd;
+}
+
+static ssize_t
+io_posix_pread(void *ctx, int fd, void *buf, size_t len, off_t off)
+{
+    (void)ctx;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+static int
+io_posix_pwritev(void *ctx, int fd, const struct iovec *iov_in, int iovcnt, off_t off)
+{
+    (void)ctx;
+    /* The common case is one call; a short write continues from where it stopped on a
+     * private copy of the vector so the caller's stays untouched. */
+    struct iovec local[16];
+    struct iovec *iov = local;
+    if (iovcnt > (int)(sizeof local / sizeof local[0])) {
+        iov = malloc(sizeof *iov * (size_t)iovcnt);
+        if (!iov)
+            return -ENOMEM;
+    }
+    memcpy(iov, iov_in, sizeof *iov * (size_t)iovcnt);
+    int rc = 0;
+    struct iovec *cur = iov;
+    int left = iovcnt;
+    while (left > 0) {
+        if (cur->iov_len == 0) {
+            cur++;
+            left--;
+            continue;
+        }
+        ssize_t n = pwritev(fd, cur, left > IOV_MAX ? IOV_MAX : left, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
+        if (n == 0) {
+            rc = -EIO;
+            break;
+        }
+        off += n;
+        while (n > 0 && left > 0) {
+            size_t step = (size_t)n < cur->iov_len ? (size_t)n : cur->iov_len;
+            cur->iov_base = (char *)cur->iov_base + step;
+            cur->iov_len -= step;
+            n -= (ssize_t)step;
+            if (cur->iov_len == 0) {
+                cur++;
+                left--;
+            }
+        }
+    }
+    if (iov != local)
+        free(iov);
+    return rc;
+}
+
+static int
+io_posix_fdatasync(void *ctx, int fd)
+{
+    (void)ctx;
+    /* Never retried on failure (only EINTR, which means nothing was attempted). */
+    int rc;
+    do {
+        rc = fdatasync(fd);
+    } while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -errno : 0;
+}
+
+static int
+io_posix_fsync(void *ctx, int fd)
+{
+    (void)ctx;
+    int rc;
+    do {
+        rc = fsync(fd);
+    } while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -errno : 0;
+}
+
+static int
+io_posix_truncate(void *ctx, int fd, off_t len)
+{
+    (void)ctx;
+    int rc;
+    do {
+        rc = ftruncate(fd, len);
+    } while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -errno : 0;
+}
+
+static int
+io_posix_zero_fill(int fd, off_t off, off_t len)
+{
+    char *zeros = calloc(1, IO_ZERO_CHUNK_BYTES);
+    if (!zeros)
+        return -ENOMEM;
+    int rc = 0;
+    while (len > 0) {
+        size_t chunk = len < IO_ZERO_CHUNK_BYTES ? (size_t)len : IO_ZERO_CHUNK_BYTES;
+        struct iovec iov = {.iov_base = zeros, .iov_len = chunk};
+        rc = io_posix_pwritev(NULL, fd, &iov, 1, off);
+        if (rc)
+            break;
+        off += (off_t)chunk;
+        len -= (off_t)chunk;
+    }
+    free(zeros);
+    return rc;
+}
+
+static int
+io_posix_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
+{
+    (void)ctx;
+    if (zero_fill)
+        return io_posix_zero_fill(fd, off, len);
+    int rc;
+    do {
+        rc = posix_fallocate(fd, off, len);
+    } while (rc == EINTR);
+    return -rc;
+}
+
+static int
+io_posix_rename(void *ctx, const char *from, const char *to)
+{
+    (void)ctx;
+    return rename(from, to) < 0 ? -errno : 0;
+}
+
+static int
+io_posix_unlink(void *ctx, const char *path)
+{
+    (void)ctx;
+    return unlink(path) < 0 ? -errno : 0;
+}
+
+static int
+io_posix_sync_dir(void *ctx, const char *dir)
+{
+    (void)ctx;
+    int fd;
+    do {
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return -errno;
+    int rc = io_posix_fsync(NULL, fd);
+    close(fd);
+    return rc;
+}
+
+static int
+io_posix_file_size(void *ctx, int fd, off_t *size_out)
+{
+    (void)ctx;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    *size_out = st.st_size;
+    return 0;
+}
+
+static int
+io_posix_close(void *ctx, int fd)
+{
+    (void)ctx;
+    /* close is not retried on EINTR: on Linux the descriptor is released either way. */
+    return close(fd) < 0 && errno != EINTR ? -errno : 0;
+}
+
+static const journal_io_t io_posix_table = {
+    .ctx = NULL,
+    .open_file = io_posix_open,
+    .pread = io_posix_pread,
+    .pwritev = io_posix_pwritev,
+    .fdatasync = io_posix_fdatasync,
+    .fsync = io_posix_fsync,
+    .truncate = io_posix_truncate,
+    .allocate = io_posix_allocate,
+    .rename = io_posix_rename,
+    .unlink = io_posix_unlink,
+    .sync_dir = io_posix_sync_dir,
+    .file_size = io_posix_file_size,
+    .close = io_posix_close,
+};
+
+const journal_io_t *
+journal_io_posix(void)
+{
+    return &io_posix_table;
+}

@@ -1,0 +1,937 @@
+/*
+ * journal.c: the writer side of journal.h: open (create or recover), append, sync, roll,
+ * publish, retention, stats, close. The format is FORMAT.md's; frames are sealed by
+ * record.c, segments made by segment.c, the tail classified by recover.c.
+ *
+ * Threads and what protects what:
+ *  - The writing thread (the engine's committer) alone calls append_batch, sync, publish
+ *    and close; the fields under "writer thread only" are touched by nobody else.
+ *  - last_seq, durable_seq, syncs and sticky_rc are atomics with exactly one writer (the
+ *    writing thread) so stats and other threads read them without a lock.
+ *  - mu protects the segment list (seg_seqs) and the preparer's hand-off fields; it is never
+ *    held across I/O. retention_mu serialises journal_delete_before calls.
+ *  - The preparer thread creates prepared.tmp ahead of need (segment_prepare) so a roll
+ *    only writes a 4 KiB header, renames and syncs the directory.
+ * Invariants: write_off is the end of the last complete batch in the active segment and
+ * everything past it is zero; a segment file with a final name has a durable header; once
+ * sticky_rc is set no more data is written.
+ */
+#include "journal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chain.h"
+#include "format.h"
+#include "jerr.h"
+#include "record.h"
+#include "recover.h"
+#include "segment.h"
+#include "shared.h"
+
+/* Defaults: a 64 MiB segment holds ~200k typical audit events and preallocates in well
+ * under a second; 1 MiB records match stele_options_t's default. */
+#define JOURNAL_DEFAULT_SEGMENT_BYTES (64ull * 1024 * 1024)
+#define JOURNAL_DEFAULT_MAX_RECORD (1024u * 1024u)
+/* The smallest segment still holding its header and one largest frame of a small record;
+ * tests use 16 KiB segments to roll often. */
+#define JOURNAL_MIN_SEGMENT_BYTES (2ull * SEG_HEADER_BYTES)
+
+struct journal {
+    char *dir;
+    const journal_io_t *io;
+    journal_options_t opts; /* opts.source is not kept: see source[] */
+    char source[SEG_SOURCE_BYTES];
+    uint8_t genesis[HASH_BYTES];
+    int lock_fd;
+    journal_shared_t *shared;
+
+    /* -- writer thread only -- */
+    chain_hasher_t *hasher;
+    int active_fd;
+    uint64_t active_first_seq;
+    uint64_t active_bytes; /* size of the active segment file */
+    uint64_t write_off;
+    uint8_t last_hash[HASH_BYTES];
+    int64_t last_ts_ns;
+
+    /* -- atomics, one writer each (the writer thread) -- */
+    _Atomic uint64_t last_seq;
+    _Atomic uint64_t durable_seq;
+    _Atomic uint64_t syncs;
+    _Atomic int sticky_rc;                      /* 0, or the error that halted the journal */
+    char sticky_msg[STELE_ERROR_MESSAGE_BYTES]; /* written before sticky_rc is stored */
+
+    /* -- protected by mu; prep_cv fires when prep_fd/prep_rc change or on stop -- */
+    pthread_mutex_t mu;
+    pthread_cond_t prep_cv;
+    uint64_t *seg_seqs; /* first seqs, ascending; the last is the active segment */
+    size_t n_segs, cap_segs;
+    int prep_fd; /* a prepared segment ready to install, or -1 */
+    int prep_rc; /* the preparer's failure, reported at the next roll */
+    int prep_stop;
+    int prep_installing; /* the writer holds prepared.tmp's name until installed */
+    int prep_started;
+    pthread_t prep_thread;
+
+    /* -- serialises journal_delete_before -- */
+    pthread_mutex_t retention_mu;
+    int is_open; /* open succeeded: close syncs and publishes */
+};
+
+const char *
+journal_end_name(journal_end_t end)
+{
+    switch (end) {
+    case JOURNAL_END_CLEAN:
+        return "clean";
+    case JOURNAL_END_TORN_FRAME:
+        return "torn frame";
+    case JOURNAL_END_BAD_CRC:
+        return "bad crc";
+    case JOURNAL_END_BAD_LENGTH:
+        return "bad length";
+    case JOURNAL_END_BAD_SEQ:
+        return "wrong seq";
+    case JOURNAL_END_TORN_BATCH:
+        return "torn batch";
+    case JOURNAL_END_SEALED_DAMAGE:
+        return "damage before the durable tail";
+    }
+    return "unknown";
+}
+
+void
+journal_options_init(journal_options_t *opts)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->segment_bytes = JOURNAL_DEFAULT_SEGMENT_BYTES;
+    opts->max_record_bytes = JOURNAL_DEFAULT_MAX_RECORD;
+    opts->file_mode = 0600;
+    opts->dir_mode = 0700;
+    opts->create_if_missing = 1;
+    opts->zero_fill = 1; /* the faster on this machine's disk: docs/journal.md */
+}
+
+static int64_t
+journal_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char *
+journal_seg_name(char buf[SEG_NAME_BYTES], uint64_t first_seq)
+{
+    segment_name(buf, first_seq);
+    return buf;
+}
+
+/* Records the first failure; later calls report STELE_EHALTED naming it. */
+static int journal_halt(journal_t *j, stele_error_t *err, int rc, const char *hint, const char *fmt,
+                        ...) __attribute__((format(printf, 5, 6)));
+
+static int
+journal_halt(journal_t *j, stele_error_t *err, int rc, const char *hint, const char *fmt, ...)
+{
+    char msg[STELE_ERROR_MESSAGE_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (atomic_load_explicit(&j->sticky_rc, memory_order_acquire) == 0) {
+        snprintf(j->sticky_msg, sizeof j->sticky_msg, "%s", msg);
+        atomic_store_explicit(&j->sticky_rc, rc, memory_order_release);
+    }
+    return jerr_set(err, rc, hint, "%s", msg);
+}
+
+static int
+journal_check_halted(journal_t *j, stele_error_t *err)
+{
+    int rc = atomic_load_explicit(&j->sticky_rc, memory_order_acquire);
+    if (!rc)
+        return 0;
+    return jerr_set(err, STELE_EHALTED, "reopen the journal to run recovery",
+                    "journal %s halted: %s", j->dir, j->sticky_msg);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The preparer thread
+ * --------------------------------------------------------------------------------------- */
+
+static void *
+journal_preparer_main(void *arg)
+{
+    journal_t *j = arg;
+    pthread_mutex_lock(&j->mu);
+    while (!j->prep_stop) {
+        if (j->prep_fd >= 0 || j->prep_rc || j->prep_installing) {
+            pthread_cond_wait(&j->prep_cv, &j->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&j->mu);
+        int fd = -1;
+        int rc = segment_prepare(j->io, j->dir, j->opts.segment_bytes, j->opts.zero_fill,
+                                 j->opts.file_mode, &fd);
+        pthread_mutex_lock(&j->mu);
+        if (rc)
+            j->prep_rc = rc;
+        else
+            j->prep_fd = fd;
+        pthread_cond_broadcast(&j->prep_cv);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+static int
+journal_preparer_start(journal_t *j)
+{
+    int rc = pthread_create(&j->prep_thread, NULL, journal_preparer_main, j);
+    if (rc)
+        return -rc;
+    j->prep_started = 1;
+    return 0;
+}
+
+static void
+journal_preparer_stop(journal_t *j)
+{
+    if (!j->prep_started)
+        return;
+    pthread_mutex_lock(&j->mu);
+    j->prep_stop = 1;
+    pthread_cond_broadcast(&j->prep_cv);
+    pthread_mutex_unlock(&j->mu);
+    pthread_join(j->prep_thread, NULL);
+    j->prep_started = 0;
+    if (j->prep_fd >= 0) {
+        char path[PATH_MAX];
+        j->io->close(j->io->ctx, j->prep_fd);
+        j->prep_fd = -1;
+        /* Leaving it would be harmless (never trusted), but a closed journal stays tidy. */
+        if (snprintf(path, sizeof path, "%s/%s", j->dir, SEG_PREPARED_NAME) < (int)sizeof path)
+            j->io->unlink(j->io->ctx, path);
+    }
+}
+
+/* Takes the prepared segment, waiting for the preparer if it is still at work. */
+static int
+journal_take_prepared(journal_t *j, int *fd_out)
+{
+    pthread_mutex_lock(&j->mu);
+    while (j->prep_fd < 0 && !j->prep_rc)
+        pthread_cond_wait(&j->prep_cv, &j->mu);
+    int rc = j->prep_rc;
+    if (!rc) {
+        *fd_out = j->prep_fd;
+        j->prep_fd = -1;
+        j->prep_installing = 1;
+    }
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
+/* The prepared file has its final name now: the preparer may start on the next one. */
+static void
+journal_release_prepared(journal_t *j)
+{
+    pthread_mutex_lock(&j->mu);
+    j->prep_installing = 0;
+    pthread_cond_broadcast(&j->prep_cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static int
+journal_segs_push(journal_t *j, uint64_t first_seq)
+{
+    pthread_mutex_lock(&j->mu);
+    int rc = 0;
+    if (j->n_segs == j->cap_segs) {
+        size_t ncap = j->cap_segs ? j->cap_segs * 2 : 16;
+        uint64_t *grown = realloc(j->seg_seqs, ncap * sizeof *grown);
+        if (!grown)
+            rc = -ENOMEM;
+        else {
+            j->seg_seqs = grown;
+            j->cap_segs = ncap;
+        }
+    }
+    if (!rc)
+        j->seg_seqs[j->n_segs++] = first_seq;
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
+/* Installs the prepared segment as segment `first_seq` and makes it the active one. */
+static int
+journal_install_next(journal_t *j, stele_error_t *err)
+{
+    char name[SEG_NAME_BYTES], ebuf[64];
+    uint64_t first_seq = atomic_load(&j->last_seq) + 1;
+    int fd = -1;
+    int rc = journal_take_prepared(j, &fd);
+    if (rc)
+        return journal_halt(j, err, rc, NULL, "could not prepare segment %s: %s",
+                            journal_seg_name(name, first_seq),
+                            jerr_errno_text(rc, ebuf, sizeof ebuf));
+    segment_header_t h = {.version = FORMAT_VERSION,
+                          .first_seq = first_seq,
+                          .created_ns = journal_now_ns(),
+                          .prev_ts_ns = j->last_ts_ns};
+    memcpy(h.source, j->source, SEG_SOURCE_BYTES);
+    memcpy(h.genesis, j->genesis, HASH_BYTES);
+    memcpy(h.prev_hash, j->last_hash, HASH_BYTES);
+    rc = segment_install(j->io, j->dir, fd, &h);
+    if (!rc)
+        rc = journal_segs_push(j, first_seq);
+    journal_release_prepared(j);
+    if (rc) {
+        j->io->close(j->io->ctx, fd);
+        return journal_halt(j, err, rc, NULL, "could not install segment %s: %s",
+                            journal_seg_name(name, first_seq),
+                            jerr_errno_text(rc, ebuf, sizeof ebuf));
+    }
+    if (j->active_fd >= 0)
+        j->io->close(j->io->ctx, j->active_fd);
+    j->active_fd = fd;
+    j->active_first_seq = first_seq;
+    j->active_bytes = j->opts.segment_bytes;
+    j->write_off = SEG_HEADER_BYTES;
+    return 0;
+}
+
+/* Seals the active segment (its records durable before the next segment's header vouches
+ * for them through prev_hash) and moves on to the prepared one. */
+static int
+journal_roll(journal_t *j, stele_error_t *err)
+{
+    int rc = journal_sync(j, err);
+    if (rc)
+        return rc;
+    return journal_install_next(j, err);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Open
+ * --------------------------------------------------------------------------------------- */
+
+static int
+journal_validate_options(const journal_options_t *o, stele_error_t *err)
+{
+    if (o->segment_bytes < JOURNAL_MIN_SEGMENT_BYTES || o->segment_bytes % FRAME_ALIGN)
+        return jerr_set(err, STELE_EINVAL, NULL,
+                        "segment size %" PRIu64 " must be a multiple of 8 and at least %llu",
+                        o->segment_bytes, (unsigned long long)JOURNAL_MIN_SEGMENT_BYTES);
+    if (o->max_record_bytes == 0 || o->max_record_bytes > FRAME_MAX_PAYLOAD)
+        return jerr_set(err, STELE_EINVAL, NULL, "max record size %u out of range 1..%u",
+                        o->max_record_bytes, FRAME_MAX_PAYLOAD);
+    if (o->source && strlen(o->source) >= SEG_SOURCE_BYTES)
+        return jerr_set(err, STELE_EINVAL, NULL, "source name longer than %u bytes",
+                        SEG_SOURCE_BYTES - 1);
+    return 0;
+}
+
+static int
+journal_fail_errno(stele_error_t *err, int rc, const char *what, const char *obj)
+{
+    char ebuf[64];
+    const char *hint = NULL;
+    if (rc == -EACCES || rc == -EROFS || rc == -EPERM)
+        hint = "the journal directory must be writable to write; readers need only read access";
+    return jerr_set(err, rc, hint, "could not %s %s: %s", what, obj,
+                    jerr_errno_text(rc, ebuf, sizeof ebuf));
+}
+
+/* mkdir with the exact mode asked for (not the umask's), and the parent synced so the new
+ * directory survives power loss. */
+static int
+journal_make_dir(const journal_t *j, stele_error_t *err)
+{
+    if (mkdir(j->dir, (mode_t)j->opts.dir_mode) < 0)
+        return journal_fail_errno(err, -errno, "create journal directory", j->dir);
+    if (chmod(j->dir, (mode_t)j->opts.dir_mode) < 0)
+        return journal_fail_errno(err, -errno, "set the mode of", j->dir);
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", j->dir);
+    char *slash = strrchr(parent, '/');
+    if (slash == parent)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(parent, sizeof parent, ".");
+    int rc = j->io->sync_dir(j->io->ctx, parent);
+    if (rc)
+        return journal_fail_errno(err, rc, "sync the parent directory of", j->dir);
+    return 0;
+}
+
+/* A new journal: a genesis value and segment 1, durable before open returns. */
+static int
+journal_create(journal_t *j, stele_error_t *err)
+{
+    char name[SEG_NAME_BYTES];
+    if (getrandom(j->genesis, HASH_BYTES, 0) != (ssize_t)HASH_BYTES)
+        return journal_fail_errno(err, -errno, "draw the genesis value for", j->dir);
+    int fd = -1;
+    int rc = segment_prepare(j->io, j->dir, j->opts.segment_bytes, j->opts.zero_fill,
+                             j->opts.file_mode, &fd);
+    if (rc)
+        return journal_fail_errno(err, rc, "create segment", journal_seg_name(name, 1));
+    segment_header_t h = {
+        .version = FORMAT_VERSION, .first_seq = 1, .created_ns = journal_now_ns()};
+    memcpy(h.source, j->source, SEG_SOURCE_BYTES);
+    memcpy(h.genesis, j->genesis, HASH_BYTES);
+    memcpy(h.prev_hash, j->genesis, HASH_BYTES);
+    rc = segment_install(j->io, j->dir, fd, &h);
+    if (!rc)
+        rc = journal_segs_push(j, 1);
+    if (rc) {
+        j->io->close(j->io->ctx, fd);
+        return journal_fail_errno(err, rc, "create segment", journal_seg_name(name, 1));
+    }
+    j->active_fd = fd;
+    j->active_first_seq = 1;
+    j->active_bytes = j->opts.segment_bytes;
+    j->write_off = SEG_HEADER_BYTES;
+    memcpy(j->last_hash, j->genesis, HASH_BYTES);
+    return 0;
+}
+
+/* Header check of every segment (sealed ones get nothing more: never a full scan). */
+static int
+journal_check_headers(journal_t *j, const segment_dir_t *d, segment_header_t *newest,
+                      stele_error_t *err)
+{
+    char name[SEG_NAME_BYTES], path[PATH_MAX];
+    for (size_t i = 0; i < d->n; i++) {
+        segment_header_t h;
+        const char *why = "";
+        journal_seg_name(name, d->seqs[i]);
+        int rc = segment_path(path, sizeof path, j->dir, d->seqs[i]);
+        if (rc)
+            return journal_fail_errno(err, rc, "open segment", name);
+        int fd = j->io->open_file(j->io->ctx, path, JOURNAL_IO_READ, 0);
+        if (fd < 0)
+            return journal_fail_errno(err, fd, "open segment", name);
+        rc = segment_header_read(j->io, fd, &h, &why);
+        j->io->close(j->io->ctx, fd);
+        if (rc == STELE_EVERSION)
+            return jerr_set(err, rc, "upgrade stele to read this journal",
+                            "segment %s has format version %u; this stele reads up to %u", name,
+                            h.version, FORMAT_VERSION);
+        if (rc == STELE_ECORRUPT)
+            return jerr_set(err, rc, JERR_HINT_VERIFY, "segment %s offset 0: %s", name, why);
+        if (rc)
+            return journal_fail_errno(err, rc, "read the header of segment", name);
+        if (h.first_seq != d->seqs[i])
+            return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                            "segment %s offset 0: header says first seq %" PRIu64, name,
+                            h.first_seq);
+        if (i == 0) {
+            memcpy(j->genesis, h.genesis, HASH_BYTES);
+            memcpy(j->source, h.source, SEG_SOURCE_BYTES);
+        } else if (memcmp(j->genesis, h.genesis, HASH_BYTES) != 0) {
+            return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                            "segment %s offset 0: genesis differs from segment %020" PRIu64
+                            ".seg's: not from this journal",
+                            name, d->seqs[0]);
+        }
+        rc = journal_segs_push(j, d->seqs[i]);
+        if (rc)
+            return journal_fail_errno(err, rc, "list segment", name);
+        *newest = h;
+    }
+    return 0;
+}
+
+/* Where the tail scan may start: the hint if it names a valid frame of the newest segment
+ * with the seq it claims, else the segment's first frame. */
+static void
+journal_pick_scan_start(journal_t *j, recover_scan_t *s, const segment_header_t *h)
+{
+    const journal_options_t *o = &j->opts;
+    s->start_off = SEG_HEADER_BYTES;
+    s->expect_seq = h->first_seq;
+    s->trust_first = 0;
+    if (!o->hint_seq || o->hint_segment_seq != h->first_seq || o->hint_offset < SEG_HEADER_BYTES ||
+        o->hint_offset % FRAME_ALIGN || o->hint_offset >= s->seg_bytes ||
+        o->hint_seq < h->first_seq || o->hint_offset == SEG_HEADER_BYTES)
+        return;
+    uint8_t head[FRAME_HEADER_BYTES];
+    ssize_t n = j->io->pread(j->io->ctx, s->fd, head, sizeof head, (off_t)o->hint_offset);
+    if (n != (ssize_t)sizeof head || format_load_u32(head) != FRAME_MAGIC ||
+        format_load_u64(head + FRAME_OFF_SEQ) != o->hint_seq)
+        return;
+    s->start_off = o->hint_offset;
+    s->expect_seq = o->hint_seq;
+    s->prev_ts_ns = format_load_i64(head + FRAME_OFF_TS_NS);
+    s->trust_first = 1;
+}
+
+static int
+journal_recover(journal_t *j, const segment_header_t *h, journal_recovery_t *rec,
+                stele_error_t *err)
+{
+    char name[SEG_NAME_BYTES], path[PATH_MAX], ebuf[64];
+    journal_seg_name(name, h->first_seq);
+    int rc = segment_path(path, sizeof path, j->dir, h->first_seq);
+    if (rc)
+        return journal_fail_errno(err, rc, "open segment", name);
+    int fd = j->io->open_file(j->io->ctx, path, JOURNAL_IO_WRITE, 0);
+    if (fd < 0)
+        return journal_fail_errno(err, fd, "open segment", name);
+    j->active_fd = fd;
+    j->active_first_seq = h->first_seq;
+    off_t size = 0;
+    rc = j->io->file_size(j->io->ctx, fd, &size);
+    if (rc)
+        return journal_fail_errno(err, rc, "size segment", name);
+    j->active_bytes = (uint64_t)size;
+
+    recover_scan_t s = {.io = j->io,
+                        .fd = fd,
+                        .seg_bytes = (uint64_t)size,
+                        .prev_ts_ns = h->prev_ts_ns,
+                        .hasher = j->hasher};
+    memcpy(s.prev_hash, h->prev_hash, HASH_BYTES);
+    journal_pick_scan_start(j, &s, h);
+    rc = recover_scan_tail(&s);
+    if (!rc && s.trust_first && s.n_batches == 0) {
+        /* The hinted batch is not complete: its predecessor's hash is unknown here. */
+        s.start_off = SEG_HEADER_BYTES;
+        s.expect_seq = h->first_seq;
+        s.prev_ts_ns = h->prev_ts_ns;
+        s.trust_first = 0;
+        rc = recover_scan_tail(&s);
+    }
+    if (rc)
+        return journal_fail_errno(err, rc, "scan segment", name);
+    rec->end = s.end;
+    rec->scanned_bytes = s.scanned_bytes;
+    if (recover_is_synced_damage(&s)) {
+        rec->end = JOURNAL_END_SEALED_DAMAGE;
+        if (s.chain_broken)
+            return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                            "segment %s offset %" PRIu64 ": %s", name, s.damage_off, s.why);
+        return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                        "segment %s offset %" PRIu64 ": %s before synced data (a later frame "
+                        "says seq %" PRIu64 " was synced; the log ends at %" PRIu64 ")",
+                        name, s.damage_off, s.why, s.max_later_synced, s.last_seq);
+    }
+    if (s.dirty_end > s.end_off) {
+        rc = recover_zero_tail(j->io, fd, s.end_off, s.dirty_end);
+        if (rc)
+            return journal_fail_errno(err, rc, "truncate the torn tail of segment", name);
+        rec->truncated_bytes = s.dirty_end - s.end_off;
+        snprintf(rec->note, sizeof rec->note,
+                 "recovered segment %s: %s at offset %" PRIu64 "; dropped %" PRIu64
+                 " unacknowledged record(s) after seq %" PRIu64 ", zeroed %" PRIu64 " bytes",
+                 name, journal_end_name(s.end), s.damage_off, s.dropped_frames, s.last_seq,
+                 rec->truncated_bytes);
+    }
+    /* Whatever survived may sit in the page cache only (the previous writer died): make it
+     * durable now, so durable_seq can start at last_seq. */
+    rc = j->io->fdatasync(j->io->ctx, fd);
+    if (rc)
+        return jerr_set(err, rc, NULL, "could not sync segment %s: %s", name,
+                        jerr_errno_text(rc, ebuf, sizeof ebuf));
+    j->write_off = s.end_off;
+    atomic_store(&j->last_seq, s.last_seq);
+    j->last_ts_ns = s.last_ts_ns;
+    memcpy(j->last_hash, s.last_hash, HASH_BYTES);
+    return 0;
+}
+
+static int
+journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_t *err)
+{
+    segment_dir_t d;
+    int rc = segment_dir_list(j->dir, &d);
+    if (rc == -ENOENT && j->opts.create_if_missing) {
+        rc = journal_make_dir(j, err);
+        if (rc)
+            return rc;
+        rc = segment_dir_list(j->dir, &d);
+    }
+    if (rc == -ENOTDIR)
+        return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s is not a directory", j->dir);
+    if (rc)
+        return journal_fail_errno(err, rc, "list journal directory", j->dir);
+    if (d.n == 0 && !d.has_lock && d.n_other > 0) {
+        segment_dir_free(&d);
+        return jerr_set(err, STELE_ENOTJOURNAL, "give an empty or new directory for a new journal",
+                        "%s is not a stele journal (no segments, no LOCK, %zu other entries)",
+                        j->dir, d.n_other);
+    }
+    if (d.n == 0 && !j->opts.create_if_missing) {
+        segment_dir_free(&d);
+        return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s holds no journal segments", j->dir);
+    }
+    int holder = 0;
+    rc = shared_open_writer(j->io, j->dir, j->opts.file_mode, &j->lock_fd, &j->shared, &holder);
+    if (rc == STELE_ELOCKED) {
+        segment_dir_free(&d);
+        if (holder > 0)
+            return jerr_set(err, rc, "stop the other writer, or read with a reader",
+                            "journal %s is locked by another writer (pid %d)", j->dir, holder);
+        return jerr_set(err, rc, NULL, "journal %s is locked by another writer", j->dir);
+    }
+    if (rc) {
+        segment_dir_free(&d);
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", j->dir, LOCK_NAME);
+        return journal_fail_errno(err, rc, "open lock file", path);
+    }
+    if (d.n == 0) {
+        segment_dir_free(&d);
+        return journal_create(j, err);
+    }
+    segment_header_t newest = {0};
+    rc = journal_check_headers(j, &d, &newest, err);
+    segment_dir_free(&d);
+    if (!rc)
+        rc = journal_recover(j, &newest, rec, err);
+    return rc;
+}
+
+int
+journal_open(const char *dir, const journal_options_t *opts_in, journal_t **out,
+             journal_recovery_t *rec_out, stele_error_t *err)
+{
+    journal_options_t defaults;
+    journal_recovery_t rec_local;
+    journal_recovery_t *rec = rec_out ? rec_out : &rec_local;
+    if (!dir || !out)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_open needs a directory and an out");
+    *out = NULL;
+    memset(rec, 0, sizeof *rec);
+    if (!opts_in) {
+        journal_options_init(&defaults);
+        opts_in = &defaults;
+    }
+    int rc = journal_validate_options(opts_in, err);
+    if (rc)
+        return rc;
+    journal_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return jerr_set(err, -ENOMEM, NULL, "out of memory opening journal %s", dir);
+    j->opts = *opts_in;
+    j->opts.source = NULL; /* borrowed: copied into source[] (a new journal's name) */
+    j->opts.io = NULL;
+    if (opts_in->source)
+        snprintf(j->source, sizeof j->source, "%s", opts_in->source);
+    j->io = opts_in->io ? opts_in->io : journal_io_posix();
+    j->lock_fd = -1;
+    j->active_fd = -1;
+    j->prep_fd = -1;
+    j->dir = strdup(dir);
+    j->hasher = chain_hasher_new();
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_mutex_init(&j->retention_mu, NULL);
+    pthread_cond_init(&j->prep_cv, NULL);
+    if (!j->dir || !j->hasher) {
+        rc = jerr_set(err, -ENOMEM, NULL, "out of memory opening journal %s", dir);
+        goto fail;
+    }
+    rc = journal_open_existing_or_new(j, rec, err);
+    if (rc)
+        goto fail;
+    uint64_t last = atomic_load(&j->last_seq);
+    atomic_store(&j->durable_seq, last);
+    shared_publish(j->shared, last, last);
+    rc = journal_preparer_start(j);
+    if (rc) {
+        jerr_set(err, rc, NULL, "could not start the segment preparer of %s", dir);
+        goto fail;
+    }
+    rec->first_seq = last ? j->seg_seqs[0] : 0;
+    rec->last_seq = last;
+    rec->last_ts_ns = j->last_ts_ns;
+    memcpy(rec->last_hash, j->last_hash, HASH_BYTES);
+    j->is_open = 1;
+    *out = j;
+    return 0;
+fail:
+    journal_close(j, NULL);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Writing
+ * --------------------------------------------------------------------------------------- */
+
+/* Checks a batch laid out by journal_frame_prepare before anything is changed. */
+static int
+journal_check_batch(const journal_t *j, const uint8_t *buf, size_t len, stele_error_t *err)
+{
+    uint64_t expect = atomic_load(&j->last_seq) + 1;
+    int64_t prev_ts = j->last_ts_ns;
+    size_t off = 0;
+    if (len == 0)
+        return jerr_set(err, STELE_EINVAL, NULL, "empty batch");
+    while (off < len) {
+        if (len - off < FRAME_HEADER_BYTES ||
+            format_load_u32(buf + off + FRAME_OFF_MAGIC) != FRAME_MAGIC)
+            return jerr_set(err, STELE_EINVAL, NULL,
+                            "batch byte %zu is not a frame from journal_frame_prepare", off);
+        uint32_t payload_len = format_load_u32(buf + off + FRAME_OFF_PAYLOAD_LEN);
+        uint64_t seq = format_load_u64(buf + off + FRAME_OFF_SEQ);
+        int64_t ts_ns = format_load_i64(buf + off + FRAME_OFF_TS_NS);
+        if (payload_len > j->opts.max_record_bytes)
+            return jerr_set(err, STELE_ETOOBIG, NULL,
+                            "record seq %" PRIu64 " has %u bytes; the limit is %u", seq,
+                            payload_len, j->opts.max_record_bytes);
+        if (payload_len == 0)
+            return jerr_set(err, STELE_EINVAL, NULL, "record seq %" PRIu64 " is empty", seq);
+        if (format_frame_bytes(payload_len) > len - off)
+            return jerr_set(err, STELE_EINVAL, NULL, "record seq %" PRIu64 " overruns the batch",
+                            seq);
+        if (seq != expect)
+            return jerr_set(err, STELE_EINVAL, NULL,
+                            "batch seq %" PRIu64 " does not follow %" PRIu64, seq, expect - 1);
+        if (ts_ns < prev_ts)
+            return jerr_set(err, STELE_EINVAL, NULL,
+                            "record seq %" PRIu64 " timestamp %" PRId64 " is before %" PRId64, seq,
+                            ts_ns, prev_ts);
+        prev_ts = ts_ns;
+        expect++;
+        off += format_frame_bytes(payload_len);
+    }
+    if (len > j->opts.segment_bytes - SEG_HEADER_BYTES)
+        return jerr_set(err, STELE_ETOOBIG, "raise segment_bytes or commit smaller batches",
+                        "batch of %zu bytes does not fit in a %" PRIu64 "-byte segment", len,
+                        j->opts.segment_bytes);
+    return 0;
+}
+
+int
+journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_t *info,
+                     stele_error_t *err)
+{
+    char name[SEG_NAME_BYTES], ebuf[64];
+    if (!j || !buf)
+        return jerr_set(err, STELE_EINVAL, NULL,
+                        "journal_append_batch needs a journal and a batch");
+    int rc = journal_check_halted(j, err);
+    if (!rc)
+        rc = journal_check_batch(j, buf, len, err);
+    if (rc)
+        return rc;
+    int rolled = 0;
+    if (j->write_off + len > j->active_bytes) {
+        rc = journal_roll(j, err);
+        if (rc)
+            return rc;
+        rolled = 1;
+    }
+    uint8_t hash[HASH_BYTES];
+    memcpy(hash, j->last_hash, HASH_BYTES);
+    uint64_t synced = atomic_load(&j->durable_seq);
+    uint64_t first_seq = format_load_u64(buf + FRAME_OFF_SEQ), last_seq = first_seq;
+    int64_t last_ts = j->last_ts_ns;
+    for (size_t off = 0; off < len;) {
+        uint32_t payload_len = format_load_u32(buf + off + FRAME_OFF_PAYLOAD_LEN);
+        size_t frame_bytes = (size_t)format_frame_bytes(payload_len);
+        uint32_t flags = off + frame_bytes == len ? FRAME_FLAG_BATCH_END : 0;
+        rc = record_seal(buf + off, hash, flags, synced, j->hasher, hash);
+        if (rc)
+            return jerr_set(err, rc, NULL, "could not hash record: out of memory");
+        last_seq = format_load_u64(buf + off + FRAME_OFF_SEQ);
+        last_ts = format_load_i64(buf + off + FRAME_OFF_TS_NS);
+        off += frame_bytes;
+    }
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    rc = j->io->pwritev(j->io->ctx, j->active_fd, &iov, 1, (off_t)j->write_off);
+    if (rc)
+        return journal_halt(j, err, rc, NULL,
+                            "could not write segment %s at offset %" PRIu64 ": %s",
+                            journal_seg_name(name, j->active_first_seq), j->write_off,
+                            jerr_errno_text(rc, ebuf, sizeof ebuf));
+    if (info) {
+        info->first_seq = first_seq;
+        info->last_seq = last_seq;
+        info->first_ts_ns = format_load_i64(buf + FRAME_OFF_TS_NS);
+        info->segment_seq = j->active_first_seq;
+        info->offset = j->write_off;
+        info->rolled = rolled;
+    }
+    j->write_off += len;
+    j->last_ts_ns = last_ts;
+    memcpy(j->last_hash, hash, HASH_BYTES);
+    atomic_store_explicit(&j->last_seq, last_seq, memory_order_release);
+    return 0;
+}
+
+int
+journal_sync(journal_t *j, stele_error_t *err)
+{
+    char name[SEG_NAME_BYTES], ebuf[64];
+    if (!j)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_sync needs a journal");
+    int rc = journal_check_halted(j, err);
+    if (rc)
+        return rc;
+    uint64_t written = atomic_load(&j->last_seq);
+    rc = j->io->fdatasync(j->io->ctx, j->active_fd);
+    /* Never retried: after a failed fdatasync the kernel may have dropped the dirty pages
+     * and a second call could report success for data that is gone. */
+    if (rc)
+        return journal_halt(j, err, rc, JERR_HINT_VERIFY, "could not sync segment %s: %s",
+                            journal_seg_name(name, j->active_first_seq),
+                            jerr_errno_text(rc, ebuf, sizeof ebuf));
+    atomic_fetch_add_explicit(&j->syncs, 1, memory_order_relaxed);
+    atomic_store_explicit(&j->durable_seq, written, memory_order_release);
+    return 0;
+}
+
+void
+journal_publish(journal_t *j, uint64_t visible_seq, uint64_t durable_seq)
+{
+    if (j && j->shared)
+        shared_publish(j->shared, visible_seq, durable_seq);
+}
+
+uint64_t
+journal_last_seq(const journal_t *j)
+{
+    return j ? atomic_load_explicit(&((journal_t *)j)->last_seq, memory_order_acquire) : 0;
+}
+
+const char *
+journal_source(const journal_t *j)
+{
+    return j ? j->source : "";
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Retention and stats
+ * --------------------------------------------------------------------------------------- */
+
+int
+journal_delete_before(journal_t *j, uint64_t seq, stele_error_t *err)
+{
+    char path[PATH_MAX], name[SEG_NAME_BYTES];
+    if (!j)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_delete_before needs a journal");
+    int rc = journal_check_halted(j, err);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&j->retention_mu);
+    int deleted = 0;
+    for (;;) {
+        /* Segment 0 may go when segment 1 exists (so 0 is sealed) and starts at or below
+         * seq: then every record of segment 0 is < seq. */
+        pthread_mutex_lock(&j->mu);
+        uint64_t victim = 0;
+        int ok = j->n_segs >= 2 && j->seg_seqs[1] <= seq;
+        if (ok)
+            victim = j->seg_seqs[0];
+        pthread_mutex_unlock(&j->mu);
+        if (!ok)
+            break;
+        rc = segment_path(path, sizeof path, j->dir, victim);
+        if (!rc)
+            rc = j->io->unlink(j->io->ctx, path);
+        if (rc && rc != -ENOENT) {
+            journal_fail_errno(err, rc, "delete segment", journal_seg_name(name, victim));
+            break;
+        }
+        rc = 0;
+        pthread_mutex_lock(&j->mu);
+        memmove(j->seg_seqs, j->seg_seqs + 1, (j->n_segs - 1) * sizeof *j->seg_seqs);
+        j->n_segs--;
+        pthread_mutex_unlock(&j->mu);
+        deleted++;
+    }
+    if (deleted) {
+        int sync_rc = j->io->sync_dir(j->io->ctx, j->dir);
+        if (sync_rc && !rc) {
+            rc = sync_rc;
+            journal_fail_errno(err, rc, "sync journal directory", j->dir);
+        }
+    }
+    pthread_mutex_unlock(&j->retention_mu);
+    return rc ? rc : deleted;
+}
+
+void
+journal_stats(journal_t *j, journal_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!j)
+        return;
+    char path[PATH_MAX];
+    out->last_seq = atomic_load(&j->last_seq);
+    out->syncs = atomic_load(&j->syncs);
+    pthread_mutex_lock(&j->mu);
+    size_t n = j->n_segs;
+    uint64_t *seqs = malloc((n ? n : 1) * sizeof *seqs);
+    if (seqs)
+        memcpy(seqs, j->seg_seqs, n * sizeof *seqs);
+    int prepared = j->prep_fd >= 0;
+    pthread_mutex_unlock(&j->mu);
+    if (!seqs)
+        return;
+    out->segments = n + (prepared ? 1 : 0);
+    out->first_seq = n && out->last_seq >= seqs[0] ? seqs[0] : 0;
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (segment_path(path, sizeof path, j->dir, seqs[i]) == 0 && stat(path, &st) == 0)
+            out->disk_bytes += (uint64_t)st.st_blocks * 512u;
+    }
+    if (prepared &&
+        snprintf(path, sizeof path, "%s/%s", j->dir, SEG_PREPARED_NAME) < (int)sizeof path) {
+        struct stat st;
+        if (stat(path, &st) == 0)
+            out->disk_bytes += (uint64_t)st.st_blocks * 512u;
+    }
+    free(seqs);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Close
+ * --------------------------------------------------------------------------------------- */
+
+int
+journal_close(journal_t *j, stele_error_t *err)
+{
+    if (!j)
+        return 0;
+    journal_preparer_stop(j);
+    int rc = atomic_load(&j->sticky_rc);
+    if (rc) {
+        jerr_set(err, rc, NULL, "journal %s halted: %s", j->dir ? j->dir : "", j->sticky_msg);
+    } else if (j->is_open) {
+        rc = journal_sync(j, err);
+        if (!rc) {
+            uint64_t last = atomic_load(&j->last_seq);
+            shared_publish(j->shared, last, last);
+        }
+    }
+    if (j->active_fd >= 0)
+        j->io->close(j->io->ctx, j->active_fd);
+    shared_close_writer(j->io, j->lock_fd, j->shared);
+    chain_hasher_free(j->hasher);
+    pthread_cond_destroy(&j->prep_cv);
+    pthread_mutex_destroy(&j->retention_mu);
+    pthread_mutex_destroy(&j->mu);
+    free(j->seg_seqs);
+    free(j->dir);
+    free(j);
+    return rc;
+}

@@ -1,0 +1,631 @@
+/*
+ * jreader.c: the read side of journal.h, usable from any process, read-only (a read-only
+ * directory works). A reader walks segments in seq order through the I/O table, checks
+ * every frame (rules 1-5), that seqs follow and the chain hash, and returns only committed
+ * records:
+ *  - with a live writer (it holds the LOCK's OFD lock): records <= the published
+ *    visible_seq (the engine publishes durable_seq there with sync=always);
+ *  - with no writer: records up to the last complete batch (BATCH_END) on disk; a torn
+ *    tail is left for the next writer's recovery.
+ * Corruption (a bad frame that must be valid, a seq gap, a broken chain, damage in a sealed
+ * segment) is reported with segment and offset. A reader belongs to one thread; it has no
+ * locks. The LOCK page is mapped read-only and never written.
+ */
+#include "journal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "chain.h"
+#include "format.h"
+#include "jerr.h"
+#include "record.h"
+#include "segment.h"
+#include "shared.h"
+
+/* Reads are buffered in chunks this large. */
+enum { READER_CHUNK_BYTES = 256 * 1024 };
+/* With no live writer there is nothing to sleep on; re-check the files this often. */
+enum { READER_POLL_MS = 10 };
+/* A futex wait is cut into slices this long so a writer that dies is noticed. */
+enum { READER_WAIT_SLICE_MS = 100 };
+
+struct journal_reader {
+    char *dir;
+    const journal_io_t *io;
+    int lock_fd;
+    journal_shared_t *shared; /* NULL until a writer has made LOCK */
+    chain_hasher_t *hasher;
+    char source[SEG_SOURCE_BYTES];
+    uint8_t genesis[HASH_BYTES];
+    uint32_t version;
+    int have_genesis;
+
+    /* -- cursor -- */
+    int seg_fd;
+    uint64_t seg_first_seq;
+    uint64_t seg_bytes;
+    uint64_t off;      /* the next frame */
+    uint64_t next_seq; /* its seq */
+    uint64_t min_seq;  /* records below this are skipped (set by seek) */
+    uint8_t prev_hash[HASH_BYTES];
+    int have_prev; /* 0 after a hinted seek until the first frame is read */
+    int64_t prev_ts_ns;
+    uint64_t batch_end_off; /* with no writer: frames before this end a complete batch */
+
+    /* -- read buffer over the current segment -- */
+    uint8_t *buf;
+    size_t buf_cap;
+    uint64_t buf_off;
+    size_t buf_len;
+};
+
+static const char *
+reader_seg_name(char buf[SEG_NAME_BYTES], uint64_t first_seq)
+{
+    segment_name(buf, first_seq);
+    return buf;
+}
+
+static int
+reader_fail_errno(stele_error_t *err, int rc, const char *what, const char *obj)
+{
+    char ebuf[64];
+    return jerr_set(err, rc, NULL, "could not %s %s: %s", what, obj,
+                    jerr_errno_text(rc, ebuf, sizeof ebuf));
+}
+
+static void
+reader_close_segment(journal_reader_t *r)
+{
+    if (r->seg_fd >= 0)
+        r->io->close(r->io->ctx, r->seg_fd);
+    r->seg_fd = -1;
+    r->buf_len = 0;
+    r->batch_end_off = 0;
+}
+
+/* Opens segment first_seq and checks its header. Returns 0, -ENOENT (no such segment),
+ * STELE_ECORRUPT, STELE_EVERSION or -errno. */
+static int
+reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h,
+                    stele_error_t *err)
+{
+    char path[PATH_MAX], name[SEG_NAME_BYTES];
+    const char *why = "";
+    reader_seg_name(name, first_seq);
+    int rc = segment_path(path, sizeof path, r->dir, first_seq);
+    if (rc)
+        return reader_fail_errno(err, rc, "open segment", name);
+    int fd = r->io->open_file(r->io->ctx, path, JOURNAL_IO_READ, 0);
+    if (fd == -ENOENT)
+        return fd;
+    if (fd < 0)
+        return reader_fail_errno(err, fd, "open segment", name);
+    off_t size = 0;
+    rc = segment_header_read(r->io, fd, h, &why);
+    if (!rc)
+        rc = r->io->file_size(r->io->ctx, fd, &size);
+    if (rc == STELE_EVERSION) {
+        jerr_set(err, rc, "upgrade stele to read this journal",
+                 "segment %s has format version %u; this stele reads up to %u", name, h->version,
+                 FORMAT_VERSION);
+    } else if (rc == STELE_ECORRUPT) {
+        jerr_set(err, rc, JERR_HINT_VERIFY, "segment %s offset 0: %s", name, why);
+    } else if (!rc && h->first_seq != first_seq) {
+        rc = jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                      "segment %s offset 0: header says first seq %" PRIu64, name, h->first_seq);
+    } else if (!rc && r->have_genesis && memcmp(h->genesis, r->genesis, HASH_BYTES) != 0) {
+        rc = jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                      "segment %s offset 0: genesis differs: not from this journal", name);
+    } else if (rc) {
+        reader_fail_errno(err, rc, "read segment", name);
+    }
+    if (rc) {
+        r->io->close(r->io->ctx, fd);
+        return rc;
+    }
+    if (!r->have_genesis) {
+        memcpy(r->genesis, h->genesis, HASH_BYTES);
+        memcpy(r->source, h->source, SEG_SOURCE_BYTES);
+        r->version = h->version;
+        r->have_genesis = 1;
+    }
+    reader_close_segment(r);
+    r->seg_fd = fd;
+    r->seg_first_seq = first_seq;
+    r->seg_bytes = (uint64_t)size;
+    return 0;
+}
+
+/* Moves the cursor to the first frame of segment first_seq. */
+static int
+reader_enter_segment(journal_reader_t *r, uint64_t first_seq, stele_error_t *err)
+{
+    segment_header_t h;
+    int rc = reader_open_segment(r, first_seq, &h, err);
+    if (rc)
+        return rc;
+    if (r->have_prev && r->next_seq == first_seq &&
+        memcmp(h.prev_hash, r->prev_hash, HASH_BYTES) != 0) {
+        char name[SEG_NAME_BYTES];
+        return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                        "segment %s offset 0: prev_hash does not match the previous segment's "
+                        "last record",
+                        reader_seg_name(name, first_seq));
+    }
+    r->off = SEG_HEADER_BYTES;
+    r->next_seq = first_seq;
+    memcpy(r->prev_hash, h.prev_hash, HASH_BYTES);
+    r->prev_ts_ns = h.prev_ts_ns;
+    r->have_prev = 1;
+    return 0;
+}
+
+static void
+reader_try_map_shared(journal_reader_t *r)
+{
+    if (!r->shared)
+        shared_open_reader(r->dir, &r->lock_fd, &r->shared);
+}
+
+int
+journal_reader_open(const char *dir, const journal_io_t *io, journal_reader_t **out,
+                    stele_error_t *err)
+{
+    if (!dir || !out)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_open needs a directory");
+    *out = NULL;
+    segment_dir_t d;
+    int rc = segment_dir_list(dir, &d);
+    if (rc == -ENOTDIR)
+        return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s is not a directory", dir);
+    if (rc)
+        return reader_fail_errno(err, rc, "list journal directory", dir);
+    if (d.n == 0 && !d.has_lock) {
+        segment_dir_free(&d);
+        return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s is not a stele journal", dir);
+    }
+    journal_reader_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        segment_dir_free(&d);
+        return jerr_set(err, -ENOMEM, NULL, "out of memory");
+    }
+    r->io = io ? io : journal_io_posix();
+    r->lock_fd = -1;
+    r->seg_fd = -1;
+    r->dir = strdup(dir);
+    r->hasher = chain_hasher_new();
+    r->next_seq = 1;
+    r->min_seq = 1;
+    if (!r->dir || !r->hasher) {
+        rc = jerr_set(err, -ENOMEM, NULL, "out of memory");
+        goto fail;
+    }
+    rc = shared_open_reader(dir, &r->lock_fd, &r->shared);
+    if (rc) {
+        reader_fail_errno(err, rc, "map the lock file of", dir);
+        goto fail;
+    }
+    if (d.n > 0) {
+        rc = reader_enter_segment(r, d.seqs[0], err);
+        if (rc == -ENOENT) /* deleted by retention meanwhile: seek finds the new oldest */
+            rc = 0;
+        if (rc)
+            goto fail;
+    }
+    segment_dir_free(&d);
+    *out = r;
+    return 0;
+fail:
+    segment_dir_free(&d);
+    journal_reader_close(r);
+    return rc;
+}
+
+void
+journal_reader_close(journal_reader_t *r)
+{
+    if (!r)
+        return;
+    reader_close_segment(r);
+    shared_close_reader(r->lock_fd, r->shared);
+    chain_hasher_free(r->hasher);
+    free(r->buf);
+    free(r->dir);
+    free(r);
+}
+
+/* Decodes the frame at r->off; fresh from disk when the buffer cannot settle it (frames past
+ * the writer's end change, so a buffered non-valid answer is never trusted). */
+static int
+reader_decode(journal_reader_t *r, record_status_t *st, record_view_t *v)
+{
+    uint64_t room = r->seg_bytes > r->off ? r->seg_bytes - r->off : 0;
+    if (room == 0) {
+        *st = RECORD_ZERO;
+        return 0;
+    }
+    if (r->off >= r->buf_off && r->off < r->buf_off + r->buf_len) {
+        size_t avail = (size_t)(r->buf_off + r->buf_len - r->off);
+        *st = record_decode(r->buf + (r->off - r->buf_off), avail, room, r->off, v);
+        if (*st == RECORD_VALID)
+            return 0;
+    }
+    uint64_t need = READER_CHUNK_BYTES;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (need > room)
+            need = room;
+        if (need > r->buf_cap) {
+            uint8_t *grown = realloc(r->buf, (size_t)need);
+            if (!grown)
+                return -ENOMEM;
+            r->buf = grown;
+            r->buf_cap = (size_t)need;
+        }
+        ssize_t n = r->io->pread(r->io->ctx, r->seg_fd, r->buf, (size_t)need, (off_t)r->off);
+        if (n < 0)
+            return (int)n;
+        r->buf_off = r->off;
+        r->buf_len = (size_t)n;
+        *st = record_decode(r->buf, (size_t)n, (uint64_t)n < room ? (uint64_t)n : room, r->off, v);
+        if (*st != RECORD_NEED_MORE)
+            return 0;
+        if ((uint64_t)n < need) {
+            *st = RECORD_TORN; /* the file ends inside the frame */
+            return 0;
+        }
+        need = format_frame_bytes(format_load_u32(r->buf + FRAME_OFF_PAYLOAD_LEN));
+    }
+    *st = RECORD_TORN;
+    return 0;
+}
+
+/* 1 when some segment newer than the current one exists (so the current one is sealed). */
+static int
+reader_segment_is_sealed(const journal_reader_t *r)
+{
+    segment_dir_t d;
+    if (segment_dir_list(r->dir, &d))
+        return 0;
+    int sealed = d.n > 0 && d.seqs[d.n - 1] > r->seg_first_seq;
+    segment_dir_free(&d);
+    return sealed;
+}
+
+/* With no live writer: is the frame at r->off part of a batch whose end is on disk? Walks
+ * forward without hashing and remembers the batch end. */
+static int
+reader_batch_complete(journal_reader_t *r, int *complete)
+{
+    *complete = 0;
+    if (r->off < r->batch_end_off) {
+        *complete = 1;
+        return 0;
+    }
+    uint64_t saved_off = r->off;
+    int rc = 0;
+    for (;;) {
+        record_status_t st;
+        record_view_t v;
+        rc = reader_decode(r, &st, &v);
+        if (rc || st != RECORD_VALID)
+            break;
+        r->off += v.frame_bytes;
+        if (v.flags & FRAME_FLAG_BATCH_END) {
+            r->batch_end_off = r->off;
+            *complete = 1;
+            break;
+        }
+    }
+    r->off = saved_off;
+    return rc;
+}
+
+static int
+reader_corrupt(const journal_reader_t *r, stele_error_t *err, const char *what)
+{
+    char name[SEG_NAME_BYTES];
+    return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY, "segment %s offset %" PRIu64 ": %s",
+                    reader_seg_name(name, r->seg_first_seq), r->off, what);
+}
+
+/* The end of the current segment was reached: go on to the segment starting at next_seq.
+ * Returns 0 (moved), STELE_EAGAIN (not there yet) or an error. */
+static int
+reader_next_segment(journal_reader_t *r, int must_exist, stele_error_t *err)
+{
+    int rc = reader_enter_segment(r, r->next_seq, err);
+    if (rc != -ENOENT)
+        return rc;
+    if (must_exist) {
+        char what[96];
+        snprintf(what, sizeof what, "record %" PRIu64 " is committed but its segment is missing",
+                 r->next_seq);
+        return reader_corrupt(r, err, what);
+    }
+    return STELE_EAGAIN;
+}
+
+/* The core of next/wait: finds the next returnable record. With consume 0 the cursor stays
+ * on it (skipped records below min_seq are still consumed). */
+static int
+reader_step(journal_reader_t *r, journal_record_t *rec, int consume, stele_error_t *err)
+{
+    for (;;) {
+        if (r->seg_fd < 0) {
+            int rc = reader_next_segment(r, 0, err);
+            if (rc)
+                return rc;
+        }
+        reader_try_map_shared(r);
+        uint64_t visible =
+            r->shared ? atomic_load_explicit(&r->shared->visible_seq, memory_order_acquire) : 0;
+        int committed = r->next_seq <= visible; /* published: must be there if a writer lives */
+        int live = -1;                          /* unknown until needed: it costs a syscall */
+        if (!committed) {
+            live = shared_writer_pid(r->lock_fd, r->shared) != 0;
+            if (live)
+                return STELE_EAGAIN;
+        }
+        record_status_t st;
+        record_view_t v;
+        int rc = reader_decode(r, &st, &v);
+        if (rc)
+            return reader_fail_errno(err, rc, "read journal", r->dir);
+        if (st != RECORD_VALID) {
+            if (live < 0)
+                live = shared_writer_pid(r->lock_fd, r->shared) != 0;
+            int must = committed && live;
+            if (st == RECORD_ZERO) {
+                rc = reader_next_segment(r, must, err);
+                if (rc == 0)
+                    continue;
+                if (rc != STELE_EAGAIN || !reader_segment_is_sealed(r))
+                    return rc;
+                return reader_corrupt(r, err, "records missing at the end of a sealed segment");
+            }
+            char what[96];
+            snprintf(what, sizeof what, "%s", record_status_name(st));
+            if (must || reader_segment_is_sealed(r))
+                return reader_corrupt(r, err, what);
+            return STELE_EAGAIN; /* a torn tail: the next writer's recovery settles it */
+        }
+        if (v.seq != r->next_seq) {
+            char what[96];
+            snprintf(what, sizeof what, "seq %" PRIu64 " where %" PRIu64 " was due", v.seq,
+                     r->next_seq);
+            return reader_corrupt(r, err, what);
+        }
+        if (v.ts_ns < r->prev_ts_ns && r->have_prev)
+            return reader_corrupt(r, err, "timestamp goes back");
+        if (r->off >= r->batch_end_off) {
+            /* Only whole batches are returned, even when published: a position a dead
+             * writer left behind may name a batch that power loss tore. */
+            int complete = 0;
+            rc = reader_batch_complete(r, &complete);
+            if (rc)
+                return reader_fail_errno(err, rc, "read journal", r->dir);
+            if (!complete) {
+                if (committed && live)
+                    return reader_corrupt(r, err, "committed batch is incomplete");
+                return STELE_EAGAIN;
+            }
+            continue; /* the walk moved the buffer: decode this frame again */
+        }
+        int wanted = v.seq >= r->min_seq;
+        if (wanted && r->have_prev) {
+            uint8_t calc[HASH_BYTES];
+            rc =
+                chain_hash(r->hasher, r->prev_hash, v.seq, v.ts_ns, v.payload, v.payload_len, calc);
+            if (rc)
+                return jerr_set(err, rc, NULL, "could not hash record: out of memory");
+            if (memcmp(calc, v.hash, HASH_BYTES) != 0) {
+                char what[96];
+                snprintf(what, sizeof what, "chain hash of seq %" PRIu64 " does not match", v.seq);
+                return reader_corrupt(r, err, what);
+            }
+        }
+        if (wanted) {
+            rec->seq = v.seq;
+            rec->ts_ns = v.ts_ns;
+            rec->payload = v.payload;
+            rec->payload_len = v.payload_len;
+            memcpy(rec->hash, v.hash, HASH_BYTES);
+            if (r->have_prev)
+                memcpy(rec->prev_hash, r->prev_hash, HASH_BYTES);
+            else
+                memset(rec->prev_hash, 0, HASH_BYTES);
+            rec->segment_seq = r->seg_first_seq;
+            rec->offset = r->off;
+            rec->is_batch_end = (v.flags & FRAME_FLAG_BATCH_END) != 0;
+            if (!consume)
+                return 0;
+        }
+        memcpy(r->prev_hash, v.hash, HASH_BYTES);
+        r->have_prev = 1;
+        r->prev_ts_ns = v.ts_ns;
+        r->off += v.frame_bytes;
+        r->next_seq++;
+        if (wanted)
+            return 0;
+    }
+}
+
+int
+journal_reader_next(journal_reader_t *r, journal_record_t *rec, stele_error_t *err)
+{
+    if (!r || !rec)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_next needs a reader and a record");
+    return reader_step(r, rec, 1, err);
+}
+
+int
+journal_reader_seek(journal_reader_t *r, uint64_t seq, uint64_t hint_segment_seq,
+                    uint64_t hint_offset, stele_error_t *err)
+{
+    if (!r)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_seek needs a reader");
+    if (seq == 0)
+        seq = 1;
+    segment_dir_t d;
+    int rc = segment_dir_list(r->dir, &d);
+    if (rc)
+        return reader_fail_errno(err, rc, "list journal directory", r->dir);
+    if (d.n == 0) {
+        segment_dir_free(&d);
+        reader_close_segment(r);
+        r->next_seq = 1;
+        r->have_prev = 0;
+        r->min_seq = seq;
+        return 0;
+    }
+    size_t i = d.n;
+    while (i > 0 && d.seqs[i - 1] > seq)
+        i--;
+    int too_old = i == 0;
+    uint64_t seg = d.seqs[too_old ? 0 : i - 1];
+    segment_dir_free(&d);
+    r->have_prev = 0;
+    rc = reader_enter_segment(r, seg, err);
+    if (rc == -ENOENT) /* deleted meanwhile by retention: try again from the new oldest */
+        return journal_reader_seek(r, seq, 0, 0, err);
+    if (rc)
+        return rc;
+    r->min_seq = too_old ? seg : seq;
+    if (hint_segment_seq == seg && hint_offset > SEG_HEADER_BYTES &&
+        hint_offset % FRAME_ALIGN == 0 && hint_offset < r->seg_bytes) {
+        /* A hint is used only when its frame checks out and precedes seq (the target's
+         * prev_hash is then read on the way); a wrong hint just costs the scan. */
+        uint64_t saved = r->off;
+        record_status_t st;
+        record_view_t v;
+        r->off = hint_offset;
+        rc = reader_decode(r, &st, &v);
+        if (!rc && st == RECORD_VALID && v.seq < seq && v.seq >= seg) {
+            r->next_seq = v.seq;
+            r->have_prev = 0;
+        } else {
+            r->off = saved;
+        }
+    }
+    r->batch_end_off = 0;
+    if (too_old) {
+        char name[SEG_NAME_BYTES];
+        return jerr_set(err, STELE_ENOTFOUND, NULL,
+                        "seq %" PRIu64 " is older than the oldest segment %s", seq,
+                        reader_seg_name(name, seg));
+    }
+    return 0;
+}
+
+static int64_t
+reader_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+journal_reader_wait(journal_reader_t *r, uint64_t after_seq, int timeout_ms)
+{
+    if (!r)
+        return STELE_EINVAL;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : reader_now_ms() + timeout_ms;
+    for (;;) {
+        reader_try_map_shared(r);
+        uint32_t seen =
+            r->shared ? atomic_load_explicit(&r->shared->futex_word, memory_order_acquire) : 0;
+        int live = shared_writer_pid(r->lock_fd, r->shared) != 0;
+        if (live) {
+            uint64_t visible = atomic_load_explicit(&r->shared->visible_seq, memory_order_acquire);
+            if (visible > after_seq)
+                return 0;
+        } else {
+            journal_record_t rec;
+            int rc = reader_step(r, &rec, 0, NULL);
+            if (rc != STELE_EAGAIN && (rc != 0 || rec.seq > after_seq))
+                return 0; /* a record, or an error next() will report */
+        }
+        int64_t left = deadline - reader_now_ms();
+        if (left <= 0)
+            return STELE_ETIMEDOUT;
+        if (live) {
+            shared_wait(r->shared, seen,
+                        (int)(left < READER_WAIT_SLICE_MS ? left : READER_WAIT_SLICE_MS));
+        } else {
+            int64_t ms = left < READER_POLL_MS ? left : READER_POLL_MS;
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ms * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+void
+journal_reader_live(journal_reader_t *r, journal_live_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!r)
+        return;
+    reader_try_map_shared(r);
+    int pid = shared_writer_pid(r->lock_fd, r->shared);
+    out->writer_pid = pid > 0 ? pid : 0;
+    if (r->shared && pid) {
+        out->visible_seq = atomic_load_explicit(&r->shared->visible_seq, memory_order_acquire);
+        out->durable_seq = atomic_load_explicit(&r->shared->durable_seq, memory_order_acquire);
+    }
+}
+
+const char *
+journal_reader_source(const journal_reader_t *r)
+{
+    return r ? r->source : "";
+}
+
+uint32_t
+journal_reader_format_version(const journal_reader_t *r)
+{
+    return r ? r->version : 0;
+}
+
+int
+journal_reader_segments(journal_reader_t *r, journal_segment_info_t *out, size_t max,
+                        stele_error_t *err)
+{
+    char path[PATH_MAX];
+    if (!r)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_segments needs a reader");
+    segment_dir_t d;
+    int rc = segment_dir_list(r->dir, &d);
+    if (rc)
+        return reader_fail_errno(err, rc, "list journal directory", r->dir);
+    for (size_t i = 0; i < d.n && i < max; i++) {
+        journal_segment_info_t *s = &out[i];
+        memset(s, 0, sizeof *s);
+        s->first_seq = d.seqs[i];
+        if (segment_path(path, sizeof path, r->dir, d.seqs[i]))
+            continue;
+        struct stat st;
+        if (stat(path, &st) == 0)
+            s->disk_bytes = (uint64_t)st.st_blocks * 512u;
+        int fd = r->io->open_file(r->io->ctx, path, JOURNAL_IO_READ, 0);
+        if (fd < 0)
+            continue;
+        uint8_t head[FRAME_HEADER_BYTES];
+        if (r->io->pread(r->io->ctx, fd, head, sizeof head, SEG_HEADER_BYTES) ==
+                (ssize_t)sizeof head &&
+            format_load_u32(head) == FRAME_MAGIC)
+            s->first_ts_ns = format_load_i64(head + FRAME_OFF_TS_NS);
+        r->io->close(r->io->ctx, fd);
+    }
+    int n = (int)d.n;
+    segment_dir_free(&d);
+    return n;
+}

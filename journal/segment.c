@@ -1,0 +1,240 @@
+/*
+ * segment.c: segment names, headers and lifecycle (segment.h). A segment is born as
+ * prepared.tmp (preallocated and fsynced by the preparer thread, off the commit path) and
+ * becomes <first_seq>.seg in segment_install: header written and synced *before* the
+ * rename, and the directory synced after it, so a file carrying a segment name always has
+ * a durable, valid header. No state of its own; callers serialise use of prepared.tmp.
+ */
+#include "segment.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "stele.h"
+
+void
+segment_name(char out[SEG_NAME_BYTES], uint64_t first_seq)
+{
+    snprintf(out, SEG_NAME_BYTES, "%020" PRIu64 "%s", first_seq, SEG_NAME_SUFFIX);
+}
+
+int
+segment_parse_name(const char *name, uint64_t *first_seq)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < SEG_NAME_DIGITS; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+        uint64_t digit = (uint64_t)(name[i] - '0');
+        if (v > (UINT64_MAX - digit) / 10)
+            return 0;
+        v = v * 10 + digit;
+    }
+    if (strcmp(name + SEG_NAME_DIGITS, SEG_NAME_SUFFIX) != 0)
+        return 0;
+    *first_seq = v;
+    return 1;
+}
+
+int
+segment_path(char *out, size_t cap, const char *dir, uint64_t first_seq)
+{
+    char name[SEG_NAME_BYTES];
+    segment_name(name, first_seq);
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+void
+segment_header_encode(const segment_header_t *h, uint8_t buf[SEG_HEADER_BYTES])
+{
+    memset(buf, 0, SEG_HEADER_BYTES);
+    memcpy(buf + SEG_OFF_MAGIC, SEG_MAGIC, SEG_MAGIC_BYTES);
+    format_store_u32(buf + SEG_OFF_VERSION, h->version);
+    format_store_u32(buf + SEG_OFF_HEADER_BYTES, SEG_HEADER_BYTES);
+    format_store_u64(buf + SEG_OFF_FIRST_SEQ, h->first_seq);
+    format_store_i64(buf + SEG_OFF_CREATED_NS, h->created_ns);
+    format_store_i64(buf + SEG_OFF_PREV_TS_NS, h->prev_ts_ns);
+    size_t src_len = strnlen(h->source, SEG_SOURCE_BYTES - 1);
+    memcpy(buf + SEG_OFF_SOURCE, h->source, src_len);
+    memcpy(buf + SEG_OFF_GENESIS, h->genesis, HASH_BYTES);
+    memcpy(buf + SEG_OFF_PREV_HASH, h->prev_hash, HASH_BYTES);
+    format_store_u32(buf + SEG_OFF_CRC, crc32c(buf, SEG_CRC_COVERED_BYTES));
+}
+
+int
+segment_header_decode(const uint8_t *buf, size_t len, segment_header_t *h, const char **why)
+{
+    if (len < SEG_HEADER_BYTES) {
+        *why = "header cut short";
+        return STELE_ECORRUPT;
+    }
+    if (memcmp(buf + SEG_OFF_MAGIC, SEG_MAGIC, SEG_MAGIC_BYTES) != 0) { /* rule H1 */
+        *why = "bad segment magic";
+        return STELE_ECORRUPT;
+    }
+    if (format_load_u32(buf + SEG_OFF_CRC) != crc32c(buf, SEG_CRC_COVERED_BYTES)) { /* H2 */
+        *why = "bad header crc";
+        return STELE_ECORRUPT;
+    }
+    h->version = format_load_u32(buf + SEG_OFF_VERSION);
+    if (h->version > FORMAT_VERSION) { /* H3 */
+        *why = "written by a newer format version";
+        return STELE_EVERSION;
+    }
+    if (h->version == 0 || format_load_u32(buf + SEG_OFF_HEADER_BYTES) != SEG_HEADER_BYTES ||
+        buf[SEG_OFF_SOURCE + SEG_SOURCE_BYTES - 1] != 0) { /* H4 */
+        *why = "bad header fields";
+        return STELE_ECORRUPT;
+    }
+    h->first_seq = format_load_u64(buf + SEG_OFF_FIRST_SEQ);
+    h->created_ns = format_load_i64(buf + SEG_OFF_CREATED_NS);
+    h->prev_ts_ns = format_load_i64(buf + SEG_OFF_PREV_TS_NS);
+    memcpy(h->source, buf + SEG_OFF_SOURCE, SEG_SOURCE_BYTES);
+    memcpy(h->genesis, buf + SEG_OFF_GENESIS, HASH_BYTES);
+    memcpy(h->prev_hash, buf + SEG_OFF_PREV_HASH, HASH_BYTES);
+    if (h->first_seq == 0) {
+        *why = "first seq is 0";
+        return STELE_ECORRUPT;
+    }
+    return 0;
+}
+
+int
+segment_header_read(const journal_io_t *io, int fd, segment_header_t *h, const char **why)
+{
+    uint8_t buf[SEG_HEADER_BYTES];
+    ssize_t n = io->pread(io->ctx, fd, buf, sizeof buf, 0);
+    if (n < 0) {
+        *why = "could not read header";
+        return (int)n;
+    }
+    return segment_header_decode(buf, (size_t)n, h, why);
+}
+
+static int
+segment_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int
+segment_dir_list(const char *dir, segment_dir_t *out)
+{
+    memset(out, 0, sizeof *out);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    size_t cap = 0;
+    int rc = 0;
+    struct dirent *e;
+    errno = 0;
+    while ((e = readdir(d)) != NULL) {
+        uint64_t seq;
+        const char *name = e->d_name;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            continue;
+        if (segment_parse_name(name, &seq)) {
+            if (out->n == cap) {
+                size_t ncap = cap ? cap * 2 : 16;
+                uint64_t *grown = realloc(out->seqs, ncap * sizeof *grown);
+                if (!grown) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                out->seqs = grown;
+                cap = ncap;
+            }
+            out->seqs[out->n++] = seq;
+        } else if (strcmp(name, LOCK_NAME) == 0) {
+            out->has_lock = 1;
+        } else if (strcmp(name, SEG_PREPARED_NAME) == 0) {
+            out->has_prepared = 1;
+        } else if (strcmp(name, "index") != 0) {
+            /* index/ is the engine's LMDB environment, which may be made first. */
+            out->n_other++;
+        }
+        errno = 0;
+    }
+    if (!rc && errno)
+        rc = -errno;
+    closedir(d);
+    if (rc) {
+        segment_dir_free(out);
+        return rc;
+    }
+    if (out->n > 1)
+        qsort(out->seqs, out->n, sizeof *out->seqs, segment_cmp_u64);
+    return 0;
+}
+
+void
+segment_dir_free(segment_dir_t *d)
+{
+    free(d->seqs);
+    memset(d, 0, sizeof *d);
+}
+
+static int
+segment_prepared_path(char *out, size_t cap, const char *dir)
+{
+    int n = snprintf(out, cap, "%s/%s", dir, SEG_PREPARED_NAME);
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int
+segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes, int zero_fill,
+                unsigned file_mode, int *fd_out)
+{
+    char path[PATH_MAX];
+    int rc = segment_prepared_path(path, sizeof path, dir);
+    if (rc)
+        return rc;
+    rc = io->unlink(io->ctx, path); /* a stale one from a crash: never trusted */
+    if (rc && rc != -ENOENT)
+        return rc;
+    int fd =
+        io->open_file(io->ctx, path, JOURNAL_IO_WRITE | JOURNAL_IO_CREATE | JOURNAL_IO_EXCLUSIVE,
+                      (mode_t)file_mode);
+    if (fd < 0)
+        return fd;
+    rc = io->allocate(io->ctx, fd, 0, (off_t)size_bytes, zero_fill);
+    if (!rc)
+        rc = io->fsync(io->ctx, fd); /* size and extents, so later fdatasyncs flush data only */
+    if (rc) {
+        io->close(io->ctx, fd);
+        io->unlink(io->ctx, path);
+        return rc;
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+int
+segment_install(const journal_io_t *io, const char *dir, int fd, const segment_header_t *h)
+{
+    char from[PATH_MAX], to[PATH_MAX];
+    int rc = segment_prepared_path(from, sizeof from, dir);
+    if (!rc)
+        rc = segment_path(to, sizeof to, dir, h->first_seq);
+    if (rc)
+        return rc;
+    uint8_t buf[SEG_HEADER_BYTES];
+    segment_header_encode(h, buf);
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+    rc = io->pwritev(io->ctx, fd, &iov, 1, 0);
+    if (!rc)
+        rc = io->fdatasync(io->ctx, fd);
+    if (!rc)
+        rc = io->rename(io->ctx, from, to);
+    if (!rc)
+        rc = io->sync_dir(io->ctx, dir);
+    return rc;
+}

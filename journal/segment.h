@@ -1,0 +1,68 @@
+/*
+ * segment.h: segment files (FORMAT.md, "Segment file"): names, the 4 KiB header, listing a
+ * journal directory, and making a new segment durable (prepare ahead, install on roll).
+ */
+#ifndef STELE_JOURNAL_SEGMENT_H
+#define STELE_JOURNAL_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "io.h"
+
+typedef struct segment_header {
+    uint32_t version;
+    uint64_t first_seq;
+    int64_t created_ns;
+    int64_t prev_ts_ns; /* ts of record first_seq-1 (0 for the journal's first segment) */
+    char source[SEG_SOURCE_BYTES];
+    uint8_t genesis[HASH_BYTES];
+    uint8_t prev_hash[HASH_BYTES]; /* chain hash of record first_seq-1 (genesis for seq 1) */
+} segment_header_t;
+
+/* "<first_seq as 20 digits>.seg" into out[SEG_NAME_BYTES]. */
+void segment_name(char out[SEG_NAME_BYTES], uint64_t first_seq);
+/* 1 and *first_seq when `name` is exactly a segment file name, else 0. */
+int segment_parse_name(const char *name, uint64_t *first_seq);
+/* dir + "/" + name. Returns 0 or -ENAMETOOLONG. */
+int segment_path(char *out, size_t cap, const char *dir, uint64_t first_seq);
+
+void segment_header_encode(const segment_header_t *h, uint8_t buf[SEG_HEADER_BYTES]);
+/*
+ * Decodes and checks a header (FORMAT.md rules H1-H4). Returns 0, STELE_EVERSION (a newer
+ * format) or STELE_ECORRUPT, with *why set to a short reason.
+ */
+int segment_header_decode(const uint8_t *buf, size_t len, segment_header_t *h, const char **why);
+/* Reads and decodes the header of an open segment. As above, or -errno. */
+int segment_header_read(const journal_io_t *io, int fd, segment_header_t *h, const char **why);
+
+/* What a journal directory holds. */
+typedef struct segment_dir {
+    uint64_t *seqs; /* first seqs of *.seg files, ascending; malloc'd */
+    size_t n;
+    int has_lock;
+    int has_prepared;
+    size_t n_other; /* entries that are not part of a journal */
+} segment_dir_t;
+
+/* Lists dir. Returns 0 or -errno. Free with segment_dir_free. */
+int segment_dir_list(const char *dir, segment_dir_t *out);
+void segment_dir_free(segment_dir_t *d);
+
+/*
+ * Creates dir/prepared.tmp (replacing a stale one), reserves `size_bytes` (zero-filled or
+ * fallocated) and fsyncs it. The name is not yet durable: segment_install makes it so.
+ * Returns 0 with *fd_out, or -errno.
+ */
+int segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes, int zero_fill,
+                    unsigned file_mode, int *fd_out);
+
+/*
+ * Turns the prepared file into segment h->first_seq: writes the header, fdatasyncs, renames
+ * it to its final name and fsyncs the directory. Once this returns 0 the segment and its
+ * name survive power loss, so records written into it may be acknowledged.
+ */
+int segment_install(const journal_io_t *io, const char *dir, int fd, const segment_header_t *h);
+
+#endif /* STELE_JOURNAL_SEGMENT_H */

@@ -1,0 +1,167 @@
+/*
+ * shared.c: the LOCK file's writer lock and shared page (shared.h). The lock is an OFD lock
+ * (F_OFD_SETLK), tied to the open file description: it is released when the writer's
+ * descriptor closes or the process dies, so a crashed writer never leaves a stale lock.
+ * OFD locks report l_pid = -1, which is why the holder's pid is also written into the page.
+ */
+#include "shared.h"
+
+#include "stele.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int
+shared_lock_path(char *out, size_t cap, const char *dir)
+{
+    int n = snprintf(out, cap, "%s/%s", dir, LOCK_NAME);
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int
+shared_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, int *fd_out,
+                   journal_shared_t **shared_out, int *holder_pid)
+{
+    char path[PATH_MAX];
+    int rc = shared_lock_path(path, sizeof path, dir);
+    if (rc)
+        return rc;
+    *holder_pid = 0;
+    int fd = io->open_file(io->ctx, path, JOURNAL_IO_WRITE | JOURNAL_IO_CREATE, file_mode);
+    if (fd < 0)
+        return fd;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+        rc = -errno;
+        if (rc == -EAGAIN || rc == -EACCES) {
+            uint8_t page[16] = {0};
+            if (io->pread(io->ctx, fd, page, sizeof page, 0) == (ssize_t)sizeof page &&
+                memcmp(page, LOCK_MAGIC, 8) == 0)
+                *holder_pid = (int)format_load_u32(page + 12);
+            rc = STELE_ELOCKED;
+        }
+        io->close(io->ctx, fd);
+        return rc;
+    }
+    off_t size = 0;
+    rc = io->file_size(io->ctx, fd, &size);
+    if (!rc && size < (off_t)LOCK_FILE_BYTES)
+        rc = io->truncate(io->ctx, fd, LOCK_FILE_BYTES);
+    if (rc) {
+        io->close(io->ctx, fd);
+        return rc;
+    }
+    void *map = mmap(NULL, LOCK_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        rc = -errno;
+        io->close(io->ctx, fd);
+        return rc;
+    }
+    journal_shared_t *sh = map;
+    if (memcmp(sh->magic, LOCK_MAGIC, 8) != 0 || sh->version != LOCK_VERSION) {
+        memset(map, 0, LOCK_FILE_BYTES);
+        sh->version = LOCK_VERSION;
+        memcpy(sh->magic, LOCK_MAGIC, 8);
+    }
+    /* Nothing is visible until recovery has run and the writer publishes: a reader must not
+     * trust positions a dead writer left behind while this one may still truncate. */
+    atomic_store_explicit(&sh->visible_seq, 0, memory_order_release);
+    atomic_store_explicit(&sh->durable_seq, 0, memory_order_release);
+    atomic_store_explicit(&sh->writer_pid, (int32_t)getpid(), memory_order_release);
+    *fd_out = fd;
+    *shared_out = sh;
+    return 0;
+}
+
+void
+shared_close_writer(const journal_io_t *io, int fd, journal_shared_t *shared)
+{
+    if (shared) {
+        atomic_store_explicit(&shared->writer_pid, 0, memory_order_release);
+        /* Wake readers so they notice the writer is gone and fall back to the files. */
+        atomic_fetch_add_explicit(&shared->futex_word, 1, memory_order_release);
+        syscall(SYS_futex, &shared->futex_word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        munmap(shared, LOCK_FILE_BYTES);
+    }
+    if (fd >= 0)
+        io->close(io->ctx, fd); /* releases the OFD lock */
+}
+
+int
+shared_open_reader(const char *dir, int *fd_out, journal_shared_t **shared_out)
+{
+    char path[PATH_MAX];
+    int rc = shared_lock_path(path, sizeof path, dir);
+    if (rc)
+        return rc;
+    *shared_out = NULL;
+    if (*fd_out < 0) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return errno == ENOENT ? 0 : -errno;
+        *fd_out = fd;
+    }
+    struct stat st;
+    if (fstat(*fd_out, &st) < 0)
+        return -errno;
+    if (st.st_size < (off_t)LOCK_FILE_BYTES)
+        return 0; /* a writer is creating it; try again later */
+    void *map = mmap(NULL, LOCK_FILE_BYTES, PROT_READ, MAP_SHARED, *fd_out, 0);
+    if (map == MAP_FAILED)
+        return -errno;
+    *shared_out = map;
+    return 0;
+}
+
+void
+shared_close_reader(int fd, journal_shared_t *shared)
+{
+    if (shared)
+        munmap(shared, LOCK_FILE_BYTES);
+    if (fd >= 0)
+        close(fd);
+}
+
+int
+shared_writer_pid(int fd, const journal_shared_t *shared)
+{
+    if (fd < 0)
+        return 0;
+    /* A read lock conflicts with the writer's write lock, so GETLK reports it if held. */
+    struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+        return 0;
+    int pid = shared ? (int)atomic_load_explicit(&shared->writer_pid, memory_order_acquire) : 0;
+    return pid > 0 ? pid : -1;
+}
+
+void
+shared_publish(journal_shared_t *shared, uint64_t visible_seq, uint64_t durable_seq)
+{
+    atomic_store_explicit(&shared->durable_seq, durable_seq, memory_order_release);
+    atomic_store_explicit(&shared->visible_seq, visible_seq, memory_order_release);
+    atomic_fetch_add_explicit(&shared->futex_word, 1, memory_order_acq_rel);
+    /* Always wake: readers map the page read-only, so they cannot announce themselves, and
+     * one syscall per batch is noise next to the batch's fdatasync. */
+    syscall(SYS_futex, &shared->futex_word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void
+shared_wait(const journal_shared_t *shared, uint32_t seen, int timeout_ms)
+{
+    struct timespec ts = {.tv_sec = timeout_ms / 1000,
+                          .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
+    /* The kernel compares futex_word with `seen` atomically before sleeping, so a publish
+     * between the caller's check and this call is never missed. */
+    if (atomic_load_explicit(&shared->futex_word, memory_order_acquire) == seen)
+        syscall(SYS_futex, &shared->futex_word, FUTEX_WAIT, seen, &ts, NULL, 0);
+}

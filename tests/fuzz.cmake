@@ -1,0 +1,37 @@
+# tests/fuzz.cmake: libFuzzer targets for frame decoding and tail recovery. Built when clang
+# is the compiler or with -DSTELE_BUILD_FUZZ=ON (then in a separate clang build dir:
+#   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DSTELE_BUILD_FUZZ=ON).
+# The journal's sources are compiled into each target so libFuzzer's coverage sees them.
+# Each target gets a short ctest run (STELE_FUZZ_SECONDS, default 20) from a generated corpus.
+if(NOT (CMAKE_C_COMPILER_ID MATCHES "Clang" OR STELE_BUILD_FUZZ))
+  return()
+endif()
+if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "STELE_BUILD_FUZZ needs clang: add -DCMAKE_C_COMPILER=clang")
+endif()
+if(STELE_SANITIZE STREQUAL "thread")
+  return() # libFuzzer does not combine with TSan
+endif()
+
+set(STELE_FUZZ_SECONDS 20 CACHE STRING "seconds each fuzz target runs under ctest")
+get_target_property(fuzz_journal_sources stele_journal SOURCES)
+get_target_property(fuzz_journal_dir stele_journal SOURCE_DIR)
+list(TRANSFORM fuzz_journal_sources PREPEND ${fuzz_journal_dir}/)
+
+foreach(target fuzz_frame_decode fuzz_tail_recovery)
+  add_executable(${target} fuzz/${target}.c fuzz/fuzz_journal.c support/test_util.c
+                           support/io_fault.c ${fuzz_journal_sources})
+  target_include_directories(${target} PRIVATE ${fuzz_journal_dir} ${PROJECT_SOURCE_DIR}/include
+                             ${CMAKE_CURRENT_SOURCE_DIR}/support ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
+  set(fuzz_flags -fsanitize=fuzzer)
+  if(STELE_SANITIZE STREQUAL "")
+    list(APPEND fuzz_flags -fsanitize=address,undefined -fno-sanitize-recover=undefined)
+  endif()
+  target_compile_options(${target} PRIVATE ${fuzz_flags})
+  target_link_options(${target} PRIVATE ${fuzz_flags})
+  target_link_libraries(${target} PRIVATE stele_warnings PkgConfig::CRYPTO PkgConfig::BSON
+                        Threads::Threads)
+  add_test(NAME ${target} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run-fuzz.sh
+                                  $<TARGET_FILE:${target}> ${STELE_FUZZ_SECONDS})
+  set_tests_properties(${target} PROPERTIES TIMEOUT 300 LABELS fuzz)
+endforeach()

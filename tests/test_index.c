@@ -1,0 +1,558 @@
+/*
+ * test_index.c: the LMDB index (engine/index.c): batch starts by seq and by time, truncation
+ * and deletion keeping both tables in step, meta, checkpoints, dead letters, reopening,
+ * read-only opens and a corrupt environment being moved aside.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "index.h"
+
+typedef struct fixture {
+    char dir[64];
+    index_t *ix;
+} fixture_t;
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int
+setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof f->dir, "%s/stele-index-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    assert_non_null(mkdtemp(f->dir));
+    stele_error_t err;
+    assert_int_equal(index_open(f->dir, 1, 0600, &f->ix, &err), 0);
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    fixture_t *f = *state;
+    index_close(f->ix);
+    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static index_batch_t
+batch(uint64_t seq, uint64_t segment_seq, uint64_t offset, int64_t ts)
+{
+    index_batch_t b = {
+        .first_seq = seq, .segment_seq = segment_seq, .offset = offset, .first_ts_ns = ts};
+    return b;
+}
+
+/* Batches at seqs 1, 11, 21, ... with ts = 1000 * seq, two per segment of 20 records. */
+static void
+put_ladder(index_t *ix, size_t n)
+{
+    index_batch_t *b = calloc(n, sizeof *b);
+    assert_non_null(b);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t seq = 1 + 10 * i;
+        b[i] = batch(seq, 1 + 20 * (i / 2), 64 + 512 * (i % 2), (int64_t)(1000 * seq));
+    }
+    stele_error_t err;
+    assert_int_equal(index_put_batches(ix, b, n, &err), 0);
+    free(b);
+}
+
+static void
+test_index_find_seq_returns_batch_at_or_before(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 4); /* 1, 11, 21, 31 */
+    index_batch_t b;
+    assert_int_equal(index_find_seq(f->ix, 1, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 1);
+    assert_int_equal(index_find_seq(f->ix, 15, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 11);
+    assert_int_equal(b.segment_seq, 1);
+    assert_int_equal(b.offset, 64 + 512);
+    assert_int_equal(b.first_ts_ns, 11000);
+    assert_int_equal(index_find_seq(f->ix, 21, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 21);
+    assert_int_equal(b.segment_seq, 21);
+    assert_int_equal(index_find_seq(f->ix, 1000000, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 31);
+    assert_int_equal(index_find_seq(f->ix, 0, &b, NULL), STELE_ENOTFOUND);
+}
+
+static void
+test_index_lookups_on_empty_index_say_not_found(void **state)
+{
+    fixture_t *f = *state;
+    index_batch_t b;
+    assert_int_equal(index_find_seq(f->ix, 5, &b, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_find_time(f->ix, 5, &b, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_last_batch(f->ix, &b, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_first_batch(f->ix, &b, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_find_next(f->ix, 0, &b, NULL), STELE_ENOTFOUND);
+}
+
+static void
+test_index_first_last_and_next_walk_in_seq_order(void **state)
+{
+    fixture_t *f = *state;
+    /* Inserted out of order: LMDB's order must be numeric, across byte boundaries. */
+    index_batch_t b[] = {batch(300, 1, 0, 3), batch(2, 1, 0, 1), batch(70000, 1, 0, 4),
+                         batch(256, 1, 0, 2)};
+    assert_int_equal(index_put_batches(f->ix, b, 4, NULL), 0);
+    index_batch_t got;
+    assert_int_equal(index_first_batch(f->ix, &got, NULL), 0);
+    assert_int_equal(got.first_seq, 2);
+    assert_int_equal(index_last_batch(f->ix, &got, NULL), 0);
+    assert_int_equal(got.first_seq, 70000);
+    uint64_t want[] = {2, 256, 300, 70000};
+    uint64_t at = 0;
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(index_find_next(f->ix, at, &got, NULL), 0);
+        assert_int_equal(got.first_seq, want[i]);
+        at = got.first_seq + 1;
+    }
+    assert_int_equal(index_find_next(f->ix, at, &got, NULL), STELE_ENOTFOUND);
+}
+
+static void
+test_index_find_time_returns_last_batch_strictly_before(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 4); /* ts 1000, 11000, 21000, 31000 */
+    index_batch_t b;
+    assert_int_equal(index_find_time(f->ix, 500, &b, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_find_time(f->ix, 1000, &b, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_find_time(f->ix, 1001, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 1);
+    assert_int_equal(index_find_time(f->ix, 21000, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 11);
+    assert_int_equal(index_find_time(f->ix, 25000, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 21);
+    assert_int_equal(index_find_time(f->ix, INT64_MAX, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 31);
+}
+
+static void
+test_index_find_time_handles_repeated_and_negative_times(void **state)
+{
+    fixture_t *f = *state;
+    index_batch_t b[] = {batch(1, 1, 0, -50), batch(5, 1, 100, 7), batch(9, 1, 200, 7),
+                         batch(12, 1, 300, 7), batch(20, 1, 400, 9)};
+    assert_int_equal(index_put_batches(f->ix, b, 5, NULL), 0);
+    index_batch_t got;
+    assert_int_equal(index_find_time(f->ix, INT64_MIN, &got, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_find_time(f->ix, -49, &got, NULL), 0);
+    assert_int_equal(got.first_seq, 1);
+    /* Three batches start at ts 7: the first record at ts >= 7 may be in the batch before
+     * them, so the answer is that batch. */
+    assert_int_equal(index_find_time(f->ix, 7, &got, NULL), 0);
+    assert_int_equal(got.first_seq, 1);
+    assert_int_equal(index_find_time(f->ix, 8, &got, NULL), 0);
+    assert_int_equal(got.first_seq, 12);
+    assert_int_equal(got.offset, 300);
+}
+
+static void
+test_index_truncate_after_drops_later_batches_from_both_tables(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 10); /* 1 .. 91 */
+    assert_int_equal(index_truncate_after(f->ix, 45, NULL), 0);
+    index_batch_t b;
+    assert_int_equal(index_last_batch(f->ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 41);
+    assert_int_equal(index_find_time(f->ix, INT64_MAX, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 41);
+    /* A batch starting exactly at seq stays. */
+    assert_int_equal(index_truncate_after(f->ix, 41, NULL), 0);
+    assert_int_equal(index_last_batch(f->ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 41);
+    assert_int_equal(index_truncate_after(f->ix, 0, NULL), 0);
+    assert_int_equal(index_last_batch(f->ix, &b, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_find_time(f->ix, INT64_MAX, &b, NULL), STELE_ENOTFOUND);
+}
+
+static void
+test_index_delete_before_drops_older_batches_from_both_tables(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 10);
+    assert_int_equal(index_delete_before(f->ix, 41, NULL), 0);
+    index_batch_t b;
+    assert_int_equal(index_first_batch(f->ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 41);
+    assert_int_equal(index_find_time(f->ix, 2000, &b, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_find_time(f->ix, 42000, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 41);
+    assert_int_equal(index_delete_before(f->ix, 0, NULL), 0);
+    assert_int_equal(index_first_batch(f->ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 41);
+}
+
+static void
+test_index_truncate_spanning_many_transactions_removes_everything_asked(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 10000);
+    assert_int_equal(index_truncate_after(f->ix, 10 * 1234, NULL), 0);
+    index_batch_t b;
+    assert_int_equal(index_last_batch(f->ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 10 * 1233 + 1);
+    assert_int_equal(index_find_time(f->ix, INT64_MAX, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 10 * 1233 + 1);
+    assert_int_equal(index_delete_before(f->ix, 10 * 1233 + 1, NULL), 0);
+    assert_int_equal(index_first_batch(f->ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 10 * 1233 + 1);
+    assert_int_equal(index_find_time(f->ix, 2000, &b, NULL), STELE_ENOTFOUND);
+}
+
+static void
+test_index_clear_batches_keeps_checkpoints_and_dead_letters(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 5);
+    assert_int_equal(index_put_checkpoint(f->ix, "primary", 33, NULL), 0);
+    assert_int_equal(index_put_dead_letter(f->ix, "primary", 7, "bad doc", NULL), 0);
+    assert_int_equal(index_put_meta(f->ix, "source", "host-a", 6, NULL), 0);
+    assert_int_equal(index_clear_batches(f->ix, NULL), 0);
+    index_batch_t b;
+    assert_int_equal(index_last_batch(f->ix, &b, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_find_time(f->ix, INT64_MAX, &b, NULL), STELE_ENOTFOUND);
+    uint64_t seq = 0, count = 0;
+    assert_int_equal(index_get_checkpoint(f->ix, "primary", &seq, NULL), 0);
+    assert_int_equal(seq, 33);
+    assert_int_equal(index_count_dead_letters(f->ix, "primary", &count, NULL), 0);
+    assert_int_equal(count, 1);
+    char value[16];
+    size_t len = 0;
+    assert_int_equal(index_get_meta(f->ix, "source", value, sizeof value, &len, NULL), 0);
+    assert_int_equal(len, 6);
+}
+
+static void
+test_index_meta_round_trips_and_rejects_oversize(void **state)
+{
+    fixture_t *f = *state;
+    char value[300];
+    size_t len = 0;
+    stele_error_t err;
+    assert_int_equal(index_get_meta(f->ix, "format", value, sizeof value, &len, NULL),
+                     STELE_ENOTFOUND);
+    assert_int_equal(index_put_meta(f->ix, "format", "1", 1, NULL), 0);
+    assert_int_equal(index_put_meta(f->ix, "format", "22", 2, NULL), 0);
+    assert_int_equal(index_get_meta(f->ix, "format", value, sizeof value, &len, NULL), 0);
+    assert_int_equal(len, 2);
+    assert_memory_equal(value, "22", 2);
+    /* A small buffer gets a prefix and the full length. */
+    assert_int_equal(index_get_meta(f->ix, "format", value, 1, &len, NULL), 0);
+    assert_int_equal(len, 2);
+    memset(value, 'x', sizeof value);
+    assert_int_equal(index_put_meta(f->ix, "big", value, 257, &err), STELE_EINVAL);
+    assert_non_null(strstr(err.message, "big"));
+    assert_int_equal(index_put_meta(f->ix, "", value, 1, &err), STELE_EINVAL);
+    assert_int_equal(index_delete_meta(f->ix, "format", NULL), 0);
+    assert_int_equal(index_get_meta(f->ix, "format", value, sizeof value, &len, NULL),
+                     STELE_ENOTFOUND);
+    assert_int_equal(index_delete_meta(f->ix, "format", NULL), 0);
+}
+
+static void
+test_index_checkpoints_default_to_zero_and_list_by_name(void **state)
+{
+    fixture_t *f = *state;
+    uint64_t seq = 99;
+    assert_int_equal(index_get_checkpoint(f->ix, "nobody", &seq, NULL), 0);
+    assert_int_equal(seq, 0);
+    assert_int_equal(index_put_checkpoint(f->ix, "west", 10, NULL), 0);
+    assert_int_equal(index_put_checkpoint(f->ix, "east", 20, NULL), 0);
+    assert_int_equal(index_put_checkpoint(f->ix, "west", 15, NULL), 0);
+    char names[4][64];
+    uint64_t seqs[4];
+    assert_int_equal(index_list_checkpoints(f->ix, names, seqs, 4, NULL), 2);
+    assert_string_equal(names[0], "east");
+    assert_int_equal(seqs[0], 20);
+    assert_string_equal(names[1], "west");
+    assert_int_equal(seqs[1], 15);
+    /* A short array still reports how many exist. */
+    assert_int_equal(index_list_checkpoints(f->ix, names, seqs, 1, NULL), 2);
+    char long_name[80];
+    memset(long_name, 'a', sizeof long_name - 1);
+    long_name[79] = '\0';
+    stele_error_t err;
+    assert_int_equal(index_put_checkpoint(f->ix, long_name, 1, &err), STELE_EINVAL);
+    assert_int_equal(index_list_checkpoints(f->ix, names, seqs, 4, NULL), 2);
+}
+
+static void
+test_index_dead_letters_are_kept_per_sink_in_seq_order(void **state)
+{
+    fixture_t *f = *state;
+    uint64_t seqs_in[] = {900, 5, 300, 70000};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(index_put_dead_letter(f->ix, "a", seqs_in[i], "rejected", NULL), 0);
+    assert_int_equal(index_put_dead_letter(f->ix, "ab", 6, "other sink", NULL), 0);
+    uint64_t seqs[8], count = 0;
+    assert_int_equal(index_list_dead_letters(f->ix, "a", 0, seqs, 8, NULL), 4);
+    assert_int_equal(seqs[0], 5);
+    assert_int_equal(seqs[1], 300);
+    assert_int_equal(seqs[2], 900);
+    assert_int_equal(seqs[3], 70000);
+    assert_int_equal(index_list_dead_letters(f->ix, "a", 301, seqs, 1, NULL), 1);
+    assert_int_equal(seqs[0], 900);
+    assert_int_equal(index_count_dead_letters(f->ix, "a", &count, NULL), 0);
+    assert_int_equal(count, 4);
+    assert_int_equal(index_count_dead_letters(f->ix, "ab", &count, NULL), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(index_delete_dead_letter(f->ix, "a", 300, NULL), 0);
+    assert_int_equal(index_delete_dead_letter(f->ix, "a", 300, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_count_dead_letters(f->ix, "a", &count, NULL), 0);
+    assert_int_equal(count, 3);
+    assert_int_equal(index_count_dead_letters(f->ix, "none", &count, NULL), 0);
+    assert_int_equal(count, 0);
+}
+
+static void
+test_index_survives_close_and_reopen(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 3);
+    assert_int_equal(index_put_checkpoint(f->ix, "s", 21, NULL), 0);
+    assert_int_equal(index_put_dead_letter(f->ix, "s", 4, "why", NULL), 0);
+    assert_int_equal(index_sync(f->ix, NULL), 0);
+    index_close(f->ix);
+    f->ix = NULL;
+    assert_int_equal(index_open(f->dir, 1, 0600, &f->ix, NULL), 0);
+    index_batch_t b;
+    assert_int_equal(index_last_batch(f->ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 21);
+    uint64_t seq = 0, count = 0;
+    assert_int_equal(index_get_checkpoint(f->ix, "s", &seq, NULL), 0);
+    assert_int_equal(seq, 21);
+    assert_int_equal(index_count_dead_letters(f->ix, "s", &count, NULL), 0);
+    assert_int_equal(count, 1);
+    char note[64];
+    size_t len;
+    assert_int_equal(index_get_meta(f->ix, "rebuilt", note, sizeof note, &len, NULL),
+                     STELE_ENOTFOUND);
+}
+
+/* The read-only side, in a child process: LMDB forbids one environment open twice in a
+ * process, and readers of a journal are other processes. Exits 0 when all checks held. */
+static int
+read_only_child(const char *dir, int ready_fd, int go_fd)
+{
+    index_t *ro = NULL;
+    stele_error_t err;
+    index_batch_t b;
+    char byte = 'r';
+    if (index_open(dir, 0, 0, &ro, &err) != 0)
+        return 10;
+    if (index_last_batch(ro, &b, NULL) != 0 || b.first_seq != 11)
+        return 11;
+    if (write(ready_fd, &byte, 1) != 1 || read(go_fd, &byte, 1) != 1)
+        return 12;
+    /* Committed by the writer after this reader opened: visible to the next call. */
+    if (index_last_batch(ro, &b, NULL) != 0 || b.first_seq != 21)
+        return 13;
+    if (index_put_checkpoint(ro, "s", 1, &err) != STELE_EINVAL || !strstr(err.message, "read-only"))
+        return 14;
+    if (index_sync(ro, NULL) != 0)
+        return 15;
+    index_close(ro);
+    return 0;
+}
+
+static void
+test_index_read_only_open_sees_writes_and_refuses_to_write(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 2);
+    int ready[2], go[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(read_only_child(f->dir, ready[1], go[0]));
+    char byte;
+    assert_int_equal(read(ready[0], &byte, 1), 1);
+    index_batch_t more = batch(21, 21, 64, 21000);
+    assert_int_equal(index_put_batches(f->ix, &more, 1, NULL), 0);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void
+test_index_read_only_open_of_missing_index_says_not_found(void **state)
+{
+    fixture_t *f = *state;
+    char other[128];
+    snprintf(other, sizeof other, "%s/none", f->dir);
+    assert_int_equal(mkdir(other, 0700), 0);
+    index_t *ro = NULL;
+    stele_error_t err;
+    assert_int_equal(index_open(other, 0, 0, &ro, &err), STELE_ENOTFOUND);
+    assert_null(ro);
+    assert_non_null(strstr(err.message, "none/index"));
+    struct stat st;
+    assert_int_equal(stat(other, &st), 0);
+    char idx[160];
+    snprintf(idx, sizeof idx, "%s/index", other);
+    assert_int_not_equal(stat(idx, &st), 0); /* nothing created */
+}
+
+static void
+test_index_applies_file_mode(void **state)
+{
+    fixture_t *f = *state;
+    char other[128], data[160];
+    snprintf(other, sizeof other, "%s/shared", f->dir);
+    assert_int_equal(mkdir(other, 0700), 0);
+    mode_t old = umask(0);
+    index_t *ix = NULL;
+    int rc = index_open(other, 1, 0640, &ix, NULL);
+    umask(old);
+    assert_int_equal(rc, 0);
+    index_close(ix);
+    struct stat st;
+    snprintf(data, sizeof data, "%s/index/data.mdb", other);
+    assert_int_equal(stat(data, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0640);
+    snprintf(data, sizeof data, "%s/index", other);
+    assert_int_equal(stat(data, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0750);
+}
+
+static void
+garble_file(const char *path)
+{
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    uint8_t junk[8192];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (uint8_t)(i * 37 + 11);
+    assert_int_equal(pwrite(fd, junk, sizeof junk, 0), (ssize_t)sizeof junk);
+    close(fd);
+}
+
+static void
+test_index_corrupt_environment_is_moved_aside_and_marked_rebuilt(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 3);
+    assert_int_equal(index_sync(f->ix, NULL), 0);
+    index_close(f->ix);
+    f->ix = NULL;
+    char data[128];
+    snprintf(data, sizeof data, "%s/index/data.mdb", f->dir);
+    garble_file(data);
+
+    index_t *ro = NULL;
+    stele_error_t err;
+    assert_int_equal(index_open(f->dir, 0, 0, &ro, &err), STELE_ECORRUPT);
+    assert_non_null(strstr(err.message, "index"));
+    assert_true(err.hint[0] != '\0');
+
+    assert_int_equal(index_open(f->dir, 1, 0600, &f->ix, &err), 0);
+    index_batch_t b;
+    assert_int_equal(index_last_batch(f->ix, &b, NULL), STELE_ENOTFOUND);
+    char note[300];
+    size_t len = 0;
+    assert_int_equal(index_get_meta(f->ix, "rebuilt", note, sizeof note - 1, &len, NULL), 0);
+    note[len] = '\0';
+    assert_non_null(strstr(note, "index.corrupt-"));
+    /* The damaged copy is kept for inspection beside the new one. */
+    char moved[200];
+    const char *name = strstr(note, "index.corrupt-");
+    snprintf(moved, sizeof moved, "%s/%s/data.mdb", f->dir, name);
+    struct stat st;
+    assert_int_equal(stat(moved, &st), 0);
+}
+
+static void
+test_index_rejects_bad_arguments(void **state)
+{
+    fixture_t *f = *state;
+    stele_error_t err;
+    index_t *ix = NULL;
+    assert_int_equal(index_open(NULL, 1, 0600, &ix, &err), STELE_EINVAL);
+    assert_int_equal(index_put_batches(f->ix, NULL, 2, &err), STELE_EINVAL);
+    assert_int_equal(index_put_batches(f->ix, NULL, 0, &err), 0);
+    assert_int_equal(index_find_seq(f->ix, 1, NULL, &err), STELE_EINVAL);
+    assert_int_equal(index_put_checkpoint(f->ix, NULL, 1, &err), STELE_EINVAL);
+    assert_int_equal(index_put_dead_letter(f->ix, "", 1, "x", &err), STELE_EINVAL);
+    index_close(NULL);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_index_find_seq_returns_batch_at_or_before, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_lookups_on_empty_index_say_not_found, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_first_last_and_next_walk_in_seq_order, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_find_time_returns_last_batch_strictly_before,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_find_time_handles_repeated_and_negative_times,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_truncate_after_drops_later_batches_from_both_tables, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_delete_before_drops_older_batches_from_both_tables, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_truncate_spanning_many_transactions_removes_everything_asked, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_index_clear_batches_keeps_checkpoints_and_dead_letters,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_meta_round_trips_and_rejects_oversize, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_checkpoints_default_to_zero_and_list_by_name,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_dead_letters_are_kept_per_sink_in_seq_order,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_survives_close_and_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_read_only_open_sees_writes_and_refuses_to_write,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_read_only_open_of_missing_index_says_not_found,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_applies_file_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_corrupt_environment_is_moved_aside_and_marked_rebuilt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_rejects_bad_arguments, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,245 @@
+/*
+ * test_io_fault.c: the faulting I/O table (tests/support/io_fault.c) fails exactly the
+ * calls it is armed for, the way the journal would see them, and counts every call.
+ * Runs over the real POSIX table in a temporary directory.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io_fault.h"
+#include "test_util.h"
+
+typedef struct fixture {
+    char *dir;
+    char *path;
+    io_fault_t *fault;
+    const journal_io_t *io;
+    int fd;
+} fixture_t;
+
+static int
+setup(void **state)
+{
+    fixture_t *fx = calloc(1, sizeof(*fx));
+    assert_non_null(fx);
+    fx->dir = test_tmpdir_new("iofault");
+    assert_non_null(fx->dir);
+    fx->path = test_path_join(fx->dir, "file");
+    fx->fault = io_fault_new(journal_io_posix(), 0);
+    assert_non_null(fx->fault);
+    fx->io = io_fault_io(fx->fault);
+    fx->fd = fx->io->open_file(fx->io->ctx, fx->path, JOURNAL_IO_WRITE | JOURNAL_IO_CREATE, 0600);
+    assert_true(fx->fd >= 0);
+    *state = fx;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    fixture_t *fx = *state;
+    if (fx->fd >= 0)
+        journal_io_posix()->close(NULL, fx->fd);
+    io_fault_free(fx->fault);
+    free(fx->path);
+    assert_int_equal(test_tmpdir_remove(fx->dir), 0);
+    free(fx);
+    return 0;
+}
+
+static int
+write_bytes(const fixture_t *fx, const void *buf, size_t len, off_t off)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return fx->io->pwritev(fx->io->ctx, fx->fd, &iov, 1, off);
+}
+
+static void
+test_fault_fails_only_the_nth_call_of_its_method(void **state)
+{
+    fixture_t *fx = *state;
+    io_fault_spec_t spec = {.method = IO_METHOD_PWRITEV, .nth = 2, .error = -EIO};
+    io_fault_arm(fx->fault, &spec);
+
+    assert_int_equal(fx->io->fdatasync(fx->io->ctx, fx->fd), 0); /* other method: ignored */
+    assert_int_equal(write_bytes(fx, "a", 1, 0), 0);
+    assert_int_equal(write_bytes(fx, "b", 1, 1), -EIO);
+    assert_int_equal(write_bytes(fx, "c", 1, 2), 0);
+    assert_int_equal(io_fault_fired(fx->fault), 1);
+
+    char buf[4] = {0};
+    assert_int_equal(fx->io->pread(fx->io->ctx, fx->fd, buf, sizeof(buf), 0), 3);
+    assert_memory_equal(buf, "a\0c", 3); /* the failed write changed nothing */
+}
+
+static void
+test_fault_persistent_fails_every_call_from_nth(void **state)
+{
+    fixture_t *fx = *state;
+    io_fault_spec_t spec = {
+        .method = IO_METHOD_FDATASYNC, .nth = 2, .error = -ENOSPC, .is_persistent = 1};
+    io_fault_arm(fx->fault, &spec);
+
+    assert_int_equal(fx->io->fdatasync(fx->io->ctx, fx->fd), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(fx->io->fdatasync(fx->io->ctx, fx->fd), -ENOSPC);
+    assert_int_equal(io_fault_fired(fx->fault), 5);
+
+    io_fault_disarm(fx->fault);
+    assert_int_equal(fx->io->fdatasync(fx->io->ctx, fx->fd), 0);
+}
+
+static void
+test_fault_any_method_counts_calls_across_methods(void **state)
+{
+    fixture_t *fx = *state;
+    io_fault_spec_t spec = {.method = IO_METHOD_ANY, .nth = 3, .error = -EIO};
+    io_fault_arm(fx->fault, &spec);
+    off_t size;
+
+    assert_int_equal(write_bytes(fx, "x", 1, 0), 0);
+    assert_int_equal(fx->io->file_size(fx->io->ctx, fx->fd, &size), 0);
+    assert_int_equal(fx->io->fsync(fx->io->ctx, fx->fd), -EIO);
+    assert_int_equal(fx->io->truncate(fx->io->ctx, fx->fd, 0), 0);
+    assert_int_equal(io_fault_fired(fx->fault), 1);
+}
+
+static void
+test_fault_short_write_lands_a_prefix_then_fails(void **state)
+{
+    fixture_t *fx = *state;
+    io_fault_spec_t spec = {
+        .method = IO_METHOD_PWRITEV, .nth = 1, .error = -EIO, .is_short_write = 1};
+    io_fault_arm(fx->fault, &spec);
+
+    struct iovec iov[2] = {{.iov_base = "abcd", .iov_len = 4}, {.iov_base = "efgh", .iov_len = 4}};
+    assert_int_equal(fx->io->pwritev(fx->io->ctx, fx->fd, iov, 2, 0), -EIO);
+
+    off_t size = -1;
+    assert_int_equal(fx->io->file_size(fx->io->ctx, fx->fd, &size), 0);
+    assert_int_equal(size, 4); /* half of the 8 bytes reached the file */
+    char buf[8] = {0};
+    assert_int_equal(fx->io->pread(fx->io->ctx, fx->fd, buf, sizeof(buf), 0), 4);
+    assert_memory_equal(buf, "abcd", 4);
+}
+
+static void
+test_fault_counts_every_call_per_method(void **state)
+{
+    fixture_t *fx = *state;
+    io_fault_reset_counts(fx->fault);
+
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(fx->io->fdatasync(fx->io->ctx, fx->fd), 0);
+    assert_int_equal(fx->io->fsync(fx->io->ctx, fx->fd), 0);
+    assert_int_equal(fx->io->sync_dir(fx->io->ctx, fx->dir), 0);
+    assert_int_equal(write_bytes(fx, "z", 1, 0), 0);
+
+    assert_int_equal(io_fault_calls(fx->fault, IO_METHOD_FDATASYNC), 3);
+    assert_int_equal(io_fault_calls(fx->fault, IO_METHOD_FSYNC), 1);
+    assert_int_equal(io_fault_calls(fx->fault, IO_METHOD_SYNC_DIR), 1);
+    assert_int_equal(io_fault_calls(fx->fault, IO_METHOD_PWRITEV), 1);
+    assert_int_equal(io_fault_calls(fx->fault, IO_METHOD_ANY), 6);
+}
+
+static void
+test_fault_failed_close_still_releases_the_descriptor(void **state)
+{
+    fixture_t *fx = *state;
+    io_fault_spec_t spec = {.method = IO_METHOD_CLOSE, .nth = 1, .error = -EIO};
+    io_fault_arm(fx->fault, &spec);
+
+    assert_int_equal(fx->io->close(fx->io->ctx, fx->fd), -EIO);
+    errno = 0;
+    assert_int_equal(fcntl(fx->fd, F_GETFD), -1);
+    assert_int_equal(errno, EBADF);
+    fx->fd = -1;
+}
+
+static void
+test_fault_failed_open_creates_nothing(void **state)
+{
+    fixture_t *fx = *state;
+    io_fault_spec_t spec = {.method = IO_METHOD_OPEN, .nth = 1, .error = -ENOSPC};
+    io_fault_arm(fx->fault, &spec);
+    char *other = test_path_join(fx->dir, "other");
+
+    assert_int_equal(
+        fx->io->open_file(fx->io->ctx, other, JOURNAL_IO_WRITE | JOURNAL_IO_CREATE, 0600), -ENOSPC);
+    assert_int_equal(access(other, F_OK), -1);
+    free(other);
+}
+
+static void
+test_fault_noop_syncs_are_counted_and_can_fail(void **state)
+{
+    (void)state;
+    io_fault_t *f = io_fault_new(journal_io_posix(), 1);
+    assert_non_null(f);
+    const journal_io_t *io = io_fault_io(f);
+    io_fault_spec_t spec = {.method = IO_METHOD_FDATASYNC, .nth = 2, .error = -EIO};
+    io_fault_arm(f, &spec);
+
+    /* fd -1 would fail a real fdatasync with EBADF: the noop table never reaches the disk */
+    assert_int_equal(io->fdatasync(io->ctx, -1), 0);
+    assert_int_equal(io->fdatasync(io->ctx, -1), -EIO);
+    assert_int_equal(io_fault_calls(f, IO_METHOD_FDATASYNC), 2);
+    io_fault_free(f);
+}
+
+static void
+test_fault_tells_call_sites_apart(void **state)
+{
+    fixture_t *fx = *state;
+    io_fault_spec_t spec = {.method = IO_METHOD_FDATASYNC, .nth = 1, .error = -EIO};
+    io_fault_arm(fx->fault, &spec);
+
+    for (int i = 0; i < 3; i++)
+        (void)fx->io->fdatasync(fx->io->ctx, fx->fd);        /* one site, called three times */
+    assert_int_equal(fx->io->fsync(fx->io->ctx, fx->fd), 0); /* a second site */
+
+    io_fault_site_t sites[IO_FAULT_MAX_SITES];
+    size_t n = io_fault_sites(fx->fault, sites, IO_FAULT_MAX_SITES);
+    size_t n_sync_sites = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (sites[i].method == IO_METHOD_FDATASYNC) {
+            n_sync_sites++;
+            assert_int_equal(sites[i].n_calls, 3);
+            assert_int_equal(sites[i].n_faulted, 1);
+        } else if (sites[i].method == IO_METHOD_FSYNC) {
+            assert_int_equal(sites[i].n_faulted, 0);
+        }
+    }
+    assert_int_equal(n_sync_sites, 1);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_fault_fails_only_the_nth_call_of_its_method, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fault_persistent_fails_every_call_from_nth, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fault_any_method_counts_calls_across_methods, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fault_short_write_lands_a_prefix_then_fails, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fault_counts_every_call_per_method, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_failed_close_still_releases_the_descriptor,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_failed_open_creates_nothing, setup, teardown),
+        cmocka_unit_test(test_fault_noop_syncs_are_counted_and_can_fail),
+        cmocka_unit_test_setup_teardown(test_fault_tells_call_sites_apart, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

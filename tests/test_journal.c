@@ -1,0 +1,510 @@
+/*
+ * test_journal.c: the journal's writer API end to end on real files: create and reopen,
+ * append/sync/roll, the writer lock, bad input (oversize, not a journal, newer version,
+ * read-only directory), retention, file modes and the sticky failed state.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "format.h"
+#include "jtest_util.h"
+
+enum { SMALL_SEGMENT_BYTES = 16 * 1024 };
+
+static void
+test_open_creates_journal_and_reopen_keeps_records(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("create");
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/j", dir);
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    journal_recovery_t rec;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(sub, &o, &j, &rec, &err), 0);
+    assert_int_equal(rec.last_seq, 0);
+    assert_int_equal(rec.first_seq, 0);
+    assert_string_equal(journal_source(j), "test");
+    journal_batch_info_t info;
+    assert_int_equal(jtest_append(j, 3, &info, &err), 0);
+    assert_int_equal(info.first_seq, 1);
+    assert_int_equal(info.last_seq, 3);
+    assert_int_equal(info.segment_seq, 1);
+    assert_int_equal(info.offset, SEG_HEADER_BYTES);
+    assert_int_equal(jtest_append(j, 2, &info, &err), 0);
+    assert_int_equal(info.first_seq, 4);
+    assert_int_equal(journal_sync(j, &err), 0);
+    assert_int_equal(journal_last_seq(j), 5);
+    assert_int_equal(journal_close(j, &err), 0);
+
+    o.source = "ignored-on-reopen";
+    assert_int_equal(journal_open(sub, &o, &j, &rec, &err), 0);
+    assert_int_equal(rec.last_seq, 5);
+    assert_int_equal(rec.first_seq, 1);
+    assert_int_equal(rec.last_ts_ns, 5000);
+    assert_int_equal(rec.end, JOURNAL_END_CLEAN);
+    assert_string_equal(rec.note, "");
+    assert_string_equal(journal_source(j), "test");
+    assert_int_equal(jtest_append(j, 1, NULL, &err), 0);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(jtest_read_all(sub, 1, &err), 6);
+    jtest_rmtree(dir);
+}
+
+static void
+test_append_rolls_segments_and_reader_crosses_them(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("roll");
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    int rolls = 0;
+    for (int i = 0; i < 200; i++) {
+        journal_batch_info_t info;
+        assert_int_equal(jtest_append(j, 1 + (uint64_t)i % 5, &info, &err), 0);
+        rolls += info.rolled;
+        if (info.rolled)
+            assert_int_equal(info.segment_seq, info.first_seq);
+    }
+    assert_true(rolls >= 5);
+    uint64_t last = journal_last_seq(j);
+    journal_stats_t st;
+    journal_stats(j, &st);
+    assert_int_equal(st.last_seq, last);
+    assert_int_equal(st.first_seq, 1);
+    assert_true(st.segments >= (uint64_t)rolls + 1);
+    assert_true(st.disk_bytes >= (uint64_t)(rolls + 1) * SMALL_SEGMENT_BYTES);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(jtest_read_all(dir, 1, &err), (int64_t)last);
+    assert_int_equal(jtest_read_all(dir, last - 3, &err), 4);
+
+    journal_recovery_t rec;
+    assert_int_equal(journal_open(dir, &o, &j, &rec, &err), 0);
+    assert_int_equal(rec.last_seq, last);
+    assert_int_equal(jtest_append(j, 2, NULL, &err), 0);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(jtest_read_all(dir, 1, &err), (int64_t)last + 2);
+    jtest_rmtree(dir);
+}
+
+static void
+test_second_writer_gets_elocked_naming_the_pid(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("lock");
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL, *j2 = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    /* Same process, a second open file description: OFD locks conflict. */
+    assert_int_equal(journal_open(dir, &o, &j2, NULL, &err), STELE_ELOCKED);
+    assert_null(j2);
+    char want[64];
+    snprintf(want, sizeof want, "(pid %d)", (int)getpid());
+    assert_non_null(strstr(err.message, want));
+    /* And from another process. */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        stele_error_t cerr = {0};
+        journal_t *cj = NULL;
+        int rc = journal_open(dir, &o, &cj, NULL, &cerr);
+        _exit(rc == STELE_ELOCKED && strstr(cerr.message, want) ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(journal_open(dir, &o, &j2, NULL, &err), 0);
+    assert_int_equal(journal_close(j2, &err), 0);
+    jtest_rmtree(dir);
+}
+
+static void
+test_append_rejects_oversize_record_and_changes_nothing(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("big");
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    o.max_record_bytes = 100;
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    uint8_t payload[101] = {1}, frame[256];
+    journal_frame_prepare(frame, 1, 1, payload, sizeof payload);
+    assert_int_equal(journal_append_batch(j, frame, journal_frame_bytes(101), NULL, &err),
+                     STELE_ETOOBIG);
+    assert_non_null(strstr(err.message, "101 bytes"));
+    assert_int_equal(journal_last_seq(j), 0);
+    /* A batch larger than a segment is refused too, and is not sticky. */
+    journal_close(j, &err);
+    o.max_record_bytes = 64 * 1024;
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    size_t big = 20000;
+    uint8_t *p = calloc(1, big), *buf = calloc(1, journal_frame_bytes((uint32_t)big));
+    assert_non_null(p);
+    assert_non_null(buf);
+    p[0] = 1;
+    journal_frame_prepare(buf, 1, 1, p, (uint32_t)big);
+    assert_int_equal(journal_append_batch(j, buf, journal_frame_bytes((uint32_t)big), NULL, &err),
+                     STELE_ETOOBIG);
+    /* Wrong seq and going-back timestamps are refused without harm. */
+    journal_frame_prepare(frame, 7, 1, payload, 10);
+    assert_int_equal(journal_append_batch(j, frame, journal_frame_bytes(10), NULL, &err),
+                     STELE_EINVAL);
+    assert_int_equal(jtest_append(j, 2, NULL, &err), 0);
+    journal_frame_prepare(frame, 3, 5, payload, 10);
+    assert_int_equal(journal_append_batch(j, frame, journal_frame_bytes(10), NULL, &err),
+                     STELE_EINVAL);
+    assert_int_equal(jtest_append(j, 1, NULL, &err), 0);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(jtest_read_all(dir, 1, &err), 3);
+    free(p);
+    free(buf);
+    jtest_rmtree(dir);
+}
+
+static void
+test_open_refuses_non_journal_directory_and_creates_nothing(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("notj");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/notes.txt", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("hello\n", f);
+    fclose(f);
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), STELE_ENOTJOURNAL);
+    assert_non_null(strstr(err.message, "is not a stele journal"));
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    journal_reader_t *r = NULL;
+    assert_int_equal(journal_reader_open(dir, NULL, &r, &err), STELE_ENOTJOURNAL);
+    /* A plain file is not a journal either. */
+    snprintf(path, sizeof path, "%s/notes.txt", dir);
+    assert_int_equal(journal_open(path, &o, &j, NULL, &err), STELE_ENOTJOURNAL);
+    /* Missing without create_if_missing. */
+    snprintf(path, sizeof path, "%s/missing", dir);
+    o.create_if_missing = 0;
+    assert_int_equal(journal_open(path, &o, &j, NULL, &err), -ENOENT);
+    jtest_rmtree(dir);
+}
+
+static void
+test_open_refuses_newer_format_version(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("ver");
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    assert_int_equal(jtest_append(j, 1, NULL, &err), 0);
+    assert_int_equal(journal_close(j, &err), 0);
+    char seg[4200];
+    jtest_seg_path(seg, sizeof seg, dir, 1);
+    size_t len = 0;
+    uint8_t *file = jtest_read_file(seg, &len);
+    uint8_t head[SEG_HEADER_BYTES];
+    memcpy(head, file, sizeof head);
+    format_store_u32(head + SEG_OFF_VERSION, FORMAT_VERSION + 1);
+    format_store_u32(head + SEG_OFF_CRC, crc32c(head, SEG_CRC_COVERED_BYTES));
+    jtest_poke(seg, 0, head, SEG_CRC_COVERED_BYTES + 4);
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), STELE_EVERSION);
+    assert_non_null(strstr(err.message, "format version 2"));
+    assert_non_null(strstr(err.hint, "upgrade"));
+    journal_reader_t *r = NULL;
+    assert_int_equal(journal_reader_open(dir, NULL, &r, &err), STELE_EVERSION);
+    /* Nothing was changed: the segment is byte for byte what it was. */
+    size_t len2 = 0;
+    uint8_t *after = jtest_read_file(seg, &len2);
+    assert_int_equal(len, len2);
+    assert_memory_equal(after + SEG_HEADER_BYTES, file + SEG_HEADER_BYTES, len - SEG_HEADER_BYTES);
+    free(file);
+    free(after);
+    jtest_rmtree(dir);
+}
+
+/* An I/O table that refuses every open for writing with EROFS, as a read-only mount does:
+ * root ignores directory permissions, so this is how the test reaches the same path. */
+static int
+rofs_open(void *ctx, const char *path, int flags, mode_t mode)
+{
+    const journal_io_t *inner = ctx;
+    if (flags & (JOURNAL_IO_WRITE | JOURNAL_IO_CREATE))
+        return -EROFS;
+    return inner->open_file(inner->ctx, path, flags, mode);
+}
+
+static void
+test_open_read_only_directory_gives_clear_error_and_readers_work(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("ro");
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    assert_int_equal(jtest_append(j, 4, NULL, &err), 0);
+    assert_int_equal(journal_close(j, &err), 0);
+
+    journal_io_t rofs = *journal_io_posix();
+    rofs.ctx = (void *)journal_io_posix();
+    rofs.open_file = rofs_open;
+    o.io = &rofs;
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), -EROFS);
+    assert_non_null(strstr(err.message, "LOCK"));
+    assert_non_null(strstr(err.hint, "writable"));
+    if (geteuid() != 0) {
+        o.io = NULL;
+        assert_int_equal(chmod(dir, 0500), 0);
+        assert_int_equal(journal_open(dir, &o, &j, NULL, &err), -EACCES);
+    }
+    /* Readers need no write access at all. */
+    journal_reader_t *r = NULL;
+    assert_int_equal(journal_reader_open(dir, &rofs, &r, &err), 0);
+    journal_record_t rec;
+    int n = 0;
+    while (journal_reader_next(r, &rec, &err) == 0)
+        n++;
+    assert_int_equal(n, 4);
+    journal_reader_close(r);
+    jtest_rmtree(dir);
+}
+
+static void
+test_delete_before_removes_only_whole_sealed_segments(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("ret");
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    uint64_t starts[64];
+    size_t n_starts = 1;
+    starts[0] = 1;
+    while (n_starts < 5) {
+        journal_batch_info_t info;
+        assert_int_equal(jtest_append(j, 3, &info, &err), 0);
+        if (info.rolled)
+            starts[n_starts++] = info.segment_seq;
+    }
+    /* seq inside segment 2: only segment 1 (all < starts[1]) may go. */
+    assert_int_equal(journal_delete_before(j, starts[1] + 1, &err), 1);
+    char seg[4200];
+    jtest_seg_path(seg, sizeof seg, dir, starts[0]);
+    assert_int_equal(access(seg, F_OK), -1);
+    jtest_seg_path(seg, sizeof seg, dir, starts[1]);
+    assert_int_equal(access(seg, F_OK), 0);
+    /* Exactly at a segment start: everything below it goes. */
+    assert_int_equal(journal_delete_before(j, starts[3], &err), 2);
+    /* Never the active segment, whatever seq says. */
+    assert_int_equal(journal_delete_before(j, UINT64_MAX, &err), 1);
+    journal_stats_t st;
+    journal_stats(j, &st);
+    assert_int_equal(st.first_seq, starts[4]);
+    uint64_t last = journal_last_seq(j);
+    assert_int_equal(journal_close(j, &err), 0);
+    /* A reader seeking below the oldest is told and starts at the oldest. */
+    journal_reader_t *r = NULL;
+    assert_int_equal(journal_reader_open(dir, NULL, &r, &err), 0);
+    assert_int_equal(journal_reader_seek(r, 1, 0, 0, &err), STELE_ENOTFOUND);
+    journal_record_t rec;
+    assert_int_equal(journal_reader_next(r, &rec, &err), 0);
+    assert_int_equal(rec.seq, starts[4]);
+    journal_reader_close(r);
+    assert_int_equal(jtest_read_all(dir, starts[4], &err), (int64_t)(last - starts[4] + 1));
+    /* Reopen after retention: the oldest segment verifies on its own. */
+    journal_recovery_t rec2;
+    assert_int_equal(journal_open(dir, &o, &j, &rec2, &err), 0);
+    assert_int_equal(rec2.first_seq, starts[4]);
+    assert_int_equal(rec2.last_seq, last);
+    assert_int_equal(journal_close(j, &err), 0);
+    jtest_rmtree(dir);
+}
+
+static void
+test_files_are_owner_only_by_default_and_modes_follow_options(void **state)
+{
+    (void)state;
+    char *base = jtest_tmpdir("mode");
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/j", base);
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    mode_t old_umask = umask(022);
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    assert_int_equal(jtest_append(j, 1, NULL, &err), 0);
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    char path[4300];
+    jtest_seg_path(path, sizeof path, dir, 1);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(journal_close(j, &err), 0);
+
+    snprintf(dir, sizeof dir, "%s/k", base);
+    o.dir_mode = 0750;
+    o.file_mode = 0640;
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0750);
+    jtest_seg_path(path, sizeof path, dir, 1);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0640);
+    assert_int_equal(journal_close(j, &err), 0);
+    umask(old_umask);
+    jtest_rmtree(base);
+}
+
+/* An I/O table whose fdatasync fails with EIO after `ok_syncs` successes. */
+typedef struct failing_sync {
+    const journal_io_t *inner;
+    int ok_syncs;
+} failing_sync_t;
+
+static int
+failing_fdatasync(void *ctx, int fd)
+{
+    failing_sync_t *f = ctx;
+    if (f->ok_syncs-- > 0)
+        return f->inner->fdatasync(f->inner->ctx, fd);
+    return -EIO;
+}
+
+#define FWD(name, ret, params, args)                                                               \
+    static ret fwd_##name params                                                                   \
+    {                                                                                              \
+        failing_sync_t *f = ctx;                                                                   \
+        return f->inner->name args;                                                                \
+    }
+FWD(open_file, int, (void *ctx, const char *p, int fl, mode_t m), (f->inner->ctx, p, fl, m))
+FWD(pread, ssize_t, (void *ctx, int fd, void *b, size_t l, off_t o), (f->inner->ctx, fd, b, l, o))
+FWD(pwritev, int, (void *ctx, int fd, const struct iovec *v, int n, off_t o),
+    (f->inner->ctx, fd, v, n, o))
+FWD(fsync, int, (void *ctx, int fd), (f->inner->ctx, fd))
+FWD(truncate, int, (void *ctx, int fd, off_t l), (f->inner->ctx, fd, l))
+FWD(allocate, int, (void *ctx, int fd, off_t o, off_t l, int z), (f->inner->ctx, fd, o, l, z))
+FWD(rename, int, (void *ctx, const char *a, const char *b), (f->inner->ctx, a, b))
+FWD(unlink, int, (void *ctx, const char *p), (f->inner->ctx, p))
+FWD(sync_dir, int, (void *ctx, const char *d), (f->inner->ctx, d))
+FWD(file_size, int, (void *ctx, int fd, off_t *s), (f->inner->ctx, fd, s))
+FWD(close, int, (void *ctx, int fd), (f->inner->ctx, fd))
+
+static void
+test_failed_sync_halts_the_journal_for_good(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("halt");
+    failing_sync_t f = {.inner = journal_io_posix(), .ok_syncs = 1000};
+    journal_io_t io = {.ctx = &f,
+                       .open_file = fwd_open_file,
+                       .pread = fwd_pread,
+                       .pwritev = fwd_pwritev,
+                       .fdatasync = failing_fdatasync,
+                       .fsync = fwd_fsync,
+                       .truncate = fwd_truncate,
+                       .allocate = fwd_allocate,
+                       .rename = fwd_rename,
+                       .unlink = fwd_unlink,
+                       .sync_dir = fwd_sync_dir,
+                       .file_size = fwd_file_size,
+                       .close = fwd_close};
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    o.io = &io;
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    assert_int_equal(jtest_append(j, 2, NULL, &err), 0);
+    assert_int_equal(journal_sync(j, &err), 0);
+    f.ok_syncs = 0;
+    assert_int_equal(jtest_append(j, 1, NULL, &err), 0);
+    assert_int_equal(journal_sync(j, &err), -EIO);
+    assert_non_null(strstr(err.message, "could not sync segment 00000000000000000001.seg"));
+    f.ok_syncs = 1000; /* the disk "recovers": the journal must not believe it */
+    assert_int_equal(journal_sync(j, &err), STELE_EHALTED);
+    assert_non_null(strstr(err.message, "Input/output error"));
+    assert_int_equal(jtest_append(j, 1, NULL, &err), STELE_EHALTED);
+    assert_int_equal(journal_close(j, &err), -EIO);
+    /* Reopening runs recovery and keeps every synced record. */
+    o.io = NULL;
+    journal_recovery_t rec;
+    assert_int_equal(journal_open(dir, &o, &j, &rec, &err), 0);
+    assert_true(rec.last_seq >= 2);
+    assert_int_equal(journal_close(j, &err), 0);
+    jtest_rmtree(dir);
+}
+
+static void
+test_open_rejects_bad_options(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("opts");
+    journal_options_t o;
+    jtest_options(&o, 100);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), STELE_EINVAL);
+    jtest_options(&o, 0);
+    o.source = "a-source-name-that-is-far-too-long-to-fit-in-the-sixty-four-byte-field";
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), STELE_EINVAL);
+    assert_int_equal(journal_close(NULL, NULL), 0);
+    jtest_rmtree(dir);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_creates_journal_and_reopen_keeps_records),
+        cmocka_unit_test(test_append_rolls_segments_and_reader_crosses_them),
+        cmocka_unit_test(test_second_writer_gets_elocked_naming_the_pid),
+        cmocka_unit_test(test_append_rejects_oversize_record_and_changes_nothing),
+        cmocka_unit_test(test_open_refuses_non_journal_directory_and_creates_nothing),
+        cmocka_unit_test(test_open_refuses_newer_format_version),
+        cmocka_unit_test(test_open_read_only_directory_gives_clear_error_and_readers_work),
+        cmocka_unit_test(test_delete_before_removes_only_whole_sealed_segments),
+        cmocka_unit_test(test_files_are_owner_only_by_default_and_modes_follow_options),
+        cmocka_unit_test(test_failed_sync_halts_the_journal_for_good),
+        cmocka_unit_test(test_open_rejects_bad_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,345 @@
+/*
+ * test_journal_faults.c: the journal's fault loop. A fixed workload (create, appends that
+ * roll across small segments, syncs, delete_before, close, reopen, more appends, close) runs
+ * over the faulting I/O table with call n = 1, 2, ... armed to fail, until a run finishes
+ * without reaching call n. After every run:
+ *  - if the fault fired, some journal call must have returned an error, and once an append
+ *    or a sync failed, later appends and syncs must fail too (the sticky halted state);
+ *  - the journal reopens with the real POSIX table (recovery succeeds) and every record
+ *    acknowledged durable (append, then a sync that returned 0) is there, intact, chained.
+ * Every call of every method is armed in turn, so every I/O call site the workload reaches
+ * is covered, with EIO and ENOSPC, once and forever, and short writes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io_fault.h"
+#include "test_util.h"
+
+/* Small segments so the workload rolls several times; small payloads so batches vary. */
+enum { FAULT_SEGMENT_BYTES = 16 * 1024 };
+enum { FAULT_MAX_PAD_BYTES = 400 };
+enum { FAULT_BATCHES = 24 };
+/* A safety stop: the workload makes a few hundred calls; far more means the loop is stuck. */
+enum { FAULT_MAX_N = 20000 };
+
+/* What one workload run saw. */
+typedef struct run_result {
+    int first_rc;        /* first error any journal call returned (0 = none) */
+    char first_what[96]; /* which call returned it */
+    int append_or_sync_failed;
+    int stickiness_broken; /* an append or sync succeeded after one had failed */
+    char sticky_what[96];
+} run_result_t;
+
+typedef struct loop_case {
+    const char *name;
+    io_fault_spec_t spec; /* nth is set by the loop */
+    int zero_fill;
+} loop_case_t;
+
+static void
+note_error(run_result_t *res, int rc, const char *what)
+{
+    if (rc && !res->first_rc) {
+        res->first_rc = rc;
+        snprintf(res->first_what, sizeof(res->first_what), "%s", what);
+    }
+}
+
+static void
+fill_options(journal_options_t *opts, const journal_io_t *io, int zero_fill)
+{
+    journal_options_init(opts);
+    opts->io = io;
+    opts->source = "faults";
+    opts->segment_bytes = FAULT_SEGMENT_BYTES;
+    opts->create_if_missing = 1;
+    opts->zero_fill = zero_fill;
+}
+
+/* After a failed append or sync: both must keep failing (never retried into success). */
+static void
+check_sticky(test_ledger_t *lg, journal_t *j, test_rng_t *rng, run_result_t *res)
+{
+    stele_error_t err = {0};
+    journal_batch_info_t info;
+    uint64_t durable_before = lg->durable_seq;
+    if (test_ledger_append(lg, j, rng, 1, &info, &err) == 0) {
+        res->stickiness_broken = 1;
+        snprintf(res->sticky_what, sizeof(res->sticky_what), "append after failure");
+    }
+    if (journal_sync(j, &err) == 0) {
+        res->stickiness_broken = 1;
+        snprintf(res->sticky_what, sizeof(res->sticky_what), "sync after failure");
+    }
+    lg->durable_seq = durable_before;
+}
+
+/*
+ * One pass of the workload on an open journal: batches of 1..6 records, a sync after most
+ * of them, one delete_before half way. Returns 0 or the first error.
+ */
+static int
+run_batches(test_ledger_t *lg, journal_t *j, test_rng_t *rng, int n_batches, run_result_t *res)
+{
+    stele_error_t err = {0};
+    journal_batch_info_t info;
+    for (int b = 0; b < n_batches; b++) {
+        int rc = test_ledger_append(lg, j, rng, (unsigned)test_rng_range(rng, 1, 6), &info, &err);
+        if (rc) {
+            note_error(res, rc, "journal_append_batch");
+            res->append_or_sync_failed = 1;
+            check_sticky(lg, j, rng, res);
+            return rc;
+        }
+        if (b % 4 != 3) { /* some batches stay unsynced until the next sync */
+            rc = test_ledger_sync(lg, j, &err);
+            if (rc) {
+                note_error(res, rc, "journal_sync");
+                res->append_or_sync_failed = 1;
+                check_sticky(lg, j, rng, res);
+                return rc;
+            }
+        }
+        if (b == n_batches / 2 && lg->durable_seq > 8) {
+            uint64_t below = lg->durable_seq / 2;
+            rc = journal_delete_before(j, below, &err);
+            if (rc < 0) {
+                note_error(res, rc, "journal_delete_before");
+                return rc;
+            }
+            lg->deleted_below = below;
+        }
+    }
+    return 0;
+}
+
+/* The whole workload: create, write, close, reopen, write, close. */
+static void
+run_workload(const char *dir, const journal_io_t *io, int zero_fill, test_ledger_t *lg,
+             uint64_t seed, run_result_t *res)
+{
+    journal_options_t opts;
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    test_rng_t rng;
+    test_rng_init(&rng, seed);
+    fill_options(&opts, io, zero_fill);
+
+    for (int phase = 0; phase < 2; phase++) {
+        journal_recovery_t rec;
+        int rc = journal_open(dir, &opts, &j, &rec, &err);
+        if (rc) {
+            note_error(res, rc, phase ? "journal_open (reopen)" : "journal_open (create)");
+            return;
+        }
+        if (phase == 1)
+            test_ledger_truncate(lg, rec.last_seq, rec.last_ts_ns);
+        rc = run_batches(lg, j, &rng, FAULT_BATCHES / (phase + 1), res);
+        uint64_t last_seq = journal_last_seq(j);
+        int close_rc = journal_close(j, &err);
+        j = NULL;
+        /* close syncs the active segment: a clean close makes everything durable */
+        if (close_rc == 0 && rc == 0 && last_seq > lg->durable_seq)
+            lg->durable_seq = last_seq;
+        note_error(res, close_rc, "journal_close");
+        if (rc || close_rc)
+            return;
+    }
+}
+
+/* Reopens with the real POSIX table and checks every durable record. */
+static void
+check_after_fault(const char *dir, test_ledger_t *lg, const char *label)
+{
+    journal_options_t opts;
+    journal_t *j = NULL;
+    journal_recovery_t rec;
+    stele_error_t err = {0};
+    fill_options(&opts, NULL, 1);
+    /* A fault during creation may leave a half-made journal: with nothing acknowledged yet,
+     * opening must then finish creating it. Otherwise the journal must already be there. */
+    opts.create_if_missing = lg->durable_seq == 0;
+
+    int rc = journal_open(dir, &opts, &j, &rec, &err);
+    if (rc)
+        fail_msg("%s: recovery failed: %s (%s)", label, err.message, stele_errname(rc));
+    if (rec.last_seq < lg->durable_seq)
+        fail_msg("%s: recovered to %" PRIu64 " but %" PRIu64 " was durable", label, rec.last_seq,
+                 lg->durable_seq);
+    rc = journal_close(j, &err);
+    if (rc)
+        fail_msg("%s: close after recovery: %s", label, err.message);
+
+    test_check_t check;
+    if (test_ledger_check(lg, dir, NULL, &check) != 0)
+        fail_msg("%s: %s", label, check.what);
+}
+
+/* Every call site of the targeted method(s) that the workload reached was failed at least
+ * once: the loop covered all of the journal's I/O call sites, not just most calls. */
+static void
+check_every_site_faulted(io_fault_t *fault, const loop_case_t *lc)
+{
+    io_fault_site_t sites[IO_FAULT_MAX_SITES];
+    size_t n_sites = io_fault_sites(fault, sites, IO_FAULT_MAX_SITES);
+    size_t n_targeted = 0;
+    assert_true(n_sites < IO_FAULT_MAX_SITES);
+    for (size_t i = 0; i < n_sites; i++) {
+        if (lc->spec.method != IO_METHOD_ANY && sites[i].method != lc->spec.method)
+            continue;
+        n_targeted++;
+        if (sites[i].n_faulted == 0)
+            fail_msg("%s: the %s call site at %p (%" PRIu64 " calls) was never failed", lc->name,
+                     io_method_name(sites[i].method), sites[i].caller, sites[i].n_calls);
+    }
+    fprintf(stderr, "%s: all %zu call sites failed at least once\n", lc->name, n_targeted);
+}
+
+/* Arms call n = 1, 2, ... of `lc` until a run completes without reaching it. */
+static void
+fault_loop(const loop_case_t *lc, uint64_t seed)
+{
+    io_fault_t *fault = io_fault_new(journal_io_posix(), 1);
+    assert_non_null(fault);
+    uint64_t n;
+    uint64_t n_fired_runs = 0;
+
+    for (n = 1; n < FAULT_MAX_N; n++) {
+        char *dir = test_tmpdir_new("faults");
+        assert_non_null(dir);
+        test_ledger_t lg;
+        test_ledger_init(&lg, FAULT_MAX_PAD_BYTES);
+        run_result_t res = {0};
+        io_fault_spec_t spec = lc->spec;
+        spec.nth = n;
+        io_fault_arm(fault, &spec);
+
+        run_workload(dir, io_fault_io(fault), lc->zero_fill, &lg, seed, &res);
+        io_fault_disarm(fault);
+        uint64_t fired = io_fault_fired(fault);
+
+        char label[160];
+        snprintf(label, sizeof(label), "%s, call %" PRIu64 " (first error from %s: %s)", lc->name,
+                 n, res.first_rc ? res.first_what : "none", stele_errname(res.first_rc));
+        if (fired && !res.first_rc)
+            fail_msg("%s: the fault fired but no journal call reported it", label);
+        if (!fired && res.first_rc)
+            fail_msg("%s: an error without a fault", label);
+        if (res.stickiness_broken)
+            fail_msg("%s: not sticky: %s succeeded", label, res.sticky_what);
+        check_after_fault(dir, &lg, label);
+
+        test_ledger_free(&lg);
+        assert_int_equal(test_tmpdir_remove(dir), 0);
+        if (!fired)
+            break;
+        n_fired_runs++;
+    }
+    assert_true(n < FAULT_MAX_N);
+    assert_true(n_fired_runs > 0);
+    check_every_site_faulted(fault, lc);
+    fprintf(stderr,
+            "%s: %" PRIu64 " faulted runs; clean run made %" PRIu64 " calls (%" PRIu64
+            " pwritev, %" PRIu64 " fdatasync, %" PRIu64 " fsync, %" PRIu64 " sync_dir)\n",
+            lc->name, n_fired_runs, io_fault_calls(fault, IO_METHOD_ANY) / n,
+            io_fault_calls(fault, IO_METHOD_PWRITEV) / n,
+            io_fault_calls(fault, IO_METHOD_FDATASYNC) / n,
+            io_fault_calls(fault, IO_METHOD_FSYNC) / n,
+            io_fault_calls(fault, IO_METHOD_SYNC_DIR) / n);
+    io_fault_free(fault);
+}
+
+static uint64_t
+suite_seed(void)
+{
+    static const char name[] = "test_journal_faults";
+    return test_seed(name);
+}
+
+static void
+test_fault_eio_once_at_every_call_loses_no_durable_record(void **state)
+{
+    (void)state;
+    loop_case_t lc = {"eio once", {.method = IO_METHOD_ANY, .error = -EIO}, 1};
+    fault_loop(&lc, suite_seed());
+}
+
+static void
+test_fault_eio_forever_at_every_call_loses_no_durable_record(void **state)
+{
+    (void)state;
+    loop_case_t lc = {
+        "eio forever", {.method = IO_METHOD_ANY, .error = -EIO, .is_persistent = 1}, 1};
+    fault_loop(&lc, suite_seed());
+}
+
+static void
+test_fault_enospc_once_at_every_call_loses_no_durable_record(void **state)
+{
+    (void)state;
+    loop_case_t lc = {"enospc once", {.method = IO_METHOD_ANY, .error = -ENOSPC}, 1};
+    fault_loop(&lc, suite_seed());
+}
+
+static void
+test_fault_enospc_forever_at_every_call_loses_no_durable_record(void **state)
+{
+    (void)state;
+    loop_case_t lc = {
+        "enospc forever", {.method = IO_METHOD_ANY, .error = -ENOSPC, .is_persistent = 1}, 1};
+    fault_loop(&lc, suite_seed());
+}
+
+static void
+test_fault_with_fallocate_preallocation_loses_no_durable_record(void **state)
+{
+    (void)state;
+    loop_case_t lc = {"eio once, fallocate", {.method = IO_METHOD_ANY, .error = -EIO}, 0};
+    fault_loop(&lc, suite_seed());
+}
+
+static void
+test_fault_short_write_eio_loses_no_durable_record(void **state)
+{
+    (void)state;
+    loop_case_t lc = {
+        "short write eio", {.method = IO_METHOD_PWRITEV, .error = -EIO, .is_short_write = 1}, 1};
+    fault_loop(&lc, suite_seed());
+}
+
+static void
+test_fault_short_write_enospc_forever_loses_no_durable_record(void **state)
+{
+    (void)state;
+    loop_case_t lc = {
+        "short write enospc forever",
+        {.method = IO_METHOD_PWRITEV, .error = -ENOSPC, .is_short_write = 1, .is_persistent = 1},
+        1};
+    fault_loop(&lc, suite_seed());
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fault_eio_once_at_every_call_loses_no_durable_record),
+        cmocka_unit_test(test_fault_eio_forever_at_every_call_loses_no_durable_record),
+        cmocka_unit_test(test_fault_enospc_once_at_every_call_loses_no_durable_record),
+        cmocka_unit_test(test_fault_enospc_forever_at_every_call_loses_no_durable_record),
+        cmocka_unit_test(test_fault_with_fallocate_preallocation_loses_no_durable_record),
+        cmocka_unit_test(test_fault_short_write_eio_loses_no_durable_record),
+        cmocka_unit_test(test_fault_short_write_enospc_forever_loses_no_durable_record),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
