@@ -29,19 +29,33 @@ void
 ts_make_dir(char *out, size_t cap, const char *name)
 {
     const char *tmp = getenv("TMPDIR");
-    snprintf(out, cap, "%s/stele-%s-XXXXXX", tmp && tmp[0] ? tmp : "/tmp", name);
-    if (!mkdtemp(out)) {
-        fprintf(stderr, "mkdtemp %s: %s\n", out, strerror(errno));
+    char base[200];
+    snprintf(base, sizeof base, "%s/stele-%s-XXXXXX", tmp && tmp[0] ? tmp : "/tmp", name);
+    if (!mkdtemp(base)) {
+        fprintf(stderr, "mkdtemp %s: %s\n", base, strerror(errno));
         abort();
     }
+    snprintf(out, cap, "%s/journal", base);
+}
+
+/* The temporary directory a journal path from ts_make_dir() lives in. */
+static void
+ts_base_dir(const char *dir, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", dir);
+    char *slash = strrchr(out, '/');
+    if (slash && slash != out)
+        *slash = '\0';
 }
 
 void
 ts_remove_dir(const char *dir)
 {
+    char base[256];
+    ts_base_dir(dir, base, sizeof base);
     pid_t pid = fork();
     if (pid == 0) {
-        execlp("rm", "rm", "-rf", "--", dir, (char *)NULL);
+        execlp("rm", "rm", "-rf", "--", base, (char *)NULL);
         _exit(127);
     }
     if (pid > 0)
@@ -79,7 +93,9 @@ ts_server_start(ts_server_t *s, const char *dir, int *exit_code_out, const char 
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     snprintf(s->socket_path, sizeof s->socket_path, "%s/stele.sock", dir);
-    snprintf(s->log_path, sizeof s->log_path, "%s/serve.log", dir);
+    char base[256];
+    ts_base_dir(dir, base, sizeof base);
+    snprintf(s->log_path, sizeof s->log_path, "%s/serve.log", base);
     argv[argc++] = STELE_SERVE_BIN;
     argv[argc++] = "serve";
     argv[argc++] = "-d";

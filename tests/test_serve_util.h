@@ -19,13 +19,15 @@ typedef struct ts_server {
     char log_path[300];
 } ts_server_t;
 
-/* A fresh temporary directory under $TMPDIR (or /tmp) named for the test. */
+/* A journal path (not created) inside a fresh temporary directory under $TMPDIR (or /tmp)
+ * named for the test; the server's log goes beside it. */
 void ts_make_dir(char *out, size_t cap, const char *name);
 
-/* Removes a directory tree made by ts_make_dir. */
+/* Removes the temporary directory of a path made by ts_make_dir. */
 void ts_remove_dir(const char *dir);
 
-/* Starts `stele serve -d dir extra_args...` (NULL-terminated) with stderr to dir/serve.log
+/* Starts `stele serve -d dir extra_args...` (NULL-terminated) with stderr to serve.log beside
+ * the journal
  * and waits until its socket accepts connections. Returns 0, or -1 when it exited first
  * (then *exit_code_out receives its exit code when not NULL). */
 int ts_server_start(ts_server_t *s, const char *dir, int *exit_code_out, const char *const *extra);
