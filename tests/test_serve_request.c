@@ -128,6 +128,26 @@ test_request_envelope_carries_event_and_wait(void **state)
 }
 
 static void
+test_request_client_envelope_passes_event_text_through(void **state)
+{
+    (void)state;
+    serve_request_t req;
+    const char line[] = "{\"$event\":{\"who\":\"x\"},\"$wait\":\"written\"}";
+    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
+    assert_int_equal(req.wait, STELE_WAIT_WRITTEN);
+    assert_int_equal(req.json_len, strlen("{\"who\":\"x\"}"));
+    assert_memory_equal(req.json, "{\"who\":\"x\"}", req.json_len);
+    serve_request_release(&req);
+    /* Text that closes the envelope early reaches the engine as one malformed JSON value. */
+    const char forged[] = "{\"$event\":{\"a\":1},\"$wait\":\"none\",\"$wait\":\"durable\"}";
+    assert_int_equal(serve_request_parse(forged, sizeof forged - 1, STELE_WAIT_DURABLE, &req, NULL),
+                     0);
+    assert_int_equal(req.wait, STELE_WAIT_DURABLE);
+    assert_memory_equal(req.json, "{\"a\":1},\"$wait\":\"none\"", req.json_len);
+    serve_request_release(&req);
+}
+
+static void
 test_request_escaped_envelope_key_is_an_envelope(void **state)
 {
     (void)state;
@@ -168,7 +188,7 @@ test_request_rejects_malformed_envelopes(void **state)
         {"{\"$event\":{},\"$event\":{}}", STELE_EPROTOCOL},
         {"{\"$event\":{},\"$wait\":\"now\"}", STELE_EPROTOCOL},
         {"{\"$event\":{},\"$wait\":2}", STELE_EPROTOCOL},
-        {"{\"$event\":{},\"$wait\":\"none\",\"$wait\":\"none\"}", STELE_EPROTOCOL},
+        {"{\"$wait\":\"none\",\"$wait\":\"none\",\"$event\":{}}", STELE_EPROTOCOL},
         {"{\"$wait\":\"none\"}", STELE_EPROTOCOL},
         {"{\"$event\":{},\"user\":\"x\"}", STELE_EPROTOCOL},
     };
@@ -307,6 +327,7 @@ main(void)
         cmocka_unit_test(test_frame_rejects_complete_line_over_limit),
         cmocka_unit_test(test_request_bare_event_is_passed_through_at_default_wait),
         cmocka_unit_test(test_request_envelope_carries_event_and_wait),
+        cmocka_unit_test(test_request_client_envelope_passes_event_text_through),
         cmocka_unit_test(test_request_escaped_envelope_key_is_an_envelope),
         cmocka_unit_test(test_request_dollar_inside_a_value_is_a_bare_event),
         cmocka_unit_test(test_request_rejects_malformed_envelopes),
