@@ -1,7 +1,8 @@
 # tests/serve.cmake: `stele serve` (cli/cmd_serve.c, cli/serve_*.c) and its client
-# (engine/client.c). The daemon's sources also form a small library so the tests can run a
-# server binary of their own (test_serve_main.c) and the fuzz target can reach the parser.
+# (engine/client.c). The tests exec the real `stele` binary (stele_cli) as the server; the
+# daemon's sources also form a small library so unit tests and the fuzz target reach them.
 set(STELE_SERVE_SOURCES
+  ${PROJECT_SOURCE_DIR}/cli/common.c
   ${PROJECT_SOURCE_DIR}/cli/cmd_serve.c
   ${PROJECT_SOURCE_DIR}/cli/serve_ack.c
   ${PROJECT_SOURCE_DIR}/cli/serve_frame.c
@@ -13,11 +14,7 @@ target_include_directories(stele_serve_core PUBLIC ${PROJECT_SOURCE_DIR}/cli)
 target_link_libraries(stele_serve_core PUBLIC stele stele_warnings PkgConfig::BSON
                       Threads::Threads)
 
-# `stele serve` alone, whatever state cli/main.c is in; the tests exec it.
-add_executable(stele_serve_test_main test_serve_main.c)
-target_link_libraries(stele_serve_test_main PRIVATE stele_serve_core)
-
-set(STELE_SERVE_TEST_DEFS STELE_SERVE_BIN="$<TARGET_FILE:stele_serve_test_main>")
+set(STELE_SERVE_TEST_DEFS STELE_SERVE_BIN="$<TARGET_FILE:stele_cli>")
 if(STELE_SANITIZE)
   # Sanitizer allocators keep freed memory in quarantine: RSS bounds are printed, not held.
   list(APPEND STELE_SERVE_TEST_DEFS STELE_TEST_SANITIZED=1)
@@ -33,7 +30,7 @@ stele_add_test(test_serve
   LIBS stele_serve_core
   TIMEOUT 600)
 target_compile_definitions(test_serve PRIVATE ${STELE_SERVE_TEST_DEFS})
-add_dependencies(test_serve stele_serve_test_main)
+add_dependencies(test_serve stele_cli)
 
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/test_serve_load.c)
   # 10,000 connections and the server-vs-in-process throughput comparison (docs/benchmarks.md).
@@ -43,7 +40,7 @@ if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/test_serve_load.c)
     TIMEOUT 900
     LABELS load)
   target_compile_definitions(test_serve_load PRIVATE ${STELE_SERVE_TEST_DEFS})
-  add_dependencies(test_serve_load stele_serve_test_main)
+  add_dependencies(test_serve_load stele_cli)
 endif()
 
 # libFuzzer target for the request framer and parser; its sources are compiled into it

@@ -1,7 +1,7 @@
 /*
  * test_serve_util.c: see test_serve_util.h. The server runs as a separate process (exec,
  * not just fork) so a test can SIGKILL it and so fork never copies a test's threads' locks.
- * STELE_SERVE_BIN (a compile definition from tests/serve.cmake) names the binary.
+ * STELE_SERVE_BIN (a compile definition from tests/serve.cmake) names the `stele` binary.
  */
 #include "test_serve_util.h"
 
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #ifndef STELE_SERVE_BIN
-#error "STELE_SERVE_BIN must name the test server binary"
+#error "STELE_SERVE_BIN must name the stele binary"
 #endif
 
 enum { TS_START_TIMEOUT_MS = 20000, TS_MAX_ARGS = 32 };

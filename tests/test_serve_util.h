@@ -1,6 +1,6 @@
 /*
  * test_serve_util.h: helpers shared by the `stele serve` tests: run a server in a child
- * process (exec of the test server binary, STELE_SERVE_BIN), talk to it over raw sockets,
+ * process (exec of the `stele` binary, STELE_SERVE_BIN), talk to it over raw sockets,
  * read the journal back.
  */
 #ifndef STELE_TEST_SERVE_UTIL_H
