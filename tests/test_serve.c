@@ -362,6 +362,39 @@ test_serve_sigterm_answers_received_requests_and_cleans_up(void **state)
     ts_remove_dir(dir);
 }
 
+static void
+test_serve_drain_timeout_fails_only_requests_short_of_their_level(void **state)
+{
+    (void)state;
+    char dir[256], line[1024];
+    ts_server_t srv;
+    /* A sink that can never acknowledge: nothing reaches wait level shipped. */
+    const char *const extra[] = {"--mongo", "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=200",
+                                 "--drain-timeout-ms", "300", NULL};
+    ts_make_dir(dir, sizeof dir, "drain");
+    start_server(&srv, dir, extra);
+    int fd = ts_connect(srv.socket_path);
+    assert_true(fd >= 0);
+    const char req[] = "{\"$event\":{\"a\":1},\"$wait\":\"shipped\"}\n"
+                       "{\"$event\":{\"a\":2},\"$wait\":\"durable\"}\n";
+    assert_int_equal(ts_write_all(fd, req, sizeof req - 1), 0);
+    usleep(300000);
+    kill(srv.pid, SIGTERM);
+    uint64_t seq = 0;
+    assert_true(ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) >= 0);
+    assert_int_equal(ts_reply_code(line, &seq), STELE_ECLOSED);
+    assert_non_null(strstr(line, "shipped"));
+    /* Behind it in order, but durable: acknowledged, not failed. */
+    assert_true(ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) >= 0);
+    assert_int_equal(ts_reply_code(line, &seq), 0);
+    assert_int_equal(seq, 2);
+    close(fd);
+    assert_int_equal(ts_server_stop(&srv, 0), 0);
+    assert_true(log_contains(srv.log_path, "msg=\"drain timed out\" unanswered=1"));
+    assert_int_equal(ts_read_journal(dir, NULL, NULL), 2);
+    ts_remove_dir(dir);
+}
+
 /* ---- memory bounds -----------------------------------------------------------------------------
  */
 
@@ -709,6 +742,7 @@ main(void)
         cmocka_unit_test(test_serve_rejects_bad_requests_and_keeps_connection_usable),
         cmocka_unit_test(test_serve_second_server_on_same_journal_fails_with_locked),
         cmocka_unit_test(test_serve_sigterm_answers_received_requests_and_cleans_up),
+        cmocka_unit_test(test_serve_drain_timeout_fails_only_requests_short_of_their_level),
         cmocka_unit_test(test_serve_client_that_stops_reading_stalls_only_itself),
         cmocka_unit_test(test_serve_discards_oversize_line_without_buffering_it),
         cmocka_unit_test(test_serve_sigkill_during_load_never_acknowledges_falsely),
