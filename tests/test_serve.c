@@ -652,6 +652,34 @@ test_client_connect_without_server_says_so(void **state)
 }
 
 static void
+test_client_reaches_server_on_a_socket_path_of_its_own(void **state)
+{
+    (void)state;
+    char dir[256], sock[300], too_long[200];
+    ts_server_t srv;
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    uint64_t seq = 0;
+    ts_make_dir(dir, sizeof dir, "sockpath");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    const char *const extra[] = {"--socket", sock, NULL};
+    start_server(&srv, dir, extra);
+    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
+    assert_int_equal(stele_client_append_json(c, "{\"a\":1}", 7, STELE_WAIT_WRITTEN, &seq, &err),
+                     0);
+    stele_client_close(c);
+    /* Nothing listens in the journal directory itself. */
+    assert_int_equal(stele_client_connect(dir, NULL, &c, &err), -ENOENT);
+    memset(too_long, 'x', sizeof too_long - 1);
+    too_long[sizeof too_long - 1] = '\0';
+    assert_int_equal(stele_client_connect(NULL, too_long, &c, &err), STELE_EINVAL);
+    assert_int_equal(stele_client_connect(NULL, NULL, &c, &err), STELE_EINVAL);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    assert_false(file_exists(sock));
+    ts_remove_dir(dir);
+}
+
+static void
 test_client_pipelines_and_reports_server_errors(void **state)
 {
     (void)state;
@@ -747,6 +775,7 @@ main(void)
         cmocka_unit_test(test_serve_discards_oversize_line_without_buffering_it),
         cmocka_unit_test(test_serve_sigkill_during_load_never_acknowledges_falsely),
         cmocka_unit_test(test_client_connect_without_server_says_so),
+        cmocka_unit_test(test_client_reaches_server_on_a_socket_path_of_its_own),
         cmocka_unit_test(test_client_pipelines_and_reports_server_errors),
         cmocka_unit_test(test_client_sees_server_death_as_error_not_ack),
     };
