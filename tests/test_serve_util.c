@@ -111,8 +111,10 @@ ts_server_start(ts_server_t *s, const char *dir, int *exit_code_out, const char 
         return -1;
     if (pid == 0) {
         int fd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        if (fd >= 0)
+        if (fd >= 0) {
             dup2(fd, STDERR_FILENO);
+            dup2(fd, STDOUT_FILENO); /* libmongoc's own log lines go to stdout */
+        }
         execv(STELE_SERVE_BIN, (char *const *)argv);
         _exit(127);
     }
