@@ -8,8 +8,8 @@
  *  2. the journal is opened (its lock makes a second server fail with STELE_ELOCKED,
  *     naming the holder's pid) before the socket is touched, so a second server never
  *     unlinks the first one's socket;
- *  3. only then is a leftover socket file (from a crash) removed, after checking that no
- *     server answers on it, and the pid file written.
+ *  3. only then is a leftover socket file (from a crash) removed, after checking that it
+ *     is a socket and that no server answers on it, and the pid file written.
  * Shutdown runs the other way: socket, then stele_close() (drains the sinks), then pid file.
  */
 #include "serve.h"
@@ -185,6 +185,13 @@ serve_listen(const char *path, const serve_log_t *log, int *out_fd)
         return STELE_EINVAL;
     }
     memcpy(addr.sun_path, path, strlen(path) + 1);
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        /* Never unlink what is not a socket: --socket may be a typo for a real file. */
+        serve_logf(log, SERVE_LOG_ERROR, "socket path exists and is not a socket", "socket=%s",
+                   serve_log_quote(quoted, sizeof quoted, path));
+        return -EEXIST;
+    }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;

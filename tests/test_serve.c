@@ -676,6 +676,16 @@ test_client_reaches_server_on_a_socket_path_of_its_own(void **state)
     assert_int_equal(stele_client_connect(NULL, NULL, &c, &err), STELE_EINVAL);
     assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
     assert_false(file_exists(sock));
+    /* A path that exists and is not a socket is refused, and left alone. */
+    FILE *f = fopen(sock, "we");
+    assert_non_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+    int exit_code = -1;
+    assert_int_equal(ts_server_start(&srv, dir, &exit_code, extra), -1);
+    assert_int_equal(exit_code, 3);
+    assert_true(log_contains(srv.log_path, "is not a socket"));
+    assert_true(file_exists(sock));
     ts_remove_dir(dir);
 }
 
