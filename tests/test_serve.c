@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -392,6 +393,46 @@ test_serve_drain_timeout_fails_only_requests_short_of_their_level(void **state)
     assert_int_equal(ts_server_stop(&srv, 0), 0);
     assert_true(log_contains(srv.log_path, "msg=\"drain timed out\" unanswered=1"));
     assert_int_equal(ts_read_journal(dir, NULL, NULL), 2);
+    ts_remove_dir(dir);
+}
+
+static void
+test_serve_pauses_accept_when_out_of_descriptors_and_resumes(void **state)
+{
+    (void)state;
+    char dir[256], line[256];
+    ts_server_t srv;
+    enum { FD_LIMIT = 64, N_CONNS = 100 };
+    struct rlimit saved, low;
+    int fds[N_CONNS];
+    ts_make_dir(dir, sizeof dir, "emfile");
+    /* The server inherits a small descriptor limit; the test keeps its own afterwards. */
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    low = saved;
+    low.rlim_cur = FD_LIMIT;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int started = ts_server_start(&srv, dir, NULL, NULL);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    assert_int_equal(started, 0);
+    /* More connections than the server has descriptors: the rest wait in the backlog. */
+    for (int i = 0; i < N_CONNS; i++) {
+        fds[i] = ts_connect(srv.socket_path);
+        assert_true(fds[i] >= 0);
+        char req[64];
+        int n = snprintf(req, sizeof req, "{\"conn\":%d}\n", i);
+        assert_int_equal(ts_write_all(fds[i], req, (size_t)n), 0);
+    }
+    /* Each answered connection that closes lets the server accept one more. */
+    for (int i = 0; i < N_CONNS; i++) {
+        uint64_t seq;
+        if (ts_read_line(fds[i], line, sizeof line, REPLY_TIMEOUT_MS) < 0)
+            fail_msg("connection %d never answered", i);
+        assert_int_equal(ts_reply_code(line, &seq), 0);
+        close(fds[i]);
+    }
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    assert_true(log_contains(srv.log_path, "accept paused"));
+    assert_int_equal(ts_read_journal(dir, NULL, NULL), N_CONNS);
     ts_remove_dir(dir);
 }
 
@@ -781,6 +822,7 @@ main(void)
         cmocka_unit_test(test_serve_second_server_on_same_journal_fails_with_locked),
         cmocka_unit_test(test_serve_sigterm_answers_received_requests_and_cleans_up),
         cmocka_unit_test(test_serve_drain_timeout_fails_only_requests_short_of_their_level),
+        cmocka_unit_test(test_serve_pauses_accept_when_out_of_descriptors_and_resumes),
         cmocka_unit_test(test_serve_client_that_stops_reading_stalls_only_itself),
         cmocka_unit_test(test_serve_discards_oversize_line_without_buffering_it),
         cmocka_unit_test(test_serve_sigkill_during_load_never_acknowledges_falsely),
