@@ -39,7 +39,7 @@ typedef struct stress_thread {
     stress_run_t *run;
     unsigned index;
     int failed;
-    char why[256];
+    char why[512];
 } stress_thread_t;
 
 static stele_wait_t
@@ -86,7 +86,7 @@ stress_writer(void *arg)
         int rc = stress_append(th, i, level, &seq, &err);
         if (rc) {
             th->failed = 1;
-            snprintf(th->why, sizeof th->why, "thread %u event %u: %s %s", th->index, i,
+            snprintf(th->why, sizeof th->why, "thread %u event %u: %s %.160s", th->index, i,
                      stele_errname(rc), err.message);
         } else if (seq <= last) {
             th->failed = 1;
@@ -146,7 +146,7 @@ stress_check(stress_run_t *run, const char *dir)
     if (broken)
         fail_msg("journal read back: %s", broken);
     for (long k = 0; k < n; k++) {
-        unsigned t, i;
+        unsigned t = 0, i = 0;
         if (stress_decode(&recs[k], &t, &i) || t >= run->n_threads || i >= run->per_thread)
             fail_msg("record %llu is not an event of this run", (unsigned long long)recs[k].seq);
         if (run->acked[(size_t)t * run->per_thread + i] != recs[k].seq)
