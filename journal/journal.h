@@ -46,6 +46,10 @@ typedef struct journal_options {
     unsigned dir_mode;
     int create_if_missing;
     int zero_fill; /* preallocate by writing zeros (1) or fallocate only (0) */
+    /* 1: prepare the next segment in the writing thread at roll time instead of in the
+     * background preparer thread. Slower rolls, but every I/O call happens in one thread in
+     * a fixed order, which fault-injection loops that number calls rely on. Default 0. */
+    int prepare_inline;
     /* Where recovery may start its tail scan: a batch start known to the index (0 = none).
      * The journal checks it and falls back to the newest segment's start if it is wrong. */
     uint64_t hint_seq;
