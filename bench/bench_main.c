@@ -4,15 +4,56 @@
  * temporary directory under --dir (default: the current directory, so the disk measured is
  * the one the user stands on), runs the plan and removes everything it created.
  *
- * Exit codes: 0 every cell ran or was skipped with a reason; 1 usage; 3 a cell failed.
+ * Exit codes: 0 every cell ran or was skipped with a reason; 1 usage; 3 a cell failed;
+ * 130 interrupted (SIGINT/SIGTERM/SIGHUP), after the same cleanup.
  */
 #include "bench.h"
 #include "bench_cli.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Signals are blocked in every thread and taken here, so an interrupted sweep still stops
+ * its servers, unmounts the emulated disk and removes its directory. */
+typedef struct main_signals {
+    sigset_t set;
+    atomic_int interrupted;
+} main_signals_t;
+
+static void *
+main_signal_thread(void *arg)
+{
+    main_signals_t *s = arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&s->set, &sig) == 0) {
+            atomic_store(&s->interrupted, 1);
+            fprintf(stderr, "\nstele-bench: interrupted, cleaning up\n");
+        }
+    }
+    return NULL;
+}
+
+static int
+main_block_signals(main_signals_t *s)
+{
+    sigemptyset(&s->set);
+    sigaddset(&s->set, SIGINT);
+    sigaddset(&s->set, SIGTERM);
+    sigaddset(&s->set, SIGHUP);
+    atomic_init(&s->interrupted, 0);
+    pthread_t t;
+    if (pthread_sigmask(SIG_BLOCK, &s->set, NULL) != 0 ||
+        pthread_create(&t, NULL, main_signal_thread, s) != 0)
+        return -1;
+    pthread_detach(t);
+    return 0;
+}
 
 static int
 main_setup_hdd(const bench_cli_t *cli, const bench_plan_t *plan, bench_hdd_t **hdd,
@@ -53,7 +94,7 @@ main_write_outputs(const bench_cli_t *cli, bench_run_opts_t *o, FILE **csv, FILE
 }
 
 static int
-main_run(const bench_cli_t *cli, bench_plan_t *plan)
+main_run(const bench_cli_t *cli, bench_plan_t *plan, main_signals_t *sig)
 {
     char run_dir[BENCH_PATH_BYTES];
     int rc = bench_make_temp_dir(cli->dir, "stele-bench", run_dir, sizeof run_dir);
@@ -62,12 +103,15 @@ main_run(const bench_cli_t *cli, bench_plan_t *plan)
                 strerror(-rc));
         return 3;
     }
+    /* Traversable (not listable) by others: PostgreSQL runs as its own user beneath it. */
+    chmod(run_dir, 0711);
     bench_hdd_t *hdd = NULL;
     main_setup_hdd(cli, plan, &hdd, run_dir);
     bench_run_opts_t o = {.run_dir = run_dir,
                           .hdd_dir = bench_hdd_path(hdd),
                           .json = cli->json,
-                          .quiet_progress = cli->quiet};
+                          .quiet_progress = cli->quiet,
+                          .interrupted = &sig->interrupted};
     FILE *csv = NULL, *jsonl = NULL;
     bench_result_t *res = NULL;
     int exit_code = main_write_outputs(cli, &o, &csv, &jsonl) ? 3 : 0;
@@ -82,8 +126,15 @@ main_run(const bench_cli_t *cli, bench_plan_t *plan)
         fclose(jsonl);
     if (res && cli->out_dir && cli->plot)
         bench_plot(cli->out_dir, res, plan->n);
-    if (res && !cli->json && plan->n > 1)
-        bench_print_summary(stdout, res, plan->n);
+    /* One summary per repetition: its ratios are between cells run side by side. */
+    size_t per_rep = plan->n / cli->repeat;
+    for (uint32_t rep = 0; res && !cli->json && per_rep > 1 && rep < cli->repeat; rep++) {
+        if (cli->repeat > 1)
+            printf("\nrepetition %u of %u:", rep + 1, cli->repeat);
+        bench_print_summary(stdout, res + rep * per_rep, per_rep);
+    }
+    if (res && !cli->json && cli->repeat > 1)
+        bench_print_repeat_summary(stdout, res, per_rep, cli->repeat);
     for (size_t i = 0; res && i < plan->n; i++)
         bench_result_release(&res[i]);
     free(res);
@@ -92,7 +143,7 @@ main_run(const bench_cli_t *cli, bench_plan_t *plan)
         bench_remove_tree(run_dir);
     else
         fprintf(stderr, "stele-bench: data kept in %s\n", run_dir);
-    return exit_code;
+    return atomic_load(&sig->interrupted) ? 130 : exit_code;
 }
 
 int
@@ -104,12 +155,17 @@ main(int argc, char **argv)
         return rc < 0 ? 0 : 1; /* -1: --help printed */
     if (cli.probe_dir)
         return bench_probe(cli.probe_dir, cli.seconds_given ? cli.seconds : 60.0) ? 3 : 0;
+    static main_signals_t sig; /* static: the signal thread may outlive main's frame */
+    if (main_block_signals(&sig)) {
+        fprintf(stderr, "stele-bench: could not set up signal handling\n");
+        return 3;
+    }
     bench_plan_t plan = {0};
     if (bench_cli_build_plan(&cli, &plan)) {
         fprintf(stderr, "stele-bench: out of memory\n");
         return 3;
     }
-    int exit_code = main_run(&cli, &plan);
+    int exit_code = main_run(&cli, &plan, &sig);
     bench_plan_free(&plan);
     return exit_code;
 }

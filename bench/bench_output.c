@@ -88,6 +88,7 @@ bench_print_json(FILE *out, const bench_result_t *r)
             "\"mb_per_s\":%.3f,\"syncs\":%llu,\"syncs_per_s\":%.1f,\"mean_batch\":%.2f,"
             "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,"
             "\"counted_back\":%lld,\"ref_appends_per_s\":%.1f,\"ref_p99_us\":%.1f,"
+            "\"warmup_s\":%.3f,\"warmup_appends\":%llu,"
             "\"data_path\":",
             output_status_name(r->status), r->is_durable ? "true" : "false", c->writers, c->seconds,
             bench_sync_name(c->sync), bench_wait_name(c->wait), bench_policy_name(c->policy),
@@ -95,7 +96,8 @@ bench_print_json(FILE *out, const bench_result_t *r)
             (unsigned long long)r->appends, (unsigned long long)r->errors, r->elapsed_s,
             r->appends_per_s, r->mb_per_s, (unsigned long long)r->syncs, r->syncs_per_s,
             r->mean_batch, r->p50_us, r->p99_us, r->p999_us, r->max_us, (long long)r->counted_back,
-            r->ref_appends_per_s, r->ref_p99_us);
+            r->ref_appends_per_s, r->ref_p99_us, c->warmup_seconds,
+            (unsigned long long)r->warmup_appends);
     output_json_string(out, r->data_path);
     fprintf(out, ",\"note\":");
     output_json_string(out, r->note);
@@ -135,9 +137,9 @@ bench_print_csv(FILE *out, const bench_result_t *r)
 void
 bench_print_table_header(FILE *out)
 {
-    fprintf(out, "%-20s %-13s %5s %7s %-8s %-7s %6s %12s %8s %9s %8s %9s %9s %9s  %s\n", "system",
-            "device", "wr", "ci_us", "sync", "wait", "bytes", "appends/s", "MB/s", "syncs/s",
-            "batch", "p50_us", "p99_us", "p99.9_us", "note");
+    fprintf(out, "%-20s %-13s %5s %7s %-8s %-7s %-4s %6s %12s %8s %9s %8s %9s %9s %9s  %s\n",
+            "system", "device", "wr", "ci_us", "sync", "wait", "in", "bytes", "appends/s", "MB/s",
+            "syncs/s", "batch", "p50_us", "p99_us", "p99.9_us", "note");
 }
 
 void
@@ -157,21 +159,30 @@ bench_print_table_row(FILE *out, const bench_result_t *r)
     snprintf(system, sizeof system, "%s%s", c->system,
              c->policy == STELE_COMMIT_FIXED && strcmp(c->system, "stele") == 0 ? "(fixed)" : "");
     if (r->status != BENCH_OK) {
-        fprintf(out, "%-20s %-13s %5d %7u %-8s %-7s %6u %12s %8s %9s %8s %9s %9s %9s  %s\n", system,
-                c->device, c->writers, c->commit_interval_us, bench_sync_name(c->sync),
-                bench_wait_name(c->wait), c->record_bytes, "-", "-", "-", "-", "-", "-", "-", note);
+        fprintf(out, "%-20s %-13s %5d %7u %-8s %-7s %-4s %6u %12s %8s %9s %8s %9s %9s %9s  %s\n",
+                system, c->device, c->writers, c->commit_interval_us, bench_sync_name(c->sync),
+                bench_wait_name(c->wait), bench_input_name(c->input), c->record_bytes, "-", "-",
+                "-", "-", "-", "-", "-", note);
         return;
     }
     char batch[16] = "-";
     if (r->mean_batch > 0)
         snprintf(batch, sizeof batch, "%.1f", r->mean_batch);
+    /* Peers have no stele knobs, and some cannot tell their syncs: show "-" there. */
+    int is_stele = strcmp(c->system, "stele") == 0;
+    char ci[16] = "-", syncs[24] = "-";
+    if (is_stele)
+        snprintf(ci, sizeof ci, "%u", c->commit_interval_us);
+    if (is_stele || r->syncs > 0)
+        snprintf(syncs, sizeof syncs, "%.0f", r->syncs_per_s);
     char lat[3][16];
     const double lat_us[3] = {r->p50_us, r->p99_us, r->p999_us};
     for (int k = 0; k < 3; k++) /* sub-10 us latencies (wait=none) keep a decimal */
         snprintf(lat[k], sizeof lat[k], lat_us[k] < 10 ? "%.1f" : "%.0f", lat_us[k]);
-    fprintf(out, "%-20s %-13s %5d %7u %-8s %-7s %6u %12.0f %8.2f %9.0f %8s %9s %9s %9s  %s\n",
-            system, c->device, c->writers, c->commit_interval_us, bench_sync_name(c->sync),
-            bench_wait_name(c->wait), c->record_bytes, r->appends_per_s, r->mb_per_s,
-            r->syncs_per_s, batch, lat[0], lat[1], lat[2], note);
+    fprintf(out, "%-20s %-13s %5d %7s %-8s %-7s %-4s %6u %12.0f %8.2f %9s %8s %9s %9s %9s  %s\n",
+            system, c->device, c->writers, ci, is_stele ? bench_sync_name(c->sync) : "-",
+            is_stele ? bench_wait_name(c->wait) : "-",
+            is_stele ? bench_input_name(c->input) : "json", c->record_bytes, r->appends_per_s,
+            r->mb_per_s, syncs, batch, lat[0], lat[1], lat[2], note);
     fflush(out);
 }

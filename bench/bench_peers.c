@@ -17,14 +17,14 @@
 #include <string.h>
 
 static const bench_target_t *const peer_targets[] = {
-    &bench_peer_sqlite_full,  &bench_peer_sqlite_normal,  &bench_peer_lmdb,
-    &bench_peer_redis_always, &bench_peer_redis_everysec, &bench_peer_pg_on,
-    &bench_peer_pg_delay,     &bench_peer_pg_off,
+    &bench_peer_sqlite_full,  &bench_peer_sqlite_normal,  &bench_peer_lmdb,  &bench_peer_rocksdb,
+    &bench_peer_redis_always, &bench_peer_redis_everysec, &bench_peer_pg_on, &bench_peer_pg_delay,
+    &bench_peer_pg_off,       &bench_peer_mongo_direct,
 };
 static const char *const peer_names[] = {
-    "sqlite-wal-full",  "sqlite-wal-normal",  "lmdb",
-    "redis-aof-always", "redis-aof-everysec", "pg-sync-on",
-    "pg-commit-delay",  "pg-sync-off",        NULL,
+    "sqlite-wal-full",  "sqlite-wal-normal",  "lmdb",       "rocksdb-sync",
+    "redis-aof-always", "redis-aof-everysec", "pg-sync-on", "pg-commit-delay",
+    "pg-sync-off",      "mongo-direct",       NULL,
 };
 
 _Static_assert(sizeof peer_targets / sizeof peer_targets[0] + 1 ==

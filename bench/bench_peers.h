@@ -12,11 +12,13 @@
 extern const bench_target_t bench_peer_sqlite_full;
 extern const bench_target_t bench_peer_sqlite_normal;
 extern const bench_target_t bench_peer_lmdb;
+extern const bench_target_t bench_peer_rocksdb;
 extern const bench_target_t bench_peer_redis_always;
 extern const bench_target_t bench_peer_redis_everysec;
 extern const bench_target_t bench_peer_pg_on;
 extern const bench_target_t bench_peer_pg_delay;
 extern const bench_target_t bench_peer_pg_off;
+extern const bench_target_t bench_peer_mongo_direct;
 
 /* A free TCP port on 127.0.0.1 (bound and released; the server binds it right after). */
 int bench_server_free_port(void);

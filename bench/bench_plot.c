@@ -28,8 +28,8 @@ static void
 plot_series_label(const bench_result_t *r, char *out, size_t cap)
 {
     if (strcmp(r->cell.system, "stele") == 0)
-        snprintf(out, cap, "stele %s/%s", bench_sync_name(r->cell.sync),
-                 bench_wait_name(r->cell.wait));
+        snprintf(out, cap, "stele %s/%s%s", bench_sync_name(r->cell.sync),
+                 bench_wait_name(r->cell.wait), r->is_durable ? "" : " (not durable)");
     else
         snprintf(out, cap, "%s%s", r->cell.system, r->is_durable ? "" : " (not durable)");
 }
@@ -73,11 +73,16 @@ plot_writers(FILE *gp, const char *out_dir, const bench_result_t *res, size_t n,
             device, emulated ? " (EMULATED 7200 rpm)" : "");
     for (int fmt = 0; fmt < 2; fmt++) {
         fprintf(gp, "%s\nset output 'writers-%s.%s'\nplot ",
-                fmt ? "set terminal svg size 1100,600" : "set terminal pngcairo size 1100,600",
+                fmt ? "set terminal svg size 1100,600 noenhanced"
+                    : "set terminal pngcairo size 1100,600 noenhanced",
                 device, fmt ? "svg" : "png");
         for (size_t k = 0; k < n_labels; k++)
-            fprintf(gp, "%s'plot-writers-%s-%zu.dat' using 1:2 with linespoints title '%s'",
-                    k ? ", " : "", device, k, labels[k]);
+            /* smooth unique: sorted by writers, repeated cells averaged; dashed = not
+             * durable. */
+            fprintf(gp,
+                    "%s'plot-writers-%s-%zu.dat' using 1:2 smooth unique with linespoints "
+                    "dt %d lw 2 title '%s'",
+                    k ? ", " : "", device, k, strstr(labels[k], "not durable") ? 2 : 1, labels[k]);
         fprintf(gp, "\n");
     }
     fprintf(gp, "unset logscale\n");
@@ -119,12 +124,14 @@ plot_interval(FILE *gp, const char *out_dir, const bench_result_t *res, size_t n
             device, strcmp(device, "hdd-emulated") == 0 ? " (EMULATED 7200 rpm)" : "");
     for (int fmt = 0; fmt < 2; fmt++) {
         fprintf(gp, "%s\nset output 'interval-%s.%s'\nplot ",
-                fmt ? "set terminal svg size 1100,600" : "set terminal pngcairo size 1100,600",
+                fmt ? "set terminal svg size 1100,600 noenhanced"
+                    : "set terminal pngcairo size 1100,600 noenhanced",
                 device, fmt ? "svg" : "png");
         for (int w = 0; w < 2; w++)
             for (int pol = 0; pol < 2; pol++)
                 fprintf(gp,
-                        "%s'plot-interval-%s-w%d-%s.dat' using 1:2 with linespoints title "
+                        "%s'plot-interval-%s-w%d-%s.dat' using 1:2 smooth unique with "
+                        "linespoints lw 2 title "
                         "'%d writer(s), %s'",
                         (w || pol) ? ", " : "", device, writers[w], pol ? "fixed" : "adaptive",
                         writers[w], pol ? "fixed (MongoDB 2.4-like)" : "adaptive");
@@ -162,7 +169,8 @@ plot_cdf(FILE *gp, const char *out_dir, const bench_result_t *res, size_t n, con
             device, strcmp(device, "hdd-emulated") == 0 ? " (EMULATED 7200 rpm)" : "");
     for (int fmt = 0; fmt < 2; fmt++) {
         fprintf(gp, "%s\nset output 'cdf-%s.%s'\nplot ",
-                fmt ? "set terminal svg size 1100,600" : "set terminal pngcairo size 1100,600",
+                fmt ? "set terminal svg size 1100,600 noenhanced"
+                    : "set terminal pngcairo size 1100,600 noenhanced",
                 device, fmt ? "svg" : "png");
         for (int k = 0; k < n_series; k++)
             fprintf(gp, "%s'plot-cdf-%s-%d.dat' using 1:2 with lines title '%s'", k ? ", " : "",

@@ -86,6 +86,9 @@ server_child(char *const argv[], const char *log_path, const char *run_as)
         close(devnull);
     }
     setsid(); /* a terminal's Ctrl-C reaches stele-bench, which stops the server itself */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL); /* stele-bench blocks signals; servers must not */
     if (run_as && geteuid() == 0) {
         struct passwd *pw = getpwnam(run_as);
         if (!pw || setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0)

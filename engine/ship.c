@@ -30,6 +30,7 @@
 #include <inttypes.h>
 #include <mongoc/mongoc.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,19 @@ ship_wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* snprintf that truncates on purpose (messages and names are bounded by design). */
+static void ship_fmt(char *dst, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+ship_fmt(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, cap, fmt, ap);
+    va_end(ap);
 }
 
 static void ship_set_error(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
@@ -219,7 +233,7 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->opts.collection = t->collection;
 
     const mongoc_host_list_t *host = mongoc_uri_get_hosts(t->uri);
-    snprintf(t->where, sizeof t->where, "%s/%s.%s", host ? host->host_and_port : "?", db, coll);
+    ship_fmt(t->where, sizeof t->where, "%s/%s.%s", host ? host->host_and_port : "?", db, coll);
 
     t->write_concern = mongoc_write_concern_new();
     if (sink->w == -1)
@@ -263,13 +277,6 @@ ship_pool_new(const ship_target_t *t, stele_error_t *err)
 /* ------------------------------------------------------------------------------------------
  * Error classification: the one place that decides what a MongoDB failure means.
  * ------------------------------------------------------------------------------------------ */
-typedef enum ship_verdict {
-    SHIP_RETRY = 0,   /* transient: retry the unacknowledged documents after a backoff */
-    SHIP_DUPLICATE,   /* document `index` already stored: compare hashes */
-    SHIP_DEAD_LETTER, /* document `index` is rejected for good: dead-letter it, go on */
-    SHIP_SPLIT,       /* the batch was refused client-side as a whole: send one by one */
-    SHIP_STOP_AUTH,   /* credentials or privileges: stop the sink */
-} ship_verdict_t;
 
 static int
 ship_code_is_duplicate(int64_t code)
@@ -328,25 +335,25 @@ ship_message_is_transient(const char *msg)
 
 /*
  * Classifies a failed insert_many (or find) from libmongoc's error and reply.
- * *index_out receives the batch index of the offending document for SHIP_DUPLICATE and
- * SHIP_DEAD_LETTER; documents before it were inserted (ordered insert) unless the reply
- * also carries a write-concern error, in which case the verdict is SHIP_RETRY.
+ * *index_out receives the batch index of the offending document for SHIPPER_DUPLICATE and
+ * SHIPPER_DEAD_LETTER; documents before it were inserted (ordered insert) unless the reply
+ * also carries a write-concern error, in which case the verdict is SHIPPER_RETRY.
  * Anything not known to be permanent is retried: never drop a record on a guess.
  */
-static ship_verdict_t
-ship_classify(const bson_error_t *error, const bson_t *reply, size_t *index_out)
+shipper_verdict_t
+shipper_classify(const bson_error_t *error, const bson_t *reply, size_t *index_out)
 {
     *index_out = 0;
     bson_iter_t it, child;
     if (reply && mongoc_error_has_label(reply, "RetryableWriteError"))
-        return SHIP_RETRY;
+        return SHIPPER_RETRY;
     if (reply && bson_iter_init_find(&it, reply, "writeConcernErrors") &&
         BSON_ITER_HOLDS_ARRAY(&it)) {
         uint32_t len;
         const uint8_t *data;
         bson_iter_array(&it, &len, &data);
         if (len > 5) /* a non-empty array */
-            return SHIP_RETRY;
+            return SHIPPER_RETRY;
     }
     if (reply && bson_iter_init_find(&it, reply, "writeErrors") && BSON_ITER_HOLDS_ARRAY(&it) &&
         bson_iter_recurse(&it, &child) && bson_iter_next(&child) &&
@@ -366,28 +373,28 @@ ship_classify(const bson_error_t *error, const bson_t *reply, size_t *index_out)
             }
         }
         if (ship_code_is_duplicate(code))
-            return SHIP_DUPLICATE;
+            return SHIPPER_DUPLICATE;
         if (ship_code_is_auth(code))
-            return SHIP_STOP_AUTH;
+            return SHIPPER_STOP_AUTH;
         if (ship_code_is_transient(code) || ship_message_is_transient(msg))
-            return SHIP_RETRY;
-        return SHIP_DEAD_LETTER;
+            return SHIPPER_RETRY;
+        return SHIPPER_DEAD_LETTER;
     }
     /* No per-document error: the command as a whole failed. */
     if (error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE)
-        return SHIP_STOP_AUTH;
+        return SHIPPER_STOP_AUTH;
     if (error->domain == MONGOC_ERROR_SERVER || error->domain == MONGOC_ERROR_WRITE_CONCERN) {
         if (ship_code_is_auth(error->code))
-            return SHIP_STOP_AUTH;
+            return SHIPPER_STOP_AUTH;
         if (ship_code_is_duplicate(error->code))
-            return SHIP_DUPLICATE;
-        return SHIP_RETRY;
+            return SHIPPER_DUPLICATE;
+        return SHIPPER_RETRY;
     }
     if (error->domain == MONGOC_ERROR_BSON ||
         (error->domain == MONGOC_ERROR_COMMAND && error->code == MONGOC_ERROR_COMMAND_INVALID_ARG))
-        return SHIP_SPLIT;
+        return SHIPPER_SPLIT;
     /* Stream, server selection, protocol, cursor: the network or the topology. */
-    return SHIP_RETRY;
+    return SHIPPER_RETRY;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -397,7 +404,7 @@ typedef struct ship_doc {
     uint64_t seq;
     int64_t ts_ns;
     uint8_t hash[SHIP_HASH_BYTES];
-    bson_t doc;
+    bson_t *doc; /* heap: bson_t wants 128-byte alignment a realloc'd array lacks */
     int is_done; /* acknowledged, found stored with the same hash, or dead-lettered */
 } ship_doc_t;
 
@@ -412,7 +419,7 @@ static void
 ship_batch_clear(ship_batch_t *b)
 {
     for (size_t i = 0; i < b->n; i++)
-        bson_destroy(&b->docs[i].doc);
+        bson_destroy(b->docs[i].doc);
     b->n = 0;
     b->bytes = 0;
 }
@@ -442,16 +449,15 @@ ship_floor_div(int64_t a, int64_t b)
 }
 
 /*
- * Builds the shipped document of a record into *out (initialised here; destroy it even on
- * failure): _id {src, seq}, the event's fields at top level, and under STELE_META_FIELD the
- * timestamp (BSON date, ms, and ts_ns as int64), the chain hash and the previous hash.
- * Returns 0, or STELE_EBSON when the payload is not a document or uses a reserved key
- * (the validator prevents both; a foreign journal could still hold them).
+ * Builds the shipped document of a record into *out (empty, from bson_new): _id {src, seq}, the
+ * event's fields at top level, and under STELE_META_FIELD the timestamp (BSON date, ms, and ts_ns
+ * as int64), the chain hash and the previous hash. Returns 0, or STELE_EBSON when the payload is
+ * not a document or uses a reserved key (the validator prevents both; a foreign journal could still
+ * hold them).
  */
 static int
 ship_doc_build(const char *source, const journal_record_t *rec, bson_t *out)
 {
-    bson_init(out);
     ship_append_id(out, source, rec->seq);
     bson_t event;
     bson_iter_t it;
@@ -625,24 +631,31 @@ ship_copy_reply(const bson_t *err_doc, bson_t *reply)
     bson_copy_to(err_doc, reply);
 }
 
+/* The newest document stored for a source: where a sink without a checkpoint resumes. */
+typedef struct ship_remote_last {
+    uint64_t seq; /* 0 when the source has no document */
+    uint8_t hash[SHIP_HASH_BYTES];
+    int has_hash;
+} ship_remote_last_t;
+
 /* Highest _id.seq stored for this source, 0 when none. Returns 0 or the verdict's code. */
 static int
 ship_remote_max_seq(const ship_target_t *t, mongoc_client_t *client, const char *source,
-                    uint64_t *seq_out, bson_error_t *berr, bson_t *reply)
+                    ship_remote_last_t *out, bson_error_t *berr, bson_t *reply)
 {
     mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
     bson_t *filter = BCON_NEW("_id.src", BCON_UTF8(source));
-    bson_t *opts = BCON_NEW("sort", "{", "_id.seq", BCON_INT32(-1), "}", "limit", BCON_INT64(1),
-                            "projection", "{", "_id", BCON_INT32(1), "}");
+    bson_t *opts =
+        BCON_NEW("sort", "{", "_id.seq", BCON_INT32(-1), "}", "limit", BCON_INT64(1), "projection",
+                 "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
     mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
     const bson_t *doc;
-    *seq_out = 0;
+    memset(out, 0, sizeof *out);
     int rc = 0;
-    if (mongoc_cursor_next(cursor, &doc)) {
-        bson_iter_t it;
-        if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "_id.seq", &it) &&
-            BSON_ITER_HOLDS_NUMBER(&it))
-            *seq_out = (uint64_t)bson_iter_as_int64(&it);
+    const uint8_t *hash = NULL;
+    if (mongoc_cursor_next(cursor, &doc) && ship_doc_identity(doc, &out->seq, &hash) == 0 && hash) {
+        memcpy(out->hash, hash, SHIP_HASH_BYTES);
+        out->has_hash = 1;
     }
     const bson_t *err_doc = NULL;
     if (mongoc_cursor_error_document(cursor, berr, &err_doc)) {
@@ -692,9 +705,9 @@ shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
             return 0;
         }
         size_t index;
-        ship_verdict_t verdict = ship_classify(&berr, &reply, &index);
+        shipper_verdict_t verdict = shipper_classify(&berr, &reply, &index);
         bson_destroy(&reply);
-        if (verdict == SHIP_STOP_AUTH) {
+        if (verdict == SHIPPER_STOP_AUTH) {
             shipper_note_error(s, 1, "sink %s: %s refused by %s: %s", s->target.name, what,
                                s->target.where, berr.message);
             return STELE_EAUTH;
@@ -790,7 +803,7 @@ ship_resolve_duplicates(const ship_target_t *t, mongoc_client_t *client, const c
 
 /* Outcome of one insert attempt over the not-done documents of a batch. */
 typedef struct ship_attempt {
-    ship_verdict_t verdict;
+    shipper_verdict_t verdict;
     size_t bad_index; /* batch index of the offending document */
     bson_error_t error;
     int is_ok;
@@ -811,7 +824,7 @@ ship_insert_pending(const ship_target_t *t, mongoc_client_t *client, ship_batch_
         if (b->docs[i].is_done)
             continue;
         map[n] = i;
-        ptrs[n++] = &b->docs[i].doc;
+        ptrs[n++] = b->docs[i].doc;
     }
     memset(out, 0, sizeof *out);
     if (n == 0) {
@@ -834,17 +847,17 @@ ship_insert_pending(const ship_target_t *t, mongoc_client_t *client, ship_batch_
         out->n_inserted = n;
     } else {
         size_t index = 0;
-        out->verdict = ship_classify(&out->error, &reply, &index);
-        if (out->verdict == SHIP_DUPLICATE || out->verdict == SHIP_DEAD_LETTER) {
+        out->verdict = shipper_classify(&out->error, &reply, &index);
+        if (out->verdict == SHIPPER_DUPLICATE || out->verdict == SHIPPER_DEAD_LETTER) {
             if (index >= n)
-                out->verdict = SHIP_RETRY;
+                out->verdict = SHIPPER_RETRY;
             else {
                 for (size_t k = 0; k < index; k++)
                     b->docs[map[k]].is_done = 1;
                 out->bad_index = map[index];
                 out->n_inserted = index;
             }
-        } else if (out->verdict == SHIP_SPLIT) {
+        } else if (out->verdict == SHIPPER_SPLIT) {
             out->bad_index = map[0];
         }
     }
@@ -902,7 +915,7 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
                 return 0;
             continue;
         }
-        if (at.verdict == SHIP_DUPLICATE) {
+        if (at.verdict == SHIPPER_DUPLICATE) {
             uint64_t bad_seq = 0;
             bson_t reply = BSON_INITIALIZER;
             int rc = ship_resolve_duplicates(&s->target, client, s->source, b, at.bad_index,
@@ -923,20 +936,20 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
                 continue;
             }
             size_t ignored;
-            at.verdict = ship_classify(&at.error, &reply, &ignored);
+            at.verdict = shipper_classify(&at.error, &reply, &ignored);
             bson_destroy(&reply);
-            if (at.verdict != SHIP_STOP_AUTH)
-                at.verdict = SHIP_RETRY;
+            if (at.verdict != SHIPPER_STOP_AUTH)
+                at.verdict = SHIPPER_RETRY;
         } else {
             mongoc_client_pool_push(s->pool, client);
         }
         switch (at.verdict) {
-        case SHIP_DEAD_LETTER:
+        case SHIPPER_DEAD_LETTER:
             shipper_dead_letter(s, &b->docs[at.bad_index], at.error.message);
             if (s->rejected_seq)
                 return STELE_EREMOTE;
             continue;
-        case SHIP_SPLIT:
+        case SHIPPER_SPLIT:
             if (max_docs > 1) {
                 max_docs = 1;
                 continue;
@@ -945,12 +958,12 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
             if (s->rejected_seq)
                 return STELE_EREMOTE;
             continue;
-        case SHIP_STOP_AUTH:
+        case SHIPPER_STOP_AUTH:
             shipper_note_error(s, 1, "sink %s: %s refused the credentials or privileges: %s",
                                s->target.name, s->target.where, at.error.message);
             return STELE_EAUTH;
-        case SHIP_RETRY:
-        case SHIP_DUPLICATE:
+        case SHIPPER_RETRY:
+        case SHIPPER_DUPLICATE:
             break;
         }
         shipper_note_error(s, 0, "sink %s: insert into %s failed, retrying: %s", s->target.name,
@@ -1040,9 +1053,10 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
         d->ts_ns = rec.ts_ns;
         d->is_done = 0;
         memcpy(d->hash, rec.hash, SHIP_HASH_BYTES);
-        int build_rc = ship_doc_build(s->source, &rec, &d->doc);
+        d->doc = bson_new();
+        int build_rc = ship_doc_build(s->source, &rec, d->doc);
         b->n++;
-        b->bytes += d->doc.len;
+        b->bytes += d->doc->len;
         if (b->n == 1) {
             linger_until_ms = ship_now_ms() + o->linger_ms;
             atomic_store(&s->pending_ts_ns, rec.ts_ns);
@@ -1050,6 +1064,47 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
         if (build_rc != 0)
             shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
         next_seq++;
+    }
+    return 0;
+}
+
+/*
+ * Before resuming after the remote's newest document, checks that it is ours: the journal
+ * must hold that seq with the same chain hash. Otherwise another journal ships under this
+ * source name (or the journal was replaced): stop loudly instead of skipping its records.
+ * A seq already deleted by retention cannot be compared and is accepted.
+ */
+static int
+shipper_check_remote_last(shipper_t *s, const ship_remote_last_t *last)
+{
+    journal_reader_t *r = NULL;
+    stele_error_t rerr = {0};
+    int rc = journal_reader_open(s->journal_dir, s->io, &r, &rerr);
+    if (rc == 0) {
+        rc = journal_reader_seek(r, last->seq, 0, 0, &rerr);
+        if (rc == STELE_ENOTFOUND) {
+            journal_reader_close(r);
+            return 0;
+        }
+    }
+    journal_record_t rec;
+    if (rc == 0)
+        rc = journal_reader_next(r, &rec, &rerr);
+    int is_ours = rc == 0 && rec.seq == last->seq && last->has_hash &&
+                  memcmp(rec.hash, last->hash, SHIP_HASH_BYTES) == 0;
+    journal_reader_close(r);
+    if (rc != 0 && rc != STELE_EAGAIN) {
+        shipper_note_error(s, 1, "sink %s: cannot read the journal: %s", s->target.name,
+                           rerr.message);
+        return rc;
+    }
+    if (!is_ours) {
+        shipper_note_error(s, 1,
+                           "sink %s: seq %" PRIu64 " is stored in %s with another hash%s: "
+                           "another journal uses source \"%s\" or the journal was replaced",
+                           s->target.name, last->seq, s->target.where,
+                           rc == STELE_EAGAIN ? " and is past the journal's end" : "", s->source);
+        return STELE_EINTEGRITY;
     }
     return 0;
 }
@@ -1064,9 +1119,13 @@ shipper_resume_seq(shipper_t *s, uint64_t *seq_out)
         shipper_note_error(s, 0, "sink %s: could not read checkpoint: %s", s->target.name,
                            ierr.message);
     if (seq == 0) {
-        int rc = shipper_retry_step(s, "resume query", shipper_step_max_seq, &seq);
+        ship_remote_last_t last;
+        int rc = shipper_retry_step(s, "resume query", shipper_step_max_seq, &last);
+        if (rc == 0 && last.seq > 0)
+            rc = shipper_check_remote_last(s, &last);
         if (rc != 0)
             return rc;
+        seq = last.seq;
     }
     *seq_out = seq;
     return 0;
@@ -1326,9 +1385,10 @@ ship_remote_error(const ship_target_t *t, const bson_error_t *berr, const bson_t
                   const char *what, stele_error_t *err)
 {
     size_t index;
-    int code = ship_classify(berr, reply, &index) == SHIP_STOP_AUTH ? STELE_EAUTH : STELE_EREMOTE;
+    int code =
+        shipper_classify(berr, reply, &index) == SHIPPER_STOP_AUTH ? STELE_EAUTH : STELE_EREMOTE;
     char msg[STELE_ERROR_MESSAGE_BYTES];
-    snprintf(msg, sizeof msg, "sink %s: %s on %s failed: %s", t->name, what, t->where,
+    ship_fmt(msg, sizeof msg, "sink %s: %s on %s failed: %s", t->name, what, t->where,
              berr->message);
     ship_scrub(t, msg, sizeof msg);
     ship_set_error(err, code, "check that the server is reachable and the credentials valid", "%s",
@@ -1493,9 +1553,10 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
         d->ts_ns = rec.ts_ns;
         d->is_done = 0;
         memcpy(d->hash, rec.hash, SHIP_HASH_BYTES);
-        if (ship_doc_build(s->source, &rec, &d->doc) != 0)
+        d->doc = bson_new();
+        if (ship_doc_build(s->source, &rec, d->doc) != 0)
             shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
-        b->bytes += d->doc.len;
+        b->bytes += d->doc->len;
     }
     return 0;
 }

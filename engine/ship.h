@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include <bson/bson.h>
+
 #include "index.h"
 #include "journal.h"
 #include "stele.h"
@@ -44,5 +46,23 @@ uint64_t shipper_shipped_seq(const shipper_t *s);
 
 /* Snapshot of the sink's statistics; `committed_seq` is the engine's, for the lag. */
 void shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out);
+
+/* What a MongoDB failure means to a shipper (shipper_classify). */
+typedef enum shipper_verdict {
+    SHIPPER_RETRY = 0,   /* transient: retry the unacknowledged documents after a backoff */
+    SHIPPER_DUPLICATE,   /* document *index_out is stored already: compare chain hashes */
+    SHIPPER_DEAD_LETTER, /* document *index_out is rejected for good: dead-letter it, go on */
+    SHIPPER_SPLIT,       /* the batch was refused client-side as a whole: send one by one */
+    SHIPPER_STOP_AUTH,   /* credentials or privileges refused: stop the sink */
+} shipper_verdict_t;
+
+/*
+ * The one classifier of MongoDB errors, from libmongoc's error (error API version 2) and the
+ * command's reply (may be NULL). *index_out receives the batch index of the offending
+ * document for SHIPPER_DUPLICATE and SHIPPER_DEAD_LETTER. Anything not known to be
+ * permanent is SHIPPER_RETRY. Pure; any thread. Exposed for its table test.
+ */
+shipper_verdict_t shipper_classify(const bson_error_t *error, const bson_t *reply,
+                                   size_t *index_out);
 
 #endif /* STELE_ENGINE_SHIP_H */

@@ -1,0 +1,607 @@
+/*
+ * cmd_insert.c: `stele insert`: appends events given as arguments, or read as JSON Lines
+ * from stdin, and prints each event's seq once it reached the requested wait level.
+ *
+ * Invariants:
+ *  - A printed seq is a promise: it is printed only after stele_wait() confirmed that record
+ *    (and so every earlier one) at the requested level. Seqs are printed in input order.
+ *  - Group commit from one process: events are appended with STELE_WAIT_NONE, so the
+ *    committer batches them, and their seqs queue in `pending` (a fixed ring). The ring is
+ *    settled (waited on and printed) when half full, before any read that would block (so
+ *    a slow producer still sees its seqs at once), on a bad line, and at the end.
+ *  - Memory is bounded whatever the input: one line buffer of max_line_bytes plus a read
+ *    chunk, and the ring. A longer line is skipped to its newline without being kept.
+ *  - On a bad line everything before it is settled and printed, nothing after it is
+ *    appended (unless --skip-invalid), and the error names the line and the library's
+ *    reason.
+ *  - When `stele serve` owns the journal (its socket answers), events go through it with
+ *    stele_client_send_json()/stele_client_recv(), up to INSERT_CLIENT_WINDOW unanswered.
+ *    The server validates, so a bad line is known only from its reply: the events sent
+ *    after it in the same window may already be appended. They are printed (each printed
+ *    seq is still an acknowledged record) and no further event is sent.
+ */
+#include "cmd.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Seqs appended but not yet printed. Half of it is settled at a time, so the committer
+ * always has the other half to batch while this thread waits. */
+#define INSERT_PENDING_CAP 16384
+/* Bytes read from stdin at once, on top of the longest line. */
+#define INSERT_READ_CHUNK_BYTES (64 * 1024)
+/* Requests in flight to `stele serve`; bounds the replies it buffers for us. */
+#define INSERT_CLIENT_WINDOW 1024
+/* JSON text may be larger than its BSON (spaces, escapes): allow twice max_record_bytes. */
+#define INSERT_LINE_FACTOR 2
+
+typedef enum line_status {
+    LINE_OK,
+    LINE_TOO_LONG,
+    LINE_EOF,
+    LINE_WOULD_BLOCK,
+    LINE_READ_ERROR,
+} line_status_t;
+
+typedef struct line_reader {
+    int fd;
+    char *buf;
+    size_t cap;
+    size_t start, end; /* unread bytes are buf[start, end) */
+    int is_eof;
+    uint64_t line_no; /* number of the line last returned, from 1 */
+    size_t max_line_bytes;
+    int read_errno;
+} line_reader_t;
+
+typedef struct inserter {
+    const char *command;
+    stele_t *db;            /* in-process writer, or NULL when going through a server */
+    stele_client_t *client; /* connection to `stele serve`, or NULL */
+    uint64_t in_flight_line[INSERT_CLIENT_WINDOW]; /* input line of each unanswered request */
+    size_t in_flight_head;
+    int client_failed; /* a reply carried an error: send nothing more */
+    int client_code;   /* exit code of the first failed reply */
+    const char *where; /* "stdin line" or "argument", for messages */
+    stele_wait_t level;
+    int quiet;
+    int flush_before_wait; /* sync=never: wait=durable would otherwise wait for close */
+    uint64_t pending[INSERT_PENDING_CAP]; /* ring of appended, unprinted seqs */
+    size_t head, count;
+    int stdout_failed;
+} inserter_t;
+
+static const char insert_usage[] =
+    "usage: stele insert [--wait none|written|durable|shipped] [--quiet] [--skip-invalid]\n"
+    "                    [options] [JSON ...]\n"
+    "\n"
+    "Appends each JSON argument as one event; with no argument, reads JSON Lines (one object\n"
+    "per line) from stdin. Prints each event's seq, in input order, once it reached the wait\n"
+    "level: a printed seq is a promise. An empty line is invalid input. On an invalid event\n"
+    "the events before it are committed and printed and nothing after it is appended.\n"
+    "\n"
+    "      --wait LEVEL       none, written, durable (default) or shipped\n"
+    "  -q, --quiet            do not print seqs\n"
+    "      --skip-invalid     report each invalid line on stderr and go on (exit 2 at the\n"
+    "                         end if any line was skipped)\n";
+
+enum { OPT_WAIT = 1, OPT_SKIP_INVALID };
+
+static const struct option insert_opts[] = {
+    {"wait", required_argument, NULL, OPT_WAIT},
+    {"quiet", no_argument, NULL, 'q'},
+    {"skip-invalid", no_argument, NULL, OPT_SKIP_INVALID},
+    {NULL, 0, NULL, 0},
+};
+
+static int
+parse_wait(const char *text, stele_wait_t *out)
+{
+    static const char *const names[] = {"none", "written", "durable", "shipped"};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(text, names[i]) == 0) {
+            *out = (stele_wait_t)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* ---- reading stdin, bounded ---------------------------------------------------------- */
+
+static int
+line_reader_fill(line_reader_t *lr)
+{
+    for (;;) {
+        ssize_t n = read(lr->fd, lr->buf + lr->end, lr->cap - lr->end);
+        if (n > 0) {
+            lr->end += (size_t)n;
+            return 0;
+        }
+        if (n == 0) {
+            lr->is_eof = 1;
+            return 0;
+        }
+        if (errno != EINTR) {
+            lr->read_errno = errno;
+            return -1;
+        }
+    }
+}
+
+/* Drops the rest of an over-long line, up to and including its newline. */
+static line_status_t
+line_reader_skip_line(line_reader_t *lr)
+{
+    for (;;) {
+        char *nl = memchr(lr->buf + lr->start, '\n', lr->end - lr->start);
+        if (nl != NULL) {
+            lr->start = (size_t)(nl - lr->buf) + 1;
+            return LINE_TOO_LONG;
+        }
+        lr->start = lr->end = 0;
+        if (lr->is_eof)
+            return LINE_TOO_LONG;
+        if (line_reader_fill(lr) != 0)
+            return LINE_READ_ERROR;
+    }
+}
+
+/*
+ * Returns the next line (without its newline) in *line and *len, borrowed until the next call.
+ * With may_block == 0 it returns LINE_WOULD_BLOCK instead of waiting for input.
+ */
+static line_status_t
+line_reader_next(line_reader_t *lr, int may_block, const char **line, size_t *len)
+{
+    for (;;) {
+        size_t avail = lr->end - lr->start;
+        char *nl = memchr(lr->buf + lr->start, '\n', avail);
+        size_t line_len = (nl != NULL) ? (size_t)(nl - (lr->buf + lr->start)) : avail;
+        if (line_len > lr->max_line_bytes) {
+            lr->line_no++;
+            return line_reader_skip_line(lr);
+        }
+        if (nl != NULL || (lr->is_eof && avail > 0)) {
+            *line = lr->buf + lr->start;
+            *len = line_len;
+            lr->start += line_len + (nl != NULL ? 1 : 0);
+            lr->line_no++;
+            return LINE_OK;
+        }
+        if (lr->is_eof)
+            return LINE_EOF;
+        if (lr->start > 0) {
+            memmove(lr->buf, lr->buf + lr->start, avail);
+            lr->start = 0;
+            lr->end = avail;
+        }
+        if (!may_block) {
+            struct pollfd pfd = {.fd = lr->fd, .events = POLLIN};
+            if (poll(&pfd, 1, 0) == 0)
+                return LINE_WOULD_BLOCK;
+        }
+        if (line_reader_fill(lr) != 0)
+            return LINE_READ_ERROR;
+    }
+}
+
+/* ---- the ring of pending seqs -------------------------------------------------------- */
+
+static uint64_t
+pending_at(const inserter_t *ins, size_t i)
+{
+    return ins->pending[(ins->head + i) % INSERT_PENDING_CAP];
+}
+
+/* Waits until the oldest `n` pending seqs reached the level, then prints them. */
+static int
+inserter_settle(inserter_t *ins, size_t n, stele_error_t *err)
+{
+    if (n == 0)
+        return 0;
+    uint64_t newest = pending_at(ins, n - 1);
+    if (ins->level != STELE_WAIT_NONE) {
+        if (ins->flush_before_wait) {
+            int rc = stele_flush(ins->db, err);
+            if (rc != 0)
+                return rc;
+        }
+        int rc = stele_wait(ins->db, newest, ins->level, -1, err);
+        if (rc != 0)
+            return rc;
+    }
+    for (size_t i = 0; i < n && !ins->quiet; i++)
+        printf("%" PRIu64 "\n", pending_at(ins, i));
+    ins->head = (ins->head + n) % INSERT_PENDING_CAP;
+    ins->count -= n;
+    if (!ins->quiet && (fflush(stdout) != 0 || ferror(stdout))) {
+        ins->stdout_failed = 1;
+        return -EPIPE;
+    }
+    return 0;
+}
+
+static int
+inserter_settle_all(inserter_t *ins, stele_error_t *err)
+{
+    return inserter_settle(ins, ins->count, err);
+}
+
+/* Appends one event with STELE_WAIT_NONE and queues its seq; settles half the ring when full. */
+static int
+inserter_append(inserter_t *ins, const char *json, size_t len, stele_error_t *err)
+{
+    uint64_t seq = 0;
+    int rc = stele_append_json(ins->db, json, len, STELE_WAIT_NONE, &seq, err);
+    if (rc != 0)
+        return rc;
+    ins->pending[(ins->head + ins->count) % INSERT_PENDING_CAP] = seq;
+    ins->count++;
+    if (ins->count == INSERT_PENDING_CAP)
+        return inserter_settle(ins, INSERT_PENDING_CAP / 2, err);
+    return 0;
+}
+
+static int
+is_blank(const char *line, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (line[i] != ' ' && line[i] != '\t' && line[i] != '\r')
+            return 0;
+    }
+    return 1;
+}
+
+/* Prints "stele insert: WHERE: message". */
+static void
+report_bad_event(const char *where, uint64_t number, int rc, const stele_error_t *err,
+                 const char *own_message)
+{
+    const char *message = own_message;
+    if (message == NULL)
+        message = (err->code == rc && err->message[0]) ? err->message : stele_strerror(rc);
+    fprintf(stderr, "stele insert: %s %" PRIu64 ": %s\n", where, number, message);
+}
+
+/* ---- through `stele serve` ---------------------------------------------------------- */
+
+/* Receives the oldest reply; prints its seq, or reports its error once. */
+static int
+client_recv_one(inserter_t *ins, const char *where, int skip_invalid, uint64_t *n_skipped)
+{
+    uint64_t line_no = ins->in_flight_line[ins->in_flight_head];
+    ins->in_flight_head = (ins->in_flight_head + 1) % INSERT_CLIENT_WINDOW;
+    stele_error_t err = {0};
+    uint64_t seq = 0;
+    int rc = stele_client_recv(ins->client, &seq, &err);
+    if (rc == 0) {
+        if (!ins->quiet)
+            printf("%" PRIu64 "\n", seq);
+        return 0;
+    }
+    int code = cli_exit_for(rc);
+    if (code == CLI_EXIT_INVALID && skip_invalid) {
+        report_bad_event(where, line_no, rc, &err, NULL);
+        (*n_skipped)++;
+        return 0;
+    }
+    if (ins->client_failed)
+        return 0; /* the first error is the one that stopped the input */
+    if (code == CLI_EXIT_INVALID)
+        report_bad_event(where, line_no, rc, &err, NULL);
+    else
+        cli_report(ins->command, rc, &err);
+    ins->client_failed = 1;
+    ins->client_code = code == CLI_EXIT_OK ? CLI_EXIT_ENGINE : code;
+    /* a broken connection answers nothing more */
+    return (rc == -EPIPE || rc == -ECONNRESET || rc == STELE_EPROTOCOL) ? -1 : 0;
+}
+
+/* Receives replies until at most `keep` requests are unanswered; flushes stdout. */
+static int
+client_settle(inserter_t *ins, size_t keep, const char *where, int skip_invalid,
+              uint64_t *n_skipped)
+{
+    while (stele_client_pending(ins->client) > keep) {
+        if (client_recv_one(ins, where, skip_invalid, n_skipped) != 0)
+            return -1;
+    }
+    if (!ins->quiet && fflush(stdout) != 0) {
+        ins->stdout_failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Sends one event; returns 0 to go on or the exit code to stop with. */
+static int
+client_insert_one(inserter_t *ins, const char *where, uint64_t number, const char *json, size_t len,
+                  int skip_invalid, uint64_t *n_skipped)
+{
+    if (is_blank(json, len)) {
+        if (skip_invalid) {
+            report_bad_event(where, number, STELE_EEMPTY, NULL,
+                             "empty line (one JSON object per line)");
+            (*n_skipped)++;
+            return 0;
+        }
+        (void)client_settle(ins, 0, where, skip_invalid, n_skipped);
+        if (!ins->client_failed)
+            report_bad_event(where, number, STELE_EEMPTY, NULL,
+                             "empty line (one JSON object per line)");
+        return ins->client_failed ? ins->client_code : CLI_EXIT_INVALID;
+    }
+    if (stele_client_pending(ins->client) == INSERT_CLIENT_WINDOW &&
+        client_settle(ins, INSERT_CLIENT_WINDOW - 1, where, skip_invalid, n_skipped) != 0)
+        return ins->client_failed ? ins->client_code : CLI_EXIT_ENGINE;
+    if (ins->client_failed) {
+        (void)client_settle(ins, 0, where, skip_invalid, n_skipped);
+        return ins->client_code;
+    }
+    stele_error_t err = {0};
+    int rc = stele_client_send_json(ins->client, json, len, ins->level, &err);
+    if (rc != 0) {
+        cli_report(ins->command, rc, &err);
+        return CLI_EXIT_ENGINE;
+    }
+    size_t slot =
+        (ins->in_flight_head + stele_client_pending(ins->client) - 1) % INSERT_CLIENT_WINDOW;
+    ins->in_flight_line[slot] = number;
+    return 0;
+}
+
+/*
+ * Handles one input event. Returns 0 to go on, or the exit code to stop with; *n_skipped
+ * counts invalid events skipped under --skip-invalid.
+ */
+static int
+insert_one(inserter_t *ins, const char *where, uint64_t number, const char *json, size_t len,
+           int skip_invalid, uint64_t *n_skipped)
+{
+    if (ins->client != NULL)
+        return client_insert_one(ins, where, number, json, len, skip_invalid, n_skipped);
+    stele_error_t err = {0};
+    int rc;
+    const char *own_message = NULL;
+    if (is_blank(json, len)) {
+        rc = STELE_EEMPTY;
+        own_message = "empty line (one JSON object per line)";
+    } else {
+        rc = inserter_append(ins, json, len, &err);
+        if (rc == 0)
+            return 0;
+    }
+    int code = cli_exit_for(rc);
+    if (code != CLI_EXIT_INVALID) {
+        if (!ins->stdout_failed)
+            cli_report(ins->command, rc, &err);
+        else
+            fprintf(stderr, "stele insert: could not write to stdout\n");
+        return code == CLI_EXIT_OK ? CLI_EXIT_ENGINE : code;
+    }
+    if (skip_invalid) {
+        report_bad_event(where, number, rc, &err, own_message);
+        (*n_skipped)++;
+        return 0;
+    }
+    stele_error_t settle_err = {0};
+    int settle_rc = inserter_settle_all(ins, &settle_err);
+    report_bad_event(where, number, rc, &err, own_message);
+    if (settle_rc != 0) {
+        cli_report(ins->command, settle_rc, &settle_err);
+        return CLI_EXIT_ENGINE;
+    }
+    return CLI_EXIT_INVALID;
+}
+
+/*
+ * Settles everything in flight, in either mode. Returns 0 or the exit code to stop with
+ * (the error is reported).
+ */
+static int
+inserter_drain(inserter_t *ins, int skip_invalid, uint64_t *n_skipped)
+{
+    if (ins->client != NULL) {
+        int rc = client_settle(ins, 0, ins->where, skip_invalid, n_skipped);
+        if (ins->client_failed)
+            return ins->client_code;
+        if (rc != 0 && ins->stdout_failed)
+            fprintf(stderr, "stele insert: could not write to stdout\n");
+        return rc != 0 ? CLI_EXIT_ENGINE : 0;
+    }
+    stele_error_t err = {0};
+    int rc = inserter_settle_all(ins, &err);
+    if (rc == 0)
+        return 0;
+    if (ins->stdout_failed)
+        fprintf(stderr, "stele insert: could not write to stdout\n");
+    else
+        cli_report(ins->command, rc, &err);
+    return CLI_EXIT_ENGINE;
+}
+
+static size_t
+inserter_pending(const inserter_t *ins)
+{
+    return ins->client != NULL ? stele_client_pending(ins->client) : ins->count;
+}
+
+static int
+insert_from_args(inserter_t *ins, int n_events, char **events, int skip_invalid,
+                 uint64_t *n_skipped)
+{
+    ins->where = "argument";
+    for (int i = 0; i < n_events; i++) {
+        int code = insert_one(ins, "argument", (uint64_t)i + 1, events[i], strlen(events[i]),
+                              skip_invalid, n_skipped);
+        if (code != 0)
+            return code;
+    }
+    return 0;
+}
+
+static int
+insert_from_stdin(inserter_t *ins, size_t max_line_bytes, int skip_invalid, uint64_t *n_skipped)
+{
+    line_reader_t lr = {.fd = STDIN_FILENO, .max_line_bytes = max_line_bytes};
+    lr.cap = max_line_bytes + INSERT_READ_CHUNK_BYTES;
+    lr.buf = malloc(lr.cap);
+    if (lr.buf == NULL) {
+        fprintf(stderr, "stele insert: out of memory for a %zu-byte line buffer\n", lr.cap);
+        return CLI_EXIT_ENGINE;
+    }
+    int code = 0;
+    ins->where = "stdin line";
+    for (;;) {
+        const char *line = NULL;
+        size_t len = 0;
+        line_status_t st = line_reader_next(&lr, inserter_pending(ins) == 0, &line, &len);
+        if (st == LINE_WOULD_BLOCK) {
+            code = inserter_drain(ins, skip_invalid, n_skipped);
+            if (code != 0)
+                break;
+            continue;
+        }
+        if (st == LINE_EOF)
+            break;
+        if (st == LINE_READ_ERROR) {
+            fprintf(stderr, "stele insert: could not read stdin: %s\n", strerror(lr.read_errno));
+            code = CLI_EXIT_ENGINE;
+            break;
+        }
+        if (st == LINE_TOO_LONG) {
+            char message[128];
+            snprintf(message, sizeof message, "line longer than %zu bytes", max_line_bytes);
+            if (skip_invalid) {
+                report_bad_event("stdin line", lr.line_no, STELE_ETOOBIG, NULL, message);
+                (*n_skipped)++;
+                continue;
+            }
+            code = inserter_drain(ins, skip_invalid, n_skipped);
+            if (code == 0 || !ins->client_failed)
+                report_bad_event("stdin line", lr.line_no, STELE_ETOOBIG, NULL, message);
+            if (code == 0)
+                code = CLI_EXIT_INVALID;
+            break;
+        }
+        code = insert_one(ins, "stdin line", lr.line_no, line, len, skip_invalid, n_skipped);
+        if (code != 0)
+            break;
+    }
+    free(lr.buf);
+    return code;
+}
+
+static int
+insert_parse(cli_args_t *args, int argc, char **argv, stele_wait_t *level, int *quiet,
+             int *skip_invalid, int *first_operand)
+{
+    const char *arg;
+    int c;
+    while ((c = cli_args_next(args, argc, argv, &arg, first_operand)) != -1) {
+        switch (c) {
+        case OPT_WAIT:
+            if (parse_wait(arg, level) != 0)
+                return cli_usage_error("insert",
+                                       "--wait '%s' is not one of none, written, durable, "
+                                       "shipped",
+                                       arg);
+            break;
+        case 'q':
+            *quiet = 1;
+            break;
+        case OPT_SKIP_INVALID:
+            *skip_invalid = 1;
+            break;
+        default:
+            return CLI_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+int
+cmd_insert(int argc, char **argv)
+{
+    cli_args_t args;
+    if (cli_args_begin(&args, "insert", insert_usage, insert_opts, "q") != 0)
+        return CLI_EXIT_ENGINE;
+    stele_options_t opts;
+    stele_options_init(&opts);
+    inserter_t *ins = NULL;
+    stele_wait_t level = STELE_WAIT_DURABLE;
+    int quiet = 0, skip_invalid = 0, first_operand = argc;
+    uint64_t n_skipped = 0;
+    int code = insert_parse(&args, argc, argv, &level, &quiet, &skip_invalid, &first_operand);
+    if (code != 0 || args.want_help) {
+        if (args.want_help)
+            cli_print_help(&args, stdout);
+        goto done;
+    }
+    code = cli_options_build(&args, &opts);
+    if (code != 0)
+        goto done;
+    if (level == STELE_WAIT_SHIPPED && opts.n_sinks == 0) {
+        code = cli_usage_error("insert", "--wait shipped needs a sink: add a [sink NAME] "
+                                         "section to the --config file");
+        goto done;
+    }
+    ins = calloc(1, sizeof *ins);
+    if (ins == NULL) {
+        code = CLI_EXIT_ENGINE;
+        goto done;
+    }
+    ins->command = "insert";
+    ins->level = level;
+    ins->quiet = quiet;
+    ins->flush_before_wait = opts.sync == STELE_SYNC_NEVER && level >= STELE_WAIT_DURABLE;
+    /* a closed stdout must not kill us between an append and its wait: report it instead */
+    signal(SIGPIPE, SIG_IGN);
+
+    stele_error_t err = {0};
+    /* a running `stele serve` owns the journal: go through its socket */
+    int rc = stele_client_connect(args.dir, NULL, &ins->client, &err);
+    if (rc == -ENOENT || rc == -ECONNREFUSED) {
+        ins->client = NULL;
+        rc = stele_open(args.dir, &opts, &ins->db, &err);
+    }
+    if (rc != 0) {
+        cli_report("insert", rc, &err);
+        code = cli_exit_for(rc);
+        goto done;
+    }
+    if (first_operand < argc)
+        code = insert_from_args(ins, argc - first_operand, argv + first_operand, skip_invalid,
+                                &n_skipped);
+    else
+        code = insert_from_stdin(ins, (size_t)opts.max_record_bytes * INSERT_LINE_FACTOR,
+                                 skip_invalid, &n_skipped);
+    if (code == 0)
+        code = inserter_drain(ins, skip_invalid, &n_skipped);
+    else if (ins->client != NULL)
+        (void)inserter_drain(ins, skip_invalid, &n_skipped); /* print what was acknowledged */
+    stele_client_close(ins->client);
+    ins->client = NULL;
+    rc = stele_close(ins->db, &err);
+    ins->db = NULL;
+    if (rc != 0) {
+        cli_report("insert", rc, &err);
+        if (code == 0)
+            code = CLI_EXIT_ENGINE;
+    }
+    if (code == 0 && n_skipped > 0) {
+        fprintf(stderr, "stele insert: %" PRIu64 " invalid line(s) skipped\n", n_skipped);
+        code = CLI_EXIT_INVALID;
+    }
+done:
+    free(ins);
+    stele_options_release(&opts);
+    cli_args_end(&args);
+    return code;
+}

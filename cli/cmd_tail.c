@@ -1,0 +1,513 @@
+/*
+ * cmd_tail.c: `stele tail`: prints records as JSON Lines
+ *   {"seq":N,"ts":"<RFC 3339 UTC, µs>","src":"...","event":{...}}
+ * (the event as libbson's relaxed extended JSON), in seq order; -f follows new records.
+ *
+ * How it reads:
+ *  - -n N without --since/--until/--where seeks straight to committed_seq - N + 1; with any
+ *    of them it scans the range and keeps the last N matching lines in a ring (memory: N
+ *    lines).
+ *  - Following waits inside stele_reader_next() (the library wakes it when a batch commits:
+ *    no busy polling). Output is flushed whenever no record is ready, so a line appears as
+ *    soon as its record is committed.
+ *  - SIGINT, SIGTERM and SIGPIPE are blocked and checked with sigtimedwait() between records
+ *    and at each wait timeout, so no handler and no global flag is needed; a closed stdout
+ *    (EPIPE, e.g. `| head`) ends the command with status 0, like SIGINT.
+ */
+#include "cmd.h"
+
+#include <bson/bson.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How long one wait for a new record lasts when following: bounds how late a signal or
+ * the --until deadline is noticed, not how late a record is printed. */
+#define TAIL_FOLLOW_WAIT_MS 200
+/* Check for signals every this many records while catching up on a long history. */
+#define TAIL_SIGNAL_CHECK_RECORDS 1024
+#define TAIL_DEFAULT_LINES 10
+#define TAIL_MAX_WHERE 32
+#define TAIL_ALL (-1)
+
+typedef struct where_clause {
+    const char *path;  /* dotted path into the event */
+    const char *value; /* compared as a string, number, true/false or null */
+} where_clause_t;
+
+typedef struct tail_query {
+    int64_t n_last; /* TAIL_ALL or a count */
+    int is_n_given;
+    int follow;
+    int pretty;
+    uint64_t from_seq; /* 0: not given */
+    int has_since, has_until;
+    int64_t since_ns, until_ns;
+    size_t n_where;
+    where_clause_t where[TAIL_MAX_WHERE];
+    char where_storage[TAIL_MAX_WHERE][256];
+} tail_query_t;
+
+/* The last `cap` formatted lines, oldest at head. */
+typedef struct line_ring {
+    char **lines;
+    size_t cap, head, count;
+} line_ring_t;
+
+typedef struct tailer {
+    stele_reader_t *reader;
+    const char *src_escaped; /* JSON-escaped source, owned (bson_free) */
+    const char *src;
+    const tail_query_t *q;
+    line_ring_t ring; /* used while catching up when the range must be scanned */
+    int use_ring;
+    sigset_t stop_signals;
+    int stopped;     /* a stop signal arrived or stdout failed */
+    int write_errno; /* stdout failed with something other than EPIPE */
+} tailer_t;
+
+static const char tail_usage[] =
+    "usage: stele tail [-n N|all] [-f] [--from SEQ] [--since TIME] [--until TIME]\n"
+    "                  [--where FIELD=VALUE ...] [--output json|pretty] [options]\n"
+    "\n"
+    "Prints records as JSON Lines in seq order:\n"
+    "  {\"seq\":N,\"ts\":\"2026-11-30T20:44:50.123456Z\",\"src\":\"host\",\"event\":{...}}\n"
+    "\n"
+    "  -n, --lines N|all      the last N records of the range (default 10; all when\n"
+    "                         --from or --since is given)\n"
+    "  -f, --follow           keep printing records as they are committed (until SIGINT)\n"
+    "      --from SEQ         start at this seq\n"
+    "      --since TIME       start at this time: RFC 3339 or relative (90s, 10m, 2h, 3d)\n"
+    "      --until TIME       stop after this time\n"
+    "      --where PATH=VALUE only events whose dotted PATH equals VALUE (a string, number,\n"
+    "                         true, false or null); repeat to require all\n"
+    "  -o, --output FORMAT    json (default) or pretty\n"
+    "      --mongo URI        read from MongoDB (not supported yet)\n";
+
+enum { OPT_FROM = 1, OPT_SINCE, OPT_UNTIL, OPT_WHERE, OPT_MONGO };
+
+static const struct option tail_opts[] = {
+    {"lines", required_argument, NULL, 'n'},
+    {"follow", no_argument, NULL, 'f'},
+    {"from", required_argument, NULL, OPT_FROM},
+    {"since", required_argument, NULL, OPT_SINCE},
+    {"until", required_argument, NULL, OPT_UNTIL},
+    {"where", required_argument, NULL, OPT_WHERE},
+    {"output", required_argument, NULL, 'o'},
+    {"mongo", required_argument, NULL, OPT_MONGO},
+    {NULL, 0, NULL, 0},
+};
+
+/* ---- filters ------------------------------------------------------------------------- */
+
+static int
+value_matches(const bson_iter_t *it, const char *want)
+{
+    switch (bson_iter_type(it)) {
+    case BSON_TYPE_UTF8:
+        return strcmp(bson_iter_utf8(it, NULL), want) == 0;
+    case BSON_TYPE_BOOL:
+        return strcmp(want, bson_iter_bool(it) ? "true" : "false") == 0;
+    case BSON_TYPE_NULL:
+        return strcmp(want, "null") == 0;
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64: {
+        char *end = NULL;
+        errno = 0;
+        long long n = strtoll(want, &end, 10);
+        if (errno == 0 && end != want && *end == '\0')
+            return bson_iter_as_int64(it) == n;
+        double d = strtod(want, &end);
+        return end != want && *end == '\0' && (double)bson_iter_as_int64(it) == d;
+    }
+    case BSON_TYPE_DOUBLE: {
+        char *end = NULL;
+        double d = strtod(want, &end);
+        return end != want && *end == '\0' && bson_iter_double(it) == d;
+    }
+    default:
+        return 0;
+    }
+}
+
+static int
+event_matches(const bson_t *event, const tail_query_t *q)
+{
+    for (size_t i = 0; i < q->n_where; i++) {
+        bson_iter_t it, found;
+        if (!bson_iter_init(&it, event) ||
+            !bson_iter_find_descendant(&it, q->where[i].path, &found) ||
+            !value_matches(&found, q->where[i].value))
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- output -------------------------------------------------------------------------- */
+
+/* Formats one record; returns a string to free with bson_free(), or NULL if its BSON is bad. */
+static char *
+format_record(const tailer_t *t, const stele_record_t *rec, const bson_t *event)
+{
+    char *event_json = bson_as_relaxed_extended_json(event, NULL);
+    if (event_json == NULL)
+        return NULL;
+    char ts[64];
+    cli_format_time(rec->ts_ns, ts, sizeof ts);
+    bson_string_t *line = bson_string_new(NULL);
+    if (t->q->pretty)
+        bson_string_append_printf(line, "%s %s #%" PRIu64 " %s\n", ts, t->src, rec->seq,
+                                  event_json);
+    else
+        bson_string_append_printf(line,
+                                  "{\"seq\":%" PRIu64 ",\"ts\":\"%s\",\"src\":\"%s\","
+                                  "\"event\":%s}\n",
+                                  rec->seq, ts, t->src_escaped, event_json);
+    bson_free(event_json);
+    return bson_string_free(line, false);
+}
+
+/* A failed write stops the tailer; EPIPE (the reader went away) is a normal end. */
+static void
+note_write_failure(tailer_t *t)
+{
+    t->stopped = 1;
+    if (errno != EPIPE)
+        t->write_errno = errno;
+}
+
+/* Always 0: a write failure is recorded in the tailer, not returned. */
+static int
+write_line(tailer_t *t, const char *line)
+{
+    if (!t->stopped && fputs(line, stdout) == EOF)
+        note_write_failure(t);
+    return 0;
+}
+
+static int
+flush_stdout(tailer_t *t)
+{
+    if (!t->stopped && fflush(stdout) != 0)
+        note_write_failure(t);
+    return 0;
+}
+
+static void
+ring_push(line_ring_t *ring, char *line)
+{
+    if (ring->cap == 0) {
+        bson_free(line);
+        return;
+    }
+    if (ring->count == ring->cap) {
+        bson_free(ring->lines[ring->head]);
+        ring->lines[ring->head] = line;
+        ring->head = (ring->head + 1) % ring->cap;
+        return;
+    }
+    ring->lines[(ring->head + ring->count) % ring->cap] = line;
+    ring->count++;
+}
+
+static int
+ring_drain(tailer_t *t)
+{
+    int rc = 0;
+    line_ring_t *ring = &t->ring;
+    for (; ring->count > 0; ring->count--) {
+        char *line = ring->lines[ring->head];
+        if (rc == 0 && !t->stopped)
+            rc = write_line(t, line);
+        bson_free(line);
+        ring->head = (ring->head + 1) % ring->cap;
+    }
+    return rc;
+}
+
+static int
+stop_requested(tailer_t *t)
+{
+    struct timespec zero = {0, 0};
+    if (sigtimedwait(&t->stop_signals, NULL, &zero) > 0)
+        t->stopped = 1;
+    return t->stopped;
+}
+
+/* ---- the read loop ------------------------------------------------------------------- */
+
+/* Handles one record: 1 when past --until (stop), 0 to go on, or a negative code. */
+static int
+tailer_take(tailer_t *t, const stele_record_t *rec, int is_catching_up)
+{
+    if (t->q->has_until && rec->ts_ns > t->q->until_ns)
+        return 1;
+    bson_t event;
+    if (!bson_init_static(&event, rec->bson, rec->bson_len))
+        return STELE_EBSON;
+    if (!event_matches(&event, t->q))
+        return 0;
+    char *line = format_record(t, rec, &event);
+    if (line == NULL)
+        return STELE_EBSON;
+    if (is_catching_up && t->use_ring) {
+        ring_push(&t->ring, line);
+        return 0;
+    }
+    int rc = write_line(t, line);
+    bson_free(line);
+    return rc;
+}
+
+/*
+ * Reads records until the reader has nothing committed (catching up), then, with -f, goes
+ * on waiting for new ones. Returns 0 or a negative code (details in *err).
+ */
+static int
+tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
+{
+    int is_catching_up = 1;
+    int timeout_ms = 0;
+    uint64_t n_since_check = 0;
+    for (;;) {
+        if (t->stopped || (++n_since_check % TAIL_SIGNAL_CHECK_RECORDS == 0 && stop_requested(t)))
+            return 0;
+        stele_record_t rec;
+        int rc = stele_reader_next(t->reader, &rec, timeout_ms, err);
+        if (rc == STELE_EAGAIN) {
+            if (is_catching_up) {
+                is_catching_up = 0;
+                rc = ring_drain(t);
+                if (rc == 0)
+                    rc = flush_stdout(t);
+                if (rc != 0 || !t->q->follow)
+                    return rc;
+            } else if (timeout_ms == 0) {
+                rc = flush_stdout(t);
+                if (rc != 0)
+                    return rc;
+            }
+            if (stop_requested(t))
+                return 0;
+            if (t->q->has_until && cli_now_ns() > t->q->until_ns)
+                return 0;
+            timeout_ms = TAIL_FOLLOW_WAIT_MS;
+            continue;
+        }
+        if (rc != 0)
+            return rc;
+        timeout_ms = 0;
+        rc = tailer_take(t, &rec, is_catching_up);
+        if (rc == 1) {
+            if (is_catching_up)
+                rc = ring_drain(t);
+            else
+                rc = 0;
+            return rc != 0 ? rc : flush_stdout(t);
+        }
+        if (rc != 0) {
+            *last_bad = rec;
+            return rc;
+        }
+    }
+}
+
+/* Positions the reader for the query. */
+static int
+tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
+{
+    const tail_query_t *q = t->q;
+    int rc = 0;
+    int can_seek_last = q->n_last != TAIL_ALL && !q->has_since && !q->has_until && q->n_where == 0;
+    uint64_t start_seq = q->from_seq;
+    if (can_seek_last) {
+        stele_status_t st;
+        rc = stele_status_read(dir, &st, err);
+        if (rc != 0)
+            return rc;
+        uint64_t n = (uint64_t)q->n_last;
+        uint64_t last_start = st.committed_seq >= n ? st.committed_seq - n + 1 : 1;
+        if (last_start > start_seq)
+            start_seq = last_start;
+    } else if (q->n_last != TAIL_ALL) {
+        t->use_ring = 1;
+        t->ring.cap = (size_t)q->n_last;
+        t->ring.lines = calloc(t->ring.cap ? t->ring.cap : 1, sizeof *t->ring.lines);
+        if (t->ring.lines == NULL)
+            return -ENOMEM;
+    }
+    if (q->has_since) {
+        rc = stele_reader_seek_time(t->reader, q->since_ns, err);
+    } else if (start_seq > 0) {
+        rc = stele_reader_seek_seq(t->reader, start_seq, err);
+        if (rc == STELE_ENOTFOUND) /* retention removed it: start at the oldest record */
+            rc = 0;
+    }
+    return rc;
+}
+
+/* ---- command line -------------------------------------------------------------------- */
+
+static int
+parse_where(tail_query_t *q, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg)
+        return cli_usage_error("tail", "--where '%s' is not PATH=VALUE", arg);
+    if (q->n_where == TAIL_MAX_WHERE)
+        return cli_usage_error("tail", "at most %d --where clauses", TAIL_MAX_WHERE);
+    size_t path_len = (size_t)(eq - arg);
+    if (path_len >= sizeof q->where_storage[0])
+        return cli_usage_error("tail", "--where path is too long");
+    memcpy(q->where_storage[q->n_where], arg, path_len);
+    q->where_storage[q->n_where][path_len] = '\0';
+    q->where[q->n_where].path = q->where_storage[q->n_where];
+    q->where[q->n_where].value = eq + 1;
+    q->n_where++;
+    return 0;
+}
+
+static int
+tail_parse_one(tail_query_t *q, int c, const char *arg, int64_t now_ns)
+{
+    switch (c) {
+    case 'n':
+        if (strcmp(arg, "all") == 0) {
+            q->n_last = TAIL_ALL;
+        } else {
+            uint64_t n;
+            if (cli_parse_u64(arg, &n) != 0 || n > INT64_MAX / 2)
+                return cli_usage_error("tail", "-n '%s' is not a count or 'all'", arg);
+            q->n_last = (int64_t)n;
+        }
+        q->is_n_given = 1;
+        return 0;
+    case 'f':
+        q->follow = 1;
+        return 0;
+    case OPT_FROM:
+        if (cli_parse_u64(arg, &q->from_seq) != 0 || q->from_seq == 0)
+            return cli_usage_error("tail", "--from '%s' is not a seq (1 or more)", arg);
+        return 0;
+    case OPT_SINCE:
+    case OPT_UNTIL: {
+        int64_t *ts = (c == OPT_SINCE) ? &q->since_ns : &q->until_ns;
+        if (cli_parse_time(arg, now_ns, ts) != 0)
+            return cli_usage_error("tail",
+                                   "%s '%s' is not a time: use RFC 3339 "
+                                   "(2026-11-30T20:44:50Z) or 90s, 10m, 2h, 3d",
+                                   c == OPT_SINCE ? "--since" : "--until", arg);
+        *(c == OPT_SINCE ? &q->has_since : &q->has_until) = 1;
+        return 0;
+    }
+    case OPT_WHERE:
+        return parse_where(q, arg);
+    case 'o':
+        if (strcmp(arg, "json") == 0)
+            q->pretty = 0;
+        else if (strcmp(arg, "pretty") == 0)
+            q->pretty = 1;
+        else
+            return cli_usage_error("tail", "--output '%s' is not json or pretty", arg);
+        return 0;
+    case OPT_MONGO:
+        if (!cli_uri_looks_valid(arg))
+            return cli_usage_error("tail", "--mongo '%s' is not a mongodb:// URI", arg);
+        return cli_usage_error("tail", "--mongo is not supported yet: read the local journal, "
+                                       "or query the collection with mongosh");
+    default:
+        return CLI_EXIT_USAGE;
+    }
+}
+
+static int
+tail_parse(cli_args_t *args, int argc, char **argv, tail_query_t *q)
+{
+    const char *arg;
+    int c, first_operand;
+    int64_t now_ns = cli_now_ns();
+    while ((c = cli_args_next(args, argc, argv, &arg, &first_operand)) != -1) {
+        int code = tail_parse_one(q, c, arg, now_ns);
+        if (code != 0)
+            return code;
+    }
+    if (args->want_help)
+        return 0;
+    if (first_operand < argc)
+        return cli_usage_error("tail", "unexpected argument '%s'", argv[first_operand]);
+    if (q->has_since && q->from_seq != 0)
+        return cli_usage_error("tail", "--from and --since both set the start: give one");
+    if (q->has_since && q->has_until && q->until_ns < q->since_ns)
+        return cli_usage_error("tail", "--until is before --since");
+    if (!q->is_n_given)
+        q->n_last = (q->from_seq != 0 || q->has_since) ? TAIL_ALL : TAIL_DEFAULT_LINES;
+    return 0;
+}
+
+static void
+tailer_free(tailer_t *t)
+{
+    if (t->ring.lines != NULL) {
+        while (t->ring.count > 0) {
+            bson_free(t->ring.lines[t->ring.head]);
+            t->ring.head = (t->ring.head + 1) % t->ring.cap;
+            t->ring.count--;
+        }
+    }
+    free(t->ring.lines);
+    bson_free((char *)t->src_escaped);
+    stele_reader_close(t->reader);
+}
+
+int
+cmd_tail(int argc, char **argv)
+{
+    cli_args_t args;
+    if (cli_args_begin(&args, "tail", tail_usage, tail_opts, "n:fo:") != 0)
+        return CLI_EXIT_ENGINE;
+    tail_query_t *q = calloc(1, sizeof *q);
+    tailer_t t = {0};
+    int code = q == NULL ? CLI_EXIT_ENGINE : tail_parse(&args, argc, argv, q);
+    if (code != 0 || args.want_help) {
+        if (code == 0)
+            cli_print_help(&args, stdout);
+        goto done;
+    }
+    t.q = q;
+    sigemptyset(&t.stop_signals);
+    sigaddset(&t.stop_signals, SIGINT);
+    sigaddset(&t.stop_signals, SIGTERM);
+    sigaddset(&t.stop_signals, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &t.stop_signals, NULL);
+
+    stele_error_t err = {0};
+    int rc = stele_reader_open(args.dir, &t.reader, &err);
+    if (rc == 0) {
+        t.src = stele_reader_source(t.reader);
+        t.src_escaped = bson_utf8_escape_for_json(t.src, -1);
+        rc = t.src_escaped == NULL ? STELE_EUTF8 : tailer_position(&t, args.dir, &err);
+    }
+    stele_record_t bad = {0};
+    if (rc == 0)
+        rc = tailer_run(&t, &bad, &err);
+    if (rc == STELE_EBSON) {
+        fprintf(stderr,
+                "stele tail: record %" PRIu64 " is not valid BSON\n"
+                "hint: run \"stele verify\"\n",
+                bad.seq);
+        code = CLI_EXIT_INVALID;
+    } else if (rc != 0) {
+        cli_report("tail", rc, &err);
+        code = cli_exit_for(rc);
+    } else if (t.write_errno != 0) {
+        fprintf(stderr, "stele tail: could not write to stdout: %s\n", strerror(t.write_errno));
+        code = CLI_EXIT_ENGINE;
+    }
+done:
+    tailer_free(&t);
+    free(q);
+    cli_args_end(&args);
+    return code;
+}

@@ -1,0 +1,72 @@
+/*
+ * main.c: `stele COMMAND [options]`: finds the subcommand and hands it argv from the command
+ * name on (so each command parses its own flags with getopt from argv[1]). Owns nothing
+ * else: flags, exit codes and helpers shared by the commands live in common.c.
+ */
+#include "cmd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} cli_command_t;
+
+static const cli_command_t commands[] = {
+    {"insert", cmd_insert, "append events (arguments, or JSON Lines on stdin)"},
+    {"tail", cmd_tail, "print records as JSON Lines; -f follows new ones"},
+    {"status", cmd_status, "journal and sink positions (--json, --prometheus)"},
+    {"verify", cmd_verify, "check CRCs, the hash chain, seqs and the index"},
+    {"ship", cmd_ship, "run a MongoDB sink in the foreground"},
+    {"serve", cmd_serve, "own the journal; take events from other processes on a socket"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void
+print_usage(FILE *out)
+{
+    fputs("usage: stele [--version] [--help] COMMAND [options]\n\ncommands:\n", out);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n\"stele COMMAND --help\" shows a command's options; \"man stele\" the rest.\n"
+          "Exit status: 0 ok, 1 usage error, 2 invalid input or failed check, 3 I/O or engine "
+          "error.\n",
+          out);
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+        printf("stele %s\n", STELE_VERSION_STRING);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        print_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    /* "stele help insert" is "stele insert --help" */
+    if (strcmp(name, "help") == 0 && argc >= 3) {
+        char help_flag[] = "--help";
+        char *help_argv[] = {argv[2], help_flag, NULL};
+        for (size_t i = 0; i < N_COMMANDS; i++) {
+            if (strcmp(argv[2], commands[i].name) == 0)
+                return commands[i].run(2, help_argv);
+        }
+        name = argv[2];
+    } else {
+        for (size_t i = 0; i < N_COMMANDS; i++) {
+            if (strcmp(name, commands[i].name) == 0)
+                return commands[i].run(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "stele: unknown command '%s'\nhint: see \"stele --help\"\n", name);
+    return CLI_EXIT_USAGE;
+}

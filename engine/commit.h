@@ -1,0 +1,98 @@
+/*
+ * commit.h: the group-commit queue and its committer thread.
+ *
+ * Appending threads call commit_enqueue, which assigns the next seq and timestamp and lays
+ * the record's frame into the open batch buffer under one short mutex. One committer thread
+ * takes whole batch buffers, writes each with one journal_append_batch (one pwritev), syncs
+ * per the `sync` policy, publishes the positions and wakes waiters. A write or sync failure
+ * halts the queue for good (sticky error).
+ */
+#ifndef STELE_ENGINE_COMMIT_H
+#define STELE_ENGINE_COMMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "journal.h"
+#include "stele.h"
+
+typedef struct commit commit_t;
+
+/* Called on the committer thread after each batch is written (before it is synced).
+ * Must not block: the index writer only copies the position into its own queue. */
+typedef void (*commit_batch_fn)(void *ctx, const journal_batch_info_t *info);
+
+typedef struct commit_config {
+    journal_t *journal; /* borrowed; the committer is its only writing thread */
+    uint64_t last_seq;  /* last seq in the journal (0 when empty) */
+    int64_t last_ts_ns; /* its timestamp: new ones never go below it */
+    stele_sync_t sync;
+    uint32_t sync_interval_ms;
+    uint32_t commit_interval_us;
+    stele_commit_policy_t commit_policy;
+    uint64_t max_queue_bytes;   /* bound on queued frame bytes */
+    uint32_t queue_timeout_ms;  /* 0 = block forever when full */
+    size_t batch_bytes;         /* capacity of one batch buffer (>= largest frame) */
+    uint64_t max_journal_bytes; /* 0 = no quota */
+    stele_on_full_t on_full;
+    commit_batch_fn on_batch; /* may be NULL */
+    void *batch_ctx;
+} commit_config_t;
+
+/* Starts the committer thread. Returns 0, -ENOMEM, or -errno from pthread_create. */
+int commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err);
+
+/*
+ * Drains: commits everything queued, syncs it (whatever `sync` says), publishes and stops
+ * the thread. Enqueues from then on get STELE_ECLOSED; waits still see the final positions.
+ * Returns 0 or the sticky halt error (STELE_EHALTED). NULL is a no-op.
+ */
+int commit_stop(commit_t *c, stele_error_t *err);
+
+/* Frees a stopped committer once no caller is inside commit_* any more. NULL is a no-op. */
+void commit_free(commit_t *c);
+
+/*
+ * Queues one record (payload already validated). Blocks while the queue is full or the quota
+ * reached (on_full=block), up to queue_timeout_ms. *seq_out receives its seq. `is_waited`
+ * says the caller will wait for the record (wakes the committer at once); unwaited records
+ * may sit up to about a millisecond so they are written in larger batches.
+ * Returns 0, STELE_ETIMEDOUT, STELE_EFULL, STELE_EHALTED, STELE_ECLOSED; nothing is queued
+ * on error.
+ */
+int commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, bool is_waited,
+                   uint64_t *seq_out, stele_error_t *err);
+
+/*
+ * Blocks until `seq` is written (STELE_WAIT_WRITTEN) or durable (STELE_WAIT_DURABLE), or
+ * timeout_ms passes (-1 = forever). Returns 0, STELE_ETIMEDOUT, STELE_EHALTED, STELE_ECLOSED,
+ * STELE_EINVAL (seq never appended or another level).
+ */
+int commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms,
+                stele_error_t *err);
+
+/* Makes every record queued before the call durable, whatever `sync` says. Blocks. */
+int commit_flush(commit_t *c, stele_error_t *err);
+
+/* Brackets a caller's append/wait so the adaptive policy knows how many writers are active
+ * (PostgreSQL's commit_siblings): the committer waits to grow a batch only for them. */
+void commit_writer_enter(commit_t *c);
+void commit_writer_leave(commit_t *c);
+
+/* The sticky error after a halt: returns 0 while running, else STELE_EHALTED with the cause
+ * in *err (may be NULL). */
+int commit_halted(commit_t *c, stele_error_t *err);
+
+uint64_t commit_appended_seq(const commit_t *c);
+uint64_t commit_written_seq(const commit_t *c);
+uint64_t commit_durable_seq(const commit_t *c);
+
+/* Wakes appenders blocked on the quota (after retention freed space). */
+void commit_space_freed(commit_t *c);
+
+/* Fills the write-path part of *out (seqs, batches, syncs, bytes, queue, latency, halt).
+ * Lock-free except for a short mutex hold to read the queue depth. */
+void commit_stats(commit_t *c, stele_stats_t *out);
+
+#endif /* STELE_ENGINE_COMMIT_H */

@@ -1,0 +1,820 @@
+/*
+ * config.c: the one knob table (name, type, default, range, help) and everything that sets
+ * options from text: stele_options_set, the STELE_<KNOB> environment, INI files via inih.
+ *
+ * Invariants:
+ *   - a failed call leaves the caller's stele_options_t exactly as it was: every setter
+ *     works on a copy of the struct and stores it back only when all of it succeeded;
+ *   - strings and sink arrays that setters allocate are recorded in an append-only arena
+ *     (opts->owned) and freed only by stele_options_release(), so a copy of the struct
+ *     never points at freed memory. A failed load may leave unused strings in the arena
+ *     until release; that is memory, not visible state.
+ * No state outside the caller's struct: thread-safe on distinct structs.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+#define KIB ((uint64_t)1 << 10)
+#define MIB ((uint64_t)1 << 20)
+#define GIB ((uint64_t)1 << 30)
+
+/* Default segment: large enough that rolling is rare, small enough to delete in steps. */
+#define CONFIG_DEFAULT_SEGMENT_BYTES (64 * MIB)
+#define CONFIG_DEFAULT_MAX_QUEUE_BYTES (64 * MIB)
+#define CONFIG_DEFAULT_MAX_RECORD_BYTES ((uint32_t)MIB)
+
+typedef enum knob_type {
+    KNOB_STRING,
+    KNOB_BOOL,
+    KNOB_MODE,
+    KNOB_SIZE32,
+    KNOB_SIZE64,
+    KNOB_U32,
+    KNOB_DURATION32, /* value in the unit named by the knob (us, ms or seconds) */
+    KNOB_DURATION64,
+    KNOB_ENUM,
+} knob_type_t;
+
+/* X(name, type, unit_ns for durations (else 0), min, max, choices, default, help) */
+#define CONFIG_KNOBS(X)                                                                            \
+    X(source, KNOB_STRING, 0, 1, CONFIG_SOURCE_MAX, NULL, "(host name)",                           \
+      "this journal's name in MongoDB _id.src; fixed when the journal is created")                 \
+    X(create_if_missing, KNOB_BOOL, 0, 0, 1, NULL, "true",                                         \
+      "create the directory and journal when missing")                                             \
+    X(file_mode, KNOB_MODE, 0, 0, 0777, NULL, "0600", "permissions of journal files (octal)")      \
+    X(dir_mode, KNOB_MODE, 0, 0, 0777, NULL, "0700", "permissions of the journal directory")       \
+    X(segment_bytes, KNOB_SIZE64, 0, 64 * KIB, 16 * GIB, NULL, "64M",                              \
+      "preallocated size of a segment file")                                                       \
+    X(max_record_bytes, KNOB_SIZE32, 0, 16, CONFIG_MAX_RECORD_LIMIT, NULL, "1M",                   \
+      "largest event in BSON bytes")                                                               \
+    X(max_depth, KNOB_U32, 0, 1, 100, NULL, "100", "deepest nesting of an event")                  \
+    X(commit_interval_us, KNOB_DURATION32, 1000, 0, 10000000, NULL, "0",                           \
+      "longest wait to grow a batch, only while other writers are active")                         \
+    X(commit_policy, KNOB_ENUM, 0, 0, 1, "adaptive|fixed", "adaptive",                             \
+      "adaptive: delay only for active writers; fixed: commit every commit_interval_us")           \
+    X(sync, KNOB_ENUM, 0, 0, 2, "always|interval|never", "always",                                 \
+      "fdatasync every batch, every sync_interval_ms, or leave it to the OS")                      \
+    X(sync_interval_ms, KNOB_DURATION32, 1000000, 1, 3600000, NULL, "1000",                        \
+      "fdatasync period for sync=interval")                                                        \
+    X(max_queue_bytes, KNOB_SIZE64, 0, 64 * KIB, 64 * GIB, NULL, "64M",                            \
+      "bound on queued, not yet written bytes; appends block beyond it")                           \
+    X(queue_timeout_ms, KNOB_DURATION32, 1000000, 0, UINT32_MAX, NULL, "0",                        \
+      "how long a full queue or quota blocks an append; 0 = forever")                              \
+    X(max_journal_bytes, KNOB_SIZE64, 0, 0, UINT64_MAX, NULL, "0",                                 \
+      "disk quota for segment files; 0 = none")                                                    \
+    X(on_full, KNOB_ENUM, 0, 0, 1, "block|fail", "block",                                          \
+      "what an append does when the quota is reached")                                             \
+    X(retention_bytes, KNOB_SIZE64, 0, 0, UINT64_MAX, NULL, "0",                                   \
+      "keep at most this much shipped data; 0 = keep all")                                         \
+    X(retention_seconds, KNOB_DURATION64, 1000000000, 0, UINT64_MAX, NULL, "0",                    \
+      "delete shipped data older than this; 0 = keep all")
+
+typedef struct knob_def {
+    const char *name;
+    knob_type_t type;
+    uint64_t unit_ns;
+    uint64_t min;
+    uint64_t max;
+    const char *choices;
+    size_t offset;
+} knob_def_t;
+
+static const stele_knob_t config_public_knobs[] = {
+#define CONFIG_X_PUBLIC(name, type, unit, lo, hi, choices, def, help) {#name, def, help},
+    CONFIG_KNOBS(CONFIG_X_PUBLIC)
+#undef CONFIG_X_PUBLIC
+};
+
+static const knob_def_t config_knob_defs[] = {
+#define CONFIG_X_DEF(name, type, unit, lo, hi, choices, def, help)                                 \
+    {#name, type, unit, lo, hi, choices, offsetof(stele_options_t, name)},
+    CONFIG_KNOBS(CONFIG_X_DEF)
+#undef CONFIG_X_DEF
+};
+
+#define CONFIG_N_KNOBS (sizeof config_knob_defs / sizeof config_knob_defs[0])
+
+const stele_knob_t *
+stele_knobs(size_t *n_out)
+{
+    if (n_out)
+        *n_out = CONFIG_N_KNOBS;
+    return config_public_knobs;
+}
+
+void
+stele_options_init(stele_options_t *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->source = NULL;
+    opts->create_if_missing = 1;
+    opts->file_mode = 0600;
+    opts->dir_mode = 0700;
+    opts->segment_bytes = CONFIG_DEFAULT_SEGMENT_BYTES;
+    opts->max_record_bytes = CONFIG_DEFAULT_MAX_RECORD_BYTES;
+    opts->max_depth = 100;
+    opts->commit_interval_us = 0;
+    opts->commit_policy = STELE_COMMIT_ADAPTIVE;
+    opts->sync = STELE_SYNC_ALWAYS;
+    opts->sync_interval_ms = 1000;
+    opts->max_queue_bytes = CONFIG_DEFAULT_MAX_QUEUE_BYTES;
+    opts->queue_timeout_ms = 0;
+    opts->max_journal_bytes = 0;
+    opts->on_full = STELE_ON_FULL_BLOCK;
+    opts->retention_bytes = 0;
+    opts->retention_seconds = 0;
+    opts->sinks = NULL;
+    opts->n_sinks = 0;
+    opts->owned = NULL;
+}
+
+void
+stele_sink_options_init(stele_sink_options_t *sink)
+{
+    if (!sink)
+        return;
+    memset(sink, 0, sizeof *sink);
+    sink->name = "default";
+    sink->uri = NULL;
+    sink->database = NULL;
+    sink->collection = "events";
+    sink->w = -1;
+    sink->journaled = 1;
+    sink->wtimeout_ms = 10000;
+    sink->batch_docs = 1000;
+    sink->batch_bytes = (uint32_t)(8 * MIB);
+    sink->linger_ms = 5;
+    sink->backoff_min_ms = 50;
+    sink->backoff_max_ms = 5000;
+}
+
+/* -- the arena behind opts->owned ------------------------------------------------------- */
+
+typedef struct config_arena {
+    void **ptrs;
+    size_t n;
+    size_t cap;
+} config_arena_t;
+
+static void
+config_arena_free(config_arena_t *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->n; i++)
+        free(a->ptrs[i]);
+    free(a->ptrs);
+    free(a);
+}
+
+/* Records p in the arena of `opts` (created on first use). Frees p and returns NULL when
+ * out of memory. */
+static void *
+config_own(stele_options_t *opts, void *p)
+{
+    if (!p)
+        return NULL;
+    config_arena_t *a = opts->owned;
+    if (!a) {
+        a = calloc(1, sizeof *a);
+        if (!a) {
+            free(p);
+            return NULL;
+        }
+        opts->owned = a;
+    }
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        void **grown = realloc(a->ptrs, cap * sizeof *grown);
+        if (!grown) {
+            free(p);
+            return NULL;
+        }
+        a->ptrs = grown;
+        a->cap = cap;
+    }
+    a->ptrs[a->n++] = p;
+    return p;
+}
+
+static const char *
+config_own_string(stele_options_t *opts, const char *s)
+{
+    return config_own(opts, strdup(s));
+}
+
+void
+stele_options_release(stele_options_t *opts)
+{
+    if (!opts)
+        return;
+    config_arena_free(opts->owned);
+    stele_options_init(opts);
+}
+
+/* -- value parsers ---------------------------------------------------------------------- */
+
+static bool
+config_parse_u64(const char *text, const char **rest, uint64_t *out)
+{
+    const char *p = text;
+    uint64_t v = 0;
+    if (!isdigit((unsigned char)*p))
+        return false;
+    for (; isdigit((unsigned char)*p); p++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *rest = p;
+    *out = v;
+    return true;
+}
+
+static bool
+config_mul(uint64_t v, uint64_t m, uint64_t *out)
+{
+    if (m && v > UINT64_MAX / m)
+        return false;
+    *out = v * m;
+    return true;
+}
+
+/* "64M", "4096", "1GiB" -> bytes. */
+static bool
+config_parse_size(const char *text, uint64_t *out)
+{
+    const char *rest;
+    uint64_t v;
+    if (!config_parse_u64(text, &rest, &v))
+        return false;
+    uint64_t mult = 1;
+    switch (toupper((unsigned char)*rest)) {
+    case '\0':
+        return (*out = v), true;
+    case 'K':
+        mult = KIB;
+        break;
+    case 'M':
+        mult = MIB;
+        break;
+    case 'G':
+        mult = GIB;
+        break;
+    case 'T':
+        mult = 1024 * GIB;
+        break;
+    case 'B':
+        return rest[1] == '\0' && ((*out = v), true);
+    default:
+        return false;
+    }
+    rest++;
+    if (strcmp(rest, "") != 0 && strcasecmp(rest, "B") != 0 && strcasecmp(rest, "iB") != 0)
+        return false;
+    return config_mul(v, mult, out);
+}
+
+/* "250", "5ms", "2s" -> the knob's own unit (unit_ns nanoseconds); must be a whole number. */
+static bool
+config_parse_duration(const char *text, uint64_t unit_ns, uint64_t *out)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t ns;
+    } units[] = {{"ns", 1},
+                 {"us", 1000},
+                 {"ms", 1000000},
+                 {"s", 1000000000},
+                 {"m", 60ull * 1000000000},
+                 {"h", 3600ull * 1000000000}};
+    const char *rest;
+    uint64_t v;
+    if (!config_parse_u64(text, &rest, &v))
+        return false;
+    if (*rest == '\0')
+        return (*out = v), true;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(rest, units[i].suffix) != 0)
+            continue;
+        uint64_t ns;
+        if (!config_mul(v, units[i].ns, &ns)) {
+            /* Too many nanoseconds: convert without passing through ns. */
+            if (units[i].ns % unit_ns != 0)
+                return false;
+            return config_mul(v, units[i].ns / unit_ns, out);
+        }
+        if (ns % unit_ns != 0)
+            return false;
+        *out = ns / unit_ns;
+        return true;
+    }
+    return false;
+}
+
+static bool
+config_parse_bool(const char *text, uint64_t *out)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    static const char *const no[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(text, yes[i]) == 0)
+            return (*out = 1), true;
+        if (strcasecmp(text, no[i]) == 0)
+            return (*out = 0), true;
+    }
+    return false;
+}
+
+/* Index of `text` among "a|b|c". */
+static bool
+config_parse_enum(const char *text, const char *choices, uint64_t *out)
+{
+    size_t len = strlen(text);
+    uint64_t index = 0;
+    for (const char *p = choices; *p; index++) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (n == len && strncasecmp(p, text, n) == 0)
+            return (*out = index), true;
+        p += n + (bar ? 1 : 0);
+    }
+    return false;
+}
+
+static bool
+config_parse_mode(const char *text, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!*text)
+        return false;
+    for (const char *p = text; *p; p++) {
+        if (*p < '0' || *p > '7')
+            return false;
+        v = v * 8 + (uint64_t)(*p - '0');
+        if (v > 07777)
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool
+config_source_ok(const char *text)
+{
+    size_t len = strlen(text);
+    if (len == 0 || len > CONFIG_SOURCE_MAX)
+        return false;
+    for (const char *p = text; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("._:-", *p))
+            return false;
+    return true;
+}
+
+/* What a knob accepts, for error messages. */
+static void
+config_accepts(const knob_def_t *k, char *buf, size_t cap)
+{
+    switch (k->type) {
+    case KNOB_STRING:
+        snprintf(buf, cap, "1 to %llu characters of letters, digits and . _ : -",
+                 (unsigned long long)k->max);
+        break;
+    case KNOB_BOOL:
+        snprintf(buf, cap, "true or false (also yes/no, on/off, 1/0)");
+        break;
+    case KNOB_MODE:
+        snprintf(buf, cap, "an octal file mode such as 0600");
+        break;
+    case KNOB_ENUM: {
+        char choices[64];
+        snprintf(choices, sizeof choices, "%s", k->choices);
+        for (char *p = choices; *p; p++)
+            if (*p == '|')
+                *p = ',';
+        snprintf(buf, cap, "one of %s", choices);
+        break;
+    }
+    case KNOB_SIZE32:
+    case KNOB_SIZE64:
+        snprintf(buf, cap, "a size from %llu to %llu bytes (suffixes K, M, G, T)",
+                 (unsigned long long)k->min, (unsigned long long)k->max);
+        break;
+    case KNOB_U32:
+        snprintf(buf, cap, "an integer from %llu to %llu", (unsigned long long)k->min,
+                 (unsigned long long)k->max);
+        break;
+    case KNOB_DURATION32:
+    case KNOB_DURATION64:
+        snprintf(buf, cap, "a whole number from %llu to %llu (or with a unit: us, ms, s, m, h)",
+                 (unsigned long long)k->min, (unsigned long long)k->max);
+        break;
+    }
+}
+
+static const knob_def_t *
+config_find(const char *name)
+{
+    for (size_t i = 0; i < CONFIG_N_KNOBS; i++)
+        if (strcmp(config_knob_defs[i].name, name) == 0)
+            return &config_knob_defs[i];
+    return NULL;
+}
+
+static int
+config_bad_value(const knob_def_t *k, const char *value, const char *where, stele_error_t *err)
+{
+    char accepts[160];
+    config_accepts(k, accepts, sizeof accepts);
+    error_set(err, STELE_ECONFIG, "%s%sinvalid value \"%.64s\" for %s: expected %s",
+              where ? where : "", where ? ": " : "", value, k->name, accepts);
+    return STELE_ECONFIG;
+}
+
+/* Parses `value` for knob k and stores it into *opts. Leaves opts unchanged on error. */
+static int
+config_apply(stele_options_t *opts, const knob_def_t *k, const char *value, const char *where,
+             stele_error_t *err)
+{
+    uint64_t v = 0;
+    bool ok = false;
+    char *field = (char *)opts + k->offset;
+    switch (k->type) {
+    case KNOB_STRING: {
+        if (!config_source_ok(value))
+            return config_bad_value(k, value, where, err);
+        const char *copy = config_own_string(opts, value);
+        if (!copy)
+            return error_set(err, -ENOMEM, "out of memory setting %s", k->name);
+        memcpy(field, &copy, sizeof copy);
+        return 0;
+    }
+    case KNOB_BOOL:
+        ok = config_parse_bool(value, &v);
+        break;
+    case KNOB_MODE:
+        ok = config_parse_mode(value, &v);
+        break;
+    case KNOB_ENUM:
+        ok = config_parse_enum(value, k->choices, &v);
+        break;
+    case KNOB_SIZE32:
+    case KNOB_SIZE64:
+        ok = config_parse_size(value, &v);
+        break;
+    case KNOB_U32: {
+        const char *rest;
+        ok = config_parse_u64(value, &rest, &v) && *rest == '\0';
+        break;
+    }
+    case KNOB_DURATION32:
+    case KNOB_DURATION64:
+        ok = config_parse_duration(value, k->unit_ns, &v);
+        break;
+    }
+    if (!ok || v < k->min || v > k->max)
+        return config_bad_value(k, value, where, err);
+    switch (k->type) {
+    case KNOB_SIZE64:
+    case KNOB_DURATION64: {
+        uint64_t v64 = v;
+        memcpy(field, &v64, sizeof v64);
+        break;
+    }
+    case KNOB_MODE: {
+        unsigned u = (unsigned)v;
+        memcpy(field, &u, sizeof u);
+        break;
+    }
+    case KNOB_BOOL:
+    case KNOB_ENUM: {
+        int i = (int)v; /* enums and create_if_missing are int-sized */
+        memcpy(field, &i, sizeof i);
+        break;
+    }
+    default: {
+        uint32_t v32 = (uint32_t)v;
+        memcpy(field, &v32, sizeof v32);
+        break;
+    }
+    }
+    return 0;
+}
+
+_Static_assert(sizeof(stele_sync_t) == sizeof(int), "enum knobs are stored as int");
+_Static_assert(sizeof(stele_on_full_t) == sizeof(int), "enum knobs are stored as int");
+_Static_assert(sizeof(stele_commit_policy_t) == sizeof(int), "enum knobs are stored as int");
+
+/* -- sinks ------------------------------------------------------------------------------ */
+
+/* Finds the sink called `name` in scratch, adding one with defaults if missing. The array
+ * is copied on write (the old one stays valid for the caller's struct). */
+static stele_sink_options_t *
+config_sink_slot(stele_options_t *opts, const char *name, stele_error_t *err)
+{
+    for (size_t i = 0; i < opts->n_sinks; i++) {
+        if (opts->sinks[i].name && strcmp(opts->sinks[i].name, name) == 0) {
+            stele_sink_options_t *copy = config_own(opts, malloc(opts->n_sinks * sizeof *copy));
+            if (!copy) {
+                error_set(err, -ENOMEM, "out of memory changing sink %s", name);
+                return NULL;
+            }
+            memcpy(copy, opts->sinks, opts->n_sinks * sizeof *copy);
+            opts->sinks = copy;
+            return &copy[i];
+        }
+    }
+    if (opts->n_sinks >= STELE_MAX_SINKS) {
+        error_set(err, STELE_ECONFIG, "too many sinks: at most %d", STELE_MAX_SINKS);
+        return NULL;
+    }
+    size_t n = opts->n_sinks + 1;
+    stele_sink_options_t *grown = config_own(opts, malloc(n * sizeof *grown));
+    const char *owned_name = config_own_string(opts, name);
+    if (!grown || !owned_name) {
+        error_set(err, -ENOMEM, "out of memory adding sink %s", name);
+        return NULL;
+    }
+    if (opts->n_sinks)
+        memcpy(grown, opts->sinks, opts->n_sinks * sizeof *grown);
+    stele_sink_options_init(&grown[n - 1]);
+    grown[n - 1].name = owned_name;
+    opts->sinks = grown;
+    opts->n_sinks = n;
+    return &grown[n - 1];
+}
+
+static int
+config_sink_u32(const char *key, const char *value, uint64_t max, uint32_t *out, const char *where,
+                stele_error_t *err)
+{
+    uint64_t v;
+    const char *rest;
+    bool ok = strcmp(key, "batch_bytes") == 0 ? config_parse_size(value, &v)
+                                              : config_parse_u64(value, &rest, &v) && !*rest;
+    if (!ok || v > max)
+        return error_set(err, STELE_ECONFIG,
+                         "%sinvalid value \"%.64s\" for sink %s: expected an integer up to %llu",
+                         where, value, key, (unsigned long long)max);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int
+config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, const char *value,
+                const char *where, stele_error_t *err)
+{
+    stele_sink_options_t *s = config_sink_slot(opts, sink_name, err);
+    if (!s)
+        return err ? err->code : STELE_ECONFIG;
+    const char **str = NULL;
+    if (strcmp(key, "uri") == 0)
+        str = &s->uri;
+    else if (strcmp(key, "database") == 0)
+        str = &s->database;
+    else if (strcmp(key, "collection") == 0)
+        str = &s->collection;
+    if (str) {
+        if (!*value)
+            return error_set(err, STELE_ECONFIG, "%sempty value for sink %s", where, key);
+        const char *copy = config_own_string(opts, value);
+        if (!copy)
+            return error_set(err, -ENOMEM, "out of memory");
+        *str = copy;
+        return 0;
+    }
+    if (strcmp(key, "w") == 0) {
+        uint64_t v;
+        const char *rest;
+        if (strcasecmp(value, "majority") == 0)
+            return (s->w = -1), 0;
+        if (!config_parse_u64(value, &rest, &v) || *rest || v > 50)
+            return error_set(err, STELE_ECONFIG,
+                             "%sinvalid value \"%.64s\" for sink w: expected majority or 0..50",
+                             where, value);
+        s->w = (int)v;
+        return 0;
+    }
+    if (strcmp(key, "journaled") == 0) {
+        uint64_t v;
+        if (!config_parse_bool(value, &v))
+            return error_set(err, STELE_ECONFIG,
+                             "%sinvalid value \"%.64s\" for sink journaled: expected true or false",
+                             where, value);
+        s->journaled = (int)v;
+        return 0;
+    }
+    static const struct {
+        const char *key;
+        size_t offset;
+    } ints[] = {{"wtimeout_ms", offsetof(stele_sink_options_t, wtimeout_ms)},
+                {"batch_docs", offsetof(stele_sink_options_t, batch_docs)},
+                {"batch_bytes", offsetof(stele_sink_options_t, batch_bytes)},
+                {"linger_ms", offsetof(stele_sink_options_t, linger_ms)},
+                {"backoff_min_ms", offsetof(stele_sink_options_t, backoff_min_ms)},
+                {"backoff_max_ms", offsetof(stele_sink_options_t, backoff_max_ms)}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (strcmp(key, ints[i].key) != 0)
+            continue;
+        uint32_t v = 0;
+        int rc = config_sink_u32(key, value, UINT32_MAX, &v, where, err);
+        if (rc == 0)
+            memcpy((char *)s + ints[i].offset, &v, sizeof v);
+        return rc;
+    }
+    error_set(err, STELE_ECONFIG, "%sunknown sink key \"%.64s\"", where, key);
+    error_set_hint(err, "sink keys: uri, database, collection, w, journaled, wtimeout_ms, "
+                        "batch_docs, batch_bytes, linger_ms, backoff_min_ms, backoff_max_ms");
+    return STELE_ECONFIG;
+}
+
+/* -- public setters --------------------------------------------------------------------- */
+
+/* Sets knob `name` (or "sink.NAME.KEY") on scratch. `where` prefixes messages. */
+static int
+config_set_one(stele_options_t *scratch, const char *name, const char *value, const char *where,
+               stele_error_t *err)
+{
+    if (strncmp(name, "sink.", 5) == 0) {
+        const char *dot = strrchr(name + 5, '.');
+        char sink_name[64];
+        size_t n = dot ? (size_t)(dot - (name + 5)) : 0;
+        if (!dot || n == 0 || n >= sizeof sink_name)
+            return error_set(err, STELE_ECONFIG,
+                             "%sbad sink knob \"%.64s\": expected sink.NAME.KEY", where, name);
+        memcpy(sink_name, name + 5, n);
+        sink_name[n] = '\0';
+        return config_sink_set(scratch, sink_name, dot + 1, value, where, err);
+    }
+    const knob_def_t *k = config_find(name);
+    if (!k) {
+        error_set(err, STELE_ECONFIG, "%sunknown knob \"%.64s\"", where, name);
+        error_set_hint(err, "knob names are the stele_options_t field names, e.g. sync, "
+                            "commit_interval_us");
+        return STELE_ECONFIG;
+    }
+    return config_apply(scratch, k, value, where[0] ? where : NULL, err);
+}
+
+/* Stores scratch back into *opts after success; on failure drops an arena the scratch
+ * created (one it shares with *opts stays). */
+static int
+config_finish(stele_options_t *opts, stele_options_t *scratch, int rc)
+{
+    if (rc == 0) {
+        *opts = *scratch;
+    } else if (scratch->owned && scratch->owned != opts->owned) {
+        config_arena_free(scratch->owned);
+    }
+    return rc;
+}
+
+int
+stele_options_set(stele_options_t *opts, const char *name, const char *value, stele_error_t *err)
+{
+    if (!opts || !name || !value)
+        return error_set(err, STELE_EINVAL, "stele_options_set: opts, name and value required");
+    stele_options_t scratch = *opts;
+    return config_finish(opts, &scratch, config_set_one(&scratch, name, value, "", err));
+}
+
+int
+stele_options_load_env(stele_options_t *opts, stele_error_t *err)
+{
+    if (!opts)
+        return error_set(err, STELE_EINVAL, "stele_options_load_env: opts required");
+    stele_options_t scratch = *opts;
+    int rc = 0;
+    for (size_t i = 0; i < CONFIG_N_KNOBS && rc == 0; i++) {
+        char var[64] = "STELE_";
+        size_t n = strlen(var);
+        for (const char *p = config_knob_defs[i].name; *p && n + 1 < sizeof var; p++)
+            var[n++] = (char)toupper((unsigned char)*p);
+        var[n] = '\0';
+        const char *value = getenv(var);
+        if (!value)
+            continue;
+        char where[96];
+        snprintf(where, sizeof where, "environment variable %s", var);
+        rc = config_apply(&scratch, &config_knob_defs[i], value, where, err);
+    }
+    return config_finish(opts, &scratch, rc);
+}
+
+typedef struct config_ini_ctx {
+    stele_options_t *scratch;
+    stele_error_t *err;
+    int rc;
+} config_ini_ctx_t;
+
+static int
+config_ini_handler(void *user, const char *section, const char *name, const char *value)
+{
+    config_ini_ctx_t *ctx = user;
+    if (ctx->rc)
+        return 1; /* keep the first error; inih reports the line of the first 0 */
+    if (section[0] == '\0' || strcmp(section, "journal") == 0) {
+        ctx->rc = config_set_one(ctx->scratch, name, value, "", ctx->err);
+    } else if (strncmp(section, "sink ", 5) == 0 && section[5] != '\0') {
+        ctx->rc = config_sink_set(ctx->scratch, section + 5, name, value, "", ctx->err);
+    } else {
+        ctx->rc = error_set(ctx->err, STELE_ECONFIG, "unknown section [%.64s]", section);
+        error_set_hint(ctx->err, "sections are [journal] and [sink NAME]");
+    }
+    return ctx->rc == 0;
+}
+
+int
+stele_options_load_file(stele_options_t *opts, const char *path, stele_error_t *err)
+{
+    if (!opts || !path)
+        return error_set(err, STELE_EINVAL, "stele_options_load_file: opts and path required");
+    stele_options_t scratch = *opts;
+    stele_error_t local;
+    error_clear(&local);
+    config_ini_ctx_t ctx = {.scratch = &scratch, .err = &local, .rc = 0};
+    int line = ini_parse(path, config_ini_handler, &ctx);
+    int rc = 0;
+    if (line == -1) {
+        rc = error_set(err, -errno ? -errno : -ENOENT, "could not open config file %s: %s", path,
+                       strerror(errno ? errno : ENOENT));
+    } else if (line == -2) {
+        rc = error_set(err, -ENOMEM, "out of memory reading config file %s", path);
+    } else if (line > 0) {
+        rc = error_set(err, STELE_ECONFIG, "%s:%d: %s", path, line,
+                       ctx.rc ? local.message : "syntax error (expected key = value or [section])");
+        if (ctx.rc && err)
+            snprintf(err->hint, sizeof err->hint, "%s", local.hint);
+    }
+    return config_finish(opts, &scratch, rc);
+}
+
+/* -- whole-struct checks at open -------------------------------------------------------- */
+
+int
+config_check(const stele_options_t *opts, stele_error_t *err)
+{
+    if (opts->source && !config_source_ok(opts->source))
+        return error_set(err, STELE_ECONFIG,
+                         "invalid source \"%.64s\": expected 1 to %d letters, digits or . _ : -",
+                         opts->source, CONFIG_SOURCE_MAX);
+    for (size_t i = 0; i < CONFIG_N_KNOBS; i++) {
+        const knob_def_t *k = &config_knob_defs[i];
+        const char *field = (const char *)opts + k->offset;
+        uint64_t v;
+        if (k->type == KNOB_STRING || k->type == KNOB_BOOL)
+            continue;
+        if (k->type == KNOB_SIZE64 || k->type == KNOB_DURATION64) {
+            memcpy(&v, field, sizeof v);
+        } else if (k->type == KNOB_ENUM) {
+            int e;
+            memcpy(&e, field, sizeof e);
+            v = e < 0 ? UINT64_MAX : (uint64_t)e;
+        } else if (k->type == KNOB_MODE) {
+            unsigned u;
+            memcpy(&u, field, sizeof u);
+            v = u;
+        } else {
+            uint32_t u;
+            memcpy(&u, field, sizeof u);
+            v = u;
+        }
+        if (v < k->min || v > k->max) {
+            char accepts[160];
+            config_accepts(k, accepts, sizeof accepts);
+            return error_set(err, STELE_ECONFIG, "invalid %s %llu: expected %s", k->name,
+                             (unsigned long long)v, accepts);
+        }
+    }
+    if (opts->max_journal_bytes && opts->max_journal_bytes < 2 * opts->segment_bytes)
+        return error_set(err, STELE_ECONFIG,
+                         "max_journal_bytes (%llu) must hold at least two segments of "
+                         "segment_bytes (%llu)",
+                         (unsigned long long)opts->max_journal_bytes,
+                         (unsigned long long)opts->segment_bytes);
+    if (opts->n_sinks > STELE_MAX_SINKS || (opts->n_sinks && !opts->sinks))
+        return error_set(err, STELE_ECONFIG, "at most %d sinks", STELE_MAX_SINKS);
+    for (size_t i = 0; i < opts->n_sinks; i++) {
+        const char *name = opts->sinks[i].name;
+        if (!name || !*name || strlen(name) >= 64)
+            return error_set(err, STELE_ECONFIG, "sink %zu needs a name of 1 to 63 bytes", i);
+        if (!opts->sinks[i].uri)
+            return error_set(err, STELE_ECONFIG, "sink %s has no uri", name);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(opts->sinks[j].name, name) == 0)
+                return error_set(err, STELE_ECONFIG, "two sinks are named %s", name);
+    }
+    return 0;
+}

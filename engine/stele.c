@@ -1,0 +1,790 @@
+/*
+ * stele.c: the public write API (<stele.h>): open/close, append, wait, flush, stats. Owns
+ * the handle and the index writer thread; the committer lives in commit.c, validation in
+ * validate.c, shippers in ship.c. Threads and locks are described in engine/README.md.
+ *
+ * Open order: read the index's newest batch start as a recovery hint (read-only, so a
+ * directory that turns out not to be a journal is left untouched), open the journal (lock,
+ * recovery), open the index for writing and bring it in line (stele_index_catch_up), start
+ * the committer, the index writer and one shipper per sink. Close runs it backwards after
+ * draining the queue and syncing.
+ *
+ * Locks:
+ *   ix_mu  protects the index writer's small queue of batch starts (ix_ring..ix_stop);
+ *          ix_cv wakes the index writer. The index writer never holds it across LMDB.
+ *   ship_mu/ship_cv: waiters for wait=shipped sleep on ship_cv; shippers' progress
+ *          callbacks broadcast it. Shipped positions themselves are atomics in ship.c.
+ * n_callers counts threads inside a public call so close frees nothing under them.
+ */
+#include "stele.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commit.h"
+#include "config.h"
+#include "error.h"
+#include "index.h"
+#include "journal.h"
+#include "ship.h"
+#include "stele_internal.h"
+#include "validate.h"
+
+/* Largest batch the committer writes at once: big enough that a backlog is written with
+ * few syscalls, small enough that one batch never holds up waiters for long. */
+#define STELE_BATCH_BYTES_MAX ((size_t)4 << 20)
+/* Batch starts the committer may hand the index writer before it drops some (the index is
+ * sparse and rebuilt at open, so a dropped start only makes a seek scan a little longer). */
+#define STELE_INDEX_QUEUE_CAP 4096
+/* The index writer applies queued batch starts at least this often... */
+#define STELE_INDEX_APPLY_MS 20
+/* ...and syncs the LMDB environment this often (it is a cache: lazily synced). */
+#define STELE_INDEX_SYNC_MS 1000
+/* How often the index writer applies the retention policy. */
+#define STELE_RETENTION_CHECK_MS 1000
+/* Segments looked at per retention pass (a pass that hits the cap finishes next time). */
+#define STELE_RETENTION_SEGMENTS 1024
+/* How long close lets each shipper drain what is committed. */
+#define STELE_SHIP_DRAIN_MS 5000
+
+struct stele {
+    char *dir;
+    char source[64];
+    stele_options_t opts; /* copy; sinks and strings are not kept (see sinks) */
+    const journal_io_t *io;
+    validate_limits_t limits;
+    journal_t *journal;
+    index_t *index;
+    commit_t *commit;
+    char recovery_note[STELE_ERROR_MESSAGE_BYTES];
+
+    _Atomic int is_closing;
+    _Atomic int n_callers;
+
+    /* -- index writer; protected by ix_mu -- */
+    pthread_t ix_thread;
+    bool ix_started;
+    pthread_mutex_t ix_mu;
+    pthread_cond_t ix_cv;
+    index_batch_t ix_ring[STELE_INDEX_QUEUE_CAP];
+    size_t ix_head;
+    size_t ix_count;
+    bool ix_stop;
+    bool ix_is_idle; /* the index writer sleeps with an empty ring: wake it on the next entry */
+    uint64_t ix_dropped;
+    /* -- written by the index writer only -- */
+    stele_error_t ix_err;
+    journal_reader_t *retention_reader; /* opened on first use, for segment listings */
+
+    /* -- shippers; the array is fixed after open -- */
+    shipper_t *shippers[STELE_MAX_SINKS];
+    size_t n_shippers;
+    pthread_mutex_t ship_mu;
+    pthread_cond_t ship_cv;
+};
+
+/* -- caller accounting ------------------------------------------------------------------ */
+
+static int
+stele_enter(stele_t *db, stele_error_t *err)
+{
+    atomic_fetch_add(&db->n_callers, 1);
+    if (atomic_load(&db->is_closing)) {
+        atomic_fetch_sub(&db->n_callers, 1);
+        return error_set(err, STELE_ECLOSED, "journal %s is closing", db->dir);
+    }
+    return 0;
+}
+
+static void
+stele_leave(stele_t *db)
+{
+    atomic_fetch_sub(&db->n_callers, 1);
+}
+
+static uint64_t
+stele_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* -- index writer ----------------------------------------------------------------------- */
+
+/* On the committer thread: copy the batch start and return at once. */
+static void
+stele_on_batch(void *ctx, const journal_batch_info_t *info)
+{
+    stele_t *db = ctx;
+    pthread_mutex_lock(&db->ix_mu);
+    if (db->ix_count < STELE_INDEX_QUEUE_CAP) {
+        size_t slot = (db->ix_head + db->ix_count) % STELE_INDEX_QUEUE_CAP;
+        db->ix_ring[slot] = (index_batch_t){.first_seq = info->first_seq,
+                                            .segment_seq = info->segment_seq,
+                                            .offset = info->offset,
+                                            .first_ts_ns = info->first_ts_ns};
+        db->ix_count++;
+        if (db->ix_is_idle || db->ix_count == STELE_INDEX_QUEUE_CAP / 2)
+            pthread_cond_signal(&db->ix_cv);
+    } else {
+        db->ix_dropped++;
+    }
+    pthread_mutex_unlock(&db->ix_mu);
+}
+
+static void
+stele_index_apply(stele_t *db, index_batch_t *batch, size_t n)
+{
+    stele_error_t err;
+    if (n && index_put_batches(db->index, batch, n, &err) != 0)
+        db->ix_err = err; /* the index is a cache: catch-up at the next open repairs it */
+}
+
+static uint64_t stele_min_shipped(stele_t *db);
+
+/*
+ * The first seq to keep under the retention policy, or 0 to keep everything. Only segments
+ * every sink has shipped past are candidates (whole segments: segment i is shipped when the
+ * next one starts at or below min shipped + 1). Among them, retention_seconds drops those
+ * whose newest record is older than the limit (the next segment's first timestamp bounds
+ * it), and retention_bytes keeps at most that many bytes of them, dropping the oldest.
+ */
+static uint64_t
+stele_retention_cut(stele_t *db)
+{
+    if (db->n_shippers == 0 || (db->opts.retention_bytes == 0 && db->opts.retention_seconds == 0))
+        return 0;
+    uint64_t shipped = stele_min_shipped(db);
+    if (shipped == 0)
+        return 0;
+    stele_error_t err;
+    if (!db->retention_reader &&
+        journal_reader_open(db->dir, db->io, &db->retention_reader, &err) != 0)
+        return 0;
+    journal_segment_info_t *segs = calloc(STELE_RETENTION_SEGMENTS, sizeof *segs);
+    if (!segs)
+        return 0;
+    int n = journal_reader_segments(db->retention_reader, segs, STELE_RETENTION_SEGMENTS, &err);
+    if (n > STELE_RETENTION_SEGMENTS)
+        n = STELE_RETENTION_SEGMENTS;
+    size_t n_shipped = 0; /* segments [0, n_shipped) are wholly shipped */
+    while (n > 0 && n_shipped + 1 < (size_t)n && segs[n_shipped + 1].first_seq <= shipped + 1)
+        n_shipped++;
+    size_t n_drop = 0;
+    if (db->opts.retention_seconds) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t cutoff = (int64_t)now.tv_sec - (int64_t)db->opts.retention_seconds;
+        while (n_drop < n_shipped && segs[n_drop + 1].first_ts_ns != 0 &&
+               segs[n_drop + 1].first_ts_ns / 1000000000 < cutoff)
+            n_drop++;
+    }
+    if (db->opts.retention_bytes) {
+        uint64_t kept = 0;
+        for (size_t i = 0; i < n_shipped; i++)
+            kept += segs[i].disk_bytes;
+        size_t by_size = 0;
+        while (by_size < n_shipped && kept > db->opts.retention_bytes)
+            kept -= segs[by_size++].disk_bytes;
+        if (by_size > n_drop)
+            n_drop = by_size;
+    }
+    uint64_t cut = n_drop ? segs[n_drop].first_seq : 0;
+    free(segs);
+    return cut;
+}
+
+/* On the index writer thread: deletes segments the policy lets go, then their index entries,
+ * and wakes appenders blocked on the quota. */
+static void
+stele_apply_retention(stele_t *db)
+{
+    uint64_t cut = stele_retention_cut(db);
+    if (cut == 0)
+        return;
+    stele_error_t err;
+    int deleted = journal_delete_before(db->journal, cut, &err);
+    if (deleted < 0) {
+        db->ix_err = err;
+        return;
+    }
+    if (deleted > 0) {
+        journal_stats_t js;
+        journal_stats(db->journal, &js);
+        if (index_delete_before(db->index, js.first_seq, &err) != 0)
+            db->ix_err = err;
+        commit_space_freed(db->commit);
+    }
+}
+
+/* Waits on ix_cv (ix_mu held) for at most `ms`. */
+static void
+stele_ix_wait(stele_t *db, long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&db->ix_cv, &db->ix_mu, &ts);
+}
+
+static void *
+stele_index_main(void *arg)
+{
+    stele_t *db = arg;
+    index_batch_t *batch = malloc(sizeof(index_batch_t) * STELE_INDEX_QUEUE_CAP);
+    uint64_t last_sync_ms = stele_mono_ms();
+    uint64_t last_retention_ms = last_sync_ms;
+    bool dirty = false;
+    pthread_mutex_lock(&db->ix_mu);
+    for (;;) {
+        /* Idle: sleep until the first batch start arrives (or the next sync/retention
+         * tick). Then gather for STELE_INDEX_APPLY_MS so one LMDB transaction takes many. */
+        if (db->ix_count == 0 && !db->ix_stop) {
+            db->ix_is_idle = true;
+            stele_ix_wait(db, STELE_INDEX_SYNC_MS);
+            db->ix_is_idle = false;
+        }
+        if (db->ix_count > 0 && db->ix_count < STELE_INDEX_QUEUE_CAP / 2 && !db->ix_stop)
+            stele_ix_wait(db, STELE_INDEX_APPLY_MS);
+        size_t n = 0;
+        while (db->ix_count && batch) {
+            batch[n++] = db->ix_ring[db->ix_head];
+            db->ix_head = (db->ix_head + 1) % STELE_INDEX_QUEUE_CAP;
+            db->ix_count--;
+        }
+        if (!batch)
+            db->ix_count = 0; /* out of memory at start: drop, catch-up repairs */
+        bool stop = db->ix_stop;
+        pthread_mutex_unlock(&db->ix_mu);
+
+        stele_index_apply(db, batch, n);
+        dirty = dirty || n > 0;
+        uint64_t now = stele_mono_ms();
+        if (dirty && (stop || now - last_sync_ms >= STELE_INDEX_SYNC_MS)) {
+            stele_error_t err;
+            if (index_sync(db->index, &err) != 0)
+                db->ix_err = err;
+            last_sync_ms = now;
+            dirty = false;
+        }
+        if (!stop && now - last_retention_ms >= STELE_RETENTION_CHECK_MS) {
+            stele_apply_retention(db);
+            last_retention_ms = now;
+        }
+        pthread_mutex_lock(&db->ix_mu);
+        if (stop && db->ix_count == 0)
+            break;
+    }
+    pthread_mutex_unlock(&db->ix_mu);
+    free(batch);
+    journal_reader_close(db->retention_reader);
+    db->retention_reader = NULL;
+    return NULL;
+}
+
+static void
+stele_index_stop(stele_t *db)
+{
+    if (!db->ix_started)
+        return;
+    pthread_mutex_lock(&db->ix_mu);
+    db->ix_stop = true;
+    pthread_cond_signal(&db->ix_cv);
+    pthread_mutex_unlock(&db->ix_mu);
+    pthread_join(db->ix_thread, NULL);
+    db->ix_started = false;
+}
+
+/* -- shippers --------------------------------------------------------------------------- */
+
+static void
+stele_on_ship_progress(void *ctx, const char *sink_name, uint64_t shipped_seq)
+{
+    stele_t *db = ctx;
+    (void)sink_name;
+    (void)shipped_seq;
+    pthread_mutex_lock(&db->ship_mu);
+    pthread_cond_broadcast(&db->ship_cv);
+    pthread_mutex_unlock(&db->ship_mu);
+}
+
+static uint64_t
+stele_min_shipped(stele_t *db)
+{
+    uint64_t min = UINT64_MAX;
+    for (size_t i = 0; i < db->n_shippers; i++) {
+        uint64_t s = shipper_shipped_seq(db->shippers[i]);
+        if (s < min)
+            min = s;
+    }
+    return db->n_shippers ? min : 0;
+}
+
+static int
+stele_wait_shipped(stele_t *db, uint64_t seq, int64_t timeout_ms, stele_error_t *err)
+{
+    if (db->n_shippers == 0) {
+        error_set(err, STELE_ENOSINK, "wait=shipped needs a sink; none is configured");
+        error_set_hint(err, "add a [sink NAME] section with a uri, or wait for durable");
+        return STELE_ENOSINK;
+    }
+    uint64_t deadline = timeout_ms < 0 ? 0 : stele_mono_ms() + (uint64_t)timeout_ms;
+    int rc = 0;
+    pthread_mutex_lock(&db->ship_mu);
+    while (stele_min_shipped(db) < seq) {
+        if ((rc = commit_halted(db->commit, err)) != 0)
+            break;
+        if (atomic_load(&db->is_closing)) {
+            rc = error_set(err, STELE_ECLOSED, "journal closed before seq %llu was shipped",
+                           (unsigned long long)seq);
+            break;
+        }
+        /* Shippers report progress by callback; a bounded sleep also covers a shipper that
+         * stopped for good (integrity alarm) without calling back. */
+        uint64_t now = stele_mono_ms();
+        if (deadline && now >= deadline) {
+            rc = error_set(err, STELE_ETIMEDOUT, "seq %llu not shipped within %lld ms",
+                           (unsigned long long)seq, (long long)timeout_ms);
+            break;
+        }
+        uint64_t wake = now + 100;
+        if (deadline && deadline < wake)
+            wake = deadline;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t delta_ms = wake - now;
+        ts.tv_sec += (time_t)(delta_ms / 1000);
+        ts.tv_nsec += (long)(delta_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&db->ship_cv, &db->ship_mu, &ts);
+    }
+    pthread_mutex_unlock(&db->ship_mu);
+    return rc;
+}
+
+static int
+stele_start_shippers(stele_t *db, const stele_options_t *opts, stele_error_t *err)
+{
+    for (size_t i = 0; i < opts->n_sinks; i++) {
+        shipper_config_t cfg = {.sink = &opts->sinks[i],
+                                .journal_dir = db->dir,
+                                .source = db->source,
+                                .io = db->io,
+                                .index = db->index,
+                                .on_progress = stele_on_ship_progress,
+                                .progress_ctx = db};
+        int rc = shipper_start(&cfg, &db->shippers[i], err);
+        if (rc)
+            return rc;
+        db->n_shippers = i + 1;
+    }
+    return 0;
+}
+
+/* -- open ------------------------------------------------------------------------------- */
+
+/* The host name, reduced to what a source may contain. */
+static void
+stele_default_source(char *out, size_t cap)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+        snprintf(host, sizeof host, "localhost");
+    size_t n = 0;
+    for (const char *p = host; *p && n + 1 < cap && n < CONFIG_SOURCE_MAX; p++) {
+        char ch = *p;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || strchr("._:-", ch);
+        out[n++] = ok ? ch : '-';
+    }
+    out[n] = '\0';
+}
+
+/* The index's newest batch start, read without creating anything. */
+static void
+stele_recovery_hint(const char *dir, unsigned file_mode, journal_options_t *jo)
+{
+    index_t *ix = NULL;
+    index_batch_t last;
+    if (index_open(dir, 0, file_mode, &ix, NULL) != 0)
+        return;
+    if (index_last_batch(ix, &last, NULL) == 0) {
+        jo->hint_seq = last.first_seq;
+        jo->hint_segment_seq = last.segment_seq;
+        jo->hint_offset = last.offset;
+    }
+    index_close(ix);
+}
+
+static int
+stele_check_sizes(const stele_options_t *o, stele_error_t *err)
+{
+    size_t frame = journal_frame_bytes(o->max_record_bytes);
+    if ((uint64_t)frame * 2 > o->segment_bytes)
+        return error_set(err, STELE_ECONFIG,
+                         "segment_bytes (%llu) must hold two records of max_record_bytes (%u): "
+                         "raise segment_bytes or lower max_record_bytes",
+                         (unsigned long long)o->segment_bytes, o->max_record_bytes);
+    if (frame > o->max_queue_bytes)
+        return error_set(err, STELE_ECONFIG,
+                         "max_queue_bytes (%llu) must hold one record of max_record_bytes (%u)",
+                         (unsigned long long)o->max_queue_bytes, o->max_record_bytes);
+    return 0;
+}
+
+static size_t
+stele_batch_bytes(const stele_options_t *o)
+{
+    size_t frame = journal_frame_bytes(o->max_record_bytes);
+    size_t batch = STELE_BATCH_BYTES_MAX;
+    if (batch > o->segment_bytes / 2)
+        batch = (size_t)(o->segment_bytes / 2);
+    return batch < frame ? frame : batch;
+}
+
+static void
+stele_note_join(char *out, size_t cap, const char *a, const char *b)
+{
+    /* A note longer than the stats field is cut; the return value only says so. */
+    int n =
+        a[0] && b[0] ? snprintf(out, cap, "%s; %s", a, b) : snprintf(out, cap, "%s", a[0] ? a : b);
+    if (n < 0)
+        out[0] = '\0';
+}
+
+static void stele_free(stele_t *db);
+
+int
+stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journal_io_t *io,
+                   stele_t **out, stele_error_t *err)
+{
+    stele_options_t defaults;
+    if (!out || !dir || !*dir)
+        return error_set(err, STELE_EINVAL, "stele_open: dir and out are required");
+    *out = NULL;
+    if (!opts_in) {
+        stele_options_init(&defaults);
+        opts_in = &defaults;
+    }
+    int rc = config_check(opts_in, err);
+    if (rc == 0)
+        rc = stele_check_sizes(opts_in, err);
+    if (rc)
+        return rc;
+
+    stele_t *db = calloc(1, sizeof *db);
+    if (!db || !(db->dir = strdup(dir))) {
+        free(db);
+        return error_set(err, -ENOMEM, "out of memory opening %s", dir);
+    }
+    db->opts = *opts_in;
+    db->opts.source = NULL;
+    db->opts.sinks = NULL;
+    db->opts.n_sinks = 0;
+    db->opts.owned = NULL;
+    db->io = io;
+    db->limits.max_record_bytes = opts_in->max_record_bytes;
+    db->limits.max_depth = opts_in->max_depth;
+    pthread_mutex_init(&db->ix_mu, NULL);
+    pthread_cond_t *cvs[] = {&db->ix_cv, &db->ship_cv};
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cvs[0], &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_cond_init(cvs[1], NULL);
+    pthread_mutex_init(&db->ship_mu, NULL);
+    if (opts_in->source)
+        snprintf(db->source, sizeof db->source, "%s", opts_in->source);
+    else
+        stele_default_source(db->source, sizeof db->source);
+
+    journal_options_t jo;
+    journal_options_init(&jo);
+    jo.io = io;
+    jo.source = db->source;
+    jo.segment_bytes = opts_in->segment_bytes;
+    jo.max_record_bytes = opts_in->max_record_bytes;
+    jo.file_mode = opts_in->file_mode;
+    jo.dir_mode = opts_in->dir_mode;
+    jo.create_if_missing = opts_in->create_if_missing;
+    /* With sync=always, zero-filled segments make every commit an overwrite of written
+     * blocks, so each fdatasync has no extent metadata to flush. Zero-filling costs a full
+     * extra write of every segment (in the preparer thread, but it competes for the disk
+     * and a core), which only pays off when every batch is synced; with interval/never the
+     * few syncs absorb the extent conversion of fallocate'd space instead. */
+    jo.zero_fill = opts_in->sync == STELE_SYNC_ALWAYS;
+    stele_recovery_hint(dir, opts_in->file_mode, &jo);
+
+    journal_recovery_t rec;
+    memset(&rec, 0, sizeof rec);
+    rc = journal_open(dir, &jo, &db->journal, &rec, err);
+    if (rc)
+        goto fail;
+    snprintf(db->source, sizeof db->source, "%s", journal_source(db->journal));
+    rc = index_open(dir, 1, opts_in->file_mode, &db->index, err);
+    if (rc)
+        goto fail;
+    char catch_note[STELE_ERROR_MESSAGE_BYTES] = "";
+    rc = stele_index_catch_up(db->index, dir, io, &rec, catch_note, sizeof catch_note, err);
+    if (rc)
+        goto fail;
+    stele_note_join(db->recovery_note, sizeof db->recovery_note, rec.note, catch_note);
+
+    commit_config_t cc = {.journal = db->journal,
+                          .last_seq = rec.last_seq,
+                          .last_ts_ns = rec.last_ts_ns,
+                          .sync = opts_in->sync,
+                          .sync_interval_ms = opts_in->sync_interval_ms,
+                          .commit_interval_us = opts_in->commit_interval_us,
+                          .commit_policy = opts_in->commit_policy,
+                          .max_queue_bytes = opts_in->max_queue_bytes,
+                          .queue_timeout_ms = opts_in->queue_timeout_ms,
+                          .batch_bytes = stele_batch_bytes(opts_in),
+                          .max_journal_bytes = opts_in->max_journal_bytes,
+                          .on_full = opts_in->on_full,
+                          .on_batch = stele_on_batch,
+                          .batch_ctx = db};
+    rc = commit_start(&cc, &db->commit, err);
+    if (rc)
+        goto fail;
+    rc = pthread_create(&db->ix_thread, NULL, stele_index_main, db);
+    if (rc) {
+        rc = error_set(err, -rc, "could not start the index writer: %s", strerror(rc));
+        goto fail;
+    }
+    db->ix_started = true;
+    rc = stele_start_shippers(db, opts_in, err);
+    if (rc)
+        goto fail;
+    *out = db;
+    return 0;
+
+fail:
+    atomic_store(&db->is_closing, 1);
+    commit_stop(db->commit, NULL);
+    stele_index_stop(db);
+    for (size_t i = 0; i < db->n_shippers; i++)
+        shipper_stop(db->shippers[i], 0);
+    commit_free(db->commit);
+    journal_close(db->journal, NULL);
+    index_close(db->index);
+    stele_free(db);
+    return rc;
+}
+
+int
+stele_open(const char *dir, const stele_options_t *opts, stele_t **out, stele_error_t *err)
+{
+    return stele_open_with_io(dir, opts, NULL, out, err);
+}
+
+static void
+stele_free(stele_t *db)
+{
+    pthread_mutex_destroy(&db->ix_mu);
+    pthread_cond_destroy(&db->ix_cv);
+    pthread_mutex_destroy(&db->ship_mu);
+    pthread_cond_destroy(&db->ship_cv);
+    free(db->dir);
+    free(db);
+}
+
+int
+stele_close(stele_t *db, stele_error_t *err)
+{
+    if (!db)
+        return 0;
+    atomic_store(&db->is_closing, 1);
+    stele_error_t first;
+    error_clear(&first);
+    int rc = commit_stop(db->commit, &first);
+
+    pthread_mutex_lock(&db->ship_mu);
+    pthread_cond_broadcast(&db->ship_cv);
+    pthread_mutex_unlock(&db->ship_mu);
+    /* Callers that entered before is_closing now return promptly (STELE_ECLOSED or their
+     * level reached by the drain); nothing below may be freed under them. */
+    while (atomic_load(&db->n_callers) > 0) {
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+        nanosleep(&pause, NULL);
+    }
+    /* The index writer reads shippers' positions for retention: stop it first. */
+    stele_index_stop(db);
+    for (size_t i = 0; i < db->n_shippers; i++)
+        shipper_stop(db->shippers[i], STELE_SHIP_DRAIN_MS);
+    commit_free(db->commit);
+
+    stele_error_t jerr;
+    int jrc = journal_close(db->journal, &jerr);
+    if (jrc && rc == 0) {
+        rc = jrc;
+        first = jerr;
+    }
+    index_close(db->index);
+    stele_free(db);
+    if (rc)
+        error_copy(err, &first);
+    return rc;
+}
+
+/* -- the write path --------------------------------------------------------------------- */
+
+static int
+stele_wait_level(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms,
+                 stele_error_t *err)
+{
+    switch (level) {
+    case STELE_WAIT_NONE:
+        if (seq == 0 || seq > commit_appended_seq(db->commit))
+            return error_set(err, STELE_EINVAL, "seq %llu was never appended",
+                             (unsigned long long)seq);
+        return 0;
+    case STELE_WAIT_WRITTEN:
+    case STELE_WAIT_DURABLE:
+        return commit_wait(db->commit, seq, level, timeout_ms, err);
+    case STELE_WAIT_SHIPPED:
+        return stele_wait_shipped(db, seq, timeout_ms, err);
+    }
+    return error_set(err, STELE_EINVAL, "unknown wait level %d", (int)level);
+}
+
+static int
+stele_check_append(stele_t *db, const void *data, stele_wait_t wait, stele_error_t *err)
+{
+    if (!db)
+        return error_set(err, STELE_EINVAL, "stele_append: no handle");
+    if (!data)
+        return error_set(err, STELE_EEMPTY, "event is empty (NULL)");
+    if ((unsigned)wait > STELE_WAIT_SHIPPED)
+        return error_set(err, STELE_EINVAL, "unknown wait level %d", (int)wait);
+    if (wait == STELE_WAIT_SHIPPED && db->n_shippers == 0) {
+        error_set(err, STELE_ENOSINK, "wait=shipped needs a sink; none is configured");
+        error_set_hint(err, "add a [sink NAME] section with a uri, or wait for durable");
+        return STELE_ENOSINK;
+    }
+    return 0;
+}
+
+/* Queues an encoded event and waits; the caller has entered and marked itself active. */
+static int
+stele_append_encoded(stele_t *db, const uint8_t *bson, uint32_t len, stele_wait_t wait,
+                     uint64_t *seq_out, stele_error_t *err)
+{
+    uint64_t seq = 0;
+    int rc = commit_enqueue(db->commit, bson, len, wait != STELE_WAIT_NONE, &seq, err);
+    if (rc)
+        return rc;
+    if (seq_out)
+        *seq_out = seq;
+    if (wait == STELE_WAIT_NONE)
+        return 0;
+    return stele_wait_level(db, seq, wait, -1, err);
+}
+
+int
+stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait, uint64_t *seq_out,
+                  stele_error_t *err)
+{
+    int rc = stele_check_append(db, json, wait, err);
+    if (rc || (rc = stele_enter(db, err)) != 0)
+        return rc;
+    commit_writer_enter(db->commit);
+    bson_t doc;
+    rc = validate_json(json, len, &db->limits, &doc, err);
+    if (rc == 0) {
+        rc = stele_append_encoded(db, bson_get_data(&doc), doc.len, wait, seq_out, err);
+        bson_destroy(&doc);
+    }
+    commit_writer_leave(db->commit);
+    stele_leave(db);
+    return rc;
+}
+
+int
+stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t wait,
+                  uint64_t *seq_out, stele_error_t *err)
+{
+    int rc = stele_check_append(db, bson, wait, err);
+    if (rc || (rc = stele_enter(db, err)) != 0)
+        return rc;
+    commit_writer_enter(db->commit);
+    rc = validate_bson(bson, len, &db->limits, err);
+    if (rc == 0)
+        rc = stele_append_encoded(db, bson, (uint32_t)len, wait, seq_out, err);
+    commit_writer_leave(db->commit);
+    stele_leave(db);
+    return rc;
+}
+
+int
+stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms, stele_error_t *err)
+{
+    if (!db)
+        return error_set(err, STELE_EINVAL, "stele_wait: no handle");
+    int rc = stele_enter(db, err);
+    if (rc)
+        return rc;
+    commit_writer_enter(db->commit);
+    if (seq == 0 || seq > commit_appended_seq(db->commit))
+        rc = error_set(err, STELE_EINVAL, "seq %llu was never appended", (unsigned long long)seq);
+    else
+        rc = stele_wait_level(db, seq, level, timeout_ms, err);
+    commit_writer_leave(db->commit);
+    stele_leave(db);
+    return rc;
+}
+
+int
+stele_flush(stele_t *db, stele_error_t *err)
+{
+    if (!db)
+        return error_set(err, STELE_EINVAL, "stele_flush: no handle");
+    int rc = stele_enter(db, err);
+    if (rc)
+        return rc;
+    rc = commit_flush(db->commit, err);
+    stele_leave(db);
+    return rc;
+}
+
+int
+stele_stats(stele_t *db, stele_stats_t *out)
+{
+    if (!db || !out)
+        return STELE_EINVAL;
+    if (stele_enter(db, NULL))
+        return STELE_ECLOSED;
+    memset(out, 0, sizeof *out);
+    snprintf(out->source, sizeof out->source, "%s", db->source);
+    commit_stats(db->commit, out);
+    journal_stats_t js;
+    journal_stats(db->journal, &js);
+    out->first_seq = js.first_seq;
+    out->segments = js.segments;
+    out->disk_bytes = js.disk_bytes;
+    snprintf(out->recovery_note, sizeof out->recovery_note, "%s", db->recovery_note);
+    out->n_sinks = db->n_shippers;
+    for (size_t i = 0; i < db->n_shippers; i++)
+        shipper_stats(db->shippers[i], out->written_seq, &out->sinks[i]);
+    stele_leave(db);
+    return 0;
+}

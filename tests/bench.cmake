@@ -1,0 +1,17 @@
+# tests/bench.cmake: stele-bench's tests. test_bench runs the built stele-bench and checks
+# that what it reports is what the journal and the peers hold afterwards (not timed).
+if(TARGET stele-bench)
+  stele_add_test(test_bench
+    SOURCES test_bench.c ${PROJECT_SOURCE_DIR}/bench/bench_hist.c
+            ${PROJECT_SOURCE_DIR}/bench/bench_event.c ${PROJECT_SOURCE_DIR}/bench/bench_output.c
+    LIBS stele PkgConfig::BSON
+    TIMEOUT 300
+    LABELS bench)
+  target_include_directories(test_bench PRIVATE ${PROJECT_SOURCE_DIR}/bench)
+  target_compile_definitions(test_bench PRIVATE
+    STELE_BENCH_EXE="$<TARGET_FILE:stele-bench>")
+  add_dependencies(test_bench stele-bench)
+  if(TARGET stele-hddfs)
+    add_dependencies(test_bench stele-hddfs)
+  endif()
+endif()

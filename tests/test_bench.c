@@ -1,0 +1,307 @@
+/*
+ * test_bench.c: stele-bench reports real numbers.
+ *
+ * Runs the built stele-bench (a few short cells, --keep so its data stays behind), parses
+ * its JSON lines with libbson, and checks that the records it says were appended are the
+ * records found afterwards: in the journal through stele_reader (every record, in seq
+ * order, no gap), and in the peers through their own count (counted_back). Also checks the
+ * histogram's quantiles and the event pool's sizes, which every figure rests on. Nothing
+ * here is timed: the cells run one second each and only counts are compared.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <bson/bson.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include <stele.h>
+
+#define TEST_MAX_LINES 16
+
+typedef struct bench_line {
+    char system[64];
+    char status[16];
+    char data_path[1024];
+    int64_t appends;
+    int64_t warmup_appends;
+    int64_t errors;
+    int64_t counted_back;
+} bench_line_t;
+
+typedef struct bench_output {
+    int exit_code;
+    size_t n;
+    bench_line_t lines[TEST_MAX_LINES];
+} bench_output_t;
+
+static int64_t
+json_int(const bson_t *doc, const char *key)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, key))
+        return INT64_MIN;
+    return bson_iter_as_int64(&it);
+}
+
+static void
+json_str(const bson_t *doc, const char *key, char *out, size_t cap)
+{
+    bson_iter_t it;
+    out[0] = '\0';
+    if (bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_UTF8(&it))
+        snprintf(out, cap, "%s", bson_iter_utf8(&it, NULL));
+}
+
+static void
+parse_line(const char *text, bench_line_t *l)
+{
+    bson_error_t error;
+    bson_t *doc = bson_new_from_json((const uint8_t *)text, -1, &error);
+    if (!doc)
+        fail_msg("stele-bench printed a line that is not JSON: %s (%s)", text, error.message);
+    json_str(doc, "system", l->system, sizeof l->system);
+    json_str(doc, "status", l->status, sizeof l->status);
+    json_str(doc, "data_path", l->data_path, sizeof l->data_path);
+    l->appends = json_int(doc, "appends");
+    l->warmup_appends = json_int(doc, "warmup_appends");
+    l->errors = json_int(doc, "errors");
+    l->counted_back = json_int(doc, "counted_back");
+    bson_destroy(doc);
+}
+
+/* Runs stele-bench with args (a NULL-terminated list after --dir DIR --json --keep). */
+static void
+run_bench(const char *dir, const char *const *args, bench_output_t *out)
+{
+    char cmd[4096];
+    int n =
+        snprintf(cmd, sizeof cmd, "'%s' --dir '%s' --json --keep --quiet", STELE_BENCH_EXE, dir);
+    for (size_t i = 0; args[i]; i++)
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n, " %s", args[i]);
+    n += snprintf(cmd + n, sizeof cmd - (size_t)n, " 2>/dev/null");
+    assert_true(n > 0 && (size_t)n < sizeof cmd);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    memset(out, 0, sizeof *out);
+    char line[8192];
+    while (fgets(line, sizeof line, p))
+        if (line[0] == '{' && out->n < TEST_MAX_LINES)
+            parse_line(line, &out->lines[out->n++]);
+    int status = pclose(p);
+    out->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Reads the whole journal back; returns the record count and checks seq contiguity. */
+static int64_t
+count_journal(const char *dir)
+{
+    stele_reader_t *r = NULL;
+    stele_error_t err;
+    int rc = stele_reader_open(dir, &r, &err);
+    if (rc)
+        fail_msg("stele_reader_open(%s): %s", dir, err.message);
+    int64_t n = 0;
+    uint64_t last_seq = 0;
+    stele_record_t rec;
+    while ((rc = stele_reader_next(r, &rec, 0, &err)) == 0) {
+        if (n > 0)
+            assert_int_equal(rec.seq, last_seq + 1);
+        last_seq = rec.seq;
+        n++;
+    }
+    assert_int_equal(rc, STELE_EAGAIN);
+    stele_reader_close(r);
+    return n;
+}
+
+static char *
+make_temp_dir(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    char templ[1024];
+    snprintf(templ, sizeof templ, "%s/stele-test-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    char *dir = strdup(templ);
+    assert_non_null(dir);
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+static void
+remove_dir(char *dir)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(dir);
+}
+
+static void
+check_stele_count(const char *const *args)
+{
+    char *dir = make_temp_dir();
+    bench_output_t out;
+    run_bench(dir, args, &out);
+    assert_int_equal(out.exit_code, 0);
+    assert_int_equal(out.n, 1);
+    const bench_line_t *l = &out.lines[0];
+    assert_string_equal(l->system, "stele");
+    assert_string_equal(l->status, "ok");
+    assert_int_equal(l->errors, 0);
+    assert_true(l->appends > 0);
+    assert_true(l->warmup_appends >= 0);
+    assert_int_equal(count_journal(l->data_path), l->appends + l->warmup_appends);
+    assert_int_equal(l->counted_back, l->appends + l->warmup_appends);
+    remove_dir(dir);
+}
+
+static void
+test_bench_durable_count_equals_journal_records(void **state)
+{
+    (void)state;
+    const char *args[] = {"--writers", "8", "--seconds", "1", "--no-reference", NULL};
+    check_stele_count(args);
+}
+
+static void
+test_bench_unwaited_bson_count_equals_journal_records(void **state)
+{
+    (void)state;
+    const char *args[] = {"--writers", "2",    "--seconds", "1",     "--wait",         "none",
+                          "--input",   "bson", "--sync",    "never", "--no-reference", NULL};
+    check_stele_count(args);
+}
+
+static void
+test_bench_warmup_appends_are_reported_apart(void **state)
+{
+    (void)state;
+    const char *args[] = {"--writers", "2",   "--warmup",       "0.5",
+                          "--seconds", "0.5", "--no-reference", NULL};
+    check_stele_count(args);
+}
+
+static void
+test_bench_peer_rows_are_counted_back(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_output_t out;
+    const char *args[] = {"--system", "sqlite-wal-full,lmdb", "--writers", "4", "--seconds",
+                          "1",        "--no-reference",       NULL};
+    run_bench(dir, args, &out);
+    assert_int_equal(out.exit_code, 0);
+    assert_int_equal(out.n, 2);
+    for (size_t i = 0; i < out.n; i++) {
+        const bench_line_t *l = &out.lines[i];
+        if (strcmp(l->status, "skipped") == 0) {
+            print_message("%s skipped (built without its library)\n", l->system);
+            continue;
+        }
+        assert_string_equal(l->status, "ok");
+        assert_true(l->appends > 0);
+        assert_int_equal(l->counted_back, l->appends);
+    }
+    remove_dir(dir);
+}
+
+static void
+test_bench_rejects_zero_writers(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_output_t out;
+    const char *args[] = {"--writers", "0", NULL};
+    run_bench(dir, args, &out);
+    assert_int_equal(out.exit_code, 1);
+    assert_int_equal(out.n, 0);
+    remove_dir(dir);
+}
+
+static void
+test_hist_quantiles_are_within_resolution(void **state)
+{
+    (void)state;
+    bench_hist_t *h = calloc(1, sizeof *h);
+    assert_non_null(h);
+    for (uint64_t v = 1; v <= 100000; v++)
+        bench_hist_record(h, v * 1000); /* 1 us .. 100 ms, uniform */
+    const double qs[] = {0.5, 0.99, 0.999};
+    for (size_t i = 0; i < 3; i++) {
+        double want = qs[i] * 100000 * 1000;
+        double got = (double)bench_hist_quantile(h, qs[i]);
+        assert_true(got >= want * 0.999 && got <= want * 1.02);
+    }
+    assert_int_equal(bench_hist_quantile(h, 1.0), 100000000);
+    bench_hist_t *empty = calloc(1, sizeof *empty);
+    assert_non_null(empty);
+    assert_int_equal(bench_hist_quantile(empty, 0.5), 0);
+    bench_hist_merge(empty, h);
+    assert_int_equal(empty->count, h->count);
+    assert_int_equal(bench_hist_quantile(empty, 0.99), bench_hist_quantile(h, 0.99));
+    free(empty);
+    free(h);
+}
+
+static void
+test_events_are_json_objects_of_the_exact_size(void **state)
+{
+    (void)state;
+    const uint32_t sizes[] = {200, 1024, 16384};
+    char err[256];
+    for (size_t s = 0; s < 3; s++) {
+        bench_events_t *ev = bench_events_new(BENCH_INPUT_JSON, sizes[s], 7, 64, err, sizeof err);
+        assert_non_null(ev);
+        for (uint64_t i = 0; i < 64; i++) {
+            const bench_event_t *e = bench_events_get(ev, i);
+            assert_int_equal(e->len, sizes[s]);
+            bson_error_t error;
+            bson_t *doc = bson_new_from_json(e->data, e->len, &error);
+            assert_non_null(doc);
+            bson_destroy(doc);
+        }
+        bench_events_free(ev);
+    }
+    assert_null(bench_events_new(BENCH_INPUT_JSON, 10, 0, 4, err, sizeof err));
+    assert_non_null(strstr(err, "out of range"));
+}
+
+static void
+test_bson_events_are_valid_documents(void **state)
+{
+    (void)state;
+    char err[256];
+    bench_events_t *ev = bench_events_new(BENCH_INPUT_BSON, 200, 1, 16, err, sizeof err);
+    assert_non_null(ev);
+    for (uint64_t i = 0; i < 16; i++) {
+        const bench_event_t *e = bench_events_get(ev, i);
+        bson_t doc;
+        assert_true(bson_init_static(&doc, e->data, e->len));
+        assert_true(bson_validate(&doc, BSON_VALIDATE_UTF8 | BSON_VALIDATE_DOLLAR_KEYS, NULL));
+    }
+    bench_events_free(ev);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hist_quantiles_are_within_resolution),
+        cmocka_unit_test(test_events_are_json_objects_of_the_exact_size),
+        cmocka_unit_test(test_bson_events_are_valid_documents),
+        cmocka_unit_test(test_bench_rejects_zero_writers),
+        cmocka_unit_test(test_bench_durable_count_equals_journal_records),
+        cmocka_unit_test(test_bench_unwaited_bson_count_equals_journal_records),
+        cmocka_unit_test(test_bench_warmup_appends_are_reported_apart),
+        cmocka_unit_test(test_bench_peer_rows_are_counted_back),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,328 @@
+/*
+ * test_config.c: the knob table and its setters (engine/config.c): stele_options_set, the
+ * STELE_<KNOB> environment, INI files, and the whole-struct checks stele_open runs. Every
+ * failure must name the knob, the value and what is accepted, and leave the options as
+ * they were.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+typedef struct fixture {
+    char dir[256];
+    char path[300];
+} fixture_t;
+
+static int
+setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof f->dir, "%s/stele-config-XXXXXX", tmp ? tmp : "/tmp");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->path, sizeof f->path, "%s/stele.ini", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    fixture_t *f = *state;
+    unlink(f->path);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void
+write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void
+test_config_defaults_match_the_knob_table(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    const stele_knob_t *knobs = stele_knobs(&n);
+    assert_true(n >= 17);
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(knobs[i].help);
+        if (strcmp(knobs[i].name, "source") == 0)
+            continue; /* default is the host name, resolved at open */
+        stele_options_t defaults, parsed;
+        stele_options_init(&defaults);
+        stele_options_init(&parsed);
+        stele_error_t err = {0};
+        int rc = stele_options_set(&parsed, knobs[i].name, knobs[i].default_text, &err);
+        if (rc != 0)
+            fail_msg("default of %s does not parse: %s", knobs[i].name, err.message);
+        parsed.owned = NULL;
+        if (memcmp(&defaults, &parsed, sizeof defaults) != 0)
+            fail_msg("default text of %s differs from stele_options_init", knobs[i].name);
+        stele_options_release(&parsed);
+    }
+}
+
+static void
+test_config_set_parses_units_and_choices(void **state)
+{
+    (void)state;
+    stele_options_t o;
+    stele_options_init(&o);
+    assert_int_equal(stele_options_set(&o, "commit_interval_us", "2ms", NULL), 0);
+    assert_int_equal(o.commit_interval_us, 2000);
+    assert_int_equal(stele_options_set(&o, "sync_interval_ms", "2s", NULL), 0);
+    assert_int_equal(o.sync_interval_ms, 2000);
+    assert_int_equal(stele_options_set(&o, "segment_bytes", "1G", NULL), 0);
+    assert_true(o.segment_bytes == (1ull << 30));
+    assert_int_equal(stele_options_set(&o, "max_queue_bytes", "512KiB", NULL), 0);
+    assert_true(o.max_queue_bytes == 512 * 1024);
+    assert_int_equal(stele_options_set(&o, "sync", "interval", NULL), 0);
+    assert_int_equal(o.sync, STELE_SYNC_INTERVAL);
+    assert_int_equal(stele_options_set(&o, "commit_policy", "FIXED", NULL), 0);
+    assert_int_equal(o.commit_policy, STELE_COMMIT_FIXED);
+    assert_int_equal(stele_options_set(&o, "on_full", "fail", NULL), 0);
+    assert_int_equal(o.on_full, STELE_ON_FULL_FAIL);
+    assert_int_equal(stele_options_set(&o, "create_if_missing", "no", NULL), 0);
+    assert_int_equal(o.create_if_missing, 0);
+    assert_int_equal(stele_options_set(&o, "file_mode", "0640", NULL), 0);
+    assert_int_equal(o.file_mode, 0640);
+    assert_int_equal(stele_options_set(&o, "retention_seconds", "2h", NULL), 0);
+    assert_true(o.retention_seconds == 7200);
+    assert_int_equal(stele_options_set(&o, "source", "host-1.example", NULL), 0);
+    assert_string_equal(o.source, "host-1.example");
+    stele_options_release(&o);
+    assert_null(o.source);
+}
+
+static void
+test_config_set_rejects_bad_values_and_changes_nothing(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *value, *accepts;
+    } bad[] = {
+        {"sync", "sometimes", "one of always,interval,never"},
+        {"commit_interval_us", "1500ns", "whole number"},
+        {"commit_interval_us", "11s", "0 to 10000000"},
+        {"max_depth", "101", "1 to 100"},
+        {"max_depth", "-1", "integer"},
+        {"segment_bytes", "12X", "suffixes K, M, G, T"},
+        {"segment_bytes", "99999999999999999999999", "size"},
+        {"max_record_bytes", "17M", "bytes"},
+        {"create_if_missing", "maybe", "true or false"},
+        {"file_mode", "0999", "octal"},
+        {"source", "has space", "letters"},
+        {"sync_interval_ms", "0", "1 to"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        stele_options_t o, before;
+        stele_options_init(&o);
+        before = o;
+        stele_error_t err = {0};
+        assert_int_equal(stele_options_set(&o, bad[i].name, bad[i].value, &err), STELE_ECONFIG);
+        assert_int_equal(err.code, STELE_ECONFIG);
+        if (!strstr(err.message, bad[i].name) || !strstr(err.message, bad[i].value) ||
+            !strstr(err.message, bad[i].accepts))
+            fail_msg("%s=%s: message \"%s\" lacks name, value or \"%s\"", bad[i].name, bad[i].value,
+                     err.message, bad[i].accepts);
+        assert_memory_equal(&o, &before, sizeof o);
+        stele_options_release(&o);
+    }
+}
+
+static void
+test_config_set_rejects_unknown_knob_with_a_hint(void **state)
+{
+    (void)state;
+    stele_options_t o;
+    stele_options_init(&o);
+    stele_error_t err = {0};
+    assert_int_equal(stele_options_set(&o, "commit_intervall_us", "5", &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "unknown knob \"commit_intervall_us\""));
+    assert_true(strlen(err.hint) > 0);
+}
+
+static void
+test_config_set_configures_sinks_by_dotted_name(void **state)
+{
+    (void)state;
+    stele_options_t o;
+    stele_options_init(&o);
+    assert_int_equal(stele_options_set(&o, "sink.main.uri", "mongodb://127.0.0.1:27017", NULL), 0);
+    assert_int_equal(stele_options_set(&o, "sink.main.w", "majority", NULL), 0);
+    assert_int_equal(stele_options_set(&o, "sink.backup.uri", "mongodb://127.0.0.1:27018", NULL),
+                     0);
+    assert_int_equal(stele_options_set(&o, "sink.backup.batch_bytes", "1M", NULL), 0);
+    assert_int_equal(o.n_sinks, 2);
+    assert_string_equal(o.sinks[0].name, "main");
+    assert_int_equal(o.sinks[0].w, -1);
+    assert_string_equal(o.sinks[1].uri, "mongodb://127.0.0.1:27018");
+    assert_int_equal(o.sinks[1].batch_bytes, 1 << 20);
+    assert_int_equal(o.sinks[1].linger_ms, 5);
+    assert_int_equal(config_check(&o, NULL), 0);
+    stele_options_release(&o);
+}
+
+static void
+test_config_load_file_reads_journal_and_sink_sections(void **state)
+{
+    fixture_t *f = *state;
+    write_file(f->path, "; stele config\n"
+                        "sync = interval\n"
+                        "[journal]\n"
+                        "commit_interval_us = 500\n"
+                        "max_journal_bytes = 1G\n"
+                        "[sink primary]\n"
+                        "uri = mongodb://127.0.0.1:27017/audit\n"
+                        "collection = events\n"
+                        "w = 1\n"
+                        "journaled = false\n");
+    stele_options_t o;
+    stele_options_init(&o);
+    stele_error_t err = {0};
+    int rc = stele_options_load_file(&o, f->path, &err);
+    if (rc)
+        fail_msg("%s", err.message);
+    assert_int_equal(o.sync, STELE_SYNC_INTERVAL);
+    assert_int_equal(o.commit_interval_us, 500);
+    assert_true(o.max_journal_bytes == (1ull << 30));
+    assert_int_equal(o.n_sinks, 1);
+    assert_string_equal(o.sinks[0].name, "primary");
+    assert_string_equal(o.sinks[0].uri, "mongodb://127.0.0.1:27017/audit");
+    assert_int_equal(o.sinks[0].w, 1);
+    assert_int_equal(o.sinks[0].journaled, 0);
+    stele_options_release(&o);
+}
+
+static void
+test_config_load_file_names_file_and_line_and_changes_nothing(void **state)
+{
+    fixture_t *f = *state;
+    static const struct {
+        const char *text, *fragment;
+    } bad[] = {
+        {"sync = never\n\ncommit_interval_us = soon\n", ":3: invalid value \"soon\""},
+        {"sync = never\n[sink a]\nuri = mongodb://x\nwtimeout = 5\n", ":4: unknown sink key"},
+        {"[journal]\nsync = never\n[replication]\nx = 1\n", ":4: unknown section [replication]"},
+        {"sync = never\nthis line is not ini\n", ":2: syntax error"},
+        {"[journal]\nbogus = 1\n", ":2: unknown knob \"bogus\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file(f->path, bad[i].text);
+        stele_options_t o, before;
+        stele_options_init(&o);
+        assert_int_equal(stele_options_set(&o, "sync", "always", NULL), 0);
+        before = o;
+        stele_error_t err = {0};
+        assert_int_equal(stele_options_load_file(&o, f->path, &err), STELE_ECONFIG);
+        if (!strstr(err.message, f->path) || !strstr(err.message, bad[i].fragment))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.message, bad[i].fragment);
+        assert_memory_equal(&o, &before, sizeof o);
+        stele_options_release(&o);
+    }
+}
+
+static void
+test_config_load_file_reports_a_missing_file(void **state)
+{
+    fixture_t *f = *state;
+    stele_options_t o;
+    stele_options_init(&o);
+    stele_error_t err = {0};
+    unlink(f->path);
+    assert_int_equal(stele_options_load_file(&o, f->path, &err), -ENOENT);
+    assert_non_null(strstr(err.message, f->path));
+}
+
+static void
+test_config_load_env_reads_upper_case_knobs(void **state)
+{
+    (void)state;
+    stele_options_t o;
+    stele_options_init(&o);
+    setenv("STELE_SYNC", "never", 1);
+    setenv("STELE_MAX_QUEUE_BYTES", "8M", 1);
+    assert_int_equal(stele_options_load_env(&o, NULL), 0);
+    assert_int_equal(o.sync, STELE_SYNC_NEVER);
+    assert_true(o.max_queue_bytes == 8u << 20);
+
+    stele_options_t before = o;
+    stele_error_t err = {0};
+    setenv("STELE_ON_FULL", "explode", 1);
+    assert_int_equal(stele_options_load_env(&o, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "STELE_ON_FULL"));
+    assert_non_null(strstr(err.message, "explode"));
+    assert_memory_equal(&o, &before, sizeof o);
+    unsetenv("STELE_SYNC");
+    unsetenv("STELE_MAX_QUEUE_BYTES");
+    unsetenv("STELE_ON_FULL");
+    stele_options_release(&o);
+}
+
+static void
+test_config_check_rejects_inconsistent_options(void **state)
+{
+    (void)state;
+    stele_options_t o;
+    stele_options_init(&o);
+    assert_int_equal(config_check(&o, NULL), 0);
+    stele_error_t err = {0};
+
+    o.max_journal_bytes = o.segment_bytes;
+    assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "max_journal_bytes"));
+    stele_options_init(&o);
+
+    o.sync = (stele_sync_t)7;
+    assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "sync"));
+    stele_options_init(&o);
+
+    stele_sink_options_t sinks[2];
+    stele_sink_options_init(&sinks[0]);
+    stele_sink_options_init(&sinks[1]);
+    sinks[0].uri = sinks[1].uri = "mongodb://127.0.0.1";
+    o.sinks = sinks;
+    o.n_sinks = 2;
+    assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "two sinks are named default"));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_defaults_match_the_knob_table),
+        cmocka_unit_test(test_config_set_parses_units_and_choices),
+        cmocka_unit_test(test_config_set_rejects_bad_values_and_changes_nothing),
+        cmocka_unit_test(test_config_set_rejects_unknown_knob_with_a_hint),
+        cmocka_unit_test(test_config_set_configures_sinks_by_dotted_name),
+        cmocka_unit_test_setup_teardown(test_config_load_file_reads_journal_and_sink_sections,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_config_load_file_names_file_and_line_and_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_load_file_reports_a_missing_file, setup,
+                                        teardown),
+        cmocka_unit_test(test_config_load_env_reads_upper_case_knobs),
+        cmocka_unit_test(test_config_check_rejects_inconsistent_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

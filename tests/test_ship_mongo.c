@@ -1,0 +1,461 @@
+/*
+ * test_ship_mongo.c: shipping to the test server (FerretDB, or STELE_TEST_MONGO_URI):
+ * exactly-once delivery, resume from the checkpoint and from the remote, integrity stop,
+ * dead letters, fan-in, remote check and re-ship, credential redaction.
+ * Every test ends with the exactly-once check (ship_check_exactly_once) where it applies.
+ * STELE_TEST_SHIP_RECORDS overrides the record count of the bulk test (default 20000; the
+ * labelled long test runs 100000).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <mongoc/mongoc.h>
+
+#include "mongo_server.h"
+#include "ship.h"
+#include "ship_fixture.h"
+
+#define SHIP_TEST_WAIT_MS 120000
+
+typedef struct ship_test {
+    mongo_server_t server;
+} ship_test_t;
+
+static uint64_t
+get_shipped(void *ctx)
+{
+    return shipper_shipped_seq(ctx);
+}
+
+static int
+group_setup(void **state)
+{
+    static ship_test_t t;
+    if (mongo_server_start(&t.server) != 0)
+        return -1;
+    *state = &t;
+    return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+    ship_test_t *t = *state;
+    mongo_server_destroy(&t->server);
+    return 0;
+}
+
+static shipper_t *
+start_shipper(ship_journal_t *sj, const stele_sink_options_t *so)
+{
+    shipper_config_t cfg = {
+        .sink = so, .journal_dir = sj->dir, .source = sj->source, .index = sj->index};
+    shipper_t *s = NULL;
+    stele_error_t err = {0};
+    int rc = shipper_start(&cfg, &s, &err);
+    if (rc != 0)
+        fprintf(stderr, "shipper_start: %s\n", err.message);
+    assert_int_equal(rc, 0);
+    return s;
+}
+
+static uint64_t
+records_from_env(const char *name, uint64_t dflt)
+{
+    const char *v = getenv(name);
+    return v && v[0] ? strtoull(v, NULL, 10) : dflt;
+}
+
+static void
+test_ship_delivers_every_record_exactly_once(void **state)
+{
+    ship_test_t *t = *state;
+    uint64_t n = records_from_env("STELE_TEST_SHIP_RECORDS", 20000);
+    ship_journal_t sj;
+    assert_int_equal(ship_journal_create(&sj, "bulk"), 0);
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "bulk");
+    ship_drop_collection(&so);
+    shipper_t *s = start_shipper(&sj, &so);
+    int64_t start_ms = ship_fixture_now_ms();
+    assert_int_equal(ship_journal_append(&sj, n, 500, 64), 0);
+    assert_int_equal(ship_wait_for(get_shipped, s, n, SHIP_TEST_WAIT_MS), 0);
+    printf("# shipped %llu records in %lld ms\n", (unsigned long long)n,
+           (long long)(ship_fixture_now_ms() - start_ms));
+    stele_sink_stats_t st;
+    shipper_stats(s, n, &st);
+    assert_int_equal(st.shipped_seq, n);
+    assert_int_equal(st.lag_records, 0);
+    assert_true(st.batches >= n / so.batch_docs);
+    assert_int_equal(st.dead_letters, 0);
+    assert_int_equal(st.is_stopped, 0);
+    shipper_stop(s, 1000);
+    uint64_t checkpoint = 0;
+    assert_int_equal(index_get_checkpoint(sj.index, "main", &checkpoint, NULL), 0);
+    assert_int_equal(checkpoint, n);
+    assert_int_equal(ship_check_exactly_once(&sj, &so, n), 0);
+    ship_journal_destroy(&sj, 0);
+}
+
+static void
+test_ship_resumes_from_checkpoint_after_restart(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t sj;
+    assert_int_equal(ship_journal_create(&sj, "resume"), 0);
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "resume");
+    ship_drop_collection(&so);
+    shipper_t *s = start_shipper(&sj, &so);
+    assert_int_equal(ship_journal_append(&sj, 3000, 100, 16), 0);
+    assert_int_equal(ship_wait_for(get_shipped, s, 3000, SHIP_TEST_WAIT_MS), 0);
+    shipper_stop(s, 1000);
+    assert_int_equal(ship_journal_append(&sj, 2000, 100, 16), 0); /* while no shipper runs */
+    s = start_shipper(&sj, &so);
+    assert_int_equal(ship_wait_for(get_shipped, s, 5000, SHIP_TEST_WAIT_MS), 0);
+    stele_sink_stats_t st;
+    shipper_stats(s, 5000, &st);
+    assert_int_equal(st.retries, 0); /* nothing was re-sent: it resumed after 3000 */
+    shipper_stop(s, 1000);
+    assert_int_equal(ship_check_exactly_once(&sj, &so, 5000), 0);
+    ship_journal_destroy(&sj, 0);
+}
+
+static void
+test_ship_resumes_from_remote_when_checkpoint_is_lost(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t sj;
+    assert_int_equal(ship_journal_create(&sj, "lostckpt"), 0);
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "lostckpt");
+    ship_drop_collection(&so);
+    shipper_t *s = start_shipper(&sj, &so);
+    assert_int_equal(ship_journal_append(&sj, 2500, 250, 16), 0);
+    assert_int_equal(ship_wait_for(get_shipped, s, 2500, SHIP_TEST_WAIT_MS), 0);
+    shipper_stop(s, 1000);
+    /* The index was lost: the checkpoint reads as 0, so the shipper asks MongoDB. */
+    assert_int_equal(index_put_checkpoint(sj.index, "main", 0, NULL), 0);
+    assert_int_equal(ship_journal_append(&sj, 500, 250, 16), 0);
+    s = start_shipper(&sj, &so);
+    assert_int_equal(ship_wait_for(get_shipped, s, 3000, SHIP_TEST_WAIT_MS), 0);
+    stele_sink_stats_t st;
+    shipper_stats(s, 3000, &st);
+    assert_int_equal(st.batches, 1); /* only the 500 new records were sent, in one batch */
+    shipper_stop(s, 1000);
+    assert_int_equal(ship_check_exactly_once(&sj, &so, 3000), 0);
+    ship_journal_destroy(&sj, 0);
+}
+
+static void
+test_ship_treats_stored_duplicate_with_same_hash_as_shipped(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t sj;
+    assert_int_equal(ship_journal_create(&sj, "dupsame"), 0);
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "dupsame");
+    ship_drop_collection(&so);
+    assert_int_equal(ship_journal_append(&sj, 1000, 100, 16), 0);
+    /* Records 1..400 and 601..700 are already stored but the checkpoint says 300 (as if an
+     * earlier run died before saving its later checkpoints): re-sending them must neither
+     * fail nor duplicate. */
+    uint64_t inserted = 0;
+    assert_int_equal(stele_reship(sj.dir, &so, 1, 400, &inserted, NULL), 0);
+    assert_int_equal(inserted, 400);
+    assert_int_equal(stele_reship(sj.dir, &so, 601, 700, &inserted, NULL), 0);
+    assert_int_equal(index_put_checkpoint(sj.index, "main", 300, NULL), 0);
+    shipper_t *s = start_shipper(&sj, &so);
+    assert_int_equal(ship_wait_for(get_shipped, s, 1000, SHIP_TEST_WAIT_MS), 0);
+    stele_sink_stats_t st;
+    shipper_stats(s, 1000, &st);
+    assert_int_equal(st.is_stopped, 0);
+    shipper_stop(s, 1000);
+    assert_int_equal(ship_check_exactly_once(&sj, &so, 1000), 0);
+    ship_journal_destroy(&sj, 0);
+}
+
+static void
+wait_stopped(shipper_t *s, uint64_t committed, const char *why)
+{
+    stele_sink_stats_t st;
+    int64_t deadline = ship_fixture_now_ms() + SHIP_TEST_WAIT_MS;
+    do {
+        usleep(10 * 1000);
+        shipper_stats(s, committed, &st);
+    } while (!st.is_stopped && ship_fixture_now_ms() < deadline);
+    assert_true(st.is_stopped);
+    if (!strstr(st.last_error, why))
+        fprintf(stderr, "last error: %s\n", st.last_error);
+    assert_non_null(strstr(st.last_error, why));
+}
+
+static void
+test_ship_stops_sink_when_stored_hash_differs(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t a, b;
+    /* Two journals wrongly sharing one source name: their hashes differ. */
+    assert_int_equal(ship_journal_create(&a, "twin"), 0);
+    assert_int_equal(ship_journal_create(&b, "twin"), 0);
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "twin");
+    ship_drop_collection(&so);
+    assert_int_equal(ship_journal_append(&a, 100, 100, 16), 0);
+    assert_int_equal(ship_journal_append(&b, 150, 150, 8), 0);
+    assert_int_equal(stele_reship(a.dir, &so, 0, 0, NULL, NULL), 0);
+    /* Without a checkpoint, b would resume after the remote's newest document (a's 100):
+     * its hash is not b's, so the sink stops instead of skipping b's first 100 records. */
+    shipper_t *s = start_shipper(&b, &so);
+    wait_stopped(s, 150, "another hash");
+    shipper_stop(s, 0);
+    /* With a checkpoint at 50, b's next batch (51..150) meets a's 51..100 as duplicates
+     * with other hashes: the sink stops and counts none of the batch as shipped. */
+    assert_int_equal(index_put_checkpoint(b.index, "main", 50, NULL), 0);
+    s = start_shipper(&b, &so);
+    wait_stopped(s, 150, "another hash");
+    assert_int_equal(shipper_shipped_seq(s), 50);
+    /* The journal is unaffected: appends go on. */
+    assert_int_equal(ship_journal_append(&b, 10, 10, 8), 0);
+    shipper_stop(s, 0);
+    assert_int_equal(ship_count_docs(&so, "twin"), 100);
+    /* The check reports the collision as mismatches. */
+    stele_remote_report_t rep;
+    assert_int_equal(stele_remote_check(b.dir, &so, 1, 100, &rep, NULL), STELE_EINTEGRITY);
+    assert_int_equal(rep.n_mismatched, 100);
+    assert_int_equal(rep.n_mismatched_ranges, 1);
+    assert_int_equal(rep.mismatched[0].first_seq, 1);
+    assert_int_equal(rep.mismatched[0].last_seq, 100);
+    assert_int_equal(stele_reship(b.dir, &so, 1, 100, NULL, NULL), STELE_EINTEGRITY);
+    ship_journal_destroy(&a, 0);
+    ship_journal_destroy(&b, 0);
+}
+
+/* An event the server rejects for good: a dotted key (FerretDB refuses it) and, for a real
+ * MongoDB, a value that breaks the collection's validator created below. */
+static void
+append_poison(ship_journal_t *sj)
+{
+    bson_t *doc = BCON_NEW("who", BCON_UTF8("mallory"), "a.b", BCON_INT32(1), "poison",
+                           BCON_UTF8("not an int"));
+    assert_int_equal(ship_journal_append_bson(sj, bson_get_data(doc), doc->len), 0);
+    bson_destroy(doc);
+}
+
+static void
+create_validated_collection(const stele_sink_options_t *so)
+{
+    mongoc_client_t *client = mongoc_client_new(so->uri);
+    mongoc_database_t *db = mongoc_client_get_database(client, so->database);
+    bson_t *opts = BCON_NEW("validator", "{", "$jsonSchema", "{", "properties", "{", "poison", "{",
+                            "bsonType", BCON_UTF8("int"), "}", "}", "}", "}");
+    bson_error_t err;
+    mongoc_collection_t *coll = mongoc_database_create_collection(db, so->collection, opts, &err);
+    mongoc_collection_destroy(coll); /* FerretDB ignores validators; the dotted key does it */
+    bson_destroy(opts);
+    mongoc_database_destroy(db);
+    mongoc_client_destroy(client);
+}
+
+static void
+test_ship_dead_letters_rejected_record_and_goes_on(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t sj;
+    assert_int_equal(ship_journal_create(&sj, "poison"), 0);
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "poison");
+    ship_drop_collection(&so);
+    create_validated_collection(&so);
+    assert_int_equal(ship_journal_append(&sj, 50, 50, 8), 0);
+    append_poison(&sj); /* seq 51 */
+    assert_int_equal(ship_journal_append(&sj, 49, 49, 8), 0);
+    shipper_t *s = start_shipper(&sj, &so);
+    assert_int_equal(ship_wait_for(get_shipped, s, 100, SHIP_TEST_WAIT_MS), 0);
+    stele_sink_stats_t st;
+    shipper_stats(s, 100, &st);
+    assert_int_equal(st.dead_letters, 1);
+    assert_int_equal(st.is_stopped, 0);
+    assert_non_null(strstr(st.last_error, "seq 51"));
+    shipper_stop(s, 1000);
+    uint64_t seqs[4];
+    assert_int_equal(index_list_dead_letters(sj.index, "main", 0, seqs, 4, NULL), 1);
+    assert_int_equal(seqs[0], 51);
+    assert_int_equal(ship_count_docs(&so, "poison"), 99);
+    stele_remote_report_t rep;
+    assert_int_equal(stele_remote_check(sj.dir, &so, 0, 0, &rep, NULL), STELE_EINTEGRITY);
+    assert_int_equal(rep.n_missing, 1);
+    assert_int_equal(rep.missing[0].first_seq, 51);
+    /* Re-shipping the dead letter fails loudly while the server still rejects it. */
+    assert_int_equal(stele_reship(sj.dir, &so, 51, 51, NULL, NULL), STELE_EREMOTE);
+    ship_journal_destroy(&sj, 0);
+}
+
+typedef struct fan_in_writer {
+    ship_journal_t *sj;
+    uint64_t n;
+    int rc;
+} fan_in_writer_t;
+
+static void *
+fan_in_append(void *arg)
+{
+    fan_in_writer_t *w = arg;
+    w->rc = ship_journal_append(w->sj, w->n, 200, 32);
+    return NULL;
+}
+
+static void
+test_ship_fans_in_four_sources_into_one_collection(void **state)
+{
+    ship_test_t *t = *state;
+    enum { N_SOURCES = 4 };
+    const uint64_t n = 5000;
+    ship_journal_t sj[N_SOURCES];
+    shipper_t *s[N_SOURCES];
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "fanin");
+    ship_drop_collection(&so);
+    pthread_t writers[N_SOURCES];
+    fan_in_writer_t w[N_SOURCES];
+    for (int i = 0; i < N_SOURCES; i++) {
+        char source[32];
+        snprintf(source, sizeof source, "host-%d", i);
+        assert_int_equal(ship_journal_create(&sj[i], source), 0);
+        s[i] = start_shipper(&sj[i], &so);
+        w[i] = (fan_in_writer_t){&sj[i], n, -1};
+        assert_int_equal(pthread_create(&writers[i], NULL, fan_in_append, &w[i]), 0);
+    }
+    for (int i = 0; i < N_SOURCES; i++) {
+        pthread_join(writers[i], NULL);
+        assert_int_equal(w[i].rc, 0);
+        assert_int_equal(ship_wait_for(get_shipped, s[i], n, SHIP_TEST_WAIT_MS), 0);
+    }
+    for (int i = 0; i < N_SOURCES; i++) {
+        shipper_stop(s[i], 1000);
+        assert_int_equal(ship_check_exactly_once(&sj[i], &so, n), 0);
+        ship_journal_destroy(&sj[i], 0);
+    }
+}
+
+static void
+test_remote_check_names_deleted_range_and_reship_restores_it(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t sj;
+    assert_int_equal(ship_journal_create(&sj, "holes"), 0);
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "holes");
+    ship_drop_collection(&so);
+    assert_int_equal(ship_journal_append(&sj, 4000, 400, 16), 0);
+    assert_int_equal(stele_reship(sj.dir, &so, 0, 0, NULL, NULL), 0);
+    assert_int_equal(ship_delete_range(&so, "holes", 1001, 1500), 500);
+    assert_int_equal(ship_delete_range(&so, "holes", 3990, 4000), 11);
+    stele_remote_report_t rep;
+    stele_error_t err = {0};
+    assert_int_equal(stele_remote_check(sj.dir, &so, 0, 0, &rep, &err), STELE_EINTEGRITY);
+    assert_int_equal(rep.records_checked, 4000);
+    assert_int_equal(rep.n_missing, 511);
+    assert_int_equal(rep.n_missing_ranges, 2);
+    assert_int_equal(rep.missing[0].first_seq, 1001);
+    assert_int_equal(rep.missing[0].last_seq, 1500);
+    assert_int_equal(rep.missing[1].first_seq, 3990);
+    assert_int_equal(rep.missing[1].last_seq, 4000);
+    assert_int_equal(rep.n_extra + rep.n_mismatched, 0);
+    assert_non_null(strstr(err.message, "511 missing"));
+    uint64_t inserted = 0;
+    assert_int_equal(stele_reship(sj.dir, &so, 1001, 4000, &inserted, NULL), 0);
+    assert_int_equal(inserted, 511);
+    assert_int_equal(ship_check_exactly_once(&sj, &so, 4000), 0);
+    ship_journal_destroy(&sj, 0);
+}
+
+static void
+test_remote_check_reports_documents_past_the_journal_as_extra(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t big, small;
+    assert_int_equal(ship_journal_create(&big, "extra"), 0);
+    assert_int_equal(ship_journal_create(&small, "extra"), 0);
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "extra");
+    ship_drop_collection(&so);
+    assert_int_equal(ship_journal_append(&big, 300, 300, 0), 0);
+    assert_int_equal(stele_reship(big.dir, &so, 201, 300, NULL, NULL), 0);
+    assert_int_equal(ship_journal_append(&small, 200, 200, 0), 0);
+    assert_int_equal(stele_reship(small.dir, &so, 0, 0, NULL, NULL), 0);
+    stele_remote_report_t rep;
+    assert_int_equal(stele_remote_check(small.dir, &so, 0, 0, &rep, NULL), STELE_EINTEGRITY);
+    assert_int_equal(rep.n_missing + rep.n_mismatched, 0);
+    assert_int_equal(rep.n_extra, 100);
+    assert_int_equal(rep.extra[0].first_seq, 201);
+    assert_int_equal(rep.extra[0].last_seq, 300);
+    ship_journal_destroy(&big, 0);
+    ship_journal_destroy(&small, 0);
+}
+
+static void
+test_ship_never_shows_uri_password(void **state)
+{
+    (void)state;
+    ship_journal_t sj;
+    assert_int_equal(ship_journal_create(&sj, "secret"), 0);
+    assert_int_equal(ship_journal_append(&sj, 10, 10, 0), 0);
+    char uri[128];
+    /* Nothing listens there: every attempt fails, and each message must stay clean. */
+    snprintf(uri, sizeof uri,
+             "mongodb://auditor:hunter2pw@127.0.0.1:%d/?serverSelectionTimeoutMS=200",
+             mongo_server_free_port());
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", uri, "secret");
+    shipper_t *s = start_shipper(&sj, &so);
+    stele_sink_stats_t st;
+    int64_t deadline = ship_fixture_now_ms() + 30000;
+    do {
+        usleep(20 * 1000);
+        shipper_stats(s, 10, &st);
+    } while (st.retries < 2 && ship_fixture_now_ms() < deadline);
+    assert_true(st.retries >= 2);
+    assert_true(st.last_error[0] != '\0');
+    assert_true(st.last_error_unix_ms > 0);
+    assert_null(strstr(st.last_error, "hunter2pw"));
+    assert_null(strstr(st.target, "hunter2pw"));
+    assert_null(strstr(st.target, "auditor"));
+    shipper_stop(s, 0);
+    stele_error_t err = {0};
+    stele_remote_report_t rep;
+    assert_int_not_equal(stele_remote_check(sj.dir, &so, 0, 0, &rep, &err), 0);
+    assert_null(strstr(err.message, "hunter2pw"));
+    so.uri = "mongodb://auditor:hunter2pw@127.0.0.1:notaport/";
+    shipper_config_t cfg = {
+        .sink = &so, .journal_dir = sj.dir, .source = "secret", .index = sj.index};
+    assert_int_equal(shipper_start(&cfg, &s, &err), STELE_ECONFIG);
+    assert_null(strstr(err.message, "hunter2pw"));
+    ship_journal_destroy(&sj, 0);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ship_delivers_every_record_exactly_once),
+        cmocka_unit_test(test_ship_resumes_from_checkpoint_after_restart),
+        cmocka_unit_test(test_ship_resumes_from_remote_when_checkpoint_is_lost),
+        cmocka_unit_test(test_ship_treats_stored_duplicate_with_same_hash_as_shipped),
+        cmocka_unit_test(test_ship_stops_sink_when_stored_hash_differs),
+        cmocka_unit_test(test_ship_dead_letters_rejected_record_and_goes_on),
+        cmocka_unit_test(test_ship_fans_in_four_sources_into_one_collection),
+        cmocka_unit_test(test_remote_check_names_deleted_range_and_reship_restores_it),
+        cmocka_unit_test(test_remote_check_reports_documents_past_the_journal_as_extra),
+        cmocka_unit_test(test_ship_never_shows_uri_password),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,296 @@
+/*
+ * test_validate.c: event validation (engine/validate.c). A table of malformed events, each
+ * with the code it must get and a fragment its message must contain (what and where), plus
+ * the events that must pass. The engine-level check that a rejected event appends nothing
+ * is in test_engine.c (test_engine_rejected_events_append_nothing), over the same kinds.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "validate.h"
+
+static const validate_limits_t test_limits = {.max_record_bytes = 1024, .max_depth = 10};
+
+typedef struct json_case {
+    const char *name;
+    const char *json;
+    int code;
+    const char *fragment; /* must appear in the message */
+} json_case_t;
+
+static const json_case_t json_cases[] = {
+    {"empty text", "", STELE_EEMPTY, "empty"},
+    {"only whitespace", " \n\t ", STELE_EEMPTY, "whitespace"},
+    {"object without fields", "{}", STELE_EEMPTY, "no fields"},
+    {"array", "[1,2]", STELE_ENOTOBJECT, "an array"},
+    {"number", "42", STELE_ENOTOBJECT, "a number"},
+    {"string", "\"text\"", STELE_ENOTOBJECT, "a string"},
+    {"boolean", "true", STELE_ENOTOBJECT, "a boolean"},
+    {"null", "null", STELE_ENOTOBJECT, "null"},
+    {"garbage", "hello", STELE_EJSON, "byte 0"},
+    {"truncated after colon", "{\"a\":", STELE_EJSON, "ends inside"},
+    {"truncated before brace", "{\"a\":1", STELE_EJSON, "ends inside"},
+    {"truncated inside string", "{\"a\":\"abc", STELE_EJSON, "ends inside"},
+    {"missing colon", "{\"a\" 1}", STELE_EJSON, "position"},
+    {"single quotes", "{'a':1}", STELE_EJSON, "position"},
+    {"two objects", "{\"a\":1}{\"b\":2}", STELE_EJSON, "byte 7: data after the event"},
+    {"trailing garbage", "{\"a\":1} x", STELE_EJSON, "byte 8"},
+    {"NaN", "{\"n\":NaN}", STELE_EJSON, "NaN"},
+    {"invalid utf-8 in a string", "{\"a\":\"\xff\"}", STELE_EUTF8, "string at byte 5"},
+    {"invalid utf-8 in a key", "{\"\xc3\":1}", STELE_EUTF8, "key at byte 1"},
+    {"lone surrogate escape", "{\"a\":\"\\ud800\"}", STELE_EUTF8, "unicode"},
+    {"NUL in a key", "{\"a\\u0000b\":1}", STELE_EKEYNUL, "byte 1"},
+    {"dollar key at top level", "{\"$set\":1}", STELE_EDOLLARKEY, "\"$set\""},
+    {"dollar key at depth 3", "{\"a\":{\"b\":{\"$where\":1}}}", STELE_EDOLLARKEY, "\"a.b.$where\""},
+    {"dollar key inside an array", "{\"a\":[{\"$x\":1}]}", STELE_EDOLLARKEY, "\"a.0.$x\""},
+    {"extended json wrapper", "{\"t\":{\"$date\":1}}", STELE_EDOLLARKEY, "\"t.$date\" at byte 6"},
+    {"escaped dollar key", "{\"\\u0024x\":1}", STELE_EDOLLARKEY, "u0024x"},
+    {"reserved _id", "{\"_id\":1,\"a\":2}", STELE_ERESERVEDKEY, "\"_id\""},
+    {"reserved _stele", "{\"a\":1,\"_stele\":{}}", STELE_ERESERVEDKEY, "\"_stele\""},
+    {"nested too deeply", "{\"a\":[[[[[[[[[[1]]]]]]]]]]}", STELE_EDEPTH, "deeper than 10"},
+    {"exponent overflow", "{\"n\":1e400}", STELE_ENUMBER, "1e400"},
+    {"negative exponent overflow", "{\"n\":-1e400}", STELE_ENUMBER, "-1e400"},
+    {"exponent underflow", "{\"n\":1e-400}", STELE_ENUMBER, "double"},
+    {"twenty-digit integer", "{\"n\":99999999999999999999}", STELE_ENUMBER, "int64"},
+    {"int64 max plus one", "{\"n\":9223372036854775808}", STELE_ENUMBER, "int64"},
+    {"int64 min minus one", "{\"n\":-9223372036854775809}", STELE_ENUMBER, "int64"},
+};
+
+static void
+test_validate_rejects_each_malformed_json_event(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof json_cases / sizeof json_cases[0]; i++) {
+        const json_case_t *c = &json_cases[i];
+        stele_error_t err = {0};
+        bson_t doc;
+        int rc = validate_json(c->json, strlen(c->json), &test_limits, &doc, &err);
+        if (rc != c->code || !strstr(err.message, c->fragment)) {
+            print_error("case \"%s\": got %s \"%s\", want %s with \"%s\"\n", c->name,
+                        stele_errname(rc), err.message, stele_errname(c->code), c->fragment);
+            fail();
+        }
+        assert_int_equal(err.code, rc);
+    }
+}
+
+static void
+test_validate_rejects_json_over_max_record_bytes(void **state)
+{
+    (void)state;
+    char json[2048];
+    memset(json, 'x', sizeof json);
+    memcpy(json, "{\"s\":\"", 6);
+    memcpy(json + sizeof json - 2, "\"}", 2);
+    stele_error_t err = {0};
+    bson_t doc;
+    int rc = validate_json(json, sizeof json, &test_limits, &doc, &err);
+    assert_int_equal(rc, STELE_ETOOBIG);
+    assert_non_null(strstr(err.message, "max_record_bytes (1024)"));
+}
+
+static void
+test_validate_accepts_ordinary_json_events(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "{\"actor\":\"alice\",\"action\":\"login\",\"ok\":true}",
+        "  {\"a\":1}  \n",
+        "{\"n\":9223372036854775807,\"m\":-9223372036854775808,\"d\":1.5e300}",
+        "{\"nested\":{\"_id\":1,\"_stele\":2}}",
+        "{\"a.b\":1,\"\":2,\"price$\":3}",
+        "{\"s\":\"x\\u0000y\",\"u\":\"caf\xc3\xa9 \\u00e9\"}",
+        "{\"a\":[[[[[[[[1]]]]]]]]}",
+        "{\"z\":0.000001,\"e\":1E5,\"neg\":-0}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        stele_error_t err = {0};
+        bson_t doc;
+        int rc = validate_json(good[i], strlen(good[i]), &test_limits, &doc, &err);
+        if (rc != 0) {
+            print_error("\"%s\" refused: %s\n", good[i], err.message);
+            fail();
+        }
+        bson_destroy(&doc);
+    }
+}
+
+static void
+test_validate_json_keeps_int64_precision(void **state)
+{
+    (void)state;
+    const char *json = "{\"n\":9223372036854775807}";
+    bson_t doc;
+    assert_int_equal(validate_json(json, strlen(json), &test_limits, &doc, NULL), 0);
+    bson_iter_t it;
+    assert_true(bson_iter_init_find(&it, &doc, "n"));
+    assert_int_equal(bson_iter_type(&it), BSON_TYPE_INT64);
+    assert_true(bson_iter_int64(&it) == INT64_MAX);
+    bson_destroy(&doc);
+}
+
+/* -- BSON ---------------------------------------------------------------------------------- */
+
+typedef struct bson_case {
+    const char *name;
+    uint8_t bytes[64];
+    size_t len;
+    int code;
+    const char *fragment;
+} bson_case_t;
+
+/* Builds a document with libbson, which does not validate what it appends. */
+static bson_t *
+test_doc_with_key(const char *key)
+{
+    bson_t *b = bson_new();
+    bson_append_int32(b, "ok", -1, 1);
+    bson_append_int32(b, key, -1, 2);
+    return b;
+}
+
+static void
+test_expect_bson(const char *name, const uint8_t *data, size_t len, int code, const char *fragment)
+{
+    stele_error_t err = {0};
+    int rc = validate_bson(data, len, &test_limits, &err);
+    if (rc != code || (fragment && !strstr(err.message, fragment))) {
+        print_error("case \"%s\": got %s \"%s\", want %s with \"%s\"\n", name, stele_errname(rc),
+                    err.message, stele_errname(code), fragment ? fragment : "");
+        fail();
+    }
+}
+
+static void
+test_validate_rejects_each_malformed_bson_event(void **state)
+{
+    (void)state;
+    static const bson_case_t raw[] = {
+        {"zero bytes", {0}, 0, STELE_EEMPTY, "empty"},
+        {"three bytes", {5, 0, 0}, 3, STELE_EBSON, "shorter than"},
+        {"length field too large", {9, 0, 0, 0, 0}, 5, STELE_EBSON, "says 9 bytes"},
+        {"length field too small",
+         {5, 0, 0, 0, 0x10, 'a', 0, 1, 0, 0, 0, 0},
+         12,
+         STELE_EBSON,
+         "says 5 bytes"},
+        {"empty document", {5, 0, 0, 0, 0}, 5, STELE_EEMPTY, "no fields"},
+        {"missing final NUL", {6, 0, 0, 0, 0x0A, 'a'}, 6, STELE_EBSON, "NUL"},
+        /* string element whose length runs past the document */
+        {"string length past the end",
+         {16, 0, 0, 0, 0x02, 'a', 0, 100, 0, 0, 0, 'x', 'y', 'z', 0, 0},
+         16,
+         STELE_EBSON,
+         "byte"},
+        /* unknown element type 0x7E */
+        {"unknown element type",
+         {12, 0, 0, 0, 0x7E, 'a', 0, 1, 0, 0, 0, 0},
+         12,
+         STELE_EBSON,
+         "malformed"},
+        /* embedded document whose length says 40 */
+        {"embedded length past the end",
+         {17, 0, 0, 0, 0x03, 'd', 0, 40, 0, 0, 0, 0x0A, 'x', 0, 0, 0, 0},
+         17,
+         STELE_EBSON,
+         "d"},
+    };
+    for (size_t i = 0; i < sizeof raw / sizeof raw[0]; i++)
+        test_expect_bson(raw[i].name, raw[i].bytes, raw[i].len, raw[i].code, raw[i].fragment);
+
+    bson_t *b = test_doc_with_key("$inc");
+    test_expect_bson("dollar key", bson_get_data(b), b->len, STELE_EDOLLARKEY, "\"$inc\"");
+    bson_destroy(b);
+
+    b = test_doc_with_key("_id");
+    test_expect_bson("reserved _id", bson_get_data(b), b->len, STELE_ERESERVEDKEY, "\"_id\"");
+    bson_destroy(b);
+
+    b = test_doc_with_key(STELE_META_FIELD);
+    test_expect_bson("reserved meta field", bson_get_data(b), b->len, STELE_ERESERVEDKEY,
+                     STELE_META_FIELD);
+    bson_destroy(b);
+
+    b = test_doc_with_key("caf\xc3");
+    test_expect_bson("invalid utf-8 key", bson_get_data(b), b->len, STELE_EUTF8, "key");
+    bson_destroy(b);
+
+    b = bson_new();
+    bson_append_utf8(b, "who", -1, "\xed\xa0\x80", 3); /* encoded surrogate */
+    test_expect_bson("invalid utf-8 string", bson_get_data(b), b->len, STELE_EUTF8, "\"who\"");
+    bson_destroy(b);
+
+    b = bson_new();
+    bson_t child, grandchild;
+    bson_append_document_begin(b, "outer", -1, &child);
+    bson_append_array_begin(&child, "list", -1, &grandchild);
+    bson_append_int32(&grandchild, "$0", -1, 1);
+    bson_append_array_end(&child, &grandchild);
+    bson_append_document_end(b, &child);
+    test_expect_bson("dollar key in an array", bson_get_data(b), b->len, STELE_EDOLLARKEY,
+                     "\"outer.list.$0\"");
+    bson_destroy(b);
+}
+
+static void
+test_validate_rejects_bson_nested_too_deeply(void **state)
+{
+    (void)state;
+    bson_t levels[12];
+    bson_init(&levels[0]);
+    for (int i = 1; i < 12; i++)
+        bson_append_document_begin(&levels[i - 1], "d", -1, &levels[i]);
+    bson_append_int32(&levels[11], "x", -1, 1);
+    for (int i = 11; i >= 1; i--)
+        bson_append_document_end(&levels[i - 1], &levels[i]);
+    test_expect_bson("12 levels", bson_get_data(&levels[0]), levels[0].len, STELE_EDEPTH,
+                     "deeper than 10");
+    bson_destroy(&levels[0]);
+}
+
+static void
+test_validate_rejects_bson_over_max_record_bytes(void **state)
+{
+    (void)state;
+    char big[2000];
+    memset(big, 'x', sizeof big);
+    bson_t *b = bson_new();
+    bson_append_utf8(b, "s", -1, big, sizeof big);
+    test_expect_bson("oversize", bson_get_data(b), b->len, STELE_ETOOBIG, "max_record_bytes");
+    bson_destroy(b);
+}
+
+static void
+test_validate_accepts_ordinary_bson_events(void **state)
+{
+    (void)state;
+    bson_t *b = BCON_NEW("actor", BCON_UTF8("alice"), "when", BCON_DATE_TIME(1700000000000), "n",
+                         BCON_INT64(7), "nested", "{", "_id", BCON_INT32(1), "}", "bin",
+                         BCON_BIN(BSON_SUBTYPE_BINARY, (const uint8_t *)"\0\1", 2));
+    bson_append_utf8(b, "nul", -1, "a\0b", 3);
+    test_expect_bson("ordinary", bson_get_data(b), b->len, 0, NULL);
+    bson_destroy(b);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_validate_rejects_each_malformed_json_event),
+        cmocka_unit_test(test_validate_rejects_json_over_max_record_bytes),
+        cmocka_unit_test(test_validate_accepts_ordinary_json_events),
+        cmocka_unit_test(test_validate_json_keeps_int64_precision),
+        cmocka_unit_test(test_validate_rejects_each_malformed_bson_event),
+        cmocka_unit_test(test_validate_rejects_bson_nested_too_deeply),
+        cmocka_unit_test(test_validate_rejects_bson_over_max_record_bytes),
+        cmocka_unit_test(test_validate_accepts_ordinary_bson_events),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
