@@ -126,7 +126,9 @@ journal_options_init(journal_options_t *opts)
     opts->file_mode = 0600;
     opts->dir_mode = 0700;
     opts->create_if_missing = 1;
-    opts->zero_fill = 1; /* the faster on this machine's disk: docs/journal.md */
+    /* fallocate-only: as fast as zero-filling for append+fdatasync on the measured disk, and
+     * it does not write every segment twice (docs/journal.md). */
+    opts->zero_fill = 0;
 }
 
 static int64_t
