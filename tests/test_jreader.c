@@ -82,13 +82,32 @@ test_reader_without_writer_stops_before_torn_batch(void **state)
 {
     (void)state;
     char *dir = jtest_tmpdir("torn");
-    journal_t *j = open_writer(dir);
     stele_error_t err = {0};
+    journal_t *j = NULL;
     journal_batch_info_t info;
-    assert_int_equal(jtest_append(j, 2, NULL, &err), 0);
-    assert_int_equal(jtest_append(j, 3, &info, &err), 0);
-    assert_int_equal(journal_close(j, &err), 0);
-    /* Clear BATCH_END on seq 5 (CRC fixed): the second batch is incomplete on disk. */
+    /* A writer that syncs batch 1 (seqs 1-2), writes batch 2 (3-5) and dies before its
+     * sync: the last published durable seq is 2. */
+    int pipe_fds[2];
+    assert_int_equal(pipe(pipe_fds), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        journal_t *cj = open_writer(dir);
+        int ok = jtest_append(cj, 2, NULL, &err) == 0 && journal_sync(cj, &err) == 0;
+        journal_publish(cj, 2, 2);
+        ok = ok && jtest_append(cj, 3, &info, &err) == 0;
+        ok = ok && write(pipe_fds[1], &info, sizeof info) == (ssize_t)sizeof info;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(read(pipe_fds[0], &info, sizeof info), (ssize_t)sizeof info);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    /* Clear BATCH_END on seq 5 (CRC fixed): the second batch is incomplete on disk, as if
+     * the write had been cut. */
     char seg[4200];
     jtest_seg_path(seg, sizeof seg, dir, 1);
     uint64_t off = info.offset + journal_frame_bytes(jtest_payload_len(3)) +
@@ -110,6 +129,39 @@ test_reader_without_writer_stops_before_torn_batch(void **state)
     assert_int_equal(rec.last_seq, 2);
     assert_int_equal(journal_close(j, &err), 0);
     assert_int_equal(jtest_read_all(dir, 1, &err), 2);
+    jtest_rmtree(dir);
+}
+
+static void
+test_reader_reports_damage_in_durable_records_of_newest_segment(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("dmg");
+    journal_t *j = open_writer(dir);
+    stele_error_t err = {0};
+    journal_batch_info_t info;
+    assert_int_equal(jtest_append(j, 2, NULL, &err), 0);
+    assert_int_equal(jtest_append(j, 3, &info, &err), 0);
+    assert_int_equal(journal_close(j, &err), 0); /* synced and published: all durable */
+    char seg[4200];
+    jtest_seg_path(seg, sizeof seg, dir, 1);
+    uint64_t off5 = info.offset + journal_frame_bytes(jtest_payload_len(3)) +
+                    journal_frame_bytes(jtest_payload_len(4));
+    uint8_t byte = 0x5a;
+    jtest_poke(seg, off5 + FRAME_HEADER_BYTES + 2, &byte, 1);
+    journal_reader_t *r = NULL;
+    assert_int_equal(journal_reader_open(dir, NULL, &r, &err), 0);
+    journal_record_t rec;
+    for (uint64_t seq = 1; seq <= 4; seq++) {
+        assert_int_equal(journal_reader_next(r, &rec, &err), 0);
+        assert_int_equal(rec.seq, seq);
+    }
+    assert_int_equal(journal_reader_next(r, &rec, &err), STELE_ECORRUPT);
+    char want[96];
+    snprintf(want, sizeof want, "segment 00000000000000000001.seg offset %llu: bad crc",
+             (unsigned long long)off5);
+    assert_non_null(strstr(err.message, want));
+    journal_reader_close(r);
     jtest_rmtree(dir);
 }
 
@@ -296,6 +348,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reader_returns_only_published_records_while_writer_lives),
         cmocka_unit_test(test_reader_without_writer_stops_before_torn_batch),
+        cmocka_unit_test(test_reader_reports_damage_in_durable_records_of_newest_segment),
         cmocka_unit_test(test_reader_wait_times_out_without_busy_polling),
         cmocka_unit_test(test_reader_in_another_process_follows_writer_across_rolls),
         cmocka_unit_test(test_reader_seek_uses_good_hint_and_survives_bad_one),
