@@ -444,6 +444,8 @@ test_ship_never_shows_uri_password(void **state)
 int
 main(void)
 {
+    if (getenv("STELE_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("STELE_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ship_delivers_every_record_exactly_once),
         cmocka_unit_test(test_ship_resumes_from_checkpoint_after_restart),
