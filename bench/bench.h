@@ -77,6 +77,7 @@ typedef struct bench_cell {
     char dir[BENCH_PATH_BYTES];    /* where this cell may create its files (must exist) */
     int writers;
     double seconds;
+    double warmup_seconds; /* appends before the timed window, not counted; 0 = none */
     stele_sync_t sync;
     stele_wait_t wait;
     stele_commit_policy_t policy;
@@ -98,9 +99,10 @@ typedef enum bench_status {
 typedef struct bench_result {
     bench_cell_t cell;
     bench_status_t status;
-    int is_durable;   /* an acknowledged record survives power loss */
-    uint64_t appends; /* acknowledged at the cell's level inside the timed window */
-    uint64_t errors;  /* appends that returned an error */
+    int is_durable;          /* an acknowledged record survives power loss */
+    uint64_t appends;        /* acknowledged at the cell's level inside the timed window */
+    uint64_t errors;         /* appends that returned an error */
+    uint64_t warmup_appends; /* appended during the warm-up (in the store, not in the rate) */
     double elapsed_s;
     double appends_per_s;
     double mb_per_s; /* record payload bytes, not the store's overhead */
@@ -131,6 +133,8 @@ typedef struct bench_target {
     /* One durable-as-configured insert. Returns 0 or a nonzero code (counted as an error). */
     int (*append)(void *state, void *wstate, const bench_event_t *ev);
     void (*writer_close)(void *state, void *wstate);
+    /* Optional: the timed window starts now (after the warm-up); counters restart here. */
+    void (*measure_start)(void *state);
     /* Stops the store; fills syncs, mean_batch, counted_back, is_durable, data_path, note.
      * Returns 0 or BENCH_FAILED. Always frees state. */
     int (*close)(void *state, bench_result_t *r);
@@ -224,6 +228,10 @@ int bench_plot(const char *out_dir, const bench_result_t *res, size_t n);
 
 /* The headline comparisons after a multi-cell run: ratios between cells of the same run. */
 void bench_print_summary(FILE *out, const bench_result_t *res, size_t n);
+/* After --repeat N: per cell, the median rate, p99 and ratio to the loop across the N
+ * repetitions (res holds N blocks of per_rep results). */
+void bench_print_repeat_summary(FILE *out, const bench_result_t *res, size_t per_rep,
+                                uint32_t reps);
 
 /* dir + "/" + name into out; 0, or -ENAMETOOLONG (out then holds a truncated path). */
 int bench_path(char *out, size_t cap, const char *dir, const char *name);

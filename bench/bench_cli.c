@@ -31,6 +31,7 @@ cli_usage(FILE *out)
             "  --dir DIR               where the run's temporary directory goes (default .)\n"
             "  --writers N[,N..]       writer threads (default 1)\n"
             "  --seconds S             per cell (default 5; quick 3; sweep 2)\n"
+            "  --warmup S              append S seconds before measuring (default 0)\n"
             "  --sync always|interval|never[,..]       (default always)\n"
             "  --wait none|written|durable|shipped[,..] (default durable)\n"
             "  --commit-interval-us N[,N..]            (default 0)\n"
@@ -199,6 +200,7 @@ enum {
     OPT_SWEEP,
     OPT_JSON,
     OPT_HELP,
+    OPT_WARMUP,
 };
 
 static const struct option cli_options[] = {
@@ -227,6 +229,7 @@ static const struct option cli_options[] = {
     {"sweep", no_argument, NULL, OPT_SWEEP},
     {"json", no_argument, NULL, OPT_JSON},
     {"help", no_argument, NULL, OPT_HELP},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
     {NULL, 0, NULL, 0},
 };
 
@@ -275,6 +278,9 @@ cli_parse_scalar_option(bench_cli_t *cli, int opt, char *arg)
         cli->seconds = strtod(arg, &end);
         cli->seconds_given = 1;
         return (*end || cli->seconds <= 0 || cli->seconds > 86400) ? -1 : 0;
+    case OPT_WARMUP:
+        cli->warmup_seconds = strtod(arg, &end);
+        return (*end || cli->warmup_seconds < 0 || cli->warmup_seconds > 3600) ? -1 : 0;
     case OPT_SYNC_INTERVAL:
         return cli_parse_u32(arg, &cli->sync_interval_ms, 0);
     case OPT_REPEAT:
@@ -382,6 +388,7 @@ cli_base_cell(const bench_cli_t *cli)
     snprintf(c.device, sizeof c.device, "ssd");
     c.writers = (int)cli->writers[0];
     c.seconds = cli->seconds;
+    c.warmup_seconds = cli->warmup_seconds;
     c.sync = cli->sync[0];
     c.wait = cli->wait[0];
     c.policy = cli->policy[0];

@@ -12,6 +12,7 @@ typedef struct bench_cli {
     const char *dir; /* parent of the run directory */
     double seconds;
     int seconds_given;
+    double warmup_seconds;
     uint32_t writers[CLI_MAX_LIST];
     size_t n_writers;
     uint32_t commit_interval_us[CLI_MAX_LIST];

@@ -67,8 +67,10 @@ hdd_spawn(bench_hdd_t *h, const char *prog, const bench_hdd_model_t *m, const ch
     char model[256];
     snprintf(model, sizeof model, "rpm=%u,seek_ms=%.3f,track_ms=%.3f,mb_s=%.1f", m->rpm, m->seek_ms,
              m->track_to_track_ms, m->bandwidth_mb_s);
-    char *argv[] = {(char *)prog,   "-f",         "-o", "max_threads=256", "--model", model,
-                    h->backing_dir, h->mount_dir, NULL};
+    char *argv[] = {
+        (char *)prog, "-f",  "-o",           "max_threads=256,allow_other,default_permissions",
+        "--model",    model, h->backing_dir, h->mount_dir,
+        NULL};
     h->pid = bench_server_spawn(argv, log, NULL);
     if (h->pid < 0)
         return (int)h->pid;
@@ -105,7 +107,7 @@ bench_hdd_mount(const char *run_dir, const bench_hdd_model_t *m, bench_hdd_t **o
     snprintf(h->backing_dir, sizeof h->backing_dir, "%s/hdd-backing", run_dir);
     snprintf(log, sizeof log, "%s/hddfs.log", run_dir);
     int rc = -errno;
-    if (mkdir(h->mount_dir, 0700) == 0 && mkdir(h->backing_dir, 0755) == 0)
+    if (mkdir(h->mount_dir, 0711) == 0 && mkdir(h->backing_dir, 0711) == 0)
         rc = hdd_spawn(h, prog, m, log);
     if (rc) {
         snprintf(note, note_cap, "could not mount the emulated disk (%s; see %s)", strerror(-rc),

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -102,6 +103,8 @@ main_run(const bench_cli_t *cli, bench_plan_t *plan, main_signals_t *sig)
                 strerror(-rc));
         return 3;
     }
+    /* Traversable (not listable) by others: PostgreSQL runs as its own user beneath it. */
+    chmod(run_dir, 0711);
     bench_hdd_t *hdd = NULL;
     main_setup_hdd(cli, plan, &hdd, run_dir);
     bench_run_opts_t o = {.run_dir = run_dir,
@@ -130,6 +133,8 @@ main_run(const bench_cli_t *cli, bench_plan_t *plan, main_signals_t *sig)
             printf("\nrepetition %u of %u:", rep + 1, cli->repeat);
         bench_print_summary(stdout, res + rep * per_rep, per_rep);
     }
+    if (res && !cli->json && cli->repeat > 1)
+        bench_print_repeat_summary(stdout, res, per_rep, cli->repeat);
     for (size_t i = 0; res && i < plan->n; i++)
         bench_result_release(&res[i]);
     free(res);

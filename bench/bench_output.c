@@ -88,6 +88,7 @@ bench_print_json(FILE *out, const bench_result_t *r)
             "\"mb_per_s\":%.3f,\"syncs\":%llu,\"syncs_per_s\":%.1f,\"mean_batch\":%.2f,"
             "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,"
             "\"counted_back\":%lld,\"ref_appends_per_s\":%.1f,\"ref_p99_us\":%.1f,"
+            "\"warmup_s\":%.3f,\"warmup_appends\":%llu,"
             "\"data_path\":",
             output_status_name(r->status), r->is_durable ? "true" : "false", c->writers, c->seconds,
             bench_sync_name(c->sync), bench_wait_name(c->wait), bench_policy_name(c->policy),
@@ -95,7 +96,8 @@ bench_print_json(FILE *out, const bench_result_t *r)
             (unsigned long long)r->appends, (unsigned long long)r->errors, r->elapsed_s,
             r->appends_per_s, r->mb_per_s, (unsigned long long)r->syncs, r->syncs_per_s,
             r->mean_batch, r->p50_us, r->p99_us, r->p999_us, r->max_us, (long long)r->counted_back,
-            r->ref_appends_per_s, r->ref_p99_us);
+            r->ref_appends_per_s, r->ref_p99_us, c->warmup_seconds,
+            (unsigned long long)r->warmup_appends);
     output_json_string(out, r->data_path);
     fprintf(out, ",\"note\":");
     output_json_string(out, r->note);

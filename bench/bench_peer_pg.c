@@ -187,6 +187,19 @@ pg_open_off(const bench_cell_t *cell, void **state_out, char *note, size_t note_
     return pg_open_mode(cell, state_out, note, note_cap, PG_SYNC_OFF);
 }
 
+/* The timed window opens: WAL sync counts restart (the warm-up's are not the run's). */
+static void
+pg_measure_start(void *state)
+{
+    pg_peer_t *p = state;
+    PGconn *c = PQconnectdb(p->conninfo);
+    if (PQstatus(c) == CONNECTION_OK) {
+        PGresult *res = PQexec(c, "SELECT pg_stat_reset_shared('wal')");
+        PQclear(res);
+    }
+    PQfinish(c);
+}
+
 static int
 pg_writer_open(void *state, int writer_id, void **wstate_out, char *note, size_t note_cap)
 {
@@ -260,7 +273,7 @@ pg_close(void *state, bench_result_t *r)
 
 #define PG_HOOKS                                                                                   \
     .writer_open = pg_writer_open, .append = pg_append, .writer_close = pg_writer_close,           \
-    .close = pg_close
+    .measure_start = pg_measure_start, .close = pg_close
 const bench_target_t bench_peer_pg_on = {.system = "pg-sync-on", .open = pg_open_on, PG_HOOKS};
 const bench_target_t bench_peer_pg_delay = {
     .system = "pg-commit-delay", .open = pg_open_delay, PG_HOOKS};

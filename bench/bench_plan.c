@@ -143,13 +143,13 @@ bench_plan_run(const bench_plan_t *p, const bench_run_opts_t *o, bench_result_t 
     size_t n_ref = 0;
     double remaining_s = 0;
     for (size_t i = 0; i < p->n; i++)
-        remaining_s += p->cells[i].seconds + 0.5;
+        remaining_s += p->cells[i].seconds + p->cells[i].warmup_seconds + 0.5;
     if (!o->json)
         bench_print_table_header(stdout);
     for (size_t i = 0; i < p->n; i++) {
         plan_progress(o, i, p->n, &p->cells[i], remaining_s);
         plan_run_one(o, &p->cells[i], &res[i]);
-        remaining_s -= p->cells[i].seconds + 0.5;
+        remaining_s -= p->cells[i].seconds + p->cells[i].warmup_seconds + 0.5;
         bench_result_t *r = &res[i];
         if (r->status == BENCH_OK && r->cell.writers == 1 &&
             strcmp(r->cell.system, "fsync-loop") == 0)

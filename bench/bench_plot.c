@@ -73,7 +73,8 @@ plot_writers(FILE *gp, const char *out_dir, const bench_result_t *res, size_t n,
             device, emulated ? " (EMULATED 7200 rpm)" : "");
     for (int fmt = 0; fmt < 2; fmt++) {
         fprintf(gp, "%s\nset output 'writers-%s.%s'\nplot ",
-                fmt ? "set terminal svg size 1100,600" : "set terminal pngcairo size 1100,600",
+                fmt ? "set terminal svg size 1100,600 noenhanced"
+                    : "set terminal pngcairo size 1100,600 noenhanced",
                 device, fmt ? "svg" : "png");
         for (size_t k = 0; k < n_labels; k++)
             /* smooth unique: sorted by writers, repeated cells averaged; dashed = not
@@ -123,7 +124,8 @@ plot_interval(FILE *gp, const char *out_dir, const bench_result_t *res, size_t n
             device, strcmp(device, "hdd-emulated") == 0 ? " (EMULATED 7200 rpm)" : "");
     for (int fmt = 0; fmt < 2; fmt++) {
         fprintf(gp, "%s\nset output 'interval-%s.%s'\nplot ",
-                fmt ? "set terminal svg size 1100,600" : "set terminal pngcairo size 1100,600",
+                fmt ? "set terminal svg size 1100,600 noenhanced"
+                    : "set terminal pngcairo size 1100,600 noenhanced",
                 device, fmt ? "svg" : "png");
         for (int w = 0; w < 2; w++)
             for (int pol = 0; pol < 2; pol++)
@@ -167,7 +169,8 @@ plot_cdf(FILE *gp, const char *out_dir, const bench_result_t *res, size_t n, con
             device, strcmp(device, "hdd-emulated") == 0 ? " (EMULATED 7200 rpm)" : "");
     for (int fmt = 0; fmt < 2; fmt++) {
         fprintf(gp, "%s\nset output 'cdf-%s.%s'\nplot ",
-                fmt ? "set terminal svg size 1100,600" : "set terminal pngcairo size 1100,600",
+                fmt ? "set terminal svg size 1100,600 noenhanced"
+                    : "set terminal pngcairo size 1100,600 noenhanced",
                 device, fmt ? "svg" : "png");
         for (int k = 0; k < n_series; k++)
             fprintf(gp, "%s'plot-cdf-%s-%d.dat' using 1:2 with lines title '%s'", k ? ", " : "",

@@ -5,9 +5,11 @@
  * connection/handle and build their own event pool *before* a start barrier, then append
  * back to back until the main thread raises `stop` after cell->seconds. Each writer times
  * every append with the monotonic clock into its own histogram; the histograms are merged
- * after join, so the hot loop shares nothing but the target itself and one relaxed atomic
- * load of `stop`. The timed window runs from the barrier to the last writer's exit, so an
- * append in flight when `stop` rises is counted together with the time it took.
+ * after join, so the hot loop shares nothing but the target itself and relaxed atomic
+ * loads of `stop` and `measuring`. With a warm-up (cell->warmup_seconds), writers append
+ * from the barrier on but count and time nothing until `measuring` rises; those appends
+ * are reported apart (warmup_appends). The timed window runs from then to the last
+ * writer's exit, so an append in flight when `stop` rises is counted with its time.
  */
 #include "bench.h"
 
@@ -36,6 +38,7 @@ typedef struct run_shared {
     const bench_cell_t *cell;
     void *state;
     pthread_barrier_t start;
+    atomic_int measuring;
     atomic_int stop;
 } run_shared_t;
 
@@ -46,6 +49,7 @@ typedef struct run_writer {
     int is_started;
     bench_hist_t *hist;
     uint64_t n_ok;
+    uint64_t n_warmup;
     uint64_t n_errors;
     int open_rc;
     char note[BENCH_NOTE_BYTES];
@@ -79,7 +83,9 @@ run_writer_loop(run_writer_t *w, void *wstate, const bench_events_t *ev)
         uint64_t t0 = bench_now_ns();
         int rc = t->append(w->sh->state, wstate, bench_events_get(ev, i));
         uint64_t t1 = bench_now_ns();
-        if (rc == 0) {
+        if (rc == 0 && !atomic_load_explicit(&w->sh->measuring, memory_order_relaxed)) {
+            w->n_warmup++;
+        } else if (rc == 0) {
             bench_hist_record(w->hist, t1 - t0);
             w->n_ok++;
         } else if (++w->n_errors >= RUN_MAX_ERRORS_PER_WRITER) {
@@ -166,6 +172,7 @@ run_collect(run_writer_t *ws, int n, bench_result_t *r)
         if (ws[i].hist)
             bench_hist_merge(r->hist, ws[i].hist);
         r->appends += ws[i].n_ok;
+        r->warmup_appends += ws[i].n_warmup;
         r->errors += ws[i].n_errors;
         if (ws[i].open_rc && r->note[0] == '\0')
             snprintf(r->note, sizeof r->note, "writer %d: %s", i, ws[i].note);
@@ -188,6 +195,7 @@ bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_res
     }
     run_shared_t sh = {.target = target, .cell = &r->cell};
     atomic_init(&sh.stop, 0);
+    atomic_init(&sh.measuring, cell->warmup_seconds > 0 ? 0 : 1);
     int rc = target->open(&r->cell, &sh.state, r->note, sizeof r->note);
     if (rc) {
         r->status = rc == BENCH_SKIPPED ? BENCH_SKIPPED : BENCH_FAILED;
@@ -211,6 +219,12 @@ bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_res
         snprintf(r->note, sizeof r->note, "could only start %d of %d writer threads", started, n);
     }
     pthread_barrier_wait(&sh.start);
+    if (cell->warmup_seconds > 0) {
+        run_sleep_ns((uint64_t)(cell->warmup_seconds * 1e9), cell->interrupted);
+        if (target->measure_start)
+            target->measure_start(sh.state);
+        atomic_store(&sh.measuring, 1);
+    }
     uint64_t t_start = bench_now_ns();
     run_sleep_ns((uint64_t)(cell->seconds * 1e9), cell->interrupted);
     atomic_store(&sh.stop, 1);

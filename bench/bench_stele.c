@@ -3,9 +3,10 @@
  *
  * One stele_t per cell, shared by all writers (that is the point: the engine batches them).
  * The journal lives in <cell dir>/stele-journal. Syncs and batch sizes come from
- * stele_stats() taken after the writers stop and before close, so they cover exactly the
- * run; the record count is read back with stele_status_read() after close, and the time
- * close took to drain (which matters for wait=none) is written into the note.
+ * stele_stats() taken when the timed window opens and after the writers stop (before
+ * close), so they cover exactly the window; the record count is read back with stele_status_read()
+ * after close, and the time close took to drain (which matters for wait=none) is written into the
+ * note.
  */
 #include "bench.h"
 
@@ -14,6 +15,9 @@
 
 typedef struct stele_target {
     stele_t *db;
+    uint64_t syncs_at_start; /* stele_stats() when the timed window opened */
+    uint64_t batches_at_start;
+    uint64_t written_at_start;
     stele_wait_t wait;
     bench_input_t input;
     int keep_data;
@@ -82,14 +86,29 @@ stele_target_append(void *state, void *wstate, const bench_event_t *ev)
     return stele_append_json(st->db, (const char *)ev->data, ev->len, st->wait, NULL, NULL);
 }
 
+static void
+stele_target_measure_start(void *state)
+{
+    stele_target_t *st = state;
+    stele_stats_t stats;
+    if (stele_stats(st->db, &stats) == 0) {
+        st->syncs_at_start = stats.syncs;
+        st->batches_at_start = stats.batches;
+        st->written_at_start = stats.written_seq;
+    }
+}
+
 static int
 stele_target_close(void *state, bench_result_t *r)
 {
     stele_target_t *st = state;
     stele_stats_t stats;
     if (stele_stats(st->db, &stats) == 0) {
-        r->syncs = stats.syncs;
-        r->mean_batch = stats.mean_batch_records;
+        /* Only the timed window's syncs and batches (the warm-up's are subtracted). */
+        r->syncs = stats.syncs - st->syncs_at_start;
+        uint64_t batches = stats.batches - st->batches_at_start;
+        r->mean_batch =
+            batches ? (double)(stats.written_seq - st->written_at_start) / batches : 0.0;
     }
     r->is_durable = st->wait >= STELE_WAIT_DURABLE;
     uint64_t t0 = bench_now_ns();
@@ -116,5 +135,6 @@ const bench_target_t bench_target_stele = {
     .system = "stele",
     .open = stele_target_open,
     .append = stele_target_append,
+    .measure_start = stele_target_measure_start,
     .close = stele_target_close,
 };

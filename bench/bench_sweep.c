@@ -13,6 +13,7 @@
  */
 #include "bench_cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const int sweep_writers[] = {1, 8, 64, 512};
@@ -98,6 +99,7 @@ bench_sweep_plan(const bench_cli_t *cli, bench_plan_t *plan)
     bench_cell_t base;
     memset(&base, 0, sizeof base);
     base.seconds = cli->seconds;
+    base.warmup_seconds = cli->warmup_seconds;
     base.sync = STELE_SYNC_ALWAYS;
     base.wait = STELE_WAIT_DURABLE;
     base.policy = STELE_COMMIT_ADAPTIVE;
@@ -217,4 +219,68 @@ bench_print_summary(FILE *out, const bench_result_t *res, size_t n)
     summary_device(out, res, n, "ssd");
     summary_lone_writer(out, res, n);
     summary_device(out, res, n, "hdd-emulated");
+}
+
+static int
+summary_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorts v). */
+static double
+summary_median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, summary_cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void
+bench_print_repeat_summary(FILE *out, const bench_result_t *res, size_t per_rep, uint32_t reps)
+{
+    double *rate = calloc(reps, sizeof *rate), *p99 = calloc(reps, sizeof *p99),
+           *ratio = calloc(reps, sizeof *ratio), *p99_ratio = calloc(reps, sizeof *p99_ratio);
+    if (!rate || !p99 || !ratio || !p99_ratio)
+        goto done;
+    fprintf(out,
+            "\nmedian over %u repetitions (ratios taken inside each repetition, then the "
+            "median; min..max of the ratio in brackets):\n",
+            reps);
+    for (size_t i = 0; i < per_rep; i++) {
+        size_t n = 0, n_ratio = 0;
+        for (uint32_t k = 0; k < reps; k++) {
+            const bench_result_t *r = &res[k * per_rep + i];
+            if (r->status != BENCH_OK)
+                continue;
+            rate[n] = r->appends_per_s;
+            p99[n++] = r->p99_us;
+            if (r->ref_appends_per_s > 0 && r->ref_p99_us > 0 && r->is_durable) {
+                ratio[n_ratio] = r->appends_per_s / r->ref_appends_per_s;
+                p99_ratio[n_ratio++] = r->p99_us / r->ref_p99_us;
+            }
+        }
+        if (n == 0)
+            continue;
+        const bench_cell_t *c = &res[i].cell;
+        char knobs[96] = "";
+        if (strcmp(c->system, "stele") == 0)
+            snprintf(knobs, sizeof knobs, " ci=%u %s %s/%s %s", c->commit_interval_us,
+                     bench_policy_name(c->policy), bench_sync_name(c->sync),
+                     bench_wait_name(c->wait), bench_input_name(c->input));
+        fprintf(out, "  %-18s %-12s wr=%-4d%s %uB: %.0f/s, p99 %.0f us", c->system, c->device,
+                c->writers, knobs, c->record_bytes, summary_median(rate, n),
+                summary_median(p99, n));
+        if (n_ratio > 0) {
+            double med = summary_median(ratio, n_ratio); /* sorted: [0] min, [n-1] max */
+            fprintf(out, "; %.2fx loop rate [%.2f..%.2f], p99 %.2fx loop", med, ratio[0],
+                    ratio[n_ratio - 1], summary_median(p99_ratio, n_ratio));
+        }
+        fprintf(out, "\n");
+    }
+done:
+    free(rate);
+    free(p99);
+    free(ratio);
+    free(p99_ratio);
 }

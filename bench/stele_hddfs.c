@@ -181,6 +181,16 @@ hddfs_delay_flush(uint64_t ino)
 /* ------------------------------------------------------------------------------------------
  * Passthrough operations
  * ------------------------------------------------------------------------------------------ */
+/* A root daemon creates files as root: hand each new one to the calling process's user, as
+ * a real filesystem would (PostgreSQL, running as its own user, needs this). */
+static void
+hddfs_own(const char *backing_path)
+{
+    struct fuse_context *ctx = fuse_get_context();
+    if (geteuid() == 0 && ctx)
+        (void)lchown(backing_path, ctx->uid, ctx->gid);
+}
+
 static void *
 hddfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
@@ -250,7 +260,10 @@ hddfs_mkdir(const char *path, mode_t mode)
 {
     char p[HDDFS_PATH_BYTES];
     hddfs_path(p, path);
-    return mkdir(p, mode) == 0 ? 0 : -errno;
+    if (mkdir(p, mode) != 0)
+        return -errno;
+    hddfs_own(p);
+    return 0;
 }
 
 static int
@@ -274,7 +287,10 @@ hddfs_symlink(const char *from, const char *to)
 {
     char p[HDDFS_PATH_BYTES];
     hddfs_path(p, to);
-    return symlink(from, p) == 0 ? 0 : -errno;
+    if (symlink(from, p) != 0)
+        return -errno;
+    hddfs_own(p);
+    return 0;
 }
 
 static int
@@ -345,6 +361,7 @@ hddfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     int fd = open(p, fi->flags | O_CLOEXEC, mode);
     if (fd < 0)
         return -errno;
+    hddfs_own(p);
     fi->fh = (uint64_t)fd;
     return 0;
 }
