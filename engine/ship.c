@@ -25,6 +25,7 @@
  * request; `cv` wakes a backoff sleep when stop is requested.
  */
 #include "ship.h"
+#include "validate.h" /* STELE_META_FIELD */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -36,10 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#ifndef STELE_META_FIELD
-#define STELE_META_FIELD "_stele" /* engine/validate.h owns the name; kept identical */
-#endif
 
 #define SHIP_HASH_BYTES 32
 /* How long the thread sleeps on the journal between checks of the stop request. */
