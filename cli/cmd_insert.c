@@ -14,6 +14,11 @@
  *  - On a bad line everything before it is settled and printed, nothing after it is
  *    appended (unless --skip-invalid), and the error names the line and the library's
  *    reason.
+ *  - When `stele serve` owns the journal (its socket answers), events go through it with
+ *    stele_client_send_json()/stele_client_recv(), up to INSERT_CLIENT_WINDOW unanswered.
+ *    The server validates, so a bad line is known only from its reply: the events sent
+ *    after it in the same window may already be appended. They are printed (each printed
+ *    seq is still an acknowledged record) and no further event is sent.
  */
 #include "cmd.h"
 
@@ -30,6 +35,8 @@
 #define INSERT_PENDING_CAP 16384
 /* Bytes read from stdin at once, on top of the longest line. */
 #define INSERT_READ_CHUNK_BYTES (64 * 1024)
+/* Requests in flight to `stele serve`; bounds the replies it buffers for us. */
+#define INSERT_CLIENT_WINDOW 1024
 /* JSON text may be larger than its BSON (spaces, escapes): allow twice max_record_bytes. */
 #define INSERT_LINE_FACTOR 2
 
@@ -54,7 +61,13 @@ typedef struct line_reader {
 
 typedef struct inserter {
     const char *command;
-    stele_t *db;
+    stele_t *db;            /* in-process writer, or NULL when going through a server */
+    stele_client_t *client; /* connection to `stele serve`, or NULL */
+    uint64_t in_flight_line[INSERT_CLIENT_WINDOW]; /* input line of each unanswered request */
+    size_t in_flight_head;
+    int client_failed; /* a reply carried an error: send nothing more */
+    int client_code;   /* exit code of the first failed reply */
+    const char *where; /* "stdin line" or "argument", for messages */
     stele_wait_t level;
     int quiet;
     int flush_before_wait; /* sync=never: wait=durable would otherwise wait for close */
@@ -256,6 +269,93 @@ report_bad_event(const char *where, uint64_t number, int rc, const stele_error_t
     fprintf(stderr, "stele insert: %s %" PRIu64 ": %s\n", where, number, message);
 }
 
+/* ---- through `stele serve` ---------------------------------------------------------- */
+
+/* Receives the oldest reply; prints its seq, or reports its error once. */
+static int
+client_recv_one(inserter_t *ins, const char *where, int skip_invalid, uint64_t *n_skipped)
+{
+    uint64_t line_no = ins->in_flight_line[ins->in_flight_head];
+    ins->in_flight_head = (ins->in_flight_head + 1) % INSERT_CLIENT_WINDOW;
+    stele_error_t err = {0};
+    uint64_t seq = 0;
+    int rc = stele_client_recv(ins->client, &seq, &err);
+    if (rc == 0) {
+        if (!ins->quiet)
+            printf("%" PRIu64 "\n", seq);
+        return 0;
+    }
+    int code = cli_exit_for(rc);
+    if (code == CLI_EXIT_INVALID && skip_invalid) {
+        report_bad_event(where, line_no, rc, &err, NULL);
+        (*n_skipped)++;
+        return 0;
+    }
+    if (ins->client_failed)
+        return 0; /* the first error is the one that stopped the input */
+    if (code == CLI_EXIT_INVALID)
+        report_bad_event(where, line_no, rc, &err, NULL);
+    else
+        cli_report(ins->command, rc, &err);
+    ins->client_failed = 1;
+    ins->client_code = code == CLI_EXIT_OK ? CLI_EXIT_ENGINE : code;
+    /* a broken connection answers nothing more */
+    return (rc == -EPIPE || rc == -ECONNRESET || rc == STELE_EPROTOCOL) ? -1 : 0;
+}
+
+/* Receives replies until at most `keep` requests are unanswered; flushes stdout. */
+static int
+client_settle(inserter_t *ins, size_t keep, const char *where, int skip_invalid,
+              uint64_t *n_skipped)
+{
+    while (stele_client_pending(ins->client) > keep) {
+        if (client_recv_one(ins, where, skip_invalid, n_skipped) != 0)
+            return -1;
+    }
+    if (!ins->quiet && fflush(stdout) != 0) {
+        ins->stdout_failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Sends one event; returns 0 to go on or the exit code to stop with. */
+static int
+client_insert_one(inserter_t *ins, const char *where, uint64_t number, const char *json, size_t len,
+                  int skip_invalid, uint64_t *n_skipped)
+{
+    if (is_blank(json, len)) {
+        if (skip_invalid) {
+            report_bad_event(where, number, STELE_EEMPTY, NULL,
+                             "empty line (one JSON object per line)");
+            (*n_skipped)++;
+            return 0;
+        }
+        (void)client_settle(ins, 0, where, skip_invalid, n_skipped);
+        if (!ins->client_failed)
+            report_bad_event(where, number, STELE_EEMPTY, NULL,
+                             "empty line (one JSON object per line)");
+        return ins->client_failed ? ins->client_code : CLI_EXIT_INVALID;
+    }
+    if (stele_client_pending(ins->client) == INSERT_CLIENT_WINDOW &&
+        client_settle(ins, INSERT_CLIENT_WINDOW - 1, where, skip_invalid, n_skipped) != 0)
+        return ins->client_failed ? ins->client_code : CLI_EXIT_ENGINE;
+    if (ins->client_failed) {
+        (void)client_settle(ins, 0, where, skip_invalid, n_skipped);
+        return ins->client_code;
+    }
+    stele_error_t err = {0};
+    int rc = stele_client_send_json(ins->client, json, len, ins->level, &err);
+    if (rc != 0) {
+        cli_report(ins->command, rc, &err);
+        return CLI_EXIT_ENGINE;
+    }
+    size_t slot =
+        (ins->in_flight_head + stele_client_pending(ins->client) - 1) % INSERT_CLIENT_WINDOW;
+    ins->in_flight_line[slot] = number;
+    return 0;
+}
+
 /*
  * Handles one input event. Returns 0 to go on, or the exit code to stop with; *n_skipped
  * counts invalid events skipped under --skip-invalid.
@@ -264,6 +364,8 @@ static int
 insert_one(inserter_t *ins, const char *where, uint64_t number, const char *json, size_t len,
            int skip_invalid, uint64_t *n_skipped)
 {
+    if (ins->client != NULL)
+        return client_insert_one(ins, where, number, json, len, skip_invalid, n_skipped);
     stele_error_t err = {0};
     int rc;
     const char *own_message = NULL;
@@ -298,10 +400,43 @@ insert_one(inserter_t *ins, const char *where, uint64_t number, const char *json
     return CLI_EXIT_INVALID;
 }
 
+/*
+ * Settles everything in flight, in either mode. Returns 0 or the exit code to stop with
+ * (the error is reported).
+ */
+static int
+inserter_drain(inserter_t *ins, int skip_invalid, uint64_t *n_skipped)
+{
+    if (ins->client != NULL) {
+        int rc = client_settle(ins, 0, ins->where, skip_invalid, n_skipped);
+        if (ins->client_failed)
+            return ins->client_code;
+        if (rc != 0 && ins->stdout_failed)
+            fprintf(stderr, "stele insert: could not write to stdout\n");
+        return rc != 0 ? CLI_EXIT_ENGINE : 0;
+    }
+    stele_error_t err = {0};
+    int rc = inserter_settle_all(ins, &err);
+    if (rc == 0)
+        return 0;
+    if (ins->stdout_failed)
+        fprintf(stderr, "stele insert: could not write to stdout\n");
+    else
+        cli_report(ins->command, rc, &err);
+    return CLI_EXIT_ENGINE;
+}
+
+static size_t
+inserter_pending(const inserter_t *ins)
+{
+    return ins->client != NULL ? stele_client_pending(ins->client) : ins->count;
+}
+
 static int
 insert_from_args(inserter_t *ins, int n_events, char **events, int skip_invalid,
                  uint64_t *n_skipped)
 {
+    ins->where = "argument";
     for (int i = 0; i < n_events; i++) {
         int code = insert_one(ins, "argument", (uint64_t)i + 1, events[i], strlen(events[i]),
                               skip_invalid, n_skipped);
@@ -322,18 +457,15 @@ insert_from_stdin(inserter_t *ins, size_t max_line_bytes, int skip_invalid, uint
         return CLI_EXIT_ENGINE;
     }
     int code = 0;
+    ins->where = "stdin line";
     for (;;) {
         const char *line = NULL;
         size_t len = 0;
-        line_status_t st = line_reader_next(&lr, ins->count == 0, &line, &len);
+        line_status_t st = line_reader_next(&lr, inserter_pending(ins) == 0, &line, &len);
         if (st == LINE_WOULD_BLOCK) {
-            stele_error_t err = {0};
-            int rc = inserter_settle_all(ins, &err);
-            if (rc != 0) {
-                cli_report(ins->command, rc, &err);
-                code = CLI_EXIT_ENGINE;
+            code = inserter_drain(ins, skip_invalid, n_skipped);
+            if (code != 0)
                 break;
-            }
             continue;
         }
         if (st == LINE_EOF)
@@ -351,12 +483,11 @@ insert_from_stdin(inserter_t *ins, size_t max_line_bytes, int skip_invalid, uint
                 (*n_skipped)++;
                 continue;
             }
-            stele_error_t err = {0};
-            int rc = inserter_settle_all(ins, &err);
-            report_bad_event("stdin line", lr.line_no, STELE_ETOOBIG, NULL, message);
-            if (rc != 0)
-                cli_report(ins->command, rc, &err);
-            code = rc != 0 ? CLI_EXIT_ENGINE : CLI_EXIT_INVALID;
+            code = inserter_drain(ins, skip_invalid, n_skipped);
+            if (code == 0 || !ins->client_failed)
+                report_bad_event("stdin line", lr.line_no, STELE_ETOOBIG, NULL, message);
+            if (code == 0)
+                code = CLI_EXIT_INVALID;
             break;
         }
         code = insert_one(ins, "stdin line", lr.line_no, line, len, skip_invalid, n_skipped);
@@ -434,7 +565,12 @@ cmd_insert(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     stele_error_t err = {0};
-    int rc = stele_open(args.dir, &opts, &ins->db, &err);
+    /* a running `stele serve` owns the journal: go through its socket */
+    int rc = stele_client_connect(args.dir, NULL, &ins->client, &err);
+    if (rc == -ENOENT || rc == -ECONNREFUSED) {
+        ins->client = NULL;
+        rc = stele_open(args.dir, &opts, &ins->db, &err);
+    }
     if (rc != 0) {
         cli_report("insert", rc, &err);
         code = cli_exit_for(rc);
@@ -446,16 +582,12 @@ cmd_insert(int argc, char **argv)
     else
         code = insert_from_stdin(ins, (size_t)opts.max_record_bytes * INSERT_LINE_FACTOR,
                                  skip_invalid, &n_skipped);
-    if (code == 0) {
-        rc = inserter_settle_all(ins, &err);
-        if (rc != 0) {
-            if (ins->stdout_failed)
-                fprintf(stderr, "stele insert: could not write to stdout\n");
-            else
-                cli_report("insert", rc, &err);
-            code = CLI_EXIT_ENGINE;
-        }
-    }
+    if (code == 0)
+        code = inserter_drain(ins, skip_invalid, &n_skipped);
+    else if (ins->client != NULL)
+        (void)inserter_drain(ins, skip_invalid, &n_skipped); /* print what was acknowledged */
+    stele_client_close(ins->client);
+    ins->client = NULL;
     rc = stele_close(ins->db, &err);
     ins->db = NULL;
     if (rc != 0) {

@@ -8,11 +8,13 @@
  *  2. the journal is opened (its lock makes a second server fail with STELE_ELOCKED,
  *     naming the holder's pid) before the socket is touched, so a second server never
  *     unlinks the first one's socket;
- *  3. only then is a leftover socket file (from a crash) removed, after checking that no
- *     server answers on it, and the pid file written.
+ *  3. only then is a leftover socket file (from a crash) removed, after checking that it
+ *     is a socket and that no server answers on it, and the pid file written.
  * Shutdown runs the other way: socket, then stele_close() (drains the sinks), then pid file.
  */
 #include "serve.h"
+
+#include "cmd.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -26,214 +28,148 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Exit codes (documented in docs/protocol.md and the man page). */
-enum {
-    SERVE_EXIT_OK = 0,
-    SERVE_EXIT_USAGE = 1,
-    SERVE_EXIT_ENGINE = 3,
-};
+/* Exit codes as for every command (cli/common.h): 0 ok, 1 usage, 3 engine or I/O. */
 
 /* Connections the kernel queues before accept(); Linux caps it at net.core.somaxconn. */
 #define SERVE_LISTEN_BACKLOG 4096
 #define SERVE_SOCKET_MODE 0660
 #define SERVE_DEFAULT_DRAIN_TIMEOUT_MS 5000u
-#define SERVE_MAX_KNOB_FLAGS 64
+#define SERVE_MAX_DRAIN_TIMEOUT_MS 3600000u
+#define SERVE_MAX_LINE_LIMIT (1u << 30)
+
+static const char serve_usage[] =
+    "usage: stele serve [--socket PATH] [--pid-file PATH] [--wait LEVEL]\n"
+    "                   [--max-line-bytes N] [--drain-timeout-ms N] [--log-level LEVEL]\n"
+    "                   [--mongo URI [--db NAME] [--collection NAME] [--sink NAME]] [options]\n"
+    "\n"
+    "Owns the journal and appends the events other processes send over a Unix socket, one\n"
+    "JSON object per line (docs/protocol.md); `stele insert` and stele_client_connect() use\n"
+    "it when it runs. Logs one line per event on stderr. Stops cleanly on SIGTERM or SIGINT:\n"
+    "answers what it received, syncs, gives the sinks a bounded time, exits 0.\n"
+    "\n"
+    "      --socket PATH          Unix socket, mode 0660 (default: DIR/stele.sock)\n"
+    "      --pid-file PATH        default: DIR/stele.pid\n"
+    "      --wait LEVEL           wait level of requests that do not name one: none, written,\n"
+    "                             durable (default) or shipped\n"
+    "      --max-line-bytes N     longest request line (default 2097152)\n"
+    "      --drain-timeout-ms N   at shutdown, how long replies may still wait (default 5000)\n"
+    "      --log-level LEVEL      debug, info (default), warn or error\n"
+    "      --mongo URI            ship to this MongoDB (replaces the config file's sinks)\n"
+    "      --db NAME, --collection NAME, --sink NAME   for --mongo\n";
+
+enum {
+    OPT_SOCKET = 1,
+    OPT_PID_FILE,
+    OPT_WAIT,
+    OPT_MAX_LINE,
+    OPT_DRAIN_TIMEOUT,
+    OPT_LOG_LEVEL,
+    OPT_MONGO,
+    OPT_DB,
+    OPT_COLLECTION,
+    OPT_SINK,
+};
+
+static const struct option serve_opts[] = {
+    {"socket", required_argument, NULL, OPT_SOCKET},
+    {"pid-file", required_argument, NULL, OPT_PID_FILE},
+    {"wait", required_argument, NULL, OPT_WAIT},
+    {"max-line-bytes", required_argument, NULL, OPT_MAX_LINE},
+    {"drain-timeout-ms", required_argument, NULL, OPT_DRAIN_TIMEOUT},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"mongo", required_argument, NULL, OPT_MONGO},
+    {"db", required_argument, NULL, OPT_DB},
+    {"collection", required_argument, NULL, OPT_COLLECTION},
+    {"sink", required_argument, NULL, OPT_SINK},
+    {NULL, 0, NULL, 0},
+};
 
 typedef struct serve_args {
-    const char *dir;
-    const char *socket_path; /* NULL: DIR/stele.sock */
-    const char *pid_path;    /* NULL: DIR/stele.pid */
-    const char *config_path;
-    const char *mongo_uri;
-    const char *mongo_db;
-    const char *mongo_collection;
+    const char *socket_path;   /* NULL: DIR/stele.sock */
+    const char *pid_path;      /* NULL: DIR/stele.pid */
+    stele_sink_options_t sink; /* used when sink.uri is set (--mongo) */
     stele_wait_t default_wait;
     size_t max_line_bytes;
     uint32_t drain_timeout_ms;
     serve_log_level_t log_level;
-    const char *knob_names[SERVE_MAX_KNOB_FLAGS]; /* "--sync always": applied last */
-    const char *knob_values[SERVE_MAX_KNOB_FLAGS];
-    char knob_storage[SERVE_MAX_KNOB_FLAGS][64];
-    size_t n_knobs;
 } serve_args_t;
 
-static void
-serve_usage(FILE *out)
-{
-    fputs("usage: stele serve [-d DIR] [--socket PATH] [--pid-file PATH] [--wait LEVEL]\n"
-          "                   [--max-line-bytes N] [--drain-timeout-ms N] [--log-level LEVEL]\n"
-          "                   [--config FILE] [--mongo URI [--db NAME] [--collection NAME]]\n"
-          "                   [--KNOB VALUE ...]\n"
-          "\n"
-          "Owns the journal in DIR and appends events that other processes send over a Unix\n"
-          "socket, one JSON object per line (docs/protocol.md). Stops cleanly on SIGTERM or\n"
-          "SIGINT: answers what it received, syncs, drains the sinks for a bounded time.\n"
-          "\n"
-          "  -d, --dir DIR          journal directory (default: $STELE_DIR)\n"
-          "  --socket PATH          Unix socket, mode 0660 (default: DIR/stele.sock)\n"
-          "  --pid-file PATH        default: DIR/stele.pid\n"
-          "  --wait LEVEL           wait level of requests without one: none, written,\n"
-          "                         durable (default), shipped\n"
-          "  --max-line-bytes N     longest request line (default 2097152)\n"
-          "  --drain-timeout-ms N   at shutdown, how long replies may wait (default 5000)\n"
-          "  --log-level LEVEL      debug, info (default), warn, error\n"
-          "  --config FILE          INI file of knobs and [sink NAME] sections\n"
-          "  --mongo URI            one MongoDB sink (with --db, --collection)\n"
-          "  --KNOB VALUE           any journal knob, e.g. --sync always, --commit-interval-us 0\n"
-          "\n"
-          "exit status: 0 stopped cleanly, 1 usage error, 3 journal or I/O error\n",
-          out);
-}
-
-/* Parses a decimal size or count with an optional K/M/G suffix. */
+/* Reads serve's own flags (cli_args_next() takes the common ones). Returns 0 or an exit
+ * code after printing the usage error. */
 static int
-serve_parse_u64(const char *text, uint64_t *out)
+serve_parse_args(cli_args_t *args, int argc, char **argv, serve_args_t *a)
 {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text || text[0] == '-')
-        return STELE_EINVAL;
-    uint64_t mult = 1;
-    if (*end == 'K' || *end == 'k')
-        mult = 1024;
-    else if (*end == 'M' || *end == 'm')
-        mult = 1024 * 1024;
-    else if (*end == 'G' || *end == 'g')
-        mult = 1024ull * 1024 * 1024;
-    if (mult != 1)
-        end++;
-    if (*end != '\0' || v > UINT64_MAX / mult)
-        return STELE_EINVAL;
-    *out = v * mult;
-    return 0;
-}
-
-static int
-serve_is_knob(const char *name)
-{
-    size_t n = 0;
-    const stele_knob_t *knobs = stele_knobs(&n);
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(knobs[i].name, name) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-static int
-serve_bad_usage(const char *what, const char *arg)
-{
-    fprintf(stderr, "stele serve: %s: %s\nhint: run \"stele serve --help\"\n", what, arg);
-    return SERVE_EXIT_USAGE;
-}
-
-/* Fills *a from argv. Returns -1 to proceed, else the exit code (help or usage error). */
-static int
-serve_parse_args(int argc, char **argv, serve_args_t *a)
-{
+    const char *arg;
+    int c, first_operand = argc, has_sink_field = 0;
+    uint64_t number = 0;
     memset(a, 0, sizeof *a);
-    a->dir = getenv("STELE_DIR");
+    stele_sink_options_init(&a->sink);
     a->default_wait = STELE_WAIT_DURABLE;
     a->max_line_bytes = SERVE_DEFAULT_MAX_LINE_BYTES;
     a->drain_timeout_ms = SERVE_DEFAULT_DRAIN_TIMEOUT_MS;
     a->log_level = SERVE_LOG_INFO;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            serve_usage(stdout);
-            return SERVE_EXIT_OK;
-        }
-        if (strncmp(arg, "--", 2) != 0 && strcmp(arg, "-d") != 0)
-            return serve_bad_usage("unexpected argument", arg);
-        /* --name=value or --name value */
-        char name[64];
-        const char *value = NULL;
-        const char *eq = strchr(arg, '=');
-        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (name_len >= sizeof name)
-            return serve_bad_usage("unknown option", arg);
-        memcpy(name, arg, name_len);
-        name[name_len] = '\0';
-        if (eq) {
-            value = eq + 1;
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            return serve_bad_usage("option needs a value", arg);
-        }
-        uint64_t number = 0;
-        if (strcmp(name, "-d") == 0 || strcmp(name, "--dir") == 0) {
-            a->dir = value;
-        } else if (strcmp(name, "--socket") == 0) {
-            a->socket_path = value;
-        } else if (strcmp(name, "--pid-file") == 0) {
-            a->pid_path = value;
-        } else if (strcmp(name, "--config") == 0) {
-            a->config_path = value;
-        } else if (strcmp(name, "--mongo") == 0) {
-            a->mongo_uri = value;
-        } else if (strcmp(name, "--db") == 0) {
-            a->mongo_db = value;
-        } else if (strcmp(name, "--collection") == 0) {
-            a->mongo_collection = value;
-        } else if (strcmp(name, "--wait") == 0) {
-            if (serve_wait_parse(value, strlen(value), &a->default_wait) != 0)
-                return serve_bad_usage("--wait takes none, written, durable or shipped", value);
-        } else if (strcmp(name, "--log-level") == 0) {
-            if (serve_log_parse_level(value, &a->log_level) != 0)
-                return serve_bad_usage("--log-level takes debug, info, warn or error", value);
-        } else if (strcmp(name, "--max-line-bytes") == 0) {
-            if (serve_parse_u64(value, &number) != 0 || number < 2 || number > (1u << 30))
-                return serve_bad_usage("--max-line-bytes takes 2 .. 1G", value);
+    while ((c = cli_args_next(args, argc, argv, &arg, &first_operand)) != -1) {
+        switch (c) {
+        case OPT_SOCKET:
+            a->socket_path = arg;
+            break;
+        case OPT_PID_FILE:
+            a->pid_path = arg;
+            break;
+        case OPT_WAIT:
+            if (serve_wait_parse(arg, strlen(arg), &a->default_wait) != 0)
+                return cli_usage_error("serve",
+                                       "--wait '%s' is not one of none, written, "
+                                       "durable, shipped",
+                                       arg);
+            break;
+        case OPT_MAX_LINE:
+            if (cli_parse_u64(arg, &number) != 0 || number < 2 || number > SERVE_MAX_LINE_LIMIT)
+                return cli_usage_error("serve", "--max-line-bytes '%s' is not in 2 .. %u", arg,
+                                       SERVE_MAX_LINE_LIMIT);
             a->max_line_bytes = (size_t)number;
-        } else if (strcmp(name, "--drain-timeout-ms") == 0) {
-            if (serve_parse_u64(value, &number) != 0 || number > 3600000)
-                return serve_bad_usage("--drain-timeout-ms takes 0 .. 3600000", value);
+            break;
+        case OPT_DRAIN_TIMEOUT:
+            if (cli_parse_u64(arg, &number) != 0 || number > SERVE_MAX_DRAIN_TIMEOUT_MS)
+                return cli_usage_error("serve", "--drain-timeout-ms '%s' is not in 0 .. %u", arg,
+                                       SERVE_MAX_DRAIN_TIMEOUT_MS);
             a->drain_timeout_ms = (uint32_t)number;
-        } else {
-            /* --commit-interval-us 100 -> knob commit_interval_us */
-            if (a->n_knobs == SERVE_MAX_KNOB_FLAGS)
-                return serve_bad_usage("too many knob flags", arg);
-            char *knob = a->knob_storage[a->n_knobs];
-            snprintf(knob, sizeof a->knob_storage[0], "%s", name + 2);
-            for (char *p = knob; *p; p++)
-                *p = *p == '-' ? '_' : *p;
-            if (!serve_is_knob(knob))
-                return serve_bad_usage("unknown option", arg);
-            a->knob_names[a->n_knobs] = knob;
-            a->knob_values[a->n_knobs++] = value;
+            break;
+        case OPT_LOG_LEVEL:
+            if (serve_log_parse_level(arg, &a->log_level) != 0)
+                return cli_usage_error("serve",
+                                       "--log-level '%s' is not one of debug, info, "
+                                       "warn, error",
+                                       arg);
+            break;
+        case OPT_MONGO:
+            if (!cli_uri_looks_valid(arg))
+                return cli_usage_error("serve", "--mongo '%s' is not a mongodb:// URI", arg);
+            a->sink.uri = arg;
+            break;
+        case OPT_DB:
+            a->sink.database = arg;
+            has_sink_field = 1;
+            break;
+        case OPT_COLLECTION:
+            a->sink.collection = arg;
+            has_sink_field = 1;
+            break;
+        case OPT_SINK:
+            a->sink.name = arg;
+            has_sink_field = 1;
+            break;
+        default:
+            return CLI_EXIT_USAGE;
         }
     }
-    if (!a->dir || !a->dir[0])
-        return serve_bad_usage("no journal directory", "use -d DIR or set STELE_DIR");
-    return -1;
-}
-
-/* Options from the config file, then STELE_* variables, then flags: later ones win. */
-static int
-serve_build_options(const serve_args_t *a, stele_options_t *opts, stele_sink_options_t *sink,
-                    stele_error_t *err)
-{
-    int rc = 0;
-    stele_options_init(opts);
-    if (a->config_path)
-        rc = stele_options_load_file(opts, a->config_path, err);
-    if (rc == 0)
-        rc = stele_options_load_env(opts, err);
-    for (size_t i = 0; rc == 0 && i < a->n_knobs; i++)
-        rc = stele_options_set(opts, a->knob_names[i], a->knob_values[i], err);
-    if (rc == 0 && a->mongo_uri) {
-        stele_sink_options_init(sink);
-        sink->uri = a->mongo_uri;
-        if (a->mongo_db)
-            sink->database = a->mongo_db;
-        if (a->mongo_collection)
-            sink->collection = a->mongo_collection;
-        opts->sinks = sink;
-        opts->n_sinks = 1;
-    }
-    return rc;
+    if (args->want_help)
+        return 0;
+    if (first_operand < argc)
+        return cli_usage_error("serve", "unexpected argument '%s'", argv[first_operand]);
+    if (!a->sink.uri && has_sink_field)
+        return cli_usage_error("serve", "--db, --collection and --sink need --mongo URI");
+    return 0;
 }
 
 /* Binds the listening socket. A socket file left by a crashed server is replaced; one a
@@ -249,6 +185,13 @@ serve_listen(const char *path, const serve_log_t *log, int *out_fd)
         return STELE_EINVAL;
     }
     memcpy(addr.sun_path, path, strlen(path) + 1);
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        /* Never unlink what is not a socket: --socket may be a typo for a real file. */
+        serve_logf(log, SERVE_LOG_ERROR, "socket path exists and is not a socket", "socket=%s",
+                   serve_log_quote(quoted, sizeof quoted, path));
+        return -EEXIST;
+    }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
@@ -328,50 +271,58 @@ serve_log_error(const serve_log_t *log, const char *msg, int rc, const stele_err
 int
 cmd_serve(int argc, char **argv)
 {
+    cli_args_t cli;
     serve_args_t args;
-    int exit_code = serve_parse_args(argc, argv, &args);
-    if (exit_code >= 0)
-        return exit_code;
-    serve_log_t log = {.min_level = args.log_level};
     stele_options_t opts;
-    stele_sink_options_t sink;
     stele_error_t err = {0};
     stele_t *db = NULL;
     int signal_fd = -1, listen_fd = -1, is_pid_written = 0, is_socket_bound = 0;
     char socket_path[PATH_MAX], pid_path[PATH_MAX], quoted[PATH_MAX + 8];
+    if (cli_args_begin(&cli, "serve", serve_usage, serve_opts, "") != 0)
+        return CLI_EXIT_ENGINE;
+    stele_options_init(&opts);
+    int exit_code = serve_parse_args(&cli, argc, argv, &args);
+    if (exit_code != 0 || cli.want_help) {
+        if (exit_code == 0)
+            cli_print_help(&cli, stdout);
+        goto done;
+    }
+    exit_code = cli_options_build(&cli, &opts);
+    if (exit_code != 0)
+        goto done;
+    if (args.sink.uri) {
+        opts.sinks = &args.sink;
+        opts.n_sinks = 1;
+    }
+    serve_log_t log = {.min_level = args.log_level};
     snprintf(socket_path, sizeof socket_path, "%s", args.socket_path ? args.socket_path : "");
     snprintf(pid_path, sizeof pid_path, "%s", args.pid_path ? args.pid_path : "");
     if (!args.socket_path)
-        snprintf(socket_path, sizeof socket_path, "%s/stele.sock", args.dir);
+        snprintf(socket_path, sizeof socket_path, "%s/%s", cli.dir, STELE_SOCKET_NAME);
     if (!args.pid_path)
-        snprintf(pid_path, sizeof pid_path, "%s/stele.pid", args.dir);
+        snprintf(pid_path, sizeof pid_path, "%s/stele.pid", cli.dir);
 
-    int rc = serve_build_options(&args, &opts, &sink, &err);
-    if (rc != 0) {
-        serve_log_error(&log, "invalid configuration", rc, &err);
-        stele_options_release(&opts);
-        return SERVE_EXIT_USAGE;
-    }
-    exit_code = SERVE_EXIT_ENGINE;
-    rc = serve_signals(&signal_fd);
+    exit_code = CLI_EXIT_ENGINE;
+    int rc = serve_signals(&signal_fd);
     if (rc != 0) {
         serve_log_error(&log, "could not set up signal handling", rc, NULL);
-        goto done;
+        goto stop;
     }
-    rc = stele_open(args.dir, &opts, &db, &err);
+    rc = stele_open(cli.dir, &opts, &db, &err);
     if (rc != 0) {
         serve_log_error(&log, "could not open journal", rc, &err);
-        goto done;
+        exit_code = cli_exit_for(rc);
+        goto stop;
     }
     rc = serve_listen(socket_path, &log, &listen_fd);
     if (rc != 0)
-        goto done;
+        goto stop;
     is_socket_bound = 1;
     rc = serve_write_pid_file(pid_path);
     if (rc != 0) {
         serve_logf(&log, SERVE_LOG_ERROR, "could not write pid file", "pid_file=%s errno=%s",
                    serve_log_quote(quoted, sizeof quoted, pid_path), stele_errname(rc));
-        goto done;
+        goto stop;
     }
     is_pid_written = 1;
     serve_logf(&log, SERVE_LOG_INFO, "listening", "socket=%s pid=%ld wait=%s sinks=%zu",
@@ -390,9 +341,9 @@ cmd_serve(int argc, char **argv)
     };
     rc = serve_loop_run(&cfg);
     listen_fd = -1; /* closed by the loop */
-    exit_code = rc == 0 ? SERVE_EXIT_OK : SERVE_EXIT_ENGINE;
+    exit_code = rc == 0 ? CLI_EXIT_OK : CLI_EXIT_ENGINE;
 
-done:
+stop:
     if (listen_fd >= 0)
         close(listen_fd);
     if (is_socket_bound)
@@ -402,15 +353,17 @@ done:
         rc = stele_close(db, &err);
         if (rc != 0) {
             serve_log_error(&log, "journal closed with an error", rc, &err);
-            exit_code = SERVE_EXIT_ENGINE;
+            exit_code = CLI_EXIT_ENGINE;
         }
     }
     if (is_pid_written)
         unlink(pid_path);
     if (signal_fd >= 0)
         close(signal_fd);
-    stele_options_release(&opts);
-    if (exit_code == SERVE_EXIT_OK)
+    if (exit_code == CLI_EXIT_OK)
         serve_log(&log, SERVE_LOG_INFO, "stopped");
+done:
+    stele_options_release(&opts);
+    cli_args_end(&cli);
     return exit_code;
 }

@@ -3,8 +3,9 @@
  * its writer with one sink (so it cannot run beside `stele insert` or `stele serve`: those
  * ship with the sinks of their own configuration), then either waits until every committed
  * record is shipped (--once) or ships until SIGINT/SIGTERM, printing the shipped seq as it
- * advances. SIGINT/SIGTERM are blocked and taken with sigtimedwait(), so there is no
- * handler and no global flag; the engine's threads inherit the mask.
+ * advances. --from/--to re-ship a range with stele_reship() instead, without the writer lock
+ * (beside a running writer and its shippers). SIGINT/SIGTERM are blocked and taken with
+ * sigtimedwait(), so there is no handler and no global flag; the engine's threads inherit the mask.
  */
 #include "cmd.h"
 
@@ -28,7 +29,8 @@ static const char ship_usage[] =
     "      --collection NAME  collection (default: events)\n"
     "      --sink NAME        checkpoint name (default: default)\n"
     "      --once             stop when caught up\n"
-    "      --from SEQ --to SEQ  re-ship a range (not supported yet)\n";
+    "      --from SEQ         re-ship from this seq (with --to: a range; then the journal\n"
+    "      --to SEQ           is not opened for writing and a writer may be running)\n";
 
 enum { OPT_MONGO = 1, OPT_DB, OPT_COLLECTION, OPT_SINK, OPT_ONCE, OPT_FROM, OPT_TO };
 
@@ -47,6 +49,7 @@ typedef struct ship_query {
     stele_sink_options_t sink;
     int once;
     int has_range;
+    uint64_t from_seq, to_seq; /* 0: oldest / last committed */
 } ship_query_t;
 
 static int
@@ -74,9 +77,14 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
             q->once = 1;
             break;
         case OPT_FROM:
-        case OPT_TO:
+        case OPT_TO: {
+            uint64_t *seq = (c == OPT_FROM) ? &q->from_seq : &q->to_seq;
+            if (cli_parse_u64(arg, seq) != 0 || *seq == 0)
+                return cli_usage_error("ship", "%s '%s' is not a seq (1 or more)",
+                                       c == OPT_FROM ? "--from" : "--to", arg);
             q->has_range = 1;
             break;
+        }
         default:
             return CLI_EXIT_USAGE;
         }
@@ -87,8 +95,12 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
         return cli_usage_error("ship", "unexpected argument '%s'", argv[first_operand]);
     if (q->sink.uri == NULL)
         return cli_usage_error("ship", "--mongo URI is required");
-    if (q->has_range)
-        return cli_usage_error("ship", "--from/--to re-shipping is not supported yet");
+    if (q->from_seq != 0 && q->to_seq != 0 && q->to_seq < q->from_seq)
+        return cli_usage_error("ship", "--to %" PRIu64 " is before --from %" PRIu64, q->to_seq,
+                               q->from_seq);
+    if (q->has_range && q->once)
+        return cli_usage_error("ship", "--once and --from/--to exclude each other: a range is "
+                                       "shipped once");
     return 0;
 }
 
@@ -130,6 +142,21 @@ ship_run(stele_t *db, const ship_query_t *q, const sigset_t *stop_signals, stele
     }
 }
 
+/* --from/--to: one pass of stele_reship(), printing how many documents were inserted. */
+static int
+ship_range(const char *dir, const ship_query_t *q)
+{
+    stele_error_t err = {0};
+    uint64_t n_inserted = 0;
+    int rc = stele_reship(dir, &q->sink, q->from_seq, q->to_seq, &n_inserted, &err);
+    if (rc != 0) {
+        cli_report("ship", rc, &err);
+        return cli_exit_for(rc);
+    }
+    printf("%" PRIu64 " documents inserted\n", n_inserted);
+    return CLI_EXIT_OK;
+}
+
 int
 cmd_ship(int argc, char **argv)
 {
@@ -149,6 +176,10 @@ cmd_ship(int argc, char **argv)
     code = cli_options_build(&args, &opts);
     if (code != 0)
         goto done;
+    if (q.has_range) {
+        code = ship_range(args.dir, &q);
+        goto done;
+    }
     /* the command line's sink replaces any of the config file: one sink, in the foreground */
     opts.sinks = &q.sink;
     opts.n_sinks = 1;

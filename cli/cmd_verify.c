@@ -1,12 +1,15 @@
 /*
  * cmd_verify.c: `stele verify`: runs stele_verify() (CRCs, hash chain, seq contiguity, index
  * against segments) over [--from, --to], read-only, beside a running writer.
+ * With --mongo it then compares the sink's collection with the journal through
+ * stele_remote_check() (missing, extra and mismatching seqs, reported as ranges).
  * Exit 0 when everything holds, 2 with the first bad seq and why on stderr, 1 for usage
  * errors, 3 when the check could not run.
  */
 #include "cmd.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char verify_usage[] =
@@ -17,20 +20,25 @@ static const char verify_usage[] =
     "\n"
     "      --from SEQ         first seq to check (default: the oldest)\n"
     "      --to SEQ           last seq to check (default: the newest)\n"
-    "      --mongo URI        also compare the MongoDB copy (not supported yet)\n";
+    "      --mongo URI        also compare the MongoDB copy with the journal\n"
+    "      --db NAME          its database (default: the URI's path, else audit)\n"
+    "      --collection NAME  its collection (default: events)\n";
 
-enum { OPT_FROM = 1, OPT_TO, OPT_MONGO };
+enum { OPT_FROM = 1, OPT_TO, OPT_MONGO, OPT_DB, OPT_COLLECTION };
 
 static const struct option verify_opts[] = {
     {"from", required_argument, NULL, OPT_FROM},
     {"to", required_argument, NULL, OPT_TO},
     {"mongo", required_argument, NULL, OPT_MONGO},
+    {"db", required_argument, NULL, OPT_DB},
+    {"collection", required_argument, NULL, OPT_COLLECTION},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct verify_query {
     uint64_t from_seq, to_seq; /* 0: open end */
-    const char *mongo_uri;
+    stele_sink_options_t sink; /* uri NULL: no remote check */
+    int has_remote_names;      /* --db or --collection given */
 } verify_query_t;
 
 static int
@@ -51,7 +59,15 @@ verify_parse(cli_args_t *args, int argc, char **argv, verify_query_t *q)
         case OPT_MONGO:
             if (!cli_uri_looks_valid(arg))
                 return cli_usage_error("verify", "--mongo '%s' is not a mongodb:// URI", arg);
-            q->mongo_uri = arg;
+            q->sink.uri = arg;
+            break;
+        case OPT_DB:
+            q->sink.database = arg;
+            q->has_remote_names = 1;
+            break;
+        case OPT_COLLECTION:
+            q->sink.collection = arg;
+            q->has_remote_names = 1;
             break;
         default:
             return CLI_EXIT_USAGE;
@@ -64,9 +80,56 @@ verify_parse(cli_args_t *args, int argc, char **argv, verify_query_t *q)
     if (q->from_seq != 0 && q->to_seq != 0 && q->to_seq < q->from_seq)
         return cli_usage_error("verify", "--to %" PRIu64 " is before --from %" PRIu64, q->to_seq,
                                q->from_seq);
-    if (q->mongo_uri != NULL)
-        return cli_usage_error("verify", "--mongo is not supported yet");
+    if (q->sink.uri == NULL && q->has_remote_names)
+        return cli_usage_error("verify", "--db and --collection need --mongo");
     return 0;
+}
+
+static void
+print_ranges(const char *what, uint64_t n, const stele_seq_range_t *ranges, size_t n_ranges)
+{
+    if (n == 0)
+        return;
+    fprintf(stderr, "stele verify: %" PRIu64 " %s:", n, what);
+    size_t shown = n_ranges < STELE_REMOTE_MAX_RANGES ? n_ranges : STELE_REMOTE_MAX_RANGES;
+    for (size_t i = 0; i < shown; i++) {
+        if (ranges[i].first_seq == ranges[i].last_seq)
+            fprintf(stderr, " %" PRIu64, ranges[i].first_seq);
+        else
+            fprintf(stderr, " %" PRIu64 "-%" PRIu64, ranges[i].first_seq, ranges[i].last_seq);
+    }
+    fprintf(stderr, "%s\n", n_ranges > shown ? " ..." : "");
+}
+
+/* The --mongo part: the remote copy against the journal. */
+static int
+verify_remote(const cli_args_t *args, const verify_query_t *q)
+{
+    stele_remote_report_t *report = calloc(1, sizeof *report);
+    if (report == NULL)
+        return CLI_EXIT_ENGINE;
+    stele_error_t err = {0};
+    int code = CLI_EXIT_OK;
+    int rc = stele_remote_check(args->dir, &q->sink, q->from_seq, q->to_seq, report, &err);
+    if (rc == 0) {
+        printf("ok: remote copy matches, %" PRIu64 " records and %" PRIu64
+               " documents compared (seq %" PRIu64 "..%" PRIu64 ")\n",
+               report->records_checked, report->docs_checked, report->from_seq, report->to_seq);
+    } else if (rc == STELE_EINTEGRITY) {
+        print_ranges("missing from the remote copy", report->n_missing, report->missing,
+                     report->n_missing_ranges);
+        print_ranges("extra in the remote copy", report->n_extra, report->extra,
+                     report->n_extra_ranges);
+        print_ranges("mismatching the journal", report->n_mismatched, report->mismatched,
+                     report->n_mismatched_ranges);
+        fputs("hint: \"stele ship --from SEQ --to SEQ\" re-ships missing records\n", stderr);
+        code = CLI_EXIT_INVALID;
+    } else {
+        cli_report("verify", rc, &err);
+        code = cli_exit_for(rc);
+    }
+    free(report);
+    return code;
 }
 
 int
@@ -76,6 +139,7 @@ cmd_verify(int argc, char **argv)
     if (cli_args_begin(&args, "verify", verify_usage, verify_opts, "") != 0)
         return CLI_EXIT_ENGINE;
     verify_query_t q = {0};
+    stele_sink_options_init(&q.sink);
     int code = verify_parse(&args, argc, argv, &q);
     if (code != 0 || args.want_help) {
         if (code == 0)
@@ -103,6 +167,8 @@ cmd_verify(int argc, char **argv)
         cli_report("verify", rc, &err);
         code = cli_exit_for(rc) == CLI_EXIT_OK ? CLI_EXIT_ENGINE : cli_exit_for(rc);
     }
+    if (code == 0 && q.sink.uri != NULL)
+        code = verify_remote(&args, &q);
 done:
     cli_args_end(&args);
     return code;

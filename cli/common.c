@@ -98,6 +98,20 @@ cli_args_end(cli_args_t *a)
     a->longopts = NULL;
 }
 
+/* getopt's '?' (unknown, or a value given to a flag that takes none) and ':' (no value). */
+static void
+report_option_error(const cli_args_t *a, int c, const char *given)
+{
+    if (c == ':')
+        cli_usage_error(a->command, "option '%s' needs a value", given);
+    else if (strncmp(given, "--", 2) == 0 && strchr(given, '=') != NULL)
+        cli_usage_error(a->command, "option '%s' is unknown or takes no value", given);
+    else if (optopt != 0 && strncmp(given, "--", 2) != 0)
+        cli_usage_error(a->command, "unknown option '-%c'", optopt);
+    else
+        cli_usage_error(a->command, "unknown option '%s'", given);
+}
+
 int
 cli_args_next(cli_args_t *a, int argc, char **argv, const char **optarg_out, int *optind_out)
 {
@@ -107,19 +121,15 @@ cli_args_next(cli_args_t *a, int argc, char **argv, const char **optarg_out, int
         *optarg_out = optarg;
         if (c == -1)
             return -1;
-        if (c == '?') {
-            const char *given = argv[optind - 1];
-            if (optopt != 0)
-                return cli_usage_error(a->command, "unknown option '-%c'", optopt), CLI_OPT_ERROR;
-            return cli_usage_error(a->command, "unknown option '%s'", given), CLI_OPT_ERROR;
-        }
-        if (c == ':') {
-            return cli_usage_error(a->command, "option '%s' needs a value", argv[optind - 1]),
-                   CLI_OPT_ERROR;
+        if (c == '?' || c == ':') {
+            report_option_error(a, c, argv[optind - 1]);
+            return CLI_OPT_ERROR;
         }
         if (c == 'd' || c == OPT_DIR) {
-            if (optarg[0] == '\0')
-                return cli_usage_error(a->command, "--dir needs a directory"), CLI_OPT_ERROR;
+            if (optarg[0] == '\0') {
+                cli_usage_error(a->command, "--dir needs a directory");
+                return CLI_OPT_ERROR;
+            }
             a->dir = optarg;
         } else if (c == OPT_CONFIG) {
             a->config_path = optarg;
@@ -128,8 +138,10 @@ cli_args_next(cli_args_t *a, int argc, char **argv, const char **optarg_out, int
         } else if (c >= OPT_KNOB_BASE) {
             size_t n_knobs;
             const stele_knob_t *knobs = stele_knobs(&n_knobs);
-            if (a->n_knob_flags == CLI_MAX_KNOB_FLAGS)
-                return cli_usage_error(a->command, "too many knob flags"), CLI_OPT_ERROR;
+            if (a->n_knob_flags == CLI_MAX_KNOB_FLAGS) {
+                cli_usage_error(a->command, "too many knob flags");
+                return CLI_OPT_ERROR;
+            }
             a->knob_names[a->n_knob_flags] = knobs[c - OPT_KNOB_BASE].name;
             a->knob_values[a->n_knob_flags] = optarg;
             a->n_knob_flags++;
@@ -176,8 +188,10 @@ cli_options_build(const cli_args_t *a, stele_options_t *opts)
     for (size_t i = 0; rc == 0 && i < a->n_knob_flags; i++)
         rc = stele_options_set(opts, a->knob_names[i], a->knob_values[i], &err);
     if (rc != 0) {
+        /* whatever the cause (a bad value, a missing or unreadable file), the fix is in what
+         * the user gave us: a usage error */
         cli_report(a->command, rc, &err);
-        return cli_exit_for(rc);
+        return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
 }

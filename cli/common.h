@@ -68,7 +68,8 @@ void cli_print_help(const cli_args_t *a, FILE *out);
 
 /*
  * Fills *opts: defaults, then the config file, then STELE_* environment variables, then the
- * knob flags (so flags win). On failure prints the error and returns the exit code;
+ * knob flags (so flags win). On failure prints the error and returns CLI_EXIT_USAGE, also for
+ * a missing or unreadable config file: the fix is in what the user gave;
  * release *opts with stele_options_release() either way.
  */
 int cli_options_build(const cli_args_t *a, stele_options_t *opts);

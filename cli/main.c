@@ -20,6 +20,7 @@ static const cli_command_t commands[] = {
     {"status", cmd_status, "journal and sink positions (--json, --prometheus)"},
     {"verify", cmd_verify, "check CRCs, the hash chain, seqs and the index"},
     {"ship", cmd_ship, "run a MongoDB sink in the foreground"},
+    {"serve", cmd_serve, "own the journal; take events from other processes on a socket"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

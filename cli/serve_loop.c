@@ -621,17 +621,21 @@ serve_begin_drain(serve_loop_t *loop, int signo)
     return rc;
 }
 
-/* The drain deadline passed: whoever still waits gets an error, never a silent close. */
+/* The drain deadline passed: whoever still waits gets an error, never a silent close. A
+ * request that did reach its level behind one that did not still gets its seq. */
 static void
 serve_fail_remaining(serve_loop_t *loop)
 {
     char reply[SERVE_REPLY_MAX_BYTES];
     serve_conn_t *next;
     size_t n_failed = 0;
+    serve_acks_snapshot(loop->acks, &loop->acked);
     for (serve_conn_t *c = loop->all; c; c = next) {
         next = c->all_next;
-        fifo_flush_ready(loop, c);
         while (c->fifo_count > 0) {
+            fifo_flush_ready(loop, c);
+            if (c->fifo_count == 0)
+                break;
             serve_pending_t *p = &c->fifo[c->fifo_head];
             stele_error_t err = {.code = STELE_ECLOSED};
             snprintf(err.message, sizeof err.message,
@@ -643,7 +647,7 @@ serve_fail_remaining(serve_loop_t *loop)
             c->fifo_count--;
             n_failed++;
         }
-        fifo_flush_ready(loop, c); /* frees the empty FIFO */
+        fifo_flush_ready(loop, c); /* unlinks and frees the empty FIFO */
         conn_write(c);
         conn_close(loop, c);
     }

@@ -4,8 +4,10 @@
  * fuzz_serve_request.c) and the table tests drive them directly.
  *
  * Why a bare event is not parsed here: the engine validates and encodes it anyway
- * (stele_append_json), so the common case costs one parse. Only a line that may be an
- * envelope (it holds a '$', literally or as \u0024) is parsed with libbson to find out.
+ * (stele_append_json), so the common case costs one parse. The envelope as the client
+ * library writes it is recognised by its exact text (serve_parse_client_envelope); only
+ * another line that may be an envelope (it holds a '$', literally or as \u0024) is parsed
+ * with libbson to find out.
  * Envelope keys start with '$' because an event may not have such keys: a bare event can
  * never be mistaken for an envelope, and an envelope never for an event.
  */
@@ -143,6 +145,39 @@ serve_read_envelope(const bson_t *doc, serve_request_t *req, stele_error_t *err)
     return 1;
 }
 
+/*
+ * The envelope exactly as stele_client_send_json() writes it, {"$event":E,"$wait":"W"},
+ * is taken apart without a parser: E goes to the engine as JSON text, which accepts it only
+ * if it is one complete object, so text that tries to close the envelope early
+ * ({"a":1},"$wait":"none") is rejected there as malformed JSON. Any other spelling takes the
+ * general path. Returns 1 when it matched.
+ */
+static int
+serve_parse_client_envelope(const char *line, size_t len, serve_request_t *out)
+{
+    static const char head[] = "{\"$event\":";
+    static const char wait_key[] = ",\"$wait\":\"";
+    size_t head_len = sizeof head - 1, key_len = sizeof wait_key - 1;
+    if (len < head_len + key_len + 3 || memcmp(line, head, head_len) != 0 ||
+        memcmp(line + len - 2, "\"}", 2) != 0)
+        return 0;
+    for (int w = STELE_WAIT_NONE; w <= STELE_WAIT_SHIPPED; w++) {
+        size_t name_len = strlen(serve_wait_names[w]);
+        size_t tail_len = key_len + name_len + 2;
+        if (len < head_len + tail_len + 1)
+            continue;
+        const char *tail = line + len - tail_len;
+        if (memcmp(tail, wait_key, key_len) == 0 &&
+            memcmp(tail + key_len, serve_wait_names[w], name_len) == 0) {
+            out->wait = (stele_wait_t)w;
+            out->json = line + head_len;
+            out->json_len = len - head_len - tail_len;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int
 serve_request_parse(const char *line, size_t len, stele_wait_t default_wait, serve_request_t *out,
                     stele_error_t *err)
@@ -155,6 +190,8 @@ serve_request_parse(const char *line, size_t len, stele_wait_t default_wait, ser
         serve_request_fail(err, STELE_EEMPTY, "empty request line");
         return STELE_EEMPTY;
     }
+    if (serve_parse_client_envelope(line, len, out))
+        return 0;
     if (serve_may_be_envelope(line, len)) {
         bson_error_t berr;
         bson_t *doc = bson_new_from_json((const uint8_t *)line, (ssize_t)len, &berr);

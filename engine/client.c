@@ -218,10 +218,31 @@ stele_client_send_json(stele_client_t *c, const char *json, size_t len, stele_wa
     return 0;
 }
 
+/* The common reply, {"seq":N}, without a JSON parser. Returns 1 when it matched. */
+static int
+client_parse_seq_reply(const char *line, size_t len, uint64_t *seq_out)
+{
+    static const char head[] = "{\"seq\":";
+    size_t i = sizeof head - 1;
+    uint64_t seq = 0;
+    if (len < i + 2 || memcmp(line, head, i) != 0 || line[len - 1] != '}')
+        return 0;
+    for (; i < len - 1; i++) {
+        if (line[i] < '0' || line[i] > '9' || seq > (UINT64_MAX - 9) / 10)
+            return 0;
+        seq = seq * 10 + (uint64_t)(line[i] - '0');
+    }
+    if (seq_out)
+        *seq_out = seq;
+    return 1;
+}
+
 /* Parses one reply line. Returns the request's result. */
 static int
 client_parse_reply(const char *line, size_t len, uint64_t *seq_out, stele_error_t *err)
 {
+    if (client_parse_seq_reply(line, len, seq_out))
+        return 0;
     bson_error_t berr;
     bson_t *doc = bson_new_from_json((const uint8_t *)line, (ssize_t)len, &berr);
     bson_iter_t it, sub;

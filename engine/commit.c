@@ -57,6 +57,22 @@
 #define HIST_SUB_BITS 3
 #define HIST_BUCKETS (64 << HIST_SUB_BITS)
 
+/* After a batch, an idle committer naps this long before sleeping for good, and appends
+ * that do not wait (wait=none) do not wake it from the nap: a steady stream of unwaited
+ * appends is then written in large batches instead of one pwritev (and one futex wake) per
+ * record. Appends that wait always wake it at once. */
+#define COMMIT_NAP_NS 1000000ull
+#define COMMIT_NAP_WINDOW_NS 100000000ull
+/* An unwaited append still wakes a napping committer once this much is queued. */
+#define COMMIT_EAGER_BYTES ((size_t)256 << 10)
+
+/* A waiter whose record is in the batch being written spins this long before sleeping, and
+ * the committer spins this long for the next record before napping: for a lone durable
+ * writer that saves two futex wake-ups per commit, a large share of an ~85 us fdatasync.
+ * Only one waiter spins at a time, so many writers never burn the CPU the committer needs. */
+#define COMMIT_WAITER_SPIN_NS 300000ull
+#define COMMIT_COMMITTER_SPIN_NS 30000ull
+
 #define NS_PER_US 1000ull
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
@@ -97,6 +113,7 @@ struct commit {
     int n_space_waiters;
     int n_done_waiters;
     bool is_committer_idle;
+    bool is_committer_napping; /* idle, but wakes by itself within COMMIT_NAP_NS */
     bool is_closing;
     bool is_stopped; /* the committer thread has exited */
 
@@ -108,8 +125,11 @@ struct commit {
     _Atomic uint64_t appended_seq;
     _Atomic uint64_t written_seq;
     _Atomic uint64_t durable_seq;
-    _Atomic uint64_t disk_bytes; /* journal_stats after the last batch */
-    _Atomic int n_active;        /* writers inside append/wait */
+    _Atomic uint64_t disk_bytes;   /* journal_stats after the last batch */
+    _Atomic int n_active;          /* writers inside append/wait */
+    _Atomic uint64_t inflight_seq; /* last seq of the batch being written/synced, else 0 */
+    _Atomic uint64_t waited_seq;   /* newest seq whose appender waits for it */
+    _Atomic int n_spinners;        /* waiters spinning (at most one) */
 
     /* -- counters, written by the committer only -- */
     _Atomic uint64_t n_batches;
@@ -428,6 +448,33 @@ commit_refresh_disk_bytes(commit_t *c)
     atomic_store(&c->disk_bytes, js.disk_bytes);
 }
 
+static void
+commit_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* After a batch (mu not held): a lone durable writer appends its next record within a few
+ * microseconds of its acknowledgement; catching it here saves a futex wake-up. Stops at
+ * once for unwaited records, which the nap batches better. */
+static void
+commit_spin_for_waited(commit_t *c, uint64_t taken_seq)
+{
+    uint64_t start = commit_mono_ns();
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&c->waited_seq, memory_order_relaxed) > taken_seq)
+            return;
+        if (atomic_load_explicit(&c->appended_seq, memory_order_relaxed) > taken_seq &&
+            atomic_load_explicit(&c->waited_seq, memory_order_relaxed) <= taken_seq)
+            return;
+        if (i % 64 == 0 && commit_mono_ns() - start >= COMMIT_COMMITTER_SPIN_NS)
+            return;
+        commit_cpu_relax();
+    }
+}
+
 static void *
 commit_main(void *arg)
 {
@@ -470,9 +517,14 @@ commit_main(void *arg)
             uint64_t deadline = 0;
             if (!halted && c->cfg.sync == STELE_SYNC_INTERVAL && written > durable)
                 deadline = last_sync_ns + c->cfg.sync_interval_ms * NS_PER_MS;
+            bool nap = !halted && now - last_commit_ns < COMMIT_NAP_WINDOW_NS;
+            if (nap && (deadline == 0 || deadline > now + COMMIT_NAP_NS))
+                deadline = now + COMMIT_NAP_NS;
             c->is_committer_idle = true;
+            c->is_committer_napping = nap;
             commit_cond_wait(&c->work_cv, &c->mu, deadline);
             c->is_committer_idle = false;
+            c->is_committer_napping = false;
             continue;
         }
 
@@ -481,6 +533,7 @@ commit_main(void *arg)
         if (!ch)
             continue;
         last_commit_ns = commit_mono_ns();
+        atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
         pthread_mutex_unlock(&c->mu);
 
         stele_error_t werr;
@@ -508,6 +561,8 @@ commit_main(void *arg)
             }
         }
 
+        uint64_t taken_seq = ch->last_seq;
+        atomic_store_explicit(&c->inflight_seq, 0, memory_order_relaxed);
         pthread_mutex_lock(&c->mu);
         if (always && rc == 0)
             last_sync_ns = commit_mono_ns();
@@ -526,6 +581,8 @@ commit_main(void *arg)
             chunk_free(dropped);
             dropped = next;
         }
+        if (rc == 0)
+            commit_spin_for_waited(c, taken_seq);
         pthread_mutex_lock(&c->mu);
     }
     c->is_stopped = true;
@@ -628,8 +685,8 @@ commit_blocked(commit_t *c, size_t frame_bytes)
 }
 
 int
-commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, uint64_t *seq_out,
-               stele_error_t *err)
+commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, bool is_waited,
+               uint64_t *seq_out, stele_error_t *err)
 {
     size_t frame_bytes = journal_frame_bytes(payload_len);
     if (frame_bytes > c->cfg.batch_bytes)
@@ -692,12 +749,43 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, uint64
     c->queue_bytes += frame_bytes;
     c->queue_records++;
     atomic_store_explicit(&c->appended_seq, seq, memory_order_release);
-    if (c->is_committer_idle)
+    if (is_waited)
+        atomic_store_explicit(&c->waited_seq, seq, memory_order_relaxed);
+    if (c->is_committer_idle &&
+        (is_waited || !c->is_committer_napping || c->queue_bytes >= COMMIT_EAGER_BYTES))
         pthread_cond_signal(&c->work_cv);
     pthread_mutex_unlock(&c->mu);
     if (seq_out)
         *seq_out = seq;
     return 0;
+}
+
+/* Spins (one waiter at a time) while `seq` is in the batch being written and synced.
+ * Returns true when the position reached seq. */
+static bool
+commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
+{
+    if (atomic_load_explicit(&c->inflight_seq, memory_order_relaxed) < seq)
+        return false;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&c->n_spinners, &expected, 1))
+        return false;
+    uint64_t start = commit_mono_ns();
+    bool reached = false;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(pos, memory_order_acquire) >= seq) {
+            reached = true;
+            break;
+        }
+        if (atomic_load_explicit(&c->halted, memory_order_relaxed) ||
+            atomic_load_explicit(&c->inflight_seq, memory_order_relaxed) < seq)
+            break;
+        if (i % 64 == 0 && commit_mono_ns() - start >= COMMIT_WAITER_SPIN_NS)
+            break;
+        commit_cpu_relax();
+    }
+    atomic_store(&c->n_spinners, 0);
+    return reached;
 }
 
 int
@@ -715,6 +803,8 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
     if (seq == 0 || seq > atomic_load_explicit(&c->appended_seq, memory_order_acquire))
         return error_set(err, STELE_EINVAL, "seq %llu was never appended", (unsigned long long)seq);
     if (atomic_load_explicit(pos, memory_order_acquire) >= seq)
+        return 0;
+    if (commit_spin_for_seq(c, pos, seq))
         return 0;
     uint64_t deadline =
         timeout_ms < 0 ? 0 : commit_mono_ns() + (uint64_t)timeout_ms * NS_PER_MS + 1;

@@ -10,6 +10,7 @@
 #ifndef STELE_ENGINE_COMMIT_H
 #define STELE_ENGINE_COMMIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,12 +55,14 @@ void commit_free(commit_t *c);
 
 /*
  * Queues one record (payload already validated). Blocks while the queue is full or the quota
- * reached (on_full=block), up to queue_timeout_ms. *seq_out receives its seq.
+ * reached (on_full=block), up to queue_timeout_ms. *seq_out receives its seq. `is_waited`
+ * says the caller will wait for the record (wakes the committer at once); unwaited records
+ * may sit up to about a millisecond so they are written in larger batches.
  * Returns 0, STELE_ETIMEDOUT, STELE_EFULL, STELE_EHALTED, STELE_ECLOSED; nothing is queued
  * on error.
  */
-int commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, uint64_t *seq_out,
-                   stele_error_t *err);
+int commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, bool is_waited,
+                   uint64_t *seq_out, stele_error_t *err);
 
 /*
  * Blocks until `seq` is written (STELE_WAIT_WRITTEN) or durable (STELE_WAIT_DURABLE), or

@@ -7,6 +7,9 @@
  * index through index.h; it never writes a segment. The segments are the truth and the
  * index only a hint: a seek hands the index's position to journal_reader_seek(), which
  * checks it, and a time seek re-checks the batch the index named before trusting it.
+ * Verify alone also reads segment files directly (read-only, through the POSIX I/O table and
+ * journal/record.h's decoder): the journal reader names a damaged batch, and verify finds
+ * the frame inside it; and it checks header bytes the reader has no reason to look at.
  *
  * LMDB forbids opening one environment twice in a process (closing either drops the other's
  * fcntl locks), so a reader or status call in the process that holds the journal for
@@ -21,7 +24,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +31,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chain.h"
+#include "format.h"
 #include "index.h"
 #include "journal.h"
+#include "record.h"
+#include "segment.h"
 #include "stele_internal.h"
 
 /* Batch starts written to the index per LMDB transaction during a catch-up scan. */
 #define READER_CATCH_UP_CHUNK 1024
-#define READER_HASH_BYTES 32
 
 struct stele_reader {
     journal_reader_t *jr;
@@ -122,12 +127,14 @@ stele_reader_source(const stele_reader_t *r)
     return r ? journal_reader_source(r->jr) : "";
 }
 
-/* Seeks the journal reader to seq with the index's batch start as a hint. */
+/* Seeks the journal reader to seq with an index batch start as a hint. The journal takes a
+ * hint only for a frame strictly before seq (it reads the target's prev_hash on the way), so
+ * the hint is the batch holding seq - 1. */
 static int
 reader_seek_hinted(stele_reader_t *r, uint64_t seq, stele_error_t *err)
 {
     index_batch_t b = {0};
-    if (r->ix && seq && index_find_seq(r->ix, seq, &b, NULL) != 0)
+    if (r->ix && seq > 1 && index_find_seq(r->ix, seq - 1, &b, NULL) != 0)
         memset(&b, 0, sizeof b);
     return journal_reader_seek(r->jr, seq, b.segment_seq, b.offset, err);
 }
@@ -198,7 +205,7 @@ reader_index_start_for_time(stele_reader_t *r, int64_t ts_ns, uint64_t *seq_out)
     if (rc)
         return rc;
     journal_record_t rec;
-    rc = journal_reader_seek(r->jr, b.first_seq, b.segment_seq, b.offset, NULL);
+    rc = reader_seek_hinted(r, b.first_seq, NULL);
     if (rc == 0)
         rc = journal_reader_next(r->jr, &rec, NULL);
     if (rc == 0 && (rec.seq != b.first_seq || rec.ts_ns != b.first_ts_ns ||
@@ -366,7 +373,8 @@ reader_status_sinks(index_t *ix, stele_status_t *out)
         n = STELE_MAX_SINKS;
     out->n_sinks = (size_t)n;
     for (int i = 0; i < n; i++) {
-        snprintf(out->sinks[i].name, sizeof out->sinks[i].name, "%s", names[i]);
+        _Static_assert(sizeof out->sinks[i].name == sizeof names[i], "sink name sizes");
+        memcpy(out->sinks[i].name, names[i], sizeof names[i]); /* NUL-terminated by the index */
         out->sinks[i].shipped_seq = seqs[i];
         if (index_count_dead_letters(ix, names[i], &out->sinks[i].dead_letters, NULL) != 0)
             out->sinks[i].dead_letters = 0;
@@ -613,7 +621,7 @@ done:
 typedef struct verify_state {
     journal_reader_t *jr;
     index_t *ix;
-    EVP_MD_CTX *md;
+    chain_hasher_t *hasher;
     stele_verify_report_t *report;
     int have_prev;
     journal_record_t prev; /* payload pointer not kept */
@@ -626,11 +634,10 @@ typedef struct verify_state {
 static void
 verify_segment_name(char *buf, size_t cap, uint64_t segment_seq)
 {
-    snprintf(buf, cap, "%020" PRIu64 ".seg", segment_seq);
+    char name[SEG_NAME_BYTES];
+    segment_name(name, segment_seq);
+    snprintf(buf, cap, "%s", name);
 }
-
-static int verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offset,
-                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 static int
 verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offset, const char *fmt,
@@ -647,24 +654,12 @@ verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offse
     return STELE_ECORRUPT;
 }
 
-/* SHA-256(prev_hash || seq LE u64 || ts_ns LE i64 || payload), journal/FORMAT.md. */
+/* The record's chain hash recomputed from its contents (journal/chain.h, FORMAT.md). */
 static int
-verify_hash(EVP_MD_CTX *md, const journal_record_t *rec, uint8_t out[READER_HASH_BYTES])
+verify_hash(chain_hasher_t *hasher, const journal_record_t *rec, uint8_t out[HASH_BYTES])
 {
-    uint8_t fixed[16];
-    uint64_t ts = (uint64_t)rec->ts_ns;
-    for (int i = 0; i < 8; i++) {
-        fixed[i] = (uint8_t)(rec->seq >> (8 * i));
-        fixed[8 + i] = (uint8_t)(ts >> (8 * i));
-    }
-    unsigned len = 0;
-    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
-        EVP_DigestUpdate(md, rec->prev_hash, READER_HASH_BYTES) != 1 ||
-        EVP_DigestUpdate(md, fixed, sizeof fixed) != 1 ||
-        EVP_DigestUpdate(md, rec->payload, rec->payload_len) != 1 ||
-        EVP_DigestFinal_ex(md, out, &len) != 1 || len != READER_HASH_BYTES)
-        return -EIO;
-    return 0;
+    return chain_hash(hasher, rec->prev_hash, rec->seq, rec->ts_ns, rec->payload, rec->payload_len,
+                      out);
 }
 
 /* Checks one record against the one before it, its own hash and the index. */
@@ -681,15 +676,21 @@ verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err
             return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                               "timestamp %" PRId64 " is before the previous record's %" PRId64,
                               rec->ts_ns, p->ts_ns);
-        if (memcmp(rec->prev_hash, p->hash, READER_HASH_BYTES) != 0)
+        if (memcmp(rec->prev_hash, p->hash, HASH_BYTES) != 0)
             return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                               "chain broken: previous hash does not match seq %" PRIu64 "'s hash",
                               p->seq);
     }
-    uint8_t hash[READER_HASH_BYTES];
-    if (verify_hash(v->md, rec, hash) != 0)
+    /* The journal gives an all-zero prev_hash when it could not read the record before
+     * (a hinted seek); the chain is then checked from the next record on. */
+    static const uint8_t unknown[HASH_BYTES];
+    int is_anchored = v->have_prev || memcmp(rec->prev_hash, unknown, HASH_BYTES) != 0;
+    uint8_t hash[HASH_BYTES];
+    if (!is_anchored)
+        memcpy(hash, rec->hash, HASH_BYTES);
+    else if (verify_hash(v->hasher, rec, hash) != 0)
         return reader_fail(err, -EIO, NULL, "could not compute SHA-256 (OpenSSL)");
-    if (memcmp(hash, rec->hash, READER_HASH_BYTES) != 0)
+    if (memcmp(hash, rec->hash, HASH_BYTES) != 0)
         return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                           "chain hash does not match the record's contents");
     if (v->have_index_next && v->index_next.first_seq <= rec->seq) {
@@ -702,9 +703,9 @@ verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err
                               b->first_seq);
         if (b->segment_seq != rec->segment_seq || b->offset != rec->offset)
             return verify_bad(v, rec->seq, b->segment_seq, b->offset,
-                              "index points seq %" PRIu64 " at segment offset %" PRIu64
-                              " but it is at %" PRIu64 " in segment %" PRIu64,
-                              rec->seq, b->offset, rec->offset, rec->segment_seq);
+                              "index puts seq %" PRIu64 " at offset %" PRIu64 " of segment %" PRIu64
+                              " but it is at offset %" PRIu64 " of segment %" PRIu64,
+                              rec->seq, b->offset, b->segment_seq, rec->offset, rec->segment_seq);
         if (b->first_ts_ns != rec->ts_ns)
             return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                               "index gives seq %" PRIu64 " timestamp %" PRId64
@@ -728,25 +729,203 @@ verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err
     return 0;
 }
 
-/* A read error from the journal: corruption is a verification failure at the frame after
- * the last good one; anything else means verify could not check. */
+/* One frame read straight from a segment file, for pinpointing. */
+typedef struct verify_frame {
+    uint8_t *buf;
+    size_t cap;
+    record_status_t status;
+    record_view_t view;
+} verify_frame_t;
+
 static int
-verify_read_failed(verify_state_t *v, int rc, stele_error_t *jerr, stele_error_t *err)
+verify_read_frame(const journal_io_t *io, int fd, uint64_t off, uint64_t file_bytes,
+                  verify_frame_t *f)
+{
+    uint64_t room = off < file_bytes ? file_bytes - off : 0;
+    uint64_t want = FRAME_HEADER_BYTES;
+    for (int pass = 0; pass < 2; pass++) {
+        if (want > room)
+            want = room;
+        if (want > f->cap) {
+            uint8_t *grown = realloc(f->buf, want);
+            if (!grown)
+                return -ENOMEM;
+            f->buf = grown;
+            f->cap = want;
+        }
+        ssize_t got = want ? io->pread(io->ctx, fd, f->buf, want, (off_t)off) : 0;
+        if (got < 0)
+            return (int)got;
+        f->status = record_decode(f->buf, (size_t)got, room, off, &f->view);
+        if (f->status != RECORD_NEED_MORE)
+            return 0;
+        uint64_t len = format_load_u32(f->buf + FRAME_OFF_PAYLOAD_LEN);
+        want = format_frame_bytes(len);
+    }
+    f->status = RECORD_TORN;
+    return 0;
+}
+
+/*
+ * The journal reads a batch as a unit and names the batch when any frame of it is bad.
+ * This walks the frames themselves from the last good record (or the walk's start) to find
+ * the first one that fails: its seq, segment and offset are what an operator needs.
+ * Returns 1 with the failure recorded in the report, 0 when nothing more precise was found.
+ */
+static int
+verify_pinpoint(verify_state_t *v, const char *dir)
+{
+    const journal_io_t *io = journal_io_posix();
+    uint64_t seq = v->have_prev ? v->prev.seq + 1 : 0;
+    uint64_t seg = v->have_prev ? v->prev.segment_seq : 0;
+    uint64_t off = v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0;
+    uint8_t prev_hash[HASH_BYTES];
+    int have_hash = v->have_prev;
+    if (have_hash)
+        memcpy(prev_hash, v->prev.hash, HASH_BYTES);
+    if (!v->have_prev) {
+        /* Start at the segment holding the walk's first seq. */
+        journal_segment_info_t *segs = NULL;
+        int n = reader_list_segments(v->jr, &segs, NULL);
+        for (int i = 0; i < n; i++)
+            if (segs[i].first_seq <= (v->start_seq ? v->start_seq : 1) || i == 0)
+                seg = segs[i].first_seq;
+        free(segs);
+        if (n <= 0)
+            return 0;
+        seq = seg;
+        off = SEG_HEADER_BYTES;
+    }
+    verify_frame_t f = {0};
+    int found = 0, fd = -1;
+    for (int n_segments = 0; n_segments < 2 && !found; n_segments++) {
+        char path[4096];
+        off_t size = 0;
+        if (segment_path(path, sizeof path, dir, seg) != 0)
+            break;
+        fd = io->open_file(io->ctx, path, JOURNAL_IO_READ, 0);
+        if (fd < 0 || io->file_size(io->ctx, fd, &size) != 0)
+            break;
+        if (off <= SEG_HEADER_BYTES) {
+            segment_header_t h;
+            const char *why = NULL;
+            if (segment_header_read(io, fd, &h, &why) != 0) {
+                verify_bad(v, seg, seg, 0, "segment header: %s", why ? why : "unreadable");
+                found = 1;
+                break;
+            }
+            if (have_hash && memcmp(h.prev_hash, prev_hash, HASH_BYTES) != 0) {
+                verify_bad(v, seg, seg, 0, "segment header's previous hash breaks the chain");
+                found = 1;
+                break;
+            }
+            memcpy(prev_hash, h.prev_hash, HASH_BYTES);
+            have_hash = 1;
+            off = SEG_HEADER_BYTES;
+        }
+        for (;;) {
+            if (verify_read_frame(io, fd, off, (uint64_t)size, &f) != 0)
+                break;
+            if (f.status == RECORD_ZERO)
+                break; /* end of this segment's frames: the batch may be in the next */
+            const record_view_t *fv = &f.view;
+            if (f.status != RECORD_VALID)
+                found = verify_bad(v, seq, seg, off, "frame: %s", record_status_name(f.status));
+            else if (fv->seq != seq)
+                found = verify_bad(v, seq, seg, off, "seq %" PRIu64 " where %" PRIu64 " was due",
+                                   fv->seq, seq);
+            else if (have_hash) {
+                uint8_t calc[HASH_BYTES];
+                journal_record_t jr = {.seq = fv->seq,
+                                       .ts_ns = fv->ts_ns,
+                                       .payload = fv->payload,
+                                       .payload_len = fv->payload_len};
+                memcpy(jr.prev_hash, prev_hash, HASH_BYTES);
+                if (verify_hash(v->hasher, &jr, calc) == 0 && memcmp(calc, fv->hash, HASH_BYTES))
+                    found = verify_bad(v, seq, seg, off, "chain hash does not match the record");
+            }
+            if (found || (fv->flags & FRAME_FLAG_BATCH_END))
+                break;
+            memcpy(prev_hash, fv->hash, HASH_BYTES);
+            off += fv->frame_bytes;
+            seq++;
+        }
+        io->close(io->ctx, fd);
+        fd = -1;
+        if (found || f.status != RECORD_ZERO || off <= SEG_HEADER_BYTES)
+            break;
+        seg = seq; /* the next segment is named by the seq it should start with */
+        off = 0;
+    }
+    if (fd >= 0)
+        io->close(io->ctx, fd);
+    free(f.buf);
+    return found;
+}
+
+/* A read error from the journal: corruption is a verification failure, pinpointed to the
+ * frame when possible; anything else means verify could not check. */
+static int
+verify_read_failed(verify_state_t *v, const char *dir, int rc, stele_error_t *jerr,
+                   stele_error_t *err)
 {
     if (rc != STELE_ECORRUPT) {
         if (err)
             *err = *jerr;
         return rc;
     }
+    if (verify_pinpoint(v, dir))
+        return STELE_ECORRUPT;
     uint64_t seq = v->have_prev ? v->prev.seq + 1 : v->start_seq + 1;
     uint64_t segment = v->have_prev ? v->prev.segment_seq : 0;
     uint64_t offset = v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0;
     return verify_bad(v, seq, segment, offset, "%s", jerr->message);
 }
 
+/* Bytes the format requires to be zero in a segment header (FORMAT.md): nothing reads them,
+ * so without this check they could be changed unnoticed. */
+static int
+verify_segment_headers(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_seq,
+                       stele_error_t *err)
+{
+    const journal_io_t *io = journal_io_posix();
+    journal_segment_info_t *segs = NULL;
+    int n = reader_list_segments(v->jr, &segs, err);
+    if (n < 0)
+        return n;
+    uint8_t *tail = malloc(SEG_HEADER_BYTES - SEG_USED_BYTES);
+    int rc = tail ? 0 : -ENOMEM;
+    for (int i = 0; i < n && rc == 0; i++) {
+        uint64_t end = i + 1 < n ? segs[i + 1].first_seq - 1 : UINT64_MAX;
+        if ((to_seq && segs[i].first_seq > to_seq) || end < from_seq)
+            continue;
+        char path[4096];
+        if (segment_path(path, sizeof path, dir, segs[i].first_seq) != 0)
+            continue;
+        int fd = io->open_file(io->ctx, path, JOURNAL_IO_READ, 0);
+        if (fd < 0)
+            continue; /* removed by retention meanwhile; the walk reports real gaps */
+        ssize_t got =
+            io->pread(io->ctx, fd, tail, SEG_HEADER_BYTES - SEG_USED_BYTES, SEG_USED_BYTES);
+        io->close(io->ctx, fd);
+        for (ssize_t k = 0; k < got; k++) {
+            if (tail[k]) {
+                rc = verify_bad(v, segs[i].first_seq, segs[i].first_seq,
+                                SEG_USED_BYTES + (uint64_t)k,
+                                "segment header: reserved byte is not zero");
+                break;
+            }
+        }
+    }
+    free(tail);
+    free(segs);
+    return rc;
+}
+
 /* Walks [from, to]; the record before `from` is checked too, to anchor the chain. */
 static int
-verify_walk(verify_state_t *v, uint64_t from_seq, uint64_t to_seq, stele_error_t *err)
+verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_seq,
+            stele_error_t *err)
 {
     stele_error_t jerr = {0};
     /* Read before the walk: a live writer only moves it forward, so a walk that ends short
@@ -757,7 +936,7 @@ verify_walk(verify_state_t *v, uint64_t from_seq, uint64_t to_seq, stele_error_t
     v->start_seq = start;
     int rc = journal_reader_seek(v->jr, start, 0, 0, &jerr);
     if (rc && rc != STELE_ENOTFOUND)
-        return verify_read_failed(v, rc, &jerr, err);
+        return verify_read_failed(v, dir, rc, &jerr, err);
     if (v->ix)
         v->have_index_next = index_find_next(v->ix, start, &v->index_next, NULL) == 0;
     journal_record_t rec;
@@ -769,7 +948,7 @@ verify_walk(verify_state_t *v, uint64_t from_seq, uint64_t to_seq, stele_error_t
             return 0;
     }
     if (rc != STELE_EAGAIN)
-        return verify_read_failed(v, rc, &jerr, err);
+        return verify_read_failed(v, dir, rc, &jerr, err);
     if (from_seq && v->report->last_seq < from_seq)
         return reader_fail(err, STELE_ENOTFOUND, NULL,
                            "seq %" PRIu64 " is past the end of the journal (last %" PRIu64 ")",
@@ -813,12 +992,14 @@ stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_r
     if (rc)
         return rc;
     v.ix = reader_open_index(dir, v.jr);
-    v.md = EVP_MD_CTX_new();
-    if (!v.md) {
+    v.hasher = chain_hasher_new();
+    if (!v.hasher) {
         rc = reader_fail(err, -ENOMEM, NULL, "could not allocate a SHA-256 context");
         goto done;
     }
-    rc = verify_walk(&v, from_seq, to_seq, err);
+    rc = verify_walk(&v, dir, from_seq, to_seq, err);
+    if (rc == 0)
+        rc = verify_segment_headers(&v, dir, from_seq, to_seq, err);
     if (rc == STELE_ECORRUPT && report->bad_seq)
         reader_fail(err, rc, "back up the journal directory before repairing anything",
                     "verification failed at seq %" PRIu64 " (%s, offset %" PRIu64 "): %s",
@@ -829,7 +1010,7 @@ stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_r
         report->first_seq = from_seq;
     }
 done:
-    EVP_MD_CTX_free(v.md);
+    chain_hasher_free(v.hasher);
     index_close(v.ix);
     journal_reader_close(v.jr);
     return rc;

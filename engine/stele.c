@@ -49,6 +49,10 @@
 #define STELE_INDEX_APPLY_MS 20
 /* ...and syncs the LMDB environment this often (it is a cache: lazily synced). */
 #define STELE_INDEX_SYNC_MS 1000
+/* How often the index writer applies the retention policy. */
+#define STELE_RETENTION_CHECK_MS 1000
+/* Segments looked at per retention pass (a pass that hits the cap finishes next time). */
+#define STELE_RETENTION_SEGMENTS 1024
 /* How long close lets each shipper drain what is committed. */
 #define STELE_SHIP_DRAIN_MS 5000
 
@@ -75,9 +79,11 @@ struct stele {
     size_t ix_head;
     size_t ix_count;
     bool ix_stop;
+    bool ix_is_idle; /* the index writer sleeps with an empty ring: wake it on the next entry */
     uint64_t ix_dropped;
     /* -- written by the index writer only -- */
     stele_error_t ix_err;
+    journal_reader_t *retention_reader; /* opened on first use, for segment listings */
 
     /* -- shippers; the array is fixed after open -- */
     shipper_t *shippers[STELE_MAX_SINKS];
@@ -128,7 +134,7 @@ stele_on_batch(void *ctx, const journal_batch_info_t *info)
                                             .offset = info->offset,
                                             .first_ts_ns = info->first_ts_ns};
         db->ix_count++;
-        if (db->ix_count == STELE_INDEX_QUEUE_CAP / 2)
+        if (db->ix_is_idle || db->ix_count == STELE_INDEX_QUEUE_CAP / 2)
             pthread_cond_signal(&db->ix_cv);
     } else {
         db->ix_dropped++;
@@ -144,25 +150,117 @@ stele_index_apply(stele_t *db, index_batch_t *batch, size_t n)
         db->ix_err = err; /* the index is a cache: catch-up at the next open repairs it */
 }
 
+static uint64_t stele_min_shipped(stele_t *db);
+
+/*
+ * The first seq to keep under the retention policy, or 0 to keep everything. Only segments
+ * every sink has shipped past are candidates (whole segments: segment i is shipped when the
+ * next one starts at or below min shipped + 1). Among them, retention_seconds drops those
+ * whose newest record is older than the limit (the next segment's first timestamp bounds
+ * it), and retention_bytes keeps at most that many bytes of them, dropping the oldest.
+ */
+static uint64_t
+stele_retention_cut(stele_t *db)
+{
+    if (db->n_shippers == 0 || (db->opts.retention_bytes == 0 && db->opts.retention_seconds == 0))
+        return 0;
+    uint64_t shipped = stele_min_shipped(db);
+    if (shipped == 0)
+        return 0;
+    stele_error_t err;
+    if (!db->retention_reader &&
+        journal_reader_open(db->dir, db->io, &db->retention_reader, &err) != 0)
+        return 0;
+    journal_segment_info_t *segs = calloc(STELE_RETENTION_SEGMENTS, sizeof *segs);
+    if (!segs)
+        return 0;
+    int n = journal_reader_segments(db->retention_reader, segs, STELE_RETENTION_SEGMENTS, &err);
+    if (n > STELE_RETENTION_SEGMENTS)
+        n = STELE_RETENTION_SEGMENTS;
+    size_t n_shipped = 0; /* segments [0, n_shipped) are wholly shipped */
+    while (n > 0 && n_shipped + 1 < (size_t)n && segs[n_shipped + 1].first_seq <= shipped + 1)
+        n_shipped++;
+    size_t n_drop = 0;
+    if (db->opts.retention_seconds) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t cutoff = (int64_t)now.tv_sec - (int64_t)db->opts.retention_seconds;
+        while (n_drop < n_shipped && segs[n_drop + 1].first_ts_ns != 0 &&
+               segs[n_drop + 1].first_ts_ns / 1000000000 < cutoff)
+            n_drop++;
+    }
+    if (db->opts.retention_bytes) {
+        uint64_t kept = 0;
+        for (size_t i = 0; i < n_shipped; i++)
+            kept += segs[i].disk_bytes;
+        size_t by_size = 0;
+        while (by_size < n_shipped && kept > db->opts.retention_bytes)
+            kept -= segs[by_size++].disk_bytes;
+        if (by_size > n_drop)
+            n_drop = by_size;
+    }
+    uint64_t cut = n_drop ? segs[n_drop].first_seq : 0;
+    free(segs);
+    return cut;
+}
+
+/* On the index writer thread: deletes segments the policy lets go, then their index entries,
+ * and wakes appenders blocked on the quota. */
+static void
+stele_apply_retention(stele_t *db)
+{
+    uint64_t cut = stele_retention_cut(db);
+    if (cut == 0)
+        return;
+    stele_error_t err;
+    int deleted = journal_delete_before(db->journal, cut, &err);
+    if (deleted < 0) {
+        db->ix_err = err;
+        return;
+    }
+    if (deleted > 0) {
+        journal_stats_t js;
+        journal_stats(db->journal, &js);
+        if (index_delete_before(db->index, js.first_seq, &err) != 0)
+            db->ix_err = err;
+        commit_space_freed(db->commit);
+    }
+}
+
+/* Waits on ix_cv (ix_mu held) for at most `ms`. */
+static void
+stele_ix_wait(stele_t *db, long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&db->ix_cv, &db->ix_mu, &ts);
+}
+
 static void *
 stele_index_main(void *arg)
 {
     stele_t *db = arg;
     index_batch_t *batch = malloc(sizeof(index_batch_t) * STELE_INDEX_QUEUE_CAP);
     uint64_t last_sync_ms = stele_mono_ms();
+    uint64_t last_retention_ms = last_sync_ms;
     bool dirty = false;
     pthread_mutex_lock(&db->ix_mu);
     for (;;) {
+        /* Idle: sleep until the first batch start arrives (or the next sync/retention
+         * tick). Then gather for STELE_INDEX_APPLY_MS so one LMDB transaction takes many. */
         if (db->ix_count == 0 && !db->ix_stop) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_nsec += STELE_INDEX_APPLY_MS * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&db->ix_cv, &db->ix_mu, &ts);
+            db->ix_is_idle = true;
+            stele_ix_wait(db, STELE_INDEX_SYNC_MS);
+            db->ix_is_idle = false;
         }
+        if (db->ix_count > 0 && db->ix_count < STELE_INDEX_QUEUE_CAP / 2 && !db->ix_stop)
+            stele_ix_wait(db, STELE_INDEX_APPLY_MS);
         size_t n = 0;
         while (db->ix_count && batch) {
             batch[n++] = db->ix_ring[db->ix_head];
@@ -184,12 +282,18 @@ stele_index_main(void *arg)
             last_sync_ms = now;
             dirty = false;
         }
+        if (!stop && now - last_retention_ms >= STELE_RETENTION_CHECK_MS) {
+            stele_apply_retention(db);
+            last_retention_ms = now;
+        }
         pthread_mutex_lock(&db->ix_mu);
         if (stop && db->ix_count == 0)
             break;
     }
     pthread_mutex_unlock(&db->ix_mu);
     free(batch);
+    journal_reader_close(db->retention_reader);
+    db->retention_reader = NULL;
     return NULL;
 }
 
@@ -422,9 +526,12 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
     jo.file_mode = opts_in->file_mode;
     jo.dir_mode = opts_in->dir_mode;
     jo.create_if_missing = opts_in->create_if_missing;
-    /* Zero-filled segments make every commit an overwrite of allocated, written blocks, so
-     * fdatasync has no extent metadata to flush. */
-    jo.zero_fill = 1;
+    /* With sync=always, zero-filled segments make every commit an overwrite of written
+     * blocks, so each fdatasync has no extent metadata to flush. Zero-filling costs a full
+     * extra write of every segment (in the preparer thread, but it competes for the disk
+     * and a core), which only pays off when every batch is synced; with interval/never the
+     * few syncs absorb the extent conversion of fallocate'd space instead. */
+    jo.zero_fill = opts_in->sync == STELE_SYNC_ALWAYS;
     stele_recovery_hint(dir, opts_in->file_mode, &jo);
 
     journal_recovery_t rec;
@@ -473,10 +580,10 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
 
 fail:
     atomic_store(&db->is_closing, 1);
-    for (size_t i = 0; i < db->n_shippers; i++)
-        shipper_stop(db->shippers[i], 0);
     commit_stop(db->commit, NULL);
     stele_index_stop(db);
+    for (size_t i = 0; i < db->n_shippers; i++)
+        shipper_stop(db->shippers[i], 0);
     commit_free(db->commit);
     journal_close(db->journal, NULL);
     index_close(db->index);
@@ -520,9 +627,10 @@ stele_close(stele_t *db, stele_error_t *err)
         struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
         nanosleep(&pause, NULL);
     }
+    /* The index writer reads shippers' positions for retention: stop it first. */
+    stele_index_stop(db);
     for (size_t i = 0; i < db->n_shippers; i++)
         shipper_stop(db->shippers[i], STELE_SHIP_DRAIN_MS);
-    stele_index_stop(db);
     commit_free(db->commit);
 
     stele_error_t jerr;
@@ -582,7 +690,7 @@ stele_append_encoded(stele_t *db, const uint8_t *bson, uint32_t len, stele_wait_
                      uint64_t *seq_out, stele_error_t *err)
 {
     uint64_t seq = 0;
-    int rc = commit_enqueue(db->commit, bson, len, &seq, err);
+    int rc = commit_enqueue(db->commit, bson, len, wait != STELE_WAIT_NONE, &seq, err);
     if (rc)
         return rc;
     if (seq_out)
@@ -636,8 +744,8 @@ stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms, st
     if (rc)
         return rc;
     commit_writer_enter(db->commit);
-    if (level == STELE_WAIT_SHIPPED && seq <= commit_appended_seq(db->commit) && seq > 0)
-        rc = stele_wait_shipped(db, seq, timeout_ms, err);
+    if (seq == 0 || seq > commit_appended_seq(db->commit))
+        rc = error_set(err, STELE_EINVAL, "seq %llu was never appended", (unsigned long long)seq);
     else
         rc = stele_wait_level(db, seq, level, timeout_ms, err);
     commit_writer_leave(db->commit);

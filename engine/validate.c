@@ -57,9 +57,27 @@ walk_fail(walk_t *w, int code, const char *key, const char *what)
     return error_set(w->err, code, "key \"%s\" %s", walk_key_path(w, key, path, sizeof path), what);
 }
 
+/* Plain ASCII (the common case for keys and most values) is checked here in one pass;
+ * anything else goes to libbson's validator, which is exact but several times slower. */
 static bool
 walk_utf8_ok(const char *s, size_t len, bool allow_nul)
 {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t any_high = 0, any_nul = 0;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, sizeof w);
+        any_high |= w & highs;
+        any_nul |= (w - ones) & ~w & highs; /* non-zero iff some byte of w is zero */
+    }
+    for (; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        any_high |= ch & 0x80u;
+        any_nul |= ch == 0;
+    }
+    if (!any_high && (allow_nul || !any_nul))
+        return true;
     return bson_utf8_validate(s, len, allow_nul);
 }
 
@@ -75,7 +93,8 @@ walk_check_key(walk_t *w, const char *key, uint32_t key_len, uint32_t depth)
     }
     if (key[0] == '$')
         return walk_fail(w, STELE_EDOLLARKEY, key, "starts with '$'");
-    if (depth == 1 && (strcmp(key, STELE_ID_FIELD) == 0 || strcmp(key, STELE_META_FIELD) == 0))
+    if (depth == 1 && key[0] == '_' &&
+        (strcmp(key, STELE_ID_FIELD) == 0 || strcmp(key, STELE_META_FIELD) == 0))
         return walk_fail(w, STELE_ERESERVEDKEY, key, "is reserved at the top level");
     return 0;
 }
@@ -133,12 +152,20 @@ walk_child(walk_t *w, const bson_iter_t *it, const char *key, uint32_t depth)
     }
     if (!bson_iter_recurse(it, &child))
         return walk_fail(w, STELE_EBSON, key, "holds a malformed embedded document");
+    /* The path is kept for messages only; memcpy keeps this cheap on the success path. */
     size_t saved = w->path_len;
-    int n = snprintf(w->path + saved, sizeof w->path - saved, "%s%s", saved ? "." : "", key);
-    if (n < 0 || (size_t)n >= sizeof w->path - saved)
+    size_t key_len = strlen(key);
+    size_t room = sizeof w->path - 1 - saved;
+    size_t dot = saved ? 1 : 0;
+    if (dot + key_len <= room) {
+        if (dot)
+            w->path[saved] = '.';
+        memcpy(w->path + saved + dot, key, key_len);
+        w->path_len = saved + dot + key_len;
+    } else {
         w->path_len = sizeof w->path - 1;
-    else
-        w->path_len = saved + (size_t)n;
+    }
+    w->path[w->path_len] = '\0';
     int rc = walk_document(w, &child, depth + 1);
     w->path_len = saved;
     w->path[saved] = '\0';

@@ -32,35 +32,35 @@ extern "C" {
  * X(name, value, text). Values are stable: they are part of the ABI and of the socket
  * protocol. -1 .. -999 are reserved for -errno.
  * ------------------------------------------------------------------------------------------ */
-#define STELE_ERROR_LIST(X)                                                                      \
-    X(STELE_OK, 0, "success")                                                                    \
-    X(STELE_EINVAL, -1000, "invalid argument")                                                   \
-    X(STELE_ENOTJOURNAL, -1001, "not a stele journal directory")                                 \
-    X(STELE_EVERSION, -1002, "journal format version not supported")                             \
-    X(STELE_ELOCKED, -1003, "journal is held by another writer")                                 \
-    X(STELE_ECORRUPT, -1004, "journal corruption detected")                                      \
-    X(STELE_EHALTED, -1005, "engine halted after an earlier write or sync failure")              \
-    X(STELE_ECLOSED, -1006, "handle is closing or closed")                                       \
-    X(STELE_ETIMEDOUT, -1007, "timed out")                                                       \
-    X(STELE_EFULL, -1008, "journal quota reached")                                               \
-    X(STELE_EAGAIN, -1009, "no record available yet")                                            \
-    X(STELE_ENOTFOUND, -1010, "sequence number not in the journal")                              \
-    X(STELE_ETOOBIG, -1011, "record too large")                                                  \
-    X(STELE_EJSON, -1020, "malformed JSON")                                                      \
-    X(STELE_ENOTOBJECT, -1021, "event is not a JSON object or BSON document")                    \
-    X(STELE_EUTF8, -1022, "invalid UTF-8")                                                       \
-    X(STELE_EKEYNUL, -1023, "key contains a NUL byte")                                           \
-    X(STELE_EDOLLARKEY, -1024, "key starts with '$'")                                            \
-    X(STELE_ERESERVEDKEY, -1025, "top-level key is reserved")                                    \
-    X(STELE_EDEPTH, -1026, "event nested too deeply")                                            \
-    X(STELE_ENUMBER, -1027, "number fits neither int64 nor double")                              \
-    X(STELE_EBSON, -1028, "malformed BSON")                                                      \
-    X(STELE_EEMPTY, -1029, "empty event")                                                        \
-    X(STELE_ECONFIG, -1040, "invalid configuration")                                             \
-    X(STELE_ENOSINK, -1041, "no sink configured")                                                \
-    X(STELE_EREMOTE, -1050, "remote store error")                                                \
-    X(STELE_EINTEGRITY, -1051, "remote copy does not match the journal")                         \
-    X(STELE_EAUTH, -1052, "remote store refused authentication or authorization")               \
+#define STELE_ERROR_LIST(X)                                                                        \
+    X(STELE_OK, 0, "success")                                                                      \
+    X(STELE_EINVAL, -1000, "invalid argument")                                                     \
+    X(STELE_ENOTJOURNAL, -1001, "not a stele journal directory")                                   \
+    X(STELE_EVERSION, -1002, "journal format version not supported")                               \
+    X(STELE_ELOCKED, -1003, "journal is held by another writer")                                   \
+    X(STELE_ECORRUPT, -1004, "journal corruption detected")                                        \
+    X(STELE_EHALTED, -1005, "engine halted after an earlier write or sync failure")                \
+    X(STELE_ECLOSED, -1006, "handle is closing or closed")                                         \
+    X(STELE_ETIMEDOUT, -1007, "timed out")                                                         \
+    X(STELE_EFULL, -1008, "journal quota reached")                                                 \
+    X(STELE_EAGAIN, -1009, "no record available yet")                                              \
+    X(STELE_ENOTFOUND, -1010, "sequence number not in the journal")                                \
+    X(STELE_ETOOBIG, -1011, "record too large")                                                    \
+    X(STELE_EJSON, -1020, "malformed JSON")                                                        \
+    X(STELE_ENOTOBJECT, -1021, "event is not a JSON object or BSON document")                      \
+    X(STELE_EUTF8, -1022, "invalid UTF-8")                                                         \
+    X(STELE_EKEYNUL, -1023, "key contains a NUL byte")                                             \
+    X(STELE_EDOLLARKEY, -1024, "key starts with '$'")                                              \
+    X(STELE_ERESERVEDKEY, -1025, "top-level key is reserved")                                      \
+    X(STELE_EDEPTH, -1026, "event nested too deeply")                                              \
+    X(STELE_ENUMBER, -1027, "number fits neither int64 nor double")                                \
+    X(STELE_EBSON, -1028, "malformed BSON")                                                        \
+    X(STELE_EEMPTY, -1029, "empty event")                                                          \
+    X(STELE_ECONFIG, -1040, "invalid configuration")                                               \
+    X(STELE_ENOSINK, -1041, "no sink configured")                                                  \
+    X(STELE_EREMOTE, -1050, "remote store error")                                                  \
+    X(STELE_EINTEGRITY, -1051, "remote copy does not match the journal")                           \
+    X(STELE_EAUTH, -1052, "remote store refused authentication or authorization")                  \
     X(STELE_EPROTOCOL, -1060, "malformed request")
 
 typedef enum stele_code {
@@ -121,16 +121,16 @@ typedef enum stele_commit_policy {
 
 /* One MongoDB destination. Fill with stele_sink_options_init() first. */
 typedef struct stele_sink_options {
-    const char *name;       /* unique per journal; keys the checkpoint. Default "default" */
-    const char *uri;        /* mongodb:// URI; required */
-    const char *database;   /* default: the URI's path, else "audit" */
-    const char *collection; /* default "events" */
-    int w;                  /* write concern w: -1 = majority (default), 0..n nodes */
-    int journaled;          /* write concern j: 1 (default) or 0 */
-    uint32_t wtimeout_ms;   /* write concern timeout; default 10000 */
-    uint32_t batch_docs;    /* max documents per insert; default 1000 */
-    uint32_t batch_bytes;   /* max bytes per insert; default 8 MiB */
-    uint32_t linger_ms;     /* wait this long to fill a batch; default 5 */
+    const char *name;        /* unique per journal; keys the checkpoint. Default "default" */
+    const char *uri;         /* mongodb:// URI; required */
+    const char *database;    /* default: the URI's path, else "audit" */
+    const char *collection;  /* default "events" */
+    int w;                   /* write concern w: -1 = majority (default), 0..n nodes */
+    int journaled;           /* write concern j: 1 (default) or 0 */
+    uint32_t wtimeout_ms;    /* write concern timeout; default 10000 */
+    uint32_t batch_docs;     /* max documents per insert; default 1000 */
+    uint32_t batch_bytes;    /* max bytes per insert; default 8 MiB */
+    uint32_t linger_ms;      /* wait this long to fill a batch; default 5 */
     uint32_t backoff_min_ms; /* first retry delay; default 50 */
     uint32_t backoff_max_ms; /* retry delay cap (with jitter); default 5000 */
 } stele_sink_options_t;
@@ -152,14 +152,14 @@ typedef struct stele_options {
     uint32_t commit_interval_us; /* longest wait to grow a batch, only while other writers are
                                     active; 0 (default) = adaptive group commit only */
     stele_commit_policy_t commit_policy; /* default STELE_COMMIT_ADAPTIVE */
-    stele_sync_t sync;           /* default STELE_SYNC_ALWAYS */
-    uint32_t sync_interval_ms;   /* for STELE_SYNC_INTERVAL; default 1000 */
-    uint64_t max_queue_bytes;    /* bound on queued, uncommitted bytes; default 64 MiB */
-    uint32_t queue_timeout_ms;   /* how long a full queue/quota blocks an append; 0 = forever */
-    uint64_t max_journal_bytes;  /* disk quota incl. preallocated segments; 0 = none */
-    stele_on_full_t on_full;     /* default STELE_ON_FULL_BLOCK */
-    uint64_t retention_bytes;    /* keep at most this much shipped data; 0 = keep all */
-    uint64_t retention_seconds;  /* keep shipped data at least/at most this old; 0 = keep all */
+    stele_sync_t sync;                   /* default STELE_SYNC_ALWAYS */
+    uint32_t sync_interval_ms;           /* for STELE_SYNC_INTERVAL; default 1000 */
+    uint64_t max_queue_bytes;            /* bound on queued, uncommitted bytes; default 64 MiB */
+    uint32_t queue_timeout_ms;  /* how long a full queue/quota blocks an append; 0 = forever */
+    uint64_t max_journal_bytes; /* disk quota incl. preallocated segments; 0 = none */
+    stele_on_full_t on_full;    /* default STELE_ON_FULL_BLOCK */
+    uint64_t retention_bytes;   /* keep at most this much shipped data; 0 = keep all */
+    uint64_t retention_seconds; /* keep shipped data at least/at most this old; 0 = keep all */
     const stele_sink_options_t *sinks; /* borrowed for the call; copied */
     size_t n_sinks;
     void *owned; /* private: storage of stele_options_set; NULL after stele_options_init */
@@ -264,16 +264,16 @@ int stele_flush(stele_t *db, stele_error_t *err);
 /* Per-sink statistics inside stele_stats_t. */
 typedef struct stele_sink_stats {
     char name[64];
-    char target[256];        /* host/db.collection, credentials removed */
-    uint64_t shipped_seq;    /* last seq acknowledged by the sink */
-    uint64_t lag_records;    /* committed_seq - shipped_seq */
-    double lag_seconds;      /* age of the oldest unshipped record, 0 when caught up */
+    char target[256];     /* host/db.collection, credentials removed */
+    uint64_t shipped_seq; /* last seq acknowledged by the sink */
+    uint64_t lag_records; /* committed_seq - shipped_seq */
+    double lag_seconds;   /* age of the oldest unshipped record, 0 when caught up */
     uint64_t batches;
     uint64_t retries;
-    uint64_t dead_letters;   /* records the remote rejected permanently */
+    uint64_t dead_letters;      /* records the remote rejected permanently */
     int64_t last_error_unix_ms; /* 0 when none */
     char last_error[STELE_ERROR_MESSAGE_BYTES];
-    int is_stopped;          /* stopped by an integrity or authentication error */
+    int is_stopped; /* stopped by an integrity or authentication error */
 } stele_sink_stats_t;
 
 #define STELE_MAX_SINKS 16
@@ -281,24 +281,24 @@ typedef struct stele_sink_stats {
 /* A snapshot of the engine's counters. */
 typedef struct stele_stats {
     char source[64];
-    uint64_t first_seq;      /* oldest record still in the journal (0 when empty) */
-    uint64_t appended_seq;   /* last seq handed out */
-    uint64_t written_seq;    /* last seq handed to the OS */
-    uint64_t durable_seq;    /* last seq fdatasynced */
+    uint64_t first_seq;    /* oldest record still in the journal (0 when empty) */
+    uint64_t appended_seq; /* last seq handed out */
+    uint64_t written_seq;  /* last seq handed to the OS */
+    uint64_t durable_seq;  /* last seq fdatasynced */
     uint64_t batches;
     uint64_t syncs;
     uint64_t bytes_written;
-    uint64_t queue_bytes;    /* queued, not yet written */
+    uint64_t queue_bytes; /* queued, not yet written */
     uint64_t queue_records;
     double mean_batch_records;
-    uint64_t commit_delays;  /* batches the committer held back (up to commit_interval_us) so
-                                other active writers could join; never for a lone writer */
+    uint64_t commit_delays; /* batches the committer held back (up to commit_interval_us) so
+                               other active writers could join; never for a lone writer */
     uint64_t segments;
     uint64_t disk_bytes;     /* segment files as allocated on disk */
     uint64_t latency_p50_us; /* append -> durable (or written with sync=never) */
     uint64_t latency_p99_us;
     uint64_t latency_p999_us;
-    int halted_code;         /* the sticky error, 0 when running */
+    int halted_code; /* the sticky error, 0 when running */
     char halted_message[STELE_ERROR_MESSAGE_BYTES];
     char recovery_note[STELE_ERROR_MESSAGE_BYTES]; /* what open's recovery did, if anything */
     size_t n_sinks;
@@ -316,11 +316,11 @@ typedef struct stele_reader stele_reader_t;
 /* A record as read back. Pointers are borrowed until the next call on the same reader. */
 typedef struct stele_record {
     uint64_t seq;
-    int64_t ts_ns;          /* nanoseconds since the Unix epoch, never decreasing */
-    const uint8_t *bson;    /* the event as a BSON document */
+    int64_t ts_ns;       /* nanoseconds since the Unix epoch, never decreasing */
+    const uint8_t *bson; /* the event as a BSON document */
     uint32_t bson_len;
-    uint8_t hash[32];       /* SHA-256 chain hash of this record */
-    uint8_t prev_hash[32];  /* chain hash of the record before (genesis for the first) */
+    uint8_t hash[32];      /* SHA-256 chain hash of this record */
+    uint8_t prev_hash[32]; /* chain hash of the record before (genesis for the first) */
 } stele_record_t;
 
 /*
@@ -358,15 +358,15 @@ void stele_reader_close(stele_reader_t *r);
  * holds the journal, its live positions are used (writer_pid != 0). */
 typedef struct stele_status {
     char source[64];
-    int writer_pid;          /* 0 when no writer holds the journal */
+    int writer_pid; /* 0 when no writer holds the journal */
     uint64_t first_seq;
-    uint64_t last_seq;       /* last record on disk */
-    uint64_t committed_seq;  /* last record readers may see */
+    uint64_t last_seq;      /* last record on disk */
+    uint64_t committed_seq; /* last record readers may see */
     uint64_t durable_seq;
     uint64_t segments;
     uint64_t disk_bytes;
     uint32_t format_version;
-    size_t n_sinks;          /* checkpoints known to the index */
+    size_t n_sinks; /* checkpoints known to the index */
     struct {
         char name[64];
         uint64_t shipped_seq;
@@ -380,8 +380,8 @@ int stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err);
 typedef struct stele_verify_report {
     uint64_t records_checked;
     uint64_t first_seq, last_seq;
-    uint64_t bad_seq;        /* first failing seq, 0 when all holds */
-    char bad_segment[64];    /* segment file of the failure */
+    uint64_t bad_seq;     /* first failing seq, 0 when all holds */
+    char bad_segment[64]; /* segment file of the failure */
     uint64_t bad_offset;
     char what[STELE_ERROR_MESSAGE_BYTES]; /* why it failed */
 } stele_verify_report_t;

@@ -425,11 +425,17 @@ journal_check_headers(journal_t *j, const segment_dir_t *d, segment_header_t *ne
         int rc = segment_path(path, sizeof path, j->dir, d->seqs[i]);
         if (rc)
             return journal_fail_errno(err, rc, "open segment", name);
-        int fd = j->io->open_file(j->io->ctx, path, JOURNAL_IO_READ, 0);
+        /* The newest is opened for writing once and kept: recovery and appends use it. */
+        int is_newest = i + 1 == d->n;
+        int fd =
+            j->io->open_file(j->io->ctx, path, is_newest ? JOURNAL_IO_WRITE : JOURNAL_IO_READ, 0);
         if (fd < 0)
             return journal_fail_errno(err, fd, "open segment", name);
         rc = segment_header_read(j->io, fd, &h, &why);
-        j->io->close(j->io->ctx, fd);
+        if (is_newest)
+            j->active_fd = fd;
+        else
+            j->io->close(j->io->ctx, fd);
         if (rc == STELE_EVERSION)
             return jerr_set(err, rc, "upgrade stele to read this journal",
                             "segment %s has format version %u; this stele reads up to %u", name,
@@ -487,18 +493,12 @@ static int
 journal_recover(journal_t *j, const segment_header_t *h, journal_recovery_t *rec,
                 stele_error_t *err)
 {
-    char name[SEG_NAME_BYTES], path[PATH_MAX], ebuf[64];
+    char name[SEG_NAME_BYTES], ebuf[64];
     journal_seg_name(name, h->first_seq);
-    int rc = segment_path(path, sizeof path, j->dir, h->first_seq);
-    if (rc)
-        return journal_fail_errno(err, rc, "open segment", name);
-    int fd = j->io->open_file(j->io->ctx, path, JOURNAL_IO_WRITE, 0);
-    if (fd < 0)
-        return journal_fail_errno(err, fd, "open segment", name);
-    j->active_fd = fd;
+    int fd = j->active_fd; /* opened for writing by journal_check_headers */
     j->active_first_seq = h->first_seq;
     off_t size = 0;
-    rc = j->io->file_size(j->io->ctx, fd, &size);
+    int rc = j->io->file_size(j->io->ctx, fd, &size);
     if (rc)
         return journal_fail_errno(err, rc, "size segment", name);
     j->active_bytes = (uint64_t)size;
@@ -925,7 +925,7 @@ journal_close(journal_t *j, stele_error_t *err)
     }
     if (j->active_fd >= 0)
         j->io->close(j->io->ctx, j->active_fd);
-    shared_close_writer(j->io, j->lock_fd, j->shared);
+    shared_close_writer(j->lock_fd, j->shared);
     chain_hasher_free(j->hasher);
     pthread_cond_destroy(&j->prep_cv);
     pthread_mutex_destroy(&j->retention_mu);

@@ -299,24 +299,25 @@ reader_segment_is_sealed(const journal_reader_t *r)
     return sealed;
 }
 
-/* With no live writer: is the frame at r->off part of a batch whose end is on disk? Walks
- * forward without hashing and remembers the batch end. */
+/* Is the frame at r->off part of a batch whose end is on disk? Walks forward without
+ * hashing and remembers the batch end; when not, *bad_off and *bad say where and why. */
 static int
-reader_batch_complete(journal_reader_t *r, int *complete)
+reader_batch_complete(journal_reader_t *r, int *complete, uint64_t *bad_off, record_status_t *bad)
 {
     *complete = 0;
-    if (r->off < r->batch_end_off) {
-        *complete = 1;
-        return 0;
-    }
     uint64_t saved_off = r->off;
     int rc = 0;
     for (;;) {
         record_status_t st;
         record_view_t v;
         rc = reader_decode(r, &st, &v);
-        if (rc || st != RECORD_VALID)
+        if (rc)
             break;
+        if (st != RECORD_VALID) {
+            *bad_off = r->off;
+            *bad = st;
+            break;
+        }
         r->off += v.frame_bytes;
         if (v.flags & FRAME_FLAG_BATCH_END) {
             r->batch_end_off = r->off;
@@ -329,11 +330,17 @@ reader_batch_complete(journal_reader_t *r, int *complete)
 }
 
 static int
-reader_corrupt(const journal_reader_t *r, stele_error_t *err, const char *what)
+reader_corrupt_at(const journal_reader_t *r, uint64_t off, stele_error_t *err, const char *what)
 {
     char name[SEG_NAME_BYTES];
     return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY, "segment %s offset %" PRIu64 ": %s",
-                    reader_seg_name(name, r->seg_first_seq), r->off, what);
+                    reader_seg_name(name, r->seg_first_seq), off, what);
+}
+
+static int
+reader_corrupt(const journal_reader_t *r, stele_error_t *err, const char *what)
+{
+    return reader_corrupt_at(r, r->off, err, what);
 }
 
 /* The end of the current segment was reached: go on to the segment starting at next_seq.
@@ -341,6 +348,13 @@ reader_corrupt(const journal_reader_t *r, stele_error_t *err, const char *what)
 static int
 reader_next_segment(journal_reader_t *r, int must_exist, stele_error_t *err)
 {
+    if (r->seg_fd >= 0 && r->next_seq == r->seg_first_seq) {
+        /* The current segment has no records yet: it is the newest, and its successor
+         * would be named after the same seq. */
+        if (must_exist)
+            return reader_corrupt(r, err, "committed record missing");
+        return STELE_EAGAIN;
+    }
     int rc = reader_enter_segment(r, r->next_seq, err);
     if (rc != -ENOENT)
         return rc;
@@ -409,13 +423,17 @@ reader_step(journal_reader_t *r, journal_record_t *rec, int consume, stele_error
             /* Only whole batches are returned, even when published: a position a dead
              * writer left behind may name a batch that power loss tore. */
             int complete = 0;
-            rc = reader_batch_complete(r, &complete);
+            uint64_t bad_off = r->off;
+            record_status_t bad = RECORD_TORN;
+            rc = reader_batch_complete(r, &complete, &bad_off, &bad);
             if (rc)
                 return reader_fail_errno(err, rc, "read journal", r->dir);
             if (!complete) {
-                if (committed && live)
-                    return reader_corrupt(r, err, "committed batch is incomplete");
-                return STELE_EAGAIN;
+                if (live < 0)
+                    live = shared_writer_pid(r->lock_fd, r->shared) != 0;
+                if ((committed && live) || reader_segment_is_sealed(r))
+                    return reader_corrupt_at(r, bad_off, err, record_status_name(bad));
+                return STELE_EAGAIN; /* a batch being written, or a torn tail */
             }
             continue; /* the walk moved the buffer: decode this frame again */
         }

@@ -58,22 +58,24 @@ record_crc(const uint8_t *frame, uint32_t payload_len)
     return crc32c(frame + FRAME_CRC_FROM, FRAME_HEADER_BYTES - FRAME_CRC_FROM + payload_len);
 }
 
-/* A CRC failure is "torn" when some file sector inside the frame reads as all zero (a write
- * that never reached the disk), or the frame's last bytes are zero from a sector boundary. */
+/* A CRC failure is "torn" when part of the frame reads as never written: a whole file
+ * sector inside it is zero, or its last RECORD_TORN_TAIL_BYTES or more are zero (more than
+ * a payload's final zero byte plus padding could explain). Else the bytes are there but
+ * wrong: a bad CRC. The class only names the damage; both end the log the same way. */
+enum { RECORD_TORN_TAIL_BYTES = 32 };
+
 static int
-record_has_zero_sector(const uint8_t *frame, uint64_t frame_bytes, uint64_t file_off)
+record_looks_torn(const uint8_t *frame, uint64_t frame_bytes, uint64_t file_off)
 {
     uint64_t end = file_off + frame_bytes;
     uint64_t s = file_off - file_off % RECORD_SECTOR_BYTES;
-    for (; s < end; s += RECORD_SECTOR_BYTES) {
-        uint64_t from = s < file_off ? file_off : s;
-        uint64_t to = s + RECORD_SECTOR_BYTES < end ? s + RECORD_SECTOR_BYTES : end;
-        int whole = from == s || to == end;
-        if (whole && to - from >= FRAME_ALIGN &&
-            record_is_zero(frame + (from - file_off), (size_t)(to - from)))
+    if (s < file_off)
+        s += RECORD_SECTOR_BYTES;
+    for (; s + RECORD_SECTOR_BYTES <= end; s += RECORD_SECTOR_BYTES)
+        if (record_is_zero(frame + (s - file_off), RECORD_SECTOR_BYTES))
             return 1;
-    }
-    return 0;
+    return frame_bytes >= RECORD_TORN_TAIL_BYTES &&
+           record_is_zero(frame + frame_bytes - RECORD_TORN_TAIL_BYTES, RECORD_TORN_TAIL_BYTES);
 }
 
 record_status_t
@@ -99,7 +101,7 @@ record_decode(const uint8_t *buf, size_t avail, uint64_t room, uint64_t file_off
         return RECORD_NEED_MORE;
     uint32_t flags = format_load_u32(buf + FRAME_OFF_FLAGS);
     if (format_load_u32(buf + FRAME_OFF_CRC) != record_crc(buf, payload_len)) /* rule 3 */
-        return record_has_zero_sector(buf, frame_bytes, file_off) ? RECORD_TORN : RECORD_BAD_CRC;
+        return record_looks_torn(buf, frame_bytes, file_off) ? RECORD_TORN : RECORD_BAD_CRC;
     if (flags & ~(uint32_t)FRAME_FLAGS_KNOWN)
         return RECORD_BAD_CRC; /* rule 4: reserved flags; a newer writer would bump the version */
     if (!record_is_zero(buf + FRAME_HEADER_BYTES + payload_len,

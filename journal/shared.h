@@ -36,14 +36,14 @@ _Static_assert(offsetof(journal_shared_t, futex_word) == 32, "LOCK layout");
 _Static_assert(sizeof(journal_shared_t) <= LOCK_FILE_BYTES, "LOCK layout");
 
 /*
- * Writer side: opens or creates dir/LOCK through `io` (which must hand out real
- * descriptors), takes the OFD write lock, sizes the file and maps it read-write.
+ * Writer side: opens or creates dir/LOCK (directly, not through `io`: see shared.c), takes
+ * the OFD write lock, sizes the file and maps it read-write.
  * Returns 0; STELE_ELOCKED with *holder_pid set (0 if unknown) when another writer holds it;
  * -errno. On success *fd_out and *shared_out are set.
  */
 int shared_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, int *fd_out,
                        journal_shared_t **shared_out, int *holder_pid);
-void shared_close_writer(const journal_io_t *io, int fd, journal_shared_t *shared);
+void shared_close_writer(int fd, journal_shared_t *shared);
 
 /* Reader side: maps dir/LOCK read-only if it exists and is complete. Returns 0 (with
  * *shared_out NULL when there is no usable LOCK yet) or -errno. */

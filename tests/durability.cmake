@@ -18,3 +18,6 @@ stele_add_test(test_journal_faults SOURCES test_journal_faults.c LABELS durabili
 # >= 1,000 simulated power losses (100,000 in long mode).
 stele_add_test(test_journal_powerloss SOURCES test_journal_powerloss.c LABELS durability
                TIMEOUT 3600)
+
+# The whole engine under kill -9 (200 kills; 10,000 in long mode) and simulated power loss.
+stele_add_test(test_engine_crash SOURCES test_engine_crash.c LABELS durability TIMEOUT 3600)

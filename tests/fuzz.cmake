@@ -1,4 +1,5 @@
-# tests/fuzz.cmake: libFuzzer targets for frame decoding and tail recovery. Built when clang
+# tests/fuzz.cmake: libFuzzer targets for frame decoding (record_decode), segment scanning by
+# the reader, and tail recovery at open. Built when clang
 # is the compiler or with -DSTELE_BUILD_FUZZ=ON (then in a separate clang build dir:
 #   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DSTELE_BUILD_FUZZ=ON).
 # The journal's sources are compiled into each target so libFuzzer's coverage sees them.
@@ -18,7 +19,7 @@ get_target_property(fuzz_journal_sources stele_journal SOURCES)
 get_target_property(fuzz_journal_dir stele_journal SOURCE_DIR)
 list(TRANSFORM fuzz_journal_sources PREPEND ${fuzz_journal_dir}/)
 
-foreach(target fuzz_frame_decode fuzz_tail_recovery)
+foreach(target fuzz_frame_decode fuzz_segment_read fuzz_tail_recovery)
   add_executable(${target} fuzz/${target}.c fuzz/fuzz_journal.c support/test_util.c
                            support/io_fault.c ${fuzz_journal_sources})
   target_include_directories(${target} PRIVATE ${fuzz_journal_dir} ${PROJECT_SOURCE_DIR}/include

@@ -43,8 +43,8 @@ typedef struct fx_writer {
 void fx_writer_open(fx_writer_t *w, const char *dir, int with_index);
 /*
  * Appends one batch of n records; record i gets ts = ts_ns[i] (or last ts + 1000 when
- * ts_ns is NULL) and the payload {"seq": seq, "pad": "<seq % 7 bytes>"}. Writes, syncs,
- * indexes, then publishes unless publish is 0 (then fx_writer_publish does it later).
+ * ts_ns is NULL) and the payload {"seq": seq, "pad": "<seq % 7 bytes>"}. Writes (without
+ * fdatasync), indexes, then publishes unless publish is 0 (fx_writer_publish does it later).
  */
 void fx_writer_batch(fx_writer_t *w, size_t n, const int64_t *ts_ns, int publish);
 void fx_writer_publish(fx_writer_t *w);
@@ -65,8 +65,5 @@ void fx_move_bytes(const char *path, uint64_t to, uint64_t from, uint64_t len);
 void fx_zero_bytes(const char *path, uint64_t off, uint64_t len);
 void fx_read_bytes(const char *path, uint64_t off, void *buf, size_t len);
 void fx_write_bytes(const char *path, uint64_t off, const void *buf, size_t len);
-
-/* The seed for randomised tests: STELE_TEST_SEED or the clock; printed. */
-unsigned fx_seed(void);
 
 #endif

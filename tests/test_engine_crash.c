@@ -41,6 +41,7 @@
 #include "test_util.h"
 
 enum { CRASH_SEGMENT_BYTES = 256 * 1024 }; /* small: the kills land on rolls too */
+enum { CRASH_MAX_RECORD_BYTES = 4096 };    /* events here are under 300 bytes */
 enum { CRASH_WRITERS = 4 };                /* group commit shares syncs between them */
 enum { CRASH_KILLS_PER_DIR = 10 };
 enum { CRASH_MAX_KILL_DELAY_MS = 60 };
@@ -110,6 +111,7 @@ fill_options(stele_options_t *opts)
     stele_options_init(opts);
     opts->source = "crash-test";
     opts->segment_bytes = CRASH_SEGMENT_BYTES;
+    opts->max_record_bytes = CRASH_MAX_RECORD_BYTES; /* a segment must hold two of them */
     opts->sync = STELE_SYNC_ALWAYS;
 }
 
@@ -144,8 +146,11 @@ child_main(const char *dir, int pipe_fd, uint64_t counter_base)
     stele_options_t opts;
     stele_t *db = NULL;
     fill_options(&opts);
-    if (stele_open(dir, &opts, &db, NULL) != 0)
+    stele_error_t err = {0};
+    if (stele_open(dir, &opts, &db, &err) != 0) {
+        fprintf(stderr, "child: stele_open: %s\n", err.message);
         _exit(3);
+    }
     pthread_t threads[CRASH_WRITERS];
     child_writer_t writers[CRASH_WRITERS];
     for (int i = 0; i < CRASH_WRITERS; i++) {
@@ -318,7 +323,7 @@ test_engine_powerloss_never_loses_durable_record(void **state)
     uint64_t seed = test_seed("test_engine_powerloss_never_loses_durable_record");
     test_rng_t rng;
     test_rng_init(&rng, seed);
-    uint64_t n_crashes = test_iterations(100, 10000);
+    uint64_t n_crashes = test_iterations(200, 10000);
     io_crash_t *crash = io_crash_new(journal_io_posix(), test_rng_next(&rng), 0);
     assert_non_null(crash);
     char *dir = NULL;
@@ -342,7 +347,8 @@ test_engine_powerloss_never_loses_durable_record(void **state)
         fill_options(&opts);
         uint64_t calls_before = io_crash_calls(crash);
         io_crash_arm(crash, test_rng_range(&rng, 1, calls_estimate));
-        if (stele_open_with_io(dir, &opts, io_crash_io(crash), &db, NULL) == 0) {
+        stele_error_t open_err = {0};
+        if (stele_open_with_io(dir, &opts, io_crash_io(crash), &db, &open_err) == 0) {
             uint64_t n_appends = test_rng_range(&rng, 1, 60);
             char json[512];
             for (uint64_t k = 0; k < n_appends; k++, counter++) {
@@ -358,7 +364,7 @@ test_engine_powerloss_never_loses_durable_record(void **state)
                 book_add(&book, &a);
             }
         } else if (!io_crash_has_crashed(crash)) {
-            fail_msg("%s: open failed without a crash", label);
+            fail_msg("%s: open failed without a crash: %s", label, open_err.message);
         }
         if (!io_crash_has_crashed(crash)) {
             uint64_t used = io_crash_calls(crash) - calls_before;

@@ -29,9 +29,10 @@
 
 enum { PL_SEGMENT_BYTES = 16 * 1024 }; /* small: most cycles roll at least once */
 enum { PL_MAX_PAD_BYTES = 500 };
-enum { PL_CYCLES_PER_DIR = 25 };  /* crashes on one journal before starting a fresh one */
-enum { PL_MAX_BATCHES = 40 };     /* batches in one cycle when the power does not fail */
-enum { PL_FIRST_ESTIMATE = 100 }; /* calls per cycle, before one has been measured */
+enum { PL_CYCLES_PER_DIR = 25 };        /* crashes on one journal before starting a fresh one */
+enum { PL_MAX_BATCHES = 40 };           /* batches in one cycle when the power does not fail */
+enum { PL_FIRST_ESTIMATE = 100 };       /* calls per cycle, before one has been measured */
+enum { PL_CRASH_IN_OPEN_PERCENT = 20 }; /* the rest fail while appending */
 
 typedef struct pl_stats {
     uint64_t crashes;
@@ -51,7 +52,9 @@ typedef struct pl_state {
     int zero_fill;
     test_ledger_t lg;
     unsigned cycles_in_dir;
-    uint64_t calls_estimate;
+    uint64_t calls_estimate;      /* calls of a whole cycle after open, measured */
+    uint64_t open_calls_estimate; /* calls of one journal_open, measured */
+    unsigned sync_percent;        /* this cycle's chance of a sync after a batch */
     pl_stats_t stats;
     char label[128];
 } pl_state_t;
@@ -73,7 +76,7 @@ expect_crashed(pl_state_t *st, int rc, const char *what, const stele_error_t *er
 {
     if (!io_crash_has_crashed(st->crash))
         fail_msg("%s: %s failed without a crash: %s (%s)", st->label, what, err->message,
-                 stele_errname(rc));
+                 test_code_name(rc));
 }
 
 /* Appends and syncs until the power fails or the cycle's batches are done. */
@@ -91,7 +94,7 @@ run_cycle_batches(pl_state_t *st, journal_t **jp, const journal_options_t *opts)
             expect_crashed(st, rc, "append", &err);
             return;
         }
-        if (test_rng_chance(&st->rng, 75)) {
+        if (test_rng_chance(&st->rng, st->sync_percent)) {
             uint64_t before = st->lg.durable_seq;
             rc = test_ledger_sync(&st->lg, *jp, &err);
             if (rc) {
@@ -101,14 +104,15 @@ run_cycle_batches(pl_state_t *st, journal_t **jp, const journal_options_t *opts)
             st->stats.acked_records += st->lg.durable_seq - before;
         }
         if (test_rng_chance(&st->rng, 3) && st->lg.durable_seq > 16) {
+            /* Even a failed delete may have removed some of the segments it was asked to. */
             uint64_t below = st->lg.durable_seq / 2;
+            if (below > st->lg.deleted_below)
+                st->lg.deleted_below = below;
             rc = journal_delete_before(*jp, below, &err);
             if (rc < 0) {
                 expect_crashed(st, rc, "delete_before", &err);
                 return;
             }
-            if (below > st->lg.deleted_below)
-                st->lg.deleted_below = below;
         }
         if (test_rng_chance(&st->rng, 3)) {
             uint64_t last_seq = journal_last_seq(*jp);
@@ -142,23 +146,33 @@ run_cycle(pl_state_t *st)
     stele_error_t err = {0};
     fill_options(&opts, io_crash_io(st->crash), st->zero_fill);
 
+    /* Some power failures hit recovery itself; most hit the appends. */
+    int crash_in_open = test_rng_chance(&st->rng, PL_CRASH_IN_OPEN_PERCENT);
+    st->sync_percent = (unsigned)test_rng_range(&st->rng, 20, 95);
     uint64_t calls_before = io_crash_calls(st->crash);
-    io_crash_arm(st->crash,
-                 test_rng_range(&st->rng, 1, st->calls_estimate + st->calls_estimate / 4));
+    if (crash_in_open)
+        io_crash_arm(st->crash, test_rng_range(&st->rng, 1, st->open_calls_estimate));
     int rc = journal_open(st->dir, &opts, &j, &rec, &err);
     if (rc) {
         expect_crashed(st, rc, "open", &err);
         st->stats.crashed_in_open++;
     } else {
+        uint64_t open_calls = io_crash_calls(st->crash) - calls_before;
+        if (!crash_in_open && open_calls > st->open_calls_estimate)
+            st->open_calls_estimate = open_calls;
+        calls_before = io_crash_calls(st->crash);
+        if (!crash_in_open)
+            io_crash_arm(st->crash,
+                         test_rng_range(&st->rng, 1, st->calls_estimate + st->calls_estimate / 4));
         run_cycle_batches(st, &j, &opts);
+        if (!io_crash_has_crashed(st->crash)) {
+            /* The workload ended first: measure it; the power fails with writes in flight. */
+            uint64_t used = io_crash_calls(st->crash) - calls_before;
+            if (used > st->calls_estimate)
+                st->calls_estimate = used;
+        }
     }
-    if (!io_crash_has_crashed(st->crash)) {
-        /* The workload ended first: measure it, then lose power with writes in flight. */
-        uint64_t used = io_crash_calls(st->crash) - calls_before;
-        if (used > st->calls_estimate)
-            st->calls_estimate = used;
-        io_crash_trigger(st->crash);
-    }
+    io_crash_trigger(st->crash);
     if (j) {
         rc = journal_close(j, &err); /* fails: the power is gone; frees and unlocks */
         (void)rc;
@@ -166,7 +180,7 @@ run_cycle(pl_state_t *st)
     io_crash_report_t rep;
     rc = io_crash_apply(st->crash, &rep);
     if (rc)
-        fail_msg("%s: applying the crash failed: %s", st->label, stele_strerror(rc));
+        fail_msg("%s: applying the crash failed: %s", st->label, test_code_name(rc));
     st->stats.crashes++;
     st->stats.sectors_dropped += rep.sectors_dropped;
     st->stats.damaged += rep.damage != 0;
@@ -187,8 +201,8 @@ verify_after_crash(pl_state_t *st)
 
     int rc = journal_open(st->dir, &opts, &j, &rec, &err);
     if (rc)
-        fail_msg("%s: recovery failed: %s (%s) hint: %s", st->label, err.message, stele_errname(rc),
-                 err.hint);
+        fail_msg("%s: recovery failed: %s (%s) hint: %s", st->label, err.message,
+                 test_code_name(rc), err.hint);
     if (rec.last_seq < st->lg.durable_seq)
         fail_msg("%s: recovered to seq %" PRIu64 " but %" PRIu64 " was durable (end %s: %s)",
                  st->label, rec.last_seq, st->lg.durable_seq, journal_end_name(rec.end), rec.note);
@@ -227,6 +241,7 @@ powerloss_loop(const char *name, int zero_fill, uint64_t n_crashes)
     assert_non_null(st.crash);
     st.zero_fill = zero_fill;
     st.calls_estimate = PL_FIRST_ESTIMATE;
+    st.open_calls_estimate = PL_FIRST_ESTIMATE / 4;
     test_ledger_init(&st.lg, PL_MAX_PAD_BYTES);
 
     for (uint64_t i = 0; i < n_crashes; i++) {

@@ -12,6 +12,7 @@
 
 #include <bson/bson.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -693,6 +694,155 @@ test_catch_up_rebuilds_a_wrong_index_but_keeps_checkpoints_and_dead_letters(void
     assert_int_equal(st.sinks[0].dead_letters, 1);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * End to end, through the engine (stele_open / stele_append_json)
+ * --------------------------------------------------------------------------------------- */
+
+static stele_t *
+engine_open(const char *dir, stele_stats_t *stats)
+{
+    stele_options_t opts;
+    stele_options_init(&opts);
+    opts.source = "e2e";
+    opts.segment_bytes = 1024 * 1024;
+    opts.max_record_bytes = 64 * 1024;
+    stele_t *db = NULL;
+    stele_error_t err;
+    int rc = stele_open(dir, &opts, &db, &err);
+    if (rc)
+        fail_msg("stele_open: %s", err.message);
+    if (stats)
+        assert_int_equal(stele_stats(db, stats), 0);
+    return db;
+}
+
+static void
+engine_append(stele_t *db, uint64_t seq)
+{
+    char json[64];
+    int len = snprintf(json, sizeof json, "{\"seq\": %llu}", (unsigned long long)seq);
+    uint64_t got = 0;
+    stele_error_t err;
+    int rc = stele_append_json(db, json, (size_t)len, STELE_WAIT_DURABLE, &got, &err);
+    if (rc)
+        fail_msg("append: %s", err.message);
+    assert_int_equal(got, seq);
+}
+
+static void
+engine_close(stele_t *db)
+{
+    stele_error_t err;
+    int rc = stele_close(db, &err);
+    if (rc)
+        fail_msg("stele_close: %s", err.message);
+}
+
+/* Child: waits for the journal to exist, then follows n records. */
+static int
+engine_follower_child(const char *dir, uint64_t n, int go_fd)
+{
+    char byte;
+    struct pollfd pfd = {.fd = go_fd, .events = POLLIN};
+    if (poll(&pfd, 1, 10000) != 1 || read(go_fd, &byte, 1) != 1)
+        return 30; /* the parent failed before starting the engine */
+    stele_reader_t *r = NULL;
+    if (stele_reader_open(dir, &r, NULL) != 0)
+        return 31;
+    stele_record_t rec;
+    for (uint64_t seq = 1; seq <= n; seq++) {
+        stele_error_t err;
+        if (stele_reader_next(r, &rec, 5000, &err) != 0) {
+            fprintf(stderr, "engine follower at %llu: %s\n", (unsigned long long)seq, err.message);
+            return 32;
+        }
+        bson_t doc;
+        bson_iter_t it;
+        if (rec.seq != seq || !bson_init_static(&doc, rec.bson, rec.bson_len) ||
+            !bson_iter_init_find(&it, &doc, "seq") || (uint64_t)bson_iter_as_int64(&it) != seq)
+            return 33;
+    }
+    if (strcmp(stele_reader_source(r), "e2e") != 0)
+        return 34;
+    stele_reader_close(r);
+    return 0;
+}
+
+static void
+test_engine_appends_are_followed_by_a_reader_in_another_process(void **state)
+{
+    fixture_t *f = *state;
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    /* Forked before the engine starts its threads. */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(go[1]);
+        _exit(engine_follower_child(f->dir, 200, go[0]));
+    }
+    close(go[0]);
+    stele_t *db = engine_open(f->dir, NULL);
+    engine_append(db, 1);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    close(go[1]);
+    for (uint64_t seq = 2; seq <= 200; seq++)
+        engine_append(db, seq);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    engine_close(db);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void
+test_engine_open_rebuilds_a_deleted_index_and_says_so(void **state)
+{
+    fixture_t *f = *state;
+    stele_stats_t st;
+    stele_t *db = engine_open(f->dir, &st);
+    assert_string_equal(st.recovery_note, "");
+    for (uint64_t seq = 1; seq <= 50; seq++)
+        engine_append(db, seq);
+    engine_close(db);
+    expect_index_matches_journal(f->dir);
+
+    fx_rmtree(f->index_dir);
+    db = engine_open(f->dir, &st);
+    assert_non_null(strstr(st.recovery_note, "rebuilt"));
+    engine_append(db, 51);
+    engine_close(db);
+    expect_index_matches_journal(f->dir);
+    stele_verify_report_t rep;
+    assert_int_equal(stele_verify(f->dir, 0, 0, &rep, NULL), 0);
+    assert_int_equal(rep.records_checked, 51);
+}
+
+static void
+test_engine_open_replaces_a_corrupt_index_and_says_so(void **state)
+{
+    fixture_t *f = *state;
+    stele_t *db = engine_open(f->dir, NULL);
+    for (uint64_t seq = 1; seq <= 30; seq++)
+        engine_append(db, seq);
+    engine_close(db);
+    char data[400];
+    snprintf(data, sizeof data, "%s/data.mdb", f->index_dir);
+    uint8_t junk[8192];
+    memset(junk, 0x3C, sizeof junk);
+    fx_write_bytes(data, 0, junk, sizeof junk);
+
+    stele_stats_t st;
+    db = engine_open(f->dir, &st);
+    assert_non_null(strstr(st.recovery_note, "unreadable"));
+    assert_non_null(strstr(st.recovery_note, "rebuilt"));
+    engine_close(db);
+    expect_index_matches_journal(f->dir);
+    db = engine_open(f->dir, &st);
+    assert_string_equal(st.recovery_note, "");
+    engine_close(db);
+}
+
 int
 main(void)
 {
@@ -718,6 +868,9 @@ main(void)
         T(test_catch_up_indexes_the_batches_a_lagging_index_missed),
         T(test_catch_up_drops_entries_past_the_end_of_the_journal),
         T(test_catch_up_rebuilds_a_wrong_index_but_keeps_checkpoints_and_dead_letters),
+        T(test_engine_appends_are_followed_by_a_reader_in_another_process),
+        T(test_engine_open_rebuilds_a_deleted_index_and_says_so),
+        T(test_engine_open_replaces_a_corrupt_index_and_says_so),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,7 +39,7 @@ typedef struct stress_thread {
     stress_run_t *run;
     unsigned index;
     int failed;
-    char why[256];
+    char why[512];
 } stress_thread_t;
 
 static stele_wait_t

@@ -17,8 +17,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "format.h"
 #include "index_fixture.h"
 #include "stele.h"
+#include "test_util.h"
 
 #define N_BATCHES 60
 #define PER_BATCH 5
@@ -26,7 +28,7 @@
 
 typedef struct fixture {
     char dir[256];
-    fx_record_t pos[N_RECORDS + 1]; /* pos[seq - 1] */
+    fx_record_t pos[N_RECORDS + 2]; /* pos[seq]; pos[0] unused */
     size_t n;
 } fixture_t;
 
@@ -37,7 +39,7 @@ setup(void **state)
     assert_non_null(f);
     fx_tmpdir(f->dir, sizeof f->dir, "verify");
     fx_write_journal(f->dir, N_BATCHES, PER_BATCH, 1);
-    f->n = fx_read_positions(f->dir, f->pos, N_RECORDS + 1);
+    f->n = fx_read_positions(f->dir, f->pos + 1, N_RECORDS + 1);
     assert_int_equal(f->n, N_RECORDS);
     *state = f;
     return 0;
@@ -56,8 +58,7 @@ static const fx_record_t *
 at(const fixture_t *f, uint64_t seq)
 {
     assert_true(seq >= 1 && seq <= f->n);
-    /* GCC cannot see that the assert bounds seq; the clamp keeps -Warray-bounds quiet. */
-    return &f->pos[seq >= 1 && seq <= f->n ? seq - 1 : 0];
+    return &f->pos[seq <= N_RECORDS ? seq : 0];
 }
 
 /* Asserts verify fails at seq, in seq's segment at `offset`, with `why` in the reason. */
@@ -225,7 +226,7 @@ test_verify_detects_an_index_entry_pointing_at_the_wrong_offset(void **state)
     b.offset += at(f, seq)->frame_bytes;
     assert_int_equal(index_put_batches(ix, &b, 1, NULL), 0);
     index_close(ix);
-    expect_failure_at(f, seq, at(f, seq)->segment_seq, b.offset, "index points");
+    expect_failure_at(f, seq, at(f, seq)->segment_seq, b.offset, "index puts");
 }
 
 static void
@@ -305,7 +306,7 @@ static void
 test_verify_fails_for_a_random_sample_of_byte_flips(void **state)
 {
     fixture_t *f = *state;
-    unsigned seed = fx_seed();
+    unsigned seed = (unsigned)test_seed("test_verify_fails_for_a_random_sample_of_byte_flips");
     srand(seed);
     size_t n_missed = 0;
     for (int i = 0; i < 200; i++) {
@@ -331,6 +332,46 @@ test_verify_fails_for_a_random_sample_of_byte_flips(void **state)
     assert_int_equal(n_missed, 0);
 }
 
+/* A journal written by the engine (its committer, group commit and index writer) verifies,
+ * and damage to one of its records is found at that record. */
+static void
+test_verify_passes_an_engine_journal_and_finds_damage_in_it(void **state)
+{
+    fixture_t *f = *state;
+    char dir[256];
+    fx_tmpdir(dir, sizeof dir, "verify-engine");
+    stele_options_t opts;
+    stele_options_init(&opts);
+    opts.segment_bytes = 1024 * 1024;
+    opts.max_record_bytes = 64 * 1024;
+    stele_t *db = NULL;
+    stele_error_t err;
+    assert_int_equal(stele_open(dir, &opts, &db, &err), 0);
+    for (int i = 1; i <= 100; i++) {
+        char json[64];
+        int len = snprintf(json, sizeof json, "{\"actor\": \"u%d\", \"action\": \"login\"}", i);
+        assert_int_equal(stele_append_json(db, json, (size_t)len,
+                                           i % 10 ? STELE_WAIT_NONE : STELE_WAIT_DURABLE, NULL,
+                                           &err),
+                         0);
+    }
+    assert_int_equal(stele_close(db, &err), 0);
+    stele_verify_report_t rep;
+    assert_int_equal(stele_verify(dir, 0, 0, &rep, &err), 0);
+    assert_int_equal(rep.records_checked, 100);
+
+    fx_record_t pos[101];
+    assert_int_equal(fx_read_positions(dir, pos, 101), 100);
+    char path[400];
+    fx_segment_path(path, sizeof path, dir, pos[49].segment_seq);
+    fx_flip_byte(path, pos[49].offset + FRAME_HEADER_BYTES + 10, 0x20);
+    assert_int_equal(stele_verify(dir, 0, 0, &rep, &err), STELE_ECORRUPT);
+    assert_int_equal(rep.bad_seq, 50);
+    assert_int_equal(rep.bad_offset, pos[49].offset);
+    fx_rmtree(dir);
+    (void)f;
+}
+
 int
 main(void)
 {
@@ -349,6 +390,7 @@ main(void)
         T(test_verify_detects_index_entries_past_the_end_as_missing_records),
         T(test_verify_fails_for_every_single_byte_flip_of_the_committed_region),
         T(test_verify_fails_for_a_random_sample_of_byte_flips),
+        T(test_verify_passes_an_engine_journal_and_finds_damage_in_it),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,41 +1,57 @@
 /*
- * fuzz_frame_decode.c: libFuzzer target for frame decoding. The first two bytes of an
- * input choose an offset inside the committed frames of a template journal; the rest
- * overwrite the segment from there. A read-only reader then walks the log. Decoding must
- * not crash and must end in STELE_EAGAIN (end of the committed log) or STELE_ECORRUPT;
- * every record it returns has the next seq and a payload inside the segment.
+ * fuzz_frame_decode.c: libFuzzer target for record_decode (journal/record.h), the one
+ * function that turns bytes read from a segment into a frame. The first input byte picks
+ * the segment room left after the frame and the frame's file offset; the rest is the frame.
+ * Whatever the bytes, decoding must not read past them (ASan), must return a known status,
+ * and a frame it calls valid must satisfy the format's rules: magic, length within the
+ * room and the buffer, CRC matching, zero padding; an all-zero frame is never valid.
  *
- * Seeds (STELE_FUZZ_MAKE_SEEDS=<corpus dir>): the first batch in place, a valid next batch
- * past the tail, zeros over the first frame, and one flipped byte in the first frame.
+ * Seeds (STELE_FUZZ_MAKE_SEEDS=<corpus dir>): each frame of the template journal's first
+ * batch and of a next batch, a torn half frame, and zeros.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "fuzz_journal.h"
+#include "record.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void
-violation(const char *what, const char *detail)
+violation(const char *what)
 {
-    fprintf(stderr, "frame decode: %s: %s\n", what, detail ? detail : "");
+    fprintf(stderr, "frame decode: %s\n", what);
     abort();
 }
 
-/* Seed = 2-byte little-endian offset from the first frame, then the bytes. */
+/* Writes each frame of a batch as a seed, with room for exactly that frame (mode 1). */
 static void
-write_seed(const char *corpus, const char *name, uint16_t rel_off, const uint8_t *bytes, size_t len)
+seed_frames(const char *corpus, const char *prefix, const uint8_t *batch, size_t len)
 {
-    uint8_t *seed = malloc(len + 2);
-    if (!seed)
-        abort();
-    seed[0] = (uint8_t)rel_off;
-    seed[1] = (uint8_t)(rel_off >> 8);
-    memcpy(seed + 2, bytes, len);
-    fuzz_write_seed(corpus, name, seed, len + 2);
-    free(seed);
+    size_t off = 0;
+    for (int i = 0; off + FRAME_HEADER_BYTES <= len; i++) {
+        uint64_t frame_bytes =
+            format_frame_bytes(format_load_u32(batch + off + FRAME_OFF_PAYLOAD_LEN));
+        if (frame_bytes > len - off)
+            break;
+        uint8_t *seed = malloc((size_t)frame_bytes + 1);
+        if (!seed)
+            abort();
+        seed[0] = 1;
+        memcpy(seed + 1, batch + off, (size_t)frame_bytes);
+        char name[64];
+        snprintf(name, sizeof(name), "%s-%d", prefix, i);
+        fuzz_write_seed(corpus, name, seed, (size_t)frame_bytes + 1);
+        if (i == 0) {
+            snprintf(name, sizeof(name), "%s-torn", prefix);
+            fuzz_write_seed(corpus, name, seed, (size_t)frame_bytes / 2 + 1);
+        }
+        free(seed);
+        off += (size_t)frame_bytes;
+    }
 }
 
 int
@@ -43,53 +59,63 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    const fuzz_template_t *t = fuzz_template_get();
     const char *corpus = getenv("STELE_FUZZ_MAKE_SEEDS");
     if (!corpus || !*corpus)
         return 0;
-    uint16_t tail_rel = (uint16_t)(t->tail_off - t->data_off);
-    write_seed(corpus, "first-batch", 0, t->first_batch, t->first_batch_len);
-    write_seed(corpus, "next-batch", tail_rel, t->next_batch, t->next_batch_len);
-    uint8_t *copy = malloc(t->first_batch_len);
-    if (!copy)
-        abort();
-    memset(copy, 0, t->first_batch_len);
-    write_seed(corpus, "zeroed-first-batch", 0, copy, t->first_batch_len);
-    memcpy(copy, t->first_batch, t->first_batch_len);
-    copy[t->first_batch_len / 3] ^= 0x01;
-    write_seed(corpus, "flipped-first-batch", 0, copy, t->first_batch_len);
-    free(copy);
+    const fuzz_template_t *t = fuzz_template_get();
+    seed_frames(corpus, "first-batch", t->first_batch, t->first_batch_len);
+    seed_frames(corpus, "next-batch", t->next_batch, t->next_batch_len);
+    uint8_t zeros[FRAME_HEADER_BYTES + 1] = {0};
+    fuzz_write_seed(corpus, "zeros", zeros, sizeof(zeros));
     return 0;
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 2)
+    if (size < 1)
         return 0;
-    const fuzz_template_t *t = fuzz_template_get();
-    uint64_t span = t->tail_off - t->data_off + 1;
-    uint64_t off = t->data_off + ((uint64_t)data[0] | (uint64_t)data[1] << 8) % span;
-    char *dir = fuzz_copy_template(t);
-    fuzz_write_segment(dir, t, off, data + 2, size - 2);
+    uint8_t mode = data[0];
+    const uint8_t *frame = data + 1;
+    size_t avail = size - 1;
+    /* mode bit 0: the segment ends right after the bytes; else 0..7 pages more room.
+     * mode bits 4..7: the frame's offset in its file, past the header page. */
+    uint64_t room = (mode & 1) ? avail : avail + (uint64_t)((mode >> 1) & 7) * 4096;
+    uint64_t file_off = SEG_HEADER_BYTES + (uint64_t)(mode >> 4) * FRAME_ALIGN;
 
-    journal_reader_t *r = NULL;
-    journal_record_t rec;
-    stele_error_t err = {0};
-    int rc = journal_reader_open(dir, fuzz_io(), &r, &err);
-    if (rc == 0) {
-        uint64_t prev_seq = 0;
-        while ((rc = journal_reader_next(r, &rec, &err)) == 0) {
-            if (prev_seq && rec.seq != prev_seq + 1)
-                violation("seqs not contiguous", NULL);
-            if (rec.payload_len > FUZZ_SEGMENT_BYTES || rec.offset >= FUZZ_SEGMENT_BYTES)
-                violation("record outside the segment", NULL);
-            prev_seq = rec.seq;
-        }
-        journal_reader_close(r);
+    record_view_t v;
+    memset(&v, 0, sizeof(v));
+    record_status_t st = record_decode(frame, avail, room, file_off, &v);
+    switch (st) {
+    case RECORD_VALID:
+        if (v.frame_bytes != format_frame_bytes(v.payload_len) || v.frame_bytes > avail ||
+            v.frame_bytes > room)
+            violation("valid frame larger than its buffer or room");
+        if (v.payload_len == 0 || v.payload_len > FRAME_MAX_PAYLOAD)
+            violation("valid frame with an impossible length");
+        if (format_load_u32(frame + FRAME_OFF_MAGIC) != FRAME_MAGIC)
+            violation("valid frame without the magic");
+        if (format_load_u32(frame + FRAME_OFF_CRC) != record_crc(frame, v.payload_len))
+            violation("valid frame whose CRC does not match");
+        if (v.payload != frame + FRAME_HEADER_BYTES || v.hash != frame + FRAME_OFF_HASH)
+            violation("valid frame pointing outside itself");
+        if (record_is_zero(frame, FRAME_HEADER_BYTES))
+            violation("an all-zero header validated");
+        break;
+    case RECORD_ZERO:
+        if (!record_is_zero(frame, avail < FRAME_HEADER_BYTES ? avail : FRAME_HEADER_BYTES))
+            violation("non-zero bytes called preallocated space");
+        break;
+    case RECORD_NEED_MORE:
+        if (room <= avail)
+            violation("asks for more bytes than the segment holds");
+        break;
+    case RECORD_TORN:
+    case RECORD_BAD_LENGTH:
+    case RECORD_BAD_CRC:
+        break;
+    default:
+        violation("unknown status");
     }
-    if (rc != STELE_EAGAIN && rc != STELE_ECORRUPT)
-        violation("undefined result from decoding", stele_errname(rc));
-    fuzz_remove_dir(dir);
     return 0;
 }

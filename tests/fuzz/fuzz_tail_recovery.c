@@ -113,7 +113,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (walk_log(dir) != last_seq)
             violation("log does not end at the last append", NULL);
     } else if (rc != STELE_ECORRUPT) {
-        violation("undefined result from recovery", stele_errname(rc));
+        violation("undefined result from recovery", test_code_name(rc));
     }
     fuzz_remove_dir(dir);
     return 0;

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,16 +130,25 @@ mongo_server_spawn(mongo_server_t *ms)
     snprintf(listen, sizeof listen, "127.0.0.1:%d", ms->port);
     if (snprintf(log_path, sizeof log_path, "%s/server.log", ms->base_dir) >= (int)sizeof log_path)
         return -1;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log_path, O_WRONLY | O_CREAT | O_APPEND,
-                                     0600);
-    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
     const char *argv[] = {bin, "-listen", listen, "-data", ms->data_dir, NULL};
-    int rc = posix_spawn(&ms->pid, bin, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-        fprintf(stderr, "mongo_server: cannot start %s: %s\n", bin, strerror(rc));
+    int log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (log_fd < 0)
+        return -1;
+    pid_t parent = getpid();
+    ms->pid = fork();
+    if (ms->pid == 0) {
+        /* The server must not outlive a test that crashes or is killed by ctest. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        dup2(log_fd, STDOUT_FILENO);
+        dup2(log_fd, STDERR_FILENO);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(log_fd);
+    if (ms->pid < 0) {
+        fprintf(stderr, "mongo_server: cannot start %s: %s\n", bin, strerror(errno));
         ms->pid = 0;
         return -1;
     }

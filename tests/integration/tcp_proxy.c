@@ -1,7 +1,8 @@
 /*
- * tcp_proxy.c: the fault-injecting relay of tcp_proxy.h. One thread polls the listening
- * socket and every connection pair; `mu` protects the control fields (reset budget,
- * refusing flag, counters) that the test thread sets.
+ * tcp_proxy.c: the fault-injecting relay of tcp_proxy.h. One thread accepts; each
+ * connection pair has a thread of its own (so a peer that stops reading stalls only its
+ * pair). `mu` protects the control fields (reset budget and generation, refusing flag,
+ * counters, pair count) that the test thread and the pair threads share.
  */
 #include "tcp_proxy.h"
 
@@ -15,29 +16,32 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define TCP_PROXY_MAX_PAIRS 64
 #define TCP_PROXY_POLL_MS 20
-
-typedef struct tcp_pair {
-    int client_fd;
-    int upstream_fd;
-} tcp_pair_t;
 
 struct tcp_proxy {
     int listen_fd;
     int port;
     int upstream_port;
     pthread_t thread;
-    tcp_pair_t pairs[TCP_PROXY_MAX_PAIRS]; /* relay thread only */
-    size_t n_pairs;
 
-    /* -- protected by mu -- */
+    /* -- protected by mu; pair threads poll it every TCP_PROXY_POLL_MS -- */
     pthread_mutex_t mu;
+    pthread_cond_t pairs_cv; /* fires when n_pairs drops */
     int is_stopping;
     int is_refusing;
     uint64_t reset_budget_bytes; /* 0 = no reset armed */
+    uint64_t reset_generation;   /* bumped to reset every open connection */
     uint64_t resets;
+    int n_pairs;
 };
+
+/* One relayed connection: its own thread, so a peer that stops reading blocks only it. */
+typedef struct tcp_pair {
+    tcp_proxy_t *proxy;
+    int client_fd;
+    int upstream_fd;
+    uint64_t generation;
+} tcp_pair_t;
 
 static void
 tcp_proxy_rst(int fd)
@@ -64,57 +68,14 @@ tcp_proxy_connect_upstream(int port)
     return fd;
 }
 
-static void
-tcp_proxy_drop_pair(tcp_proxy_t *p, size_t i, int is_reset)
-{
-    if (is_reset) {
-        tcp_proxy_rst(p->pairs[i].client_fd);
-        tcp_proxy_rst(p->pairs[i].upstream_fd);
-    } else {
-        close(p->pairs[i].client_fd);
-        close(p->pairs[i].upstream_fd);
-    }
-    p->pairs[i] = p->pairs[--p->n_pairs];
-}
-
-static void
-tcp_proxy_reset_all(tcp_proxy_t *p)
-{
-    while (p->n_pairs > 0)
-        tcp_proxy_drop_pair(p, p->n_pairs - 1, 1);
-}
-
-static void
-tcp_proxy_accept(tcp_proxy_t *p)
-{
-    int fd = accept(p->listen_fd, NULL, NULL);
-    if (fd < 0)
-        return;
-    pthread_mutex_lock(&p->mu);
-    int refuse = p->is_refusing;
-    if (refuse)
-        p->resets++;
-    pthread_mutex_unlock(&p->mu);
-    int up = refuse ? -1 : tcp_proxy_connect_upstream(p->upstream_port);
-    if (up < 0 || p->n_pairs == TCP_PROXY_MAX_PAIRS) {
-        tcp_proxy_rst(fd);
-        if (up >= 0)
-            close(up);
-        return;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    p->pairs[p->n_pairs++] = (tcp_pair_t){fd, up};
-}
-
 /* Moves available bytes from one side to the other. Returns bytes moved, 0 on EOF, -1. */
 static ssize_t
 tcp_proxy_relay(int from_fd, int to_fd)
 {
     char buf[65536];
     ssize_t n = read(from_fd, buf, sizeof buf);
-    if (n <= 0)
-        return n < 0 && (errno == EINTR || errno == EAGAIN) ? 1 : (n == 0 ? 0 : -1);
+    if (n < 0)
+        return errno == EINTR || errno == EAGAIN ? 1 : -1;
     for (ssize_t off = 0; off < n;) {
         ssize_t w = send(to_fd, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
         if (w < 0) {
@@ -127,67 +88,128 @@ tcp_proxy_relay(int from_fd, int to_fd)
     return n;
 }
 
+/* Counts client bytes against an armed reset; returns 1 when the reset fires. */
+static int
+tcp_proxy_spend(tcp_proxy_t *p, uint64_t n_bytes)
+{
+    int fire = 0;
+    pthread_mutex_lock(&p->mu);
+    if (p->reset_budget_bytes > 0) {
+        if (n_bytes >= p->reset_budget_bytes) {
+            p->reset_budget_bytes = 0;
+            p->reset_generation++;
+            fire = 1;
+        } else {
+            p->reset_budget_bytes -= n_bytes;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return fire;
+}
+
+static void *
+tcp_proxy_pair_main(void *arg)
+{
+    tcp_pair_t *pair = arg;
+    tcp_proxy_t *p = pair->proxy;
+    int is_reset = 0;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        int stop = p->is_stopping || p->is_refusing || p->reset_generation != pair->generation;
+        if (stop && !p->is_stopping)
+            p->resets++;
+        pthread_mutex_unlock(&p->mu);
+        if (stop) {
+            is_reset = 1;
+            break;
+        }
+        struct pollfd fds[2] = {{.fd = pair->client_fd, .events = POLLIN},
+                                {.fd = pair->upstream_fd, .events = POLLIN}};
+        if (poll(fds, 2, TCP_PROXY_POLL_MS) <= 0)
+            continue;
+        ssize_t moved = 1;
+        if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            moved = tcp_proxy_relay(pair->client_fd, pair->upstream_fd);
+            if (moved > 0 && tcp_proxy_spend(p, (uint64_t)moved))
+                continue; /* the generation check above resets this pair too */
+        }
+        if (moved > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+            moved = tcp_proxy_relay(pair->upstream_fd, pair->client_fd);
+        if (moved <= 0) {
+            is_reset = moved < 0;
+            break;
+        }
+    }
+    if (is_reset) {
+        tcp_proxy_rst(pair->client_fd);
+        tcp_proxy_rst(pair->upstream_fd);
+    } else {
+        close(pair->client_fd);
+        close(pair->upstream_fd);
+    }
+    pthread_mutex_lock(&p->mu);
+    p->n_pairs--;
+    pthread_cond_broadcast(&p->pairs_cv);
+    pthread_mutex_unlock(&p->mu);
+    free(pair);
+    return NULL;
+}
+
+static void
+tcp_proxy_accept(tcp_proxy_t *p)
+{
+    int fd = accept(p->listen_fd, NULL, NULL);
+    if (fd < 0)
+        return;
+    pthread_mutex_lock(&p->mu);
+    int refuse = p->is_refusing;
+    uint64_t generation = p->reset_generation;
+    if (refuse)
+        p->resets++;
+    pthread_mutex_unlock(&p->mu);
+    int up = refuse ? -1 : tcp_proxy_connect_upstream(p->upstream_port);
+    tcp_pair_t *pair = up >= 0 ? calloc(1, sizeof *pair) : NULL;
+    if (!pair) {
+        tcp_proxy_rst(fd);
+        if (up >= 0)
+            close(up);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    *pair = (tcp_pair_t){p, fd, up, generation};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    pthread_mutex_lock(&p->mu);
+    p->n_pairs++;
+    pthread_mutex_unlock(&p->mu);
+    if (pthread_create(&thread, &attr, tcp_proxy_pair_main, pair) != 0) {
+        pthread_mutex_lock(&p->mu);
+        p->n_pairs--;
+        pthread_mutex_unlock(&p->mu);
+        tcp_proxy_rst(fd);
+        close(up);
+        free(pair);
+    }
+    pthread_attr_destroy(&attr);
+}
+
 static void *
 tcp_proxy_main(void *arg)
 {
     tcp_proxy_t *p = arg;
-    struct pollfd fds[1 + 2 * TCP_PROXY_MAX_PAIRS];
     for (;;) {
         pthread_mutex_lock(&p->mu);
         int stop = p->is_stopping;
-        int refusing = p->is_refusing;
         pthread_mutex_unlock(&p->mu);
         if (stop)
             break;
-        if (refusing && p->n_pairs > 0) {
-            pthread_mutex_lock(&p->mu);
-            p->resets += p->n_pairs;
-            pthread_mutex_unlock(&p->mu);
-            tcp_proxy_reset_all(p);
-        }
-        fds[0] = (struct pollfd){.fd = p->listen_fd, .events = POLLIN};
-        for (size_t i = 0; i < p->n_pairs; i++) {
-            fds[1 + 2 * i] = (struct pollfd){.fd = p->pairs[i].client_fd, .events = POLLIN};
-            fds[2 + 2 * i] = (struct pollfd){.fd = p->pairs[i].upstream_fd, .events = POLLIN};
-        }
-        size_t n_fds = 1 + 2 * p->n_pairs;
-        if (poll(fds, n_fds, TCP_PROXY_POLL_MS) <= 0)
-            continue;
-        size_t n_pairs_polled = p->n_pairs;
-        for (size_t i = n_pairs_polled; i-- > 0;) {
-            short up_ev = fds[1 + 2 * i].revents;
-            short down_ev = fds[2 + 2 * i].revents;
-            ssize_t moved = 1;
-            if (up_ev & (POLLIN | POLLHUP | POLLERR)) {
-                moved = tcp_proxy_relay(p->pairs[i].client_fd, p->pairs[i].upstream_fd);
-                if (moved > 0) {
-                    pthread_mutex_lock(&p->mu);
-                    int fire = 0;
-                    if (p->reset_budget_bytes > 0) {
-                        if ((uint64_t)moved >= p->reset_budget_bytes) {
-                            p->reset_budget_bytes = 0;
-                            p->resets += p->n_pairs;
-                            fire = 1;
-                        } else {
-                            p->reset_budget_bytes -= (uint64_t)moved;
-                        }
-                    }
-                    pthread_mutex_unlock(&p->mu);
-                    if (fire) {
-                        tcp_proxy_reset_all(p);
-                        break;
-                    }
-                }
-            }
-            if (moved > 0 && (down_ev & (POLLIN | POLLHUP | POLLERR)))
-                moved = tcp_proxy_relay(p->pairs[i].upstream_fd, p->pairs[i].client_fd);
-            if (moved <= 0)
-                tcp_proxy_drop_pair(p, i, moved < 0);
-        }
-        if (fds[0].revents & POLLIN)
+        struct pollfd pfd = {.fd = p->listen_fd, .events = POLLIN};
+        if (poll(&pfd, 1, TCP_PROXY_POLL_MS) > 0 && (pfd.revents & POLLIN))
             tcp_proxy_accept(p);
     }
-    tcp_proxy_reset_all(p);
     return NULL;
 }
 
@@ -198,6 +220,7 @@ tcp_proxy_start(int upstream_port, tcp_proxy_t **out)
     if (!p)
         return -1;
     pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->pairs_cv, NULL);
     p->upstream_port = upstream_port;
     p->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0};
@@ -215,6 +238,7 @@ tcp_proxy_start(int upstream_port, tcp_proxy_t **out)
 fail:
     if (p->listen_fd >= 0)
         close(p->listen_fd);
+    pthread_cond_destroy(&p->pairs_cv);
     pthread_mutex_destroy(&p->mu);
     free(p);
     return -1;
@@ -260,7 +284,12 @@ tcp_proxy_stop(tcp_proxy_t *p)
     p->is_stopping = 1;
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->thread, NULL);
+    pthread_mutex_lock(&p->mu);
+    while (p->n_pairs > 0)
+        pthread_cond_wait(&p->pairs_cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
     close(p->listen_fd);
+    pthread_cond_destroy(&p->pairs_cv);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }

@@ -9,8 +9,9 @@
  * its last sync, then replays a random subset of them sector piece by sector piece, then
  * undoes the lost directory operations in reverse order.
  *
- * Owns: the undo logs, one inode record per file seen (with a dup()ed descriptor, so a file
- * can be rewritten after the journal closed, renamed or unlinked it), the PRNG. The real
+ * Owns: the undo logs, one inode record per file seen (with its own descriptor, reopened
+ * through /proc/self/fd so it shares no lock with the journal's, so a file can be rewritten
+ * after the journal closed, renamed or unlinked it), the PRNG. The real
  * files are only touched by the journal's own calls and by apply.
  * Invariants: an inode's ops are exactly its unsynced operations, oldest first; undoing them
  * in reverse restores its last durable state. dir_ops are the unsynced directory
@@ -211,7 +212,13 @@ inode_of_fd(io_crash_t *c, int fd)
         return NULL;
     in->dev = st.st_dev;
     in->ino = st.st_ino;
-    in->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    /* A new open file description of the same inode, not a dup: a dup would share (and so
+     * keep alive) the journal's flock/OFD writer lock after the journal closes its fd. */
+    char self_path[64];
+    snprintf(self_path, sizeof(self_path), "/proc/self/fd/%d", fd);
+    in->fd = open(self_path, O_RDWR | O_CLOEXEC);
+    if (in->fd < 0)
+        in->fd = open(self_path, O_RDONLY | O_CLOEXEC);
     if (in->fd < 0) {
         free(in);
         return NULL;

@@ -22,8 +22,9 @@
  * rewrites the files on disk to one possible post-crash state, and the journal is reopened
  * with the real POSIX table. The table can be reused for the next cycle after apply.
  *
- * Assumes the inner table returns real file descriptors (the POSIX table does): the crash
- * table fstat()s and dup()s them to follow files across renames and unlinks.
+ * Assumes the inner table returns real file descriptors (the POSIX table does) and Linux's
+ * /proc: the crash table fstat()s them and reopens them through /proc/self/fd to follow
+ * files across renames and unlinks.
  * Thread-safe: one mutex serialises every call (the journal's preparer thread included).
  */
 #ifndef STELE_TEST_IO_CRASH_H

@@ -29,6 +29,10 @@ struct io_fault {
     io_fault_spec_t spec;
     uint64_t n_targeted; /* targeted calls seen since arming */
     uint64_t n_fired;
+    io_method_t last_fired_method;
+    uint64_t fired_by[IO_METHOD_COUNT]; /* failures per method since arming */
+    uint64_t fired_on_arming_thread[IO_METHOD_COUNT];
+    pthread_t arming_thread;
     /* Distinct call sites (return addresses into the journal) and whether each has failed. */
     io_fault_site_t sites[IO_FAULT_MAX_SITES];
     size_t n_sites;
@@ -78,14 +82,21 @@ fault_check(io_fault_t *f, io_method_t method, const void *caller, int *is_short
     pthread_mutex_lock(&f->mu);
     f->calls[method]++;
     io_fault_site_t *site = site_of(f, method, caller);
-    if (site)
+    if (site) {
         site->n_calls++;
-    if (f->is_armed && (f->spec.method == IO_METHOD_ANY || f->spec.method == method)) {
+        site->n_calls_before_fault += f->n_fired == 0;
+    }
+    if (f->is_armed && (f->spec.method == IO_METHOD_ANY || f->spec.method == method) &&
+        (!f->spec.site || f->spec.site == caller)) {
         f->n_targeted++;
         int hits =
             f->n_targeted == f->spec.nth || (f->spec.is_persistent && f->n_targeted > f->spec.nth);
         if (hits) {
             f->n_fired++;
+            f->last_fired_method = method;
+            f->fired_by[method]++;
+            if (pthread_equal(pthread_self(), f->arming_thread))
+                f->fired_on_arming_thread[method]++;
             if (site)
                 site->n_faulted++;
             rc = f->spec.error;
@@ -300,6 +311,9 @@ io_fault_arm(io_fault_t *f, const io_fault_spec_t *spec)
     f->is_armed = 1;
     f->n_targeted = 0;
     f->n_fired = 0;
+    memset(f->fired_by, 0, sizeof(f->fired_by));
+    memset(f->fired_on_arming_thread, 0, sizeof(f->fired_on_arming_thread));
+    f->arming_thread = pthread_self();
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -318,6 +332,37 @@ io_fault_fired(io_fault_t *f)
     uint64_t n = f->n_fired;
     pthread_mutex_unlock(&f->mu);
     return n;
+}
+
+uint64_t
+io_fault_fired_by(io_fault_t *f, io_method_t method)
+{
+    if (method < 0 || method >= IO_METHOD_COUNT)
+        return io_fault_fired(f);
+    pthread_mutex_lock(&f->mu);
+    uint64_t n = f->fired_by[method];
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+uint64_t
+io_fault_fired_on_arming_thread(io_fault_t *f, io_method_t method)
+{
+    if (method < 0 || method >= IO_METHOD_COUNT)
+        return 0;
+    pthread_mutex_lock(&f->mu);
+    uint64_t n = f->fired_on_arming_thread[method];
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+io_method_t
+io_fault_last_fired_method(io_fault_t *f)
+{
+    pthread_mutex_lock(&f->mu);
+    io_method_t method = f->n_fired ? f->last_fired_method : IO_METHOD_ANY;
+    pthread_mutex_unlock(&f->mu);
+    return method;
 }
 
 uint64_t

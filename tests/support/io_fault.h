@@ -46,6 +46,7 @@ typedef struct io_fault_spec {
     int error;          /* negative errno returned: -EIO, -ENOSPC */
     int is_short_write; /* a failing pwritev first writes part of its data */
     int is_persistent;  /* fail every targeted call from nth on, not just the nth */
+    const void *site;   /* only calls from this call site count (io_fault_sites); NULL = all */
 } io_fault_spec_t;
 
 typedef struct io_fault io_fault_t;
@@ -69,11 +70,22 @@ void io_fault_disarm(io_fault_t *f);
 /* How many calls failed because of the armed fault. */
 uint64_t io_fault_fired(io_fault_t *f);
 
+/* How many calls of `method` the armed fault failed (IO_METHOD_ANY: all). */
+uint64_t io_fault_fired_by(io_fault_t *f, io_method_t method);
+/* As io_fault_fired_by, counting only calls made on the thread that armed the fault (the
+ * test's own thread, as opposed to the journal's background threads). */
+uint64_t io_fault_fired_on_arming_thread(io_fault_t *f, io_method_t method);
+/* The method of the last call the armed fault failed (IO_METHOD_ANY if none yet). */
+io_method_t io_fault_last_fired_method(io_fault_t *f);
+
 /* One place in the journal that calls the table, told apart by return address. */
 typedef struct io_fault_site {
     const void *caller;
     io_method_t method;
     uint64_t n_calls;
+    /* Calls made before the armed fault had fired in that run: a site reached only after a
+     * failure is an error path, which a single fault cannot reach and fail. */
+    uint64_t n_calls_before_fault;
     uint64_t n_faulted; /* calls failed here by an armed fault */
 } io_fault_site_t;
 

@@ -28,6 +28,10 @@ int test_long_mode(void);
 /* `normal` iterations, or `long_n` in long mode; STELE_TEST_ITERATIONS overrides both. */
 uint64_t test_iterations(uint64_t normal, uint64_t long_n);
 
+/* Name of a return code for test messages ("STELE_ECORRUPT", "Input/output error"), without
+ * needing the engine's stele_errname (journal-level tests link only the journal). */
+const char *test_code_name(int code);
+
 /* ---------------------------------------------------------------------------------------
  * Temporary directories
  * --------------------------------------------------------------------------------------- */
@@ -90,6 +94,11 @@ uint64_t test_payload_seq(const uint8_t *payload, uint32_t len);
 
 uint64_t test_digest(const uint8_t *bytes, size_t len);
 
+/* The chain hash as the format defines it: SHA-256 over the previous hash, the seq and the
+ * timestamp (little-endian 64-bit) and the payload. Returns 0 or -1 if OpenSSL failed. */
+int test_chain_hash(const uint8_t prev_hash[32], uint64_t seq, int64_t ts_ns,
+                    const uint8_t *payload, uint32_t payload_len, uint8_t out[32]);
+
 /*
  * Appends one batch of `n_records` fresh records (seqs journal_last_seq(j)+1 ...) with
  * journal_append_batch and records their payloads in the ledger. Returns what
@@ -111,7 +120,8 @@ typedef struct test_check {
 
 /*
  * Reads the whole journal in `dir` back with a reader over `io` (NULL = POSIX) and checks:
- * seqs contiguous, each record's prev_hash is the previous record's hash, every payload
+ * seqs contiguous, each record's prev_hash is the previous record's hash and its hash is
+ * test_chain_hash of its fields, every payload
  * well-formed for its seq, every seq in (deleted_below, durable_seq] present and identical
  * to what was appended, and the log reaching at least durable_seq.
  * Returns 0, or -1 with out->what saying what broke (or the reader's error code).

@@ -1,0 +1,803 @@
+/*
+ * test_cli.c: the `stele` command end to end: each subcommand and flag run as a child
+ * process against a journal in a fresh temporary directory, including `tail -f` following
+ * a writer in another process. Bad input has its own table test (test_cli_bad_input.c).
+ */
+#include "cli_harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <stele.h>
+
+typedef struct fixture {
+    char *root;     /* temporary directory of the test */
+    char dir[4096]; /* journal directory inside it */
+} fixture_t;
+
+static int
+setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->root = harness_mkdtemp();
+    snprintf(f->dir, sizeof f->dir, "%s/journal", f->root);
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    fixture_t *f = *state;
+    harness_rmtree(f->root);
+    free(f->root);
+    free(f);
+    return 0;
+}
+
+/* Runs stele with the given arguments (NULL-terminated) and stdin; asserts the exit code. */
+static harness_result_t
+run_expect(int want_exit, const char *stdin_data, ...)
+{
+    harness_run_t run = {.stdin_data = stdin_data};
+    va_list ap;
+    va_start(ap, stdin_data);
+    for (int i = 0; i < HARNESS_MAX_ARGS - 1; i++) {
+        run.args[i] = va_arg(ap, const char *);
+        if (run.args[i] == NULL)
+            break;
+    }
+    va_end(ap);
+    harness_result_t res;
+    harness_exec(&run, &res);
+    if (res.exit_code != want_exit)
+        fail_msg("stele %s %s: exit %d (want %d)\nstdout: %s\nstderr: %s", run.args[0],
+                 run.args[1] ? run.args[1] : "", res.exit_code, want_exit, res.out, res.err);
+    return res;
+}
+
+static size_t
+count_lines(const char *text)
+{
+    size_t n = 0;
+    for (const char *p = text; *p; p++)
+        n += (*p == '\n');
+    return n;
+}
+
+/* The seq of each JSON line of `stele tail` output, in order. Returns how many. */
+static size_t
+tail_seqs(const char *out, uint64_t *seqs, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = strstr(out, "{\"seq\":"); p != NULL && n < cap;
+         p = strstr(p + 1, "{\"seq\":"))
+        seqs[n++] = strtoull(p + 7, NULL, 10);
+    return n;
+}
+
+static void
+insert_lines(const fixture_t *f, size_t first, size_t count)
+{
+    char *lines = harness_json_lines(first, count);
+    harness_result_t r = run_expect(0, lines, "insert", "-d", f->dir, NULL);
+    assert_int_equal(count_lines(r.out), count);
+    harness_result_free(&r);
+    free(lines);
+}
+
+/* ---- version and help ---------------------------------------------------------------- */
+
+static void
+test_version_prints_the_library_version(void **state)
+{
+    (void)state;
+    harness_result_t r = run_expect(0, NULL, "--version", NULL);
+    assert_non_null(strstr(r.out, STELE_VERSION_STRING));
+    harness_result_free(&r);
+}
+
+static void
+test_help_on_every_command_lists_knob_flags(void **state)
+{
+    (void)state;
+    static const char *const commands[] = {"insert", "tail", "status", "verify", "ship"};
+    size_t n_knobs = 0;
+    const stele_knob_t *knobs = stele_knobs(&n_knobs);
+    assert_true(n_knobs > 0);
+    char flag[128] = "--";
+    for (size_t i = 0; knobs[0].name[i] && i < sizeof flag - 3; i++)
+        flag[2 + i] = knobs[0].name[i] == '_' ? '-' : knobs[0].name[i];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        harness_result_t r = run_expect(0, NULL, commands[i], "--help", NULL);
+        char usage[64];
+        snprintf(usage, sizeof usage, "usage: stele %s", commands[i]);
+        assert_non_null(strstr(r.out, usage));
+        assert_non_null(strstr(r.out, flag));
+        assert_non_null(strstr(r.out, "Exit status"));
+        harness_result_free(&r);
+    }
+    harness_result_t r = run_expect(0, NULL, "--help", NULL);
+    assert_non_null(strstr(r.out, "insert"));
+    harness_result_free(&r);
+}
+
+/* ---- insert -------------------------------------------------------------------------- */
+
+static void
+test_insert_arguments_print_seqs_in_order(void **state)
+{
+    fixture_t *f = *state;
+    harness_result_t r =
+        run_expect(0, NULL, "insert", "-d", f->dir, "{\"a\":1}", "{\"b\":{\"c\":\"x\"}}", NULL);
+    assert_string_equal(r.out, "1\n2\n");
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "insert", "--dir", f->dir, "{\"a\":3}", NULL);
+    assert_string_equal(r.out, "3\n");
+    harness_result_free(&r);
+}
+
+static void
+test_insert_stdin_prints_one_seq_per_line_and_tail_reads_them_back(void **state)
+{
+    fixture_t *f = *state;
+    const size_t n = 20000; /* more than the pending ring, so it settles mid-stream */
+    char *lines = harness_json_lines(0, n);
+    harness_result_t r = run_expect(0, lines, "insert", "-d", f->dir, NULL);
+    free(lines);
+    assert_int_equal(count_lines(r.out), n);
+    uint64_t expect = 1;
+    for (const char *p = r.out; *p; p = strchr(p, '\n') + 1)
+        assert_int_equal(strtoull(p, NULL, 10), expect++);
+    harness_result_free(&r);
+
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    assert_int_equal(count_lines(r.out), n);
+    assert_non_null(strstr(r.out, "\"event\":{ \"i\" : 19999, \"who\" : \"user-1\" }}"));
+    harness_result_free(&r);
+}
+
+static void
+test_insert_every_wait_level_is_accepted(void **state)
+{
+    fixture_t *f = *state;
+    static const char *const levels[] = {"none", "written", "durable"};
+    for (int i = 0; i < 3; i++) {
+        char event[64], want[16];
+        snprintf(event, sizeof event, "{\"level\":\"%s\"}", levels[i]);
+        snprintf(want, sizeof want, "%d\n", i + 1);
+        harness_result_t r =
+            run_expect(0, NULL, "insert", "-d", f->dir, "--wait", levels[i], event, NULL);
+        assert_string_equal(r.out, want);
+        harness_result_free(&r);
+    }
+    harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, "--where", "level=none", NULL);
+    assert_int_equal(count_lines(r.out), 1);
+    harness_result_free(&r);
+}
+
+static void
+test_insert_quiet_prints_nothing(void **state)
+{
+    fixture_t *f = *state;
+    harness_result_t r =
+        run_expect(0, "{\"a\":1}\n{\"a\":2}\n", "insert", "-d", f->dir, "-q", NULL);
+    assert_string_equal(r.out, "");
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "insert", "-d", f->dir, "--quiet", "{\"a\":3}", NULL);
+    assert_string_equal(r.out, "");
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, NULL);
+    assert_int_equal(count_lines(r.out), 3);
+    harness_result_free(&r);
+}
+
+static void
+test_insert_bad_line_commits_what_came_before_and_nothing_after(void **state)
+{
+    fixture_t *f = *state;
+    harness_result_t r =
+        run_expect(2, "{\"a\":1}\n{\"a\":2}\n{\"a\":\n{\"a\":4}\n", "insert", "-d", f->dir, NULL);
+    assert_string_equal(r.out, "1\n2\n");
+    assert_non_null(strstr(r.err, "stdin line 3"));
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    assert_int_equal(count_lines(r.out), 2);
+    harness_result_free(&r);
+}
+
+static void
+test_insert_skip_invalid_reports_each_bad_line_and_goes_on(void **state)
+{
+    fixture_t *f = *state;
+    harness_result_t r = run_expect(2, "{\"a\":1}\nnot json\n\n{\"a\":4}\n[1]\n{\"a\":6}\n",
+                                    "insert", "-d", f->dir, "--skip-invalid", NULL);
+    assert_string_equal(r.out, "1\n2\n3\n");
+    assert_non_null(strstr(r.err, "stdin line 2"));
+    assert_non_null(strstr(r.err, "stdin line 3: empty line"));
+    assert_non_null(strstr(r.err, "stdin line 5"));
+    assert_non_null(strstr(r.err, "3 invalid line(s) skipped"));
+    harness_result_free(&r);
+}
+
+static void
+test_insert_takes_the_directory_from_stele_dir(void **state)
+{
+    fixture_t *f = *state;
+    char env_dir[4200];
+    snprintf(env_dir, sizeof env_dir, "STELE_DIR=%s", f->dir);
+    harness_run_t run = {.args = {"insert", "{\"via\":\"env\"}"}, .env = {env_dir}};
+    harness_result_t r;
+    harness_exec(&run, &r);
+    assert_int_equal(r.exit_code, 0);
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "--where", "via=env", NULL);
+    assert_int_equal(count_lines(r.out), 1);
+    harness_result_free(&r);
+}
+
+static void
+test_insert_while_another_writer_holds_the_journal_names_its_pid(void **state)
+{
+    fixture_t *f = *state;
+    int in_pipe[2];
+    assert_int_equal(pipe2(in_pipe, O_CLOEXEC), 0);
+    const char *args[] = {"insert", "-d", f->dir, NULL};
+    int out_fd, err_fd;
+    pid_t holder = harness_spawn(args, in_pipe[0], &out_fd, &err_fd);
+    close(in_pipe[0]);
+    /* the holder has the journal open once it acknowledged its first line */
+    assert_int_equal(write(in_pipe[1], "{\"who\":\"holder\"}\n", 17), 17);
+    char buf[64] = {0};
+    struct pollfd pfd = {out_fd, POLLIN, 0};
+    assert_int_equal(poll(&pfd, 1, 30000), 1);
+    assert_true(read(out_fd, buf, sizeof buf - 1) > 0);
+    assert_string_equal(buf, "1\n");
+
+    harness_result_t r = run_expect(3, NULL, "insert", "-d", f->dir, "{\"a\":1}", NULL);
+    char pid_text[32];
+    snprintf(pid_text, sizeof pid_text, "%d", (int)holder);
+    assert_non_null(strstr(r.err, pid_text));
+    harness_result_free(&r);
+
+    close(in_pipe[1]);
+    assert_int_equal(harness_wait(holder), 0);
+    close(out_fd);
+    close(err_fd);
+}
+
+static void
+test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line(void **state)
+{
+    fixture_t *f = *state;
+    const char *args[] = {"serve", "-d", f->dir, NULL};
+    int out_fd, err_fd;
+    pid_t server = harness_spawn(args, -1, &out_fd, &err_fd);
+    char sock[4200];
+    snprintf(sock, sizeof sock, "%s/%s", f->dir, STELE_SOCKET_NAME);
+    for (int i = 0; i < 300 && access(sock, F_OK) != 0; i++)
+        usleep(20 * 1000);
+    assert_int_equal(access(sock, F_OK), 0);
+
+    harness_result_t r = run_expect(0, "{\"a\":1}\n{\"a\":2}\n", "insert", "-d", f->dir, NULL);
+    assert_string_equal(r.out, "1\n2\n");
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "insert", "-d", f->dir, "--wait", "written", "{\"b\":3}", NULL);
+    assert_string_equal(r.out, "3\n");
+    harness_result_free(&r);
+    /* the server validates: the error names the line; nothing after the window is sent */
+    r = run_expect(2, "{\"a\":4}\n{\"$bad\":1}\n", "insert", "-d", f->dir, NULL);
+    assert_string_equal(r.out, "4\n");
+    assert_non_null(strstr(r.err, "stdin line 2: "));
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "status", "-d", f->dir, "--json", NULL);
+    char pid_field[64];
+    snprintf(pid_field, sizeof pid_field, "\"writer_pid\" : %d", (int)server);
+    assert_non_null(strstr(r.out, pid_field));
+    harness_result_free(&r);
+
+    kill(server, SIGTERM);
+    assert_int_equal(harness_wait(server), 0);
+    close(out_fd);
+    close(err_fd);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    assert_int_equal(count_lines(r.out), 4);
+    harness_result_free(&r);
+}
+
+/* ---- knobs: flag over environment over file ------------------------------------------ */
+
+static void
+test_knob_flag_wins_over_environment_which_wins_over_config_file(void **state)
+{
+    fixture_t *f = *state;
+    char big_event[2100];
+    snprintf(big_event, sizeof big_event, "{\"pad\":\"%01800d\"}", 0);
+    char config_small[4200], config_large[4200];
+    snprintf(config_small, sizeof config_small, "%s/small.ini", f->root);
+    snprintf(config_large, sizeof config_large, "%s/large.ini", f->root);
+    FILE *fp = fopen(config_small, "w");
+    assert_non_null(fp);
+    fputs("# a small record limit\nmax_record_bytes = 1024\n", fp);
+    fclose(fp);
+    fp = fopen(config_large, "w");
+    assert_non_null(fp);
+    fputs("[journal]\nmax_record_bytes = 65536\n", fp);
+    fclose(fp);
+
+    /* the file alone: too big */
+    harness_result_t r =
+        run_expect(2, NULL, "insert", "-d", f->dir, "--config", config_small, big_event, NULL);
+    harness_result_free(&r);
+    /* a flag beats the file */
+    r = run_expect(0, NULL, "insert", "-d", f->dir, "--config", config_small, "--max-record-bytes",
+                   "65536", big_event, NULL);
+    harness_result_free(&r);
+    /* the environment beats the file */
+    harness_run_t run = {.args = {"insert", "-d", f->dir, "--config", config_large, big_event},
+                         .env = {"STELE_MAX_RECORD_BYTES=1024"}};
+    harness_exec(&run, &r);
+    assert_int_equal(r.exit_code, 2);
+    harness_result_free(&r);
+    /* a flag beats the environment */
+    harness_run_t run2 = {
+        .args = {"insert", "-d", f->dir, "--max-record-bytes", "65536", big_event},
+        .env = {"STELE_MAX_RECORD_BYTES=1024"}};
+    harness_exec(&run2, &r);
+    assert_int_equal(r.exit_code, 0);
+    harness_result_free(&r);
+    /* $STELE_CONFIG names the file when --config is absent */
+    char env_config[4300];
+    snprintf(env_config, sizeof env_config, "STELE_CONFIG=%s", config_small);
+    harness_run_t run3 = {.args = {"insert", "-d", f->dir, big_event}, .env = {env_config}};
+    harness_exec(&run3, &r);
+    assert_int_equal(r.exit_code, 2);
+    harness_result_free(&r);
+}
+
+/* ---- tail ---------------------------------------------------------------------------- */
+
+static void
+test_tail_prints_the_last_ten_by_default_and_honours_n(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 25);
+    uint64_t seqs[64];
+    harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 64), 10);
+    assert_int_equal(seqs[0], 16);
+    assert_int_equal(seqs[9], 25);
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "3", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 64), 3);
+    assert_int_equal(seqs[0], 23);
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "--lines", "all", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 64), 25);
+    assert_int_equal(seqs[0], 1);
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "0", NULL);
+    assert_string_equal(r.out, "");
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "100", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 64), 25);
+    harness_result_free(&r);
+}
+
+static void
+test_tail_line_has_seq_rfc3339_ts_src_and_event(void **state)
+{
+    fixture_t *f = *state;
+    harness_result_t r = run_expect(0, NULL, "insert", "-d", f->dir, "--source", "host-a",
+                                    "{\"user\":\"alice\",\"n\":7}", NULL);
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, NULL);
+    const char *p = r.out;
+    assert_memory_equal(p, "{\"seq\":1,\"ts\":\"", 15);
+    p += 15; /* 2026-11-30T20:44:50.123456Z */
+    assert_int_equal(strlen(p) > 27, 1);
+    assert_true(p[4] == '-' && p[7] == '-' && p[10] == 'T' && p[13] == ':' && p[19] == '.');
+    assert_true(p[26] == 'Z' && p[27] == '"');
+    assert_non_null(strstr(r.out, ",\"src\":\"host-a\",\"event\":"));
+    assert_non_null(strstr(r.out, "\"user\" : \"alice\""));
+    assert_string_equal(r.out + r.out_len - 2, "}\n");
+    harness_result_free(&r);
+}
+
+static void
+test_tail_from_starts_at_the_seq(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 8);
+    uint64_t seqs[16];
+    harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, "--from", "5", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 16), 4);
+    assert_int_equal(seqs[0], 5);
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "--from", "2", "-n", "2", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 16), 2);
+    assert_int_equal(seqs[0], 7);
+    harness_result_free(&r);
+}
+
+static void
+format_rfc3339_now(char *buf, size_t cap)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, cap, "%s.%06ldZ", date, ts.tv_nsec / 1000);
+}
+
+static void
+test_tail_since_and_until_split_at_a_time(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 5);
+    usleep(30 * 1000);
+    char middle[64];
+    format_rfc3339_now(middle, sizeof middle);
+    usleep(30 * 1000);
+    insert_lines(f, 5, 5);
+    uint64_t seqs[16];
+    harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, "--since", middle, NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 16), 5);
+    assert_int_equal(seqs[0], 6);
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", "--until", middle, NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 16), 5);
+    assert_int_equal(seqs[4], 5);
+    harness_result_free(&r);
+    /* relative times count back from now */
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "--since", "1h", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 16), 10);
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", "--until", "2d", NULL);
+    assert_string_equal(r.out, "");
+    harness_result_free(&r);
+    /* -n with --since: the last N of the range */
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "--since", "10m", "-n", "2", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 16), 2);
+    assert_int_equal(seqs[1], 10);
+    harness_result_free(&r);
+}
+
+static void
+test_tail_where_matches_dotted_paths_by_type(void **state)
+{
+    fixture_t *f = *state;
+    harness_result_t r = run_expect(
+        0, NULL, "insert", "-d", f->dir,
+        "{\"actor\":{\"name\":\"alice\",\"admin\":true},\"code\":200,\"ratio\":0.5}",
+        "{\"actor\":{\"name\":\"bob\",\"admin\":false},\"code\":404,\"ratio\":1.5,\"x\":null}",
+        "{\"actor\":{\"name\":\"alice\",\"admin\":false},\"code\":500}", NULL);
+    harness_result_free(&r);
+    static const struct {
+        const char *where[3];
+        size_t n_matches;
+    } cases[] = {
+        {{"actor.name=alice"}, 2}, {{"actor.name=bob"}, 1},
+        {{"actor.admin=true"}, 1}, {{"actor.admin=false"}, 2},
+        {{"code=404"}, 1},         {{"ratio=1.5"}, 1},
+        {{"x=null"}, 1},           {{"actor.name=alice", "code=500"}, 1},
+        {{"actor.name=carol"}, 0}, {{"actor.missing=1"}, 0},
+        {{"code=two hundred"}, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        harness_run_t run = {.args = {"tail", "-d", f->dir, "-n", "all"}};
+        int a = 5;
+        for (int w = 0; w < 3 && cases[i].where[w] != NULL; w++) {
+            run.args[a++] = "--where";
+            run.args[a++] = cases[i].where[w];
+        }
+        harness_exec(&run, &r);
+        assert_int_equal(r.exit_code, 0);
+        if (count_lines(r.out) != cases[i].n_matches)
+            fail_msg("--where %s: %zu matches, want %zu", cases[i].where[0], count_lines(r.out),
+                     cases[i].n_matches);
+        harness_result_free(&r);
+    }
+}
+
+static void
+test_tail_pretty_output_is_one_readable_line_per_record(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 2);
+    harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, "--output", "pretty", NULL);
+    assert_int_equal(count_lines(r.out), 2);
+    assert_non_null(strstr(r.out, " #1 { \"i\" : 0"));
+    assert_null(strstr(r.out, "\"seq\""));
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-o", "json", "-n", "1", NULL);
+    assert_non_null(strstr(r.out, "{\"seq\":2,"));
+    harness_result_free(&r);
+}
+
+/* Reads lines from fd until `want` JSON lines arrived or timeout; returns the text. */
+static char *
+read_lines(int fd, size_t want, int timeout_ms)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = calloc(1, cap);
+    assert_non_null(buf);
+    while (count_lines(buf) < want) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, timeout_ms) != 1)
+            break;
+        if (len + 4096 >= cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+    }
+    return buf;
+}
+
+static void
+test_tail_follow_prints_records_of_a_concurrent_writer_and_exits_on_sigint(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    const char *args[] = {"tail", "-d", f->dir, "-f", "-n", "1", NULL};
+    int out_fd, err_fd;
+    pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
+    char *first = read_lines(out_fd, 1, 10000);
+    assert_non_null(strstr(first, "{\"seq\":3,"));
+    free(first);
+    /* writers in other processes, one after the other */
+    for (size_t round = 0; round < 5; round++)
+        insert_lines(f, 3 + round * 4, 4);
+    char *more = read_lines(out_fd, 20, 10000);
+    uint64_t seqs[32];
+    assert_int_equal(tail_seqs(more, seqs, 32), 20);
+    for (size_t i = 0; i < 20; i++)
+        assert_int_equal(seqs[i], 4 + i);
+    free(more);
+    kill(tail, SIGINT);
+    assert_int_equal(harness_wait(tail), 0);
+    close(out_fd);
+    close(err_fd);
+}
+
+static void
+test_tail_follow_exits_zero_when_its_reader_goes_away(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 1);
+    const char *args[] = {"tail", "-d", f->dir, "-f", NULL};
+    int out_fd, err_fd;
+    pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
+    char *first = read_lines(out_fd, 1, 10000);
+    assert_int_equal(count_lines(first), 1);
+    free(first);
+    close(out_fd); /* like `stele tail -f | head -1` */
+    insert_lines(f, 1, 1);
+    assert_int_equal(harness_wait(tail), 0);
+    close(err_fd);
+}
+
+static void
+test_tail_follow_with_where_and_since_waits_for_matching_records(void **state)
+{
+    fixture_t *f = *state;
+    const char *args[] = {"tail", "-d",      f->dir,       "-f", "--since",
+                          "1m",   "--where", "who=user-2", NULL};
+    insert_lines(f, 0, 1);
+    int out_fd, err_fd;
+    pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
+    insert_lines(f, 1, 9); /* i = 2, 5, 8 match */
+    char *lines = read_lines(out_fd, 3, 10000);
+    uint64_t seqs[8];
+    assert_int_equal(tail_seqs(lines, seqs, 8), 3);
+    assert_int_equal(seqs[0], 3);
+    assert_int_equal(seqs[2], 9);
+    free(lines);
+    kill(tail, SIGTERM);
+    assert_int_equal(harness_wait(tail), 0);
+    close(out_fd);
+    close(err_fd);
+}
+
+/* ---- status -------------------------------------------------------------------------- */
+
+static void
+test_status_reports_positions_as_text_json_and_prometheus(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    harness_result_t r = run_expect(0, NULL, "status", "-d", f->dir, NULL);
+    assert_non_null(strstr(r.out, "last seq:  3"));
+    assert_non_null(strstr(r.out, "writer:    none"));
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "status", "-d", f->dir, "--json", NULL);
+    assert_non_null(strstr(r.out, "\"last_seq\" : 3"));
+    assert_non_null(strstr(r.out, "\"committed_seq\" : 3"));
+    assert_non_null(strstr(r.out, "\"sinks\" : ["));
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "status", "-d", f->dir, "--prometheus", NULL);
+    assert_non_null(strstr(r.out, "# TYPE stele_last_seq gauge\n"));
+    assert_non_null(strstr(r.out, "stele_last_seq{source=\""));
+    assert_non_null(strstr(r.out, "\"} 3\n"));
+    harness_result_free(&r);
+}
+
+static void
+test_status_never_prints_credentials_of_a_configured_sink(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 1);
+    char config[4200];
+    snprintf(config, sizeof config, "%s/sink.ini", f->root);
+    FILE *fp = fopen(config, "w");
+    assert_non_null(fp);
+    fputs("[sink main]\nuri = "
+          "mongodb://auditor:s3cr3t-pw@127.0.0.1:1/?serverSelectionTimeoutMS=100\n",
+          fp);
+    fclose(fp);
+    static const char *const formats[] = {"--json", "--prometheus", NULL};
+    for (int i = 0; i < 3; i++) {
+        harness_run_t run = {.args = {"status", "-d", f->dir, "--config", config, formats[i]}};
+        harness_result_t r;
+        harness_exec(&run, &r);
+        assert_int_equal(r.exit_code, 0);
+        assert_null(strstr(r.out, "s3cr3t"));
+        assert_null(strstr(r.err, "s3cr3t"));
+        harness_result_free(&r);
+    }
+}
+
+/* ---- verify -------------------------------------------------------------------------- */
+
+static void
+test_verify_passes_on_a_sound_journal_and_honours_the_range(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 6);
+    harness_result_t r = run_expect(0, NULL, "verify", "-d", f->dir, NULL);
+    assert_non_null(strstr(r.out, "ok: 6 records"));
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "verify", "-d", f->dir, "--from", "2", "--to", "4", NULL);
+    assert_non_null(strstr(r.out, "ok: 3 records"));
+    harness_result_free(&r);
+}
+
+/* Flips one byte of `marker` wherever it occurs in the journal's files. */
+static int
+tamper_with(const char *dir, const char *marker)
+{
+    char cmd[8400];
+    /* grep -l finds the segment holding the marker without knowing the file layout */
+    snprintf(cmd, sizeof cmd, "grep -rla '%s' '%s'", marker, dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char path[4096];
+    int n_changed = 0;
+    size_t mlen = strlen(marker);
+    while (fgets(path, sizeof path, p) != NULL) {
+        path[strcspn(path, "\n")] = '\0';
+        int fd = open(path, O_RDWR);
+        assert_true(fd >= 0);
+        struct stat st;
+        assert_int_equal(fstat(fd, &st), 0);
+        char *buf = malloc((size_t)st.st_size);
+        assert_non_null(buf);
+        assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
+        for (off_t off = 0; off + (off_t)mlen <= st.st_size; off++) {
+            if (memcmp(buf + off, marker, mlen) == 0) {
+                char flipped = (char)(buf[off] ^ 0x01);
+                assert_int_equal(pwrite(fd, &flipped, 1, off), 1);
+                n_changed++;
+            }
+        }
+        free(buf);
+        close(fd);
+    }
+    pclose(p);
+    return n_changed;
+}
+
+static void
+test_verify_exits_2_and_names_the_seq_after_a_byte_is_flipped(void **state)
+{
+    fixture_t *f = *state;
+    /* one insert each, so the tampered record is a batch of its own */
+    static const char *const events[] = {"{\"n\":1}", "{\"n\":2,\"note\":\"TAMPER-ME-9f3\"}",
+                                         "{\"n\":3}"};
+    harness_result_t r;
+    for (int i = 0; i < 3; i++) {
+        r = run_expect(0, NULL, "insert", "-d", f->dir, events[i], NULL);
+        harness_result_free(&r);
+    }
+    assert_true(tamper_with(f->dir, "TAMPER-ME-9f3") >= 1);
+    r = run_expect(2, NULL, "verify", "-d", f->dir, NULL);
+    assert_non_null(strstr(r.err, "seq 2"));
+    harness_result_free(&r);
+}
+
+/* ---- ship ---------------------------------------------------------------------------- */
+
+static void
+test_ship_needs_a_mongo_uri(void **state)
+{
+    fixture_t *f = *state;
+    harness_result_t r = run_expect(1, NULL, "ship", "-d", f->dir, "--once", NULL);
+    assert_non_null(strstr(r.err, "--mongo URI is required"));
+    harness_result_free(&r);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version_prints_the_library_version),
+        cmocka_unit_test(test_help_on_every_command_lists_knob_flags),
+        cmocka_unit_test_setup_teardown(test_insert_arguments_print_seqs_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_stdin_prints_one_seq_per_line_and_tail_reads_them_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_insert_every_wait_level_is_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_insert_quiet_prints_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_bad_line_commits_what_came_before_and_nothing_after, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_insert_skip_invalid_reports_each_bad_line_and_goes_on,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_insert_takes_the_directory_from_stele_dir, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_while_another_writer_holds_the_journal_names_its_pid, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_knob_flag_wins_over_environment_which_wins_over_config_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tail_prints_the_last_ten_by_default_and_honours_n,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tail_line_has_seq_rfc3339_ts_src_and_event, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_tail_from_starts_at_the_seq, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tail_since_and_until_split_at_a_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tail_where_matches_dotted_paths_by_type, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_tail_pretty_output_is_one_readable_line_per_record,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_tail_follow_prints_records_of_a_concurrent_writer_and_exits_on_sigint, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_tail_follow_exits_zero_when_its_reader_goes_away,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_tail_follow_with_where_and_since_waits_for_matching_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_reports_positions_as_text_json_and_prometheus,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_never_prints_credentials_of_a_configured_sink,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_verify_passes_on_a_sound_journal_and_honours_the_range,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_verify_exits_2_and_names_the_seq_after_a_byte_is_flipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ship_needs_a_mongo_uri, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,22 @@
+# tests/ship.cmake: shipping to MongoDB.
+# test_ship needs no server. The others need the MongoDB-compatible test server: the
+# ship_test_server fixture builds it once (tests/integration/build-test-server.sh, cached
+# under ~/.cache/stele or STELE_TEST_SERVER_BIN), or STELE_TEST_MONGO_URI names a server.
+add_library(stele_ship_test_support STATIC
+  integration/mongo_server.c
+  integration/tcp_proxy.c
+  integration/ship_fixture.c)
+target_include_directories(stele_ship_test_support PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration
+                           ${PROJECT_SOURCE_DIR}/engine)
+target_link_libraries(stele_ship_test_support PUBLIC stele stele_warnings)
+
+add_test(NAME ship_test_server COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/build-test-server.sh)
+set_tests_properties(ship_test_server PROPERTIES FIXTURES_SETUP mongo_server TIMEOUT 900)
+
+stele_add_test(test_ship SOURCES test_ship.c LIBS stele)
+stele_add_test(test_ship_mongo SOURCES test_ship_mongo.c LIBS stele_ship_test_support
+               TIMEOUT 600)
+stele_add_test(test_ship_faults SOURCES test_ship_faults.c LIBS stele_ship_test_support
+               TIMEOUT 900)
+set_tests_properties(test_ship_mongo test_ship_faults PROPERTIES FIXTURES_REQUIRED mongo_server
+                     LABELS mongo)

@@ -1,0 +1,256 @@
+/*
+ * test_commit.c: the committer (engine/commit.c) driven directly over a real journal:
+ * seq assignment, batch splitting at the batch cap, the positions handed to the index
+ * writer, the adaptive delay counted only when other writers are active, unwaited records
+ * still written promptly, and a drain on stop that syncs whatever `sync` says.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bson/bson.h>
+#include <cmocka.h>
+
+#include "commit.h"
+#include "journal.h"
+#include "test_util.h"
+
+typedef struct batches_seen {
+    pthread_mutex_t mu;
+    uint64_t n;
+    uint64_t next_first_seq; /* the first seq the next batch must start with */
+    int is_broken;
+} batches_seen_t;
+
+/* Runs on the committer thread. */
+static void
+record_batch(void *ctx, const journal_batch_info_t *info)
+{
+    batches_seen_t *b = ctx;
+    pthread_mutex_lock(&b->mu);
+    if (info->first_seq != b->next_first_seq || info->last_seq < info->first_seq)
+        b->is_broken = 1;
+    b->next_first_seq = info->last_seq + 1;
+    b->n++;
+    pthread_mutex_unlock(&b->mu);
+}
+
+typedef struct fixture {
+    char *dir;
+    journal_t *journal;
+    journal_recovery_t rec;
+    batches_seen_t seen;
+    bson_t *event;
+} fixture_t;
+
+static int
+setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    f->dir = test_tmpdir_new("commit");
+    journal_options_t jo;
+    journal_options_init(&jo);
+    jo.source = "test-host";
+    jo.segment_bytes = 1u << 20;
+    jo.max_record_bytes = 64u << 10;
+    jo.create_if_missing = 1;
+    jo.file_mode = 0600;
+    jo.dir_mode = 0700;
+    stele_error_t err;
+    if (journal_open(f->dir, &jo, &f->journal, &f->rec, &err) != 0) {
+        fprintf(stderr, "journal_open: %s\n", err.message);
+        return -1;
+    }
+    pthread_mutex_init(&f->seen.mu, NULL);
+    f->seen.next_first_seq = 1;
+    f->event = BCON_NEW("actor", BCON_UTF8("alice"), "action", BCON_UTF8("read"));
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    fixture_t *f = *state;
+    journal_close(f->journal, NULL);
+    pthread_mutex_destroy(&f->seen.mu);
+    bson_destroy(f->event);
+    test_tmpdir_remove(f->dir);
+    free(f);
+    return 0;
+}
+
+static commit_config_t
+config_for(fixture_t *f)
+{
+    commit_config_t cc = {.journal = f->journal,
+                          .last_seq = f->rec.last_seq,
+                          .last_ts_ns = f->rec.last_ts_ns,
+                          .sync = STELE_SYNC_ALWAYS,
+                          .sync_interval_ms = 1000,
+                          .commit_policy = STELE_COMMIT_ADAPTIVE,
+                          .max_queue_bytes = 1u << 20,
+                          .batch_bytes = 64u << 10,
+                          .on_batch = record_batch,
+                          .batch_ctx = &f->seen};
+    return cc;
+}
+
+static uint64_t
+enqueue_or_fail(commit_t *c, fixture_t *f, bool is_waited)
+{
+    uint64_t seq = 0;
+    stele_error_t err = {0};
+    int rc = commit_enqueue(c, bson_get_data(f->event), f->event->len, is_waited, &seq, &err);
+    if (rc)
+        fail_msg("enqueue: %s", err.message);
+    return seq;
+}
+
+static void
+test_commit_assigns_contiguous_seqs_and_splits_at_the_batch_cap(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    cc.sync = STELE_SYNC_NEVER;
+    cc.batch_bytes = 4096; /* a few dozen records per batch */
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    for (uint64_t i = 1; i <= 3000; i++)
+        assert_int_equal(enqueue_or_fail(c, f, false), i);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    assert_int_equal(commit_durable_seq(c), 3000); /* stop syncs even with sync=never */
+    stele_stats_t st = {0};
+    commit_stats(c, &st);
+    commit_free(c);
+    assert_int_equal(f->seen.is_broken, 0);
+    assert_int_equal(f->seen.next_first_seq, 3001);
+    assert_true(f->seen.n >= 3000 * journal_frame_bytes(f->event->len) / 4096);
+    assert_int_equal(st.batches, f->seen.n);
+    assert_int_equal(journal_last_seq(f->journal), 3000);
+}
+
+static void
+test_commit_lone_writer_is_never_delayed(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    cc.commit_interval_us = 200000;
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    for (int i = 0; i < 20; i++) {
+        commit_writer_enter(c);
+        uint64_t seq = enqueue_or_fail(c, f, true);
+        assert_int_equal(commit_wait(c, seq, STELE_WAIT_DURABLE, -1, NULL), 0);
+        commit_writer_leave(c);
+    }
+    stele_stats_t st = {0};
+    commit_stats(c, &st);
+    assert_int_equal(st.commit_delays, 0);
+    assert_int_equal(st.batches, 20);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
+static void
+test_commit_delays_while_another_writer_has_not_contributed(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    cc.commit_interval_us = 20000;
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    commit_writer_enter(c); /* a second writer, busy validating, say */
+    commit_writer_enter(c);
+    uint64_t seq = enqueue_or_fail(c, f, true);
+    assert_int_equal(commit_wait(c, seq, STELE_WAIT_DURABLE, -1, NULL), 0);
+    stele_stats_t st = {0};
+    commit_stats(c, &st);
+    assert_int_equal(st.commit_delays, 1);
+    commit_writer_leave(c);
+    commit_writer_leave(c);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
+static void
+test_commit_writes_unwaited_records_without_being_asked(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    cc.sync = STELE_SYNC_NEVER;
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    uint64_t seq = 0;
+    for (int i = 0; i < 100; i++)
+        seq = enqueue_or_fail(c, f, false);
+    /* Nobody waits, yet the committer's nap ends and the records are written. */
+    assert_int_equal(commit_wait(c, seq, STELE_WAIT_WRITTEN, 5000, NULL), 0);
+    assert_int_equal(commit_durable_seq(c), 0);
+    assert_int_equal(commit_flush(c, NULL), 0);
+    assert_int_equal(commit_durable_seq(c), seq);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
+static void
+test_commit_rejects_waits_for_seqs_never_appended(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    stele_error_t err = {0};
+    assert_int_equal(commit_wait(c, 1, STELE_WAIT_DURABLE, 0, &err), STELE_EINVAL);
+    assert_int_equal(commit_wait(c, 0, STELE_WAIT_WRITTEN, 0, &err), STELE_EINVAL);
+    uint64_t seq = enqueue_or_fail(c, f, true);
+    assert_int_equal(commit_wait(c, seq, STELE_WAIT_SHIPPED, 0, &err), STELE_EINVAL);
+    assert_int_equal(commit_wait(c, seq, STELE_WAIT_NONE, 0, &err), 0);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    stele_error_t closed = {0};
+    assert_int_equal(commit_enqueue(c, bson_get_data(f->event), f->event->len, true, &seq, &closed),
+                     STELE_ECLOSED);
+    commit_free(c);
+}
+
+static void
+test_commit_latency_percentiles_are_ordered(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    for (int i = 0; i < 50; i++) {
+        uint64_t seq = enqueue_or_fail(c, f, true);
+        assert_int_equal(commit_wait(c, seq, STELE_WAIT_DURABLE, -1, NULL), 0);
+    }
+    stele_stats_t st = {0};
+    commit_stats(c, &st);
+    assert_true(st.latency_p50_us > 0);
+    assert_true(st.latency_p50_us <= st.latency_p99_us);
+    assert_true(st.latency_p99_us <= st.latency_p999_us);
+    assert_true(st.syncs >= 50);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+        T(test_commit_assigns_contiguous_seqs_and_splits_at_the_batch_cap),
+        T(test_commit_lone_writer_is_never_delayed),
+        T(test_commit_delays_while_another_writer_has_not_contributed),
+        T(test_commit_writes_unwaited_records_without_being_asked),
+        T(test_commit_rejects_waits_for_seqs_never_appended),
+        T(test_commit_latency_percentiles_are_ordered),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,836 @@
+/*
+ * test_serve.c: `stele serve` end to end: the server runs as its own process (exec of
+ * STELE_SERVE_BIN, see test_serve_util.c); tests talk to it over raw sockets or through
+ * the client library (stele_client_*), stop or SIGKILL it, and read the journal back
+ * directly with stele_reader_* and stele_verify.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bson/bson.h>
+#include <cmocka.h>
+
+#include "stele.h"
+#include "test_serve_util.h"
+
+enum { REPLY_TIMEOUT_MS = 20000 };
+
+/* Sanitizer allocators quarantine freed memory, so memory bounds are only held in plain
+ * builds (the figures are printed either way). */
+#ifdef STELE_TEST_SANITIZED
+#define RSS_BOUND_HOLDS(cond) ((void)(cond), 1)
+#else
+#define RSS_BOUND_HOLDS(cond) (cond)
+#endif
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Field `key` of a record's event as an int64, or -1. */
+static int64_t
+record_int(const stele_record_t *rec, const char *key)
+{
+    bson_t doc;
+    bson_iter_t it;
+    if (!bson_init_static(&doc, rec->bson, rec->bson_len))
+        return -1;
+    if (!bson_iter_init_find(&it, &doc, key) || !BSON_ITER_HOLDS_NUMBER(&it))
+        return -1;
+    return bson_iter_as_int64(&it);
+}
+
+static int
+file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static void
+start_server(ts_server_t *srv, const char *dir, const char *const *extra)
+{
+    int exit_code = -1;
+    if (ts_server_start(srv, dir, &exit_code, extra) != 0)
+        fail_msg("server did not start (exit %d); see %s/serve.log", exit_code, dir);
+}
+
+/* ---- ordering and read-back ------------------------------------------------------------------ */
+
+typedef struct order_check {
+    int64_t next_i;
+    long n_mismatch;
+} order_check_t;
+
+static void
+check_order(void *ctx, const stele_record_t *rec)
+{
+    order_check_t *oc = ctx;
+    if (record_int(rec, "i") != oc->next_i)
+        oc->n_mismatch++;
+    oc->next_i++;
+}
+
+static void
+test_serve_acknowledges_pipelined_requests_in_order(void **state)
+{
+    (void)state;
+    char dir[256];
+    ts_server_t srv;
+    enum { N = 600 };
+    static const char *const waits[] = {"none", "written", "durable"};
+    ts_make_dir(dir, sizeof dir, "order");
+    start_server(&srv, dir, NULL);
+    int fd = ts_connect(srv.socket_path);
+    assert_true(fd >= 0);
+    /* All requests in one burst: bare events and envelopes of every local level mixed. */
+    bson_string_t *burst = bson_string_new(NULL);
+    for (int i = 0; i < N; i++) {
+        if (i % 4 == 3)
+            bson_string_append_printf(burst, "{\"i\":%d,\"who\":\"alice\"}\n", i);
+        else
+            bson_string_append_printf(burst, "{\"$event\":{\"i\":%d},\"$wait\":\"%s\"}\n", i,
+                                      waits[i % 3]);
+    }
+    assert_int_equal(ts_write_all(fd, burst->str, burst->len), 0);
+    bson_string_free(burst, true);
+    uint64_t prev_seq = 0;
+    char line[1024];
+    for (int i = 0; i < N; i++) {
+        uint64_t seq = 0;
+        assert_true(ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) >= 0);
+        assert_int_equal(ts_reply_code(line, &seq), 0);
+        assert_true(seq > prev_seq);
+        prev_seq = seq;
+    }
+    close(fd);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    order_check_t oc = {0};
+    assert_int_equal(ts_read_journal(dir, check_order, &oc), N);
+    assert_int_equal(oc.n_mismatch, 0);
+    ts_remove_dir(dir);
+}
+
+static void
+test_serve_answers_half_closed_client_then_closes(void **state)
+{
+    (void)state;
+    char dir[256], line[256];
+    ts_server_t srv;
+    ts_make_dir(dir, sizeof dir, "halfclose");
+    start_server(&srv, dir, NULL);
+    int fd = ts_connect(srv.socket_path);
+    assert_true(fd >= 0);
+    /* The last request has no '\n': end of stream ends it. */
+    const char req[] = "{\"i\":0}\n{\"i\":1}\n{\"i\":2}";
+    assert_int_equal(ts_write_all(fd, req, sizeof req - 1), 0);
+    shutdown(fd, SHUT_WR);
+    for (int i = 0; i < 3; i++) {
+        uint64_t seq;
+        assert_true(ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) >= 0);
+        assert_int_equal(ts_reply_code(line, &seq), 0);
+    }
+    assert_int_equal(ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS), -1); /* EOF */
+    close(fd);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    assert_int_equal(ts_read_journal(dir, NULL, NULL), 3);
+    ts_remove_dir(dir);
+}
+
+/* ---- bad requests ------------------------------------------------------------------------------
+ */
+
+typedef struct bad_row {
+    const char *what;
+    const char *line; /* NULL: built by the test (see below) */
+    size_t len;       /* 0: strlen(line) */
+    int code;
+    int alt_code; /* another acceptable code (0: none) */
+} bad_row_t;
+
+#define ROW(what, text, code, alt)                                                                 \
+    {                                                                                              \
+        what, text, sizeof text - 1, code, alt                                                     \
+    }
+
+static void
+test_serve_rejects_bad_requests_and_keeps_connection_usable(void **state)
+{
+    (void)state;
+    char dir[256];
+    ts_server_t srv;
+    enum { MAX_LINE = 4096 };
+    char deep[2 * 300 + 16];
+    char oversize[3 * MAX_LINE];
+    int depth = 300;
+    size_t w = 0;
+    for (int i = 0; i < depth; i++)
+        w += (size_t)snprintf(deep + w, sizeof deep - w, "%s", i ? "[" : "{\"a\":");
+    for (int i = 1; i < depth; i++)
+        deep[w++] = ']';
+    deep[w++] = '}';
+    memset(oversize, 'x', sizeof oversize);
+    oversize[0] = '{';
+    const bad_row_t rows[] = {
+        ROW("malformed JSON", "{\"a\":", STELE_EJSON, 0),
+        ROW("trailing garbage", "{\"a\":1} x", STELE_EJSON, 0),
+        ROW("unquoted key", "{a:1}", STELE_EJSON, 0),
+        ROW("array, not an object", "[1,2,3]", STELE_ENOTOBJECT, 0),
+        ROW("number, not an object", "42", STELE_ENOTOBJECT, STELE_EJSON),
+        ROW("string, not an object", "\"hello\"", STELE_ENOTOBJECT, STELE_EJSON),
+        ROW("null, not an object", "null", STELE_ENOTOBJECT, STELE_EJSON),
+        ROW("empty line", "", STELE_EEMPTY, 0),
+        ROW("blank line", " \t \r", STELE_EEMPTY, 0),
+        ROW("empty object", "{}", STELE_EEMPTY, 0),
+        ROW("invalid UTF-8 in a value", "{\"a\":\"\xff\xfe\"}", STELE_EUTF8, STELE_EJSON),
+        ROW("invalid UTF-8 in a key", "{\"\xc3\x28\":1}", STELE_EUTF8, STELE_EJSON),
+        ROW("truncated UTF-8 in an envelope", "{\"$event\":{\"a\":\"\xe2\x82\"}}", STELE_EUTF8,
+            STELE_EJSON),
+        ROW("top-level $-key", "{\"$set\":{\"a\":1}}", STELE_EDOLLARKEY, 0),
+        ROW("nested $-key", "{\"q\":{\"$gt\":1}}", STELE_EDOLLARKEY, 0),
+        ROW("NUL in a key", "{\"a\\u0000b\":1}", STELE_EKEYNUL, STELE_EJSON),
+        ROW("number out of range", "{\"n\":1e999}", STELE_ENUMBER, STELE_EJSON),
+        ROW("unknown wait level", "{\"$event\":{\"a\":1},\"$wait\":\"eventually\"}",
+            STELE_EPROTOCOL, 0),
+        ROW("wait level not a string", "{\"$event\":{\"a\":1},\"$wait\":2}", STELE_EPROTOCOL, 0),
+        ROW("envelope event not an object", "{\"$event\":[1]}", STELE_ENOTOBJECT, 0),
+        ROW("envelope with an unknown key", "{\"$event\":{\"a\":1},\"user\":\"x\"}",
+            STELE_EPROTOCOL, 0),
+        ROW("envelope without an event", "{\"$wait\":\"none\"}", STELE_EPROTOCOL, 0),
+        ROW("envelope repeating $wait",
+            "{\"$event\":{\"a\":1},\"$wait\":\"none\",\"$wait\":\"durable\"}", STELE_EJSON,
+            STELE_EPROTOCOL),
+        ROW("envelope repeating $event", "{\"$event\":{\"a\":1},\"$event\":{\"b\":2}}",
+            STELE_EPROTOCOL, 0),
+        ROW("wait=shipped without a sink", "{\"$event\":{\"a\":1},\"$wait\":\"shipped\"}",
+            STELE_ENOSINK, 0),
+        ROW("binary garbage", "\x00\x01\x02\xfe\xff\x7f", STELE_EJSON, STELE_ENOTOBJECT),
+        {"nested too deeply", deep, w, STELE_EDEPTH, STELE_EJSON},
+        {"oversize line", oversize, sizeof oversize, STELE_ETOOBIG, 0},
+    };
+    const size_t n_rows = sizeof rows / sizeof rows[0];
+    const char *const extra[] = {"--max-line-bytes", "4096", NULL};
+    ts_make_dir(dir, sizeof dir, "badreq");
+    start_server(&srv, dir, extra);
+    int fd = ts_connect(srv.socket_path);
+    assert_true(fd >= 0);
+    char line[8192];
+    for (size_t i = 0; i < n_rows; i++) {
+        char good[64];
+        int good_len = snprintf(good, sizeof good, "\n{\"good\":%zu}\n", i);
+        assert_int_equal(ts_write_all(fd, rows[i].line, rows[i].len), 0);
+        assert_int_equal(ts_write_all(fd, good, (size_t)good_len), 0);
+        uint64_t seq = 0;
+        if (ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) < 0)
+            fail_msg("row %zu (%s): no reply", i, rows[i].what);
+        int code = ts_reply_code(line, &seq);
+        if (code != rows[i].code && (rows[i].alt_code == 0 || code != rows[i].alt_code))
+            fail_msg("row %zu (%s): got %s, want %s; reply %s", i, rows[i].what,
+                     stele_errname(code), stele_errname(rows[i].code), line);
+        assert_non_null(strstr(line, "\"message\":\""));
+        /* The same connection still works. */
+        if (ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) < 0)
+            fail_msg("row %zu (%s): no reply to the good request after it", i, rows[i].what);
+        if (ts_reply_code(line, &seq) != 0)
+            fail_msg("row %zu (%s): good request after it failed: %s", i, rows[i].what, line);
+    }
+    close(fd);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    /* Bad requests changed nothing: only the good ones are in the journal. */
+    assert_int_equal(ts_read_journal(dir, NULL, NULL), (long)n_rows);
+    stele_verify_report_t report;
+    assert_int_equal(stele_verify(dir, 0, 0, &report, NULL), 0);
+    printf("bad-request table: %zu rows, each answered with its error\n", n_rows);
+    ts_remove_dir(dir);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------- */
+
+/* 1 when one line of the log at `path` holds both needles (b may be NULL). */
+static int
+log_line_contains(const char *path, const char *a, const char *b)
+{
+    FILE *f = fopen(path, "re");
+    char line[2048];
+    int found = 0;
+    if (!f)
+        return 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, a) != NULL && (!b || strstr(line, b) != NULL);
+    fclose(f);
+    return found;
+}
+
+static int
+log_contains(const char *path, const char *needle)
+{
+    return log_line_contains(path, needle, NULL);
+}
+
+static void
+test_serve_second_server_on_same_journal_fails_with_locked(void **state)
+{
+    (void)state;
+    char dir[256], other[256], pid_text[32], pid_path[300], second_socket[300];
+    ts_server_t first, second;
+    ts_make_dir(dir, sizeof dir, "locked");
+    ts_make_dir(other, sizeof other, "locked-other");
+    start_server(&first, dir, NULL);
+    snprintf(pid_path, sizeof pid_path, "%s/stele.pid", dir);
+    assert_true(file_exists(pid_path));
+    snprintf(pid_text, sizeof pid_text, "%ld", (long)first.pid);
+
+    /* Even with a socket of its own, the second server must not start. */
+    snprintf(second_socket, sizeof second_socket, "%s.sock", other);
+    const char *const extra[] = {"--socket", second_socket, NULL};
+    int exit_code = -1;
+    assert_int_equal(ts_server_start(&second, dir, &exit_code, extra), -1);
+    assert_int_equal(exit_code, 3);
+    /* One error line names the code and the holder's pid. */
+    assert_true(log_line_contains(second.log_path, "STELE_ELOCKED", pid_text));
+    assert_false(file_exists(second_socket));
+
+    /* The first server is untouched and still serves. */
+    stele_client_t *c = NULL;
+    uint64_t seq = 0;
+    assert_true(file_exists(first.socket_path));
+    assert_int_equal(stele_client_connect(dir, NULL, &c, NULL), 0);
+    assert_int_equal(stele_client_append_json(c, "{\"a\":1}", 7, STELE_WAIT_DURABLE, &seq, NULL),
+                     0);
+    stele_client_close(c);
+    assert_int_equal(ts_server_stop(&first, SIGTERM), 0);
+    ts_remove_dir(dir);
+    ts_remove_dir(other);
+}
+
+static void
+test_serve_sigterm_answers_received_requests_and_cleans_up(void **state)
+{
+    (void)state;
+    char dir[256], line[1024], path[300];
+    ts_server_t srv;
+    enum { N = 2000 };
+    ts_make_dir(dir, sizeof dir, "sigterm");
+    start_server(&srv, dir, NULL);
+    int fd = ts_connect(srv.socket_path);
+    assert_true(fd >= 0);
+    bson_string_t *burst = bson_string_new(NULL);
+    for (int i = 0; i < N; i++)
+        bson_string_append_printf(burst, "{\"i\":%d}\n", i);
+    assert_int_equal(ts_write_all(fd, burst->str, burst->len), 0);
+    bson_string_free(burst, true);
+    kill(srv.pid, SIGTERM); /* before reading a single reply */
+    long n_acked = 0;
+    for (int i = 0; i < N; i++) {
+        uint64_t seq;
+        if (ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) < 0)
+            break;
+        int code = ts_reply_code(line, &seq);
+        if (code == 0)
+            n_acked++;
+        else
+            assert_int_equal(code, STELE_ECLOSED);
+    }
+    close(fd);
+    assert_int_equal(ts_server_stop(&srv, 0), 0);
+    /* Everything sent before the signal was received, so it is all acknowledged. */
+    assert_int_equal(n_acked, N);
+    assert_false(file_exists(srv.socket_path));
+    snprintf(path, sizeof path, "%s/stele.pid", dir);
+    assert_false(file_exists(path));
+    assert_true(log_contains(srv.log_path, "msg=\"shutting down\""));
+    assert_true(log_contains(srv.log_path, "msg=\"stopped\""));
+    assert_int_equal(ts_read_journal(dir, NULL, NULL), N);
+    ts_remove_dir(dir);
+}
+
+static void
+test_serve_drain_timeout_fails_only_requests_short_of_their_level(void **state)
+{
+    (void)state;
+    char dir[256], line[1024];
+    ts_server_t srv;
+    /* A sink that can never acknowledge: nothing reaches wait level shipped. */
+    const char *const extra[] = {"--mongo", "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=200",
+                                 "--drain-timeout-ms", "300", NULL};
+    ts_make_dir(dir, sizeof dir, "drain");
+    start_server(&srv, dir, extra);
+    int fd = ts_connect(srv.socket_path);
+    assert_true(fd >= 0);
+    const char req[] = "{\"$event\":{\"a\":1},\"$wait\":\"shipped\"}\n"
+                       "{\"$event\":{\"a\":2},\"$wait\":\"durable\"}\n";
+    assert_int_equal(ts_write_all(fd, req, sizeof req - 1), 0);
+    usleep(300000);
+    kill(srv.pid, SIGTERM);
+    uint64_t seq = 0;
+    assert_true(ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) >= 0);
+    assert_int_equal(ts_reply_code(line, &seq), STELE_ECLOSED);
+    assert_non_null(strstr(line, "shipped"));
+    /* Behind it in order, but durable: acknowledged, not failed. */
+    assert_true(ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) >= 0);
+    assert_int_equal(ts_reply_code(line, &seq), 0);
+    assert_int_equal(seq, 2);
+    close(fd);
+    assert_int_equal(ts_server_stop(&srv, 0), 0);
+    assert_true(log_contains(srv.log_path, "msg=\"drain timed out\" unanswered=1"));
+    assert_int_equal(ts_read_journal(dir, NULL, NULL), 2);
+    ts_remove_dir(dir);
+}
+
+static void
+test_serve_pauses_accept_when_out_of_descriptors_and_resumes(void **state)
+{
+    (void)state;
+    char dir[256], line[256];
+    ts_server_t srv;
+    enum { FD_LIMIT = 64, N_CONNS = 100 };
+    struct rlimit saved, low;
+    int fds[N_CONNS];
+    ts_make_dir(dir, sizeof dir, "emfile");
+    /* The server inherits a small descriptor limit; the test keeps its own afterwards. */
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    low = saved;
+    low.rlim_cur = FD_LIMIT;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int started = ts_server_start(&srv, dir, NULL, NULL);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    assert_int_equal(started, 0);
+    /* More connections than the server has descriptors: the rest wait in the backlog. */
+    for (int i = 0; i < N_CONNS; i++) {
+        fds[i] = ts_connect(srv.socket_path);
+        assert_true(fds[i] >= 0);
+        char req[64];
+        int n = snprintf(req, sizeof req, "{\"conn\":%d}\n", i);
+        assert_int_equal(ts_write_all(fds[i], req, (size_t)n), 0);
+    }
+    /* Each answered connection that closes lets the server accept one more. */
+    for (int i = 0; i < N_CONNS; i++) {
+        uint64_t seq;
+        if (ts_read_line(fds[i], line, sizeof line, REPLY_TIMEOUT_MS) < 0)
+            fail_msg("connection %d never answered", i);
+        assert_int_equal(ts_reply_code(line, &seq), 0);
+        close(fds[i]);
+    }
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    assert_true(log_contains(srv.log_path, "accept paused"));
+    assert_int_equal(ts_read_journal(dir, NULL, NULL), N_CONNS);
+    ts_remove_dir(dir);
+}
+
+/* ---- memory bounds -----------------------------------------------------------------------------
+ */
+
+static void
+test_serve_client_that_stops_reading_stalls_only_itself(void **state)
+{
+    (void)state;
+    char dir[256];
+    ts_server_t srv;
+    long rss0, hwm0, rss1, hwm1;
+    ts_make_dir(dir, sizeof dir, "noread");
+    start_server(&srv, dir, NULL);
+    assert_int_equal(ts_proc_rss_kib(srv.pid, &rss0, &hwm0), 0);
+    /* A pipelines requests and never reads a reply, until the server stops reading it. */
+    int hog = ts_connect(srv.socket_path);
+    assert_true(hog >= 0);
+    fcntl(hog, F_SETFL, O_NONBLOCK);
+    static const char req[] = "{\"$event\":{\"hog\":1},\"$wait\":\"none\"}\n";
+    size_t sent = 0;
+    int64_t blocked_since = 0;
+    for (;;) {
+        ssize_t n = send(hog, req, sizeof req - 1, MSG_NOSIGNAL);
+        if (n > 0) {
+            sent += (size_t)n;
+            blocked_since = 0;
+            continue;
+        }
+        assert_true(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+        if (!blocked_since)
+            blocked_since = now_ms();
+        else if (now_ms() - blocked_since > 500)
+            break; /* the server no longer reads from it */
+        usleep(10000);
+    }
+    /* Another client is served normally meanwhile. */
+    stele_client_t *c = NULL;
+    int64_t t0 = now_ms();
+    assert_int_equal(stele_client_connect(dir, NULL, &c, NULL), 0);
+    for (int i = 0; i < 50; i++) {
+        uint64_t seq;
+        assert_int_equal(
+            stele_client_append_json(c, "{\"other\":1}", 11, STELE_WAIT_DURABLE, &seq, NULL), 0);
+    }
+    int64_t other_ms = now_ms() - t0;
+    stele_client_close(c);
+    assert_int_equal(ts_proc_rss_kib(srv.pid, &rss1, &hwm1), 0);
+    printf("stalled client: sent %zu bytes before the server stopped reading it; server RSS "
+           "%ld -> %ld KiB; 50 durable appends by another client took %lld ms\n",
+           sent, rss0, rss1, (long long)other_ms);
+    /* The hog's bytes are held by the kernel's socket buffers, not by the server. */
+    assert_true(RSS_BOUND_HOLDS(rss1 - rss0 < 16 * 1024));
+    assert_true(other_ms < 10000);
+    close(hog);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    ts_remove_dir(dir);
+}
+
+static void
+test_serve_discards_oversize_line_without_buffering_it(void **state)
+{
+    (void)state;
+    char dir[256], line[1024];
+    ts_server_t srv;
+    long rss0, hwm0, rss1, hwm1;
+    enum { CHUNK = 1 << 20, TOTAL_MIB = 64 };
+    ts_make_dir(dir, sizeof dir, "oversize");
+    start_server(&srv, dir, NULL); /* default limit: 2 MiB */
+    assert_int_equal(ts_proc_rss_kib(srv.pid, &rss0, &hwm0), 0);
+    int fd = ts_connect(srv.socket_path);
+    assert_true(fd >= 0);
+    char *chunk = malloc(CHUNK);
+    memset(chunk, 'x', CHUNK);
+    memcpy(chunk, "{\"big\":\"", 8);
+    for (int i = 0; i < TOTAL_MIB; i++)
+        assert_int_equal(ts_write_all(fd, chunk, CHUNK), 0);
+    free(chunk);
+    assert_int_equal(ts_write_all(fd, "\"}\n{\"small\":1}\n", 15), 0);
+    uint64_t seq;
+    assert_true(ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) >= 0);
+    assert_int_equal(ts_reply_code(line, &seq), STELE_ETOOBIG);
+    assert_true(ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) >= 0);
+    assert_int_equal(ts_reply_code(line, &seq), 0);
+    assert_int_equal(ts_proc_rss_kib(srv.pid, &rss1, &hwm1), 0);
+    printf("64 MiB line: server peak RSS %ld -> %ld KiB\n", hwm0, hwm1);
+    assert_true(RSS_BOUND_HOLDS(hwm1 - hwm0 < 16 * 1024));
+    close(fd);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    ts_remove_dir(dir);
+}
+
+/* ---- SIGKILL during load
+ * ------------------------------------------------------------------------- */
+
+enum { KILL_ROUNDS = 3, KILL_WRITERS = 8, KILL_WINDOW = 32, KILL_MAX_EVENTS = 100000 };
+
+typedef struct kill_writer {
+    const char *dir;
+    int round, id;
+    uint64_t *acked_seq; /* [i] = seq acknowledged for event i */
+    int64_t n_acked;     /* events 0 .. n_acked-1 were acknowledged, in order */
+    int last_code;
+} kill_writer_t;
+
+static void *
+kill_writer_main(void *arg)
+{
+    kill_writer_t *w = arg;
+    stele_client_t *c = NULL;
+    char json[96];
+    if ((w->last_code = stele_client_connect(w->dir, NULL, &c, NULL)) != 0)
+        return NULL;
+    int64_t next = 0;
+    for (;;) {
+        while (next < KILL_MAX_EVENTS && stele_client_pending(c) < KILL_WINDOW) {
+            int n = snprintf(json, sizeof json, "{\"r\":%d,\"w\":%d,\"i\":%lld}", w->round, w->id,
+                             (long long)next);
+            w->last_code = stele_client_send_json(c, json, (size_t)n, STELE_WAIT_DURABLE, NULL);
+            if (w->last_code != 0)
+                goto done;
+            next++;
+        }
+        if (stele_client_pending(c) == 0)
+            break;
+        uint64_t seq = 0;
+        w->last_code = stele_client_recv(c, &seq, NULL);
+        if (w->last_code != 0)
+            break;
+        w->acked_seq[w->n_acked++] = seq;
+    }
+done:
+    stele_client_close(c);
+    return NULL;
+}
+
+typedef struct kill_check {
+    kill_writer_t (*writers)[KILL_WRITERS];
+    long n_records;
+    long n_duplicates;
+    long n_wrong_seq;
+    uint8_t *seen[KILL_ROUNDS][KILL_WRITERS];
+} kill_check_t;
+
+static void
+kill_check_record(void *ctx, const stele_record_t *rec)
+{
+    kill_check_t *kc = ctx;
+    int64_t r = record_int(rec, "r"), w = record_int(rec, "w"), i = record_int(rec, "i");
+    kc->n_records++;
+    if (r < 0 || r >= KILL_ROUNDS || w < 0 || w >= KILL_WRITERS || i < 0 || i >= KILL_MAX_EVENTS)
+        return;
+    if (kc->seen[r][w][i]++)
+        kc->n_duplicates++;
+    const kill_writer_t *kw = &kc->writers[r][w];
+    if (i < kw->n_acked && kw->acked_seq[i] != rec->seq)
+        kc->n_wrong_seq++; /* acknowledged under another seq */
+}
+
+/* Verifies the chain and that every acknowledged event of rounds 0..last is there once. */
+static void
+kill_check_journal(const char *dir, kill_writer_t (*writers)[KILL_WRITERS], int last_round)
+{
+    kill_check_t kc = {.writers = writers};
+    stele_verify_report_t report;
+    stele_error_t err = {0};
+    int vrc = stele_verify(dir, 0, 0, &report, &err);
+    if (vrc != 0)
+        fail_msg("verify failed: %s (%s at seq %llu)", err.message, report.what,
+                 (unsigned long long)report.bad_seq);
+    for (int r = 0; r <= last_round; r++)
+        for (int w = 0; w < KILL_WRITERS; w++)
+            kc.seen[r][w] = calloc(KILL_MAX_EVENTS, 1);
+    assert_true(ts_read_journal(dir, kill_check_record, &kc) >= 0);
+    long missing = 0, acked = 0;
+    for (int r = 0; r <= last_round; r++) {
+        for (int w = 0; w < KILL_WRITERS; w++) {
+            for (int64_t i = 0; i < writers[r][w].n_acked; i++)
+                missing += kc.seen[r][w][i] == 0;
+            acked += (long)writers[r][w].n_acked;
+            free(kc.seen[r][w]);
+        }
+    }
+    printf("after round %d and a restart: %ld acknowledged, %ld records, %ld acknowledged "
+           "missing, %ld duplicated, %ld under another seq; chain verified (%llu records)\n",
+           last_round, acked, kc.n_records, missing, kc.n_duplicates, kc.n_wrong_seq,
+           (unsigned long long)report.records_checked);
+    assert_int_equal(missing, 0);
+    assert_int_equal(kc.n_duplicates, 0);
+    assert_int_equal(kc.n_wrong_seq, 0);
+}
+
+static void
+test_serve_sigkill_during_load_never_acknowledges_falsely(void **state)
+{
+    (void)state;
+    char dir[256];
+    ts_server_t srv;
+    static kill_writer_t writers[KILL_ROUNDS][KILL_WRITERS];
+    pthread_t threads[KILL_WRITERS];
+    unsigned seed = ts_seed("test_serve_sigkill_during_load_never_acknowledges_falsely");
+    srand(seed);
+    ts_make_dir(dir, sizeof dir, "sigkill");
+    for (int round = 0; round < KILL_ROUNDS; round++) {
+        /* Each round starts a server on the journal the last SIGKILL left behind. */
+        start_server(&srv, dir, NULL);
+        for (int w = 0; w < KILL_WRITERS; w++) {
+            writers[round][w] = (kill_writer_t){.dir = dir, .round = round, .id = w};
+            writers[round][w].acked_seq = calloc(KILL_MAX_EVENTS, sizeof(uint64_t));
+            assert_int_equal(
+                pthread_create(&threads[w], NULL, kill_writer_main, &writers[round][w]), 0);
+        }
+        usleep((useconds_t)(100000 + rand() % 400000));
+        assert_int_equal(ts_server_stop(&srv, SIGKILL), 128 + SIGKILL);
+        for (int w = 0; w < KILL_WRITERS; w++) {
+            pthread_join(threads[w], NULL);
+            /* Each writer saw the connection break: an error, not a hang, not a success. */
+            assert_true(writers[round][w].last_code != 0);
+        }
+        /* Restart (recovery runs in the new server), stop cleanly, check from outside. */
+        start_server(&srv, dir, NULL);
+        assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+        kill_check_journal(dir, writers, round);
+    }
+    for (int r = 0; r < KILL_ROUNDS; r++)
+        for (int w = 0; w < KILL_WRITERS; w++)
+            free(writers[r][w].acked_seq);
+    ts_remove_dir(dir);
+}
+
+/* ---- the client library -----------------------------------------------------------------------
+ */
+
+static void
+test_client_connect_without_server_says_so(void **state)
+{
+    (void)state;
+    char dir[256];
+    ts_server_t srv;
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    ts_make_dir(dir, sizeof dir, "noserver");
+    assert_int_equal(stele_client_connect(dir, NULL, &c, &err), -ENOENT);
+    assert_non_null(strstr(err.message, "stele.sock"));
+    assert_true(strlen(err.hint) > 0);
+    assert_null(c);
+    /* A socket left by a killed server: refused, and the next server replaces it. */
+    start_server(&srv, dir, NULL);
+    assert_int_equal(ts_server_stop(&srv, SIGKILL), 128 + SIGKILL);
+    assert_int_equal(stele_client_connect(dir, NULL, &c, &err), -ECONNREFUSED);
+    start_server(&srv, dir, NULL);
+    assert_true(log_contains(srv.log_path, "removed stale socket"));
+    assert_int_equal(stele_client_connect(dir, NULL, &c, &err), 0);
+    stele_client_close(c);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    ts_remove_dir(dir);
+}
+
+static void
+test_client_reaches_server_on_a_socket_path_of_its_own(void **state)
+{
+    (void)state;
+    char dir[256], sock[300], too_long[200];
+    ts_server_t srv;
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    uint64_t seq = 0;
+    ts_make_dir(dir, sizeof dir, "sockpath");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    const char *const extra[] = {"--socket", sock, NULL};
+    start_server(&srv, dir, extra);
+    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
+    assert_int_equal(stele_client_append_json(c, "{\"a\":1}", 7, STELE_WAIT_WRITTEN, &seq, &err),
+                     0);
+    stele_client_close(c);
+    /* Nothing listens in the journal directory itself. */
+    assert_int_equal(stele_client_connect(dir, NULL, &c, &err), -ENOENT);
+    memset(too_long, 'x', sizeof too_long - 1);
+    too_long[sizeof too_long - 1] = '\0';
+    assert_int_equal(stele_client_connect(NULL, too_long, &c, &err), STELE_EINVAL);
+    assert_int_equal(stele_client_connect(NULL, NULL, &c, &err), STELE_EINVAL);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    assert_false(file_exists(sock));
+    /* A path that exists and is not a socket is refused, and left alone. */
+    FILE *f = fopen(sock, "we");
+    assert_non_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+    int exit_code = -1;
+    assert_int_equal(ts_server_start(&srv, dir, &exit_code, extra), -1);
+    assert_int_equal(exit_code, 3);
+    assert_true(log_contains(srv.log_path, "is not a socket"));
+    assert_true(file_exists(sock));
+    ts_remove_dir(dir);
+}
+
+static void
+test_client_pipelines_and_reports_server_errors(void **state)
+{
+    (void)state;
+    char dir[256];
+    ts_server_t srv;
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    uint64_t seq = 0, prev = 0;
+    ts_make_dir(dir, sizeof dir, "client");
+    start_server(&srv, dir, NULL);
+    assert_int_equal(stele_client_connect(dir, NULL, &c, &err), 0);
+    for (int w = STELE_WAIT_NONE; w <= STELE_WAIT_DURABLE; w++) {
+        assert_int_equal(stele_client_append_json(c, "{\"lvl\":1}", 9, (stele_wait_t)w, &seq, &err),
+                         0);
+        assert_true(seq > prev);
+        prev = seq;
+    }
+    /* A pretty-printed event spans lines; it still travels as one request. */
+    const char pretty[] = "{\n  \"who\": \"carol\",\r\n  \"n\": [1,\n 2]\n}\n";
+    assert_int_equal(
+        stele_client_append_json(c, pretty, sizeof pretty - 1, STELE_WAIT_DURABLE, &seq, &err), 0);
+    /* Errors come back with the server's code and message; the connection stays usable. */
+    assert_int_equal(stele_client_append_json(c, "{\"a\":", 5, STELE_WAIT_DURABLE, &seq, &err),
+                     STELE_EJSON);
+    assert_int_equal(err.code, STELE_EJSON);
+    assert_true(strlen(err.message) > 0);
+    assert_int_equal(stele_client_append_json(c, "{\"$x\":1}", 8, STELE_WAIT_DURABLE, &seq, &err),
+                     STELE_EDOLLARKEY);
+    /* Text that tries to close the envelope early cannot change the wait level. */
+    const char forged[] = "{\"a\":1},\"$wait\":\"none\"";
+    int forged_rc =
+        stele_client_append_json(c, forged, sizeof forged - 1, STELE_WAIT_DURABLE, &seq, &err);
+    assert_true(forged_rc == STELE_EJSON || forged_rc == STELE_EPROTOCOL);
+    assert_int_equal(stele_client_recv(c, &seq, &err), STELE_EINVAL);
+    /* Pipelined: 3000 sends, then the replies, in order. */
+    enum { N = 3000 };
+    for (int i = 0; i < N; i++) {
+        char json[32];
+        int n = snprintf(json, sizeof json, "{\"p\":%d}", i);
+        assert_int_equal(stele_client_send_json(c, json, (size_t)n, STELE_WAIT_WRITTEN, &err), 0);
+    }
+    assert_int_equal(stele_client_pending(c), N);
+    assert_int_equal(stele_client_append_json(c, "{}", 2, STELE_WAIT_NONE, &seq, &err),
+                     STELE_EINVAL);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(stele_client_recv(c, &seq, &err), 0);
+        assert_true(seq > prev);
+        prev = seq;
+    }
+    assert_int_equal(stele_client_pending(c), 0);
+    stele_client_close(c);
+    stele_client_close(NULL);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    assert_int_equal(ts_read_journal(dir, NULL, NULL), 3 + 1 + N);
+    ts_remove_dir(dir);
+}
+
+static void
+test_client_sees_server_death_as_error_not_ack(void **state)
+{
+    (void)state;
+    char dir[256];
+    ts_server_t srv;
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    uint64_t seq = 0;
+    ts_make_dir(dir, sizeof dir, "death");
+    start_server(&srv, dir, NULL);
+    assert_int_equal(stele_client_connect(dir, NULL, &c, &err), 0);
+    assert_int_equal(stele_client_append_json(c, "{\"a\":1}", 7, STELE_WAIT_DURABLE, &seq, &err),
+                     0);
+    assert_int_equal(ts_server_stop(&srv, SIGKILL), 128 + SIGKILL);
+    int rc = stele_client_append_json(c, "{\"a\":2}", 7, STELE_WAIT_DURABLE, &seq, &err);
+    assert_true(rc == -ECONNRESET || rc == -EPIPE);
+    assert_non_null(strstr(err.hint, "may or may not"));
+    /* Sticky: the handle stays failed. */
+    assert_int_equal(stele_client_send_json(c, "{}", 2, STELE_WAIT_NONE, &err), rc);
+    stele_client_close(c);
+    ts_remove_dir(dir);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_serve_acknowledges_pipelined_requests_in_order),
+        cmocka_unit_test(test_serve_answers_half_closed_client_then_closes),
+        cmocka_unit_test(test_serve_rejects_bad_requests_and_keeps_connection_usable),
+        cmocka_unit_test(test_serve_second_server_on_same_journal_fails_with_locked),
+        cmocka_unit_test(test_serve_sigterm_answers_received_requests_and_cleans_up),
+        cmocka_unit_test(test_serve_drain_timeout_fails_only_requests_short_of_their_level),
+        cmocka_unit_test(test_serve_pauses_accept_when_out_of_descriptors_and_resumes),
+        cmocka_unit_test(test_serve_client_that_stops_reading_stalls_only_itself),
+        cmocka_unit_test(test_serve_discards_oversize_line_without_buffering_it),
+        cmocka_unit_test(test_serve_sigkill_during_load_never_acknowledges_falsely),
+        cmocka_unit_test(test_client_connect_without_server_says_so),
+        cmocka_unit_test(test_client_reaches_server_on_a_socket_path_of_its_own),
+        cmocka_unit_test(test_client_pipelines_and_reports_server_errors),
+        cmocka_unit_test(test_client_sees_server_death_as_error_not_ack),
+    };
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

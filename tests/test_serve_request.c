@@ -1,0 +1,342 @@
+/*
+ * test_serve_request.c: the server's pure input path: line framing (serve_frame.c),
+ * request parsing and reply formatting (serve_request.c), and a replay of the libFuzzer
+ * target on random inputs so every build exercises it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "serve.h"
+#include "test_serve_util.h"
+
+int serve_fuzz_one_input(const uint8_t *data, size_t size);
+
+/* ---- framing -------------------------------------------------------------------------------- */
+
+static void
+test_frame_splits_lines_and_keeps_partial_tail(void **state)
+{
+    (void)state;
+    serve_frame_t fr = {.max_line_bytes = 100};
+    const char data[] = "{\"a\":1}\n{\"b\":2}\n{\"c\"";
+    const char *line;
+    size_t len, consumed, off = 0, n = sizeof data - 1;
+    assert_int_equal(serve_frame_next(&fr, data, n, 0, &line, &len, &consumed), SERVE_FRAME_LINE);
+    assert_int_equal(len, 7);
+    assert_memory_equal(line, "{\"a\":1}", 7);
+    off += consumed;
+    assert_int_equal(serve_frame_next(&fr, data + off, n - off, 0, &line, &len, &consumed),
+                     SERVE_FRAME_LINE);
+    assert_memory_equal(line, "{\"b\":2}", 7);
+    off += consumed;
+    assert_int_equal(serve_frame_next(&fr, data + off, n - off, 0, &line, &len, &consumed),
+                     SERVE_FRAME_NEED_MORE);
+    assert_int_equal(consumed, 0);
+    assert_int_equal(n - off, 4);
+}
+
+static void
+test_frame_returns_last_line_without_newline_at_eof(void **state)
+{
+    (void)state;
+    serve_frame_t fr = {.max_line_bytes = 100};
+    const char *line;
+    size_t len, consumed;
+    assert_int_equal(serve_frame_next(&fr, "{}", 2, 1, &line, &len, &consumed), SERVE_FRAME_LINE);
+    assert_int_equal(len, 2);
+    assert_int_equal(consumed, 2);
+    assert_int_equal(serve_frame_next(&fr, "", 0, 1, &line, &len, &consumed),
+                     SERVE_FRAME_NEED_MORE);
+}
+
+static void
+test_frame_reports_oversize_once_and_discards_until_newline(void **state)
+{
+    (void)state;
+    serve_frame_t fr = {.max_line_bytes = 8};
+    const char *line;
+    size_t len, consumed;
+    /* First read: 12 bytes without '\n' exceed the limit: reported, consumed, dropped. */
+    assert_int_equal(serve_frame_next(&fr, "aaaaaaaaaaaa", 12, 0, &line, &len, &consumed),
+                     SERVE_FRAME_OVERSIZE);
+    assert_int_equal(consumed, 12);
+    /* Later reads of the same line are swallowed without a second report. */
+    assert_int_equal(serve_frame_next(&fr, "bbbbbbbbbbbbbbbbbbbb", 20, 0, &line, &len, &consumed),
+                     SERVE_FRAME_NEED_MORE);
+    assert_int_equal(consumed, 20);
+    /* The '\n' ends it; the next line is framed normally. */
+    const char tail[] = "cc\n{}\n";
+    assert_int_equal(serve_frame_next(&fr, tail, 6, 0, &line, &len, &consumed), SERVE_FRAME_LINE);
+    assert_int_equal(len, 2);
+    assert_memory_equal(line, "{}", 2);
+    assert_int_equal(consumed, 6);
+}
+
+static void
+test_frame_rejects_complete_line_over_limit(void **state)
+{
+    (void)state;
+    serve_frame_t fr = {.max_line_bytes = 4};
+    const char *line;
+    size_t len, consumed;
+    assert_int_equal(serve_frame_next(&fr, "12345\n{}\n", 9, 0, &line, &len, &consumed),
+                     SERVE_FRAME_OVERSIZE);
+    assert_int_equal(consumed, 6);
+    assert_int_equal(fr.is_discarding, 0);
+    assert_int_equal(serve_frame_next(&fr, "1234\n", 5, 0, &line, &len, &consumed),
+                     SERVE_FRAME_LINE);
+    assert_int_equal(len, 4);
+}
+
+/* ---- requests ------------------------------------------------------------------------------- */
+
+static void
+test_request_bare_event_is_passed_through_at_default_wait(void **state)
+{
+    (void)state;
+    serve_request_t req;
+    const char line[] = "{\"who\":\"alice\",\"what\":\"login\"}";
+    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_WRITTEN, &req, NULL), 0);
+    assert_ptr_equal(req.json, line);
+    assert_int_equal(req.json_len, sizeof line - 1);
+    assert_null(req.bson);
+    assert_int_equal(req.wait, STELE_WAIT_WRITTEN);
+    serve_request_release(&req);
+}
+
+static void
+test_request_envelope_carries_event_and_wait(void **state)
+{
+    (void)state;
+    serve_request_t req;
+    const char line[] = "{\"$wait\":\"none\",\"$event\":{\"who\":\"bob\",\"n\":3}}\r";
+    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
+    assert_null(req.json);
+    assert_non_null(req.bson);
+    assert_int_equal(req.wait, STELE_WAIT_NONE);
+    bson_iter_t it;
+    assert_true(bson_iter_init_find(&it, req.bson, "who"));
+    assert_string_equal(bson_iter_utf8(&it, NULL), "bob");
+    serve_request_release(&req);
+}
+
+static void
+test_request_client_envelope_passes_event_text_through(void **state)
+{
+    (void)state;
+    serve_request_t req;
+    const char line[] = "{\"$event\":{\"who\":\"x\"},\"$wait\":\"written\"}";
+    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
+    assert_int_equal(req.wait, STELE_WAIT_WRITTEN);
+    assert_int_equal(req.json_len, strlen("{\"who\":\"x\"}"));
+    assert_memory_equal(req.json, "{\"who\":\"x\"}", req.json_len);
+    serve_request_release(&req);
+    /* Text that closes the envelope early reaches the engine as one malformed JSON value. */
+    const char forged[] = "{\"$event\":{\"a\":1},\"$wait\":\"none\",\"$wait\":\"durable\"}";
+    assert_int_equal(serve_request_parse(forged, sizeof forged - 1, STELE_WAIT_DURABLE, &req, NULL),
+                     0);
+    assert_int_equal(req.wait, STELE_WAIT_DURABLE);
+    assert_memory_equal(req.json, "{\"a\":1},\"$wait\":\"none\"", req.json_len);
+    serve_request_release(&req);
+}
+
+static void
+test_request_escaped_envelope_key_is_an_envelope(void **state)
+{
+    (void)state;
+    serve_request_t req;
+    const char line[] = "{\"\\u0024event\":{\"a\":1}}";
+    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
+    assert_non_null(req.bson);
+    assert_int_equal(req.wait, STELE_WAIT_DURABLE);
+    serve_request_release(&req);
+}
+
+static void
+test_request_dollar_inside_a_value_is_a_bare_event(void **state)
+{
+    (void)state;
+    serve_request_t req;
+    const char line[] = "{\"price\":\"$5\",\"note\":{\"k\":\"$event\"}}";
+    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
+    assert_ptr_equal(req.json, line);
+    serve_request_release(&req);
+}
+
+typedef struct bad_request {
+    const char *line;
+    int code;
+} bad_request_t;
+
+static void
+test_request_rejects_malformed_envelopes(void **state)
+{
+    (void)state;
+    static const bad_request_t cases[] = {
+        {"", STELE_EEMPTY},
+        {"  \t\r", STELE_EEMPTY},
+        {"{\"$event\":{\"a\":1}", STELE_EJSON},
+        {"{\"$event\":[1,2]}", STELE_ENOTOBJECT},
+        {"{\"$event\":\"text\"}", STELE_ENOTOBJECT},
+        {"{\"$event\":{},\"$event\":{}}", STELE_EPROTOCOL},
+        {"{\"$event\":{},\"$wait\":\"now\"}", STELE_EPROTOCOL},
+        {"{\"$event\":{},\"$wait\":2}", STELE_EPROTOCOL},
+        {"{\"$wait\":\"none\",\"$wait\":\"none\",\"$event\":{}}", STELE_EPROTOCOL},
+        {"{\"$wait\":\"none\"}", STELE_EPROTOCOL},
+        {"{\"$event\":{},\"user\":\"x\"}", STELE_EPROTOCOL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        serve_request_t req;
+        stele_error_t err = {0};
+        int rc = serve_request_parse(cases[i].line, strlen(cases[i].line), STELE_WAIT_DURABLE, &req,
+                                     &err);
+        if (rc != cases[i].code)
+            fail_msg("case %zu (%s): got %s, want %s", i, cases[i].line, stele_errname(rc),
+                     stele_errname(cases[i].code));
+        assert_int_equal(err.code, rc);
+        assert_true(strlen(err.message) > 0);
+        serve_request_release(&req);
+    }
+}
+
+static void
+test_wait_names_round_trip(void **state)
+{
+    (void)state;
+    for (int w = STELE_WAIT_NONE; w <= STELE_WAIT_SHIPPED; w++) {
+        stele_wait_t parsed;
+        const char *name = serve_wait_name((stele_wait_t)w);
+        assert_int_equal(serve_wait_parse(name, strlen(name), &parsed), 0);
+        assert_int_equal(parsed, w);
+    }
+    stele_wait_t parsed;
+    assert_int_equal(serve_wait_parse("durablex", 8, &parsed), STELE_EINVAL);
+    assert_int_equal(serve_wait_parse("", 0, &parsed), STELE_EINVAL);
+}
+
+/* ---- replies -------------------------------------------------------------------------------- */
+
+static void
+test_reply_success_carries_seq(void **state)
+{
+    (void)state;
+    char buf[SERVE_REPLY_MAX_BYTES];
+    size_t n = serve_reply_format(buf, sizeof buf, 0, 18446744073709551615u, NULL);
+    assert_string_equal(buf, "{\"seq\":18446744073709551615}\n");
+    assert_int_equal(n, strlen(buf));
+}
+
+static void
+test_reply_error_escapes_message_and_names_code(void **state)
+{
+    (void)state;
+    char buf[SERVE_REPLY_MAX_BYTES];
+    stele_error_t err = {.code = STELE_EDOLLARKEY};
+    snprintf(err.message, sizeof err.message, "key \"$set\"\n starts with '$'");
+    snprintf(err.hint, sizeof err.hint, "rename it");
+    size_t n = serve_reply_format(buf, sizeof buf, STELE_EDOLLARKEY, 0, &err);
+    assert_int_equal(buf[n - 1], '\n');
+    assert_ptr_equal(memchr(buf, '\n', n), buf + n - 1);
+    uint64_t seq = 0;
+    buf[n - 1] = '\0';
+    assert_int_equal(ts_reply_code(buf, &seq), STELE_EDOLLARKEY);
+    assert_non_null(strstr(buf, "\"name\":\"STELE_EDOLLARKEY\""));
+    assert_non_null(strstr(buf, "\"hint\":\"rename it\""));
+}
+
+static void
+test_reply_with_invalid_utf8_message_falls_back_to_code_text(void **state)
+{
+    (void)state;
+    char buf[SERVE_REPLY_MAX_BYTES];
+    stele_error_t err = {.code = STELE_EUTF8};
+    snprintf(err.message, sizeof err.message, "bad key \xff\xfe");
+    size_t n = serve_reply_format(buf, sizeof buf, STELE_EUTF8, 0, &err);
+    buf[n - 1] = '\0';
+    assert_non_null(strstr(buf, stele_strerror(STELE_EUTF8)));
+    uint64_t seq;
+    assert_int_equal(ts_reply_code(buf, &seq), STELE_EUTF8);
+}
+
+static void
+test_reply_of_longest_message_and_hint_fits(void **state)
+{
+    (void)state;
+    char buf[SERVE_REPLY_MAX_BYTES];
+    stele_error_t err = {.code = STELE_EJSON};
+    memset(err.message, 0x01, sizeof err.message - 1); /* each byte escapes to \u0001 */
+    err.message[sizeof err.message - 1] = '\0';
+    memset(err.hint, '"', sizeof err.hint - 1);
+    err.hint[sizeof err.hint - 1] = '\0';
+    size_t n = serve_reply_format(buf, sizeof buf, STELE_EJSON, 0, &err);
+    assert_true(n < sizeof buf);
+    assert_int_equal(buf[n - 1], '\n');
+    buf[n - 1] = '\0';
+    uint64_t seq;
+    assert_int_equal(ts_reply_code(buf, &seq), STELE_EJSON);
+}
+
+/* ---- the fuzz target, replayed ----------------------------------------------------------------
+ */
+
+static void
+test_fuzz_target_survives_random_and_mutated_requests(void **state)
+{
+    (void)state;
+    static const char *const seeds[] = {
+        "{\"a\":1}\n",
+        "{\"$event\":{\"a\":1},\"$wait\":\"written\"}\n",
+        "{\"\\u0024wait\":\"none\",\"$event\":{}}\n\n",
+        "[1]\n{bad\n\xff\xfe\n",
+    };
+    unsigned seed = ts_seed("test_fuzz_target_survives_random_and_mutated_requests");
+    srand(seed);
+    uint8_t buf[512];
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t n;
+        if (iter % 2 == 0) {
+            const char *s = seeds[(size_t)rand() % (sizeof seeds / sizeof seeds[0])];
+            n = strlen(s) + 1;
+            buf[0] = (uint8_t)rand();
+            memcpy(buf + 1, s, n - 1);
+            for (int flips = rand() % 4; flips > 0; flips--)
+                buf[1 + (size_t)rand() % (n - 1)] = (uint8_t)rand();
+        } else {
+            n = (size_t)rand() % sizeof buf;
+            for (size_t i = 0; i < n; i++)
+                buf[i] = (uint8_t)(rand() % 4 == 0 ? '\n' : rand());
+        }
+        assert_int_equal(serve_fuzz_one_input(buf, n), 0);
+    }
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_frame_splits_lines_and_keeps_partial_tail),
+        cmocka_unit_test(test_frame_returns_last_line_without_newline_at_eof),
+        cmocka_unit_test(test_frame_reports_oversize_once_and_discards_until_newline),
+        cmocka_unit_test(test_frame_rejects_complete_line_over_limit),
+        cmocka_unit_test(test_request_bare_event_is_passed_through_at_default_wait),
+        cmocka_unit_test(test_request_envelope_carries_event_and_wait),
+        cmocka_unit_test(test_request_client_envelope_passes_event_text_through),
+        cmocka_unit_test(test_request_escaped_envelope_key_is_an_envelope),
+        cmocka_unit_test(test_request_dollar_inside_a_value_is_a_bare_event),
+        cmocka_unit_test(test_request_rejects_malformed_envelopes),
+        cmocka_unit_test(test_wait_names_round_trip),
+        cmocka_unit_test(test_reply_success_carries_seq),
+        cmocka_unit_test(test_reply_error_escapes_message_and_names_code),
+        cmocka_unit_test(test_reply_with_invalid_utf8_message_falls_back_to_code_text),
+        cmocka_unit_test(test_reply_of_longest_message_and_hint_fits),
+        cmocka_unit_test(test_fuzz_target_survives_random_and_mutated_requests),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,338 @@
+/*
+ * test_ship_faults.c: shipping through failures of the server, the network and the shipper
+ * itself. Each test runs its own test server, appends throughout (appends never depend on
+ * MongoDB), and ends with the exactly-once check. Tests that freeze, kill or replace the
+ * server skip when STELE_TEST_MONGO_URI names an external server (they cannot control it).
+ * Randomised moments print their seed and honour STELE_TEST_SEED.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mongo_server.h"
+#include "ship.h"
+#include "ship_fixture.h"
+#include "tcp_proxy.h"
+
+#define FAULT_WAIT_MS 180000
+/* Socket and selection timeouts of the fault tests' URIs: short, so a frozen server is
+ * noticed quickly, and the stall below lasts longer than them. */
+#define FAULT_SOCKET_TIMEOUT_MS 5000
+#define FAULT_STALL_MS 7000
+
+typedef struct fault_test {
+    mongo_server_t server;
+    ship_journal_t sj;
+    stele_sink_options_t so;
+    char uri[640];
+    shipper_t *shipper;
+} fault_test_t;
+
+static uint64_t
+get_shipped(void *ctx)
+{
+    return shipper_shipped_seq(ctx);
+}
+
+static void
+fault_uri(fault_test_t *t, int port)
+{
+    if (port > 0)
+        snprintf(t->uri, sizeof t->uri,
+                 "mongodb://127.0.0.1:%d/?socketTimeoutMS=%d&serverSelectionTimeoutMS=%d&"
+                 "connectTimeoutMS=%d",
+                 port, FAULT_SOCKET_TIMEOUT_MS, FAULT_SOCKET_TIMEOUT_MS, FAULT_SOCKET_TIMEOUT_MS);
+    else
+        snprintf(t->uri, sizeof t->uri, "%s", t->server.uri);
+}
+
+static int
+fault_setup(void **state)
+{
+    fault_test_t *t = calloc(1, sizeof *t);
+    if (!t || mongo_server_start(&t->server) != 0)
+        return -1;
+    fault_uri(t, t->server.is_external ? 0 : t->server.port);
+    *state = t;
+    return 0;
+}
+
+static int
+fault_teardown(void **state)
+{
+    fault_test_t *t = *state;
+    shipper_stop(t->shipper, 0);
+    if (t->sj.journal)
+        ship_journal_destroy(&t->sj, 0);
+    mongo_server_destroy(&t->server);
+    free(t);
+    return 0;
+}
+
+static void
+fault_start(fault_test_t *t, const char *source, const char *uri)
+{
+    assert_int_equal(ship_journal_create(&t->sj, source), 0);
+    ship_sink_options(&t->so, "main", uri, source);
+    ship_drop_collection(&t->so);
+    shipper_config_t cfg = {
+        .sink = &t->so, .journal_dir = t->sj.dir, .source = t->sj.source, .index = t->sj.index};
+    stele_error_t err = {0};
+    assert_int_equal(shipper_start(&cfg, &t->shipper, &err), 0);
+}
+
+static void
+fault_finish(fault_test_t *t, uint64_t n)
+{
+    assert_int_equal(ship_wait_for(get_shipped, t->shipper, n, FAULT_WAIT_MS), 0);
+    stele_sink_stats_t st;
+    shipper_stats(t->shipper, n, &st);
+    printf("# %s: batches %llu retries %llu last error: %s\n", t->sj.source,
+           (unsigned long long)st.batches, (unsigned long long)st.retries, st.last_error);
+    assert_int_equal(st.is_stopped, 0);
+    assert_int_equal(st.dead_letters, 0);
+    shipper_stop(t->shipper, 1000);
+    t->shipper = NULL;
+    /* The exactly-once check reads through the real server port, not a proxy. */
+    stele_sink_options_t direct = t->so;
+    direct.uri = t->server.uri;
+    assert_int_equal(ship_check_exactly_once(&t->sj, &direct, n), 0);
+}
+
+static int
+skip_if_external(fault_test_t *t)
+{
+    if (!t->server.is_external)
+        return 0;
+    printf("# skipped: needs to control the server; STELE_TEST_MONGO_URI names an external "
+           "one\n");
+    return 1;
+}
+
+static void
+test_ship_survives_server_stall_longer_than_socket_timeout(void **state)
+{
+    fault_test_t *t = *state;
+    if (skip_if_external(t))
+        skip();
+    fault_start(t, "stall", t->uri);
+    assert_int_equal(ship_journal_append(&t->sj, 5000, 250, 256), 0);
+    assert_int_equal(ship_wait_for(get_shipped, t->shipper, 1000, FAULT_WAIT_MS), 0);
+    assert_int_equal(mongo_server_signal(&t->server, SIGSTOP), 0);
+    int64_t stalled_at = ship_fixture_now_ms();
+    assert_int_equal(ship_journal_append(&t->sj, 5000, 250, 256), 0); /* local durability */
+    usleep((useconds_t)(FAULT_STALL_MS - (ship_fixture_now_ms() - stalled_at)) * 1000);
+    stele_sink_stats_t st;
+    shipper_stats(t->shipper, 10000, &st);
+    assert_true(st.shipped_seq < 10000);
+    assert_true(st.retries > 0);
+    assert_true(st.last_error[0] != '\0');
+    assert_int_equal(mongo_server_signal(&t->server, SIGCONT), 0);
+    fault_finish(t, 10000);
+}
+
+static void
+test_ship_survives_server_kill_and_restart_mid_batch(void **state)
+{
+    fault_test_t *t = *state;
+    if (skip_if_external(t))
+        skip();
+    fault_start(t, "killed", t->uri);
+    assert_int_equal(ship_journal_append(&t->sj, 20000, 500, 512), 0);
+    for (int round = 0; round < 2; round++) {
+        uint64_t shipped = shipper_shipped_seq(t->shipper);
+        assert_int_equal(ship_wait_for(get_shipped, t->shipper, shipped + 2000, FAULT_WAIT_MS), 0);
+        assert_int_equal(mongo_server_signal(&t->server, SIGKILL), 0);
+        assert_int_equal(ship_journal_append(&t->sj, 1000, 250, 512), 0);
+        usleep(500 * 1000);
+        assert_int_equal(mongo_server_restart(&t->server), 0);
+    }
+    fault_finish(t, 22000);
+}
+
+static void
+test_ship_data_dir_replaced_by_older_copy_then_reship_restores(void **state)
+{
+    fault_test_t *t = *state;
+    if (skip_if_external(t))
+        skip();
+    fault_start(t, "rollback", t->uri);
+    assert_int_equal(ship_journal_append(&t->sj, 3000, 300, 64), 0);
+    assert_int_equal(ship_wait_for(get_shipped, t->shipper, 3000, FAULT_WAIT_MS), 0);
+    char snapshot[PATH_MAX + 16];
+    snprintf(snapshot, sizeof snapshot, "%s/older", t->server.base_dir);
+    assert_int_equal(mongo_server_signal(&t->server, SIGTERM), 0);
+    assert_int_equal(mongo_server_copy_data(&t->server, snapshot), 0);
+    assert_int_equal(mongo_server_restart(&t->server), 0);
+    assert_int_equal(ship_journal_append(&t->sj, 2000, 200, 64), 0);
+    assert_int_equal(ship_wait_for(get_shipped, t->shipper, 5000, FAULT_WAIT_MS), 0);
+    /* The server loses 3001..5000: its data directory goes back to the older copy while
+     * the shipper runs and appends go on. */
+    assert_int_equal(mongo_server_signal(&t->server, SIGTERM), 0);
+    assert_int_equal(mongo_server_replace_data(&t->server, snapshot), 0);
+    assert_int_equal(ship_journal_append(&t->sj, 1000, 200, 64), 0);
+    assert_int_equal(mongo_server_restart(&t->server), 0);
+    assert_int_equal(ship_wait_for(get_shipped, t->shipper, 6000, FAULT_WAIT_MS), 0);
+    stele_remote_report_t rep;
+    stele_error_t err = {0};
+    assert_int_equal(stele_remote_check(t->sj.dir, &t->so, 0, 0, &rep, &err), STELE_EINTEGRITY);
+    assert_int_equal(rep.records_checked, 6000);
+    assert_int_equal(rep.n_missing, 2000);
+    assert_int_equal(rep.n_missing_ranges, 1);
+    assert_int_equal(rep.missing[0].first_seq, 3001);
+    assert_int_equal(rep.missing[0].last_seq, 5000);
+    assert_int_equal(rep.n_extra + rep.n_mismatched, 0);
+    uint64_t inserted = 0;
+    assert_int_equal(stele_reship(t->sj.dir, &t->so, rep.missing[0].first_seq,
+                                  rep.missing[0].last_seq, &inserted, &err),
+                     0);
+    assert_int_equal(inserted, 2000);
+    fault_finish(t, 6000);
+}
+
+static void
+test_ship_survives_connection_resets_and_refusals(void **state)
+{
+    fault_test_t *t = *state;
+    if (skip_if_external(t))
+        skip();
+    unsigned seed = ship_test_seed();
+    tcp_proxy_t *proxy;
+    assert_int_equal(tcp_proxy_start(t->server.port, &proxy), 0);
+    char proxied[640];
+    snprintf(proxied, sizeof proxied,
+             "mongodb://127.0.0.1:%d/?socketTimeoutMS=%d&serverSelectionTimeoutMS=%d",
+             tcp_proxy_port(proxy), FAULT_SOCKET_TIMEOUT_MS, FAULT_SOCKET_TIMEOUT_MS);
+    fault_start(t, "resets", proxied);
+    const uint64_t n = 20000;
+    assert_int_equal(ship_journal_append(&t->sj, n, 500, 256), 0);
+    int round = 0;
+    while (shipper_shipped_seq(t->shipper) < n && round < 12) {
+        /* Reset every connection somewhere inside the next ~1 MB sent: mid-batch. */
+        tcp_proxy_reset_after(proxy, 1000 + (uint64_t)rand_r(&seed) % 1000000);
+        usleep(300 * 1000);
+        if (round++ == 3) {
+            tcp_proxy_set_refusing(proxy, 1);
+            usleep(1500 * 1000);
+            tcp_proxy_set_refusing(proxy, 0);
+        }
+    }
+    tcp_proxy_reset_after(proxy, 0);
+    printf("# proxy reset %llu connections\n", (unsigned long long)tcp_proxy_resets(proxy));
+    assert_true(tcp_proxy_resets(proxy) > 0);
+    fault_finish(t, n);
+    tcp_proxy_stop(proxy);
+}
+
+/* The shipper in a child process of its own (this binary re-executed), so it can be
+ * SIGKILLed mid-batch: argv = self --ship-child DIR SOURCE URI COLLECTION. */
+static int
+ship_child_main(char **argv)
+{
+    index_t *ix;
+    stele_error_t err = {0};
+    if (index_open(argv[2], 1, 0600, &ix, &err) != 0) {
+        fprintf(stderr, "ship child: %s\n", err.message);
+        return 3;
+    }
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", argv[4], argv[5]);
+    shipper_config_t cfg = {.sink = &so, .journal_dir = argv[2], .source = argv[3], .index = ix};
+    shipper_t *s;
+    if (shipper_start(&cfg, &s, &err) != 0) {
+        fprintf(stderr, "ship child: %s\n", err.message);
+        return 3;
+    }
+    for (;;)
+        pause();
+}
+
+static pid_t
+spawn_ship_child(fault_test_t *t)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char *argv[] = {"/proc/self/exe",  "--ship-child",           t->sj.dir, t->sj.source,
+                        (char *)t->so.uri, (char *)t->so.collection, NULL};
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void
+kill_child(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+}
+
+static void
+test_ship_survives_shipper_process_kill_mid_batch(void **state)
+{
+    fault_test_t *t = *state;
+    unsigned seed = ship_test_seed();
+    assert_int_equal(ship_journal_create(&t->sj, "shipkill"), 0);
+    ship_sink_options(&t->so, "main", t->uri, "shipkill");
+    ship_drop_collection(&t->so);
+    const uint64_t n = 30000;
+    assert_int_equal(ship_journal_append(&t->sj, n - 3000, 500, 256), 0);
+    for (int round = 0; round < 3; round++) {
+        pid_t child = spawn_ship_child(t);
+        int64_t stored_before = ship_count_docs(&t->so, "shipkill");
+        /* Let it ship a few batches, then kill it at a random moment. */
+        int64_t deadline = ship_fixture_now_ms() + FAULT_WAIT_MS;
+        while (ship_count_docs(&t->so, "shipkill") < stored_before + 3000 &&
+               ship_fixture_now_ms() < deadline)
+            usleep(20 * 1000);
+        usleep((useconds_t)(rand_r(&seed) % 150) * 1000);
+        kill_child(child);
+        assert_int_equal(ship_journal_append(&t->sj, 1000, 500, 256), 0);
+    }
+    /* The last shipper runs to the end. */
+    pid_t child = spawn_ship_child(t);
+    int64_t deadline = ship_fixture_now_ms() + FAULT_WAIT_MS;
+    while (ship_count_docs(&t->so, "shipkill") < (int64_t)n && ship_fixture_now_ms() < deadline)
+        usleep(50 * 1000);
+    uint64_t checkpoint = 0;
+    while (checkpoint < n && ship_fixture_now_ms() < deadline) {
+        assert_int_equal(index_get_checkpoint(t->sj.index, "main", &checkpoint, NULL), 0);
+        usleep(20 * 1000);
+    }
+    kill_child(child);
+    assert_int_equal(checkpoint, n);
+    assert_int_equal(ship_check_exactly_once(&t->sj, &t->so, n), 0);
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc == 6 && strcmp(argv[1], "--ship-child") == 0)
+        return ship_child_main(argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_ship_survives_server_stall_longer_than_socket_timeout,
+                                        fault_setup, fault_teardown),
+        cmocka_unit_test_setup_teardown(test_ship_survives_server_kill_and_restart_mid_batch,
+                                        fault_setup, fault_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_ship_data_dir_replaced_by_older_copy_then_reship_restores, fault_setup,
+            fault_teardown),
+        cmocka_unit_test_setup_teardown(test_ship_survives_connection_resets_and_refusals,
+                                        fault_setup, fault_teardown),
+        cmocka_unit_test_setup_teardown(test_ship_survives_shipper_process_kill_mid_batch,
+                                        fault_setup, fault_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
