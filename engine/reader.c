@@ -639,6 +639,9 @@ verify_segment_name(char *buf, size_t cap, uint64_t segment_seq)
     snprintf(buf, cap, "%s", name);
 }
 
+static int verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offset,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 static int
 verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offset, const char *fmt,
            ...)
