@@ -35,6 +35,7 @@
 #include "format.h"
 #include "index.h"
 #include "journal.h"
+#include "published.h"
 #include "record.h"
 #include "segment.h"
 #include "stele_internal.h"
@@ -361,8 +362,34 @@ reader_find_last_seq(journal_reader_t *jr, index_t *ix, const journal_segment_in
     return reader_scan_to_end(jr, start, NULL, last_out, err);
 }
 
+/* Age in seconds of record `seq` (the oldest one a sink has not shipped), 0 when it cannot
+ * be read (retention removed it, or it is not committed yet). */
+static double
+reader_record_age_s(journal_reader_t *jr, index_t *ix, uint64_t seq)
+{
+    index_batch_t b;
+    int has_hint = ix && index_find_seq(ix, seq, &b, NULL) == 0;
+    if (journal_reader_seek(jr, seq, has_hint ? b.segment_seq : 0, has_hint ? b.offset : 0, NULL) !=
+        0)
+        return 0.0;
+    journal_record_t rec;
+    while (journal_reader_next(jr, &rec, NULL) == 0) {
+        if (rec.seq < seq)
+            continue; /* the seek lands on a batch start at or before seq */
+        if (rec.seq != seq)
+            return 0.0;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        return now_ns > rec.ts_ns ? (double)(now_ns - rec.ts_ns) / 1e9 : 0.0;
+    }
+    return 0.0;
+}
+
+/* Sinks known from checkpoints, then those the writer published without one yet (a sink
+ * that never shipped). Lag comes from the journal; counters from what the writer published. */
 static void
-reader_status_sinks(index_t *ix, stele_status_t *out)
+reader_status_sinks(journal_reader_t *jr, index_t *ix, stele_status_t *out)
 {
     char names[STELE_MAX_SINKS][64];
     uint64_t seqs[STELE_MAX_SINKS];
@@ -371,13 +398,29 @@ reader_status_sinks(index_t *ix, stele_status_t *out)
         n = 0;
     if (n > STELE_MAX_SINKS)
         n = STELE_MAX_SINKS;
+    char live_names[STELE_MAX_SINKS][64];
+    size_t n_live = published_get_sink_names(ix, live_names, STELE_MAX_SINKS);
+    for (size_t i = 0; i < n_live && n < STELE_MAX_SINKS; i++) {
+        int known = 0;
+        for (int j = 0; j < n && !known; j++)
+            known = strcmp(names[j], live_names[i]) == 0;
+        if (!known) {
+            memcpy(names[n], live_names[i], sizeof names[n]);
+            seqs[n++] = 0;
+        }
+    }
     out->n_sinks = (size_t)n;
     for (int i = 0; i < n; i++) {
         _Static_assert(sizeof out->sinks[i].name == sizeof names[i], "sink name sizes");
-        memcpy(out->sinks[i].name, names[i], sizeof names[i]); /* NUL-terminated by the index */
+        memcpy(out->sinks[i].name, names[i], sizeof names[i]); /* NUL-terminated */
         out->sinks[i].shipped_seq = seqs[i];
         if (index_count_dead_letters(ix, names[i], &out->sinks[i].dead_letters, NULL) != 0)
             out->sinks[i].dead_letters = 0;
+        if (out->committed_seq > seqs[i]) {
+            out->sinks[i].lag_records = out->committed_seq - seqs[i];
+            out->sinks[i].lag_seconds = reader_record_age_s(jr, ix, seqs[i] + 1);
+        }
+        published_get_sink(ix, out, (size_t)i);
     }
 }
 
@@ -423,7 +466,8 @@ stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err)
         out->committed_seq = out->last_seq;
         out->durable_seq = out->last_seq;
     }
-    reader_status_sinks(ix, out);
+    reader_status_sinks(jr, ix, out);
+    published_get_settings(ix, out);
 done:
     free(segs);
     index_close(ix);

@@ -37,6 +37,7 @@
 #include "error.h"
 #include "index.h"
 #include "journal.h"
+#include "published.h"
 #include "ship.h"
 #include "stele_internal.h"
 #include "validate.h"
@@ -55,6 +56,8 @@
 #define STELE_RETENTION_CHECK_MS 1000
 /* Segments looked at per retention pass (a pass that hits the cap finishes next time). */
 #define STELE_RETENTION_SEGMENTS 1024
+/* How often the index writer looks for changed sink counters to publish for status. */
+#define STELE_PUBLISH_MS 1000
 /* How long close lets each shipper drain what is committed. */
 #define STELE_SHIP_DRAIN_MS 5000
 
@@ -83,9 +86,11 @@ struct stele {
     bool ix_stop;
     bool ix_is_idle; /* the index writer sleeps with an empty ring: wake it on the next entry */
     uint64_t ix_dropped;
+    size_t ix_n_shippers; /* shippers started, so the index writer may publish their stats */
     /* -- written by the index writer only -- */
     stele_error_t ix_err;
-    journal_reader_t *retention_reader; /* opened on first use, for segment listings */
+    journal_reader_t *retention_reader;            /* opened on first use, for segment listings */
+    stele_sink_stats_t published[STELE_MAX_SINKS]; /* sink counters as last published */
 
     /* -- shippers; the array is fixed after open -- */
     shipper_t *shippers[STELE_MAX_SINKS];
@@ -229,6 +234,37 @@ stele_apply_retention(stele_t *db)
     }
 }
 
+/* 1 when a sink's counters differ from what was last published. */
+static bool
+stele_sink_changed(const stele_sink_stats_t *a, const stele_sink_stats_t *b)
+{
+    return a->retries != b->retries || a->batches != b->batches || a->is_stopped != b->is_stopped ||
+           a->last_error_unix_ms != b->last_error_unix_ms ||
+           strcmp(a->last_error, b->last_error) != 0;
+}
+
+/* On the index writer thread: publishes changed sink counters for `stele status` in other
+ * processes (published.h). Off the append path; returns true when it wrote the index. */
+static bool
+stele_publish_sinks(stele_t *db, size_t n_shippers)
+{
+    bool wrote = false;
+    stele_error_t err;
+    for (size_t i = 0; i < n_shippers; i++) {
+        stele_sink_stats_t now;
+        shipper_stats(db->shippers[i], 0, &now);
+        if (db->published[i].name[0] && !stele_sink_changed(&now, &db->published[i]))
+            continue;
+        if (published_put_sink(db->index, &now, &err) != 0) {
+            db->ix_err = err;
+            continue;
+        }
+        db->published[i] = now;
+        wrote = true;
+    }
+    return wrote;
+}
+
 /* Waits on ix_cv (ix_mu held) for at most `ms`. */
 static void
 stele_ix_wait(stele_t *db, long ms)
@@ -251,6 +287,7 @@ stele_index_main(void *arg)
     index_batch_t *batch = malloc(sizeof(index_batch_t) * STELE_INDEX_QUEUE_CAP);
     uint64_t last_sync_ms = stele_mono_ms();
     uint64_t last_retention_ms = last_sync_ms;
+    uint64_t last_publish_ms = 0;
     bool dirty = false;
     pthread_mutex_lock(&db->ix_mu);
     for (;;) {
@@ -272,11 +309,17 @@ stele_index_main(void *arg)
         if (!batch)
             db->ix_count = 0; /* out of memory at start: drop, catch-up repairs */
         bool stop = db->ix_stop;
+        size_t n_shippers = db->ix_n_shippers;
         pthread_mutex_unlock(&db->ix_mu);
 
         stele_index_apply(db, batch, n);
         dirty = dirty || n > 0;
         uint64_t now = stele_mono_ms();
+        if (stop || now - last_publish_ms >= STELE_PUBLISH_MS) {
+            if (stele_publish_sinks(db, n_shippers))
+                dirty = true;
+            last_publish_ms = now;
+        }
         if (dirty && (stop || now - last_sync_ms >= STELE_INDEX_SYNC_MS)) {
             stele_error_t err;
             if (index_sync(db->index, &err) != 0)
@@ -550,6 +593,9 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
     if (rc)
         goto fail;
     stele_note_join(db->recovery_note, sizeof db->recovery_note, rec.note, catch_note);
+    /* For `stele status` in other processes; the index is a cache, so a failure to publish
+     * only leaves status without the settings. */
+    (void)published_put_settings(db->index, opts_in, NULL);
 
     commit_config_t cc = {.journal = db->journal,
                           .last_seq = rec.last_seq,
@@ -577,6 +623,9 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
     rc = stele_start_shippers(db, opts_in, err);
     if (rc)
         goto fail;
+    pthread_mutex_lock(&db->ix_mu);
+    db->ix_n_shippers = db->n_shippers;
+    pthread_mutex_unlock(&db->ix_mu);
     *out = db;
     return 0;
 

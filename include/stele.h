@@ -371,7 +371,28 @@ typedef struct stele_status {
         char name[64];
         uint64_t shipped_seq;
         uint64_t dead_letters;
+        /* Added in 0.1: lag from the journal itself (any time), counters as the writer last
+         * published them (about once a second; stats_unix_ms = 0 when never published). */
+        uint64_t lag_records; /* committed_seq - shipped_seq, 0 when caught up */
+        double lag_seconds;   /* now - ts of record shipped_seq + 1; 0 when caught up */
+        int64_t stats_unix_ms;
+        uint64_t retries;
+        uint64_t batches;
+        int is_stopped;             /* stopped by an integrity or authentication error */
+        int64_t last_error_unix_ms; /* 0 when none */
+        char last_error[STELE_ERROR_MESSAGE_BYTES]; /* credentials removed */
     } sinks[STELE_MAX_SINKS];
+    /* Added in 0.1: the settings of the writer that opened the journal last, published in the
+     * index at its open. They are the live writer's when writer_pid != 0, else the last
+     * writer's (a future writer may choose others); settings_unix_ms = 0 when none was ever
+     * published (then the fields below are 0). */
+    int64_t settings_unix_ms;
+    stele_sync_t sync;
+    uint32_t sync_interval_ms;
+    uint32_t commit_interval_us;
+    stele_commit_policy_t commit_policy;
+    uint64_t max_journal_bytes; /* 0 = no quota */
+    stele_on_full_t on_full;
 } stele_status_t;
 
 int stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err);
