@@ -3,13 +3,15 @@
  * stele_status_read() (read-only, beside a running writer). Text for people, --json (one
  * object, built with libbson) for scripts, --prometheus for node_exporter's textfile
  * collector. stele_status_t holds no URI, so no credential can be printed: sinks appear by
- * name only.
+ * name only, and their last error was scrubbed by the writer before it was published.
+ * The quota and sync settings are the live writer's, or the last writer's when none runs.
  */
 #include "cmd.h"
 
 #include <bson/bson.h>
 #include <inttypes.h>
 #include <string.h>
+#include <time.h>
 
 typedef enum status_format {
     STATUS_TEXT,
@@ -21,7 +23,8 @@ static const char status_usage[] =
     "usage: stele status [--json|--prometheus] [options]\n"
     "\n"
     "Shows the journal's source, writer, first/last/committed/durable seq, segments and\n"
-    "bytes on disk, and each sink's shipped seq, lag and dead letters.\n"
+    "bytes on disk, quota and sync settings (the live writer's, else the last writer's), and\n"
+    "each sink's shipped seq, lag (records and seconds), retries, last error and dead letters.\n"
     "\n"
     "      --json             one JSON object\n"
     "      --prometheus       Prometheus text exposition format\n";
@@ -37,8 +40,57 @@ static const struct option status_opts[] = {
 static uint64_t
 sink_lag(const stele_status_t *st, size_t i)
 {
-    uint64_t shipped = st->sinks[i].shipped_seq;
-    return st->committed_seq > shipped ? st->committed_seq - shipped : 0;
+    return st->sinks[i].lag_records;
+}
+
+static const char *
+sync_name(stele_sync_t sync)
+{
+    return sync == STELE_SYNC_INTERVAL ? "interval" : sync == STELE_SYNC_NEVER ? "never" : "always";
+}
+
+static const char *
+policy_name(stele_commit_policy_t policy)
+{
+    return policy == STELE_COMMIT_FIXED ? "fixed" : "adaptive";
+}
+
+static const char *
+on_full_name(stele_on_full_t on_full)
+{
+    return on_full == STELE_ON_FULL_FAIL ? "fail" : "block";
+}
+
+/* RFC 3339 UTC with milliseconds into buf. */
+static void
+format_unix_ms(int64_t unix_ms, char *buf, size_t cap)
+{
+    time_t secs = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    char day[32] = "?";
+    if (gmtime_r(&secs, &tm) != NULL)
+        strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, cap, "%s.%03dZ", day, (int)(unix_ms % 1000));
+}
+
+static void
+print_text_settings(const stele_status_t *st)
+{
+    if (st->settings_unix_ms == 0) {
+        printf("settings:  unknown (no writer has published them)\n");
+        return;
+    }
+    const char *whose = st->writer_pid != 0 ? "writer's" : "last writer's";
+    if (st->max_journal_bytes == 0)
+        printf("quota:     none (%s)\n", whose);
+    else
+        printf("quota:     %.1f MiB, on full: %s (%s)\n",
+               (double)st->max_journal_bytes / (1024.0 * 1024.0), on_full_name(st->on_full), whose);
+    printf("sync:      %s", sync_name(st->sync));
+    if (st->sync == STELE_SYNC_INTERVAL)
+        printf(" every %" PRIu32 " ms", st->sync_interval_ms);
+    printf(", commit %s, interval %" PRIu32 " us (%s)\n", policy_name(st->commit_policy),
+           st->commit_interval_us, whose);
 }
 
 static void
@@ -57,10 +109,18 @@ print_text(const char *dir, const stele_status_t *st)
     printf("durable:   %" PRIu64 "\n", st->durable_seq);
     printf("segments:  %" PRIu64 " (%.1f MiB on disk)\n", st->segments,
            (double)st->disk_bytes / (1024.0 * 1024.0));
+    print_text_settings(st);
     for (size_t i = 0; i < st->n_sinks && i < STELE_MAX_SINKS; i++) {
-        printf("sink %s: shipped %" PRIu64 ", lag %" PRIu64 " records, %" PRIu64 " dead letters\n",
+        printf("sink %s: shipped %" PRIu64 ", lag %" PRIu64 " records (%.3f s), %" PRIu64
+               " retries, %" PRIu64 " dead letters%s\n",
                st->sinks[i].name, st->sinks[i].shipped_seq, sink_lag(st, i),
-               st->sinks[i].dead_letters);
+               st->sinks[i].lag_seconds, st->sinks[i].retries, st->sinks[i].dead_letters,
+               st->sinks[i].is_stopped ? ", stopped" : "");
+        if (st->sinks[i].last_error_unix_ms != 0) {
+            char when[48];
+            format_unix_ms(st->sinks[i].last_error_unix_ms, when, sizeof when);
+            printf("  last error %s: %s\n", when, st->sinks[i].last_error);
+        }
     }
 }
 
@@ -78,6 +138,19 @@ print_json(const char *dir, const stele_status_t *st)
     BSON_APPEND_INT64(&doc, "durable_seq", (int64_t)st->durable_seq);
     BSON_APPEND_INT64(&doc, "segments", (int64_t)st->segments);
     BSON_APPEND_INT64(&doc, "disk_bytes", (int64_t)st->disk_bytes);
+    if (st->settings_unix_ms != 0) {
+        bson_t set;
+        BSON_APPEND_DOCUMENT_BEGIN(&doc, "settings", &set);
+        BSON_APPEND_BOOL(&set, "live", st->writer_pid != 0);
+        BSON_APPEND_INT64(&set, "published_unix_ms", st->settings_unix_ms);
+        BSON_APPEND_UTF8(&set, "sync", sync_name(st->sync));
+        BSON_APPEND_INT64(&set, "sync_interval_ms", st->sync_interval_ms);
+        BSON_APPEND_INT64(&set, "commit_interval_us", st->commit_interval_us);
+        BSON_APPEND_UTF8(&set, "commit_policy", policy_name(st->commit_policy));
+        BSON_APPEND_INT64(&set, "max_journal_bytes", (int64_t)st->max_journal_bytes);
+        BSON_APPEND_UTF8(&set, "on_full", on_full_name(st->on_full));
+        bson_append_document_end(&doc, &set);
+    }
     BSON_APPEND_ARRAY_BEGIN(&doc, "sinks", &sinks);
     for (size_t i = 0; i < st->n_sinks && i < STELE_MAX_SINKS; i++) {
         char key[16];
@@ -87,7 +160,17 @@ print_json(const char *dir, const stele_status_t *st)
         BSON_APPEND_UTF8(&sink, "name", st->sinks[i].name);
         BSON_APPEND_INT64(&sink, "shipped_seq", (int64_t)st->sinks[i].shipped_seq);
         BSON_APPEND_INT64(&sink, "lag_records", (int64_t)sink_lag(st, i));
+        BSON_APPEND_DOUBLE(&sink, "lag_seconds", st->sinks[i].lag_seconds);
         BSON_APPEND_INT64(&sink, "dead_letters", (int64_t)st->sinks[i].dead_letters);
+        BSON_APPEND_INT64(&sink, "retries", (int64_t)st->sinks[i].retries);
+        BSON_APPEND_INT64(&sink, "batches", (int64_t)st->sinks[i].batches);
+        BSON_APPEND_BOOL(&sink, "stopped", st->sinks[i].is_stopped != 0);
+        if (st->sinks[i].last_error_unix_ms != 0) {
+            char when[48];
+            format_unix_ms(st->sinks[i].last_error_unix_ms, when, sizeof when);
+            BSON_APPEND_UTF8(&sink, "last_error", st->sinks[i].last_error);
+            BSON_APPEND_UTF8(&sink, "last_error_time", when);
+        }
         bson_append_document_end(&sinks, &sink);
     }
     bson_append_array_end(&doc, &sinks);
@@ -129,6 +212,40 @@ print_metric(const char *name, const char *help, const char *source, const char 
     printf("\"} %" PRIu64 "\n", value);
 }
 
+/* Like print_metric, for a value with a fraction (seconds). */
+static void
+print_metric_f(const char *name, const char *help, const char *source, const char *sink,
+               double value, int with_header)
+{
+    if (with_header)
+        printf("# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    printf("%s{source=\"", name);
+    print_label_value(source);
+    fputs("\",sink=\"", stdout);
+    print_label_value(sink);
+    printf("\"} %.6f\n", value);
+}
+
+static void
+print_prometheus_settings(const stele_status_t *st)
+{
+    if (st->settings_unix_ms == 0)
+        return;
+    const char *src = st->source;
+    print_metric("stele_max_journal_bytes", "Journal disk quota in bytes, 0 if none.", src, NULL,
+                 st->max_journal_bytes, 1);
+    print_metric("stele_on_full_fail", "1 if a full journal fails appends, 0 if it blocks.", src,
+                 NULL, st->on_full == STELE_ON_FULL_FAIL, 1);
+    print_metric("stele_sync_mode", "Sync mode: 0 always, 1 interval, 2 never.", src, NULL,
+                 (uint64_t)st->sync, 1);
+    print_metric("stele_sync_interval_milliseconds", "Sync interval for sync=interval.", src, NULL,
+                 st->sync_interval_ms, 1);
+    print_metric("stele_commit_interval_microseconds", "Longest wait to grow a batch.", src, NULL,
+                 st->commit_interval_us, 1);
+    print_metric("stele_commit_policy_fixed", "1 for the fixed commit policy, 0 for adaptive.", src,
+                 NULL, st->commit_policy == STELE_COMMIT_FIXED, 1);
+}
+
 static void
 print_prometheus(const stele_status_t *st)
 {
@@ -143,6 +260,7 @@ print_prometheus(const stele_status_t *st)
     print_metric("stele_segments", "Segment files.", src, NULL, st->segments, 1);
     print_metric("stele_disk_bytes", "Bytes allocated by segment files.", src, NULL, st->disk_bytes,
                  1);
+    print_prometheus_settings(st);
     size_t n = st->n_sinks < STELE_MAX_SINKS ? st->n_sinks : STELE_MAX_SINKS;
     for (size_t i = 0; i < n; i++)
         print_metric("stele_sink_shipped_seq", "Last seq acknowledged by the sink.", src,
@@ -153,6 +271,16 @@ print_prometheus(const stele_status_t *st)
     for (size_t i = 0; i < n; i++)
         print_metric("stele_sink_dead_letters", "Records the sink rejected for good.", src,
                      st->sinks[i].name, st->sinks[i].dead_letters, i == 0);
+    for (size_t i = 0; i < n; i++)
+        print_metric_f("stele_sink_lag_seconds", "Age of the oldest unshipped record.", src,
+                       st->sinks[i].name, st->sinks[i].lag_seconds, i == 0);
+    for (size_t i = 0; i < n; i++)
+        print_metric("stele_sink_retries", "Retried sink writes, as last published.", src,
+                     st->sinks[i].name, st->sinks[i].retries, i == 0);
+    for (size_t i = 0; i < n; i++)
+        print_metric_f("stele_sink_last_error_timestamp_seconds",
+                       "Unix time of the sink's last error, 0 if none.", src, st->sinks[i].name,
+                       (double)st->sinks[i].last_error_unix_ms / 1000.0, i == 0);
 }
 
 int
