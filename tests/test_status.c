@@ -1,0 +1,217 @@
+/*
+ * test_status.c: what `stele status` learns from a writer in another process: its quota and
+ * sync settings, and its sinks' retries and last error as it publishes them in the index
+ * (without credentials); and sink lag (records and seconds) computed from the journal.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "index_fixture.h"
+#include "stele.h"
+
+/* How long the parent waits for the writer child to publish what it checks. */
+#define STATUS_WAIT_MS 15000
+
+typedef struct fixture {
+    char dir[256];
+} fixture_t;
+
+static int
+setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    fx_tmpdir(f->dir, sizeof f->dir, "status");
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    fixture_t *f = *state;
+    fx_rmtree(f->dir);
+    free(f);
+    return 0;
+}
+
+static int64_t
+wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The writer child: opens the journal with non-default settings and a sink at a closed
+ * port (with credentials in its URI), appends, says so on ready_fd, then lives until the
+ * parent closes hold_fd (or dies), and leaves at once. */
+static int
+writer_child(const char *dir, int ready_fd, int hold_fd)
+{
+    stele_sink_options_t sink;
+    stele_sink_options_init(&sink);
+    sink.name = "primary";
+    sink.uri = "mongodb://alice:s3cret@127.0.0.1:1/?serverSelectionTimeoutMS=100";
+    sink.backoff_min_ms = 10;
+    sink.backoff_max_ms = 100;
+    stele_options_t opts;
+    stele_options_init(&opts);
+    opts.source = "status-test";
+    opts.segment_bytes = 4 << 20;
+    opts.max_record_bytes = 64 << 10;
+    opts.sync = STELE_SYNC_INTERVAL;
+    opts.sync_interval_ms = 250;
+    opts.commit_interval_us = 200;
+    opts.commit_policy = STELE_COMMIT_FIXED;
+    opts.max_journal_bytes = 64 << 20;
+    opts.on_full = STELE_ON_FULL_FAIL;
+    opts.sinks = &sink;
+    opts.n_sinks = 1;
+    stele_t *db = NULL;
+    stele_error_t err;
+    if (stele_open(dir, &opts, &db, &err) != 0) {
+        fprintf(stderr, "writer child: %s\n", err.message);
+        return 10;
+    }
+    for (int i = 0; i < 3; i++)
+        if (stele_append_json(db, "{\"a\":1}", 7, STELE_WAIT_WRITTEN, NULL, &err) != 0)
+            return 11;
+    if (write(ready_fd, "r", 1) != 1)
+        return 12;
+    char byte;
+    while (read(hold_fd, &byte, 1) > 0) {
+    }
+    return 0; /* _exit without close: the sink would drain for seconds */
+}
+
+static void
+test_status_shows_a_live_writers_settings_and_its_sinks_retries_and_last_error(void **state)
+{
+    fixture_t *f = *state;
+    int ready[2], hold[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(hold), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(ready[0]);
+        close(hold[1]);
+        _exit(writer_child(f->dir, ready[1], hold[0]));
+    }
+    close(ready[1]);
+    close(hold[0]);
+    struct pollfd pfd = {.fd = ready[0], .events = POLLIN};
+    char byte = 0;
+    int is_ready = poll(&pfd, 1, STATUS_WAIT_MS) == 1 && read(ready[0], &byte, 1) == 1;
+
+    stele_status_t st;
+    memset(&st, 0, sizeof st);
+    int rc = -1;
+    for (int waited_ms = 0; is_ready && waited_ms < STATUS_WAIT_MS; waited_ms += 50) {
+        rc = stele_status_read(f->dir, &st, NULL);
+        if (rc == 0 && st.n_sinks == 1 && st.sinks[0].retries > 0 &&
+            st.sinks[0].last_error_unix_ms != 0)
+            break;
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    /* Release the child before any assertion can end the test. */
+    close(hold[1]);
+    close(ready[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(is_ready);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+
+    assert_int_equal(rc, 0);
+    assert_int_equal(st.writer_pid, pid);
+    assert_true(st.settings_unix_ms > 0);
+    assert_int_equal(st.sync, STELE_SYNC_INTERVAL);
+    assert_int_equal(st.sync_interval_ms, 250);
+    assert_int_equal(st.commit_interval_us, 200);
+    assert_int_equal(st.commit_policy, STELE_COMMIT_FIXED);
+    assert_int_equal(st.max_journal_bytes, 64 << 20);
+    assert_int_equal(st.on_full, STELE_ON_FULL_FAIL);
+
+    assert_int_equal(st.n_sinks, 1);
+    assert_string_equal(st.sinks[0].name, "primary");
+    assert_int_equal(st.sinks[0].shipped_seq, 0);
+    assert_int_equal(st.sinks[0].lag_records, 3);
+    assert_true(st.sinks[0].lag_seconds > 0.0);
+    assert_true(st.sinks[0].retries > 0);
+    assert_true(st.sinks[0].stats_unix_ms > 0);
+    assert_true(st.sinks[0].last_error_unix_ms > 0);
+    assert_true(st.sinks[0].last_error[0] != '\0');
+    assert_null(strstr(st.sinks[0].last_error, "s3cret"));
+
+    /* With the writer gone, the settings stay, now as the last writer's. */
+    assert_int_equal(stele_status_read(f->dir, &st, NULL), 0);
+    assert_int_equal(st.writer_pid, 0);
+    assert_int_equal(st.sync_interval_ms, 250);
+}
+
+static void
+test_status_counts_lag_of_a_checkpoint_behind_in_records_and_seconds(void **state)
+{
+    fixture_t *f = *state;
+    fx_writer_t w;
+    fx_writer_open(&w, f->dir, 1);
+    /* 40 records, 100 s old, 1 ms apart. */
+    int64_t base_ns = wall_ns() - (int64_t)100 * 1000000000;
+    for (int b = 0; b < 10; b++) {
+        int64_t ts[4];
+        for (int i = 0; i < 4; i++)
+            ts[i] = base_ns + (int64_t)(b * 4 + i) * 1000000;
+        fx_writer_batch(&w, 4, ts, 1);
+    }
+    assert_int_equal(index_put_checkpoint(w.ix, "behind", 20, NULL), 0);
+    assert_int_equal(index_put_checkpoint(w.ix, "caught-up", 40, NULL), 0);
+    fx_writer_close(&w);
+
+    stele_status_t st;
+    assert_int_equal(stele_status_read(f->dir, &st, NULL), 0);
+    int64_t now_ns = wall_ns();
+    assert_int_equal(st.committed_seq, 40);
+    assert_int_equal(st.n_sinks, 2);
+    assert_string_equal(st.sinks[0].name, "behind");
+    assert_int_equal(st.sinks[0].lag_records, 20);
+    /* The oldest unshipped record is seq 21, 20 ms after base_ns. */
+    double expected_s = (double)(now_ns - (base_ns + 20 * 1000000)) / 1e9;
+    assert_true(st.sinks[0].lag_seconds > expected_s - 1.0);
+    assert_true(st.sinks[0].lag_seconds <= expected_s + 0.001);
+    assert_string_equal(st.sinks[1].name, "caught-up");
+    assert_int_equal(st.sinks[1].lag_records, 0);
+    assert_true(st.sinks[1].lag_seconds == 0.0);
+    /* Nothing published by this writer (journal-level only): no settings, no counters. */
+    assert_int_equal(st.settings_unix_ms, 0);
+    assert_int_equal(st.sinks[0].stats_unix_ms, 0);
+    assert_int_equal(st.sinks[0].retries, 0);
+    assert_string_equal(st.sinks[0].last_error, "");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_status_shows_a_live_writers_settings_and_its_sinks_retries_and_last_error, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_status_counts_lag_of_a_checkpoint_behind_in_records_and_seconds, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
