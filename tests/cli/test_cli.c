@@ -632,16 +632,24 @@ test_status_reports_positions_as_text_json_and_prometheus(void **state)
     harness_result_t r = run_expect(0, NULL, "status", "-d", f->dir, NULL);
     assert_non_null(strstr(r.out, "last seq:  3"));
     assert_non_null(strstr(r.out, "writer:    none"));
+    /* The settings the (closed) insert writer published, labelled as the last writer's. */
+    assert_non_null(strstr(r.out, "quota:     none (last writer's)"));
+    assert_non_null(strstr(r.out, "sync:      always, commit adaptive"));
     harness_result_free(&r);
     r = run_expect(0, NULL, "status", "-d", f->dir, "--json", NULL);
     assert_non_null(strstr(r.out, "\"last_seq\" : 3"));
     assert_non_null(strstr(r.out, "\"committed_seq\" : 3"));
     assert_non_null(strstr(r.out, "\"sinks\" : ["));
+    assert_non_null(strstr(r.out, "\"live\" : false"));
+    assert_non_null(strstr(r.out, "\"sync\" : \"always\""));
+    assert_non_null(strstr(r.out, "\"max_journal_bytes\" : 0"));
     harness_result_free(&r);
     r = run_expect(0, NULL, "status", "-d", f->dir, "--prometheus", NULL);
     assert_non_null(strstr(r.out, "# TYPE stele_last_seq gauge\n"));
     assert_non_null(strstr(r.out, "stele_last_seq{source=\""));
     assert_non_null(strstr(r.out, "\"} 3\n"));
+    assert_non_null(strstr(r.out, "\nstele_sync_mode{source=\""));
+    assert_non_null(strstr(r.out, "\nstele_max_journal_bytes{source=\""));
     harness_result_free(&r);
 }
 
