@@ -142,7 +142,6 @@ print_json(const char *dir, const stele_status_t *st)
         bson_t set;
         BSON_APPEND_DOCUMENT_BEGIN(&doc, "settings", &set);
         BSON_APPEND_BOOL(&set, "live", st->writer_pid != 0);
-        BSON_APPEND_INT64(&set, "published_unix_ms", st->settings_unix_ms);
         BSON_APPEND_UTF8(&set, "sync", sync_name(st->sync));
         BSON_APPEND_INT64(&set, "sync_interval_ms", st->sync_interval_ms);
         BSON_APPEND_INT64(&set, "commit_interval_us", st->commit_interval_us);

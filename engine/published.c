@@ -37,6 +37,19 @@ published_get_text(index_t *ix, const char *key, char *buf, size_t cap)
     return 0;
 }
 
+/* 1 when the stored settings equal `v` past their "published_ms=..." word: a writer that
+ * reopens with the same settings then leaves the index (and its time) as it was. */
+static int
+published_settings_unchanged(index_t *ix, const char *v)
+{
+    char old[PUBLISHED_VALUE_MAX + 1];
+    if (published_get_text(ix, PUBLISHED_SETTINGS_KEY, old, sizeof old) != 0)
+        return 0;
+    const char *a = strchr(old, ' ');
+    const char *b = strchr(v, ' ');
+    return a && b && strcmp(a, b) == 0;
+}
+
 int
 published_put_settings(index_t *ix, const stele_options_t *o, stele_error_t *err)
 {
@@ -49,7 +62,10 @@ published_put_settings(index_t *ix, const stele_options_t *o, stele_error_t *err
                      (int)o->commit_policy, o->max_journal_bytes, (int)o->on_full);
     if (n < 0 || (size_t)n >= sizeof v)
         n = (int)sizeof v - 1;
-    int rc = index_put_meta(ix, PUBLISHED_SETTINGS_KEY, v, (size_t)n, err);
+    v[n] = '\0';
+    int rc = published_settings_unchanged(ix, v)
+                 ? 0
+                 : index_put_meta(ix, PUBLISHED_SETTINGS_KEY, v, (size_t)n, err);
     if (rc)
         return rc;
     size_t len = 0;

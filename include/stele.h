@@ -371,8 +371,10 @@ typedef struct stele_status {
         char name[64];
         uint64_t shipped_seq;
         uint64_t dead_letters;
-        /* Added in 0.1: lag from the journal itself (any time), counters as the writer last
-         * published them (about once a second; stats_unix_ms = 0 when never published). */
+        /* Added in 0.1: lag from the journal itself (any time); the counters below as the
+         * writer last published them (checked about once a second, written when they change;
+         * stats_unix_ms is that time, 0 when never published). Counters restart with each
+         * writer; with writer_pid == 0 they are the last writer's. */
         uint64_t lag_records; /* committed_seq - shipped_seq, 0 when caught up */
         double lag_seconds;   /* now - ts of record shipped_seq + 1; 0 when caught up */
         int64_t stats_unix_ms;
@@ -384,7 +386,8 @@ typedef struct stele_status {
     } sinks[STELE_MAX_SINKS];
     /* Added in 0.1: the settings of the writer that opened the journal last, published in the
      * index at its open. They are the live writer's when writer_pid != 0, else the last
-     * writer's (a future writer may choose others); settings_unix_ms = 0 when none was ever
+     * writer's (a future writer may choose others). settings_unix_ms: when a writer first
+     * published these settings (a reopen with the same ones keeps it); 0 when none was ever
      * published (then the fields below are 0). */
     int64_t settings_unix_ms;
     stele_sync_t sync;
