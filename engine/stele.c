@@ -13,7 +13,9 @@
  *   ix_mu  protects the index writer's small queue of batch starts (ix_ring..ix_is_idle);
  *          ix_cv wakes the index writer. The index writer never holds it across LMDB. The
  *          index writer also applies retention (journal_delete_before, index_delete_before)
- *          with its own journal reader for segment listings; no lock is held then.
+ *          with its own journal reader for segment listings; no lock is held then. It also
+ *          publishes the sinks' counters in the index for `stele status` (published.h); it
+ *          reads ix_n_shippers, the shippers it may look at, under ix_mu.
  *   ship_mu/ship_cv: waiters for wait=shipped sleep on ship_cv; shippers' progress
  *          callbacks broadcast it. Shipped positions themselves are atomics in ship.c.
  * n_callers counts threads inside a public call so close frees nothing under them.
