@@ -165,6 +165,48 @@ test_status_shows_a_live_writers_settings_and_its_sinks_retries_and_last_error(v
 }
 
 static void
+test_status_after_the_writer_closed_keeps_its_last_published_sink_counters(void **state)
+{
+    fixture_t *f = *state;
+    stele_sink_options_t sink;
+    stele_sink_options_init(&sink);
+    sink.name = "closed-port";
+    sink.uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100";
+    sink.backoff_min_ms = 10;
+    sink.backoff_max_ms = 100;
+    stele_options_t opts;
+    stele_options_init(&opts);
+    opts.source = "status-test";
+    opts.sinks = &sink;
+    opts.n_sinks = 1;
+    stele_t *db = NULL;
+    stele_error_t err;
+    assert_int_equal(stele_open(f->dir, &opts, &db, &err), 0);
+    /* Nothing appended, so close has nothing to drain; wait for a few failed attempts. */
+    stele_stats_t live;
+    for (int waited_ms = 0; waited_ms < STATUS_WAIT_MS; waited_ms += 20) {
+        assert_int_equal(stele_stats(db, &live), 0);
+        if (live.sinks[0].retries > 0)
+            break;
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    assert_int_equal(stele_close(db, &err), 0);
+
+    stele_status_t st;
+    assert_int_equal(stele_status_read(f->dir, &st, NULL), 0);
+    assert_int_equal(st.writer_pid, 0);
+    assert_int_equal(st.sync, STELE_SYNC_ALWAYS);
+    assert_true(st.settings_unix_ms > 0);
+    assert_int_equal(st.n_sinks, 1);
+    assert_string_equal(st.sinks[0].name, "closed-port");
+    assert_true(st.sinks[0].retries >= live.sinks[0].retries);
+    assert_true(st.sinks[0].retries > 0);
+    assert_true(st.sinks[0].last_error_unix_ms > 0);
+    assert_int_equal(st.sinks[0].lag_records, 0);
+}
+
+static void
 test_status_counts_lag_of_a_checkpoint_behind_in_records_and_seconds(void **state)
 {
     fixture_t *f = *state;
@@ -209,6 +251,9 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_status_shows_a_live_writers_settings_and_its_sinks_retries_and_last_error, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_status_after_the_writer_closed_keeps_its_last_published_sink_counters, setup,
             teardown),
         cmocka_unit_test_setup_teardown(
             test_status_counts_lag_of_a_checkpoint_behind_in_records_and_seconds, setup, teardown),
