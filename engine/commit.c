@@ -10,10 +10,9 @@
  * per-record allocation; memory is bounded by max_queue_bytes (queued frame bytes) and by a
  * cap on the number of chunks.
  *
- * Positions: appended_seq <= written_seq <= ... no: written_seq <= appended_seq, and
- * durable_seq <= written_seq. appended_seq is written by appenders under mu; written_seq and
- * durable_seq only by the committer. All three are atomics so waiters and stats read them
- * without the lock.
+ * Positions: durable_seq <= written_seq <= appended_seq. appended_seq is written by
+ * appenders under mu; written_seq and durable_seq only by the committer. All three are
+ * atomics so waiters and stats read them without the lock.
  *
  * The committer never holds mu across journal I/O: it detaches a chunk under mu, writes and
  * syncs without it, then retakes mu to recycle the chunk and wake waiters.
@@ -34,6 +33,11 @@
  *     acknowledgement waits about the whole interval (less the commit's own time): the
  *     worst case of MongoDB's behaviour (it shortened the wait to a third of the interval
  *     when a j:true write was waiting), which is the case the benchmark wants to show.
+ *
+ * Wake-ups: unwaited appends (wait=none) let a committer that just finished a batch nap up
+ * to COMMIT_NAP_NS so a stream of them is written in large batches; waited appends wake it
+ * at once. Bounded spins (COMMIT_*_SPIN_NS) save a lone durable writer two futex wake-ups
+ * per commit; see engine/README.md.
  */
 #include "commit.h"
 

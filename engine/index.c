@@ -349,6 +349,27 @@ index_close(index_t *ix)
     free(ix);
 }
 
+/* A batch start written again (a rebuild, a repair) may carry another timestamp: its old
+ * times entry goes, so the one-to-one invariant holds. */
+static int
+index_drop_old_time(index_t *ix, MDB_txn *txn, const index_batch_t *b)
+{
+    uint8_t kb[8];
+    index_put_u64(kb, b->first_seq);
+    MDB_val k = {sizeof kb, kb}, v;
+    int mrc = mdb_get(txn, ix->batches, &k, &v);
+    if (mrc == MDB_NOTFOUND)
+        return 0;
+    index_batch_t old;
+    if (mrc || index_decode_batch(&k, &v, &old) != 0 || old.first_ts_ns == b->first_ts_ns)
+        return mrc;
+    uint8_t tk[16];
+    index_encode_time_key(tk, old.first_ts_ns, old.first_seq);
+    MDB_val t = {sizeof tk, tk};
+    mrc = mdb_del(txn, ix->times, &t, NULL);
+    return mrc == MDB_NOTFOUND ? 0 : mrc;
+}
+
 int
 index_put_batches(index_t *ix, const index_batch_t *batches, size_t n, stele_error_t *err)
 {
@@ -367,7 +388,9 @@ index_put_batches(index_t *ix, const index_batch_t *batches, size_t n, stele_err
         index_encode_time_key(tk, batches[i].first_ts_ns, batches[i].first_seq);
         MDB_val k = {sizeof kb, kb}, v = {sizeof vb, vb};
         MDB_val t = {sizeof tk, tk}, empty = {0, NULL};
-        int mrc = mdb_put(txn, ix->batches, &k, &v, 0);
+        int mrc = index_drop_old_time(ix, txn, &batches[i]);
+        if (mrc == 0)
+            mrc = mdb_put(txn, ix->batches, &k, &v, 0);
         if (mrc == 0)
             mrc = mdb_put(txn, ix->times, &t, &empty, 0);
         if (mrc) {

@@ -25,6 +25,7 @@
  * request; `cv` wakes a backoff sleep when stop is requested.
  */
 #include "ship.h"
+#include "validate.h" /* STELE_META_FIELD */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -36,10 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#ifndef STELE_META_FIELD
-#define STELE_META_FIELD "_stele" /* engine/validate.h owns the name; kept identical */
-#endif
 
 #define SHIP_HASH_BYTES 32
 /* How long the thread sleeps on the journal between checks of the stop request. */
@@ -1220,6 +1217,23 @@ shipper_free(shipper_t *s)
     free(s);
 }
 
+/* A zeroed shipper with its lock, and a condition variable on the monotonic clock (the
+ * backoff sleeps until a monotonic deadline). */
+static shipper_t *
+shipper_alloc(void)
+{
+    shipper_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return s;
+}
+
 int
 shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
 {
@@ -1228,17 +1242,11 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
         ship_set_error(err, STELE_EINVAL, NULL, "shipper: journal, source and index are required");
         return STELE_EINVAL;
     }
-    shipper_t *s = calloc(1, sizeof *s);
+    shipper_t *s = shipper_alloc();
     if (!s) {
         ship_set_error(err, -ENOMEM, NULL, "shipper: out of memory");
         return -ENOMEM;
     }
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cv, &ca);
-    pthread_condattr_destroy(&ca);
     int rc = ship_target_init(&s->target, cfg->sink, err);
     if (rc != 0)
         goto fail;
@@ -1574,13 +1582,11 @@ stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_se
         ship_set_error(err, STELE_EINVAL, NULL, "re-ship: bad arguments");
         return STELE_EINVAL;
     }
-    shipper_t *s = calloc(1, sizeof *s);
+    shipper_t *s = shipper_alloc();
     if (!s) {
         ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
         return -ENOMEM;
     }
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
     journal_reader_t *r = NULL;
     ship_batch_t batch = {0};
     const bson_t **ptrs = NULL;

@@ -20,3 +20,7 @@ stele_add_test(test_ship_faults SOURCES test_ship_faults.c LIBS stele_ship_test_
                TIMEOUT 900)
 set_tests_properties(test_ship_mongo test_ship_faults PROPERTIES FIXTURES_REQUIRED mongo_server
                      LABELS mongo)
+
+# stele-ship-bench: the shipping figures of docs/benchmarks.md (not run by ctest).
+add_executable(stele-ship-bench integration/ship_bench.c)
+target_link_libraries(stele-ship-bench PRIVATE stele_ship_test_support)

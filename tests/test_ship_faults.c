@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@
  * noticed quickly, and the stall below lasts longer than them. */
 #define FAULT_SOCKET_TIMEOUT_MS 5000
 #define FAULT_STALL_MS 7000
+#define FAULT_BATCH_DOCS 200
 
 typedef struct fault_test {
     mongo_server_t server;
@@ -83,6 +85,9 @@ fault_start(fault_test_t *t, const char *source, const char *uri)
 {
     assert_int_equal(ship_journal_create(&t->sj, source), 0);
     ship_sink_options(&t->so, "main", uri, source);
+    /* Small batches: each insert stays far below the socket timeout even on a loaded
+     * machine, so only the injected faults make attempts fail. */
+    t->so.batch_docs = FAULT_BATCH_DOCS;
     ship_drop_collection(&t->so);
     shipper_config_t cfg = {
         .sink = &t->so, .journal_dir = t->sj.dir, .source = t->sj.source, .index = t->sj.index};
@@ -146,7 +151,7 @@ test_ship_survives_server_kill_and_restart_mid_batch(void **state)
     fault_test_t *t = *state;
     if (skip_if_external(t))
         skip();
-    fault_start(t, "killed", t->uri);
+    fault_start(t, "killed", t->server.uri);
     assert_int_equal(ship_journal_append(&t->sj, 20000, 500, 512), 0);
     for (int round = 0; round < 2; round++) {
         uint64_t shipped = shipper_shipped_seq(t->shipper);
@@ -165,7 +170,7 @@ test_ship_data_dir_replaced_by_older_copy_then_reship_restores(void **state)
     fault_test_t *t = *state;
     if (skip_if_external(t))
         skip();
-    fault_start(t, "rollback", t->uri);
+    fault_start(t, "rollback", t->server.uri);
     assert_int_equal(ship_journal_append(&t->sj, 3000, 300, 64), 0);
     assert_int_equal(ship_wait_for(get_shipped, t->shipper, 3000, FAULT_WAIT_MS), 0);
     char snapshot[PATH_MAX + 16];
@@ -246,6 +251,7 @@ ship_child_main(char **argv)
     }
     stele_sink_options_t so;
     ship_sink_options(&so, "main", argv[4], argv[5]);
+    so.batch_docs = FAULT_BATCH_DOCS;
     shipper_config_t cfg = {.sink = &so, .journal_dir = argv[2], .source = argv[3], .index = ix};
     shipper_t *s;
     if (shipper_start(&cfg, &s, &err) != 0) {
@@ -262,6 +268,7 @@ spawn_ship_child(fault_test_t *t)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
         char *argv[] = {"/proc/self/exe",  "--ship-child",           t->sj.dir, t->sj.source,
                         (char *)t->so.uri, (char *)t->so.collection, NULL};
         execv("/proc/self/exe", argv);
@@ -279,41 +286,55 @@ kill_child(pid_t pid)
         ;
 }
 
+/* The checkpoint the child shipper saved (LMDB: visible across processes). */
+static uint64_t
+read_checkpoint(fault_test_t *t)
+{
+    uint64_t seq = 0;
+    assert_int_equal(index_get_checkpoint(t->sj.index, "main", &seq, NULL), 0);
+    return seq;
+}
+
+static uint64_t
+read_checkpoint_ctx(void *ctx)
+{
+    return read_checkpoint(ctx);
+}
+
+static int
+wait_checkpoint(fault_test_t *t, uint64_t want)
+{
+    return ship_wait_for(read_checkpoint_ctx, t, want, FAULT_WAIT_MS);
+}
+
 static void
 test_ship_survives_shipper_process_kill_mid_batch(void **state)
 {
     fault_test_t *t = *state;
     unsigned seed = ship_test_seed();
     assert_int_equal(ship_journal_create(&t->sj, "shipkill"), 0);
-    ship_sink_options(&t->so, "main", t->uri, "shipkill");
+    ship_sink_options(&t->so, "main", t->server.uri, "shipkill");
     ship_drop_collection(&t->so);
-    const uint64_t n = 30000;
+    const uint64_t n = 15000;
     assert_int_equal(ship_journal_append(&t->sj, n - 3000, 500, 256), 0);
     for (int round = 0; round < 3; round++) {
+        uint64_t before = read_checkpoint(t);
         pid_t child = spawn_ship_child(t);
-        int64_t stored_before = ship_count_docs(&t->so, "shipkill");
-        /* Let it ship a few batches, then kill it at a random moment. */
-        int64_t deadline = ship_fixture_now_ms() + FAULT_WAIT_MS;
-        while (ship_count_docs(&t->so, "shipkill") < stored_before + 3000 &&
-               ship_fixture_now_ms() < deadline)
-            usleep(20 * 1000);
+        /* Let it ship a few batches, then kill it at a random moment (a batch takes longer
+         * than the gap between two, so most kills land mid-batch). */
+        assert_int_equal(wait_checkpoint(t, before + 2000), 0);
         usleep((useconds_t)(rand_r(&seed) % 150) * 1000);
         kill_child(child);
         assert_int_equal(ship_journal_append(&t->sj, 1000, 500, 256), 0);
     }
     /* The last shipper runs to the end. */
     pid_t child = spawn_ship_child(t);
-    int64_t deadline = ship_fixture_now_ms() + FAULT_WAIT_MS;
-    while (ship_count_docs(&t->so, "shipkill") < (int64_t)n && ship_fixture_now_ms() < deadline)
-        usleep(50 * 1000);
-    uint64_t checkpoint = 0;
-    while (checkpoint < n && ship_fixture_now_ms() < deadline) {
-        assert_int_equal(index_get_checkpoint(t->sj.index, "main", &checkpoint, NULL), 0);
-        usleep(20 * 1000);
-    }
+    int rc = wait_checkpoint(t, n);
     kill_child(child);
-    assert_int_equal(checkpoint, n);
-    assert_int_equal(ship_check_exactly_once(&t->sj, &t->so, n), 0);
+    assert_int_equal(rc, 0);
+    stele_sink_options_t direct = t->so;
+    direct.uri = t->server.uri;
+    assert_int_equal(ship_check_exactly_once(&t->sj, &direct, n), 0);
 }
 
 int
@@ -321,6 +342,8 @@ main(int argc, char **argv)
 {
     if (argc == 6 && strcmp(argv[1], "--ship-child") == 0)
         return ship_child_main(argv);
+    if (getenv("STELE_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("STELE_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_ship_survives_server_stall_longer_than_socket_timeout,
                                         fault_setup, fault_teardown),

@@ -1,0 +1,315 @@
+/*
+ * ship_bench.c: stele-ship-bench, the figures of docs/benchmarks.md "Shipping to MongoDB".
+ *
+ *   stele-ship-bench rate   [--records N] [--batch N] [--rounds N] [--uri URI]
+ *       shipping rate of a shipper draining a journal of N records, against a plain
+ *       mongoc_collection_insert_many loop of the same documents and batch size on the
+ *       same server, alternating, in the same run.
+ *   stele-ship-bench lag    [--rate R] [--seconds S] [--uri URI]
+ *       shipping lag (age of the oldest unshipped record) while appending R records/s.
+ *   stele-ship-bench memory [--records N] [--seconds S]
+ *       RSS of a shipper whose MongoDB is down while N records wait in the journal.
+ *
+ * Without --uri it starts its own test server (mongo_server.h). Prints one line per
+ * figure; exit status 0, or 1 on a usage or setup error.
+ */
+#include <bson/bson.h>
+#include <mongoc/mongoc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mongo_server.h"
+#include "ship.h"
+#include "ship_fixture.h"
+
+typedef struct bench_args {
+    const char *mode;
+    const char *uri;
+    uint64_t records;
+    uint32_t batch;
+    int rounds;
+    uint64_t rate;
+    int seconds;
+} bench_args_t;
+
+static uint64_t
+get_shipped(void *ctx)
+{
+    return shipper_shipped_seq(ctx);
+}
+
+/* The document a shipper builds for a record (docs/mongodb.md), built here independently. */
+static bson_t *
+bench_doc(const char *source, const journal_record_t *rec)
+{
+    bson_t *doc = bson_new();
+    bson_t id, meta, event;
+    BSON_APPEND_DOCUMENT_BEGIN(doc, "_id", &id);
+    BSON_APPEND_UTF8(&id, "src", source);
+    BSON_APPEND_INT64(&id, "seq", (int64_t)rec->seq);
+    bson_append_document_end(doc, &id);
+    bson_init_static(&event, rec->payload, rec->payload_len);
+    bson_concat(doc, &event);
+    BSON_APPEND_DOCUMENT_BEGIN(doc, "_stele", &meta);
+    BSON_APPEND_DATE_TIME(&meta, "ts", rec->ts_ns / 1000000);
+    BSON_APPEND_INT64(&meta, "ts_ns", rec->ts_ns);
+    BSON_APPEND_BINARY(&meta, "hash", BSON_SUBTYPE_BINARY, rec->hash, 32);
+    BSON_APPEND_BINARY(&meta, "prev_hash", BSON_SUBTYPE_BINARY, rec->prev_hash, 32);
+    bson_append_document_end(doc, &meta);
+    return doc;
+}
+
+/* Reads every record of the journal into documents (the baseline's input, prepared before
+ * timing so that the loop measures only inserts). */
+static bson_t **
+bench_load_docs(const ship_journal_t *sj, uint64_t n)
+{
+    bson_t **docs = calloc(n, sizeof *docs);
+    journal_reader_t *r;
+    stele_error_t err;
+    if (!docs || journal_reader_open(sj->dir, NULL, &r, &err) != 0)
+        return NULL;
+    journal_reader_seek(r, 1, 0, 0, &err);
+    journal_record_t rec;
+    for (uint64_t i = 0; i < n && journal_reader_next(r, &rec, &err) == 0; i++)
+        docs[i] = bench_doc(sj->source, &rec);
+    journal_reader_close(r);
+    return docs;
+}
+
+static double
+bench_plain_loop(const stele_sink_options_t *so, bson_t **docs, uint64_t n, uint32_t batch)
+{
+    mongoc_uri_t *uri = mongoc_uri_new(so->uri);
+    mongoc_client_pool_t *pool = mongoc_client_pool_new(uri);
+    mongoc_client_t *client = mongoc_client_pool_pop(pool);
+    mongoc_collection_t *coll = mongoc_client_get_collection(client, so->database, so->collection);
+    mongoc_collection_drop(coll, NULL);
+    mongoc_write_concern_t *wc = mongoc_write_concern_new();
+    mongoc_write_concern_set_wmajority(wc, (int32_t)so->wtimeout_ms);
+    mongoc_write_concern_set_journal(wc, true);
+    bson_t opts = BSON_INITIALIZER;
+    BSON_APPEND_BOOL(&opts, "ordered", true);
+    mongoc_write_concern_append(wc, &opts);
+    int64_t start = ship_fixture_now_ms();
+    for (uint64_t off = 0; off < n; off += batch) {
+        size_t k = n - off < batch ? (size_t)(n - off) : batch;
+        bson_error_t err;
+        if (!mongoc_collection_insert_many(coll, (const bson_t **)docs + off, k, &opts, NULL,
+                                           &err)) {
+            fprintf(stderr, "plain loop: %s\n", err.message);
+            break;
+        }
+    }
+    double secs = (double)(ship_fixture_now_ms() - start) / 1000.0;
+    bson_destroy(&opts);
+    mongoc_write_concern_destroy(wc);
+    mongoc_collection_destroy(coll);
+    mongoc_client_pool_push(pool, client);
+    mongoc_client_pool_destroy(pool);
+    mongoc_uri_destroy(uri);
+    return (double)n / secs;
+}
+
+static double
+bench_shipper(ship_journal_t *sj, const stele_sink_options_t *so, uint64_t n)
+{
+    ship_drop_collection(so);
+    index_put_checkpoint(sj->index, so->name, 0, NULL);
+    shipper_config_t cfg = {
+        .sink = so, .journal_dir = sj->dir, .source = sj->source, .index = sj->index};
+    shipper_t *s;
+    stele_error_t err;
+    int64_t start = ship_fixture_now_ms();
+    if (shipper_start(&cfg, &s, &err) != 0) {
+        fprintf(stderr, "shipper: %s\n", err.message);
+        return 0;
+    }
+    ship_wait_for(get_shipped, s, n, 600000);
+    double secs = (double)(ship_fixture_now_ms() - start) / 1000.0;
+    shipper_stop(s, 0);
+    return (double)n / secs;
+}
+
+static int
+bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int
+bench_rate(const bench_args_t *a, const char *uri)
+{
+    ship_journal_t sj;
+    if (ship_journal_create(&sj, "bench") != 0 ||
+        ship_journal_append(&sj, a->records, 1000, 100) != 0)
+        return 1;
+    stele_sink_options_t so;
+    ship_sink_options(&so, "bench", uri, "bench");
+    so.batch_docs = a->batch;
+    so.backoff_min_ms = 50;
+    so.backoff_max_ms = 5000;
+    bson_t **docs = bench_load_docs(&sj, a->records);
+    if (!docs)
+        return 1;
+    double plain[16], shipped[16], ratio[16];
+    int rounds = a->rounds > 16 ? 16 : a->rounds;
+    for (int i = 0; i < rounds; i++) {
+        plain[i] = bench_plain_loop(&so, docs, a->records, a->batch);
+        shipped[i] = bench_shipper(&sj, &so, a->records);
+        ratio[i] = shipped[i] / plain[i];
+        printf("round %d: plain insert_many %.0f docs/s, shipper %.0f docs/s, ratio %.2f\n", i + 1,
+               plain[i], shipped[i], ratio[i]);
+    }
+    qsort(plain, (size_t)rounds, sizeof plain[0], bench_cmp_double);
+    qsort(shipped, (size_t)rounds, sizeof shipped[0], bench_cmp_double);
+    qsort(ratio, (size_t)rounds, sizeof ratio[0], bench_cmp_double);
+    printf("median of %d rounds, %llu records, batch %u: plain %.0f docs/s, shipper %.0f docs/s, "
+           "ratio %.2f\n",
+           rounds, (unsigned long long)a->records, a->batch, plain[rounds / 2], shipped[rounds / 2],
+           ratio[rounds / 2]);
+    for (uint64_t i = 0; i < a->records; i++)
+        bson_destroy(docs[i]);
+    free(docs);
+    ship_journal_destroy(&sj, 0);
+    return 0;
+}
+
+static int
+bench_lag(const bench_args_t *a, const char *uri)
+{
+    ship_journal_t sj;
+    if (ship_journal_create(&sj, "lag") != 0)
+        return 1;
+    stele_sink_options_t so;
+    ship_sink_options(&so, "lag", uri, "lag");
+    ship_drop_collection(&so);
+    shipper_config_t cfg = {
+        .sink = &so, .journal_dir = sj.dir, .source = sj.source, .index = sj.index};
+    shipper_t *s;
+    stele_error_t err;
+    if (shipper_start(&cfg, &s, &err) != 0)
+        return 1;
+    /* Append in 10 ms ticks (the committer's group commits at that rate would be similar),
+     * sampling the lag before each tick. */
+    const int tick_ms = 10;
+    uint64_t per_tick = a->rate * (uint64_t)tick_ms / 1000;
+    int n_ticks = a->seconds * 1000 / tick_ms;
+    double *lag = calloc((size_t)n_ticks, sizeof *lag);
+    int64_t start = ship_fixture_now_ms();
+    for (int t = 0; t < n_ticks; t++) {
+        int64_t due = start + (int64_t)t * tick_ms;
+        int64_t now = ship_fixture_now_ms();
+        if (due > now)
+            usleep((useconds_t)(due - now) * 1000);
+        stele_sink_stats_t st;
+        shipper_stats(s, sj.last_seq, &st);
+        lag[t] = st.lag_seconds;
+        if (ship_journal_append(&sj, per_tick, (uint32_t)per_tick, 100) != 0)
+            return 1;
+    }
+    double elapsed = (double)(ship_fixture_now_ms() - start) / 1000.0;
+    uint64_t appended = sj.last_seq;
+    ship_wait_for(get_shipped, s, appended, 600000);
+    double drain = (double)(ship_fixture_now_ms() - start) / 1000.0 - elapsed;
+    qsort(lag, (size_t)n_ticks, sizeof lag[0], bench_cmp_double);
+    printf("steady %llu appends/s for %d s (achieved %.0f/s): lag p50 %.3f s, p99 %.3f s, max "
+           "%.3f s; drained %.2f s after the last append\n",
+           (unsigned long long)a->rate, a->seconds, (double)appended / elapsed, lag[n_ticks / 2],
+           lag[n_ticks * 99 / 100], lag[n_ticks - 1], drain);
+    shipper_stop(s, 0);
+    free(lag);
+    ship_journal_destroy(&sj, 0);
+    return 0;
+}
+
+static int
+bench_memory(const bench_args_t *a)
+{
+    ship_journal_t sj;
+    if (ship_journal_create(&sj, "backlog") != 0)
+        return 1;
+    long rss_empty = ship_rss_kib();
+    for (uint64_t done = 0; done < a->records; done += 100000)
+        if (ship_journal_append(&sj, a->records - done < 100000 ? a->records - done : 100000, 1000,
+                                100) != 0)
+            return 1;
+    char uri[128];
+    snprintf(uri, sizeof uri, "mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=500",
+             mongo_server_free_port());
+    stele_sink_options_t so;
+    ship_sink_options(&so, "down", uri, "down");
+    so.backoff_max_ms = 200;
+    long rss_before = ship_rss_kib();
+    shipper_config_t cfg = {
+        .sink = &so, .journal_dir = sj.dir, .source = sj.source, .index = sj.index};
+    shipper_t *s;
+    stele_error_t err;
+    if (shipper_start(&cfg, &s, &err) != 0)
+        return 1;
+    long rss_max = 0;
+    for (int i = 0; i < a->seconds * 10; i++) {
+        usleep(100 * 1000);
+        long rss = ship_rss_kib();
+        rss_max = rss > rss_max ? rss : rss_max;
+    }
+    stele_sink_stats_t st;
+    shipper_stats(s, sj.last_seq, &st);
+    printf("backlog %llu records (MongoDB down %d s, %llu retries): RSS %ld KiB empty, %ld KiB "
+           "before the shipper, max %ld KiB while it retried\n",
+           (unsigned long long)sj.last_seq, a->seconds, (unsigned long long)st.retries, rss_empty,
+           rss_before, rss_max);
+    shipper_stop(s, 0);
+    ship_journal_destroy(&sj, 0);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    bench_args_t a = {.mode = argc > 1 ? argv[1] : "",
+                      .records = 100000,
+                      .batch = 1000,
+                      .rounds = 3,
+                      .rate = 10000,
+                      .seconds = 10};
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--uri"))
+            a.uri = argv[i + 1];
+        else if (!strcmp(argv[i], "--records"))
+            a.records = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--batch"))
+            a.batch = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--rounds"))
+            a.rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rate"))
+            a.rate = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--seconds"))
+            a.seconds = atoi(argv[i + 1]);
+        else
+            a.mode = "";
+    }
+    if (strcmp(a.mode, "rate") && strcmp(a.mode, "lag") && strcmp(a.mode, "memory")) {
+        fprintf(stderr, "usage: stele-ship-bench rate|lag|memory [--records N] [--batch N] "
+                        "[--rounds N] [--rate R] [--seconds S] [--uri URI]\n");
+        return 1;
+    }
+    if (a.records == 0 || a.batch == 0 || a.rounds < 1 || a.rate < 100 || a.seconds < 1)
+        return 1;
+    if (!strcmp(a.mode, "memory"))
+        return bench_memory(&a);
+    mongo_server_t ms = {0};
+    if (!a.uri) {
+        if (mongo_server_start(&ms) != 0)
+            return 1;
+        a.uri = ms.uri;
+    }
+    int rc = !strcmp(a.mode, "rate") ? bench_rate(&a, a.uri) : bench_lag(&a, a.uri);
+    mongo_server_destroy(&ms);
+    return rc;
+}
