@@ -31,10 +31,24 @@ if [ -n "${missing// /}" ]; then
 fi
 
 tests_flag=OFF
-[ "$with_tests" = 1 ] && tests_flag=ON
+fuzz_dir=""
+if [ "$with_tests" = 1 ]; then
+    tests_flag=ON
+    # The libFuzzer targets need clang: they live in a second build tree, and the main
+    # test suite runs them briefly through its fuzz_targets test.
+    command -v clang >/dev/null 2>&1 && fuzz_dir="$PWD/build-fuzz"
+fi
 cmake -S . -B build -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTELE_WERROR=ON \
-    -DSTELE_BUILD_TESTS="$tests_flag" >/dev/null
+    -DSTELE_BUILD_TESTS="$tests_flag" -DSTELE_FUZZ_BUILD_DIR="$fuzz_dir" >/dev/null
 cmake --build build -j "$(nproc)"
+
+if [ -n "$fuzz_dir" ]; then
+    cmake -S . -B "$fuzz_dir" -G "Unix Makefiles" -DCMAKE_C_COMPILER=clang \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTELE_WERROR=ON -DSTELE_BUILD_FUZZ=ON \
+        -DSTELE_BUILD_BENCH=OFF -DSTELE_FUZZ_SECONDS=15 >/dev/null
+    cmake --build "$fuzz_dir" -j "$(nproc)" --target fuzz_frame_decode fuzz_segment_read \
+        fuzz_tail_recovery fuzz_serve_request
+fi
 
 if [ "$with_tests" = 1 ] && [ -x tests/integration/build-test-server.sh ]; then
     tests/integration/build-test-server.sh
