@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Longest an append waits for its sink's acknowledgement before it counts as failed. */
+#define SHIPPED_TIMEOUT_MS 10000
+
 typedef struct stele_target {
     stele_t *db;
     uint64_t syncs_at_start; /* stele_stats() when the timed window opened */
@@ -76,14 +79,22 @@ stele_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t
     return 0;
 }
 
+/* wait=shipped is reached in two steps so that a sink that never acknowledges costs an
+ * error after SHIPPED_TIMEOUT_MS instead of a writer blocked for ever (and a run that can
+ * be neither finished nor interrupted). */
 static int
 stele_target_append(void *state, void *wstate, const bench_event_t *ev)
 {
     (void)wstate;
     stele_target_t *st = state;
-    if (st->input == BENCH_INPUT_BSON)
-        return stele_append_bson(st->db, ev->data, ev->len, st->wait, NULL, NULL);
-    return stele_append_json(st->db, (const char *)ev->data, ev->len, st->wait, NULL, NULL);
+    stele_wait_t first = st->wait == STELE_WAIT_SHIPPED ? STELE_WAIT_DURABLE : st->wait;
+    uint64_t seq = 0;
+    int rc = st->input == BENCH_INPUT_BSON
+                 ? stele_append_bson(st->db, ev->data, ev->len, first, &seq, NULL)
+                 : stele_append_json(st->db, (const char *)ev->data, ev->len, first, &seq, NULL);
+    if (rc == 0 && st->wait == STELE_WAIT_SHIPPED)
+        rc = stele_wait(st->db, seq, STELE_WAIT_SHIPPED, SHIPPED_TIMEOUT_MS, NULL);
+    return rc;
 }
 
 static void
