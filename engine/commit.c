@@ -592,6 +592,10 @@ commit_main(void *arg)
         }
         bool always = c->cfg.sync == STELE_SYNC_ALWAYS && rc == 0;
         if (always) {
+            /* wait=written is reached now: do not make those waiters sit through the sync. */
+            pthread_mutex_lock(&c->mu);
+            commit_wake_done_locked(c);
+            pthread_mutex_unlock(&c->mu);
             /* Sync right here rather than through the loop: the batch's own latency. */
             stele_error_t serr;
             rc = journal_sync(c->cfg.journal, &serr);
