@@ -12,6 +12,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Longest an append waits for its sink's acknowledgement before it counts as failed. */
 #define SHIPPED_TIMEOUT_MS 10000
@@ -28,7 +30,8 @@ typedef struct stele_target {
 } stele_target_t;
 
 static int
-stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_options_t *sink)
+stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_options_t *sink,
+                     char *source, size_t source_cap)
 {
     stele_options_init(o);
     o->sync = cell->sync;
@@ -41,6 +44,12 @@ stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_op
     if (cell->wait == STELE_WAIT_SHIPPED) {
         if (!cell->mongo_uri)
             return -1;
+        /* Every cell starts a new journal whose seqs restart at 1: under the default source
+         * name its documents would collide with an earlier cell's (same _id, other hash),
+         * which the sink rightly treats as an integrity failure and stops. */
+        snprintf(source, source_cap, "stele-bench-%ld-%lld-%llu", (long)getpid(),
+                 (long long)time(NULL), (unsigned long long)bench_now_ns());
+        o->source = source;
         stele_sink_options_init(sink);
         sink->uri = cell->mongo_uri;
         sink->collection = "bench";
@@ -55,7 +64,8 @@ stele_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t
 {
     stele_options_t o;
     stele_sink_options_t sink;
-    if (stele_target_options(cell, &o, &sink)) {
+    char source[64];
+    if (stele_target_options(cell, &o, &sink, source, sizeof source)) {
         snprintf(note, note_cap, "wait=shipped needs a MongoDB sink: pass --mongo-uri");
         return BENCH_SKIPPED;
     }
