@@ -23,6 +23,7 @@
 typedef struct main_signals {
     sigset_t set;
     atomic_int interrupted;
+    pthread_t thread;
 } main_signals_t;
 
 static void *
@@ -47,12 +48,18 @@ main_block_signals(main_signals_t *s)
     sigaddset(&s->set, SIGTERM);
     sigaddset(&s->set, SIGHUP);
     atomic_init(&s->interrupted, 0);
-    pthread_t t;
     if (pthread_sigmask(SIG_BLOCK, &s->set, NULL) != 0 ||
-        pthread_create(&t, NULL, main_signal_thread, s) != 0)
+        pthread_create(&s->thread, NULL, main_signal_thread, s) != 0)
         return -1;
-    pthread_detach(t);
     return 0;
+}
+
+/* sigwait is a cancellation point: the thread ends before main's frame (and *s) does. */
+static void
+main_stop_signal_thread(main_signals_t *s)
+{
+    pthread_cancel(s->thread);
+    pthread_join(s->thread, NULL);
 }
 
 static int
@@ -155,17 +162,18 @@ main(int argc, char **argv)
         return rc < 0 ? 0 : 1; /* -1: --help printed */
     if (cli.probe_dir)
         return bench_probe(cli.probe_dir, cli.seconds_given ? cli.seconds : 60.0) ? 3 : 0;
-    static main_signals_t sig; /* static: the signal thread may outlive main's frame */
+    main_signals_t sig;
     if (main_block_signals(&sig)) {
         fprintf(stderr, "stele-bench: could not set up signal handling\n");
         return 3;
     }
     bench_plan_t plan = {0};
-    if (bench_cli_build_plan(&cli, &plan)) {
+    int exit_code = 3;
+    if (bench_cli_build_plan(&cli, &plan) == 0)
+        exit_code = main_run(&cli, &plan, &sig);
+    else
         fprintf(stderr, "stele-bench: out of memory\n");
-        return 3;
-    }
-    int exit_code = main_run(&cli, &plan, &sig);
     bench_plan_free(&plan);
+    main_stop_signal_thread(&sig);
     return exit_code;
 }

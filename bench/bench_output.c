@@ -140,6 +140,7 @@ bench_print_table_header(FILE *out)
     fprintf(out, "%-20s %-13s %5s %7s %-8s %-7s %-4s %6s %12s %8s %9s %8s %9s %9s %9s  %s\n",
             "system", "device", "wr", "ci_us", "sync", "wait", "in", "bytes", "appends/s", "MB/s",
             "syncs/s", "batch", "p50_us", "p99_us", "p99.9_us", "note");
+    fflush(out);
 }
 
 void

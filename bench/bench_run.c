@@ -241,6 +241,9 @@ bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_res
     run_fill_latencies(r);
     if (close_rc || started < n || r->appends == 0)
         r->status = BENCH_FAILED;
+    if (r->appends == 0 && r->note[0] == '\0')
+        snprintf(r->note, sizeof r->note, "no append succeeded (%llu failed)",
+                 (unsigned long long)r->errors);
     if (r->status == BENCH_OK && r->errors > 0 && r->note[0] == '\0')
         snprintf(r->note, sizeof r->note, "%llu appends failed", (unsigned long long)r->errors);
 }

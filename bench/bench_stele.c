@@ -12,6 +12,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Longest an append waits for its sink's acknowledgement before it counts as failed. */
+#define SHIPPED_TIMEOUT_MS 10000
 
 typedef struct stele_target {
     stele_t *db;
@@ -25,7 +30,8 @@ typedef struct stele_target {
 } stele_target_t;
 
 static int
-stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_options_t *sink)
+stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_options_t *sink,
+                     char *source, size_t source_cap)
 {
     stele_options_init(o);
     o->sync = cell->sync;
@@ -38,6 +44,12 @@ stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_op
     if (cell->wait == STELE_WAIT_SHIPPED) {
         if (!cell->mongo_uri)
             return -1;
+        /* Every cell starts a new journal whose seqs restart at 1: under the default source
+         * name its documents would collide with an earlier cell's (same _id, other hash),
+         * which the sink rightly treats as an integrity failure and stops. */
+        snprintf(source, source_cap, "stele-bench-%ld-%lld-%llu", (long)getpid(),
+                 (long long)time(NULL), (unsigned long long)bench_now_ns());
+        o->source = source;
         stele_sink_options_init(sink);
         sink->uri = cell->mongo_uri;
         sink->collection = "bench";
@@ -52,7 +64,8 @@ stele_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t
 {
     stele_options_t o;
     stele_sink_options_t sink;
-    if (stele_target_options(cell, &o, &sink)) {
+    char source[64];
+    if (stele_target_options(cell, &o, &sink, source, sizeof source)) {
         snprintf(note, note_cap, "wait=shipped needs a MongoDB sink: pass --mongo-uri");
         return BENCH_SKIPPED;
     }
@@ -76,14 +89,22 @@ stele_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t
     return 0;
 }
 
+/* wait=shipped is reached in two steps so that a sink that never acknowledges costs an
+ * error after SHIPPED_TIMEOUT_MS instead of a writer blocked for ever (and a run that can
+ * be neither finished nor interrupted). */
 static int
 stele_target_append(void *state, void *wstate, const bench_event_t *ev)
 {
     (void)wstate;
     stele_target_t *st = state;
-    if (st->input == BENCH_INPUT_BSON)
-        return stele_append_bson(st->db, ev->data, ev->len, st->wait, NULL, NULL);
-    return stele_append_json(st->db, (const char *)ev->data, ev->len, st->wait, NULL, NULL);
+    stele_wait_t first = st->wait == STELE_WAIT_SHIPPED ? STELE_WAIT_DURABLE : st->wait;
+    uint64_t seq = 0;
+    int rc = st->input == BENCH_INPUT_BSON
+                 ? stele_append_bson(st->db, ev->data, ev->len, first, &seq, NULL)
+                 : stele_append_json(st->db, (const char *)ev->data, ev->len, first, &seq, NULL);
+    if (rc == 0 && st->wait == STELE_WAIT_SHIPPED)
+        rc = stele_wait(st->db, seq, STELE_WAIT_SHIPPED, SHIPPED_TIMEOUT_MS, NULL);
+    return rc;
 }
 
 static void

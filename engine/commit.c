@@ -10,10 +10,9 @@
  * per-record allocation; memory is bounded by max_queue_bytes (queued frame bytes) and by a
  * cap on the number of chunks.
  *
- * Positions: appended_seq <= written_seq <= ... no: written_seq <= appended_seq, and
- * durable_seq <= written_seq. appended_seq is written by appenders under mu; written_seq and
- * durable_seq only by the committer. All three are atomics so waiters and stats read them
- * without the lock.
+ * Positions: durable_seq <= written_seq <= appended_seq. appended_seq is written by
+ * appenders under mu; written_seq and durable_seq only by the committer. All three are
+ * atomics so waiters and stats read them without the lock.
  *
  * The committer never holds mu across journal I/O: it detaches a chunk under mu, writes and
  * syncs without it, then retakes mu to recycle the chunk and wake waiters.
@@ -34,6 +33,11 @@
  *     acknowledgement waits about the whole interval (less the commit's own time): the
  *     worst case of MongoDB's behaviour (it shortened the wait to a third of the interval
  *     when a j:true write was waiting), which is the case the benchmark wants to show.
+ *
+ * Wake-ups: unwaited appends (wait=none) let a committer that just finished a batch nap up
+ * to COMMIT_NAP_NS so a stream of them is written in large batches; waited appends wake it
+ * at once. Bounded spins (COMMIT_*_SPIN_NS) save a lone durable writer two futex wake-ups
+ * per commit; see engine/README.md.
  */
 #include "commit.h"
 
@@ -63,6 +67,9 @@
  * record. Appends that wait always wake it at once. */
 #define COMMIT_NAP_NS 1000000ull
 #define COMMIT_NAP_WINDOW_NS 100000000ull
+/* Condition variables waiters are spread over, by seq (a power of two). */
+#define COMMIT_WAIT_SLOTS 256
+
 /* An unwaited append still wakes a napping committer once this much is queued. */
 #define COMMIT_EAGER_BYTES ((size_t)256 << 10)
 
@@ -96,7 +103,10 @@ struct commit {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* committer waits here for records, flush or close */
     pthread_cond_t space_cv; /* appenders wait here for queue space or quota */
-    pthread_cond_t done_cv;  /* waiters wait here for written/durable positions */
+    /* Waiters for seq s sleep on done_cv[s % COMMIT_WAIT_SLOTS], so a batch wakes only the
+     * waiters whose records it carried: one shared condvar woke every waiter (64 writers =
+     * 64 wake-ups and mutex round trips per batch, most of them to go back to sleep). */
+    pthread_cond_t done_cv[COMMIT_WAIT_SLOTS];
 
     /* -- protected by mu -- */
     chunk_t *open;      /* being filled; NULL or holding records */
@@ -112,6 +122,8 @@ struct commit {
     uint64_t flush_seq; /* sync requested up to this seq */
     int n_space_waiters;
     int n_done_waiters;
+    uint64_t woken_written; /* done_cv slots were broadcast up to these positions */
+    uint64_t woken_durable;
     bool is_committer_idle;
     bool is_committer_napping; /* idle, but wakes by itself within COMMIT_NAP_NS */
     bool is_closing;
@@ -339,6 +351,39 @@ commit_halted(commit_t *c, stele_error_t *err)
     return STELE_EHALTED;
 }
 
+/* Wakes the waiters of every seq in (from, to]. Called with mu held. */
+static void
+commit_wake_range_locked(commit_t *c, uint64_t from, uint64_t to)
+{
+    if (to <= from)
+        return;
+    uint64_t n = to - from < COMMIT_WAIT_SLOTS ? to - from : COMMIT_WAIT_SLOTS;
+    for (uint64_t k = 1; k <= n; k++)
+        pthread_cond_broadcast(&c->done_cv[(from + k) % COMMIT_WAIT_SLOTS]);
+}
+
+/* Wakes the waiters whose level was reached since the last call. Called with mu held. */
+static void
+commit_wake_done_locked(commit_t *c)
+{
+    uint64_t written = atomic_load_explicit(&c->written_seq, memory_order_acquire);
+    uint64_t durable = atomic_load_explicit(&c->durable_seq, memory_order_acquire);
+    if (c->n_done_waiters) {
+        commit_wake_range_locked(c, c->woken_written, written);
+        commit_wake_range_locked(c, c->woken_durable, durable);
+    }
+    c->woken_written = written;
+    c->woken_durable = durable;
+}
+
+/* Wakes every waiter (halt, close): they re-check and leave. Called with mu held. */
+static void
+commit_wake_all_locked(commit_t *c)
+{
+    for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
+        pthread_cond_broadcast(&c->done_cv[k]);
+}
+
 /* Called by the committer with mu held. Drops everything queued and wakes everyone. */
 static chunk_t *
 commit_halt_locked(commit_t *c, const stele_error_t *cause)
@@ -357,7 +402,7 @@ commit_halt_locked(commit_t *c, const stele_error_t *cause)
     c->queue_bytes = 0;
     c->queue_records = 0;
     pthread_cond_broadcast(&c->space_cv);
-    pthread_cond_broadcast(&c->done_cv);
+    commit_wake_all_locked(c);
     return to_free;
 }
 
@@ -502,8 +547,7 @@ commit_main(void *arg)
             pthread_mutex_lock(&c->mu);
             last_sync_ns = synced_ns;
             chunk_t *dropped = rc ? commit_halt_locked(c, &serr) : NULL;
-            if (c->n_done_waiters)
-                pthread_cond_broadcast(&c->done_cv);
+            commit_wake_done_locked(c);
             while (dropped) {
                 chunk_t *next = dropped->next;
                 chunk_free(dropped);
@@ -548,6 +592,10 @@ commit_main(void *arg)
         }
         bool always = c->cfg.sync == STELE_SYNC_ALWAYS && rc == 0;
         if (always) {
+            /* wait=written is reached now: do not make those waiters sit through the sync. */
+            pthread_mutex_lock(&c->mu);
+            commit_wake_done_locked(c);
+            pthread_mutex_unlock(&c->mu);
             /* Sync right here rather than through the loop: the batch's own latency. */
             stele_error_t serr;
             rc = journal_sync(c->cfg.journal, &serr);
@@ -572,8 +620,7 @@ commit_main(void *arg)
         chunk_t *dropped = rc ? commit_halt_locked(c, &werr) : NULL;
         if (c->n_space_waiters)
             pthread_cond_broadcast(&c->space_cv);
-        if (c->n_done_waiters)
-            pthread_cond_broadcast(&c->done_cv);
+        commit_wake_done_locked(c);
         pthread_mutex_unlock(&c->mu);
         chunk_free(to_free);
         while (dropped) {
@@ -586,7 +633,7 @@ commit_main(void *arg)
         pthread_mutex_lock(&c->mu);
     }
     c->is_stopped = true;
-    pthread_cond_broadcast(&c->done_cv);
+    commit_wake_all_locked(c);
     pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -608,13 +655,16 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     atomic_init(&c->appended_seq, cfg->last_seq);
     atomic_init(&c->written_seq, cfg->last_seq);
     atomic_init(&c->durable_seq, cfg->last_seq);
+    c->woken_written = cfg->last_seq;
+    c->woken_durable = cfg->last_seq;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, &attr);
     pthread_cond_init(&c->space_cv, &attr);
-    pthread_cond_init(&c->done_cv, &attr);
+    for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
+        pthread_cond_init(&c->done_cv[k], &attr);
     pthread_condattr_destroy(&attr);
     commit_refresh_disk_bytes(c);
     int rc = pthread_create(&c->thread, NULL, commit_main, c);
@@ -622,7 +672,8 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
         pthread_mutex_destroy(&c->mu);
         pthread_cond_destroy(&c->work_cv);
         pthread_cond_destroy(&c->space_cv);
-        pthread_cond_destroy(&c->done_cv);
+        for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
+            pthread_cond_destroy(&c->done_cv[k]);
         free(c);
         return error_set(err, -rc, "could not start the committer thread: %s", strerror(rc));
     }
@@ -661,7 +712,8 @@ commit_free(commit_t *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->work_cv);
     pthread_cond_destroy(&c->space_cv);
-    pthread_cond_destroy(&c->done_cv);
+    for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
+        pthread_cond_destroy(&c->done_cv[k]);
     free(c);
 }
 
@@ -819,7 +871,7 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
                            (unsigned long long)seq);
             break;
         }
-        if (commit_cond_wait(&c->done_cv, &c->mu, deadline) == ETIMEDOUT &&
+        if (commit_cond_wait(&c->done_cv[seq % COMMIT_WAIT_SLOTS], &c->mu, deadline) == ETIMEDOUT &&
             atomic_load_explicit(pos, memory_order_acquire) < seq) {
             rc = error_set(
                 err, STELE_ETIMEDOUT, "seq %llu not %s within %lld ms", (unsigned long long)seq,

@@ -67,6 +67,20 @@ error_set(stele_error_t *err, int code, const char *fmt, ...)
     return code;
 }
 
+int
+error_set_hinted(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        snprintf(err->hint, sizeof err->hint, "%s", hint ? hint : "");
+    }
+    return code;
+}
+
 void
 error_set_hint(stele_error_t *err, const char *fmt, ...)
 {

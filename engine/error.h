@@ -12,6 +12,10 @@
 int error_set(stele_error_t *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* error_set with a fixed hint (NULL for none) in the same call. Returns `code`. */
+int error_set_hinted(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Sets the hint of an error already filled by error_set (no-op when err is NULL). */
 void error_set_hint(stele_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

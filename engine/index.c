@@ -27,6 +27,8 @@
  */
 #include "index.h"
 
+#include "error.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <lmdb.h>
@@ -67,23 +69,6 @@ struct index {
     char path[4096];
 };
 
-static int index_fail(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int
-index_fail(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        snprintf(err->hint, sizeof err->hint, "%s", hint ? hint : "");
-    }
-    return code;
-}
-
 /* LMDB's own codes become stele codes; errno values pass through as -errno. */
 static int
 index_code(int mdb_rc)
@@ -114,8 +99,8 @@ index_mdb_fail(stele_error_t *err, int mdb_rc, const index_t *ix, const char *wh
                            ? "the index is a cache: move it aside and reopen the journal to "
                              "rebuild it"
                            : NULL;
-    return index_fail(err, code, hint, "could not %s index %s: %s", what, ix ? ix->path : "",
-                      mdb_strerror(mdb_rc));
+    return error_set_hinted(err, code, hint, "could not %s index %s: %s", what, ix ? ix->path : "",
+                            mdb_strerror(mdb_rc));
 }
 
 static void
@@ -175,7 +160,7 @@ static int
 index_begin(index_t *ix, int is_write, MDB_txn **txn, stele_error_t *err)
 {
     if (is_write && !ix->is_writable)
-        return index_fail(err, STELE_EINVAL, NULL, "index %s is open read-only", ix->path);
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index %s is open read-only", ix->path);
     int rc = mdb_txn_begin(ix->env, NULL, is_write ? 0 : MDB_RDONLY, txn);
     if (rc)
         return index_mdb_fail(err, rc, ix, "begin a transaction on");
@@ -208,9 +193,9 @@ index_open_dbis(index_t *ix, stele_error_t *err)
         if (mrc) {
             mdb_txn_abort(txn);
             if (mrc == MDB_NOTFOUND)
-                return index_fail(err, STELE_ENOTFOUND, NULL,
-                                  "index %s has no %s table (not yet initialised)", ix->path,
-                                  names[i]);
+                return error_set_hinted(err, STELE_ENOTFOUND, NULL,
+                                        "index %s has no %s table (not yet initialised)", ix->path,
+                                        names[i]);
             return index_mdb_fail(err, mrc, ix, "open a table of");
         }
     }
@@ -275,11 +260,11 @@ index_replace_corrupt(index_t *ix, unsigned file_mode, int mdb_rc, stele_error_t
             rc = -EEXIST;
     }
     if (rc)
-        return index_fail(err, rc, NULL, "could not move corrupt index %s aside: %s", ix->path,
-                          strerror(-rc));
+        return error_set_hinted(err, rc, NULL, "could not move corrupt index %s aside: %s",
+                                ix->path, strerror(-rc));
     if (mkdir(ix->path, index_dir_mode(file_mode)) != 0)
-        return index_fail(err, -errno, NULL, "could not create index %s: %s", ix->path,
-                          strerror(errno));
+        return error_set_hinted(err, -errno, NULL, "could not create index %s: %s", ix->path,
+                                strerror(errno));
     int ignored;
     rc = index_env_open(ix, file_mode, &ignored, err);
     if (rc == 0)
@@ -296,16 +281,16 @@ int
 index_open(const char *dir, int writable, unsigned file_mode, index_t **out, stele_error_t *err)
 {
     if (!dir || !out)
-        return index_fail(err, STELE_EINVAL, NULL, "index_open: dir and out are required");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index_open: dir and out are required");
     *out = NULL;
     index_t *ix = calloc(1, sizeof *ix);
     if (!ix)
-        return index_fail(err, -ENOMEM, NULL, "could not allocate the index handle");
+        return error_set_hinted(err, -ENOMEM, NULL, "could not allocate the index handle");
     ix->is_writable = writable != 0;
     int n = snprintf(ix->path, sizeof ix->path, "%s/%s", dir, INDEX_DIR_NAME);
     int rc = 0;
     if (n < 0 || (size_t)n >= sizeof ix->path) {
-        rc = index_fail(err, STELE_EINVAL, NULL, "index path under %s is too long", dir);
+        rc = error_set_hinted(err, STELE_EINVAL, NULL, "index path under %s is too long", dir);
         goto fail;
     }
 
@@ -313,13 +298,13 @@ index_open(const char *dir, int writable, unsigned file_mode, index_t **out, ste
     if (stat(ix->path, &st) != 0) {
         if (errno != ENOENT || !writable) {
             rc = errno == ENOENT ? STELE_ENOTFOUND : -errno;
-            rc =
-                index_fail(err, rc, NULL, "could not open index %s: %s", ix->path, strerror(errno));
+            rc = error_set_hinted(err, rc, NULL, "could not open index %s: %s", ix->path,
+                                  strerror(errno));
             goto fail;
         }
         if (mkdir(ix->path, index_dir_mode(file_mode)) != 0 && errno != EEXIST) {
-            rc = index_fail(err, -errno, NULL, "could not create index %s: %s", ix->path,
-                            strerror(errno));
+            rc = error_set_hinted(err, -errno, NULL, "could not create index %s: %s", ix->path,
+                                  strerror(errno));
             goto fail;
         }
     }
@@ -349,11 +334,32 @@ index_close(index_t *ix)
     free(ix);
 }
 
+/* A batch start written again (a rebuild, a repair) may carry another timestamp: its old
+ * times entry goes, so the one-to-one invariant holds. */
+static int
+index_drop_old_time(index_t *ix, MDB_txn *txn, const index_batch_t *b)
+{
+    uint8_t kb[8];
+    index_put_u64(kb, b->first_seq);
+    MDB_val k = {sizeof kb, kb}, v;
+    int mrc = mdb_get(txn, ix->batches, &k, &v);
+    if (mrc == MDB_NOTFOUND)
+        return 0;
+    index_batch_t old;
+    if (mrc || index_decode_batch(&k, &v, &old) != 0 || old.first_ts_ns == b->first_ts_ns)
+        return mrc;
+    uint8_t tk[16];
+    index_encode_time_key(tk, old.first_ts_ns, old.first_seq);
+    MDB_val t = {sizeof tk, tk};
+    mrc = mdb_del(txn, ix->times, &t, NULL);
+    return mrc == MDB_NOTFOUND ? 0 : mrc;
+}
+
 int
 index_put_batches(index_t *ix, const index_batch_t *batches, size_t n, stele_error_t *err)
 {
     if (!ix || (n && !batches))
-        return index_fail(err, STELE_EINVAL, NULL, "index_put_batches: bad arguments");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index_put_batches: bad arguments");
     if (n == 0)
         return 0;
     MDB_txn *txn = NULL;
@@ -367,7 +373,9 @@ index_put_batches(index_t *ix, const index_batch_t *batches, size_t n, stele_err
         index_encode_time_key(tk, batches[i].first_ts_ns, batches[i].first_seq);
         MDB_val k = {sizeof kb, kb}, v = {sizeof vb, vb};
         MDB_val t = {sizeof tk, tk}, empty = {0, NULL};
-        int mrc = mdb_put(txn, ix->batches, &k, &v, 0);
+        int mrc = index_drop_old_time(ix, txn, &batches[i]);
+        if (mrc == 0)
+            mrc = mdb_put(txn, ix->batches, &k, &v, 0);
         if (mrc == 0)
             mrc = mdb_put(txn, ix->times, &t, &empty, 0);
         if (mrc) {
@@ -402,7 +410,7 @@ index_lookup_batch(index_t *ix, enum index_lookup how, uint64_t seq, index_batch
                    stele_error_t *err)
 {
     if (!ix || !out)
-        return index_fail(err, STELE_EINVAL, NULL, "index lookup: bad arguments");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index lookup: bad arguments");
     MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
     int rc = index_begin(ix, 0, &txn, err);
@@ -429,8 +437,8 @@ index_lookup_batch(index_t *ix, enum index_lookup how, uint64_t seq, index_batch
         }
     }
     if (mrc == 0 && index_decode_batch(&k, &v, out) != 0)
-        rc = index_fail(err, STELE_ECORRUPT, NULL, "index %s holds a malformed batch entry",
-                        ix->path);
+        rc = error_set_hinted(err, STELE_ECORRUPT, NULL, "index %s holds a malformed batch entry",
+                              ix->path);
     else if (mrc == MDB_NOTFOUND)
         rc = STELE_ENOTFOUND; /* an expected outcome, not an error to describe */
     else if (mrc)
@@ -469,7 +477,7 @@ int
 index_find_time(index_t *ix, int64_t ts_ns, index_batch_t *out, stele_error_t *err)
 {
     if (!ix || !out)
-        return index_fail(err, STELE_EINVAL, NULL, "index_find_time: bad arguments");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index_find_time: bad arguments");
     MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
     int rc = index_begin(ix, 0, &txn, err);
@@ -531,7 +539,7 @@ static int
 index_delete_range(index_t *ix, uint64_t lo, uint64_t hi, stele_error_t *err)
 {
     if (!ix)
-        return index_fail(err, STELE_EINVAL, NULL, "index delete: no index");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index delete: no index");
     for (;;) {
         MDB_txn *txn = NULL;
         MDB_cursor *cur = NULL;
@@ -583,7 +591,7 @@ int
 index_clear_batches(index_t *ix, stele_error_t *err)
 {
     if (!ix)
-        return index_fail(err, STELE_EINVAL, NULL, "index_clear_batches: no index");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index_clear_batches: no index");
     MDB_txn *txn = NULL;
     int rc = index_begin(ix, 1, &txn, err);
     if (rc)
@@ -603,7 +611,8 @@ static int
 index_check_name(const char *what, const char *name, size_t max, stele_error_t *err)
 {
     if (!name || !name[0] || strlen(name) > max)
-        return index_fail(err, STELE_EINVAL, NULL, "index %s must be 1..%zu bytes", what, max);
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index %s must be 1..%zu bytes", what,
+                                max);
     return 0;
 }
 
@@ -614,8 +623,8 @@ index_put_meta(index_t *ix, const char *key, const void *value, size_t len, stel
     if (rc)
         return rc;
     if (!ix || (len && !value) || len > INDEX_META_VALUE_MAX)
-        return index_fail(err, STELE_EINVAL, NULL, "index meta %s: value over %d bytes", key,
-                          INDEX_META_VALUE_MAX);
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index meta %s: value over %d bytes", key,
+                                INDEX_META_VALUE_MAX);
     MDB_txn *txn = NULL;
     rc = index_begin(ix, 1, &txn, err);
     if (rc)
@@ -637,7 +646,7 @@ index_get_meta(index_t *ix, const char *key, void *value, size_t cap, size_t *le
     if (rc)
         return rc;
     if (!ix || (cap && !value))
-        return index_fail(err, STELE_EINVAL, NULL, "index_get_meta: bad arguments");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index_get_meta: bad arguments");
     MDB_txn *txn = NULL;
     rc = index_begin(ix, 0, &txn, err);
     if (rc)
@@ -681,7 +690,8 @@ index_put_checkpoint(index_t *ix, const char *sink, uint64_t seq, stele_error_t 
 {
     int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
     if (rc || !ix)
-        return rc ? rc : index_fail(err, STELE_EINVAL, NULL, "index_put_checkpoint: no index");
+        return rc ? rc
+                  : error_set_hinted(err, STELE_EINVAL, NULL, "index_put_checkpoint: no index");
     MDB_txn *txn = NULL;
     rc = index_begin(ix, 1, &txn, err);
     if (rc)
@@ -702,7 +712,8 @@ index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_error_t
 {
     int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
     if (rc || !ix || !seq)
-        return rc ? rc : index_fail(err, STELE_EINVAL, NULL, "index_get_checkpoint: bad args");
+        return rc ? rc
+                  : error_set_hinted(err, STELE_EINVAL, NULL, "index_get_checkpoint: bad args");
     MDB_txn *txn = NULL;
     rc = index_begin(ix, 0, &txn, err);
     if (rc)
@@ -713,8 +724,8 @@ index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_error_t
     if (mrc == 0 && v.mv_size == 8)
         *seq = index_get_u64(v.mv_data);
     else if (mrc == 0)
-        rc = index_fail(err, STELE_ECORRUPT, NULL, "index %s: malformed checkpoint for sink %s",
-                        ix->path, sink);
+        rc = error_set_hinted(err, STELE_ECORRUPT, NULL,
+                              "index %s: malformed checkpoint for sink %s", ix->path, sink);
     else if (mrc != MDB_NOTFOUND)
         rc = index_mdb_fail(err, mrc, ix, "read a checkpoint from");
     mdb_txn_abort(txn);
@@ -726,7 +737,7 @@ index_list_checkpoints(index_t *ix, char (*names)[64], uint64_t *seqs, size_t ma
                        stele_error_t *err)
 {
     if (!ix || (max && (!names || !seqs)))
-        return index_fail(err, STELE_EINVAL, NULL, "index_list_checkpoints: bad arguments");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index_list_checkpoints: bad arguments");
     MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
     int rc = index_begin(ix, 0, &txn, err);
@@ -770,7 +781,8 @@ index_put_dead_letter(index_t *ix, const char *sink, uint64_t seq, const char *w
 {
     int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
     if (rc || !ix)
-        return rc ? rc : index_fail(err, STELE_EINVAL, NULL, "index_put_dead_letter: no index");
+        return rc ? rc
+                  : error_set_hinted(err, STELE_EINVAL, NULL, "index_put_dead_letter: no index");
     uint8_t kb[INDEX_SINK_NAME_MAX + 9];
     size_t why_len = why ? strlen(why) : 0;
     if (why_len > INDEX_WHY_MAX)
@@ -793,7 +805,8 @@ index_delete_dead_letter(index_t *ix, const char *sink, uint64_t seq, stele_erro
 {
     int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
     if (rc || !ix)
-        return rc ? rc : index_fail(err, STELE_EINVAL, NULL, "index_delete_dead_letter: no ix");
+        return rc ? rc
+                  : error_set_hinted(err, STELE_EINVAL, NULL, "index_delete_dead_letter: no ix");
     uint8_t kb[INDEX_SINK_NAME_MAX + 9];
     MDB_txn *txn = NULL;
     rc = index_begin(ix, 1, &txn, err);
@@ -804,8 +817,8 @@ index_delete_dead_letter(index_t *ix, const char *sink, uint64_t seq, stele_erro
     if (mrc) {
         mdb_txn_abort(txn);
         if (mrc == MDB_NOTFOUND)
-            return index_fail(err, STELE_ENOTFOUND, NULL,
-                              "sink %s has no dead letter at seq %" PRIu64, sink, seq);
+            return error_set_hinted(err, STELE_ENOTFOUND, NULL,
+                                    "sink %s has no dead letter at seq %" PRIu64, sink, seq);
         return index_mdb_fail(err, mrc, ix, "delete a dead letter from");
     }
     return index_commit(ix, txn, err);
@@ -819,7 +832,7 @@ index_walk_dead(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs
 {
     int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
     if (rc || !ix)
-        return rc ? rc : index_fail(err, STELE_EINVAL, NULL, "dead letters: no index");
+        return rc ? rc : error_set_hinted(err, STELE_EINVAL, NULL, "dead letters: no index");
     uint8_t kb[INDEX_SINK_NAME_MAX + 9];
     size_t prefix_len = strlen(sink) + 1;
     MDB_txn *txn = NULL;
@@ -856,7 +869,8 @@ index_list_dead_letters(index_t *ix, const char *sink, uint64_t from_seq, uint64
                         size_t max, stele_error_t *err)
 {
     if (!seqs && max)
-        return index_fail(err, STELE_EINVAL, NULL, "index_list_dead_letters: no output array");
+        return error_set_hinted(err, STELE_EINVAL, NULL,
+                                "index_list_dead_letters: no output array");
     uint64_t n = 0;
     if (max == 0)
         return 0;
@@ -868,7 +882,7 @@ int
 index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_error_t *err)
 {
     if (!count)
-        return index_fail(err, STELE_EINVAL, NULL, "index_count_dead_letters: no output");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index_count_dead_letters: no output");
     return index_walk_dead(ix, sink, 0, NULL, 0, count, err);
 }
 
@@ -876,7 +890,7 @@ int
 index_sync(index_t *ix, stele_error_t *err)
 {
     if (!ix)
-        return index_fail(err, STELE_EINVAL, NULL, "index_sync: no index");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index_sync: no index");
     if (!ix->is_writable)
         return 0;
     int rc = mdb_env_sync(ix->env, 1);

@@ -639,6 +639,9 @@ verify_segment_name(char *buf, size_t cap, uint64_t segment_seq)
     snprintf(buf, cap, "%s", name);
 }
 
+static int verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offset,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 static int
 verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offset, const char *fmt,
            ...)
@@ -772,8 +775,41 @@ verify_read_frame(const journal_io_t *io, int fd, uint64_t off, uint64_t file_by
  * the first one that fails: its seq, segment and offset are what an operator needs.
  * Returns 1 with the failure recorded in the report, 0 when nothing more precise was found.
  */
+/* Bytes past a bad frame searched for a later valid frame (bounded: the search reads them
+ * into memory). A torn tail is at most one batch, and a batch is at most a few records. */
+#define VERIFY_LATER_WINDOW_BYTES (4u << 20)
+
+/*
+ * Is there a valid frame with a seq after `seq` somewhere past `off`? A torn tail is the
+ * end of the log; a damaged frame with intact records after it is not a tail, it is damage
+ * (or a deletion) in the middle.
+ */
 static int
-verify_pinpoint(verify_state_t *v, const char *dir)
+verify_later_frame(const journal_io_t *io, int fd, uint64_t off, uint64_t file_bytes, uint64_t seq)
+{
+    uint64_t len = file_bytes > off ? file_bytes - off : 0;
+    if (len > VERIFY_LATER_WINDOW_BYTES)
+        len = VERIFY_LATER_WINDOW_BYTES;
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf)
+        return 0;
+    ssize_t got = io->pread(io->ctx, fd, buf, len, (off_t)off);
+    int is_found = 0;
+    for (uint64_t at = FRAME_ALIGN;
+         got > 0 && at + FRAME_HEADER_BYTES <= (uint64_t)got && !is_found; at += FRAME_ALIGN) {
+        if (format_load_u32(buf + at) != FRAME_MAGIC)
+            continue;
+        record_view_t view;
+        record_status_t st = record_decode(buf + at, (size_t)((uint64_t)got - at),
+                                           file_bytes - off - at, off + at, &view);
+        is_found = st == RECORD_VALID && view.seq > seq;
+    }
+    free(buf);
+    return is_found;
+}
+
+static int
+verify_pinpoint(verify_state_t *v, const char *dir, int need_later_frame)
 {
     const journal_io_t *io = journal_io_posix();
     uint64_t seq = v->have_prev ? v->prev.seq + 1 : 0;
@@ -797,6 +833,7 @@ verify_pinpoint(verify_state_t *v, const char *dir)
         off = SEG_HEADER_BYTES;
     }
     verify_frame_t f = {0};
+    stele_verify_report_t saved = *v->report;
     int found = 0, fd = -1;
     for (int n_segments = 0; n_segments < 2 && !found; n_segments++) {
         char path[4096];
@@ -844,7 +881,14 @@ verify_pinpoint(verify_state_t *v, const char *dir)
                 if (verify_hash(v->hasher, &jr, calc) == 0 && memcmp(calc, fv->hash, HASH_BYTES))
                     found = verify_bad(v, seq, seg, off, "chain hash does not match the record");
             }
-            if (found || (fv->flags & FRAME_FLAG_BATCH_END))
+            if (found && need_later_frame &&
+                !verify_later_frame(io, fd, off, (uint64_t)size, seq)) {
+                /* Nothing intact follows: a torn tail, which the next writer truncates. */
+                *v->report = saved;
+                found = 0;
+                break;
+            }
+            if (found || (f.status == RECORD_VALID && (fv->flags & FRAME_FLAG_BATCH_END)))
                 break;
             memcpy(prev_hash, fv->hash, HASH_BYTES);
             off += fv->frame_bytes;
@@ -874,7 +918,7 @@ verify_read_failed(verify_state_t *v, const char *dir, int rc, stele_error_t *je
             *err = *jerr;
         return rc;
     }
-    if (verify_pinpoint(v, dir))
+    if (verify_pinpoint(v, dir, 0))
         return STELE_ECORRUPT;
     uint64_t seq = v->have_prev ? v->prev.seq + 1 : v->start_seq + 1;
     uint64_t segment = v->have_prev ? v->prev.segment_seq : 0;
@@ -949,30 +993,41 @@ verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_s
     }
     if (rc != STELE_EAGAIN)
         return verify_read_failed(v, dir, rc, &jerr, err);
-    if (from_seq && v->report->last_seq < from_seq)
-        return reader_fail(err, STELE_ENOTFOUND, NULL,
-                           "seq %" PRIu64 " is past the end of the journal (last %" PRIu64 ")",
-                           from_seq, v->report->last_seq);
+    /* Where the walk ended. The index is updated after a batch is written, so with a live
+     * writer it may name a batch the walk stopped short of; with none, an entry past the end
+     * means records are missing from the segments. A durable seq read before the walk is
+     * evidence with or without a writer: durable records are never taken back. */
+    journal_live_t live;
+    journal_reader_live(v->jr, &live);
     uint64_t last = v->report->last_seq;
     uint64_t durable = live_before.durable_seq;
-    if (durable > last && (!to_seq || durable <= to_seq))
+    int is_durable_ahead = durable > last && (!to_seq || durable <= to_seq);
+    int is_index_ahead =
+        v->have_index_next && !live.writer_pid && (!to_seq || v->index_next.first_seq <= to_seq);
+    /* The reader treats damage in the newest segment as a torn tail (the end of the log).
+     * With evidence that records are missing, any bad frame there is the culprit; without,
+     * only one that intact records follow. */
+    if (!live.writer_pid || is_durable_ahead || is_index_ahead) {
+        if (verify_pinpoint(v, dir, !(is_durable_ahead || is_index_ahead)))
+            return STELE_ECORRUPT;
+    }
+    if (is_durable_ahead)
         return verify_bad(
             v, last + 1, v->have_prev ? v->prev.segment_seq : 0,
             v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0,
             "the journal's state records seq %" PRIu64
             " as durable but the segments end at seq %" PRIu64 ": records are missing",
             durable, last);
-    /* The index is updated after a batch is written, so with a live writer it may name a
-     * batch the walk stopped short of; with none, an entry past the end means records are
-     * missing from the segments. */
-    journal_live_t live;
-    journal_reader_live(v->jr, &live);
-    if (v->have_index_next && !live.writer_pid && (!to_seq || v->index_next.first_seq <= to_seq))
+    if (is_index_ahead)
         return verify_bad(v, v->index_next.first_seq, v->index_next.segment_seq,
                           v->index_next.offset,
                           "index names seq %" PRIu64 " past the end of the journal (last %" PRIu64
                           "): records are missing",
-                          v->index_next.first_seq, v->report->last_seq);
+                          v->index_next.first_seq, last);
+    if (from_seq && last < from_seq)
+        return reader_fail(err, STELE_ENOTFOUND, NULL,
+                           "seq %" PRIu64 " is past the end of the journal (last %" PRIu64 ")",
+                           from_seq, last);
     return 0;
 }
 

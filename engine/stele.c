@@ -10,8 +10,10 @@
  * draining the queue and syncing.
  *
  * Locks:
- *   ix_mu  protects the index writer's small queue of batch starts (ix_ring..ix_stop);
- *          ix_cv wakes the index writer. The index writer never holds it across LMDB.
+ *   ix_mu  protects the index writer's small queue of batch starts (ix_ring..ix_is_idle);
+ *          ix_cv wakes the index writer. The index writer never holds it across LMDB. The
+ *          index writer also applies retention (journal_delete_before, index_delete_before)
+ *          with its own journal reader for segment listings; no lock is held then.
  *   ship_mu/ship_cv: waiters for wait=shipped sleep on ship_cv; shippers' progress
  *          callbacks broadcast it. Shipped positions themselves are atomics in ship.c.
  * n_callers counts threads inside a public call so close frees nothing under them.

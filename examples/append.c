@@ -45,8 +45,8 @@ main(int argc, char **argv)
 
     static const char *const events[] = {
         "{\"actor\":\"alice\",\"action\":\"login\",\"outcome\":\"success\"}",
-        "{\"actor\":\"alice\",\"action\":\"update\",\"target\":\"invoice/42\","
-        "\"change\":{\"field\":\"amount\",\"old\":10.5,\"new\":12.75}}",
+        ("{\"actor\":\"alice\",\"action\":\"update\",\"target\":\"invoice/42\","
+         "\"change\":{\"field\":\"amount\",\"old\":10.5,\"new\":12.75}}"),
         "{\"actor\":\"mallory\",\"action\":\"login\",\"outcome\":\"denied\"}",
     };
     for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {

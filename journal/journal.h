@@ -46,6 +46,10 @@ typedef struct journal_options {
     unsigned dir_mode;
     int create_if_missing;
     int zero_fill; /* preallocate by writing zeros (1) or fallocate only (0) */
+    /* 1: prepare the next segment in the writing thread at roll time instead of in the
+     * background preparer thread. Slower rolls, but every I/O call happens in one thread in
+     * a fixed order, which fault-injection loops that number calls rely on. Default 0. */
+    int prepare_inline;
     /* Where recovery may start its tail scan: a batch start known to the index (0 = none).
      * The journal checks it and falls back to the newest segment's start if it is wrong. */
     uint64_t hint_seq;
@@ -77,7 +81,9 @@ int journal_open(const char *dir, const journal_options_t *opts, journal_t **out
                  journal_recovery_t *rec_out, stele_error_t *err);
 
 /* Syncs the active segment, stops the preparer, releases the lock, frees. NULL is a no-op.
- * Returns the sticky error if the journal had failed. */
+ * Returns the sticky error if the journal had failed; else the sync's error; else a failure
+ * that did not endanger the log but must not go unreported (the preparer could not make the
+ * next segment, a descriptor failed to close, a retention step failed); else 0. */
 int journal_close(journal_t *j, stele_error_t *err);
 
 /* Bytes a frame with a `payload_len`-byte payload occupies (header + payload + padding). */
@@ -125,8 +131,11 @@ void journal_publish(journal_t *j, uint64_t visible_seq, uint64_t durable_seq);
 
 uint64_t journal_last_seq(const journal_t *j);
 
-/* Deletes whole segments whose records all have seq < `seq` (never the active one).
- * Returns the number of segments deleted or -errno. */
+/* Deletes whole segments whose records all have seq < `seq` (never the active one), oldest
+ * first: unlink each, then fsync the directory. Returns the number of segments deleted, or
+ * -errno when none could be. It stops at the first failed unlink and still returns the count
+ * of those already gone (they are gone for readers too); that failure, or a failed directory
+ * fsync, is reported by journal_close. STELE_EHALTED on a halted journal. */
 int journal_delete_before(journal_t *j, uint64_t seq, stele_error_t *err);
 
 typedef struct journal_stats {

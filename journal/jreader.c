@@ -382,7 +382,11 @@ reader_step(journal_reader_t *r, journal_record_t *rec, int consume, stele_error
         uint64_t visible =
             r->shared ? atomic_load_explicit(&r->shared->visible_seq, memory_order_acquire) : 0;
         int committed = r->next_seq <= visible; /* published: must be there if a writer lives */
-        int live = -1;                          /* unknown until needed: it costs a syscall */
+        /* fdatasynced, as the last writer said (even one that is gone: the page is only
+         * ever behind the disk): damage here is corruption, never a torn tail. */
+        int durable = r->shared && r->next_seq <= atomic_load_explicit(&r->shared->durable_seq,
+                                                                       memory_order_acquire);
+        int live = -1; /* unknown until needed: it costs a syscall */
         if (!committed) {
             live = shared_writer_pid(r->lock_fd, r->shared) != 0;
             if (live)
@@ -396,7 +400,7 @@ reader_step(journal_reader_t *r, journal_record_t *rec, int consume, stele_error
         if (st != RECORD_VALID) {
             if (live < 0)
                 live = shared_writer_pid(r->lock_fd, r->shared) != 0;
-            int must = committed && live;
+            int must = (committed && live) || durable;
             if (st == RECORD_ZERO) {
                 rc = reader_next_segment(r, must, err);
                 if (rc == 0)
@@ -431,9 +435,12 @@ reader_step(journal_reader_t *r, journal_record_t *rec, int consume, stele_error
             if (!complete) {
                 if (live < 0)
                     live = shared_writer_pid(r->lock_fd, r->shared) != 0;
-                if ((committed && live) || reader_segment_is_sealed(r))
-                    return reader_corrupt_at(r, bad_off, err, record_status_name(bad));
-                return STELE_EAGAIN; /* a batch being written, or a torn tail */
+                if (!(committed && live) && !durable && !reader_segment_is_sealed(r))
+                    return STELE_EAGAIN; /* a batch being written, or a torn tail */
+                /* Corruption: the intact records before it are still returned, and the
+                 * error comes when the cursor reaches the damaged frame, naming its seq. */
+                r->batch_end_off = bad_off;
+                continue;
             }
             continue; /* the walk moved the buffer: decode this frame again */
         }

@@ -208,13 +208,10 @@ segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes, in
     rc = io->allocate(io->ctx, fd, 0, (off_t)size_bytes, zero_fill);
     if (!rc)
         rc = io->fsync(io->ctx, fd); /* size and extents, so later fdatasyncs flush data only */
-    if (rc) {
-        io->close(io->ctx, fd);
-        io->unlink(io->ctx, path);
-        return rc;
-    }
+    /* On failure too the caller gets the descriptor to close; the half-made file is left
+     * for the next segment_prepare to replace (it is never trusted). */
     *fd_out = fd;
-    return 0;
+    return rc;
 }
 
 int

@@ -53,7 +53,8 @@ void segment_dir_free(segment_dir_t *d);
 /*
  * Creates dir/prepared.tmp (replacing a stale one), reserves `size_bytes` (zero-filled or
  * fallocated) and fsyncs it. The name is not yet durable: segment_install makes it so.
- * Returns 0 with *fd_out, or -errno.
+ * Returns 0 with *fd_out, or -errno; after a failure *fd_out is still set (>= 0) when the
+ * file was opened, and the caller closes it.
  */
 int segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes, int zero_fill,
                     unsigned file_mode, int *fd_out);

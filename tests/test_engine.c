@@ -515,6 +515,12 @@ test_engine_open_refuses_bad_options_and_creates_nothing(void **state)
     o.sync = (stele_sync_t)9;
     assert_int_equal(stele_open(dir, &o, &db, &err), STELE_ECONFIG);
     assert_null(db);
+
+    fixture_options(&o);
+    o.create_if_missing = 0;
+    int rc = stele_open(dir, &o, &db, &err);
+    assert_true(rc == STELE_ENOTJOURNAL || rc == -ENOENT);
+    assert_null(db);
     struct stat st;
     assert_int_equal(stat(dir, &st), -1);
     free(dir);

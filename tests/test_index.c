@@ -177,6 +177,24 @@ test_index_find_time_handles_repeated_and_negative_times(void **state)
 }
 
 static void
+test_index_rewriting_a_batch_with_a_new_time_replaces_its_time_entry(void **state)
+{
+    fixture_t *f = *state;
+    index_batch_t b[] = {batch(1, 1, 0, 100), batch(5, 1, 64, 200)};
+    assert_int_equal(index_put_batches(f->ix, b, 2, NULL), 0);
+    b[1].first_ts_ns = 150;
+    assert_int_equal(index_put_batches(f->ix, &b[1], 1, NULL), 0);
+    index_batch_t got;
+    assert_int_equal(index_find_time(f->ix, 151, &got, NULL), 0);
+    assert_int_equal(got.first_seq, 5);
+    assert_int_equal(got.first_ts_ns, 150);
+    /* No stale entry at 200 is left to name seq 5 with its old time. */
+    assert_int_equal(index_truncate_after(f->ix, 1, NULL), 0);
+    assert_int_equal(index_find_time(f->ix, 1000, &got, NULL), 0);
+    assert_int_equal(got.first_seq, 1);
+}
+
+static void
 test_index_truncate_after_drops_later_batches_from_both_tables(void **state)
 {
     fixture_t *f = *state;
@@ -529,6 +547,8 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_find_time_handles_repeated_and_negative_times,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_rewriting_a_batch_with_a_new_time_replaces_its_time_entry, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_index_truncate_after_drops_later_batches_from_both_tables, setup, teardown),
         cmocka_unit_test_setup_teardown(

@@ -668,6 +668,29 @@ test_catch_up_drops_entries_past_the_end_of_the_journal(void **state)
 }
 
 static void
+test_catch_up_drops_entries_for_segments_retention_deleted(void **state)
+{
+    fixture_t *f = *state;
+    fx_writer_t w;
+    fx_writer_open(&w, f->dir, 1);
+    for (size_t i = 0; i < N_BATCHES; i++)
+        fx_writer_batch(&w, PER_BATCH, NULL, 1);
+    /* Segments go, but the index is not told (as if the process died right after). */
+    assert_true(journal_delete_before(w.j, N_RECORDS / 2, NULL) >= 1);
+    fx_writer_close(&w);
+    index_t *ix = NULL;
+    index_batch_t first;
+    assert_int_equal(index_open(f->dir, 0, 0, &ix, NULL), 0);
+    assert_int_equal(index_first_batch(ix, &first, NULL), 0);
+    assert_int_equal(first.first_seq, 1);
+    index_close(ix);
+
+    char note[STELE_ERROR_MESSAGE_BYTES];
+    catch_up(f->dir, note, sizeof note);
+    expect_index_matches_journal(f->dir);
+}
+
+static void
 test_catch_up_rebuilds_a_wrong_index_but_keeps_checkpoints_and_dead_letters(void **state)
 {
     fixture_t *f = *state;
@@ -867,6 +890,7 @@ main(void)
         T(test_catch_up_rebuilds_a_corrupt_index_and_says_so),
         T(test_catch_up_indexes_the_batches_a_lagging_index_missed),
         T(test_catch_up_drops_entries_past_the_end_of_the_journal),
+        T(test_catch_up_drops_entries_for_segments_retention_deleted),
         T(test_catch_up_rebuilds_a_wrong_index_but_keeps_checkpoints_and_dead_letters),
         T(test_engine_appends_are_followed_by_a_reader_in_another_process),
         T(test_engine_open_rebuilds_a_deleted_index_and_says_so),

@@ -144,6 +144,38 @@ test_verify_rejects_an_empty_or_absent_range(void **state)
 }
 
 static void
+test_verify_passes_an_empty_journal(void **state)
+{
+    fixture_t *f = *state;
+    char dir[256];
+    fx_tmpdir(dir, sizeof dir, "verify-empty");
+    fx_writer_t w;
+    fx_writer_open(&w, dir, 1);
+    fx_writer_close(&w);
+    stele_verify_report_t rep;
+    assert_int_equal(stele_verify(dir, 0, 0, &rep, NULL), 0);
+    assert_int_equal(rep.records_checked, 0);
+    assert_int_equal(rep.last_seq, 0);
+    fx_rmtree(dir);
+    (void)f;
+}
+
+static void
+test_verify_refuses_a_directory_that_is_not_a_journal(void **state)
+{
+    fixture_t *f = *state;
+    char dir[256];
+    fx_tmpdir(dir, sizeof dir, "verify-none");
+    stele_verify_report_t rep;
+    stele_error_t err;
+    int rc = stele_verify(dir, 0, 0, &rep, &err);
+    assert_true(rc != 0 && rc != STELE_ECORRUPT);
+    assert_non_null(strstr(err.message, "verify-none"));
+    fx_rmtree(dir);
+    (void)f;
+}
+
+static void
 test_verify_detects_a_flipped_payload_byte(void **state)
 {
     fixture_t *f = *state;
@@ -164,6 +196,41 @@ test_verify_detects_a_flipped_header_byte(void **state)
     segment_of(f, seq, path, sizeof path);
     fx_flip_byte(path, at(f, seq)->offset + 9, 0x80);
     expect_failure_at(f, seq, at(f, seq)->segment_seq, at(f, seq)->offset, NULL);
+}
+
+static void
+remove_index(const fixture_t *f)
+{
+    char index_dir[300];
+    snprintf(index_dir, sizeof index_dir, "%s/index", f->dir);
+    fx_rmtree(index_dir);
+}
+
+static void
+test_verify_without_the_index_finds_damage_that_intact_records_follow(void **state)
+{
+    fixture_t *f = *state;
+    remove_index(f);
+    uint64_t seq = middle_seq(f) + 2;
+    char path[400];
+    segment_of(f, seq, path, sizeof path);
+    fx_flip_byte(path, at(f, seq)->offset + at(f, seq)->frame_bytes - 12, 0x01);
+    expect_failure_at(f, seq, at(f, seq)->segment_seq, at(f, seq)->offset, "bad crc");
+}
+
+/* Damage to the newest batch with nothing after it could pass for a write torn by a crash,
+ * but these records were made durable (the journal was closed), so it is corruption even
+ * with no index to say records are missing. */
+static void
+test_verify_without_the_index_finds_damage_in_the_last_durable_batch(void **state)
+{
+    fixture_t *f = *state;
+    remove_index(f);
+    const fx_record_t *last = at(f, N_RECORDS);
+    char path[400];
+    segment_of(f, N_RECORDS, path, sizeof path);
+    fx_flip_byte(path, last->offset + last->frame_bytes - 12, 0x01);
+    expect_failure_at(f, N_RECORDS, last->segment_seq, last->offset, "bad crc");
 }
 
 static void
@@ -380,8 +447,12 @@ main(void)
         T(test_verify_passes_a_good_journal),
         T(test_verify_checks_only_the_requested_range),
         T(test_verify_rejects_an_empty_or_absent_range),
+        T(test_verify_passes_an_empty_journal),
+        T(test_verify_refuses_a_directory_that_is_not_a_journal),
         T(test_verify_detects_a_flipped_payload_byte),
         T(test_verify_detects_a_flipped_header_byte),
+        T(test_verify_without_the_index_finds_damage_that_intact_records_follow),
+        T(test_verify_without_the_index_finds_damage_in_the_last_durable_batch),
         T(test_verify_detects_reordered_records),
         T(test_verify_detects_a_duplicated_record),
         T(test_verify_detects_a_deleted_record),

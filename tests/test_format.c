@@ -1,0 +1,175 @@
+/*
+ * test_format.c: the format golden test. Reads journal/FORMAT.md itself, takes the worked
+ * example's hex blocks, and decodes them with the journal's own code: every field must be
+ * what the document says, the CRCs and the chain hash must check, and the bytes must be
+ * exactly what the writer produces for the same record today. Also checks that zeros never
+ * validate as a frame.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain.h"
+#include "crc32c.h"
+#include "format.h"
+#include "journal.h"
+#include "record.h"
+#include "segment.h"
+
+#ifndef STELE_FORMAT_MD
+#error "STELE_FORMAT_MD must name journal/FORMAT.md (set by tests/journal.cmake)"
+#endif
+
+static const uint8_t example_payload[12] = {0x0c, 0, 0, 0, 0x10, 'a', 0, 1, 0, 0, 0, 0};
+static const int64_t example_ts_ns = 1700000000000000000LL;
+
+/* Parses the ```hex <tag> block of FORMAT.md into out; returns the byte count. */
+static size_t
+read_hex_block(const char *tag, uint8_t *out, size_t cap)
+{
+    FILE *f = fopen(STELE_FORMAT_MD, "r");
+    assert_non_null(f);
+    char line[512], want[64];
+    snprintf(want, sizeof want, "```hex %s", tag);
+    int inside = 0;
+    size_t n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!inside) {
+            inside = strncmp(line, want, strlen(want)) == 0;
+            continue;
+        }
+        if (strncmp(line, "```", 3) == 0)
+            break;
+        char *p = strchr(line, ':');
+        assert_non_null(p);
+        p++;
+        unsigned byte;
+        int used;
+        while (sscanf(p, " %2x%n", &byte, &used) == 1) {
+            assert_true(n < cap);
+            out[n++] = (uint8_t)byte;
+            p += used;
+        }
+    }
+    fclose(f);
+    assert_true(inside);
+    return n;
+}
+
+static void
+test_format_decodes_worked_example_header(void **state)
+{
+    (void)state;
+    uint8_t page[SEG_HEADER_BYTES] = {0};
+    size_t n = read_hex_block("header", page, sizeof page);
+    assert_int_equal(n, SEG_USED_BYTES);
+    segment_header_t h;
+    const char *why = NULL;
+    assert_int_equal(segment_header_decode(page, sizeof page, &h, &why), 0);
+    assert_int_equal(h.version, 1);
+    assert_int_equal(h.first_seq, 1);
+    assert_int_equal(h.created_ns, example_ts_ns);
+    assert_int_equal(h.prev_ts_ns, 0);
+    assert_string_equal(h.source, "host-a");
+    uint8_t genesis[HASH_BYTES];
+    memset(genesis, 0x11, sizeof genesis);
+    assert_memory_equal(h.genesis, genesis, HASH_BYTES);
+    assert_memory_equal(h.prev_hash, genesis, HASH_BYTES);
+    assert_int_equal(format_load_u32(page + SEG_OFF_CRC), 0x54a5c091u);
+    /* The writer produces exactly these bytes today. */
+    uint8_t again[SEG_HEADER_BYTES];
+    segment_header_encode(&h, again);
+    assert_memory_equal(again, page, sizeof page);
+}
+
+static void
+test_format_decodes_worked_example_frame(void **state)
+{
+    (void)state;
+    uint8_t bytes[256] = {0};
+    size_t n = read_hex_block("frame", bytes, sizeof bytes);
+    assert_int_equal(n, 88);
+    assert_int_equal(journal_frame_bytes(12), 88);
+    record_view_t v;
+    assert_int_equal(record_decode(bytes, 160, 1024, SEG_HEADER_BYTES, &v), RECORD_VALID);
+    assert_int_equal(v.payload_len, 12);
+    assert_int_equal(v.flags, FRAME_FLAG_BATCH_END);
+    assert_int_equal(v.seq, 1);
+    assert_int_equal(v.ts_ns, example_ts_ns);
+    assert_int_equal(v.synced_seq, 0);
+    assert_int_equal(v.frame_bytes, 88);
+    assert_memory_equal(v.payload, example_payload, sizeof example_payload);
+    assert_int_equal(format_load_u32(bytes + FRAME_OFF_CRC), 0xf7a9483cu);
+    /* The chain hash from the genesis value. */
+    uint8_t genesis[HASH_BYTES], hash[HASH_BYTES];
+    memset(genesis, 0x11, sizeof genesis);
+    chain_hasher_t *hasher = chain_hasher_new();
+    assert_non_null(hasher);
+    assert_int_equal(chain_hash(hasher, genesis, 1, example_ts_ns, example_payload, 12, hash), 0);
+    assert_memory_equal(hash, v.hash, HASH_BYTES);
+    /* Preparing and sealing the same record gives the same bytes. */
+    uint8_t frame[88];
+    journal_frame_prepare(frame, 1, example_ts_ns, example_payload, 12);
+    assert_int_equal(record_seal(frame, genesis, FRAME_FLAG_BATCH_END, 0, hasher, hash), 0);
+    assert_memory_equal(frame, bytes, sizeof frame);
+    chain_hasher_free(hasher);
+}
+
+static void
+test_format_zero_frame_never_validates(void **state)
+{
+    (void)state;
+    uint8_t zeros[512] = {0};
+    record_view_t v;
+    assert_int_equal(record_decode(zeros, sizeof zeros, sizeof zeros, SEG_HEADER_BYTES, &v),
+                     RECORD_ZERO);
+    /* Even with a correct-looking CRC of zeros in place, a zero magic is not a frame. */
+    uint8_t frame[128] = {0};
+    format_store_u32(frame + FRAME_OFF_PAYLOAD_LEN, 8);
+    format_store_u32(frame + FRAME_OFF_CRC, record_crc(frame, 8));
+    assert_int_equal(record_decode(frame, sizeof frame, sizeof frame, SEG_HEADER_BYTES, &v),
+                     RECORD_TORN);
+    /* A zero-length payload is refused too. */
+    format_store_u32(frame + FRAME_OFF_MAGIC, FRAME_MAGIC);
+    format_store_u32(frame + FRAME_OFF_PAYLOAD_LEN, 0);
+    format_store_u32(frame + FRAME_OFF_CRC, record_crc(frame, 0));
+    assert_int_equal(record_decode(frame, sizeof frame, sizeof frame, SEG_HEADER_BYTES, &v),
+                     RECORD_BAD_LENGTH);
+}
+
+static void
+test_format_segment_names_are_twenty_digits(void **state)
+{
+    (void)state;
+    char name[SEG_NAME_BYTES];
+    segment_name(name, 42);
+    assert_string_equal(name, "00000000000000000042.seg");
+    segment_name(name, UINT64_MAX);
+    assert_string_equal(name, "18446744073709551615.seg");
+    uint64_t seq = 0;
+    assert_int_equal(segment_parse_name("18446744073709551615.seg", &seq), 1);
+    assert_true(seq == UINT64_MAX);
+    assert_int_equal(segment_parse_name("18446744073709551616.seg", &seq), 0);
+    assert_int_equal(segment_parse_name("0000000000000000042.seg", &seq), 0);
+    assert_int_equal(segment_parse_name("00000000000000000042.seg.tmp", &seq), 0);
+    assert_int_equal(segment_parse_name("prepared.tmp", &seq), 0);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format_decodes_worked_example_header),
+        cmocka_unit_test(test_format_decodes_worked_example_frame),
+        cmocka_unit_test(test_format_zero_frame_never_validates),
+        cmocka_unit_test(test_format_segment_names_are_twenty_digits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
