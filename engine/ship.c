@@ -1421,24 +1421,64 @@ ship_range_cursor(const ship_target_t *t, mongoc_collection_t *coll, const char 
     return cursor;
 }
 
+/* Seqs per remote query of the check: each query sorts at most this many documents, so a
+ * server without a usable index (FerretDB sorts in memory) still answers within the socket
+ * timeout. */
+#define SHIP_CHECK_CHUNK_SEQS 20000
+
+/* The remote side of the check, walked in seq order one chunk of seqs at a time. */
 typedef struct ship_check_cursor {
+    const ship_target_t *target;
+    mongoc_collection_t *coll;
+    const char *source;
     mongoc_cursor_t *cursor;
+    uint64_t chunk_end;  /* last seq the current query covers */
+    uint64_t remote_to;  /* last seq to look at */
+    int is_journal_done; /* set by the caller: the rest is fetched in one query */
     int has_doc;
     uint64_t seq;
     const uint8_t *hash;
+    int has_error;
+    bson_error_t error;
+    bson_t error_doc;
 } ship_check_cursor_t;
+
+static void
+ship_check_cursor_open(ship_check_cursor_t *c, uint64_t from_seq)
+{
+    uint64_t end = c->remote_to;
+    if (from_seq > c->remote_to)
+        from_seq = c->remote_to; /* an empty range: nothing past remote_to is fetched */
+    if (!c->is_journal_done && c->remote_to - from_seq >= SHIP_CHECK_CHUNK_SEQS)
+        end = from_seq + SHIP_CHECK_CHUNK_SEQS - 1;
+    mongoc_cursor_destroy(c->cursor);
+    c->cursor = ship_range_cursor(c->target, c->coll, c->source, from_seq, end);
+    c->chunk_end = end;
+}
 
 static void
 ship_check_cursor_next(ship_check_cursor_t *c, stele_remote_report_t *report)
 {
     const bson_t *doc;
     c->has_doc = 0;
-    while (mongoc_cursor_next(c->cursor, &doc)) {
-        if (ship_doc_identity(doc, &c->seq, &c->hash) != 0)
-            continue;
-        report->docs_checked++;
-        c->has_doc = 1;
-        return;
+    while (!c->has_error) {
+        while (mongoc_cursor_next(c->cursor, &doc)) {
+            if (ship_doc_identity(doc, &c->seq, &c->hash) != 0)
+                continue;
+            report->docs_checked++;
+            c->has_doc = 1;
+            return;
+        }
+        const bson_t *err_doc = NULL;
+        if (mongoc_cursor_error_document(c->cursor, &c->error, &err_doc)) {
+            c->has_error = 1;
+            if (err_doc)
+                bson_copy_to(err_doc, &c->error_doc);
+            return;
+        }
+        if (c->chunk_end >= c->remote_to)
+            return;
+        ship_check_cursor_open(c, c->chunk_end + 1);
     }
 }
 
@@ -1472,7 +1512,7 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
     journal_reader_t *r = NULL;
     mongoc_client_t *client = NULL;
     mongoc_collection_t *coll = NULL;
-    ship_check_cursor_t remote = {0};
+    ship_check_cursor_t remote = {.error_doc = BSON_INITIALIZER};
     rc = ship_open_range_reader(dir, from_seq, &r, err);
     if (rc != 0)
         goto done;
@@ -1492,8 +1532,12 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
         goto done;
     report->from_seq = has_rec ? rec.seq : from_seq;
     uint64_t remote_to = to_seq ? to_seq : (uint64_t)INT64_MAX;
-    remote.cursor = ship_range_cursor(&t, coll, journal_reader_source(r),
-                                      report->from_seq ? report->from_seq : 1, remote_to);
+    remote.target = &t;
+    remote.coll = coll;
+    remote.source = journal_reader_source(r);
+    remote.remote_to = remote_to;
+    remote.is_journal_done = !has_rec;
+    ship_check_cursor_open(&remote, report->from_seq ? report->from_seq : 1);
     ship_check_cursor_next(&remote, report);
     ship_range_list_t missing = {report->missing, &report->n_missing_ranges, &report->n_missing, 0};
     ship_range_list_t extra = {report->extra, &report->n_extra_ranges, &report->n_extra, 0};
@@ -1516,11 +1560,12 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
         rc = ship_check_journal_next(r, to_seq ? to_seq : UINT64_MAX, &rec, &has_rec, err);
         if (rc != 0)
             goto done;
+        remote.is_journal_done = !has_rec;
+        if (remote.has_error)
+            break;
     }
-    bson_error_t berr;
-    const bson_t *err_doc = NULL;
-    if (mongoc_cursor_error_document(remote.cursor, &berr, &err_doc)) {
-        rc = ship_remote_error(&t, &berr, err_doc, "remote check", err);
+    if (remote.has_error) {
+        rc = ship_remote_error(&t, &remote.error, &remote.error_doc, "remote check", err);
         goto done;
     }
     if (report->n_missing || report->n_extra || report->n_mismatched) {
@@ -1532,6 +1577,7 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
     }
 done:
     mongoc_cursor_destroy(remote.cursor);
+    bson_destroy(&remote.error_doc);
     mongoc_collection_destroy(coll);
     mongoc_client_destroy(client);
     journal_reader_close(r);

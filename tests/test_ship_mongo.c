@@ -3,7 +3,8 @@
  * exactly-once delivery, resume from the checkpoint and from the remote, integrity stop,
  * dead letters, fan-in, remote check and re-ship, credential redaction.
  * Every test ends with the exactly-once check (ship_check_exactly_once) where it applies.
- * STELE_TEST_SHIP_RECORDS overrides the record count of the bulk test (default 100000).
+ * STELE_TEST_SHIP_RECORDS overrides the record count of the bulk test (default 20000; the
+ * test_ship_100k ctest entry, label "long", runs it with 100000).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -77,7 +78,7 @@ static void
 test_ship_delivers_every_record_exactly_once(void **state)
 {
     ship_test_t *t = *state;
-    uint64_t n = records_from_env("STELE_TEST_SHIP_RECORDS", 100000);
+    uint64_t n = records_from_env("STELE_TEST_SHIP_RECORDS", 20000);
     ship_journal_t sj;
     assert_int_equal(ship_journal_create(&sj, "bulk"), 0);
     stele_sink_options_t so;
