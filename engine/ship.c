@@ -1432,9 +1432,12 @@ typedef struct ship_check_cursor {
     mongoc_collection_t *coll;
     const char *source;
     mongoc_cursor_t *cursor;
-    uint64_t chunk_end;  /* last seq the current query covers */
-    uint64_t remote_to;  /* last seq to look at */
-    int is_journal_done; /* set by the caller: the rest is fetched in one query */
+    uint64_t chunk_end;   /* last seq the current query covers */
+    uint64_t remote_to;   /* last seq to look at */
+    int is_journal_done;  /* set by the caller: the rest is fetched in one query */
+    uint64_t journal_seq; /* set by the caller: the journal's current seq */
+    int is_pending;       /* chunk exhausted up to journal_seq: resume once the journal moves */
+    int is_drained;       /* the current query returned everything */
     int has_doc;
     uint64_t seq;
     const uint8_t *hash;
@@ -1454,6 +1457,7 @@ ship_check_cursor_open(ship_check_cursor_t *c, uint64_t from_seq)
     mongoc_cursor_destroy(c->cursor);
     c->cursor = ship_range_cursor(c->target, c->coll, c->source, from_seq, end);
     c->chunk_end = end;
+    c->is_drained = 0;
 }
 
 static void
@@ -1462,7 +1466,7 @@ ship_check_cursor_next(ship_check_cursor_t *c, stele_remote_report_t *report)
     const bson_t *doc;
     c->has_doc = 0;
     while (!c->has_error) {
-        while (mongoc_cursor_next(c->cursor, &doc)) {
+        while (!c->is_drained && mongoc_cursor_next(c->cursor, &doc)) {
             if (ship_doc_identity(doc, &c->seq, &c->hash) != 0)
                 continue;
             report->docs_checked++;
@@ -1470,14 +1474,19 @@ ship_check_cursor_next(ship_check_cursor_t *c, stele_remote_report_t *report)
             return;
         }
         const bson_t *err_doc = NULL;
-        if (mongoc_cursor_error_document(c->cursor, &c->error, &err_doc)) {
+        if (!c->is_drained && mongoc_cursor_error_document(c->cursor, &c->error, &err_doc)) {
             c->has_error = 1;
             if (err_doc)
                 bson_copy_to(err_doc, &c->error_doc);
             return;
         }
+        c->is_drained = 1;
         if (c->chunk_end >= c->remote_to)
             return;
+        if (!c->is_journal_done && c->chunk_end >= c->journal_seq) {
+            c->is_pending = 1; /* never run ahead of the journal: it may end here */
+            return;
+        }
         ship_check_cursor_open(c, c->chunk_end + 1);
     }
 }
@@ -1537,6 +1546,7 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
     remote.source = journal_reader_source(r);
     remote.remote_to = remote_to;
     remote.is_journal_done = !has_rec;
+    remote.journal_seq = has_rec ? rec.seq : 0;
     ship_check_cursor_open(&remote, report->from_seq ? report->from_seq : 1);
     ship_check_cursor_next(&remote, report);
     ship_range_list_t missing = {report->missing, &report->n_missing_ranges, &report->n_missing, 0};
@@ -1561,6 +1571,11 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
         if (rc != 0)
             goto done;
         remote.is_journal_done = !has_rec;
+        remote.journal_seq = has_rec ? rec.seq : remote.journal_seq;
+        if (remote.is_pending && (!has_rec || rec.seq > remote.chunk_end)) {
+            remote.is_pending = 0;
+            ship_check_cursor_next(&remote, report);
+        }
         if (remote.has_error)
             break;
     }
