@@ -119,6 +119,7 @@ typedef struct ship_target {
     mongoc_uri_t *uri;
     mongoc_write_concern_t *write_concern;
     mongoc_read_concern_t *read_concern;
+    int is_socket_timeout_set; /* by the user's URI */
 } ship_target_t;
 
 static void
@@ -247,6 +248,8 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     if (sink->w == -1)
         mongoc_read_concern_set_level(t->read_concern, MONGOC_READ_CONCERN_LEVEL_MAJORITY);
 
+    t->is_socket_timeout_set =
+        mongoc_uri_get_option_as_int32(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, -1) != -1;
     int32_t socket_ms = SHIP_DEFAULT_SOCKET_TIMEOUT_MS;
     if ((int64_t)sink->wtimeout_ms + 10000 > socket_ms)
         socket_ms = (int32_t)(sink->wtimeout_ms > INT32_MAX - 10000 ? INT32_MAX
@@ -1425,6 +1428,8 @@ ship_range_cursor(const ship_target_t *t, mongoc_collection_t *coll, const char 
  * server without a usable index (FerretDB sorts in memory) still answers within the socket
  * timeout. */
 #define SHIP_CHECK_CHUNK_SEQS 20000
+/* Socket timeout of the check's queries when the URI sets none. */
+#define SHIP_CHECK_SOCKET_TIMEOUT_MS 300000
 
 /* The remote side of the check, walked in seq order one chunk of seqs at a time. */
 typedef struct ship_check_cursor {
@@ -1525,6 +1530,10 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
     rc = ship_open_range_reader(dir, from_seq, &r, err);
     if (rc != 0)
         goto done;
+    /* A check sorts whole chunks on the server: give its queries more time than inserts. */
+    if (!t.is_socket_timeout_set)
+        mongoc_uri_set_option_as_int32(t.uri, MONGOC_URI_SOCKETTIMEOUTMS,
+                                       SHIP_CHECK_SOCKET_TIMEOUT_MS);
     client = mongoc_client_new_from_uri(t.uri);
     if (!client) {
         rc = STELE_ECONFIG;
