@@ -119,6 +119,7 @@ typedef struct ship_target {
     mongoc_uri_t *uri;
     mongoc_write_concern_t *write_concern;
     mongoc_read_concern_t *read_concern;
+    int is_socket_timeout_set; /* by the user's URI */
 } ship_target_t;
 
 static void
@@ -247,6 +248,8 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     if (sink->w == -1)
         mongoc_read_concern_set_level(t->read_concern, MONGOC_READ_CONCERN_LEVEL_MAJORITY);
 
+    t->is_socket_timeout_set =
+        mongoc_uri_get_option_as_int32(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, -1) != -1;
     int32_t socket_ms = SHIP_DEFAULT_SOCKET_TIMEOUT_MS;
     if ((int64_t)sink->wtimeout_ms + 10000 > socket_ms)
         socket_ms = (int32_t)(sink->wtimeout_ms > INT32_MAX - 10000 ? INT32_MAX
@@ -1425,6 +1428,8 @@ ship_range_cursor(const ship_target_t *t, mongoc_collection_t *coll, const char 
  * server without a usable index (FerretDB sorts in memory) still answers within the socket
  * timeout. */
 #define SHIP_CHECK_CHUNK_SEQS 20000
+/* Socket timeout of the check's queries when the URI sets none. */
+#define SHIP_CHECK_SOCKET_TIMEOUT_MS 300000
 
 /* The remote side of the check, walked in seq order one chunk of seqs at a time. */
 typedef struct ship_check_cursor {
@@ -1432,9 +1437,12 @@ typedef struct ship_check_cursor {
     mongoc_collection_t *coll;
     const char *source;
     mongoc_cursor_t *cursor;
-    uint64_t chunk_end;  /* last seq the current query covers */
-    uint64_t remote_to;  /* last seq to look at */
-    int is_journal_done; /* set by the caller: the rest is fetched in one query */
+    uint64_t chunk_end;   /* last seq the current query covers */
+    uint64_t remote_to;   /* last seq to look at */
+    int is_journal_done;  /* set by the caller: the rest is fetched in one query */
+    uint64_t journal_seq; /* set by the caller: the journal's current seq */
+    int is_pending;       /* chunk exhausted up to journal_seq: resume once the journal moves */
+    int is_drained;       /* the current query returned everything */
     int has_doc;
     uint64_t seq;
     const uint8_t *hash;
@@ -1454,6 +1462,7 @@ ship_check_cursor_open(ship_check_cursor_t *c, uint64_t from_seq)
     mongoc_cursor_destroy(c->cursor);
     c->cursor = ship_range_cursor(c->target, c->coll, c->source, from_seq, end);
     c->chunk_end = end;
+    c->is_drained = 0;
 }
 
 static void
@@ -1462,7 +1471,7 @@ ship_check_cursor_next(ship_check_cursor_t *c, stele_remote_report_t *report)
     const bson_t *doc;
     c->has_doc = 0;
     while (!c->has_error) {
-        while (mongoc_cursor_next(c->cursor, &doc)) {
+        while (!c->is_drained && mongoc_cursor_next(c->cursor, &doc)) {
             if (ship_doc_identity(doc, &c->seq, &c->hash) != 0)
                 continue;
             report->docs_checked++;
@@ -1470,14 +1479,19 @@ ship_check_cursor_next(ship_check_cursor_t *c, stele_remote_report_t *report)
             return;
         }
         const bson_t *err_doc = NULL;
-        if (mongoc_cursor_error_document(c->cursor, &c->error, &err_doc)) {
+        if (!c->is_drained && mongoc_cursor_error_document(c->cursor, &c->error, &err_doc)) {
             c->has_error = 1;
             if (err_doc)
                 bson_copy_to(err_doc, &c->error_doc);
             return;
         }
+        c->is_drained = 1;
         if (c->chunk_end >= c->remote_to)
             return;
+        if (!c->is_journal_done && c->chunk_end >= c->journal_seq) {
+            c->is_pending = 1; /* never run ahead of the journal: it may end here */
+            return;
+        }
         ship_check_cursor_open(c, c->chunk_end + 1);
     }
 }
@@ -1516,6 +1530,10 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
     rc = ship_open_range_reader(dir, from_seq, &r, err);
     if (rc != 0)
         goto done;
+    /* A check sorts whole chunks on the server: give its queries more time than inserts. */
+    if (!t.is_socket_timeout_set)
+        mongoc_uri_set_option_as_int32(t.uri, MONGOC_URI_SOCKETTIMEOUTMS,
+                                       SHIP_CHECK_SOCKET_TIMEOUT_MS);
     client = mongoc_client_new_from_uri(t.uri);
     if (!client) {
         rc = STELE_ECONFIG;
@@ -1537,6 +1555,7 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
     remote.source = journal_reader_source(r);
     remote.remote_to = remote_to;
     remote.is_journal_done = !has_rec;
+    remote.journal_seq = has_rec ? rec.seq : 0;
     ship_check_cursor_open(&remote, report->from_seq ? report->from_seq : 1);
     ship_check_cursor_next(&remote, report);
     ship_range_list_t missing = {report->missing, &report->n_missing_ranges, &report->n_missing, 0};
@@ -1561,6 +1580,11 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
         if (rc != 0)
             goto done;
         remote.is_journal_done = !has_rec;
+        remote.journal_seq = has_rec ? rec.seq : remote.journal_seq;
+        if (remote.is_pending && (!has_rec || rec.seq > remote.chunk_end)) {
+            remote.is_pending = 0;
+            ship_check_cursor_next(&remote, report);
+        }
         if (remote.has_error)
             break;
     }
