@@ -33,6 +33,7 @@
 
 #include "chain.h"
 #include "format.h"
+#include "error.h"
 #include "index.h"
 #include "journal.h"
 #include "published.h"
@@ -53,23 +54,6 @@ struct stele_reader {
     int has_min_ts;
     uint64_t last_read_seq; /* newest seq read from the journal; what wait waits past */
 };
-
-static int reader_fail(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int
-reader_fail(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        snprintf(err->hint, sizeof err->hint, "%s", hint ? hint : "");
-    }
-    return code;
-}
 
 static int64_t
 reader_now_ms(void)
@@ -97,11 +81,11 @@ int
 stele_reader_open(const char *dir, stele_reader_t **out, stele_error_t *err)
 {
     if (!dir || !out)
-        return reader_fail(err, STELE_EINVAL, NULL, "stele_reader_open: dir and out required");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "stele_reader_open: dir and out required");
     *out = NULL;
     stele_reader_t *r = calloc(1, sizeof *r);
     if (!r)
-        return reader_fail(err, -ENOMEM, NULL, "could not allocate a reader for %s", dir);
+        return error_set_hinted(err, -ENOMEM, NULL, "could not allocate a reader for %s", dir);
     int rc = journal_reader_open(dir, NULL, &r->jr, err);
     if (rc) {
         free(r);
@@ -144,7 +128,7 @@ int
 stele_reader_seek_seq(stele_reader_t *r, uint64_t seq, stele_error_t *err)
 {
     if (!r)
-        return reader_fail(err, STELE_EINVAL, NULL, "stele_reader_seek_seq: no reader");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "stele_reader_seek_seq: no reader");
     r->has_min_ts = 0;
     int rc = reader_seek_hinted(r, seq, err);
     if (rc == 0 || rc == STELE_ENOTFOUND) {
@@ -168,7 +152,7 @@ reader_scan_start_for_time(journal_reader_t *jr, int64_t ts_ns, uint64_t *seq_ou
         return n;
     journal_segment_info_t *segs = calloc((size_t)n, sizeof *segs);
     if (!segs)
-        return reader_fail(err, -ENOMEM, NULL, "could not list %d segments", n);
+        return error_set_hinted(err, -ENOMEM, NULL, "could not list %d segments", n);
     int got = journal_reader_segments(jr, segs, (size_t)n, err);
     if (got < 0) {
         free(segs);
@@ -221,7 +205,7 @@ int
 stele_reader_seek_time(stele_reader_t *r, int64_t ts_ns, stele_error_t *err)
 {
     if (!r)
-        return reader_fail(err, STELE_EINVAL, NULL, "stele_reader_seek_time: no reader");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "stele_reader_seek_time: no reader");
     uint64_t start_seq = 0;
     int rc = -1;
     if (r->ix)
@@ -258,7 +242,7 @@ int
 stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_error_t *err)
 {
     if (!r || !rec)
-        return reader_fail(err, STELE_EINVAL, NULL, "stele_reader_next: no reader or record");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "stele_reader_next: no reader or record");
     int64_t deadline_ms = timeout_ms > 0 ? reader_now_ms() + timeout_ms : 0;
     for (;;) {
         journal_record_t jrec;
@@ -290,9 +274,10 @@ stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_
         if (rc == STELE_ETIMEDOUT)
             break;
         if (rc)
-            return reader_fail(err, rc, NULL, "could not wait for records: %s", stele_strerror(rc));
+            return error_set_hinted(err, rc, NULL, "could not wait for records: %s",
+                                    stele_strerror(rc));
     }
-    return reader_fail(err, STELE_EAGAIN, NULL, "no new record within %d ms", timeout_ms);
+    return error_set_hinted(err, STELE_EAGAIN, NULL, "no new record within %d ms", timeout_ms);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -310,7 +295,7 @@ reader_list_segments(journal_reader_t *jr, journal_segment_info_t **out, stele_e
             return n;
         journal_segment_info_t *segs = calloc((size_t)n, sizeof *segs);
         if (!segs)
-            return reader_fail(err, -ENOMEM, NULL, "could not list %d segments", n);
+            return error_set_hinted(err, -ENOMEM, NULL, "could not list %d segments", n);
         int got = journal_reader_segments(jr, segs, (size_t)n, err);
         if (got >= 0 && got <= n) {
             *out = segs;
@@ -428,7 +413,7 @@ int
 stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err)
 {
     if (!dir || !out)
-        return reader_fail(err, STELE_EINVAL, NULL, "stele_status_read: dir and out required");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "stele_status_read: dir and out required");
     memset(out, 0, sizeof *out);
     journal_reader_t *jr = NULL;
     journal_segment_info_t *segs = NULL;
@@ -563,10 +548,10 @@ reader_index_batches_after(index_t *ix, journal_reader_t *jr, uint64_t from, uin
     /* Recovery found records up to last_seq; a reader that cannot see them would leave the
      * index silently short. */
     if (seen_seq < last_seq)
-        return reader_fail(err, STELE_ECORRUPT, "run \"stele verify\" on the journal",
-                           "index catch-up could read only to seq %" PRIu64 " of the %" PRIu64
-                           " recovery found",
-                           seen_seq, last_seq);
+        return error_set_hinted(err, STELE_ECORRUPT, "run \"stele verify\" on the journal",
+                                "index catch-up could read only to seq %" PRIu64 " of the %" PRIu64
+                                " recovery found",
+                                seen_seq, last_seq);
     rc = index_put_batches(ix, pending, n_pending, err);
     if (rc == 0)
         *n_out += n_pending;
@@ -579,7 +564,7 @@ stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
                      stele_error_t *err)
 {
     if (!ix || !dir || !rec)
-        return reader_fail(err, STELE_EINVAL, NULL, "stele_index_catch_up: bad arguments");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "stele_index_catch_up: bad arguments");
     if (note && note_cap)
         note[0] = '\0';
     char rebuilt[STELE_ERROR_MESSAGE_BYTES];
@@ -736,7 +721,7 @@ verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err
     if (!is_anchored)
         memcpy(hash, rec->hash, HASH_BYTES);
     else if (verify_hash(v->hasher, rec, hash) != 0)
-        return reader_fail(err, -EIO, NULL, "could not compute SHA-256 (OpenSSL)");
+        return error_set_hinted(err, -EIO, NULL, "could not compute SHA-256 (OpenSSL)");
     if (memcmp(hash, rec->hash, HASH_BYTES) != 0)
         return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                           "chain hash does not match the record's contents");
@@ -1069,9 +1054,9 @@ verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_s
                           "): records are missing",
                           v->index_next.first_seq, last);
     if (from_seq && last < from_seq)
-        return reader_fail(err, STELE_ENOTFOUND, NULL,
-                           "seq %" PRIu64 " is past the end of the journal (last %" PRIu64 ")",
-                           from_seq, last);
+        return error_set_hinted(err, STELE_ENOTFOUND, NULL,
+                                "seq %" PRIu64 " is past the end of the journal (last %" PRIu64 ")",
+                                from_seq, last);
     return 0;
 }
 
@@ -1080,11 +1065,11 @@ stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_r
              stele_error_t *err)
 {
     if (!dir || !report)
-        return reader_fail(err, STELE_EINVAL, NULL, "stele_verify: dir and report required");
+        return error_set_hinted(err, STELE_EINVAL, NULL, "stele_verify: dir and report required");
     if (to_seq && from_seq > to_seq)
-        return reader_fail(err, STELE_EINVAL, NULL,
-                           "verify range is empty: from %" PRIu64 " is after to %" PRIu64, from_seq,
-                           to_seq);
+        return error_set_hinted(err, STELE_EINVAL, NULL,
+                                "verify range is empty: from %" PRIu64 " is after to %" PRIu64,
+                                from_seq, to_seq);
     memset(report, 0, sizeof *report);
     verify_state_t v = {.report = report};
     int rc = journal_reader_open(dir, NULL, &v.jr, err);
@@ -1093,16 +1078,16 @@ stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_r
     v.ix = reader_open_index(dir, v.jr);
     v.hasher = chain_hasher_new();
     if (!v.hasher) {
-        rc = reader_fail(err, -ENOMEM, NULL, "could not allocate a SHA-256 context");
+        rc = error_set_hinted(err, -ENOMEM, NULL, "could not allocate a SHA-256 context");
         goto done;
     }
     rc = verify_walk(&v, dir, from_seq, to_seq, err);
     if (rc == 0)
         rc = verify_segment_headers(&v, dir, from_seq, to_seq, err);
     if (rc == STELE_ECORRUPT && report->bad_seq)
-        reader_fail(err, rc, "back up the journal directory before repairing anything",
-                    "verification failed at seq %" PRIu64 " (%s, offset %" PRIu64 "): %s",
-                    report->bad_seq, report->bad_segment, report->bad_offset, report->what);
+        error_set_hinted(err, rc, "back up the journal directory before repairing anything",
+                         "verification failed at seq %" PRIu64 " (%s, offset %" PRIu64 "): %s",
+                         report->bad_seq, report->bad_segment, report->bad_offset, report->what);
     /* The anchor record before from_seq is checked but not reported as in range. */
     if (from_seq > 1 && report->first_seq == from_seq - 1 && report->records_checked) {
         report->records_checked--;
