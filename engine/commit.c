@@ -81,6 +81,8 @@
 #define COMMIT_COMMITTER_SPIN_NS 50000ull
 /* Waiters spin only while at most this many writers are active (see commit_spin_worth). */
 #define COMMIT_SPIN_MAX_WRITERS 2
+/* A gap this long between two looks at the clock means the spinner was descheduled. */
+#define COMMIT_SPIN_PREEMPTED_NS 50000ull
 
 #define NS_PER_US 1000ull
 #define NS_PER_MS 1000000ull
@@ -824,7 +826,8 @@ commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
     int expected = 0;
     if (!atomic_compare_exchange_strong(&c->n_spinners, &expected, 1))
         return false;
-    uint64_t start = commit_mono_ns();
+    uint64_t start = commit_mono_ns(), last = start;
+    uint64_t appended = atomic_load_explicit(&c->appended_seq, memory_order_relaxed);
     bool reached = false;
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(pos, memory_order_acquire) >= seq) {
@@ -833,9 +836,18 @@ commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
         }
         if (atomic_load_explicit(&c->halted, memory_order_relaxed))
             break;
-        if (i % 64 == 0 &&
-            (commit_mono_ns() - start >= COMMIT_WAITER_SPIN_NS || !commit_spin_worth(c, seq)))
-            break;
+        if (i % 64 == 0) {
+            uint64_t now = commit_mono_ns();
+            /* Stop when the time is up, when seq fell behind another batch, when other
+             * threads append meanwhile (a server's loop, writers outside append: they want
+             * this CPU), or when this thread was descheduled (the CPUs are contended, and the
+             * committer needs one to finish the commit). */
+            if (now - start >= COMMIT_WAITER_SPIN_NS || now - last >= COMMIT_SPIN_PREEMPTED_NS ||
+                !commit_spin_worth(c, seq) ||
+                atomic_load_explicit(&c->appended_seq, memory_order_relaxed) != appended)
+                break;
+            last = now;
+        }
         commit_cpu_relax();
     }
     atomic_store(&c->n_spinners, 0);

@@ -807,6 +807,30 @@ stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms, st
     return rc;
 }
 
+uint64_t
+stele_reached_seq(stele_t *db, stele_wait_t level)
+{
+    if (!db || stele_enter(db, NULL) != 0)
+        return 0;
+    uint64_t seq = 0;
+    switch (level) {
+    case STELE_WAIT_NONE:
+        seq = commit_appended_seq(db->commit);
+        break;
+    case STELE_WAIT_WRITTEN:
+        seq = commit_written_seq(db->commit);
+        break;
+    case STELE_WAIT_DURABLE:
+        seq = commit_durable_seq(db->commit);
+        break;
+    case STELE_WAIT_SHIPPED:
+        seq = db->n_shippers ? stele_min_shipped(db) : 0;
+        break;
+    }
+    stele_leave(db);
+    return seq;
+}
+
 int
 stele_flush(stele_t *db, stele_error_t *err)
 {
