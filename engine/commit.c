@@ -42,8 +42,10 @@
  *
  * Wake-ups: unwaited appends (wait=none) let a committer that just finished a batch nap up
  * to COMMIT_NAP_NS so a stream of them is written in large batches; waited appends wake it
- * at once. Bounded spins (COMMIT_*_SPIN_NS) save a lone durable writer two futex wake-ups
- * per commit; see engine/README.md.
+ * at once (durable ones in leading mode do not: their caller commits). Waiters sleep in
+ * seqwait slots; the waker thread makes their wake-up syscalls, off the commit path.
+ * Bounded spins (COMMIT_*_SPIN_NS) save a lone writer outside leading mode two futex
+ * wake-ups per commit; see engine/README.md.
  */
 #include "commit.h"
 
