@@ -15,13 +15,13 @@
  * atomics so waiters and stats read them without the lock.
  *
  * Journal I/O is done by whoever holds io_mu: the committer thread, or (leading mode: sync=
- * always, adaptive policy, commit_interval_us 0) a durable waiter whose record is still
- * queued while nobody else writes. It takes the oldest chunk under mu, writes and syncs it
- * without mu, recycles it under mu and wakes the waiters; a lone writer so commits its own
- * records with no thread hand-off (on a loaded machine each hand-off waits for a CPU, and
- * a committer thread made one writer 5x slower than a plain write+sync loop). A waiter
- * that finds io_mu busy wakes the committer, which takes the next batch the moment the
- * journal is free. Lock order: io_mu before mu; mu is never held across journal I/O.
+ * always, adaptive policy) a durable waiter whose record is still queued while nobody else
+ * writes and the adaptive policy would not hold the batch open for other active writers. It takes
+ * the oldest chunk under mu, writes and syncs it without mu, recycles it under mu and wakes the
+ * waiters; a lone writer so commits its own records with no thread hand-off (on a loaded machine
+ * each hand-off waits for a CPU, and a committer thread made one writer 5x slower than a plain
+ * write+sync loop). A waiter that finds io_mu busy wakes the committer, which takes the next batch
+ * the moment the journal is free. Lock order: io_mu before mu; mu is never held across journal I/O.
  *
  * Halting: a failed write or sync stores the cause once (halt_err, before `halted` is set
  * with release order), drops everything queued and wakes everyone; from then on every
@@ -120,7 +120,7 @@ struct commit {
      * the positions. */
     pthread_mutex_t io_mu;
     /* Durable waiters commit their own records when the journal is free (sync=always,
-     * adaptive policy, no commit interval): a lone writer then pays no hand-off. */
+     * adaptive policy): a lone writer then pays no hand-off. */
     bool is_leading;
 
     pthread_mutex_t mu;
@@ -155,6 +155,7 @@ struct commit {
     uint64_t woken_durable;
     _Atomic bool is_committer_idle; /* also read by waiters deciding whether to spin */
     bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
+    bool is_committer_growing;      /* waiting for active writers to join the open batch */
     bool is_closing;
     _Atomic bool is_stopped; /* the committer thread has exited */
 
@@ -485,6 +486,16 @@ commit_sync_due(commit_t *c, uint64_t written, uint64_t durable, uint64_t last_s
     return false;
 }
 
+/* Whether the adaptive policy would hold the open batch back (mu held): a commit interval
+ * is set, nothing older is waiting, and more writers are active than records in the open
+ * batch, i.e. some active writer has not contributed yet. Never true for a lone writer. */
+static bool
+commit_batch_may_grow(const commit_t *c)
+{
+    return c->cfg.commit_interval_us > 0 && !c->full_head && !c->is_closing && c->open &&
+           (uint64_t)atomic_load(&c->n_active) > c->open->n_records;
+}
+
 /* Waits (mu held) to let other active writers join the open batch; see the top comment. */
 static void
 commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
@@ -502,17 +513,17 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
         }
         return;
     }
-    if (!c->open || (uint64_t)atomic_load(&c->n_active) <= c->open->n_records)
+    if (!commit_batch_may_grow(c))
         return;
     atomic_fetch_add_explicit(&c->commit_delays, 1, memory_order_relaxed);
     uint64_t deadline = commit_mono_ns() + interval_ns;
-    while (!c->is_closing && !c->full_head && c->open &&
-           (uint64_t)atomic_load(&c->n_active) > c->open->n_records &&
-           commit_mono_ns() < deadline) {
+    c->is_committer_growing = true;
+    while (commit_batch_may_grow(c) && commit_mono_ns() < deadline) {
         c->is_committer_idle = true;
         commit_cond_wait(&c->work_cv, &c->mu, deadline);
         c->is_committer_idle = false;
     }
+    c->is_committer_growing = false;
 }
 
 /* Writes one chunk (mu not held). Returns 0 or the journal's error in *err. */
@@ -748,8 +759,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_interval_us == 0 &&
-                    cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
+    c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
     pthread_mutex_init(&c->io_mu, NULL);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, &attr);
@@ -900,8 +910,9 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     bool is_waited = wait != STELE_WAIT_NONE;
     if (is_waited)
         atomic_store_explicit(&c->waited_seq, seq, memory_order_relaxed);
-    /* A durable waiter in leading mode commits the record itself (commit_lead). */
-    bool will_lead = c->is_leading && wait == STELE_WAIT_DURABLE;
+    /* A durable waiter in leading mode commits the record itself (commit_lead), unless the
+     * committer is holding the batch open for writers like this one. */
+    bool will_lead = c->is_leading && wait == STELE_WAIT_DURABLE && !c->is_committer_growing;
     if (c->is_committer_idle && !will_lead &&
         (is_waited || !c->is_committer_napping || c->queue_bytes >= COMMIT_EAGER_BYTES))
         pthread_cond_signal(&c->work_cv);
@@ -994,7 +1005,15 @@ commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
         if (atomic_load(&c->halted) || pthread_mutex_trylock(&c->io_mu) != 0)
             return false;
         pthread_mutex_lock(&c->mu);
-        chunk_t *ch = atomic_load(pos) < seq ? commit_take_chunk(c) : NULL;
+        bool must_lead = atomic_load(pos) < seq;
+        if (must_lead && commit_batch_may_grow(c)) {
+            /* Other active writers have not contributed yet: the committer's delay
+             * (commit_grow_batch) is what commit_interval_us asks for. */
+            pthread_mutex_unlock(&c->mu);
+            pthread_mutex_unlock(&c->io_mu);
+            return false;
+        }
+        chunk_t *ch = must_lead ? commit_take_chunk(c) : NULL;
         if (ch)
             atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
         pthread_mutex_unlock(&c->mu);

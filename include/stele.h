@@ -242,7 +242,7 @@ int stele_close(stele_t *db, stele_error_t *err);
  * STELE_ECLOSED; STELE_ENOSINK for STELE_WAIT_SHIPPED without sinks.
  * If the record was appended but the wait failed, *seq_out is still set.
  * Thread-safe; blocks up to the wait level. With STELE_WAIT_DURABLE (and the default
- * sync=always, no commit interval) the calling thread may itself write and fdatasync the
+ * sync=always, adaptive policy) the calling thread may itself write and fdatasync the
  * queued batch when no other thread is (so a lone writer pays no thread hand-off): give
  * callers a stack of at least 64 KiB, and never pthread_cancel a thread inside any stele_
  * call (the engine would be left holding its journal lock).
