@@ -156,6 +156,10 @@ struct commit {
     _Atomic bool is_committer_idle; /* also read by waiters deciding whether to spin */
     bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
     bool is_committer_growing;      /* waiting for active writers to join the open batch */
+    /* The newest record whose appender will commit it itself (leading mode), until a batch
+     * takes it or the appender gives up (commit_hand_on); 0 = none. While it ends the open
+     * batch, the committer leaves that batch alone instead of racing the leader for it. */
+    _Atomic uint64_t lead_seq;
     bool is_closing;
     _Atomic bool is_stopped; /* the committer thread has exited */
 
@@ -351,20 +355,34 @@ commit_take_chunk(commit_t *c)
         if (!c->full_head)
             c->full_tail = NULL;
         ch->next = NULL;
-        return ch;
-    }
-    ch = c->open;
-    if (ch && ch->n_records > 0) {
+    } else if (c->open && c->open->n_records > 0) {
+        ch = c->open;
         c->open = NULL;
-        return ch;
+    } else {
+        return NULL;
     }
-    return NULL;
+    uint64_t lead = atomic_load(&c->lead_seq);
+    if (lead && lead <= ch->last_seq)
+        atomic_store(&c->lead_seq, 0);
+    return ch;
 }
 
 static bool
 commit_has_work(const commit_t *c)
 {
     return c->full_head || (c->open && c->open->n_records > 0);
+}
+
+/* Work the committer should do itself (mu held): all of it, except an open batch whose last
+ * record's appender is about to commit it (lead_seq), unless closing or flushing. */
+static bool
+commit_committer_has_work(const commit_t *c)
+{
+    if (!commit_has_work(c))
+        return false;
+    bool leader_takes_it = !c->full_head && c->open->last_seq == atomic_load(&c->lead_seq) &&
+                           !c->is_closing && c->flush_seq <= atomic_load(&c->durable_seq);
+    return !leader_takes_it;
 }
 
 /* -- halting ---------------------------------------------------------------------------- */
@@ -693,8 +711,8 @@ commit_main(void *arg)
             pthread_mutex_lock(&c->mu);
             continue;
         }
-        if (halted || !commit_has_work(c)) {
-            if (c->is_closing)
+        if (halted || !commit_committer_has_work(c)) {
+            if (c->is_closing && !commit_has_work(c))
                 break;
             uint64_t deadline = 0;
             if (!halted && c->cfg.sync == STELE_SYNC_INTERVAL && written > durable)
@@ -711,7 +729,7 @@ commit_main(void *arg)
         }
 
         commit_grow_batch(c, last_commit_ns);
-        if (!commit_has_work(c))
+        if (!commit_committer_has_work(c))
             continue;
         pthread_mutex_unlock(&c->mu);
         pthread_mutex_lock(&c->io_mu);
@@ -913,6 +931,8 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     /* A durable waiter in leading mode commits the record itself (commit_lead), unless the
      * committer is holding the batch open for writers like this one. */
     bool will_lead = c->is_leading && wait == STELE_WAIT_DURABLE && !c->is_committer_growing;
+    if (will_lead)
+        atomic_store(&c->lead_seq, seq);
     if (c->is_committer_idle && !will_lead &&
         (is_waited || !c->is_committer_napping || c->queue_bytes >= COMMIT_EAGER_BYTES))
         pthread_cond_signal(&c->work_cv);
@@ -985,9 +1005,10 @@ commit_hand_on(commit_t *c)
 {
     /* An awake committer checks for work under mu before it sleeps, and the records in
      * question were queued under mu before this call: it will find them. */
-    if (!atomic_load(&c->is_committer_idle))
+    if (!atomic_load(&c->is_committer_idle) && atomic_load(&c->lead_seq) == 0)
         return;
     pthread_mutex_lock(&c->mu);
+    atomic_store(&c->lead_seq, 0); /* whoever meant to lead has given up or is done */
     if (c->is_committer_idle && commit_has_work(c))
         pthread_cond_signal(&c->work_cv);
     pthread_mutex_unlock(&c->mu);
