@@ -251,6 +251,23 @@ int stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t
                       uint64_t *seq_out, stele_error_t *err);
 
 /*
+ * Validates one event given as JSON text exactly as stele_append_json() would, without a
+ * journal: same checks, same codes and messages, nothing appended anywhere. For a client
+ * that must not send an event an appender would refuse (`stele insert` through `stele
+ * serve` checks each line before sending it, so nothing after a bad line is ever sent).
+ *   opts: the limits to apply (max_record_bytes, max_depth; other fields ignored); NULL =
+ *         the defaults of stele_options_init(). Borrowed for the call.
+ * Returns 0; the validation codes of stele_append_json() (STELE_EJSON with the parse
+ * position, STELE_ENOTOBJECT, STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY /
+ * STELE_ERESERVEDKEY with the key path, STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG,
+ * STELE_EEMPTY); STELE_ECONFIG when opts holds limits stele_open() would refuse.
+ * A writer opened with other limits than `opts` may still refuse an event this accepts.
+ * Pure: thread-safe, no I/O.
+ */
+int stele_validate_json(const char *json, size_t len, const stele_options_t *opts,
+                        stele_error_t *err);
+
+/*
  * Blocks until record `seq` has reached `level`, or timeout_ms passes (-1 = forever).
  * Returns 0, STELE_ETIMEDOUT, STELE_EHALTED, STELE_ECLOSED, STELE_EINVAL (seq never
  * appended), STELE_ENOSINK. Thread-safe.
