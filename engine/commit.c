@@ -51,6 +51,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "seqwait.h"
 
 /* Enqueue times sampled per batch for the latency histogram; later records in a large
  * batch are represented by these (weighted), which keeps the append path cheap. */
@@ -67,18 +68,21 @@
  * record. Appends that wait always wake it at once. */
 #define COMMIT_NAP_NS 1000000ull
 #define COMMIT_NAP_WINDOW_NS 100000000ull
-/* Condition variables waiters are spread over, by seq (a power of two). */
-#define COMMIT_WAIT_SLOTS 256
 
 /* An unwaited append still wakes a napping committer once this much is queued. */
 #define COMMIT_EAGER_BYTES ((size_t)256 << 10)
 
-/* A waiter whose record is in the batch being written spins this long before sleeping, and
- * the committer spins this long for the next record before napping: for a lone durable
- * writer that saves two futex wake-ups per commit, a large share of an ~85 us fdatasync.
- * Only one waiter spins at a time, so many writers never burn the CPU the committer needs. */
-#define COMMIT_WAITER_SPIN_NS 300000ull
-#define COMMIT_COMMITTER_SPIN_NS 30000ull
+/* A waiter whose record is in the batch being written spins up to this long before
+ * sleeping (an fdatasync's p99 on a VM disk is near 1 ms), and the committer spins this long
+ * for the next record before napping: for a lone durable writer that saves two futex
+ * wake-ups per commit, each as long as a fast fdatasync on a virtual machine. Only one
+ * waiter spins at a time, and only with few writers active (COMMIT_SPIN_MAX_WRITERS). */
+#define COMMIT_WAITER_SPIN_NS 1000000ull
+#define COMMIT_COMMITTER_SPIN_NS 50000ull
+/* Waiters spin only while at most this many writers are active (see commit_spin_worth). */
+#define COMMIT_SPIN_MAX_WRITERS 2
+/* A gap this long between two looks at the clock means the spinner was descheduled. */
+#define COMMIT_SPIN_PREEMPTED_NS 50000ull
 
 #define NS_PER_US 1000ull
 #define NS_PER_MS 1000000ull
@@ -103,10 +107,10 @@ struct commit {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* committer waits here for records, flush or close */
     pthread_cond_t space_cv; /* appenders wait here for queue space or quota */
-    /* Waiters for seq s sleep on done_cv[s % COMMIT_WAIT_SLOTS], so a batch wakes only the
-     * waiters whose records it carried: one shared condvar woke every waiter (64 writers =
-     * 64 wake-ups and mutex round trips per batch, most of them to go back to sleep). */
-    pthread_cond_t done_cv[COMMIT_WAIT_SLOTS];
+    /* Waiters for a seq sleep in its seqwait slot, one set per level, without mu: a batch
+     * wakes only the waiters whose level it reached, and none of them queues on mu. */
+    seqwait_t written_wait;
+    seqwait_t durable_wait;
 
     /* -- protected by mu -- */
     chunk_t *open;      /* being filled; NULL or holding records */
@@ -121,13 +125,12 @@ struct commit {
     int64_t last_ts_ns;
     uint64_t flush_seq; /* sync requested up to this seq */
     int n_space_waiters;
-    int n_done_waiters;
-    uint64_t woken_written; /* done_cv slots were broadcast up to these positions */
+    uint64_t woken_written; /* done_wait slots were woken up to these positions */
     uint64_t woken_durable;
-    bool is_committer_idle;
-    bool is_committer_napping; /* idle, but wakes by itself within COMMIT_NAP_NS */
+    _Atomic bool is_committer_idle; /* also read by waiters deciding whether to spin */
+    bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
     bool is_closing;
-    bool is_stopped; /* the committer thread has exited */
+    _Atomic bool is_stopped; /* the committer thread has exited */
 
     /* -- written once by the committer before `halted` is set (release) -- */
     stele_error_t halt_err;
@@ -351,37 +354,24 @@ commit_halted(commit_t *c, stele_error_t *err)
     return STELE_EHALTED;
 }
 
-/* Wakes the waiters of every seq in (from, to]. Called with mu held. */
+/* Wakes the waiters whose level was reached since the last call. Committer only. */
 static void
-commit_wake_range_locked(commit_t *c, uint64_t from, uint64_t to)
+commit_wake_done(commit_t *c)
 {
-    if (to <= from)
-        return;
-    uint64_t n = to - from < COMMIT_WAIT_SLOTS ? to - from : COMMIT_WAIT_SLOTS;
-    for (uint64_t k = 1; k <= n; k++)
-        pthread_cond_broadcast(&c->done_cv[(from + k) % COMMIT_WAIT_SLOTS]);
-}
-
-/* Wakes the waiters whose level was reached since the last call. Called with mu held. */
-static void
-commit_wake_done_locked(commit_t *c)
-{
-    uint64_t written = atomic_load_explicit(&c->written_seq, memory_order_acquire);
-    uint64_t durable = atomic_load_explicit(&c->durable_seq, memory_order_acquire);
-    if (c->n_done_waiters) {
-        commit_wake_range_locked(c, c->woken_written, written);
-        commit_wake_range_locked(c, c->woken_durable, durable);
-    }
+    uint64_t written = atomic_load(&c->written_seq);
+    uint64_t durable = atomic_load(&c->durable_seq);
+    seqwait_wake_range(&c->written_wait, c->woken_written, written);
+    seqwait_wake_range(&c->durable_wait, c->woken_durable, durable);
     c->woken_written = written;
     c->woken_durable = durable;
 }
 
-/* Wakes every waiter (halt, close): they re-check and leave. Called with mu held. */
+/* Wakes every waiter (halt, close): they re-check and leave. */
 static void
-commit_wake_all_locked(commit_t *c)
+commit_wake_all(commit_t *c)
 {
-    for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
-        pthread_cond_broadcast(&c->done_cv[k]);
+    seqwait_wake_all(&c->written_wait);
+    seqwait_wake_all(&c->durable_wait);
 }
 
 /* Called by the committer with mu held. Drops everything queued and wakes everyone. */
@@ -402,7 +392,7 @@ commit_halt_locked(commit_t *c, const stele_error_t *cause)
     c->queue_bytes = 0;
     c->queue_records = 0;
     pthread_cond_broadcast(&c->space_cv);
-    commit_wake_all_locked(c);
+    commit_wake_all(c);
     return to_free;
 }
 
@@ -524,6 +514,7 @@ static void *
 commit_main(void *arg)
 {
     commit_t *c = arg;
+    pthread_setname_np(pthread_self(), "stele-commit"); /* names it in top -H, perf, gdb */
     uint64_t last_sync_ns = commit_mono_ns();
     uint64_t last_commit_ns = 0;
     pthread_mutex_lock(&c->mu);
@@ -547,7 +538,7 @@ commit_main(void *arg)
             pthread_mutex_lock(&c->mu);
             last_sync_ns = synced_ns;
             chunk_t *dropped = rc ? commit_halt_locked(c, &serr) : NULL;
-            commit_wake_done_locked(c);
+            commit_wake_done(c);
             while (dropped) {
                 chunk_t *next = dropped->next;
                 chunk_free(dropped);
@@ -594,7 +585,7 @@ commit_main(void *arg)
         if (always) {
             /* wait=written is reached now: do not make those waiters sit through the sync. */
             pthread_mutex_lock(&c->mu);
-            commit_wake_done_locked(c);
+            commit_wake_done(c);
             pthread_mutex_unlock(&c->mu);
             /* Sync right here rather than through the loop: the batch's own latency. */
             stele_error_t serr;
@@ -620,7 +611,7 @@ commit_main(void *arg)
         chunk_t *dropped = rc ? commit_halt_locked(c, &werr) : NULL;
         if (c->n_space_waiters)
             pthread_cond_broadcast(&c->space_cv);
-        commit_wake_done_locked(c);
+        commit_wake_done(c);
         pthread_mutex_unlock(&c->mu);
         chunk_free(to_free);
         while (dropped) {
@@ -632,8 +623,8 @@ commit_main(void *arg)
             commit_spin_for_waited(c, taken_seq);
         pthread_mutex_lock(&c->mu);
     }
-    c->is_stopped = true;
-    commit_wake_all_locked(c);
+    atomic_store(&c->is_stopped, true);
+    commit_wake_all(c);
     pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -663,8 +654,8 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, &attr);
     pthread_cond_init(&c->space_cv, &attr);
-    for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
-        pthread_cond_init(&c->done_cv[k], &attr);
+    seqwait_init(&c->written_wait);
+    seqwait_init(&c->durable_wait);
     pthread_condattr_destroy(&attr);
     commit_refresh_disk_bytes(c);
     int rc = pthread_create(&c->thread, NULL, commit_main, c);
@@ -672,8 +663,6 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
         pthread_mutex_destroy(&c->mu);
         pthread_cond_destroy(&c->work_cv);
         pthread_cond_destroy(&c->space_cv);
-        for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
-            pthread_cond_destroy(&c->done_cv[k]);
         free(c);
         return error_set(err, -rc, "could not start the committer thread: %s", strerror(rc));
     }
@@ -712,8 +701,6 @@ commit_free(commit_t *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->work_cv);
     pthread_cond_destroy(&c->space_cv);
-    for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
-        pthread_cond_destroy(&c->done_cv[k]);
     free(c);
 }
 
@@ -812,46 +799,92 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, bool i
     return 0;
 }
 
-/* Spins (one waiter at a time) while `seq` is in the batch being written and synced.
- * Returns true when the position reached seq. */
+/* Whether a waiter for `seq` should spin rather than sleep: only when few writers are
+ * active (with many, the spinning core is what the others need to form the next batch) and
+ * the record is in the batch being written or the next one. A record queued behind another
+ * batch waits a whole commit: sleeping is cheaper. */
+static bool
+commit_spin_worth(commit_t *c, uint64_t seq)
+{
+    if (atomic_load_explicit(&c->n_active, memory_order_relaxed) > COMMIT_SPIN_MAX_WRITERS)
+        return false;
+    /* Between batches (inflight 0) the next batch taken holds seq, even if the committer is
+     * still waking up from the signal the append sent: spinning here keeps the waiter from
+     * needing a wake-up of its own, and a lone writer from falling into a rhythm where both
+     * threads sleep and each commit pays two wake-up latencies. */
+    uint64_t inflight = atomic_load_explicit(&c->inflight_seq, memory_order_relaxed);
+    return inflight == 0 || inflight >= seq;
+}
+
+/* Spins (one waiter at a time) while the committer is about to reach `seq`. Returns true
+ * when the position reached seq. */
 static bool
 commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
 {
-    if (atomic_load_explicit(&c->inflight_seq, memory_order_relaxed) < seq)
+    if (!commit_spin_worth(c, seq))
         return false;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&c->n_spinners, &expected, 1))
         return false;
-    uint64_t start = commit_mono_ns();
+    uint64_t start = commit_mono_ns(), last = start;
+    uint64_t appended = atomic_load_explicit(&c->appended_seq, memory_order_relaxed);
     bool reached = false;
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(pos, memory_order_acquire) >= seq) {
             reached = true;
             break;
         }
-        if (atomic_load_explicit(&c->halted, memory_order_relaxed) ||
-            atomic_load_explicit(&c->inflight_seq, memory_order_relaxed) < seq)
+        if (atomic_load_explicit(&c->halted, memory_order_relaxed))
             break;
-        if (i % 64 == 0 && commit_mono_ns() - start >= COMMIT_WAITER_SPIN_NS)
-            break;
+        if (i % 64 == 0) {
+            uint64_t now = commit_mono_ns();
+            /* Stop when the time is up, when seq fell behind another batch, when other
+             * threads append meanwhile (a server's loop, writers outside append: they want
+             * this CPU), or when this thread was descheduled (the CPUs are contended, and the
+             * committer needs one to finish the commit). */
+            if (now - start >= COMMIT_WAITER_SPIN_NS || now - last >= COMMIT_SPIN_PREEMPTED_NS ||
+                !commit_spin_worth(c, seq) ||
+                atomic_load_explicit(&c->appended_seq, memory_order_relaxed) != appended)
+                break;
+            last = now;
+        }
         commit_cpu_relax();
     }
     atomic_store(&c->n_spinners, 0);
     return reached;
 }
 
+static int
+commit_wait_error(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, bool timed_out,
+                  stele_error_t *err)
+{
+    int rc = commit_halted(c, err);
+    if (rc)
+        return rc;
+    if (timed_out)
+        return error_set(
+            err, STELE_ETIMEDOUT, "seq %llu not %s within %lld ms", (unsigned long long)seq,
+            level == STELE_WAIT_WRITTEN ? "written" : "durable", (long long)timeout_ms);
+    return error_set(err, STELE_ECLOSED, "journal closed before seq %llu was reached",
+                     (unsigned long long)seq);
+}
+
 int
 commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, stele_error_t *err)
 {
     _Atomic uint64_t *pos;
+    seqwait_t *slots;
     if (level == STELE_WAIT_NONE)
         return 0;
-    if (level == STELE_WAIT_WRITTEN)
+    if (level == STELE_WAIT_WRITTEN) {
         pos = &c->written_seq;
-    else if (level == STELE_WAIT_DURABLE)
+        slots = &c->written_wait;
+    } else if (level == STELE_WAIT_DURABLE) {
         pos = &c->durable_seq;
-    else
+        slots = &c->durable_wait;
+    } else {
         return error_set(err, STELE_EINVAL, "wait level %d is not a commit level", (int)level);
+    }
     if (seq == 0 || seq > atomic_load_explicit(&c->appended_seq, memory_order_acquire))
         return error_set(err, STELE_EINVAL, "seq %llu was never appended", (unsigned long long)seq);
     if (atomic_load_explicit(pos, memory_order_acquire) >= seq)
@@ -860,28 +893,19 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
         return 0;
     uint64_t deadline =
         timeout_ms < 0 ? 0 : commit_mono_ns() + (uint64_t)timeout_ms * NS_PER_MS + 1;
-    int rc = 0;
-    pthread_mutex_lock(&c->mu);
-    c->n_done_waiters++;
-    while (atomic_load_explicit(pos, memory_order_acquire) < seq) {
-        if ((rc = commit_halted(c, err)) != 0)
-            break;
-        if (c->is_stopped) {
-            rc = error_set(err, STELE_ECLOSED, "journal closed before seq %llu was reached",
-                           (unsigned long long)seq);
-            break;
-        }
-        if (commit_cond_wait(&c->done_cv[seq % COMMIT_WAIT_SLOTS], &c->mu, deadline) == ETIMEDOUT &&
-            atomic_load_explicit(pos, memory_order_acquire) < seq) {
-            rc = error_set(
-                err, STELE_ETIMEDOUT, "seq %llu not %s within %lld ms", (unsigned long long)seq,
-                level == STELE_WAIT_WRITTEN ? "written" : "durable", (long long)timeout_ms);
-            break;
-        }
+    for (;;) {
+        if (atomic_load(pos) >= seq)
+            return 0;
+        if (atomic_load(&c->halted) || atomic_load(&c->is_stopped))
+            return commit_wait_error(c, seq, level, timeout_ms, false, err);
+        uint32_t word = seqwait_prepare(slots, seq);
+        bool must_sleep =
+            atomic_load(pos) < seq && !atomic_load(&c->halted) && !atomic_load(&c->is_stopped);
+        int wrc = must_sleep ? seqwait_sleep(slots, seq, word, deadline) : 0;
+        seqwait_finish(slots, seq);
+        if (wrc == ETIMEDOUT && atomic_load(pos) < seq)
+            return commit_wait_error(c, seq, level, timeout_ms, true, err);
     }
-    c->n_done_waiters--;
-    pthread_mutex_unlock(&c->mu);
-    return rc;
 }
 
 int
