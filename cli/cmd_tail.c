@@ -71,8 +71,9 @@ typedef struct tailer {
     line_ring_t ring; /* used while catching up when the range must be scanned */
     int use_ring;
     sigset_t stop_signals;
-    int stopped;     /* a stop signal arrived or stdout failed */
-    int write_errno; /* stdout failed with something other than EPIPE */
+    int stopped;        /* a stop signal arrived or stdout failed */
+    int is_remote_down; /* following --mongo: the last poll failed, retrying */
+    int write_errno;    /* stdout failed with something other than EPIPE */
 } tailer_t;
 
 static const char tail_usage[] =
@@ -277,6 +278,22 @@ tailer_take(tailer_t *t, const stele_record_t *rec, int is_catching_up)
     return rc;
 }
 
+/* Following --mongo, a failed poll is retried with the reader's backoff rather than fatal
+ * (a fail-over or restart of the server must not end a long-running follow): says so once
+ * when the server stops answering (err set), and once records come again (err NULL). */
+static void
+tailer_note_outage(tailer_t *t, const stele_error_t *err)
+{
+    if (err != NULL && !t->is_remote_down) {
+        fprintf(stderr, "stele tail: %s\nstele tail: still following: retrying\n",
+                err->message[0] ? err->message : stele_strerror(STELE_EREMOTE));
+        t->is_remote_down = 1;
+    } else if (err == NULL && t->is_remote_down) {
+        fprintf(stderr, "stele tail: reading from the server again\n");
+        t->is_remote_down = 0;
+    }
+}
+
 /*
  * Reads records until the reader has nothing committed (catching up), then, with -f, goes
  * on waiting for new ones. Returns 0 or a negative code (details in *err).
@@ -312,8 +329,16 @@ tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
             timeout_ms = TAIL_FOLLOW_WAIT_MS;
             continue;
         }
+        if (rc == STELE_EREMOTE && t->remote != NULL && !is_catching_up) {
+            tailer_note_outage(t, err);
+            if (stop_requested(t))
+                return 0;
+            timeout_ms = TAIL_FOLLOW_WAIT_MS;
+            continue;
+        }
         if (rc != 0)
             return rc;
+        tailer_note_outage(t, NULL);
         timeout_ms = 0;
         rc = tailer_take(t, &rec, is_catching_up);
         if (rc == 1) {

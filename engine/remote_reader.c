@@ -436,8 +436,18 @@ remote_query_start(stele_remote_reader_t *r)
     bson_destroy(&filter);
 }
 
+/* Schedules the next poll after the current delay, and doubles the delay up to the cap. */
+static void
+remote_back_off(stele_remote_reader_t *r)
+{
+    r->next_poll_ms = remote_now_ms() + r->poll_delay_ms;
+    r->poll_delay_ms = r->poll_delay_ms * 2 > STELE_REMOTE_POLL_MAX_MS ? STELE_REMOTE_POLL_MAX_MS
+                                                                       : r->poll_delay_ms * 2;
+}
+
 /* The current query is exhausted: a full chunk means more may follow at once; a short one
- * means the reader caught up, so the next poll backs off. */
+ * means the reader caught up, so the next poll backs off (from the minimum again when this
+ * query brought documents). */
 static void
 remote_query_end(stele_remote_reader_t *r)
 {
@@ -445,18 +455,12 @@ remote_query_end(stele_remote_reader_t *r)
     int got_any = r->chunk_docs > 0;
     mongoc_cursor_destroy(r->cursor);
     r->cursor = NULL;
-    if (is_full) {
-        r->next_poll_ms = 0;
-        r->poll_delay_ms = STELE_REMOTE_POLL_MIN_MS;
-        return;
-    }
     if (got_any)
         r->poll_delay_ms = STELE_REMOTE_POLL_MIN_MS;
-    r->next_poll_ms = remote_now_ms() + r->poll_delay_ms;
-    if (!got_any)
-        r->poll_delay_ms = r->poll_delay_ms * 2 > STELE_REMOTE_POLL_MAX_MS
-                               ? STELE_REMOTE_POLL_MAX_MS
-                               : r->poll_delay_ms * 2;
+    if (is_full)
+        r->next_poll_ms = 0;
+    else
+        remote_back_off(r);
 }
 
 /* Takes the next document of the current query: 1 with *rec set, 0 when exhausted, or an
@@ -484,7 +488,7 @@ remote_take(stele_remote_reader_t *r, stele_record_t *rec, stele_error_t *err)
         int rc = remote_fail(r, "find", &berr, err_doc, err);
         mongoc_cursor_destroy(r->cursor);
         r->cursor = NULL;
-        r->next_poll_ms = 0;
+        remote_back_off(r); /* a caller that retries does not hammer a failing server */
         return rc;
     }
     remote_query_end(r);

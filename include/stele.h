@@ -562,7 +562,8 @@ int stele_remote_reader_seek_seq(stele_remote_reader_t *r, uint64_t seq, stele_e
  * Returns 0; STELE_EAGAIN (nothing new within the timeout); STELE_EINTEGRITY (a document of
  * the source is not in stele's shape: no _id.seq, no metadata field, a bad timestamp or
  * hash; the message names its seq when it has one); STELE_EREMOTE; STELE_EAUTH.
- * After an error the reader may be called again (it re-queries from the same position).
+ * After an error the reader may be called again: it re-queries from the same position, after
+ * the poll delay (which an error doubles, as an empty poll does).
  */
 int stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int timeout_ms,
                              stele_error_t *err);
