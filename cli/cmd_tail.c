@@ -78,7 +78,9 @@ typedef struct tailer {
 
 static const char tail_usage[] =
     "usage: stele tail [-n N|all] [-f] [--from SEQ] [--since TIME] [--until TIME]\n"
-    "                  [--where FIELD=VALUE ...] [--output json|pretty] [options]\n"
+    "                  [--where FIELD=VALUE ...] [--output json|pretty]\n"
+    "                  [--mongo URI [--db NAME] [--collection NAME] [--source NAME]]\n"
+    "                  [options]\n"
     "\n"
     "Prints records as JSON Lines in seq order:\n"
     "  {\"seq\":N,\"ts\":\"2026-11-30T20:44:50.123456Z\",\"src\":\"host\",\"event\":{...}}\n"
