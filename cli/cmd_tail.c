@@ -95,8 +95,8 @@ static const char tail_usage[] =
     "                         true, false or null); repeat to require all\n"
     "  -o, --output FORMAT    json (default) or pretty\n"
     "      --mongo URI        read the records back from MongoDB instead of the journal\n"
-    "                         (same lines; -f polls, backing off from 10 ms to 1 "
-    "s)\n" CLI_MONGO_NAMES_USAGE
+    "                         (same lines; -f polls, backing off from 10 ms to 1 s,\n"
+    "                         and retries a server that stops answering)\n" CLI_MONGO_NAMES_USAGE
     "      --source NAME      with --mongo: the journal source to read (default: the\n"
     "                         source of the journal in DIR; required when DIR is none)\n";
 
