@@ -16,7 +16,8 @@
  * Invariants: records come out with strictly increasing seqs (next_seq moves past each one
  * returned, so a re-query never repeats one); credentials never appear in a message (the
  * collection is named host:port/db.collection, and libmongoc's text is scrubbed of the
- * password). The sink's database and collection defaults are those of engine/ship.c.
+ * password). The sink's database and collection defaults and name checks are those of
+ * engine/ship.c, repeated here because ship.c keeps its target resolution private.
  *
  * Threads: a reader belongs to one thread at a time and holds no lock; libmongoc is
  * initialised once per process (pthread_once).
@@ -38,7 +39,8 @@
 #include "validate.h" /* STELE_META_FIELD, STELE_ID_FIELD */
 
 #define REMOTE_HASH_BYTES 32
-/* Documents per query: bounds what a server without a usable index sorts at once. */
+/* Documents per query: bounds one query's work and a cursor's batches; a full chunk is
+ * followed at once by the next. */
 #define REMOTE_CHUNK_DOCS 10000
 #define REMOTE_SOURCE_MAX 63
 /* Timeouts applied when the URI sets none (libmongoc's own are 30 s and 5 min). */
