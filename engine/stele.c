@@ -744,7 +744,7 @@ stele_append_encoded(stele_t *db, const uint8_t *bson, uint32_t len, stele_wait_
                      uint64_t *seq_out, stele_error_t *err)
 {
     uint64_t seq = 0;
-    int rc = commit_enqueue(db->commit, bson, len, wait != STELE_WAIT_NONE, &seq, err);
+    int rc = commit_enqueue(db->commit, bson, len, wait, &seq, err);
     if (rc)
         return rc;
     if (seq_out)
