@@ -42,8 +42,10 @@
  *
  * Wake-ups: unwaited appends (wait=none) let a committer that just finished a batch nap up
  * to COMMIT_NAP_NS so a stream of them is written in large batches; waited appends wake it
- * at once. Bounded spins (COMMIT_*_SPIN_NS) save a lone durable writer two futex wake-ups
- * per commit; see engine/README.md.
+ * at once (durable ones in leading mode do not: their caller commits). Waiters sleep in
+ * seqwait slots; the waker thread makes their wake-up syscalls, off the commit path.
+ * Bounded spins (COMMIT_*_SPIN_NS) save a lone writer outside leading mode two futex
+ * wake-ups per commit; see engine/README.md.
  */
 #include "commit.h"
 
@@ -54,7 +56,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "seqwait.h"
@@ -112,7 +117,7 @@ struct commit {
 
     /* Held by whoever writes or syncs the journal: the committer thread, or a waiter leading
      * a commit (see commit_lead). Taken before mu, never while holding it. Also protects
-     * woken_written / woken_durable. */
+     * the positions. */
     pthread_mutex_t io_mu;
     /* Durable waiters commit their own records when the journal is free (sync=always,
      * adaptive policy, no commit interval): a lone writer then pays no hand-off. */
@@ -139,7 +144,14 @@ struct commit {
     int64_t last_ts_ns;
     uint64_t flush_seq; /* sync requested up to this seq */
     int n_space_waiters;
-    uint64_t woken_written; /* (io_mu) done_wait slots were woken up to these positions */
+    /* The waker thread makes the wake-up syscalls for finished batches (one per sleeping
+     * waiter, several microseconds each on a virtual machine), so whoever committed starts
+     * the next batch at once instead of after dozens of them. */
+    pthread_t waker;
+    _Atomic uint32_t waker_word; /* futex word: bumped by every kick */
+    _Atomic bool is_waker_asleep;
+    _Atomic bool is_waker_stopping;
+    uint64_t woken_written; /* waker only: slots were woken up to these positions */
     uint64_t woken_durable;
     _Atomic bool is_committer_idle; /* also read by waiters deciding whether to spin */
     bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
@@ -368,7 +380,7 @@ commit_halted(commit_t *c, stele_error_t *err)
     return STELE_EHALTED;
 }
 
-/* Wakes the waiters whose level was reached since the last call. Committer only. */
+/* Wakes the waiters whose level was reached since the last call. Waker thread only. */
 static void
 commit_wake_done(commit_t *c)
 {
@@ -378,6 +390,48 @@ commit_wake_done(commit_t *c)
     seqwait_wake_range(&c->durable_wait, c->woken_durable, durable);
     c->woken_written = written;
     c->woken_durable = durable;
+}
+
+/* After storing a position: has the waker wake whoever sleeps for it. No sleeper at all
+ * (a lone writer, spinning or leading) costs two atomic loads. See seqwait.c for why a
+ * sleeper is never missed; the waker re-reads the positions after every kick. */
+static void
+commit_kick_waker(commit_t *c)
+{
+    if (seqwait_sleepers(&c->written_wait) == 0 && seqwait_sleepers(&c->durable_wait) == 0)
+        return;
+    atomic_fetch_add(&c->waker_word, 1);
+    if (atomic_load(&c->is_waker_asleep))
+        syscall(SYS_futex, &c->waker_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
+
+static void *
+commit_waker_main(void *arg)
+{
+    commit_t *c = arg;
+    pthread_setname_np(pthread_self(), "stele-waker"); /* names it in top -H, perf, gdb */
+    for (;;) {
+        uint32_t word = atomic_load(&c->waker_word);
+        commit_wake_done(c);
+        if (atomic_load(&c->is_waker_stopping))
+            break;
+        atomic_store(&c->is_waker_asleep, true);
+        if (atomic_load(&c->waker_word) == word)
+            syscall(SYS_futex, &c->waker_word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, word, NULL, NULL,
+                    0);
+        atomic_store(&c->is_waker_asleep, false);
+    }
+    commit_wake_done(c);
+    return NULL;
+}
+
+static void
+commit_stop_waker(commit_t *c)
+{
+    atomic_store(&c->is_waker_stopping, true);
+    atomic_fetch_add(&c->waker_word, 1);
+    syscall(SYS_futex, &c->waker_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+    pthread_join(c->waker, NULL);
 }
 
 /* Wakes every waiter (halt, close): they re-check and leave. */
@@ -553,7 +607,7 @@ commit_sync_written(commit_t *c)
     pthread_mutex_lock(&c->mu);
     chunk_t *dropped = rc ? commit_halt_locked(c, &serr) : NULL;
     pthread_mutex_unlock(&c->mu);
-    commit_wake_done(c);
+    commit_kick_waker(c);
     return dropped;
 }
 
@@ -575,7 +629,7 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     }
     if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS) {
         /* wait=written is reached now: do not make those waiters sit through the sync. */
-        commit_wake_done(c);
+        commit_kick_waker(c);
         /* Sync right here rather than through the loop: the batch's own latency. */
         stele_error_t serr;
         rc = journal_sync(c->cfg.journal, &serr);
@@ -597,7 +651,7 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     if (c->n_space_waiters)
         pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);
-    commit_wake_done(c);
+    commit_kick_waker(c);
     chunk_free(to_free);
     commit_free_chunks(dropped);
     return rc;
@@ -704,7 +758,12 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     seqwait_init(&c->durable_wait);
     pthread_condattr_destroy(&attr);
     commit_refresh_disk_bytes(c);
-    int rc = pthread_create(&c->thread, NULL, commit_main, c);
+    int rc = pthread_create(&c->waker, NULL, commit_waker_main, c);
+    if (rc == 0) {
+        rc = pthread_create(&c->thread, NULL, commit_main, c);
+        if (rc)
+            commit_stop_waker(c);
+    }
     if (rc) {
         pthread_mutex_destroy(&c->io_mu);
         pthread_mutex_destroy(&c->mu);
@@ -728,8 +787,10 @@ commit_stop(commit_t *c, stele_error_t *err)
     pthread_cond_broadcast(&c->work_cv);
     pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);
-    if (!was_closing)
+    if (!was_closing) {
         pthread_join(c->thread, NULL);
+        commit_stop_waker(c); /* after the committer: its last batch's waiters are woken */
+    }
     return commit_halted(c, err);
 }
 
