@@ -3,7 +3,8 @@
  * (remote_doc_to_record, engine/remote_reader.c), without a server: the document shape of
  * docs/mongodb.md in, the record and its event out; every way a document can fail to be in
  * that shape gives STELE_EINTEGRITY with a message that says what is missing, never a crash.
- * The remote reader against a server is tested end to end in tests/cli/test_cli_mongo.c.
+ * Also the arguments stele_remote_reader_open() refuses before it touches the network. The
+ * remote reader against a server is tested end to end in tests/cli/test_cli_mongo.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -269,6 +270,71 @@ test_a_document_with_no_event_fields_is_refused(void **state)
     bson_destroy(doc);
 }
 
+static void
+test_open_refuses_a_missing_or_overlong_source_before_connecting(void **state)
+{
+    (void)state;
+    stele_sink_options_t sink;
+    stele_sink_options_init(&sink);
+    sink.uri = "mongodb://127.0.0.1:1/";
+    stele_remote_query_t query = {0};
+    stele_remote_reader_t *r = (stele_remote_reader_t *)&query; /* must be reset to NULL */
+    stele_error_t err = {0};
+    assert_int_equal(stele_remote_reader_open(&sink, &query, &r, &err), STELE_EINVAL);
+    assert_null(r);
+    assert_non_null(strstr(err.message, "source"));
+    query.source = "a-source-name-that-is-longer-than-sixty-three-bytes-which-is-the-limit";
+    assert_int_equal(stele_remote_reader_open(&sink, &query, &r, &err), STELE_EINVAL);
+    assert_int_equal(stele_remote_reader_open(NULL, &query, &r, NULL), STELE_EINVAL);
+}
+
+static void
+test_open_refuses_a_bad_uri_or_name_without_quoting_the_password(void **state)
+{
+    (void)state;
+    static const char *const uris[] = {
+        "mongodb://auditor:s3cr3t-pw@127.0.0.1:1/?replicaSet=",
+        "mongodb://auditor:s3cr3t-pw@",
+        "not a uri s3cr3t-pw",
+    };
+    stele_remote_query_t query = {.source = SOURCE};
+    for (size_t i = 0; i < sizeof uris / sizeof uris[0]; i++) {
+        stele_sink_options_t sink;
+        stele_sink_options_init(&sink);
+        sink.uri = uris[i];
+        stele_remote_reader_t *r = NULL;
+        stele_error_t err = {0};
+        assert_int_equal(stele_remote_reader_open(&sink, &query, &r, &err), STELE_ECONFIG);
+        assert_null(r);
+        assert_null(strstr(err.message, "s3cr3t"));
+        assert_null(strstr(err.hint, "s3cr3t"));
+    }
+    static const char *const bad_dbs[] = {"a.b", "a b", "a$b", "a/b"};
+    for (size_t i = 0; i < sizeof bad_dbs / sizeof bad_dbs[0]; i++) {
+        stele_sink_options_t sink;
+        stele_sink_options_init(&sink);
+        sink.uri = "mongodb://auditor:s3cr3t-pw@127.0.0.1:1/";
+        sink.database = bad_dbs[i];
+        stele_remote_reader_t *r = NULL;
+        stele_error_t err = {0};
+        assert_int_equal(stele_remote_reader_open(&sink, &query, &r, &err), STELE_ECONFIG);
+        assert_non_null(strstr(err.message, "database or collection name"));
+        assert_null(strstr(err.message, "s3cr3t"));
+    }
+}
+
+static void
+test_calls_on_a_null_reader_are_refused_and_close_is_a_no_op(void **state)
+{
+    (void)state;
+    stele_record_t rec;
+    uint64_t seq = 0;
+    assert_int_equal(stele_remote_reader_next(NULL, &rec, 0, NULL), STELE_EINVAL);
+    assert_int_equal(stele_remote_reader_last_seq(NULL, &seq, NULL), STELE_EINVAL);
+    assert_int_equal(stele_remote_reader_seek_seq(NULL, 1, NULL), STELE_EINVAL);
+    stele_remote_reader_close(NULL);
+}
+
 int
 main(void)
 {
@@ -283,6 +349,9 @@ main(void)
         cmocka_unit_test(test_a_document_without_an_integer_seq_is_a_clear_error),
         cmocka_unit_test(test_a_document_of_another_source_is_refused),
         cmocka_unit_test(test_a_document_with_no_event_fields_is_refused),
+        cmocka_unit_test(test_open_refuses_a_missing_or_overlong_source_before_connecting),
+        cmocka_unit_test(test_open_refuses_a_bad_uri_or_name_without_quoting_the_password),
+        cmocka_unit_test(test_calls_on_a_null_reader_are_refused_and_close_is_a_no_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
