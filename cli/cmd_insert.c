@@ -16,9 +16,12 @@
  *    reason.
  *  - When `stele serve` owns the journal (its socket answers), events go through it with
  *    stele_client_send_json()/stele_client_recv(), up to INSERT_CLIENT_WINDOW unanswered.
- *    The server validates, so a bad line is known only from its reply: the events sent
- *    after it in the same window may already be appended. They are printed (each printed
- *    seq is still an acknowledged record) and no further event is sent.
+ *    Each line is validated here first (stele_validate_json, with this command's knobs), so
+ *    a bad line is never sent and nothing after it is: the replies in flight are settled and
+ *    printed, then the line is reported. Only a refusal the server alone can make (its own
+ *    stricter limits, a full quota, a halted engine) is known from a reply; then the events
+ *    already sent after it may be appended: they are printed (each printed seq is still an
+ *    acknowledged record) and nothing further is sent.
  */
 #include "cmd.h"
 
@@ -61,8 +64,9 @@ typedef struct line_reader {
 
 typedef struct inserter {
     const char *command;
-    stele_t *db;            /* in-process writer, or NULL when going through a server */
-    stele_client_t *client; /* connection to `stele serve`, or NULL */
+    const stele_options_t *opts; /* limits for validating lines sent to a server */
+    stele_t *db;                 /* in-process writer, or NULL when going through a server */
+    stele_client_t *client;      /* connection to `stele serve`, or NULL */
     uint64_t in_flight_line[INSERT_CLIENT_WINDOW]; /* input line of each unanswered request */
     size_t in_flight_head;
     int client_failed; /* a reply carried an error: send nothing more */
@@ -337,6 +341,26 @@ client_insert_one(inserter_t *ins, const char *where, uint64_t number, const cha
                              "empty line (one JSON object per line)");
         return ins->client_failed ? ins->client_code : CLI_EXIT_INVALID;
     }
+    stele_error_t err = {0};
+    int rc = stele_validate_json(json, len, ins->opts, &err);
+    if (rc != 0) {
+        if (cli_exit_for(rc) == CLI_EXIT_INVALID && skip_invalid) {
+            report_bad_event(where, number, rc, &err, NULL);
+            (*n_skipped)++;
+            return 0;
+        }
+        /* nothing after a bad line is sent: print what the server acknowledged, then say
+         * what is wrong (unless an earlier reply already stopped the input) */
+        (void)client_settle(ins, 0, where, skip_invalid, n_skipped);
+        if (ins->client_failed)
+            return ins->client_code;
+        if (cli_exit_for(rc) != CLI_EXIT_INVALID) {
+            cli_report(ins->command, rc, &err);
+            return cli_exit_for(rc) == CLI_EXIT_OK ? CLI_EXIT_ENGINE : cli_exit_for(rc);
+        }
+        report_bad_event(where, number, rc, &err, NULL);
+        return CLI_EXIT_INVALID;
+    }
     if (stele_client_pending(ins->client) == INSERT_CLIENT_WINDOW &&
         client_settle(ins, INSERT_CLIENT_WINDOW - 1, where, skip_invalid, n_skipped) != 0)
         return ins->client_failed ? ins->client_code : CLI_EXIT_ENGINE;
@@ -344,8 +368,7 @@ client_insert_one(inserter_t *ins, const char *where, uint64_t number, const cha
         (void)client_settle(ins, 0, where, skip_invalid, n_skipped);
         return ins->client_code;
     }
-    stele_error_t err = {0};
-    int rc = stele_client_send_json(ins->client, json, len, ins->level, &err);
+    rc = stele_client_send_json(ins->client, json, len, ins->level, &err);
     if (rc != 0) {
         cli_report(ins->command, rc, &err);
         return CLI_EXIT_ENGINE;
@@ -558,6 +581,7 @@ cmd_insert(int argc, char **argv)
         goto done;
     }
     ins->command = "insert";
+    ins->opts = &opts;
     ins->level = level;
     ins->quiet = quiet;
     ins->flush_before_wait = opts.sync == STELE_SYNC_NEVER && level >= STELE_WAIT_DURABLE;

@@ -64,10 +64,6 @@ enum {
     OPT_MAX_LINE,
     OPT_DRAIN_TIMEOUT,
     OPT_LOG_LEVEL,
-    OPT_MONGO,
-    OPT_DB,
-    OPT_COLLECTION,
-    OPT_SINK,
 };
 
 static const struct option serve_opts[] = {
@@ -77,17 +73,15 @@ static const struct option serve_opts[] = {
     {"max-line-bytes", required_argument, NULL, OPT_MAX_LINE},
     {"drain-timeout-ms", required_argument, NULL, OPT_DRAIN_TIMEOUT},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-    {"mongo", required_argument, NULL, OPT_MONGO},
-    {"db", required_argument, NULL, OPT_DB},
-    {"collection", required_argument, NULL, OPT_COLLECTION},
-    {"sink", required_argument, NULL, OPT_SINK},
+    CLI_MONGO_OPTIONS,
+    CLI_SINK_OPTION,
     {NULL, 0, NULL, 0},
 };
 
 typedef struct serve_args {
-    const char *socket_path;   /* NULL: DIR/stele.sock */
-    const char *pid_path;      /* NULL: DIR/stele.pid */
-    stele_sink_options_t sink; /* used when sink.uri is set (--mongo) */
+    const char *socket_path; /* NULL: DIR/stele.sock */
+    const char *pid_path;    /* NULL: DIR/stele.pid */
+    cli_mongo_t mongo;       /* its sink is used when sink.uri is set (--mongo) */
     stele_wait_t default_wait;
     size_t max_line_bytes;
     uint32_t drain_timeout_ms;
@@ -100,15 +94,21 @@ static int
 serve_parse_args(cli_args_t *args, int argc, char **argv, serve_args_t *a)
 {
     const char *arg;
-    int c, first_operand = argc, has_sink_field = 0;
+    int c, first_operand = argc;
     uint64_t number = 0;
     memset(a, 0, sizeof *a);
-    stele_sink_options_init(&a->sink);
+    cli_mongo_init(&a->mongo);
     a->default_wait = STELE_WAIT_DURABLE;
     a->max_line_bytes = SERVE_DEFAULT_MAX_LINE_BYTES;
     a->drain_timeout_ms = SERVE_DEFAULT_DRAIN_TIMEOUT_MS;
     a->log_level = SERVE_LOG_INFO;
     while ((c = cli_args_next(args, argc, argv, &arg, &first_operand)) != -1) {
+        int taken = cli_mongo_take(&a->mongo, "serve", c, arg);
+        if (taken != CLI_MONGO_NOT_MINE) {
+            if (taken != 0)
+                return taken;
+            continue;
+        }
         switch (c) {
         case OPT_SOCKET:
             a->socket_path = arg;
@@ -142,23 +142,6 @@ serve_parse_args(cli_args_t *args, int argc, char **argv, serve_args_t *a)
                                        "warn, error",
                                        arg);
             break;
-        case OPT_MONGO:
-            if (!cli_uri_looks_valid(arg))
-                return cli_usage_error("serve", "--mongo '%s' is not a mongodb:// URI", arg);
-            a->sink.uri = arg;
-            break;
-        case OPT_DB:
-            a->sink.database = arg;
-            has_sink_field = 1;
-            break;
-        case OPT_COLLECTION:
-            a->sink.collection = arg;
-            has_sink_field = 1;
-            break;
-        case OPT_SINK:
-            a->sink.name = arg;
-            has_sink_field = 1;
-            break;
         default:
             return CLI_EXIT_USAGE;
         }
@@ -167,9 +150,7 @@ serve_parse_args(cli_args_t *args, int argc, char **argv, serve_args_t *a)
         return 0;
     if (first_operand < argc)
         return cli_usage_error("serve", "unexpected argument '%s'", argv[first_operand]);
-    if (!a->sink.uri && has_sink_field)
-        return cli_usage_error("serve", "--db, --collection and --sink need --mongo URI");
-    return 0;
+    return cli_mongo_check(&a->mongo, "serve", 0);
 }
 
 /* Binds the listening socket. A socket file left by a crashed server is replaced; one a
@@ -290,8 +271,8 @@ cmd_serve(int argc, char **argv)
     exit_code = cli_options_build(&cli, &opts);
     if (exit_code != 0)
         goto done;
-    if (args.sink.uri) {
-        opts.sinks = &args.sink;
+    if (args.mongo.sink.uri) {
+        opts.sinks = &args.mongo.sink;
         opts.n_sinks = 1;
     }
     serve_log_t log = {.min_level = args.log_level};

@@ -24,21 +24,17 @@ static const char ship_usage[] =
     "Ships the journal to MongoDB in the foreground, until SIGINT/SIGTERM or, with --once,\n"
     "until every committed record is acknowledged. Prints the shipped seq as it advances.\n"
     "\n"
-    "      --mongo URI        mongodb:// URI (required)\n"
-    "      --db NAME          database (default: the URI's path, else audit)\n"
-    "      --collection NAME  collection (default: events)\n"
+    "      --mongo URI        mongodb:// URI (required)\n" CLI_MONGO_NAMES_USAGE
     "      --sink NAME        checkpoint name (default: default)\n"
     "      --once             stop when caught up\n"
     "      --from SEQ         re-ship from this seq (with --to: a range; then the journal\n"
     "      --to SEQ           is not opened for writing and a writer may be running)\n";
 
-enum { OPT_MONGO = 1, OPT_DB, OPT_COLLECTION, OPT_SINK, OPT_ONCE, OPT_FROM, OPT_TO };
+enum { OPT_ONCE = 1, OPT_FROM, OPT_TO };
 
 static const struct option ship_opts[] = {
-    {"mongo", required_argument, NULL, OPT_MONGO},
-    {"db", required_argument, NULL, OPT_DB},
-    {"collection", required_argument, NULL, OPT_COLLECTION},
-    {"sink", required_argument, NULL, OPT_SINK},
+    CLI_MONGO_OPTIONS,
+    CLI_SINK_OPTION,
     {"once", no_argument, NULL, OPT_ONCE},
     {"from", required_argument, NULL, OPT_FROM},
     {"to", required_argument, NULL, OPT_TO},
@@ -46,7 +42,7 @@ static const struct option ship_opts[] = {
 };
 
 typedef struct ship_query {
-    stele_sink_options_t sink;
+    cli_mongo_t mongo;
     int once;
     int has_range;
     uint64_t from_seq, to_seq; /* 0: oldest / last committed */
@@ -58,21 +54,13 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
     const char *arg;
     int c, first_operand = argc;
     while ((c = cli_args_next(args, argc, argv, &arg, &first_operand)) != -1) {
+        int taken = cli_mongo_take(&q->mongo, "ship", c, arg);
+        if (taken != CLI_MONGO_NOT_MINE) {
+            if (taken != 0)
+                return taken;
+            continue;
+        }
         switch (c) {
-        case OPT_MONGO:
-            if (!cli_uri_looks_valid(arg))
-                return cli_usage_error("ship", "--mongo '%s' is not a mongodb:// URI", arg);
-            q->sink.uri = arg;
-            break;
-        case OPT_DB:
-            q->sink.database = arg;
-            break;
-        case OPT_COLLECTION:
-            q->sink.collection = arg;
-            break;
-        case OPT_SINK:
-            q->sink.name = arg;
-            break;
         case OPT_ONCE:
             q->once = 1;
             break;
@@ -93,8 +81,9 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
         return 0;
     if (first_operand < argc)
         return cli_usage_error("ship", "unexpected argument '%s'", argv[first_operand]);
-    if (q->sink.uri == NULL)
-        return cli_usage_error("ship", "--mongo URI is required");
+    int code = cli_mongo_check(&q->mongo, "ship", 1);
+    if (code != 0)
+        return code;
     if (q->from_seq != 0 && q->to_seq != 0 && q->to_seq < q->from_seq)
         return cli_usage_error("ship", "--to %" PRIu64 " is before --from %" PRIu64, q->to_seq,
                                q->from_seq);
@@ -148,7 +137,7 @@ ship_range(const char *dir, const ship_query_t *q)
 {
     stele_error_t err = {0};
     uint64_t n_inserted = 0;
-    int rc = stele_reship(dir, &q->sink, q->from_seq, q->to_seq, &n_inserted, &err);
+    int rc = stele_reship(dir, &q->mongo.sink, q->from_seq, q->to_seq, &n_inserted, &err);
     if (rc != 0) {
         cli_report("ship", rc, &err);
         return cli_exit_for(rc);
@@ -164,7 +153,7 @@ cmd_ship(int argc, char **argv)
     if (cli_args_begin(&args, "ship", ship_usage, ship_opts, "") != 0)
         return CLI_EXIT_ENGINE;
     ship_query_t q = {0};
-    stele_sink_options_init(&q.sink);
+    cli_mongo_init(&q.mongo);
     stele_options_t opts;
     stele_options_init(&opts);
     int code = ship_parse(&args, argc, argv, &q);
@@ -181,7 +170,7 @@ cmd_ship(int argc, char **argv)
         goto done;
     }
     /* the command line's sink replaces any of the config file: one sink, in the foreground */
-    opts.sinks = &q.sink;
+    opts.sinks = &q.mongo.sink;
     opts.n_sinks = 1;
     sigset_t stop_signals;
     sigemptyset(&stop_signals);

@@ -13,6 +13,10 @@
  *  - SIGINT, SIGTERM and SIGPIPE are blocked and checked with sigtimedwait() between records
  *    and at each wait timeout, so no handler and no global flag is needed; a closed stdout
  *    (EPIPE, e.g. `| head`) ends the command with status 0, like SIGINT.
+ *  - --mongo reads the sink's collection through stele_remote_reader_* instead of the
+ *    journal; everything after the read (filters, ring, output) is the same code, so the
+ *    lines are the same. --since/--until go to the server as a filter; -n N asks it for the
+ *    newest seq; -f polls with the library's backoff (10 ms doubling to 1 s).
  */
 #include "cmd.h"
 
@@ -38,7 +42,9 @@ typedef struct where_clause {
 } where_clause_t;
 
 typedef struct tail_query {
-    int64_t n_last; /* TAIL_ALL or a count */
+    cli_mongo_t mongo;  /* mongo.sink.uri set: read the remote copy */
+    const char *source; /* --source, for --mongo; NULL: the journal's */
+    int64_t n_last;     /* TAIL_ALL or a count */
     int is_n_given;
     int follow;
     int pretty;
@@ -57,20 +63,24 @@ typedef struct line_ring {
 } line_ring_t;
 
 typedef struct tailer {
-    stele_reader_t *reader;
-    const char *src_escaped; /* JSON-escaped source, owned (bson_free) */
+    stele_reader_t *reader;        /* the local journal, or NULL with --mongo */
+    stele_remote_reader_t *remote; /* the sink's collection, or NULL */
+    const char *src_escaped;       /* JSON-escaped source, owned (bson_free) */
     const char *src;
     const tail_query_t *q;
     line_ring_t ring; /* used while catching up when the range must be scanned */
     int use_ring;
     sigset_t stop_signals;
-    int stopped;     /* a stop signal arrived or stdout failed */
-    int write_errno; /* stdout failed with something other than EPIPE */
+    int stopped;        /* a stop signal arrived or stdout failed */
+    int is_remote_down; /* following --mongo: the last poll failed, retrying */
+    int write_errno;    /* stdout failed with something other than EPIPE */
 } tailer_t;
 
 static const char tail_usage[] =
     "usage: stele tail [-n N|all] [-f] [--from SEQ] [--since TIME] [--until TIME]\n"
-    "                  [--where FIELD=VALUE ...] [--output json|pretty] [options]\n"
+    "                  [--where FIELD=VALUE ...] [--output json|pretty]\n"
+    "                  [--mongo URI [--db NAME] [--collection NAME] [--source NAME]]\n"
+    "                  [options]\n"
     "\n"
     "Prints records as JSON Lines in seq order:\n"
     "  {\"seq\":N,\"ts\":\"2026-11-30T20:44:50.123456Z\",\"src\":\"host\",\"event\":{...}}\n"
@@ -84,20 +94,20 @@ static const char tail_usage[] =
     "      --where PATH=VALUE only events whose dotted PATH equals VALUE (a string, number,\n"
     "                         true, false or null); repeat to require all\n"
     "  -o, --output FORMAT    json (default) or pretty\n"
-    "      --mongo URI        read from MongoDB (not supported yet)\n";
+    "      --mongo URI        read the records back from MongoDB instead of the journal\n"
+    "                         (same lines; -f polls, backing off from 10 ms to 1 s,\n"
+    "                         and retries a server that stops answering)\n" CLI_MONGO_NAMES_USAGE
+    "      --source NAME      with --mongo: the journal source to read (default: the\n"
+    "                         source of the journal in DIR; required when DIR is none)\n";
 
-enum { OPT_FROM = 1, OPT_SINCE, OPT_UNTIL, OPT_WHERE, OPT_MONGO };
+enum { OPT_FROM = 1, OPT_SINCE, OPT_UNTIL, OPT_WHERE, OPT_SOURCE };
 
 static const struct option tail_opts[] = {
-    {"lines", required_argument, NULL, 'n'},
-    {"follow", no_argument, NULL, 'f'},
-    {"from", required_argument, NULL, OPT_FROM},
-    {"since", required_argument, NULL, OPT_SINCE},
-    {"until", required_argument, NULL, OPT_UNTIL},
-    {"where", required_argument, NULL, OPT_WHERE},
-    {"output", required_argument, NULL, 'o'},
-    {"mongo", required_argument, NULL, OPT_MONGO},
-    {NULL, 0, NULL, 0},
+    {"lines", required_argument, NULL, 'n'},         {"follow", no_argument, NULL, 'f'},
+    {"from", required_argument, NULL, OPT_FROM},     {"since", required_argument, NULL, OPT_SINCE},
+    {"until", required_argument, NULL, OPT_UNTIL},   {"where", required_argument, NULL, OPT_WHERE},
+    {"output", required_argument, NULL, 'o'},        CLI_MONGO_OPTIONS,
+    {"source", required_argument, NULL, OPT_SOURCE}, {NULL, 0, NULL, 0},
 };
 
 /* ---- filters ------------------------------------------------------------------------- */
@@ -238,6 +248,15 @@ stop_requested(tailer_t *t)
 
 /* ---- the read loop ------------------------------------------------------------------- */
 
+/* The next record from the journal or, with --mongo, from the remote copy: same contract. */
+static int
+tailer_next(tailer_t *t, stele_record_t *rec, int timeout_ms, stele_error_t *err)
+{
+    if (t->remote != NULL)
+        return stele_remote_reader_next(t->remote, rec, timeout_ms, err);
+    return stele_reader_next(t->reader, rec, timeout_ms, err);
+}
+
 /* Handles one record: 1 when past --until (stop), 0 to go on, or a negative code. */
 static int
 tailer_take(tailer_t *t, const stele_record_t *rec, int is_catching_up)
@@ -261,6 +280,22 @@ tailer_take(tailer_t *t, const stele_record_t *rec, int is_catching_up)
     return rc;
 }
 
+/* Following --mongo, a failed poll is retried with the reader's backoff rather than fatal
+ * (a fail-over or restart of the server must not end a long-running follow): says so once
+ * when the server stops answering (err set), and once records come again (err NULL). */
+static void
+tailer_note_outage(tailer_t *t, const stele_error_t *err)
+{
+    if (err != NULL && !t->is_remote_down) {
+        fprintf(stderr, "stele tail: %s\nstele tail: still following: retrying\n",
+                err->message[0] ? err->message : stele_strerror(STELE_EREMOTE));
+        t->is_remote_down = 1;
+    } else if (err == NULL && t->is_remote_down) {
+        fprintf(stderr, "stele tail: reading from the server again\n");
+        t->is_remote_down = 0;
+    }
+}
+
 /*
  * Reads records until the reader has nothing committed (catching up), then, with -f, goes
  * on waiting for new ones. Returns 0 or a negative code (details in *err).
@@ -275,7 +310,7 @@ tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
         if (t->stopped || (++n_since_check % TAIL_SIGNAL_CHECK_RECORDS == 0 && stop_requested(t)))
             return 0;
         stele_record_t rec;
-        int rc = stele_reader_next(t->reader, &rec, timeout_ms, err);
+        int rc = tailer_next(t, &rec, timeout_ms, err);
         if (rc == STELE_EAGAIN) {
             if (is_catching_up) {
                 is_catching_up = 0;
@@ -296,8 +331,16 @@ tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
             timeout_ms = TAIL_FOLLOW_WAIT_MS;
             continue;
         }
+        if (rc == STELE_EREMOTE && t->remote != NULL && !is_catching_up) {
+            tailer_note_outage(t, err);
+            if (stop_requested(t))
+                return 0;
+            timeout_ms = TAIL_FOLLOW_WAIT_MS;
+            continue;
+        }
         if (rc != 0)
             return rc;
+        tailer_note_outage(t, NULL);
         timeout_ms = 0;
         rc = tailer_take(t, &rec, is_catching_up);
         if (rc == 1) {
@@ -314,7 +357,20 @@ tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
     }
 }
 
-/* Positions the reader for the query. */
+/* The newest seq the reader can return now: committed locally, or stored remotely. */
+static int
+tailer_last_seq(tailer_t *t, const char *dir, uint64_t *seq_out, stele_error_t *err)
+{
+    if (t->remote != NULL)
+        return stele_remote_reader_last_seq(t->remote, seq_out, err);
+    stele_status_t st;
+    int rc = stele_status_read(dir, &st, err);
+    *seq_out = st.committed_seq;
+    return rc;
+}
+
+/* Positions the reader for the query (--since and --from are in the remote reader's query
+ * already). */
 static int
 tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
 {
@@ -323,12 +379,12 @@ tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
     int can_seek_last = q->n_last != TAIL_ALL && !q->has_since && !q->has_until && q->n_where == 0;
     uint64_t start_seq = q->from_seq;
     if (can_seek_last) {
-        stele_status_t st;
-        rc = stele_status_read(dir, &st, err);
+        uint64_t last_seq = 0;
+        rc = tailer_last_seq(t, dir, &last_seq, err);
         if (rc != 0)
             return rc;
         uint64_t n = (uint64_t)q->n_last;
-        uint64_t last_start = st.committed_seq >= n ? st.committed_seq - n + 1 : 1;
+        uint64_t last_start = last_seq >= n ? last_seq - n + 1 : 1;
         if (last_start > start_seq)
             start_seq = last_start;
     } else if (q->n_last != TAIL_ALL) {
@@ -338,6 +394,9 @@ tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
         if (t->ring.lines == NULL)
             return -ENOMEM;
     }
+    if (t->remote != NULL)
+        return start_seq > q->from_seq ? stele_remote_reader_seek_seq(t->remote, start_seq, err)
+                                       : 0;
     if (q->has_since) {
         rc = stele_reader_seek_time(t->reader, q->since_ns, err);
     } else if (start_seq > 0) {
@@ -412,11 +471,11 @@ tail_parse_one(tail_query_t *q, int c, const char *arg, int64_t now_ns)
         else
             return cli_usage_error("tail", "--output '%s' is not json or pretty", arg);
         return 0;
-    case OPT_MONGO:
-        if (!cli_uri_looks_valid(arg))
-            return cli_usage_error("tail", "--mongo '%s' is not a mongodb:// URI", arg);
-        return cli_usage_error("tail", "--mongo is not supported yet: read the local journal, "
-                                       "or query the collection with mongosh");
+    case OPT_SOURCE:
+        if (arg[0] == '\0')
+            return cli_usage_error("tail", "--source needs a name");
+        q->source = arg;
+        return 0;
     default:
         return CLI_EXIT_USAGE;
     }
@@ -429,7 +488,9 @@ tail_parse(cli_args_t *args, int argc, char **argv, tail_query_t *q)
     int c, first_operand;
     int64_t now_ns = cli_now_ns();
     while ((c = cli_args_next(args, argc, argv, &arg, &first_operand)) != -1) {
-        int code = tail_parse_one(q, c, arg, now_ns);
+        int code = cli_mongo_take(&q->mongo, "tail", c, arg);
+        if (code == CLI_MONGO_NOT_MINE)
+            code = tail_parse_one(q, c, arg, now_ns);
         if (code != 0)
             return code;
     }
@@ -437,6 +498,11 @@ tail_parse(cli_args_t *args, int argc, char **argv, tail_query_t *q)
         return 0;
     if (first_operand < argc)
         return cli_usage_error("tail", "unexpected argument '%s'", argv[first_operand]);
+    int code = cli_mongo_check(&q->mongo, "tail", 0);
+    if (code != 0)
+        return code;
+    if (q->source != NULL && q->mongo.sink.uri == NULL)
+        return cli_usage_error("tail", "--source needs --mongo URI (the journal names its own)");
     if (q->has_since && q->from_seq != 0)
         return cli_usage_error("tail", "--from and --since both set the start: give one");
     if (q->has_since && q->has_until && q->until_ns < q->since_ns)
@@ -459,6 +525,52 @@ tailer_free(tailer_t *t)
     free(t->ring.lines);
     bson_free((char *)t->src_escaped);
     stele_reader_close(t->reader);
+    stele_remote_reader_close(t->remote);
+}
+
+/* The source --mongo reads: --source, else the name of the journal in DIR (copied into
+ * `buf`). Returns 0, or CLI_EXIT_USAGE after saying that --source is needed. */
+static int
+tail_remote_source(const tail_query_t *q, const char *dir, char *buf, size_t cap)
+{
+    if (q->source != NULL) {
+        snprintf(buf, cap, "%s", q->source);
+        return 0;
+    }
+    stele_reader_t *reader = NULL;
+    stele_error_t err = {0};
+    int rc = stele_reader_open(dir, &reader, &err);
+    if (rc != 0)
+        return cli_usage_error("tail",
+                               "--mongo needs --source NAME: '%s' is not a journal to take the "
+                               "source name from (%s)",
+                               dir, err.message[0] ? err.message : stele_strerror(rc));
+    snprintf(buf, cap, "%s", stele_reader_source(reader));
+    stele_reader_close(reader);
+    return 0;
+}
+
+/* Opens the reader the query asks for: the journal in DIR, or the sink's collection. */
+static int
+tailer_open(tailer_t *t, const char *dir, const char *source, stele_error_t *err)
+{
+    const tail_query_t *q = t->q;
+    if (q->mongo.sink.uri == NULL) {
+        int rc = stele_reader_open(dir, &t->reader, err);
+        if (rc == 0)
+            t->src = stele_reader_source(t->reader);
+        return rc;
+    }
+    stele_remote_query_t rq = {
+        .source = source,
+        .from_seq = q->from_seq,
+        .has_since = q->has_since,
+        .since_ns = q->since_ns,
+        .has_until = q->has_until,
+        .until_ns = q->until_ns,
+    };
+    t->src = source;
+    return stele_remote_reader_open(&q->mongo.sink, &rq, &t->remote, err);
 }
 
 int
@@ -469,11 +581,19 @@ cmd_tail(int argc, char **argv)
         return CLI_EXIT_ENGINE;
     tail_query_t *q = calloc(1, sizeof *q);
     tailer_t t = {0};
+    char source[256] = "";
+    if (q != NULL)
+        cli_mongo_init(&q->mongo);
     int code = q == NULL ? CLI_EXIT_ENGINE : tail_parse(&args, argc, argv, q);
     if (code != 0 || args.want_help) {
         if (code == 0)
             cli_print_help(&args, stdout);
         goto done;
+    }
+    if (q->mongo.sink.uri != NULL) {
+        code = tail_remote_source(q, args.dir, source, sizeof source);
+        if (code != 0)
+            goto done;
     }
     t.q = q;
     sigemptyset(&t.stop_signals);
@@ -483,9 +603,8 @@ cmd_tail(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &t.stop_signals, NULL);
 
     stele_error_t err = {0};
-    int rc = stele_reader_open(args.dir, &t.reader, &err);
+    int rc = tailer_open(&t, args.dir, source, &err);
     if (rc == 0) {
-        t.src = stele_reader_source(t.reader);
         t.src_escaped = bson_utf8_escape_for_json(t.src, -1);
         rc = t.src_escaped == NULL ? STELE_EUTF8 : tailer_position(&t, args.dir, &err);
     }

@@ -20,25 +20,21 @@ static const char verify_usage[] =
     "\n"
     "      --from SEQ         first seq to check (default: the oldest)\n"
     "      --to SEQ           last seq to check (default: the newest)\n"
-    "      --mongo URI        also compare the MongoDB copy with the journal\n"
-    "      --db NAME          its database (default: the URI's path, else audit)\n"
-    "      --collection NAME  its collection (default: events)\n";
+    "      --mongo URI        also compare the MongoDB copy with the "
+    "journal\n" CLI_MONGO_NAMES_USAGE;
 
-enum { OPT_FROM = 1, OPT_TO, OPT_MONGO, OPT_DB, OPT_COLLECTION };
+enum { OPT_FROM = 1, OPT_TO };
 
 static const struct option verify_opts[] = {
     {"from", required_argument, NULL, OPT_FROM},
     {"to", required_argument, NULL, OPT_TO},
-    {"mongo", required_argument, NULL, OPT_MONGO},
-    {"db", required_argument, NULL, OPT_DB},
-    {"collection", required_argument, NULL, OPT_COLLECTION},
+    CLI_MONGO_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
 typedef struct verify_query {
     uint64_t from_seq, to_seq; /* 0: open end */
-    stele_sink_options_t sink; /* uri NULL: no remote check */
-    int has_remote_names;      /* --db or --collection given */
+    cli_mongo_t mongo;         /* sink.uri NULL: no remote check */
 } verify_query_t;
 
 static int
@@ -47,6 +43,12 @@ verify_parse(cli_args_t *args, int argc, char **argv, verify_query_t *q)
     const char *arg;
     int c, first_operand = argc;
     while ((c = cli_args_next(args, argc, argv, &arg, &first_operand)) != -1) {
+        int taken = cli_mongo_take(&q->mongo, "verify", c, arg);
+        if (taken != CLI_MONGO_NOT_MINE) {
+            if (taken != 0)
+                return taken;
+            continue;
+        }
         switch (c) {
         case OPT_FROM:
         case OPT_TO: {
@@ -56,19 +58,6 @@ verify_parse(cli_args_t *args, int argc, char **argv, verify_query_t *q)
                                        c == OPT_FROM ? "--from" : "--to", arg);
             break;
         }
-        case OPT_MONGO:
-            if (!cli_uri_looks_valid(arg))
-                return cli_usage_error("verify", "--mongo '%s' is not a mongodb:// URI", arg);
-            q->sink.uri = arg;
-            break;
-        case OPT_DB:
-            q->sink.database = arg;
-            q->has_remote_names = 1;
-            break;
-        case OPT_COLLECTION:
-            q->sink.collection = arg;
-            q->has_remote_names = 1;
-            break;
         default:
             return CLI_EXIT_USAGE;
         }
@@ -80,9 +69,7 @@ verify_parse(cli_args_t *args, int argc, char **argv, verify_query_t *q)
     if (q->from_seq != 0 && q->to_seq != 0 && q->to_seq < q->from_seq)
         return cli_usage_error("verify", "--to %" PRIu64 " is before --from %" PRIu64, q->to_seq,
                                q->from_seq);
-    if (q->sink.uri == NULL && q->has_remote_names)
-        return cli_usage_error("verify", "--db and --collection need --mongo");
-    return 0;
+    return cli_mongo_check(&q->mongo, "verify", 0);
 }
 
 static void
@@ -110,7 +97,7 @@ verify_remote(const cli_args_t *args, const verify_query_t *q)
         return CLI_EXIT_ENGINE;
     stele_error_t err = {0};
     int code = CLI_EXIT_OK;
-    int rc = stele_remote_check(args->dir, &q->sink, q->from_seq, q->to_seq, report, &err);
+    int rc = stele_remote_check(args->dir, &q->mongo.sink, q->from_seq, q->to_seq, report, &err);
     if (rc == 0) {
         printf("ok: remote copy matches, %" PRIu64 " records and %" PRIu64
                " documents compared (seq %" PRIu64 "..%" PRIu64 ")\n",
@@ -139,7 +126,7 @@ cmd_verify(int argc, char **argv)
     if (cli_args_begin(&args, "verify", verify_usage, verify_opts, "") != 0)
         return CLI_EXIT_ENGINE;
     verify_query_t q = {0};
-    stele_sink_options_init(&q.sink);
+    cli_mongo_init(&q.mongo);
     int code = verify_parse(&args, argc, argv, &q);
     if (code != 0 || args.want_help) {
         if (code == 0)
@@ -167,7 +154,7 @@ cmd_verify(int argc, char **argv)
         cli_report("verify", rc, &err);
         code = cli_exit_for(rc) == CLI_EXIT_OK ? CLI_EXIT_ENGINE : cli_exit_for(rc);
     }
-    if (code == 0 && q.sink.uri != NULL)
+    if (code == 0 && q.mongo.sink.uri != NULL)
         code = verify_remote(&args, &q);
 done:
     cli_args_end(&args);

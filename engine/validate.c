@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h" /* CONFIG_MAX_RECORD_LIMIT */
 #include "error.h"
 
 /* Longest key path quoted in an error message; longer paths end in "...". */
@@ -574,5 +575,34 @@ validate_json(const char *json, size_t len, const validate_limits_t *lim, bson_t
     }
     if (rc)
         bson_destroy(out);
+    return rc;
+}
+
+/* -- the public validate-only call --------------------------------------------------------- */
+
+/* The knob table accepts max_record_bytes >= 16 and max_depth 1..100 (engine/config.c). */
+#define VALIDATE_MIN_RECORD_BYTES 16
+
+int
+stele_validate_json(const char *json, size_t len, const stele_options_t *opts, stele_error_t *err)
+{
+    stele_options_t defaults;
+    if (opts == NULL) {
+        stele_options_init(&defaults);
+        opts = &defaults;
+    }
+    if (opts->max_record_bytes < VALIDATE_MIN_RECORD_BYTES ||
+        opts->max_record_bytes > CONFIG_MAX_RECORD_LIMIT || opts->max_depth < 1 ||
+        opts->max_depth > VALIDATE_MAX_DEPTH_LIMIT)
+        return error_set_hinted(err, STELE_ECONFIG,
+                                "max_record_bytes 16 .. 16 MiB less 16 KiB, max_depth 1 .. 100",
+                                "max_record_bytes (%u) or max_depth (%u) out of range",
+                                opts->max_record_bytes, opts->max_depth);
+    validate_limits_t limits = {.max_record_bytes = opts->max_record_bytes,
+                                .max_depth = opts->max_depth};
+    bson_t doc;
+    int rc = validate_json(json, len, &limits, &doc, err);
+    if (rc == 0)
+        bson_destroy(&doc);
     return rc;
 }

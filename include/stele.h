@@ -255,6 +255,23 @@ int stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t
                       uint64_t *seq_out, stele_error_t *err);
 
 /*
+ * Validates one event given as JSON text exactly as stele_append_json() would, without a
+ * journal: same checks, same codes and messages, nothing appended anywhere. For a client
+ * that must not send an event an appender would refuse (`stele insert` through `stele
+ * serve` checks each line before sending it, so nothing after a bad line is ever sent).
+ *   opts: the limits to apply (max_record_bytes, max_depth; other fields ignored); NULL =
+ *         the defaults of stele_options_init(). Borrowed for the call.
+ * Returns 0; the validation codes of stele_append_json() (STELE_EJSON with the parse
+ * position, STELE_ENOTOBJECT, STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY /
+ * STELE_ERESERVEDKEY with the key path, STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG,
+ * STELE_EEMPTY); STELE_ECONFIG when opts holds limits stele_open() would refuse.
+ * A writer opened with other limits than `opts` may still refuse an event this accepts.
+ * Pure: thread-safe, no I/O.
+ */
+int stele_validate_json(const char *json, size_t len, const stele_options_t *opts,
+                        stele_error_t *err);
+
+/*
  * Blocks until record `seq` has reached `level`, or timeout_ms passes (-1 = forever).
  * Returns 0, STELE_ETIMEDOUT, STELE_EHALTED, STELE_ECLOSED, STELE_EINVAL (seq never
  * appended), STELE_ENOSINK. Thread-safe.
@@ -490,6 +507,73 @@ int stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64
  */
 int stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
                  uint64_t to_seq, uint64_t *n_inserted, stele_error_t *err);
+
+/* -- remote reader -- */
+/* ------------------------------------------------------------------------------------------
+ * Reading the records back from a sink's collection (engine/remote_reader.c): what
+ * `stele tail --mongo` prints. The documents are those of docs/mongodb.md; each is turned back
+ * into the record it was shipped from (the event without _id and the metadata field; seq,
+ * ts_ns and the hashes from _id and the metadata).
+ * ------------------------------------------------------------------------------------------ */
+typedef struct stele_remote_reader stele_remote_reader_t;
+
+/* Which documents a remote reader returns. Fill with zeros first. */
+typedef struct stele_remote_query {
+    const char *source; /* required: the journal's source name (_id.src); borrowed, copied */
+    uint64_t from_seq;  /* first seq returned; 0 = from the oldest */
+    int has_since;      /* only records with ts_ns >= since_ns (filtered by the server) */
+    int64_t since_ns;
+    int has_until; /* only records with ts_ns <= until_ns (filtered by the server) */
+    int64_t until_ns;
+} stele_remote_query_t;
+
+/* Delay between polls of an exhausted remote reader: doubles from the first to the cap while
+ * nothing new arrives, back to the first once documents arrive. */
+#define STELE_REMOTE_POLL_MIN_MS 10
+#define STELE_REMOTE_POLL_MAX_MS 1000
+
+/*
+ * Connects to the sink's server (one mongoc_client_t for the reader's life) and checks that
+ * it answers. Only the sink's uri, database and collection are used, with the same defaults
+ * as shipping (database: the URI's path, else "audit"; collection "events").
+ *   sink:  borrowed for the call.
+ *   query: borrowed for the call; source is required.
+ *   out:   receives the reader; free with stele_remote_reader_close().
+ * Returns 0; STELE_EINVAL (no source, source longer than 63 bytes); STELE_ECONFIG (invalid
+ * URI, database or collection name: the URI is not quoted); STELE_EREMOTE (the server did
+ * not answer, naming host:port/db.collection); STELE_EAUTH. Credentials never appear in a
+ * message. Blocks on the network (up to the URI's serverSelectionTimeoutMS, default 5 s).
+ */
+int stele_remote_reader_open(const stele_sink_options_t *sink, const stele_remote_query_t *query,
+                             stele_remote_reader_t **out, stele_error_t *err);
+
+/* The newest seq of the source in the collection, ignoring since/until (0 when it holds no
+ * document of the source). Returns 0, STELE_EREMOTE, STELE_EAUTH. */
+int stele_remote_reader_last_seq(stele_remote_reader_t *r, uint64_t *seq_out, stele_error_t *err);
+
+/* Positions the reader so that the next record returned is the first matching one with a
+ * seq >= `seq` (it may be later: the remote copy may lack documents). Never fails on the
+ * network: the next call to stele_remote_reader_next() queries. Returns 0 or STELE_EINVAL. */
+int stele_remote_reader_seek_seq(stele_remote_reader_t *r, uint64_t seq, stele_error_t *err);
+
+/*
+ * Returns the next matching record, in seq order, in *rec (pointers borrowed until the next
+ * call on the reader or its close). Documents are fetched in chunks sorted by _id.seq; once
+ * a query comes back short, the reader polls for new documents no more often than every
+ * STELE_REMOTE_POLL_MIN_MS, backing off to STELE_REMOTE_POLL_MAX_MS while none arrive.
+ *   timeout_ms: how long to wait for a new document (0 = do not sleep: return one the
+ *               current query holds, or run a query if a poll is due; -1 = forever).
+ * Returns 0; STELE_EAGAIN (nothing new within the timeout); STELE_EINTEGRITY (a document of
+ * the source is not in stele's shape: no _id.seq, no metadata field, a bad timestamp or
+ * hash; the message names its seq when it has one); STELE_EREMOTE; STELE_EAUTH.
+ * After an error the reader may be called again: it re-queries from the same position, after
+ * the poll delay (which an error doubles, as an empty poll does).
+ */
+int stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int timeout_ms,
+                             stele_error_t *err);
+
+/* Frees the reader and its connection. NULL is a no-op. */
+void stele_remote_reader_close(stele_remote_reader_t *r);
 
 /* ------------------------------------------------------------------------------------------
  * Client of `stele serve` (engine/client.c; protocol in docs/protocol.md)

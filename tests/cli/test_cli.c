@@ -300,7 +300,7 @@ test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line(void **state)
     r = run_expect(0, NULL, "insert", "-d", f->dir, "--wait", "written", "{\"b\":3}", NULL);
     assert_string_equal(r.out, "3\n");
     harness_result_free(&r);
-    /* the server validates: the error names the line; nothing after the window is sent */
+    /* the line is validated before it is sent: the error names it, nothing after it is sent */
     r = run_expect(2, "{\"a\":4}\n{\"$bad\":1}\n", "insert", "-d", f->dir, NULL);
     assert_string_equal(r.out, "4\n");
     assert_non_null(strstr(r.err, "stdin line 2: "));
@@ -317,6 +317,104 @@ test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line(void **state)
     close(err_fd);
     r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
     assert_int_equal(count_lines(r.out), 4);
+    harness_result_free(&r);
+}
+
+/* Starts `stele serve` on the fixture's journal and waits for its socket. */
+static pid_t
+start_server(const fixture_t *f, int *out_fd, int *err_fd)
+{
+    const char *args[] = {"serve", "-d", f->dir, NULL};
+    pid_t server = harness_spawn(args, -1, out_fd, err_fd);
+    char sock[4200];
+    snprintf(sock, sizeof sock, "%s/%s", f->dir, STELE_SOCKET_NAME);
+    for (int i = 0; i < 300 && access(sock, F_OK) != 0; i++)
+        usleep(20 * 1000);
+    assert_int_equal(access(sock, F_OK), 0);
+    return server;
+}
+
+/* The journal's committed seq, as `stele status --json` reports it beside the server. */
+static uint64_t
+committed_seq(const fixture_t *f)
+{
+    harness_result_t r = run_expect(0, NULL, "status", "-d", f->dir, "--json", NULL);
+    const char *p = strstr(r.out, "\"committed_seq\" : ");
+    assert_non_null(p);
+    uint64_t seq = strtoull(p + strlen("\"committed_seq\" : "), NULL, 10);
+    harness_result_free(&r);
+    return seq;
+}
+
+/* `n` JSON lines, {"i":N,...} each, with the 1-based lines in `bad` replaced by bad events. */
+static char *
+lines_with_bad(size_t n, const size_t *bad, size_t n_bad)
+{
+    static const char *const bad_events[] = {"{\"$set\":1}", "{\"a\":", "[1,2]"};
+    size_t cap = n * 48 + 1;
+    char *text = calloc(1, cap);
+    assert_non_null(text);
+    size_t len = 0;
+    for (size_t line = 1; line <= n; line++) {
+        const char *bad_event = NULL;
+        for (size_t j = 0; j < n_bad; j++)
+            if (bad[j] == line)
+                bad_event = bad_events[j % 3];
+        if (bad_event != NULL)
+            len += (size_t)snprintf(text + len, cap - len, "%s\n", bad_event);
+        else
+            len += (size_t)snprintf(text + len, cap - len, "{\"i\":%zu,\"who\":\"u\"}\n", line);
+    }
+    return text;
+}
+
+static void
+test_insert_through_serve_appends_exactly_the_lines_before_a_bad_one(void **state)
+{
+    fixture_t *f = *state;
+    int out_fd, err_fd;
+    pid_t server = start_server(f, &out_fd, &err_fd);
+    /* line K is bad, with more than the client's window (1024) of good lines after it:
+     * exactly K-1 records are appended, and their seqs printed */
+    static const size_t k_values[] = {1, 700, 2000};
+    uint64_t expect_seq = 0;
+    for (size_t i = 0; i < sizeof k_values / sizeof k_values[0]; i++) {
+        size_t k = k_values[i];
+        char *lines = lines_with_bad(k + 1500, &k, 1);
+        harness_result_t r = run_expect(2, lines, "insert", "-d", f->dir, NULL);
+        assert_int_equal(count_lines(r.out), k - 1);
+        char want[64];
+        snprintf(want, sizeof want, "stdin line %zu: ", k);
+        assert_non_null(strstr(r.err, want));
+        harness_result_free(&r);
+        free(lines);
+        expect_seq += k - 1;
+        assert_int_equal(committed_seq(f), expect_seq);
+    }
+    /* --skip-invalid: each bad line is reported and skipped, every good one appended */
+    static const size_t bad[] = {3, 1100, 1101, 2500};
+    char *lines = lines_with_bad(3000, bad, 4);
+    harness_result_t r = run_expect(2, lines, "insert", "-d", f->dir, "--skip-invalid", NULL);
+    assert_int_equal(count_lines(r.out), 3000 - 4);
+    for (size_t j = 0; j < 4; j++) {
+        char want[64];
+        snprintf(want, sizeof want, "stdin line %zu: ", bad[j]);
+        assert_non_null(strstr(r.err, want));
+    }
+    assert_non_null(strstr(r.err, "4 invalid line(s) skipped"));
+    harness_result_free(&r);
+    free(lines);
+    assert_int_equal(committed_seq(f), expect_seq + 3000 - 4);
+
+    kill(server, SIGTERM);
+    assert_int_equal(harness_wait(server), 0);
+    close(out_fd);
+    close(err_fd);
+    /* and the records are exactly the good lines, in input order */
+    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "1", NULL);
+    assert_non_null(strstr(r.out, "\"i\" : 3000"));
+    harness_result_free(&r);
+    r = run_expect(0, NULL, "verify", "-d", f->dir, NULL);
     harness_result_free(&r);
 }
 
@@ -764,6 +862,8 @@ main(void)
         cmocka_unit_test(test_version_prints_the_library_version),
         cmocka_unit_test(test_help_on_every_command_lists_knob_flags),
         cmocka_unit_test_setup_teardown(test_insert_arguments_print_seqs_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_through_serve_appends_exactly_the_lines_before_a_bad_one, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_insert_stdin_prints_one_seq_per_line_and_tail_reads_them_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_insert_every_wait_level_is_accepted, setup, teardown),
