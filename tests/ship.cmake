@@ -14,6 +14,7 @@ add_test(NAME ship_test_server COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/b
 set_tests_properties(ship_test_server PROPERTIES FIXTURES_SETUP mongo_server TIMEOUT 900)
 
 stele_add_test(test_ship SOURCES test_ship.c LIBS stele)
+stele_add_test(test_ship_log SOURCES test_ship_log.c LIBS stele PkgConfig::MONGOC)
 stele_add_test(test_ship_mongo SOURCES test_ship_mongo.c LIBS stele_ship_test_support
                TIMEOUT 600)
 stele_add_test(test_ship_faults SOURCES test_ship_faults.c LIBS stele_ship_test_support
