@@ -39,3 +39,12 @@ if(STELE_SANITIZE STREQUAL "thread")
   set_tests_properties(test_ship_mongo test_ship_faults PROPERTIES ENVIRONMENT
     "TSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/tsan-mongoc.supp")
 endif()
+
+# `stele ship`'s dead-letter flags end to end (runs the built binary, like tests/cli.cmake).
+stele_add_test(test_cli_dead_letters SOURCES cli/test_cli_dead_letters.c cli/cli_harness.c
+               integration/mongo_server.c LIBS stele PkgConfig::MONGOC TIMEOUT 600)
+target_include_directories(test_cli_dead_letters PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration
+                           ${CMAKE_CURRENT_SOURCE_DIR}/cli)
+add_dependencies(test_cli_dead_letters stele_cli)
+set_tests_properties(test_cli_dead_letters PROPERTIES ENVIRONMENT
+  "STELE_BIN=$<TARGET_FILE:stele_cli>" FIXTURES_REQUIRED mongo_server LABELS "mongo;cli")
