@@ -2060,30 +2060,17 @@ ship_dead_reship_pass(shipper_t *s, journal_reader_t *r, uint64_t seq,
 }
 
 int
-stele_dead_letters_reship(const char *dir, const stele_sink_options_t *sink, uint64_t seq,
-                          stele_dead_letter_report_t *report, stele_error_t *err)
+shipper_reship_dead_letters(index_t *ix, const char *dir, const stele_sink_options_t *sink,
+                            uint64_t seq, stele_dead_letter_report_t *report, stele_error_t *err)
 {
-    stele_dead_letter_report_t local;
-    report = report ? report : &local;
     memset(report, 0, sizeof *report);
-    if (!dir) {
-        ship_set_error(err, STELE_EINVAL, NULL, "re-ship dead letters: bad arguments");
-        return STELE_EINVAL;
-    }
     shipper_t *s = shipper_alloc();
     if (!s) {
         ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
         return -ENOMEM;
     }
-    index_t *ix = NULL;
     journal_reader_t *r = NULL;
     int rc = ship_target_init(&s->target, sink, err);
-    if (rc == 0)
-        rc = ship_dead_open_index(dir, 1, &ix, err);
-    if (rc == STELE_ENOTFOUND && !seq) {
-        rc = 0; /* no index: no dead letters */
-        goto done;
-    }
     if (rc == 0)
         rc = journal_reader_open(dir, NULL, &r, err);
     if (rc == 0)
@@ -2105,33 +2092,40 @@ stele_dead_letters_reship(const char *dir, const stele_sink_options_t *sink, uin
                        s->target.name, report->n_rejected, report->n_tried, s->target.where,
                        report->n_missing);
     }
-    if (ix) {
-        stele_error_t ierr = {0};
-        (void)index_sync(ix, &ierr); /* a lost deletion only means one needless re-ship */
-    }
-done:
+    stele_error_t ierr = {0};
+    (void)index_sync(ix, &ierr); /* a lost deletion only means one needless re-ship */
     journal_reader_close(r);
-    index_close(ix);
     shipper_free(s);
     return rc;
 }
 
 int
-stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t seq, stele_error_t *err)
+stele_dead_letters_reship(const char *dir, const stele_sink_options_t *sink, uint64_t seq,
+                          stele_dead_letter_report_t *report, stele_error_t *err)
 {
-    if (!dir || seq == 0) {
-        ship_set_error(err, STELE_EINVAL, NULL, "discard dead letter: bad arguments");
+    stele_dead_letter_report_t local;
+    report = report ? report : &local;
+    memset(report, 0, sizeof *report);
+    if (!dir) {
+        ship_set_error(err, STELE_EINVAL, NULL, "re-ship dead letters: bad arguments");
         return STELE_EINVAL;
     }
-    const char *name = sink_name && sink_name[0] ? sink_name : "default";
     index_t *ix = NULL;
     int rc = ship_dead_open_index(dir, 1, &ix, err);
-    if (rc == STELE_ENOTFOUND)
-        ship_set_error(err, rc, NULL, "sink %s has no dead letter at seq %" PRIu64, name, seq);
-    if (rc != 0)
-        return rc;
+    if (rc == STELE_ENOTFOUND && !seq)
+        return 0; /* no index: no dead letters */
+    if (rc == 0)
+        rc = shipper_reship_dead_letters(ix, dir, sink, seq, report, err);
+    index_close(ix);
+    return rc;
+}
+
+int
+shipper_discard_dead_letter(index_t *ix, const char *sink_name, uint64_t seq, stele_error_t *err)
+{
+    const char *name = sink_name && sink_name[0] ? sink_name : "default";
     index_dead_letter_t letter;
-    rc = index_read_dead_letters(ix, name, seq, &letter, 1, err);
+    int rc = index_read_dead_letters(ix, name, seq, &letter, 1, err);
     if (rc >= 0 && (rc == 0 || letter.seq != seq)) {
         rc = STELE_ENOTFOUND;
         ship_set_error(err, rc, "list them with stele ship --dead-letters",
@@ -2146,6 +2140,23 @@ stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t seq, 
                       ship_log_quote(quoted_why, sizeof quoted_why, letter.why));
         rc = index_sync(ix, err);
     }
+    return rc;
+}
+
+int
+stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t seq, stele_error_t *err)
+{
+    if (!dir || seq == 0) {
+        ship_set_error(err, STELE_EINVAL, NULL, "discard dead letter: bad arguments");
+        return STELE_EINVAL;
+    }
+    index_t *ix = NULL;
+    int rc = ship_dead_open_index(dir, 1, &ix, err);
+    if (rc == STELE_ENOTFOUND)
+        ship_set_error(err, rc, NULL, "sink %s has no dead letter at seq %" PRIu64,
+                       sink_name && sink_name[0] ? sink_name : "default", seq);
+    if (rc == 0)
+        rc = shipper_discard_dead_letter(ix, sink_name, seq, err);
     index_close(ix);
     return rc;
 }
