@@ -146,6 +146,8 @@ void bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, benc
 
 extern const bench_target_t bench_target_stele;
 extern const bench_target_t bench_target_fsync_loop;
+/* libbson's JSON parse alone: the ceiling of wait=none with JSON input. */
+extern const bench_target_t bench_target_json_parse;
 
 /* Peers: filled in by bench_peers.c; each is optional and reports itself skipped. */
 const bench_target_t *bench_peer_find(const char *system);

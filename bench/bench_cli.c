@@ -39,7 +39,7 @@ cli_usage(FILE *out)
             "  --sync-interval-ms N    for sync=interval (default: stele's)\n"
             "  --record-bytes N[,N..]  event size (default 200)\n"
             "  --input json|bson[,..]  event encoding handed to stele (default json)\n"
-            "  --system NAME[,..]      stele, fsync-loop, or a peer (see --list-systems)\n"
+            "  --system NAME[,..]      stele, fsync-loop, libbson-json, or a peer\n"
             "  --device ssd|hdd[,..]   ssd: --dir itself; hdd: the emulated 7200 rpm disk\n"
             "  --repeat N              run the whole plan N times (noise)\n"
             "  --no-reference          do not run the fsync loop first\n"
@@ -236,7 +236,7 @@ static const struct option cli_options[] = {
 static void
 cli_list_systems(void)
 {
-    printf("stele\nfsync-loop\n");
+    printf("stele\nfsync-loop\nlibbson-json\n");
     for (const char *const *p = bench_peer_names(); *p; p++)
         printf("%s\n", *p);
 }
@@ -430,6 +430,7 @@ cli_plan_quick(const bench_cli_t *cli, bench_plan_t *plan)
     bench_cell_t fast = c;
     fast.wait = STELE_WAIT_NONE;
     fast.input = BENCH_INPUT_JSON;
+    rc = rc ? rc : cli_add(plan, fast, "libbson-json", "ssd", 1);
     rc = rc ? rc : cli_add(plan, fast, "stele", "ssd", 1);
     fast.input = BENCH_INPUT_BSON;
     rc = rc ? rc : cli_add(plan, fast, "stele", "ssd", 1);

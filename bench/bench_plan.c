@@ -44,6 +44,8 @@ plan_target(const char *system)
         return &bench_target_stele;
     if (strcmp(system, "fsync-loop") == 0)
         return &bench_target_fsync_loop;
+    if (strcmp(system, "libbson-json") == 0)
+        return &bench_target_json_parse;
     return bench_peer_find(system);
 }
 

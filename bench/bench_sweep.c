@@ -206,9 +206,17 @@ summary_lone_writer(FILE *out, const bench_result_t *res, size_t n)
     for (int in = 0; in < 2; in++) {
         const bench_result_t *none = summary_find(res, n, "stele", "ssd", 1, STELE_WAIT_NONE, 0,
                                                   STELE_COMMIT_ADAPTIVE, (bench_input_t)in);
-        if (none)
-            fprintf(out, "  1 writer wait=none %s: %.0f/s (not durable)\n",
-                    bench_input_name((bench_input_t)in), none->appends_per_s);
+        const bench_result_t *parse =
+            summary_find(res, n, "libbson-json", "ssd", 1, STELE_WAIT_NONE, 0,
+                         STELE_COMMIT_ADAPTIVE, (bench_input_t)in);
+        if (!none)
+            continue;
+        fprintf(out, "  1 writer wait=none %s: %.0f/s (not durable)",
+                bench_input_name((bench_input_t)in), none->appends_per_s);
+        if (parse && parse->appends_per_s > 0)
+            fprintf(out, "; libbson's JSON parse alone %.0f/s (stele at %.0f%% of it)",
+                    parse->appends_per_s, 100.0 * none->appends_per_s / parse->appends_per_s);
+        fprintf(out, "\n");
     }
 }
 

@@ -1,9 +1,10 @@
 /*
  * serve_ack.c: the ack threads. The event loop appends with STELE_WAIT_NONE and never
  * waits; for each wait level (written, durable, shipped) one thread here blocks in
- * stele_wait() for the highest seq the loop asked for, records how far the level got, and
- * wakes the loop through its eventfd. Waiting for the highest seq covers every lower one:
- * seqs reach each level in order.
+ * stele_wait() for the oldest seq the loop still waits for, records how far the level got
+ * (stele_reached_seq: seqs reach each level in order, so everything below it has too), and
+ * wakes the loop through its eventfd. Waiting for the newest seq instead would hold the
+ * replies of a finished commit until the next one, which carries that seq, finished too.
  *
  * Why one thread per level: a shipped wait may last as long as MongoDB is down; durable
  * replies must not queue behind it.
@@ -94,13 +95,16 @@ serve_acks_thread_main(void *arg)
             pthread_cond_wait(&a->cv, &a->mu);
             continue;
         }
-        uint64_t target = a->want_seq[level];
+        uint64_t want = a->want_seq[level];
+        uint64_t target = done + 1;
         pthread_mutex_unlock(&a->mu);
 
         stele_error_t err = {0};
         int rc = stele_wait(a->db, target, level, SERVE_ACK_POLL_MS, &err);
         uint64_t engine_seq = 0;
-        if (rc != 0 && rc != STELE_ETIMEDOUT)
+        if (rc == 0)
+            engine_seq = stele_reached_seq(a->db, level);
+        else if (rc != STELE_ETIMEDOUT)
             engine_seq = serve_acks_engine_seq(a->db, level);
 
         pthread_mutex_lock(&a->mu);
@@ -108,14 +112,17 @@ serve_acks_thread_main(void *arg)
             continue;
         serve_ack_state_t *s = &a->state;
         if (rc == 0) {
-            if (target > s->reached_seq[level])
-                s->reached_seq[level] = target;
-        } else {
-            uint64_t reached = engine_seq < target ? engine_seq : target;
+            uint64_t reached = engine_seq < want ? engine_seq : want;
+            if (reached < target)
+                reached = target;
             if (reached > s->reached_seq[level])
                 s->reached_seq[level] = reached;
-            if (target > s->failed_upto[level])
-                s->failed_upto[level] = target;
+        } else {
+            uint64_t reached = engine_seq < want ? engine_seq : want;
+            if (reached > s->reached_seq[level])
+                s->reached_seq[level] = reached;
+            if (want > s->failed_upto[level])
+                s->failed_upto[level] = want;
             s->fail_code[level] = rc;
             s->fail_err[level] = err;
             s->fail_err[level].code = rc;

@@ -14,8 +14,14 @@
  * appenders under mu; written_seq and durable_seq only by the committer. All three are
  * atomics so waiters and stats read them without the lock.
  *
- * The committer never holds mu across journal I/O: it detaches a chunk under mu, writes and
- * syncs without it, then retakes mu to recycle the chunk and wake waiters.
+ * Journal I/O is done by whoever holds io_mu: the committer thread, or (leading mode: sync=
+ * always, adaptive policy, commit_interval_us 0) a durable waiter whose record is still
+ * queued while nobody else writes. It takes the oldest chunk under mu, writes and syncs it
+ * without mu, recycles it under mu and wakes the waiters; a lone writer so commits its own
+ * records with no thread hand-off (on a loaded machine each hand-off waits for a CPU, and
+ * a committer thread made one writer 5x slower than a plain write+sync loop). A waiter
+ * that finds io_mu busy wakes the committer, which takes the next batch the moment the
+ * journal is free. Lock order: io_mu before mu; mu is never held across journal I/O.
  *
  * Halting: a failed write or sync stores the cause once (halt_err, before `halted` is set
  * with release order), drops everything queued and wakes everyone; from then on every
@@ -51,6 +57,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "seqwait.h"
 
 /* Enqueue times sampled per batch for the latency histogram; later records in a large
  * batch are represented by these (weighted), which keeps the append path cheap. */
@@ -67,18 +74,21 @@
  * record. Appends that wait always wake it at once. */
 #define COMMIT_NAP_NS 1000000ull
 #define COMMIT_NAP_WINDOW_NS 100000000ull
-/* Condition variables waiters are spread over, by seq (a power of two). */
-#define COMMIT_WAIT_SLOTS 256
 
 /* An unwaited append still wakes a napping committer once this much is queued. */
 #define COMMIT_EAGER_BYTES ((size_t)256 << 10)
 
-/* A waiter whose record is in the batch being written spins this long before sleeping, and
- * the committer spins this long for the next record before napping: for a lone durable
- * writer that saves two futex wake-ups per commit, a large share of an ~85 us fdatasync.
- * Only one waiter spins at a time, so many writers never burn the CPU the committer needs. */
-#define COMMIT_WAITER_SPIN_NS 300000ull
-#define COMMIT_COMMITTER_SPIN_NS 30000ull
+/* A waiter whose record is in the batch being written spins up to this long before
+ * sleeping (an fdatasync's p99 on a VM disk is near 1 ms), and the committer spins this long
+ * for the next record before napping: for a lone durable writer that saves two futex
+ * wake-ups per commit, each as long as a fast fdatasync on a virtual machine. Only one
+ * waiter spins at a time, and only with few writers active (COMMIT_SPIN_MAX_WRITERS). */
+#define COMMIT_WAITER_SPIN_NS 1000000ull
+#define COMMIT_COMMITTER_SPIN_NS 50000ull
+/* Waiters spin only while at most this many writers are active (see commit_spin_worth). */
+#define COMMIT_SPIN_MAX_WRITERS 2
+/* A gap this long between two looks at the clock means the spinner was descheduled. */
+#define COMMIT_SPIN_PREEMPTED_NS 50000ull
 
 #define NS_PER_US 1000ull
 #define NS_PER_MS 1000000ull
@@ -100,13 +110,21 @@ struct commit {
     pthread_t thread;
     uint64_t max_chunks;
 
+    /* Held by whoever writes or syncs the journal: the committer thread, or a waiter leading
+     * a commit (see commit_lead). Taken before mu, never while holding it. Also protects
+     * woken_written / woken_durable. */
+    pthread_mutex_t io_mu;
+    /* Durable waiters commit their own records when the journal is free (sync=always,
+     * adaptive policy, no commit interval): a lone writer then pays no hand-off. */
+    bool is_leading;
+
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* committer waits here for records, flush or close */
     pthread_cond_t space_cv; /* appenders wait here for queue space or quota */
-    /* Waiters for seq s sleep on done_cv[s % COMMIT_WAIT_SLOTS], so a batch wakes only the
-     * waiters whose records it carried: one shared condvar woke every waiter (64 writers =
-     * 64 wake-ups and mutex round trips per batch, most of them to go back to sleep). */
-    pthread_cond_t done_cv[COMMIT_WAIT_SLOTS];
+    /* Waiters for a seq sleep in its seqwait slot, one set per level, without mu: a batch
+     * wakes only the waiters whose level it reached, and none of them queues on mu. */
+    seqwait_t written_wait;
+    seqwait_t durable_wait;
 
     /* -- protected by mu -- */
     chunk_t *open;      /* being filled; NULL or holding records */
@@ -121,13 +139,12 @@ struct commit {
     int64_t last_ts_ns;
     uint64_t flush_seq; /* sync requested up to this seq */
     int n_space_waiters;
-    int n_done_waiters;
-    uint64_t woken_written; /* done_cv slots were broadcast up to these positions */
+    uint64_t woken_written; /* (io_mu) done_wait slots were woken up to these positions */
     uint64_t woken_durable;
-    bool is_committer_idle;
-    bool is_committer_napping; /* idle, but wakes by itself within COMMIT_NAP_NS */
+    _Atomic bool is_committer_idle; /* also read by waiters deciding whether to spin */
+    bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
     bool is_closing;
-    bool is_stopped; /* the committer thread has exited */
+    _Atomic bool is_stopped; /* the committer thread has exited */
 
     /* -- written once by the committer before `halted` is set (release) -- */
     stele_error_t halt_err;
@@ -351,37 +368,24 @@ commit_halted(commit_t *c, stele_error_t *err)
     return STELE_EHALTED;
 }
 
-/* Wakes the waiters of every seq in (from, to]. Called with mu held. */
+/* Wakes the waiters whose level was reached since the last call. Committer only. */
 static void
-commit_wake_range_locked(commit_t *c, uint64_t from, uint64_t to)
+commit_wake_done(commit_t *c)
 {
-    if (to <= from)
-        return;
-    uint64_t n = to - from < COMMIT_WAIT_SLOTS ? to - from : COMMIT_WAIT_SLOTS;
-    for (uint64_t k = 1; k <= n; k++)
-        pthread_cond_broadcast(&c->done_cv[(from + k) % COMMIT_WAIT_SLOTS]);
-}
-
-/* Wakes the waiters whose level was reached since the last call. Called with mu held. */
-static void
-commit_wake_done_locked(commit_t *c)
-{
-    uint64_t written = atomic_load_explicit(&c->written_seq, memory_order_acquire);
-    uint64_t durable = atomic_load_explicit(&c->durable_seq, memory_order_acquire);
-    if (c->n_done_waiters) {
-        commit_wake_range_locked(c, c->woken_written, written);
-        commit_wake_range_locked(c, c->woken_durable, durable);
-    }
+    uint64_t written = atomic_load(&c->written_seq);
+    uint64_t durable = atomic_load(&c->durable_seq);
+    seqwait_wake_range(&c->written_wait, c->woken_written, written);
+    seqwait_wake_range(&c->durable_wait, c->woken_durable, durable);
     c->woken_written = written;
     c->woken_durable = durable;
 }
 
-/* Wakes every waiter (halt, close): they re-check and leave. Called with mu held. */
+/* Wakes every waiter (halt, close): they re-check and leave. */
 static void
-commit_wake_all_locked(commit_t *c)
+commit_wake_all(commit_t *c)
 {
-    for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
-        pthread_cond_broadcast(&c->done_cv[k]);
+    seqwait_wake_all(&c->written_wait);
+    seqwait_wake_all(&c->durable_wait);
 }
 
 /* Called by the committer with mu held. Drops everything queued and wakes everyone. */
@@ -402,7 +406,7 @@ commit_halt_locked(commit_t *c, const stele_error_t *cause)
     c->queue_bytes = 0;
     c->queue_records = 0;
     pthread_cond_broadcast(&c->space_cv);
-    commit_wake_all_locked(c);
+    commit_wake_all(c);
     return to_free;
 }
 
@@ -520,10 +524,90 @@ commit_spin_for_waited(commit_t *c, uint64_t taken_seq)
     }
 }
 
+static void
+commit_free_chunks(chunk_t *list)
+{
+    while (list) {
+        chunk_t *next = list->next;
+        chunk_free(list);
+        list = next;
+    }
+}
+
+/* Syncs what is written but not yet durable (io_mu held, mu not held). A leading waiter
+ * may have synced it while the caller waited for io_mu: then there is nothing to do.
+ * Returns the chunks a failure dropped, for the caller to free outside the locks. */
+static chunk_t *
+commit_sync_written(commit_t *c)
+{
+    uint64_t written = atomic_load(&c->written_seq);
+    if (written <= atomic_load(&c->durable_seq))
+        return NULL;
+    stele_error_t serr;
+    int rc = journal_sync(c->cfg.journal, &serr);
+    if (rc == 0) {
+        atomic_fetch_add_explicit(&c->n_syncs, 1, memory_order_relaxed);
+        atomic_store_explicit(&c->durable_seq, written, memory_order_release);
+        commit_publish(c);
+    }
+    pthread_mutex_lock(&c->mu);
+    chunk_t *dropped = rc ? commit_halt_locked(c, &serr) : NULL;
+    pthread_mutex_unlock(&c->mu);
+    commit_wake_done(c);
+    return dropped;
+}
+
+/* Writes one taken chunk (syncing it too with sync=always), recycles it and wakes the
+ * waiters it satisfied. Called with io_mu held and mu not held, by the committer or by a
+ * leading waiter. Returns 0 or the error that halted the queue. */
+static int
+commit_batch_io(commit_t *c, chunk_t *ch)
+{
+    stele_error_t werr;
+    int rc = commit_write_chunk(c, ch, &werr);
+    uint64_t done_ns = commit_mono_ns();
+    if (rc == 0) {
+        if (c->cfg.sync != STELE_SYNC_ALWAYS)
+            commit_record_latency(c, ch, done_ns);
+        commit_refresh_disk_bytes(c);
+        if (c->cfg.sync != STELE_SYNC_ALWAYS)
+            commit_publish(c);
+    }
+    if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS) {
+        /* wait=written is reached now: do not make those waiters sit through the sync. */
+        commit_wake_done(c);
+        /* Sync right here rather than through the loop: the batch's own latency. */
+        stele_error_t serr;
+        rc = journal_sync(c->cfg.journal, &serr);
+        if (rc == 0) {
+            atomic_fetch_add_explicit(&c->n_syncs, 1, memory_order_relaxed);
+            atomic_store_explicit(&c->durable_seq, ch->last_seq, memory_order_release);
+            commit_record_latency(c, ch, commit_mono_ns());
+            commit_publish(c);
+        } else {
+            werr = serr;
+        }
+    }
+    atomic_store_explicit(&c->inflight_seq, 0, memory_order_relaxed);
+    pthread_mutex_lock(&c->mu);
+    c->queue_bytes -= ch->used_bytes;
+    c->queue_records -= ch->n_records;
+    chunk_t *to_free = chunk_put(c, ch);
+    chunk_t *dropped = rc ? commit_halt_locked(c, &werr) : NULL;
+    if (c->n_space_waiters)
+        pthread_cond_broadcast(&c->space_cv);
+    pthread_mutex_unlock(&c->mu);
+    commit_wake_done(c);
+    chunk_free(to_free);
+    commit_free_chunks(dropped);
+    return rc;
+}
+
 static void *
 commit_main(void *arg)
 {
     commit_t *c = arg;
+    pthread_setname_np(pthread_self(), "stele-commit"); /* names it in top -H, perf, gdb */
     uint64_t last_sync_ns = commit_mono_ns();
     uint64_t last_commit_ns = 0;
     pthread_mutex_lock(&c->mu);
@@ -536,23 +620,12 @@ commit_main(void *arg)
 
         if (!halted && commit_sync_due(c, written, durable, last_sync_ns, now, draining)) {
             pthread_mutex_unlock(&c->mu);
-            stele_error_t serr;
-            int rc = journal_sync(c->cfg.journal, &serr);
-            uint64_t synced_ns = commit_mono_ns();
-            if (rc == 0) {
-                atomic_fetch_add_explicit(&c->n_syncs, 1, memory_order_relaxed);
-                atomic_store_explicit(&c->durable_seq, written, memory_order_release);
-                commit_publish(c);
-            }
+            pthread_mutex_lock(&c->io_mu);
+            chunk_t *dropped = commit_sync_written(c);
+            pthread_mutex_unlock(&c->io_mu);
+            last_sync_ns = commit_mono_ns();
+            commit_free_chunks(dropped);
             pthread_mutex_lock(&c->mu);
-            last_sync_ns = synced_ns;
-            chunk_t *dropped = rc ? commit_halt_locked(c, &serr) : NULL;
-            commit_wake_done_locked(c);
-            while (dropped) {
-                chunk_t *next = dropped->next;
-                chunk_free(dropped);
-                dropped = next;
-            }
             continue;
         }
         if (halted || !commit_has_work(c)) {
@@ -573,67 +646,28 @@ commit_main(void *arg)
         }
 
         commit_grow_batch(c, last_commit_ns);
-        chunk_t *ch = commit_take_chunk(c);
-        if (!ch)
+        if (!commit_has_work(c))
             continue;
-        last_commit_ns = commit_mono_ns();
-        atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
         pthread_mutex_unlock(&c->mu);
-
-        stele_error_t werr;
-        int rc = commit_write_chunk(c, ch, &werr);
-        uint64_t done_ns = commit_mono_ns();
-        if (rc == 0) {
-            if (c->cfg.sync != STELE_SYNC_ALWAYS)
-                commit_record_latency(c, ch, done_ns);
-            commit_refresh_disk_bytes(c);
-            if (c->cfg.sync != STELE_SYNC_ALWAYS)
-                commit_publish(c);
-        }
-        bool always = c->cfg.sync == STELE_SYNC_ALWAYS && rc == 0;
-        if (always) {
-            /* wait=written is reached now: do not make those waiters sit through the sync. */
-            pthread_mutex_lock(&c->mu);
-            commit_wake_done_locked(c);
-            pthread_mutex_unlock(&c->mu);
-            /* Sync right here rather than through the loop: the batch's own latency. */
-            stele_error_t serr;
-            rc = journal_sync(c->cfg.journal, &serr);
-            if (rc == 0) {
-                atomic_fetch_add_explicit(&c->n_syncs, 1, memory_order_relaxed);
-                atomic_store_explicit(&c->durable_seq, ch->last_seq, memory_order_release);
-                commit_record_latency(c, ch, commit_mono_ns());
-                commit_publish(c);
-            } else {
-                werr = serr;
-            }
-        }
-
-        uint64_t taken_seq = ch->last_seq;
-        atomic_store_explicit(&c->inflight_seq, 0, memory_order_relaxed);
+        pthread_mutex_lock(&c->io_mu);
         pthread_mutex_lock(&c->mu);
-        if (always && rc == 0)
-            last_sync_ns = commit_mono_ns();
-        c->queue_bytes -= ch->used_bytes;
-        c->queue_records -= ch->n_records;
-        chunk_t *to_free = chunk_put(c, ch);
-        chunk_t *dropped = rc ? commit_halt_locked(c, &werr) : NULL;
-        if (c->n_space_waiters)
-            pthread_cond_broadcast(&c->space_cv);
-        commit_wake_done_locked(c);
-        pthread_mutex_unlock(&c->mu);
-        chunk_free(to_free);
-        while (dropped) {
-            chunk_t *next = dropped->next;
-            chunk_free(dropped);
-            dropped = next;
+        chunk_t *ch = commit_take_chunk(c); /* NULL when a leading waiter took it first */
+        if (ch) {
+            last_commit_ns = commit_mono_ns();
+            atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
         }
-        if (rc == 0)
+        pthread_mutex_unlock(&c->mu);
+        int rc = ch ? commit_batch_io(c, ch) : -1;
+        if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS)
+            last_sync_ns = commit_mono_ns();
+        uint64_t taken_seq = atomic_load(&c->written_seq);
+        pthread_mutex_unlock(&c->io_mu);
+        if (rc == 0 && !c->is_leading)
             commit_spin_for_waited(c, taken_seq);
         pthread_mutex_lock(&c->mu);
     }
-    c->is_stopped = true;
-    commit_wake_all_locked(c);
+    atomic_store(&c->is_stopped, true);
+    commit_wake_all(c);
     pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -660,20 +694,22 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_interval_us == 0 &&
+                    cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
+    pthread_mutex_init(&c->io_mu, NULL);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, &attr);
     pthread_cond_init(&c->space_cv, &attr);
-    for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
-        pthread_cond_init(&c->done_cv[k], &attr);
+    seqwait_init(&c->written_wait);
+    seqwait_init(&c->durable_wait);
     pthread_condattr_destroy(&attr);
     commit_refresh_disk_bytes(c);
     int rc = pthread_create(&c->thread, NULL, commit_main, c);
     if (rc) {
+        pthread_mutex_destroy(&c->io_mu);
         pthread_mutex_destroy(&c->mu);
         pthread_cond_destroy(&c->work_cv);
         pthread_cond_destroy(&c->space_cv);
-        for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
-            pthread_cond_destroy(&c->done_cv[k]);
         free(c);
         return error_set(err, -rc, "could not start the committer thread: %s", strerror(rc));
     }
@@ -709,11 +745,10 @@ commit_free(commit_t *c)
         c->spare = ch->next;
         chunk_free(ch);
     }
+    pthread_mutex_destroy(&c->io_mu);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->work_cv);
     pthread_cond_destroy(&c->space_cv);
-    for (unsigned k = 0; k < COMMIT_WAIT_SLOTS; k++)
-        pthread_cond_destroy(&c->done_cv[k]);
     free(c);
 }
 
@@ -737,7 +772,7 @@ commit_blocked(commit_t *c, size_t frame_bytes)
 }
 
 int
-commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, bool is_waited,
+commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
                uint64_t *seq_out, stele_error_t *err)
 {
     size_t frame_bytes = journal_frame_bytes(payload_len);
@@ -801,9 +836,12 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, bool i
     c->queue_bytes += frame_bytes;
     c->queue_records++;
     atomic_store_explicit(&c->appended_seq, seq, memory_order_release);
+    bool is_waited = wait != STELE_WAIT_NONE;
     if (is_waited)
         atomic_store_explicit(&c->waited_seq, seq, memory_order_relaxed);
-    if (c->is_committer_idle &&
+    /* A durable waiter in leading mode commits the record itself (commit_lead). */
+    bool will_lead = c->is_leading && wait == STELE_WAIT_DURABLE;
+    if (c->is_committer_idle && !will_lead &&
         (is_waited || !c->is_committer_napping || c->queue_bytes >= COMMIT_EAGER_BYTES))
         pthread_cond_signal(&c->work_cv);
     pthread_mutex_unlock(&c->mu);
@@ -812,76 +850,161 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, bool i
     return 0;
 }
 
-/* Spins (one waiter at a time) while `seq` is in the batch being written and synced.
- * Returns true when the position reached seq. */
+/* Whether a waiter for `seq` should spin rather than sleep: only when few writers are
+ * active (with many, the spinning core is what the others need to form the next batch) and
+ * the record is in the batch being written or the next one. A record queued behind another
+ * batch waits a whole commit: sleeping is cheaper. */
+static bool
+commit_spin_worth(commit_t *c, uint64_t seq)
+{
+    if (atomic_load_explicit(&c->n_active, memory_order_relaxed) > COMMIT_SPIN_MAX_WRITERS)
+        return false;
+    /* Between batches (inflight 0) the next batch taken holds seq, even if the committer is
+     * still waking up from the signal the append sent: spinning here keeps the waiter from
+     * needing a wake-up of its own, and a lone writer from falling into a rhythm where both
+     * threads sleep and each commit pays two wake-up latencies. */
+    uint64_t inflight = atomic_load_explicit(&c->inflight_seq, memory_order_relaxed);
+    return inflight == 0 || inflight >= seq;
+}
+
+/* Spins (one waiter at a time) while the committer is about to reach `seq`. Returns true
+ * when the position reached seq. */
 static bool
 commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
 {
-    if (atomic_load_explicit(&c->inflight_seq, memory_order_relaxed) < seq)
+    if (!commit_spin_worth(c, seq))
         return false;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&c->n_spinners, &expected, 1))
         return false;
-    uint64_t start = commit_mono_ns();
+    uint64_t start = commit_mono_ns(), last = start;
+    uint64_t appended = atomic_load_explicit(&c->appended_seq, memory_order_relaxed);
     bool reached = false;
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(pos, memory_order_acquire) >= seq) {
             reached = true;
             break;
         }
-        if (atomic_load_explicit(&c->halted, memory_order_relaxed) ||
-            atomic_load_explicit(&c->inflight_seq, memory_order_relaxed) < seq)
+        if (atomic_load_explicit(&c->halted, memory_order_relaxed))
             break;
-        if (i % 64 == 0 && commit_mono_ns() - start >= COMMIT_WAITER_SPIN_NS)
-            break;
+        if (i % 64 == 0) {
+            uint64_t now = commit_mono_ns();
+            /* Stop when the time is up, when seq fell behind another batch, when other
+             * threads append meanwhile (a server's loop, writers outside append: they want
+             * this CPU), or when this thread was descheduled (the CPUs are contended, and the
+             * committer needs one to finish the commit). */
+            if (now - start >= COMMIT_WAITER_SPIN_NS || now - last >= COMMIT_SPIN_PREEMPTED_NS ||
+                !commit_spin_worth(c, seq) ||
+                atomic_load_explicit(&c->appended_seq, memory_order_relaxed) != appended)
+                break;
+            last = now;
+        }
         commit_cpu_relax();
     }
     atomic_store(&c->n_spinners, 0);
     return reached;
 }
 
+/* Wakes an idle committer if records are queued. Called by a thread that just released
+ * io_mu or will not lead: records queued by durable waiters did not wake the committer
+ * (their appender meant to lead), so whoever leaves them behind hands them on. */
+static void
+commit_hand_on(commit_t *c)
+{
+    /* An awake committer checks for work under mu before it sleeps, and the records in
+     * question were queued under mu before this call: it will find them. */
+    if (!atomic_load(&c->is_committer_idle))
+        return;
+    pthread_mutex_lock(&c->mu);
+    if (c->is_committer_idle && commit_has_work(c))
+        pthread_cond_signal(&c->work_cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Leading mode, a durable waiter: while no other thread holds the journal, take the oldest
+ * queued batch and write and sync it in this thread, until `pos` reaches seq. A lone
+ * writer so makes its records durable with no thread hand-off, like a plain write+sync
+ * loop. Returns true once pos reached seq; false when another thread holds the journal
+ * (it finishes, then finds this record queued or hands it on) or the queue halted. */
+static bool
+commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
+{
+    while (atomic_load(pos) < seq) {
+        if (atomic_load(&c->halted) || pthread_mutex_trylock(&c->io_mu) != 0)
+            return false;
+        pthread_mutex_lock(&c->mu);
+        chunk_t *ch = atomic_load(pos) < seq ? commit_take_chunk(c) : NULL;
+        if (ch)
+            atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
+        pthread_mutex_unlock(&c->mu);
+        int rc = ch ? commit_batch_io(c, ch) : 0;
+        pthread_mutex_unlock(&c->io_mu);
+        commit_hand_on(c);
+        if (!ch || rc)
+            break;
+    }
+    return atomic_load(pos) >= seq;
+}
+
+static int
+commit_wait_error(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, bool timed_out,
+                  stele_error_t *err)
+{
+    int rc = commit_halted(c, err);
+    if (rc)
+        return rc;
+    if (timed_out)
+        return error_set(
+            err, STELE_ETIMEDOUT, "seq %llu not %s within %lld ms", (unsigned long long)seq,
+            level == STELE_WAIT_WRITTEN ? "written" : "durable", (long long)timeout_ms);
+    return error_set(err, STELE_ECLOSED, "journal closed before seq %llu was reached",
+                     (unsigned long long)seq);
+}
+
 int
 commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, stele_error_t *err)
 {
     _Atomic uint64_t *pos;
+    seqwait_t *slots;
     if (level == STELE_WAIT_NONE)
         return 0;
-    if (level == STELE_WAIT_WRITTEN)
+    if (level == STELE_WAIT_WRITTEN) {
         pos = &c->written_seq;
-    else if (level == STELE_WAIT_DURABLE)
+        slots = &c->written_wait;
+    } else if (level == STELE_WAIT_DURABLE) {
         pos = &c->durable_seq;
-    else
+        slots = &c->durable_wait;
+    } else {
         return error_set(err, STELE_EINVAL, "wait level %d is not a commit level", (int)level);
+    }
     if (seq == 0 || seq > atomic_load_explicit(&c->appended_seq, memory_order_acquire))
         return error_set(err, STELE_EINVAL, "seq %llu was never appended", (unsigned long long)seq);
     if (atomic_load_explicit(pos, memory_order_acquire) >= seq)
         return 0;
+    if (c->is_leading) {
+        if (level == STELE_WAIT_DURABLE && commit_lead(c, pos, seq))
+            return 0;
+        /* Not led: the journal is busy (the committer is woken now, ready to take the next
+         * batch the moment it is free) or this waiter needs only `written`. */
+        commit_hand_on(c);
+    }
     if (commit_spin_for_seq(c, pos, seq))
         return 0;
     uint64_t deadline =
         timeout_ms < 0 ? 0 : commit_mono_ns() + (uint64_t)timeout_ms * NS_PER_MS + 1;
-    int rc = 0;
-    pthread_mutex_lock(&c->mu);
-    c->n_done_waiters++;
-    while (atomic_load_explicit(pos, memory_order_acquire) < seq) {
-        if ((rc = commit_halted(c, err)) != 0)
-            break;
-        if (c->is_stopped) {
-            rc = error_set(err, STELE_ECLOSED, "journal closed before seq %llu was reached",
-                           (unsigned long long)seq);
-            break;
-        }
-        if (commit_cond_wait(&c->done_cv[seq % COMMIT_WAIT_SLOTS], &c->mu, deadline) == ETIMEDOUT &&
-            atomic_load_explicit(pos, memory_order_acquire) < seq) {
-            rc = error_set(
-                err, STELE_ETIMEDOUT, "seq %llu not %s within %lld ms", (unsigned long long)seq,
-                level == STELE_WAIT_WRITTEN ? "written" : "durable", (long long)timeout_ms);
-            break;
-        }
+    for (;;) {
+        if (atomic_load(pos) >= seq)
+            return 0;
+        if (atomic_load(&c->halted) || atomic_load(&c->is_stopped))
+            return commit_wait_error(c, seq, level, timeout_ms, false, err);
+        uint32_t word = seqwait_prepare(slots, seq);
+        bool must_sleep =
+            atomic_load(pos) < seq && !atomic_load(&c->halted) && !atomic_load(&c->is_stopped);
+        int wrc = must_sleep ? seqwait_sleep(slots, seq, word, deadline) : 0;
+        seqwait_finish(slots, seq);
+        if (wrc == ETIMEDOUT && atomic_load(pos) < seq)
+            return commit_wait_error(c, seq, level, timeout_ms, true, err);
     }
-    c->n_done_waiters--;
-    pthread_mutex_unlock(&c->mu);
-    return rc;
 }
 
 int

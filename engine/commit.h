@@ -55,13 +55,14 @@ void commit_free(commit_t *c);
 
 /*
  * Queues one record (payload already validated). Blocks while the queue is full or the quota
- * reached (on_full=block), up to queue_timeout_ms. *seq_out receives its seq. `is_waited`
- * says the caller will wait for the record (wakes the committer at once); unwaited records
- * may sit up to about a millisecond so they are written in larger batches.
+ * reached (on_full=block), up to queue_timeout_ms. *seq_out receives its seq. `wait` is the
+ * level the caller will wait for: a waited record wakes the committer at once (unwaited
+ * ones may sit up to about a millisecond so they are written in larger batches), except a
+ * durable one in leading mode, whose caller commits it itself in commit_wait.
  * Returns 0, STELE_ETIMEDOUT, STELE_EFULL, STELE_EHALTED, STELE_ECLOSED; nothing is queued
  * on error.
  */
-int commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, bool is_waited,
+int commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
                    uint64_t *seq_out, stele_error_t *err);
 
 /*

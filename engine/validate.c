@@ -6,8 +6,9 @@
  *      on its own: a top level that is not an object (libbson turns `[1,2]` into a document),
  *      data after the object (libbson stops at the first one), integers beyond int64 (libbson
  *      wraps some of them silently), NaN/Infinity, and nesting deeper than max_depth;
- *   2. bson_init_from_json, whose failures are then classified (UTF-8, NUL in a key, syntax)
- *      by a slower diagnostic pass that finds the byte position; errors are the cold path;
+ *   2. libbson's JSON reader (as bson_init_from_json, with a right-sized buffer), whose failures
+ * are then classified (UTF-8, NUL in a key, syntax) by a slower diagnostic pass that finds the byte
+ * position; errors are the cold path;
  *   3. the document walk shared with BSON input: key rules, reserved keys, depth, size.
  * BSON input gets only the walk, which also checks UTF-8 of every key and string.
  */
@@ -28,6 +29,8 @@
 #define VALIDATE_NUMBER_TOKEN_MAX 400
 /* Integers with at most this many digits always fit int64 (max is 9223372036854775807). */
 #define VALIDATE_SAFE_INT_DIGITS 18
+/* Largest JSON parse buffer; a longer event is fed to the parser in pieces of this size. */
+#define JSON_PARSE_BUF_MAX ((size_t)16 << 10)
 
 /* -- the document walk ------------------------------------------------------------------ */
 
@@ -527,6 +530,26 @@ json_classify_failure(const char *s, size_t len, const bson_error_t *berr, stele
     return error_set(err, STELE_EJSON, "malformed json: %s", berr->message);
 }
 
+/* bson_init_from_json with a parse buffer sized to the event: the library's default 16 KiB
+ * buffer is allocated for every call, which cost more than parsing a small event. */
+static bool
+json_to_bson(const char *json, size_t len, bson_t *out, bson_error_t *berr)
+{
+    size_t buf_bytes = len < JSON_PARSE_BUF_MAX ? len : JSON_PARSE_BUF_MAX;
+    bson_json_reader_t *reader = bson_json_data_reader_new(false, buf_bytes);
+    bson_json_data_reader_ingest(reader, (const uint8_t *)json, len);
+    bson_init(out);
+    int n = bson_json_reader_read(reader, out, berr);
+    bson_json_reader_destroy(reader);
+    if (n == 1)
+        return true;
+    if (n == 0)
+        bson_set_error(berr, BSON_ERROR_JSON, BSON_JSON_ERROR_READ_INVALID_PARAM,
+                       "Empty JSON string");
+    bson_destroy(out);
+    return false;
+}
+
 int
 validate_json(const char *json, size_t len, const validate_limits_t *lim, bson_t *out,
               stele_error_t *err)
@@ -539,7 +562,7 @@ validate_json(const char *json, size_t len, const validate_limits_t *lim, bson_t
     int rc = validate_json_scan(json, len, lim->max_depth, err);
     if (rc)
         return rc;
-    if (!bson_init_from_json(out, json, (ssize_t)len, &berr))
+    if (!json_to_bson(json, len, out, &berr))
         return json_classify_failure(json, len, &berr, err);
     if (out->len > lim->max_record_bytes) {
         rc = error_set(err, STELE_ETOOBIG, "event of %u bytes exceeds max_record_bytes (%u)",

@@ -308,6 +308,13 @@ typedef struct stele_stats {
 /* Fills *out. Never blocks on I/O. Thread-safe. Returns 0 or STELE_EINVAL. */
 int stele_stats(stele_t *db, stele_stats_t *out);
 
+/* The highest seq that has reached `level` (every lower seq has too): appended for
+ * STELE_WAIT_NONE, written, durable, or shipped (the lowest over all sinks; 0 without
+ * sinks). A few atomic loads: cheap enough to call after every stele_wait(), which is how
+ * a caller waiting for the oldest of many seqs learns how many more it may acknowledge.
+ * Never blocks. Thread-safe. Returns 0 for a NULL handle or an unknown level. */
+uint64_t stele_reached_seq(stele_t *db, stele_wait_t level);
+
 /* ------------------------------------------------------------------------------------------
  * Readers: cross-process, read-only, never see an uncommitted record.
  * ------------------------------------------------------------------------------------------ */

@@ -208,6 +208,7 @@ static void *
 journal_preparer_main(void *arg)
 {
     journal_t *j = arg;
+    pthread_setname_np(pthread_self(), "stele-prepare"); /* names it in top -H, perf, gdb */
     pthread_mutex_lock(&j->mu);
     while (!j->prep_stop) {
         if (j->prep_fd >= 0 || j->prep_rc || j->prep_installing) {

@@ -102,11 +102,11 @@ config_for(fixture_t *f)
 }
 
 static uint64_t
-enqueue_or_fail(commit_t *c, fixture_t *f, bool is_waited)
+enqueue_or_fail(commit_t *c, fixture_t *f, stele_wait_t wait)
 {
     uint64_t seq = 0;
     stele_error_t err = {0};
-    int rc = commit_enqueue(c, bson_get_data(f->event), f->event->len, is_waited, &seq, &err);
+    int rc = commit_enqueue(c, bson_get_data(f->event), f->event->len, wait, &seq, &err);
     if (rc)
         fail_msg("enqueue: %s", err.message);
     return seq;
@@ -122,7 +122,7 @@ test_commit_assigns_contiguous_seqs_and_splits_at_the_batch_cap(void **state)
     commit_t *c;
     assert_int_equal(commit_start(&cc, &c, NULL), 0);
     for (uint64_t i = 1; i <= 3000; i++)
-        assert_int_equal(enqueue_or_fail(c, f, false), i);
+        assert_int_equal(enqueue_or_fail(c, f, STELE_WAIT_NONE), i);
     assert_int_equal(commit_stop(c, NULL), 0);
     assert_int_equal(commit_durable_seq(c), 3000); /* stop syncs even with sync=never */
     stele_stats_t st = {0};
@@ -145,7 +145,7 @@ test_commit_lone_writer_is_never_delayed(void **state)
     assert_int_equal(commit_start(&cc, &c, NULL), 0);
     for (int i = 0; i < 20; i++) {
         commit_writer_enter(c);
-        uint64_t seq = enqueue_or_fail(c, f, true);
+        uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_DURABLE);
         assert_int_equal(commit_wait(c, seq, STELE_WAIT_DURABLE, -1, NULL), 0);
         commit_writer_leave(c);
     }
@@ -167,7 +167,7 @@ test_commit_delays_while_another_writer_has_not_contributed(void **state)
     assert_int_equal(commit_start(&cc, &c, NULL), 0);
     commit_writer_enter(c); /* a second writer, busy validating, say */
     commit_writer_enter(c);
-    uint64_t seq = enqueue_or_fail(c, f, true);
+    uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_DURABLE);
     assert_int_equal(commit_wait(c, seq, STELE_WAIT_DURABLE, -1, NULL), 0);
     stele_stats_t st = {0};
     commit_stats(c, &st);
@@ -188,7 +188,7 @@ test_commit_writes_unwaited_records_without_being_asked(void **state)
     assert_int_equal(commit_start(&cc, &c, NULL), 0);
     uint64_t seq = 0;
     for (int i = 0; i < 100; i++)
-        seq = enqueue_or_fail(c, f, false);
+        seq = enqueue_or_fail(c, f, STELE_WAIT_NONE);
     /* Nobody waits, yet the committer's nap ends and the records are written. */
     assert_int_equal(commit_wait(c, seq, STELE_WAIT_WRITTEN, 5000, NULL), 0);
     assert_int_equal(commit_durable_seq(c), 0);
@@ -208,12 +208,13 @@ test_commit_rejects_waits_for_seqs_never_appended(void **state)
     stele_error_t err = {0};
     assert_int_equal(commit_wait(c, 1, STELE_WAIT_DURABLE, 0, &err), STELE_EINVAL);
     assert_int_equal(commit_wait(c, 0, STELE_WAIT_WRITTEN, 0, &err), STELE_EINVAL);
-    uint64_t seq = enqueue_or_fail(c, f, true);
+    uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_DURABLE);
     assert_int_equal(commit_wait(c, seq, STELE_WAIT_SHIPPED, 0, &err), STELE_EINVAL);
     assert_int_equal(commit_wait(c, seq, STELE_WAIT_NONE, 0, &err), 0);
     assert_int_equal(commit_stop(c, NULL), 0);
     stele_error_t closed = {0};
-    assert_int_equal(commit_enqueue(c, bson_get_data(f->event), f->event->len, true, &seq, &closed),
+    assert_int_equal(commit_enqueue(c, bson_get_data(f->event), f->event->len, STELE_WAIT_DURABLE,
+                                    &seq, &closed),
                      STELE_ECLOSED);
     commit_free(c);
 }
@@ -226,7 +227,7 @@ test_commit_latency_percentiles_are_ordered(void **state)
     commit_t *c;
     assert_int_equal(commit_start(&cc, &c, NULL), 0);
     for (int i = 0; i < 50; i++) {
-        uint64_t seq = enqueue_or_fail(c, f, true);
+        uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_DURABLE);
         assert_int_equal(commit_wait(c, seq, STELE_WAIT_DURABLE, -1, NULL), 0);
     }
     stele_stats_t st = {0};

@@ -1,0 +1,91 @@
+/*
+ * seqwait.c: futex slots for seqwait.h. Owns no thread and no lock.
+ *
+ * Ordering (why a wake is never lost): the waiter increments `sleepers`, reads `word`, then
+ * re-reads the position; the waker stores the position, then reads `sleepers` and, if any,
+ * increments `word` before FUTEX_WAKE. All four are sequentially consistent, so either the
+ * waiter sees the new position, or the waker sees the sleeper and changes the word, which
+ * makes a FUTEX_WAIT on the old word return at once.
+ */
+#include "seqwait.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NS_PER_S 1000000000ull
+
+static seqwait_slot_t *
+seqwait_slot(seqwait_t *w, uint64_t seq)
+{
+    return &w->slot[seq % SEQWAIT_SLOTS];
+}
+
+void
+seqwait_init(seqwait_t *w)
+{
+    memset(w, 0, sizeof *w);
+    for (unsigned k = 0; k < SEQWAIT_SLOTS; k++) {
+        atomic_init(&w->slot[k].word, 0);
+        atomic_init(&w->slot[k].sleepers, 0);
+    }
+}
+
+uint32_t
+seqwait_prepare(seqwait_t *w, uint64_t seq)
+{
+    seqwait_slot_t *s = seqwait_slot(w, seq);
+    atomic_fetch_add(&s->sleepers, 1);
+    return atomic_load(&s->word);
+}
+
+int
+seqwait_sleep(seqwait_t *w, uint64_t seq, uint32_t word, uint64_t deadline_ns)
+{
+    seqwait_slot_t *s = seqwait_slot(w, seq);
+    struct timespec abs = {.tv_sec = (time_t)(deadline_ns / NS_PER_S),
+                           .tv_nsec = (long)(deadline_ns % NS_PER_S)};
+    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a retried sleep
+     * does not stretch the caller's timeout. */
+    long rc = syscall(SYS_futex, &s->word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, word,
+                      deadline_ns ? &abs : NULL, NULL, FUTEX_BITSET_MATCH_ANY);
+    if (rc < 0 && errno == ETIMEDOUT)
+        return ETIMEDOUT;
+    return 0; /* woken, EAGAIN (the word moved) or EINTR: the caller re-checks */
+}
+
+void
+seqwait_finish(seqwait_t *w, uint64_t seq)
+{
+    atomic_fetch_sub(&seqwait_slot(w, seq)->sleepers, 1);
+}
+
+static void
+seqwait_wake_slot(seqwait_slot_t *s)
+{
+    if (atomic_load(&s->sleepers) == 0)
+        return;
+    atomic_fetch_add(&s->word, 1);
+    syscall(SYS_futex, &s->word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+}
+
+void
+seqwait_wake_range(seqwait_t *w, uint64_t from, uint64_t to)
+{
+    if (to <= from)
+        return;
+    uint64_t n = to - from < SEQWAIT_SLOTS ? to - from : SEQWAIT_SLOTS;
+    for (uint64_t k = 1; k <= n; k++)
+        seqwait_wake_slot(seqwait_slot(w, from + k));
+}
+
+void
+seqwait_wake_all(seqwait_t *w)
+{
+    for (unsigned k = 0; k < SEQWAIT_SLOTS; k++)
+        seqwait_wake_slot(&w->slot[k]);
+}

@@ -1,0 +1,50 @@
+/*
+ * seqwait.h: sleeping until a position reaches a seq, without a mutex.
+ *
+ * Waiters for seq s sleep on a futex word of slot s % SEQWAIT_SLOTS; whoever advances a
+ * position wakes the slots of the seqs it passed. A slot's sleeper count tells the waker
+ * whether the wake-up syscall is needed at all. Waiters never take a lock, so a batch's
+ * wake-ups do not all queue on one mutex behind the appenders (which a condition variable
+ * under the committer's mutex made them do).
+ */
+#ifndef STELE_ENGINE_SEQWAIT_H
+#define STELE_ENGINE_SEQWAIT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* A power of two; more slots than concurrent waiters keeps wake-ups targeted. */
+#define SEQWAIT_SLOTS 256
+
+typedef struct seqwait_slot {
+    _Atomic uint32_t word;     /* bumped by every wake of this slot */
+    _Atomic uint32_t sleepers; /* waiters between seqwait_prepare and seqwait_finish */
+    char pad[56];              /* one cache line per slot: neighbours' waiters do not collide */
+} seqwait_slot_t;
+
+typedef struct seqwait {
+    seqwait_slot_t slot[SEQWAIT_SLOTS];
+} seqwait_t;
+
+void seqwait_init(seqwait_t *w);
+
+/* Waiter, step 1: registers as a sleeper of seq's slot and returns the slot's word. The
+ * caller then re-checks its condition and calls seqwait_sleep only if it still must wait:
+ * a wake after this call changes the word, so the sleep returns at once. */
+uint32_t seqwait_prepare(seqwait_t *w, uint64_t seq);
+
+/* Waiter, step 2: sleeps while the slot's word equals `word`, until deadline_ns
+ * (CLOCK_MONOTONIC; 0 = no deadline). Returns 0, or ETIMEDOUT once the deadline passed.
+ * Spurious returns are possible: callers loop on their own condition. */
+int seqwait_sleep(seqwait_t *w, uint64_t seq, uint32_t word, uint64_t deadline_ns);
+
+/* Waiter, step 3 (always, after step 1). */
+void seqwait_finish(seqwait_t *w, uint64_t seq);
+
+/* Waker: wakes the sleepers of every seq in (from, to]. Call after storing the position. */
+void seqwait_wake_range(seqwait_t *w, uint64_t from, uint64_t to);
+
+/* Waker: wakes every sleeper (halt, close). Call after storing what they must notice. */
+void seqwait_wake_all(seqwait_t *w);
+
+#endif
