@@ -29,6 +29,13 @@ target_link_libraries(stele-ship-bench PRIVATE stele_ship_test_support)
 # The full 100,000-record exactly-once run (minutes on FerretDB-SQLite): long mode only,
 # so the default suite stays well inside CI's time.
 if(STELE_TEST_LONG)
+  # Ten million records wait while MongoDB is down, then a minute of catching up: every
+  # phase's peak RSS under 64 MiB (docs/mongodb.md "Memory while MongoDB is down"; needs
+  # ~1.4 GB of disk under $TMPDIR, deleted at the end).
+  add_test(NAME ship_memory_10m COMMAND stele-ship-bench memory --records 10000000
+           --seconds 20 --catch-up 60 --max-rss-kib 65536)
+  set_tests_properties(ship_memory_10m PROPERTIES FIXTURES_REQUIRED mongo_server
+                       LABELS "mongo;long" TIMEOUT 1800)
   add_test(NAME test_ship_100k COMMAND test_ship_mongo)
   set_tests_properties(test_ship_100k PROPERTIES
     ENVIRONMENT "STELE_TEST_SHIP_RECORDS=100000;STELE_TEST_FILTER=*exactly_once*"

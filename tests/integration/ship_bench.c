@@ -7,10 +7,11 @@
  *       same server, alternating, in the same run.
  *   stele-ship-bench lag    [--rate R] [--seconds S] [--uri URI]
  *       shipping lag (age of the oldest unshipped record) while appending R records/s.
- *   stele-ship-bench memory [--records N] [--seconds S] [--catch-up S]
+ *   stele-ship-bench memory [--records N] [--seconds S] [--catch-up S] [--max-rss-kib K]
  *       peak RSS of a process (the engine, one sink) while MongoDB is down and N records
  *       wait in the journal, and with --catch-up while it ships them once MongoDB is back
- *       (for up to S seconds, 0 = until caught up). Needs its own test server.
+ *       (for up to S seconds, 0 = until caught up). Needs its own test server. Exits 1
+ *       when a phase's peak exceeds K KiB.
  *
  * Without --uri it starts its own test server (mongo_server.h). Prints one line per
  * figure; exit status 0, or 1 on a usage or setup error.
@@ -38,7 +39,8 @@ typedef struct bench_args {
     int rounds;
     uint64_t rate;
     int seconds;
-    int catch_up; /* memory: -1 = no catch-up, 0 = until caught up, else seconds */
+    int catch_up;     /* memory: -1 = no catch-up, 0 = until caught up, else seconds */
+    long max_rss_kib; /* memory: fail when a phase's peak RSS exceeds it (0 = no limit) */
 } bench_args_t;
 
 static uint64_t
@@ -257,6 +259,12 @@ bench_mem_read(void)
     return m;
 }
 
+static long
+bench_max_long(long a, long b)
+{
+    return a > b ? a : b;
+}
+
 /* Resets VmHWM to the current RSS (Linux: "5" > /proc/self/clear_refs), so that each phase
  * reports its own peak. */
 static void
@@ -269,12 +277,14 @@ bench_mem_reset_peak(void)
     }
 }
 
-static void
+/* Prints a phase's figures; returns its peak. */
+static long
 bench_mem_print(const char *phase, bench_mem_t m)
 {
     printf("%-44s peak RSS %7ld KiB (now %7ld KiB: anon %7ld, file %7ld)\n", phase, m.hwm_kib,
            m.rss_kib, m.anon_kib, m.file_kib);
     fflush(stdout);
+    return m.hwm_kib;
 }
 
 static uint64_t
@@ -322,7 +332,7 @@ bench_memory(const bench_args_t *a)
     stele_error_t err = {0};
     int rc = stele_open(dir, &opts, &db, &err);
     bench_mem_reset_peak();
-    bench_mem_print("opened, MongoDB down", bench_mem_read());
+    long peak_kib = bench_mem_print("opened, MongoDB down", bench_mem_read());
     char json[160];
     uint64_t seq = 0;
     int64_t t0 = ship_fixture_now_ms();
@@ -340,7 +350,7 @@ bench_memory(const bench_args_t *a)
     stele_stats(db, &st);
     snprintf(phase, sizeof phase, "appended %llu (wait=none, %.0f/s, %.2f GB on disk)",
              (unsigned long long)seq, (double)seq / append_s, (double)st.disk_bytes / 1e9);
-    bench_mem_print(phase, bench_mem_read());
+    peak_kib = bench_max_long(peak_kib, bench_mem_print(phase, bench_mem_read()));
     if (rc == 0) {
         bench_mem_reset_peak();
         sleep((unsigned)a->seconds);
@@ -348,7 +358,7 @@ bench_memory(const bench_args_t *a)
         snprintf(phase, sizeof phase, "MongoDB down %d s (%llu retries, shipped %llu)", a->seconds,
                  (unsigned long long)st.sinks[0].retries,
                  (unsigned long long)st.sinks[0].shipped_seq);
-        bench_mem_print(phase, bench_mem_read());
+        peak_kib = bench_max_long(peak_kib, bench_mem_print(phase, bench_mem_read()));
     }
     if (rc == 0 && a->catch_up >= 0) {
         bench_mem_reset_peak();
@@ -362,7 +372,7 @@ bench_memory(const bench_args_t *a)
         snprintf(phase, sizeof phase, "%s: shipped %llu in %.0f s (%.0f/s)",
                  is_caught_up ? "caught up" : "catching up", (unsigned long long)shipped, ship_s,
                  (double)shipped / ship_s);
-        bench_mem_print(phase, bench_mem_read());
+        peak_kib = bench_max_long(peak_kib, bench_mem_print(phase, bench_mem_read()));
         int64_t n_docs = is_caught_up ? ship_count_docs(&so, NULL) : -1;
         if (is_caught_up)
             printf("the collection holds %lld documents\n", (long long)n_docs);
@@ -371,6 +381,11 @@ bench_memory(const bench_args_t *a)
     }
     if (rc != 0 && err.message[0])
         fprintf(stderr, "memory: %s\n", err.message);
+    if (a->max_rss_kib && peak_kib > a->max_rss_kib) {
+        fprintf(stderr, "memory: peak RSS %ld KiB is over the limit of %ld KiB\n", peak_kib,
+                a->max_rss_kib);
+        rc = -1;
+    }
     if (db) {
         mongo_server_signal(&ms, SIGKILL); /* close drains at most a few seconds: skip it */
         stele_close(db, NULL);
@@ -406,12 +421,16 @@ main(int argc, char **argv)
             a.seconds = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--catch-up"))
             a.catch_up = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--max-rss-kib"))
+            a.max_rss_kib = atol(argv[i + 1]);
         else
             a.mode = "";
     }
     if (strcmp(a.mode, "rate") && strcmp(a.mode, "lag") && strcmp(a.mode, "memory")) {
-        fprintf(stderr, "usage: stele-ship-bench rate|lag|memory [--records N] [--batch N] "
-                        "[--rounds N] [--rate R] [--seconds S] [--catch-up S] [--uri URI]\n");
+        fprintf(
+            stderr,
+            "usage: stele-ship-bench rate|lag|memory [--records N] [--batch N] "
+            "[--rounds N] [--rate R] [--seconds S] [--catch-up S] [--max-rss-kib K] [--uri URI]\n");
         return 1;
     }
     if (a.records == 0 || a.batch == 0 || a.rounds < 1 || a.rate < 100 || a.seconds < 1)
