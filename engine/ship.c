@@ -3,9 +3,12 @@
  *
  * Owns: one shipper per sink (its thread, its mongoc_client_pool_t, its journal reader, its
  * statistics), the document shape of a shipped record, the one classifier of MongoDB
- * errors (ship_classify), and the remote consistency check and re-ship (stele_remote_check,
- * stele_reship). Does not own the journal (read through journal_reader_*), the checkpoints
- * or dead letters (index_*), nor wait=shipped (the engine, fed by on_progress).
+ * errors (ship_classify), the remote consistency check and re-ship (stele_remote_check,
+ * stele_reship), the handling of dead letters (stele_dead_letters_*: list, re-ship,
+ * discard), and libmongoc's process-wide log handler (its lines go to stderr as stele log
+ * lines, URI passwords redacted). Does not own the journal (read through journal_reader_*),
+ * the storage of checkpoints and dead letters (index_*), nor wait=shipped (the engine, fed
+ * by on_progress).
  *
  * Invariants:
  *  - Records are read back from the journal, never queued in memory: memory is one batch
@@ -19,6 +22,8 @@
  *    authentication failure or a corrupt journal stops a sink.
  *  - Credentials never leave this file: errors and stats name the sink by host/db.coll, and
  *    every message is scrubbed of the URI's password.
+ *  - A dead letter leaves the index's list only when its document is acknowledged or found
+ *    stored with the same hash, or when an operator discards it (logged).
  *
  * Threads and locks: a shipper's thread is the only writer of shipped_seq (atomic) and the
  * only user of its reader and batch. `mu` protects the statistics below it and the stop
