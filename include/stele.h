@@ -493,7 +493,9 @@ int stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t fro
  * unique index other than _id, a document too large, ...). The sink records its seq in the
  * journal's index and goes on with the next record; the letter stays listed until it is
  * re-shipped successfully or discarded by an operator. These calls run beside a live writer
- * and its shippers (they open the index themselves; another process may hold the journal).
+ * and its shippers in another process (`stele ship --dead-letters` and friends): they open
+ * the journal's index themselves, which LMDB allows once per process, so do not call them
+ * from the process that holds the same journal with stele_open().
  */
 typedef struct stele_dead_letter {
     uint64_t seq;
