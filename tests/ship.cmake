@@ -15,6 +15,8 @@ set_tests_properties(ship_test_server PROPERTIES FIXTURES_SETUP mongo_server TIM
 
 stele_add_test(test_ship SOURCES test_ship.c LIBS stele)
 stele_add_test(test_ship_log SOURCES test_ship_log.c LIBS stele PkgConfig::MONGOC)
+stele_add_test(test_ship_dead_letters SOURCES test_ship_dead_letters.c
+               LIBS stele_ship_test_support)
 stele_add_test(test_ship_mongo SOURCES test_ship_mongo.c LIBS stele_ship_test_support
                TIMEOUT 600)
 stele_add_test(test_ship_faults SOURCES test_ship_faults.c LIBS stele_ship_test_support
