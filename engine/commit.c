@@ -15,13 +15,13 @@
  * atomics so waiters and stats read them without the lock.
  *
  * Journal I/O is done by whoever holds io_mu: the committer thread, or (leading mode: sync=
- * always, adaptive policy, commit_interval_us 0) a durable waiter whose record is still
- * queued while nobody else writes. It takes the oldest chunk under mu, writes and syncs it
- * without mu, recycles it under mu and wakes the waiters; a lone writer so commits its own
- * records with no thread hand-off (on a loaded machine each hand-off waits for a CPU, and
- * a committer thread made one writer 5x slower than a plain write+sync loop). A waiter
- * that finds io_mu busy wakes the committer, which takes the next batch the moment the
- * journal is free. Lock order: io_mu before mu; mu is never held across journal I/O.
+ * always, adaptive policy) a durable waiter whose record is still queued while nobody else
+ * writes and the adaptive policy would not hold the batch open for other active writers. It takes
+ * the oldest chunk under mu, writes and syncs it without mu, recycles it under mu and wakes the
+ * waiters; a lone writer so commits its own records with no thread hand-off (on a loaded machine
+ * each hand-off waits for a CPU, and a committer thread made one writer 5x slower than a plain
+ * write+sync loop). A waiter that finds io_mu busy wakes the committer, which takes the next batch
+ * the moment the journal is free. Lock order: io_mu before mu; mu is never held across journal I/O.
  *
  * Halting: a failed write or sync stores the cause once (halt_err, before `halted` is set
  * with release order), drops everything queued and wakes everyone; from then on every
@@ -42,8 +42,10 @@
  *
  * Wake-ups: unwaited appends (wait=none) let a committer that just finished a batch nap up
  * to COMMIT_NAP_NS so a stream of them is written in large batches; waited appends wake it
- * at once. Bounded spins (COMMIT_*_SPIN_NS) save a lone durable writer two futex wake-ups
- * per commit; see engine/README.md.
+ * at once (durable ones in leading mode do not: their caller commits). Waiters sleep in
+ * seqwait slots; the waker thread makes their wake-up syscalls, off the commit path.
+ * Bounded spins (COMMIT_*_SPIN_NS) save a lone writer outside leading mode two futex
+ * wake-ups per commit; see engine/README.md.
  */
 #include "commit.h"
 
@@ -54,7 +56,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "seqwait.h"
@@ -112,10 +117,10 @@ struct commit {
 
     /* Held by whoever writes or syncs the journal: the committer thread, or a waiter leading
      * a commit (see commit_lead). Taken before mu, never while holding it. Also protects
-     * woken_written / woken_durable. */
+     * the positions. */
     pthread_mutex_t io_mu;
     /* Durable waiters commit their own records when the journal is free (sync=always,
-     * adaptive policy, no commit interval): a lone writer then pays no hand-off. */
+     * adaptive policy): a lone writer then pays no hand-off. */
     bool is_leading;
 
     pthread_mutex_t mu;
@@ -139,10 +144,18 @@ struct commit {
     int64_t last_ts_ns;
     uint64_t flush_seq; /* sync requested up to this seq */
     int n_space_waiters;
-    uint64_t woken_written; /* (io_mu) done_wait slots were woken up to these positions */
+    /* The waker thread makes the wake-up syscalls for finished batches (one per sleeping
+     * waiter, several microseconds each on a virtual machine), so whoever committed starts
+     * the next batch at once instead of after dozens of them. */
+    pthread_t waker;
+    _Atomic uint32_t waker_word; /* futex word: bumped by every kick */
+    _Atomic bool is_waker_asleep;
+    _Atomic bool is_waker_stopping;
+    uint64_t woken_written; /* waker only: slots were woken up to these positions */
     uint64_t woken_durable;
     _Atomic bool is_committer_idle; /* also read by waiters deciding whether to spin */
     bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
+    bool is_committer_growing;      /* waiting for active writers to join the open batch */
     bool is_closing;
     _Atomic bool is_stopped; /* the committer thread has exited */
 
@@ -368,7 +381,7 @@ commit_halted(commit_t *c, stele_error_t *err)
     return STELE_EHALTED;
 }
 
-/* Wakes the waiters whose level was reached since the last call. Committer only. */
+/* Wakes the waiters whose level was reached since the last call. Waker thread only. */
 static void
 commit_wake_done(commit_t *c)
 {
@@ -378,6 +391,48 @@ commit_wake_done(commit_t *c)
     seqwait_wake_range(&c->durable_wait, c->woken_durable, durable);
     c->woken_written = written;
     c->woken_durable = durable;
+}
+
+/* After storing a position: has the waker wake whoever sleeps for it. No sleeper at all
+ * (a lone writer, spinning or leading) costs two atomic loads. See seqwait.c for why a
+ * sleeper is never missed; the waker re-reads the positions after every kick. */
+static void
+commit_kick_waker(commit_t *c)
+{
+    if (seqwait_sleepers(&c->written_wait) == 0 && seqwait_sleepers(&c->durable_wait) == 0)
+        return;
+    atomic_fetch_add(&c->waker_word, 1);
+    if (atomic_load(&c->is_waker_asleep))
+        syscall(SYS_futex, &c->waker_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
+
+static void *
+commit_waker_main(void *arg)
+{
+    commit_t *c = arg;
+    pthread_setname_np(pthread_self(), "stele-waker"); /* names it in top -H, perf, gdb */
+    for (;;) {
+        uint32_t word = atomic_load(&c->waker_word);
+        commit_wake_done(c);
+        if (atomic_load(&c->is_waker_stopping))
+            break;
+        atomic_store(&c->is_waker_asleep, true);
+        if (atomic_load(&c->waker_word) == word)
+            syscall(SYS_futex, &c->waker_word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, word, NULL, NULL,
+                    0);
+        atomic_store(&c->is_waker_asleep, false);
+    }
+    commit_wake_done(c);
+    return NULL;
+}
+
+static void
+commit_stop_waker(commit_t *c)
+{
+    atomic_store(&c->is_waker_stopping, true);
+    atomic_fetch_add(&c->waker_word, 1);
+    syscall(SYS_futex, &c->waker_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+    pthread_join(c->waker, NULL);
 }
 
 /* Wakes every waiter (halt, close): they re-check and leave. */
@@ -431,6 +486,16 @@ commit_sync_due(commit_t *c, uint64_t written, uint64_t durable, uint64_t last_s
     return false;
 }
 
+/* Whether the adaptive policy would hold the open batch back (mu held): a commit interval
+ * is set, nothing older is waiting, and more writers are active than records in the open
+ * batch, i.e. some active writer has not contributed yet. Never true for a lone writer. */
+static bool
+commit_batch_may_grow(const commit_t *c)
+{
+    return c->cfg.commit_interval_us > 0 && !c->full_head && !c->is_closing && c->open &&
+           (uint64_t)atomic_load(&c->n_active) > c->open->n_records;
+}
+
 /* Waits (mu held) to let other active writers join the open batch; see the top comment. */
 static void
 commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
@@ -448,17 +513,17 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
         }
         return;
     }
-    if (!c->open || (uint64_t)atomic_load(&c->n_active) <= c->open->n_records)
+    if (!commit_batch_may_grow(c))
         return;
     atomic_fetch_add_explicit(&c->commit_delays, 1, memory_order_relaxed);
     uint64_t deadline = commit_mono_ns() + interval_ns;
-    while (!c->is_closing && !c->full_head && c->open &&
-           (uint64_t)atomic_load(&c->n_active) > c->open->n_records &&
-           commit_mono_ns() < deadline) {
+    c->is_committer_growing = true;
+    while (commit_batch_may_grow(c) && commit_mono_ns() < deadline) {
         c->is_committer_idle = true;
         commit_cond_wait(&c->work_cv, &c->mu, deadline);
         c->is_committer_idle = false;
     }
+    c->is_committer_growing = false;
 }
 
 /* Writes one chunk (mu not held). Returns 0 or the journal's error in *err. */
@@ -553,7 +618,7 @@ commit_sync_written(commit_t *c)
     pthread_mutex_lock(&c->mu);
     chunk_t *dropped = rc ? commit_halt_locked(c, &serr) : NULL;
     pthread_mutex_unlock(&c->mu);
-    commit_wake_done(c);
+    commit_kick_waker(c);
     return dropped;
 }
 
@@ -575,7 +640,7 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     }
     if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS) {
         /* wait=written is reached now: do not make those waiters sit through the sync. */
-        commit_wake_done(c);
+        commit_kick_waker(c);
         /* Sync right here rather than through the loop: the batch's own latency. */
         stele_error_t serr;
         rc = journal_sync(c->cfg.journal, &serr);
@@ -597,7 +662,7 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     if (c->n_space_waiters)
         pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);
-    commit_wake_done(c);
+    commit_kick_waker(c);
     chunk_free(to_free);
     commit_free_chunks(dropped);
     return rc;
@@ -694,8 +759,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_interval_us == 0 &&
-                    cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
+    c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
     pthread_mutex_init(&c->io_mu, NULL);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, &attr);
@@ -704,7 +768,12 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     seqwait_init(&c->durable_wait);
     pthread_condattr_destroy(&attr);
     commit_refresh_disk_bytes(c);
-    int rc = pthread_create(&c->thread, NULL, commit_main, c);
+    int rc = pthread_create(&c->waker, NULL, commit_waker_main, c);
+    if (rc == 0) {
+        rc = pthread_create(&c->thread, NULL, commit_main, c);
+        if (rc)
+            commit_stop_waker(c);
+    }
     if (rc) {
         pthread_mutex_destroy(&c->io_mu);
         pthread_mutex_destroy(&c->mu);
@@ -728,8 +797,10 @@ commit_stop(commit_t *c, stele_error_t *err)
     pthread_cond_broadcast(&c->work_cv);
     pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);
-    if (!was_closing)
+    if (!was_closing) {
         pthread_join(c->thread, NULL);
+        commit_stop_waker(c); /* after the committer: its last batch's waiters are woken */
+    }
     return commit_halted(c, err);
 }
 
@@ -839,8 +910,9 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     bool is_waited = wait != STELE_WAIT_NONE;
     if (is_waited)
         atomic_store_explicit(&c->waited_seq, seq, memory_order_relaxed);
-    /* A durable waiter in leading mode commits the record itself (commit_lead). */
-    bool will_lead = c->is_leading && wait == STELE_WAIT_DURABLE;
+    /* A durable waiter in leading mode commits the record itself (commit_lead), unless the
+     * committer is holding the batch open for writers like this one. */
+    bool will_lead = c->is_leading && wait == STELE_WAIT_DURABLE && !c->is_committer_growing;
     if (c->is_committer_idle && !will_lead &&
         (is_waited || !c->is_committer_napping || c->queue_bytes >= COMMIT_EAGER_BYTES))
         pthread_cond_signal(&c->work_cv);
@@ -933,7 +1005,15 @@ commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
         if (atomic_load(&c->halted) || pthread_mutex_trylock(&c->io_mu) != 0)
             return false;
         pthread_mutex_lock(&c->mu);
-        chunk_t *ch = atomic_load(pos) < seq ? commit_take_chunk(c) : NULL;
+        bool must_lead = atomic_load(pos) < seq;
+        if (must_lead && commit_batch_may_grow(c)) {
+            /* Other active writers have not contributed yet: the committer's delay
+             * (commit_grow_batch) is what commit_interval_us asks for. */
+            pthread_mutex_unlock(&c->mu);
+            pthread_mutex_unlock(&c->io_mu);
+            return false;
+        }
+        chunk_t *ch = must_lead ? commit_take_chunk(c) : NULL;
         if (ch)
             atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
         pthread_mutex_unlock(&c->mu);

@@ -33,6 +33,7 @@ seqwait_init(seqwait_t *w)
         atomic_init(&w->slot[k].word, 0);
         atomic_init(&w->slot[k].sleepers, 0);
     }
+    atomic_init(&w->sleepers, 0);
 }
 
 uint32_t
@@ -40,6 +41,7 @@ seqwait_prepare(seqwait_t *w, uint64_t seq)
 {
     seqwait_slot_t *s = seqwait_slot(w, seq);
     atomic_fetch_add(&s->sleepers, 1);
+    atomic_fetch_add(&w->sleepers, 1); /* after the slot's: a waker that sees it sees both */
     return atomic_load(&s->word);
 }
 
@@ -61,7 +63,14 @@ seqwait_sleep(seqwait_t *w, uint64_t seq, uint32_t word, uint64_t deadline_ns)
 void
 seqwait_finish(seqwait_t *w, uint64_t seq)
 {
+    atomic_fetch_sub(&w->sleepers, 1);
     atomic_fetch_sub(&seqwait_slot(w, seq)->sleepers, 1);
+}
+
+uint32_t
+seqwait_sleepers(seqwait_t *w)
+{
+    return atomic_load(&w->sleepers);
 }
 
 static void

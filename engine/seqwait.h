@@ -24,6 +24,7 @@ typedef struct seqwait_slot {
 
 typedef struct seqwait {
     seqwait_slot_t slot[SEQWAIT_SLOTS];
+    _Atomic uint32_t sleepers; /* over all slots: lets a waker skip the whole range */
 } seqwait_t;
 
 void seqwait_init(seqwait_t *w);
@@ -40,6 +41,10 @@ int seqwait_sleep(seqwait_t *w, uint64_t seq, uint32_t word, uint64_t deadline_n
 
 /* Waiter, step 3 (always, after step 1). */
 void seqwait_finish(seqwait_t *w, uint64_t seq);
+
+/* Waker: whether anyone is between seqwait_prepare and seqwait_finish. Read after storing
+ * the position: 0 means every waiter will see the new position without a wake-up. */
+uint32_t seqwait_sleepers(seqwait_t *w);
 
 /* Waker: wakes the sleepers of every seq in (from, to]. Call after storing the position. */
 void seqwait_wake_range(seqwait_t *w, uint64_t from, uint64_t to);

@@ -241,7 +241,11 @@ int stele_close(stele_t *db, stele_error_t *err);
  * (queue or quota stayed full for queue_timeout_ms: nothing appended); STELE_EHALTED;
  * STELE_ECLOSED; STELE_ENOSINK for STELE_WAIT_SHIPPED without sinks.
  * If the record was appended but the wait failed, *seq_out is still set.
- * Thread-safe; blocks up to the wait level.
+ * Thread-safe; blocks up to the wait level. With STELE_WAIT_DURABLE (and the default
+ * sync=always, adaptive policy) the calling thread may itself write and fdatasync the
+ * queued batch when no other thread is (so a lone writer pays no thread hand-off): give
+ * callers a stack of at least 64 KiB, and never pthread_cancel a thread inside any stele_
+ * call (the engine would be left holding its journal lock).
  */
 int stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait,
                       uint64_t *seq_out, stele_error_t *err);

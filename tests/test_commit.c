@@ -2,7 +2,8 @@
  * test_commit.c: the committer (engine/commit.c) driven directly over a real journal:
  * seq assignment, batch splitting at the batch cap, the positions handed to the index
  * writer, the adaptive delay counted only when other writers are active, unwaited records
- * still written promptly, and a drain on stop that syncs whatever `sync` says.
+ * still written promptly, a drain on stop that syncs whatever `sync` says, and who writes
+ * the batches of a lone writer (itself when leading, the committer otherwise).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -23,11 +24,14 @@
 typedef struct batches_seen {
     pthread_mutex_t mu;
     uint64_t n;
+    pthread_t expected_thread; /* when is_thread_checked: who must write every batch */
+    int is_thread_checked;
+    uint64_t n_other_thread; /* batches written by another thread */
     uint64_t next_first_seq; /* the first seq the next batch must start with */
     int is_broken;
 } batches_seen_t;
 
-/* Runs on the committer thread. */
+/* Runs on the thread that wrote the batch: the committer, or a leading waiter. */
 static void
 record_batch(void *ctx, const journal_batch_info_t *info)
 {
@@ -37,6 +41,8 @@ record_batch(void *ctx, const journal_batch_info_t *info)
         b->is_broken = 1;
     b->next_first_seq = info->last_seq + 1;
     b->n++;
+    if (b->is_thread_checked && !pthread_equal(pthread_self(), b->expected_thread))
+        b->n_other_thread++;
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -157,6 +163,60 @@ test_commit_lone_writer_is_never_delayed(void **state)
     commit_free(c);
 }
 
+/* Leading mode (sync=always, adaptive, no interval): a lone durable writer writes and syncs
+ * its own batches, so (almost) no batch is handed to the committer thread; with sync=never
+ * (not leading) every batch is the committer's. Checked by the thread on_batch runs in. */
+static void
+lone_writer_batches_by_thread(fixture_t *f, stele_sync_t sync, stele_wait_t wait,
+                              uint64_t *n_batches, uint64_t *n_other_thread)
+{
+    commit_config_t cc = config_for(f);
+    cc.sync = sync;
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    pthread_mutex_lock(&f->seen.mu);
+    f->seen.expected_thread = pthread_self();
+    f->seen.is_thread_checked = 1;
+    f->seen.n = f->seen.n_other_thread = 0;
+    pthread_mutex_unlock(&f->seen.mu);
+    for (int i = 0; i < 50; i++) {
+        commit_writer_enter(c);
+        uint64_t seq = enqueue_or_fail(c, f, wait);
+        assert_int_equal(commit_wait(c, seq, wait, -1, NULL), 0);
+        commit_writer_leave(c);
+    }
+    pthread_mutex_lock(&f->seen.mu);
+    *n_batches = f->seen.n;
+    *n_other_thread = f->seen.n_other_thread;
+    f->seen.is_thread_checked = 0;
+    pthread_mutex_unlock(&f->seen.mu);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    assert_int_equal(commit_durable_seq(c), 50);
+    commit_free(c);
+}
+
+static void
+test_commit_lone_durable_writer_commits_in_its_own_thread(void **state)
+{
+    fixture_t *f = *state;
+    uint64_t n = 0, other = 0;
+    lone_writer_batches_by_thread(f, STELE_SYNC_ALWAYS, STELE_WAIT_DURABLE, &n, &other);
+    assert_int_equal(n, 50);
+    /* The committer may still catch one between an append and its waiter's lead (it
+     * polls for a while after a batch of its own, e.g. one taken at start-up). */
+    assert_true(other <= n / 10);
+}
+
+static void
+test_commit_written_waiter_leaves_the_batch_to_the_committer(void **state)
+{
+    fixture_t *f = *state;
+    uint64_t n = 0, other = 0;
+    lone_writer_batches_by_thread(f, STELE_SYNC_NEVER, STELE_WAIT_WRITTEN, &n, &other);
+    assert_true(n >= 1);
+    assert_int_equal(other, n);
+}
+
 static void
 test_commit_delays_while_another_writer_has_not_contributed(void **state)
 {
@@ -247,6 +307,8 @@ main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_commit_assigns_contiguous_seqs_and_splits_at_the_batch_cap),
         T(test_commit_lone_writer_is_never_delayed),
+        T(test_commit_lone_durable_writer_commits_in_its_own_thread),
+        T(test_commit_written_waiter_leaves_the_batch_to_the_committer),
         T(test_commit_delays_while_another_writer_has_not_contributed),
         T(test_commit_writes_unwaited_records_without_being_asked),
         T(test_commit_rejects_waits_for_seqs_never_appended),
