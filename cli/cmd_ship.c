@@ -4,14 +4,18 @@
  * ship with the sinks of their own configuration), then either waits until every committed
  * record is shipped (--once) or ships until SIGINT/SIGTERM, printing the shipped seq as it
  * advances. --from/--to re-ship a range with stele_reship() instead, without the writer lock
- * (beside a running writer and its shippers). SIGINT/SIGTERM are blocked and taken with
+ * (beside a running writer and its shippers). --dead-letters lists the sink's dead letters as
+ * JSON Lines, --reship-dead-letters sends them again and --discard-dead-letter drops one
+ * (all three also beside a running writer). SIGINT/SIGTERM are blocked and taken with
  * sigtimedwait(), so there is no handler and no global flag; the engine's threads inherit the mask.
  */
 #include "cmd.h"
 
+#include <bson/bson.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* How often progress is checked while shipping continuously. */
@@ -28,9 +32,15 @@ static const char ship_usage[] =
     "      --sink NAME        checkpoint name (default: default)\n"
     "      --once             stop when caught up\n"
     "      --from SEQ         re-ship from this seq (with --to: a range; then the journal\n"
-    "      --to SEQ           is not opened for writing and a writer may be running)\n";
+    "      --to SEQ           is not opened for writing and a writer may be running)\n"
+    "      --dead-letters     list the sink's dead letters (JSON Lines: seq, time, reason)\n"
+    "      --reship-dead-letters[=SEQ]\n"
+    "                         ship the dead letters (or the one at SEQ) again; those\n"
+    "                         accepted leave the list\n"
+    "      --discard-dead-letter SEQ\n"
+    "                         drop a dead letter without shipping it (logged)\n";
 
-enum { OPT_ONCE = 1, OPT_FROM, OPT_TO };
+enum { OPT_ONCE = 1, OPT_FROM, OPT_TO, OPT_DEAD_LIST, OPT_DEAD_RESHIP, OPT_DEAD_DISCARD };
 
 static const struct option ship_opts[] = {
     CLI_MONGO_OPTIONS,
@@ -38,6 +48,9 @@ static const struct option ship_opts[] = {
     {"once", no_argument, NULL, OPT_ONCE},
     {"from", required_argument, NULL, OPT_FROM},
     {"to", required_argument, NULL, OPT_TO},
+    {"dead-letters", no_argument, NULL, OPT_DEAD_LIST},
+    {"reship-dead-letters", optional_argument, NULL, OPT_DEAD_RESHIP},
+    {"discard-dead-letter", required_argument, NULL, OPT_DEAD_DISCARD},
     {NULL, 0, NULL, 0},
 };
 
@@ -46,6 +59,8 @@ typedef struct ship_query {
     int once;
     int has_range;
     uint64_t from_seq, to_seq; /* 0: oldest / last committed */
+    int dead_action;           /* 0, or the OPT_DEAD_* flag given */
+    uint64_t dead_seq;         /* --reship-dead-letters=SEQ (0 = all), --discard-dead-letter */
 } ship_query_t;
 
 static int
@@ -73,6 +88,16 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
             q->has_range = 1;
             break;
         }
+        case OPT_DEAD_LIST:
+        case OPT_DEAD_RESHIP:
+        case OPT_DEAD_DISCARD:
+            if (q->dead_action && q->dead_action != c)
+                return cli_usage_error("ship", "--dead-letters, --reship-dead-letters and "
+                                               "--discard-dead-letter exclude each other");
+            q->dead_action = c;
+            if (arg && (cli_parse_u64(arg, &q->dead_seq) != 0 || q->dead_seq == 0))
+                return cli_usage_error("ship", "'%s' is not a seq (1 or more)", arg);
+            break;
         default:
             return CLI_EXIT_USAGE;
         }
@@ -87,6 +112,8 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
     if (q->from_seq != 0 && q->to_seq != 0 && q->to_seq < q->from_seq)
         return cli_usage_error("ship", "--to %" PRIu64 " is before --from %" PRIu64, q->to_seq,
                                q->from_seq);
+    if (q->dead_action && (q->has_range || q->once))
+        return cli_usage_error("ship", "the dead-letter flags exclude --once and --from/--to");
     if (q->has_range && q->once)
         return cli_usage_error("ship", "--once and --from/--to exclude each other: a range is "
                                        "shipped once");
@@ -146,6 +173,74 @@ ship_range(const char *dir, const ship_query_t *q)
     return CLI_EXIT_OK;
 }
 
+/* Dead letters listed per call while printing them. */
+#define SHIP_DEAD_PAGE 256
+
+/* --dead-letters: one JSON object per line, {"seq", "time", "unix_ms", "reason"}. */
+static int
+ship_dead_list(const char *dir, const ship_query_t *q)
+{
+    stele_dead_letter_t *page = calloc(SHIP_DEAD_PAGE, sizeof *page);
+    if (page == NULL)
+        return CLI_EXIT_ENGINE;
+    stele_error_t err = {0};
+    int code = CLI_EXIT_OK;
+    uint64_t from_seq = 0;
+    int n;
+    do {
+        n = stele_dead_letters_list(dir, q->sink.name, from_seq, page, SHIP_DEAD_PAGE, &err);
+        for (int i = 0; i < n; i++) {
+            char when[64];
+            cli_format_time(page[i].unix_ms * 1000000, when, sizeof when);
+            bson_t doc = BSON_INITIALIZER;
+            BSON_APPEND_INT64(&doc, "seq", (int64_t)page[i].seq);
+            BSON_APPEND_UTF8(&doc, "time", page[i].unix_ms ? when : "");
+            BSON_APPEND_INT64(&doc, "unix_ms", page[i].unix_ms);
+            BSON_APPEND_UTF8(&doc, "reason", page[i].reason);
+            char *json = bson_as_relaxed_extended_json(&doc, NULL);
+            bson_destroy(&doc);
+            if (json == NULL) {
+                free(page);
+                return CLI_EXIT_ENGINE;
+            }
+            puts(json);
+            bson_free(json);
+        }
+        if (n > 0)
+            from_seq = page[n - 1].seq + 1;
+    } while (n == SHIP_DEAD_PAGE);
+    if (n < 0) {
+        cli_report("ship", n, &err);
+        code = cli_exit_for(n);
+    }
+    free(page);
+    return code;
+}
+
+/* --reship-dead-letters / --discard-dead-letter; the re-ship prints its counts as JSON. */
+static int
+ship_dead_act(const char *dir, const ship_query_t *q)
+{
+    if (q->dead_action == OPT_DEAD_LIST)
+        return ship_dead_list(dir, q);
+    stele_error_t err = {0};
+    int rc;
+    if (q->dead_action == OPT_DEAD_DISCARD) {
+        rc = stele_dead_letter_discard(dir, q->sink.name, q->dead_seq, &err);
+    } else {
+        stele_dead_letter_report_t rep;
+        rc = stele_dead_letters_reship(dir, &q->sink, q->dead_seq, &rep, &err);
+        printf("{\"tried\": %" PRIu64 ", \"shipped\": %" PRIu64 ", \"rejected\": %" PRIu64
+               ", \"missing\": %" PRIu64 "}\n",
+               rep.n_tried, rep.n_shipped, rep.n_rejected, rep.n_missing);
+    }
+    if (rc != 0) {
+        cli_report("ship", rc, &err);
+        return cli_exit_for(rc);
+    }
+    return CLI_EXIT_OK;
+}
+
 int
 cmd_ship(int argc, char **argv)
 {
@@ -165,6 +260,10 @@ cmd_ship(int argc, char **argv)
     code = cli_options_build(&args, &opts);
     if (code != 0)
         goto done;
+    if (q.dead_action) {
+        code = ship_dead_act(args.dir, &q);
+        goto done;
+    }
     if (q.has_range) {
         code = ship_range(args.dir, &q);
         goto done;

@@ -7,10 +7,12 @@
  *   times        biased first_ts (u64 BE) || first_seq (u64 BE) -> (empty)
  *   meta         key (string, no NUL)            -> value (<= INDEX_META_VALUE_MAX bytes)
  *   checkpoints  sink name                       -> shipped seq (u64 BE)
- *   dead         sink name || NUL || seq (u64 BE) -> why (text)
+ *   dead         sink name || NUL || seq (u64 BE) -> NUL || unix ms (u64 BE) || why (text)
  * Keys are big-endian so LMDB's memcmp order is numeric order; a timestamp is biased by 2^63
- * so negative times sort first. The time key carries the seq too because two batches may
- * share a first timestamp (timestamps never decrease, they may repeat).
+ * so negative times sort first. A dead letter's value starts with a NUL byte (text never
+ * does) so that values written before the time was recorded (text only) still read. The time key
+ * carries the seq too because two batches may share a first timestamp (timestamps never decrease,
+ * they may repeat).
  *
  * Invariants: every batches entry has exactly one times entry and vice versa; both are
  * written and deleted in the same transaction.
@@ -51,7 +53,6 @@
 #define INDEX_MAX_READERS 1024
 #define INDEX_META_VALUE_MAX 256
 #define INDEX_SINK_NAME_MAX 63
-#define INDEX_WHY_MAX 512
 /* Entries deleted per transaction by truncate/delete, so a huge delete does not hold one
  * giant dirty transaction. */
 #define INDEX_DELETE_CHUNK 4096
@@ -775,6 +776,9 @@ index_dead_key(uint8_t *key, const char *sink, uint64_t seq)
     return len + 9;
 }
 
+/* The value of a dead letter: NUL, the time it was rejected (unix ms, u64 BE), the reason. */
+#define INDEX_DEAD_HEADER 9
+
 int
 index_put_dead_letter(index_t *ix, const char *sink, uint64_t seq, const char *why,
                       stele_error_t *err)
@@ -784,20 +788,46 @@ index_put_dead_letter(index_t *ix, const char *sink, uint64_t seq, const char *w
         return rc ? rc
                   : error_set_hinted(err, STELE_EINVAL, NULL, "index_put_dead_letter: no index");
     uint8_t kb[INDEX_SINK_NAME_MAX + 9];
+    uint8_t vb[INDEX_DEAD_HEADER + INDEX_WHY_MAX];
     size_t why_len = why ? strlen(why) : 0;
     if (why_len > INDEX_WHY_MAX)
         why_len = INDEX_WHY_MAX;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    vb[0] = 0;
+    index_put_u64(vb + 1, (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000);
+    if (why_len)
+        memcpy(vb + INDEX_DEAD_HEADER, why, why_len);
     MDB_txn *txn = NULL;
     rc = index_begin(ix, 1, &txn, err);
     if (rc)
         return rc;
-    MDB_val k = {index_dead_key(kb, sink, seq), kb}, v = {why_len, (void *)(why ? why : "")};
+    MDB_val k = {index_dead_key(kb, sink, seq), kb}, v = {INDEX_DEAD_HEADER + why_len, vb};
     int mrc = mdb_put(txn, ix->dead, &k, &v, 0);
     if (mrc) {
         mdb_txn_abort(txn);
         return index_mdb_fail(err, mrc, ix, "write a dead letter to");
     }
     return index_commit(ix, txn, err);
+}
+
+/* Decodes a dead letter's value (either layout) into out. */
+static void
+index_decode_dead(uint64_t seq, const MDB_val *v, index_dead_letter_t *out)
+{
+    const uint8_t *p = v->mv_data;
+    size_t len = v->mv_size;
+    out->seq = seq;
+    out->unix_ms = 0;
+    if (len >= INDEX_DEAD_HEADER && p[0] == 0) {
+        out->unix_ms = (int64_t)index_get_u64(p + 1);
+        p += INDEX_DEAD_HEADER;
+        len -= INDEX_DEAD_HEADER;
+    }
+    if (len > INDEX_WHY_MAX)
+        len = INDEX_WHY_MAX;
+    memcpy(out->why, p, len);
+    out->why[len] = '\0';
 }
 
 int
@@ -824,17 +854,19 @@ index_delete_dead_letter(index_t *ix, const char *sink, uint64_t seq, stele_erro
     return index_commit(ix, txn, err);
 }
 
-/* Walks a sink's dead letters from from_seq, storing up to max seqs; returns the count
- * walked (all of them when seqs is NULL) or < 0. */
+/* Walks a sink's dead letters from from_seq, storing up to max of them in seqs and/or
+ * letters (either may be NULL); returns the count walked (all of them when both are NULL)
+ * in *count, and 0 or < 0. */
 static int
-index_walk_dead(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs, size_t max,
-                uint64_t *count, stele_error_t *err)
+index_walk_dead(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs,
+                index_dead_letter_t *letters, size_t max, uint64_t *count, stele_error_t *err)
 {
     int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
     if (rc || !ix)
         return rc ? rc : error_set_hinted(err, STELE_EINVAL, NULL, "dead letters: no index");
     uint8_t kb[INDEX_SINK_NAME_MAX + 9];
     size_t prefix_len = strlen(sink) + 1;
+    int is_bounded = seqs || letters;
     MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
     rc = index_begin(ix, 0, &txn, err);
@@ -848,11 +880,13 @@ index_walk_dead(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs
     for (; mrc == 0; mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         if (k.mv_size != prefix_len + 8 || memcmp(k.mv_data, kb, prefix_len) != 0)
             break;
-        if (seqs) {
-            if (n == max)
-                break;
-            seqs[n] = index_get_u64((const uint8_t *)k.mv_data + prefix_len);
-        }
+        if (is_bounded && n == max)
+            break;
+        uint64_t seq = index_get_u64((const uint8_t *)k.mv_data + prefix_len);
+        if (seqs)
+            seqs[n] = seq;
+        if (letters)
+            index_decode_dead(seq, &v, &letters[n]);
         n++;
     }
     if (mrc && mrc != MDB_NOTFOUND)
@@ -874,7 +908,21 @@ index_list_dead_letters(index_t *ix, const char *sink, uint64_t from_seq, uint64
     uint64_t n = 0;
     if (max == 0)
         return 0;
-    int rc = index_walk_dead(ix, sink, from_seq, seqs, max, &n, err);
+    int rc = index_walk_dead(ix, sink, from_seq, seqs, NULL, max, &n, err);
+    return rc ? rc : (int)n;
+}
+
+int
+index_read_dead_letters(index_t *ix, const char *sink, uint64_t from_seq, index_dead_letter_t *out,
+                        size_t max, stele_error_t *err)
+{
+    if (!out && max)
+        return error_set_hinted(err, STELE_EINVAL, NULL,
+                                "index_read_dead_letters: no output array");
+    uint64_t n = 0;
+    if (max == 0)
+        return 0;
+    int rc = index_walk_dead(ix, sink, from_seq, NULL, out, max, &n, err);
     return rc ? rc : (int)n;
 }
 
@@ -883,7 +931,7 @@ index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_e
 {
     if (!count)
         return error_set_hinted(err, STELE_EINVAL, NULL, "index_count_dead_letters: no output");
-    return index_walk_dead(ix, sink, 0, NULL, 0, count, err);
+    return index_walk_dead(ix, sink, 0, NULL, NULL, 0, count, err);
 }
 
 int

@@ -76,13 +76,25 @@ int index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_err
 int index_list_checkpoints(index_t *ix, char (*names)[64], uint64_t *seqs, size_t max,
                            stele_error_t *err);
 
-/* Dead letters: seqs a sink's remote rejected permanently. */
+/* Dead letters: seqs a sink's remote rejected permanently, with the time (now) and reason
+ * of the last rejection (put replaces an existing one). Reasons are cut at INDEX_WHY_MAX. */
+#define INDEX_WHY_MAX 512
+
+typedef struct index_dead_letter {
+    uint64_t seq;
+    int64_t unix_ms; /* when last rejected; 0 for letters recorded without a time */
+    char why[INDEX_WHY_MAX + 1];
+} index_dead_letter_t;
+
 int index_put_dead_letter(index_t *ix, const char *sink, uint64_t seq, const char *why,
                           stele_error_t *err);
 int index_delete_dead_letter(index_t *ix, const char *sink, uint64_t seq, stele_error_t *err);
 /* Fills up to max seqs in order from `from_seq`; returns how many were filled or < 0. */
 int index_list_dead_letters(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs,
                             size_t max, stele_error_t *err);
+/* As index_list_dead_letters, with the time and reason of each. */
+int index_read_dead_letters(index_t *ix, const char *sink, uint64_t from_seq,
+                            index_dead_letter_t *out, size_t max, stele_error_t *err);
 int index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_error_t *err);
 
 /* Flushes the environment to disk (the index is opened with MDB_NOSYNC). */

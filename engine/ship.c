@@ -3,9 +3,12 @@
  *
  * Owns: one shipper per sink (its thread, its mongoc_client_pool_t, its journal reader, its
  * statistics), the document shape of a shipped record, the one classifier of MongoDB
- * errors (ship_classify), and the remote consistency check and re-ship (stele_remote_check,
- * stele_reship). Does not own the journal (read through journal_reader_*), the checkpoints
- * or dead letters (index_*), nor wait=shipped (the engine, fed by on_progress).
+ * errors (ship_classify), the remote consistency check and re-ship (stele_remote_check,
+ * stele_reship), the handling of dead letters (stele_dead_letters_*: list, re-ship,
+ * discard), and libmongoc's process-wide log handler (its lines go to stderr as stele log
+ * lines, URI passwords redacted). Does not own the journal (read through journal_reader_*),
+ * the storage of checkpoints and dead letters (index_*), nor wait=shipped (the engine, fed
+ * by on_progress).
  *
  * Invariants:
  *  - Records are read back from the journal, never queued in memory: memory is one batch
@@ -19,6 +22,8 @@
  *    authentication failure or a corrupt journal stops a sink.
  *  - Credentials never leave this file: errors and stats name the sink by host/db.coll, and
  *    every message is scrubbed of the URI's password.
+ *  - A dead letter leaves the index's list only when its document is acknowledged or found
+ *    stored with the same hash, or when an operator discards it (logged).
  *
  * Threads and locks: a shipper's thread is the only writer of shipped_seq (atomic) and the
  * only user of its reader and batch. `mu` protects the statistics below it and the stop
@@ -37,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SHIP_HASH_BYTES 32
 /* How long the thread sleeps on the journal between checks of the stop request. */
@@ -49,14 +55,151 @@
 #define SHIP_INDEX_NAME "stele_src_seq"
 
 /* ------------------------------------------------------------------------------------------
+ * Log lines: stele's one-line logfmt on stderr (ts=... level=... msg="..." key=value), one
+ * write(2) per line so lines of concurrent threads never interleave.
+ * ------------------------------------------------------------------------------------------ */
+#define SHIP_LOG_LINE_BYTES 1024
+
+/* Copies text into buf as a double-quoted logfmt value (", \ and control bytes escaped). */
+static const char *
+ship_log_quote(char *buf, size_t cap, const char *text)
+{
+    size_t w = 0;
+    buf[w++] = '"';
+    for (const unsigned char *p = (const unsigned char *)text; *p && w + 6 < cap; p++) {
+        if (*p == '"' || *p == '\\') {
+            buf[w++] = '\\';
+            buf[w++] = (char)*p;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            w += (size_t)snprintf(buf + w, cap - w, "\\x%02x", *p);
+        } else {
+            buf[w++] = (char)*p;
+        }
+    }
+    buf[w++] = '"';
+    buf[w] = '\0';
+    return buf;
+}
+
+static void ship_log_line(const char *level, const char *msg, const char *kv_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+ship_log_line(const char *level, const char *msg, const char *kv_fmt, ...)
+{
+    char line[SHIP_LOG_LINE_BYTES];
+    char quoted[640];
+    struct timespec now;
+    struct tm tm_utc;
+    clock_gettime(CLOCK_REALTIME, &now);
+    gmtime_r(&now.tv_sec, &tm_utc);
+    int n = snprintf(line, sizeof line, "ts=%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ level=%s msg=%s",
+                     tm_utc.tm_year + 1900, tm_utc.tm_mon + 1, tm_utc.tm_mday, tm_utc.tm_hour,
+                     tm_utc.tm_min, tm_utc.tm_sec, now.tv_nsec / 1000, level,
+                     ship_log_quote(quoted, sizeof quoted, msg));
+    size_t len = n < 0 ? 0 : (size_t)n;
+    if (len + 2 < sizeof line) {
+        line[len++] = ' ';
+        va_list ap;
+        va_start(ap, kv_fmt);
+        n = vsnprintf(line + len, sizeof line - len, kv_fmt, ap);
+        va_end(ap);
+        len = n <= 0 ? len - 1 : len + (size_t)n;
+    }
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    /* A lost log line is not worth failing a shipper for: ignore short writes. */
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
+}
+
+/*
+ * Replaces the password of every URI in text ("scheme://user:password@host") by "***".
+ * The process-wide libmongoc log handler knows no sink's password, so it redacts by shape;
+ * messages of a sink are also scrubbed of its exact password (ship_scrub).
+ */
+static void
+ship_redact_uris(char *text, size_t cap)
+{
+    char *p = text;
+    while ((p = strstr(p, "://")) != NULL) {
+        char *host = p + 3;
+        size_t authority = strcspn(host, "/?#\"' \t\r\n");
+        char *at = NULL;
+        for (size_t i = 0; i < authority; i++)
+            if (host[i] == '@')
+                at = host + i;
+        char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+        if (!colon) {
+            p = host;
+            continue;
+        }
+        char *pw = colon + 1;
+        size_t tail = strlen(at) + 1;
+        if ((size_t)(pw - text) + 3 + tail > cap)
+            tail = cap - (size_t)(pw - text) - 3;
+        memmove(pw + 3, at, tail);
+        memcpy(pw, "***", 3);
+        text[cap - 1] = '\0';
+        p = pw + 3;
+    }
+}
+
+/* libmongoc's levels, most severe first; the handler passes those <= the minimum. */
+static mongoc_log_level_t
+ship_mongoc_min_level(void)
+{
+    static const struct {
+        const char *name;
+        mongoc_log_level_t level;
+    } names[] = {
+        {"error", MONGOC_LOG_LEVEL_ERROR},     {"critical", MONGOC_LOG_LEVEL_CRITICAL},
+        {"warning", MONGOC_LOG_LEVEL_WARNING}, {"message", MONGOC_LOG_LEVEL_MESSAGE},
+        {"info", MONGOC_LOG_LEVEL_INFO},       {"debug", MONGOC_LOG_LEVEL_DEBUG},
+        {"trace", MONGOC_LOG_LEVEL_TRACE},
+    };
+    const char *want = getenv("STELE_MONGOC_LOG_LEVEL");
+    for (size_t i = 0; want && i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(want, names[i].name))
+            return names[i].level;
+    return MONGOC_LOG_LEVEL_WARNING;
+}
+
+/*
+ * libmongoc's log handler: its default one prints to stdout, which would corrupt the JSON of
+ * `stele tail` and may show a URI. This one writes stele's log line on stderr, with URI
+ * passwords redacted. user_data carries the minimum level (no global state).
+ */
+static void
+ship_mongoc_log(mongoc_log_level_t level, const char *domain, const char *message, void *user_data)
+{
+    if ((intptr_t)level > (intptr_t)user_data)
+        return;
+    char text[512], quoted_domain[64];
+    snprintf(text, sizeof text, "%s", message ? message : "");
+    ship_redact_uris(text, sizeof text);
+    const char *name = level <= MONGOC_LOG_LEVEL_CRITICAL  ? "error"
+                       : level == MONGOC_LOG_LEVEL_WARNING ? "warn"
+                       : level <= MONGOC_LOG_LEVEL_INFO    ? "info"
+                                                           : "debug";
+    ship_log_line(name, text, "component=mongoc domain=%s",
+                  ship_log_quote(quoted_domain, sizeof quoted_domain, domain ? domain : ""));
+}
+
+/* ------------------------------------------------------------------------------------------
  * Process-wide libmongoc initialisation. The once-guard is the only static state: libmongoc
- * itself is process-global and must be initialised exactly once.
+ * itself is process-global and must be initialised, and its log handler set, exactly once.
  * ------------------------------------------------------------------------------------------ */
 static pthread_once_t ship_mongoc_once = PTHREAD_ONCE_INIT;
 
 static void
 ship_mongoc_init(void)
 {
+    mongoc_log_level_t min_level = ship_mongoc_min_level();
+    if (min_level < MONGOC_LOG_LEVEL_TRACE)
+        mongoc_log_trace_disable();
+    mongoc_log_set_handler(ship_mongoc_log, (void *)(intptr_t)min_level);
     mongoc_init();
 }
 
@@ -900,7 +1043,8 @@ static int
 shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map)
 {
     unsigned attempt = 0;
-    size_t max_docs = b->n; /* drops to 1 after a whole-batch client-side refusal */
+    size_t max_docs = b->n;        /* drops to 1 after a whole-batch client-side refusal */
+    uint64_t unstored_dup_seq = 0; /* refused as a duplicate yet not stored under its _id */
     for (;;) {
         ship_attempt_t at;
         mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
@@ -931,8 +1075,23 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
             }
             if (rc == 0) {
                 bson_destroy(&reply);
-                if (!b->docs[at.bad_index].is_done) /* vanished between insert and find */
+                ship_doc_t *d = &b->docs[at.bad_index];
+                if (d->is_done)
+                    continue;
+                /* Not stored under its _id: the key that collided belongs to a unique index
+                 * of the user's, which refuses this document for good. Seen twice in a row
+                 * to rule out a document deleted between the insert and the find. */
+                if (unstored_dup_seq != d->seq) {
+                    unstored_dup_seq = d->seq;
                     shipper_count_retry(s);
+                    continue;
+                }
+                char why[STELE_ERROR_MESSAGE_BYTES];
+                ship_fmt(why, sizeof why, "duplicate key in a unique index other than _id: %s",
+                         at.error.message);
+                shipper_dead_letter(s, d, why);
+                if (s->rejected_seq)
+                    return STELE_EREMOTE;
                 continue;
             }
             size_t ignored;
@@ -1330,10 +1489,14 @@ shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out)
         int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
         out->lag_seconds = now_ns > pending_ts ? (double)(now_ns - pending_ts) / 1e9 : 0.0;
     }
+    /* The list, not a counter: re-ships and discards (from any process) shorten it. */
+    uint64_t dead_listed = 0;
+    stele_error_t ierr = {0};
+    int is_listed = index_count_dead_letters(s->index, s->target.name, &dead_listed, &ierr) == 0;
     pthread_mutex_lock(&s->mu);
     out->batches = s->batches;
     out->retries = s->retries;
-    out->dead_letters = s->dead_letters;
+    out->dead_letters = is_listed ? dead_listed : s->dead_letters;
     out->last_error_unix_ms = s->last_error_unix_ms;
     snprintf(out->last_error, sizeof out->last_error, "%s", s->last_error);
     out->is_stopped = s->is_stopped;
@@ -1701,5 +1864,304 @@ done:
     free(ptrs);
     free(map);
     shipper_free(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Dead letters: list, re-ship, discard (one-shot, from any process)
+ * ------------------------------------------------------------------------------------------ */
+
+/* Dead letters read per index transaction while re-shipping them all. */
+#define SHIP_DEAD_PAGE 64
+
+/* Opens the journal's index: read-only, or writable only if it exists already (a journal
+ * without an index has no dead letters, and these calls must not create one).
+ * Returns 0, STELE_ENOTFOUND, or another code. */
+static int
+ship_dead_open_index(const char *dir, int writable, index_t **out, stele_error_t *err)
+{
+    int rc = index_open(dir, 0, 0, out, err);
+    if (rc != 0 || !writable)
+        return rc;
+    index_close(*out);
+    *out = NULL;
+    return index_open(dir, 1, 0, out, err);
+}
+
+int
+stele_dead_letters_list(const char *dir, const char *sink_name, uint64_t from_seq,
+                        stele_dead_letter_t *out, size_t max, stele_error_t *err)
+{
+    if (!dir || (!out && max)) {
+        ship_set_error(err, STELE_EINVAL, NULL, "dead letters: bad arguments");
+        return STELE_EINVAL;
+    }
+    const char *name = sink_name && sink_name[0] ? sink_name : "default";
+    index_t *ix = NULL;
+    int rc = ship_dead_open_index(dir, 0, &ix, err);
+    if (rc == STELE_ENOTFOUND)
+        return 0;
+    if (rc != 0)
+        return rc;
+    index_dead_letter_t page[SHIP_DEAD_PAGE];
+    size_t n = 0;
+    while (n < max) {
+        size_t want = max - n < SHIP_DEAD_PAGE ? max - n : SHIP_DEAD_PAGE;
+        rc = index_read_dead_letters(ix, name, from_seq, page, want, err);
+        if (rc <= 0)
+            break;
+        for (int i = 0; i < rc; i++, n++) {
+            out[n].seq = page[i].seq;
+            out[n].unix_ms = page[i].unix_ms;
+            snprintf(out[n].reason, sizeof out[n].reason, "%s", page[i].why);
+        }
+        from_seq = page[rc - 1].seq + 1;
+        if ((size_t)rc < want)
+            break;
+    }
+    index_close(ix);
+    return rc < 0 ? rc : (int)n;
+}
+
+/* What became of one dead letter sent again. */
+typedef enum ship_dead_outcome {
+    SHIP_DEAD_SHIPPED,
+    SHIP_DEAD_REJECTED,
+    SHIP_DEAD_MISSING,
+} ship_dead_outcome_t;
+
+/* Reads record seq into a one-document batch. STELE_ENOTFOUND when the journal no longer
+ * holds it. */
+static int
+ship_dead_read(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch_t *b, stele_error_t *err)
+{
+    index_batch_t hint = {0};
+    stele_error_t ierr = {0};
+    if (index_find_seq(s->index, seq, &hint, &ierr) != 0)
+        memset(&hint, 0, sizeof hint);
+    int rc = journal_reader_seek(r, seq, hint.segment_seq, hint.offset, err);
+    if (rc != 0)
+        return rc;
+    journal_record_t rec;
+    rc = journal_reader_next(r, &rec, err);
+    if (rc == STELE_EAGAIN || (rc == 0 && rec.seq != seq))
+        return STELE_ENOTFOUND;
+    if (rc != 0)
+        return rc;
+    if (shipper_batch_reserve(b, 1) != 0)
+        return -ENOMEM;
+    ship_doc_t *d = &b->docs[0];
+    b->n = 1;
+    d->seq = rec.seq;
+    d->ts_ns = rec.ts_ns;
+    d->is_done = 0;
+    memcpy(d->hash, rec.hash, SHIP_HASH_BYTES);
+    d->doc = bson_new();
+    if (ship_doc_build(s->source, &rec, d->doc) != 0)
+        shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
+    b->bytes = d->doc->len;
+    return 0;
+}
+
+/*
+ * Sends dead letter seq again: off the list when acknowledged or found stored with the same
+ * hash; kept with the new reason (shipper_dead_letter rewrites it) when rejected again.
+ * Returns 0 with *outcome, or the code that ends the pass (STELE_EREMOTE when the server
+ * stayed unreachable, STELE_EINTEGRITY, STELE_EAUTH, journal errors).
+ */
+static int
+ship_dead_reship_one(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch_t *b,
+                     const bson_t **ptrs, size_t *map, ship_dead_outcome_t *outcome,
+                     stele_error_t *err)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t rejected_before = s->dead_letters;
+    pthread_mutex_unlock(&s->mu);
+    ship_batch_clear(b);
+    int rc = ship_dead_read(s, r, seq, b, err);
+    if (rc == STELE_ENOTFOUND) {
+        *outcome = SHIP_DEAD_MISSING;
+        return 0;
+    }
+    if (rc == 0)
+        rc = shipper_send_batch(s, b, ptrs, map);
+    if (rc == STELE_EREMOTE || rc == STELE_EINTEGRITY || rc == STELE_EAUTH) {
+        pthread_mutex_lock(&s->mu);
+        ship_set_error(err, rc, rc == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
+                       s->last_error);
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&s->mu);
+    int is_rejected = s->dead_letters != rejected_before;
+    pthread_mutex_unlock(&s->mu);
+    *outcome = is_rejected ? SHIP_DEAD_REJECTED : SHIP_DEAD_SHIPPED;
+    if (is_rejected)
+        return 0;
+    rc = index_delete_dead_letter(s->index, s->target.name, seq, err);
+    return rc == STELE_ENOTFOUND ? 0 : rc; /* removed meanwhile by another re-ship */
+}
+
+/* Sets up a one-shot shipper over the journal and index for re-shipping dead letters. */
+static int
+ship_dead_shipper_init(shipper_t *s, index_t *ix, journal_reader_t *r, stele_error_t *err)
+{
+    s->index = ix;
+    s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
+    s->jitter_seed = (unsigned)ship_wall_ms();
+    s->source = strdup(journal_reader_source(r));
+    if (!s->source) {
+        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
+        return -ENOMEM;
+    }
+    s->pool = ship_pool_new(&s->target, err);
+    return s->pool ? 0 : STELE_ECONFIG;
+}
+
+/* Counts an outcome into the report. */
+static void
+ship_dead_count(stele_dead_letter_report_t *report, ship_dead_outcome_t outcome)
+{
+    report->n_tried++;
+    if (outcome == SHIP_DEAD_SHIPPED)
+        report->n_shipped++;
+    else if (outcome == SHIP_DEAD_REJECTED)
+        report->n_rejected++;
+    else
+        report->n_missing++;
+}
+
+/* Re-ships the letter at seq, or all of them (seq 0) page by page, into report. */
+static int
+ship_dead_reship_pass(shipper_t *s, journal_reader_t *r, uint64_t seq,
+                      stele_dead_letter_report_t *report, stele_error_t *err)
+{
+    ship_batch_t batch = {0};
+    const bson_t *ptrs[1];
+    size_t map[1];
+    uint64_t page[SHIP_DEAD_PAGE];
+    uint64_t from_seq = seq;
+    int rc = 0;
+    while (rc == 0) {
+        int n = index_list_dead_letters(s->index, s->target.name, from_seq, page,
+                                        seq ? 1 : SHIP_DEAD_PAGE, err);
+        if (n < 0)
+            rc = n;
+        if (n <= 0 || (seq && page[0] != seq))
+            break;
+        for (int i = 0; i < n && rc == 0; i++) {
+            ship_dead_outcome_t outcome;
+            rc = ship_dead_reship_one(s, r, page[i], &batch, ptrs, map, &outcome, err);
+            if (rc == 0)
+                ship_dead_count(report, outcome);
+        }
+        if (seq || n < SHIP_DEAD_PAGE)
+            break;
+        from_seq = page[n - 1] + 1;
+    }
+    ship_batch_free(&batch);
+    return rc;
+}
+
+int
+shipper_reship_dead_letters(index_t *ix, const char *dir, const stele_sink_options_t *sink,
+                            uint64_t seq, stele_dead_letter_report_t *report, stele_error_t *err)
+{
+    memset(report, 0, sizeof *report);
+    shipper_t *s = shipper_alloc();
+    if (!s) {
+        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
+        return -ENOMEM;
+    }
+    journal_reader_t *r = NULL;
+    int rc = ship_target_init(&s->target, sink, err);
+    if (rc == 0)
+        rc = journal_reader_open(dir, NULL, &r, err);
+    if (rc == 0)
+        rc = ship_dead_shipper_init(s, ix, r, err);
+    if (rc == 0)
+        rc = ship_dead_reship_pass(s, r, seq, report, err);
+    if (rc == 0 && seq && report->n_tried == 0) {
+        rc = STELE_ENOTFOUND;
+        ship_set_error(err, rc, "list them with stele ship --dead-letters",
+                       "sink %s has no dead letter at seq %" PRIu64, s->target.name, seq);
+    } else if (rc == 0 && (report->n_rejected || report->n_missing)) {
+        rc = STELE_EREMOTE;
+        ship_set_error(err, rc,
+                       report->n_missing ? "records gone from the journal cannot be re-shipped: "
+                                           "discard them"
+                                         : "fix the cause (validator, index) and re-ship again",
+                       "sink %s: %" PRIu64 " of %" PRIu64
+                       " dead letters still rejected by %s, %" PRIu64 " no longer in the journal",
+                       s->target.name, report->n_rejected, report->n_tried, s->target.where,
+                       report->n_missing);
+    }
+    stele_error_t ierr = {0};
+    (void)index_sync(ix, &ierr); /* a lost deletion only means one needless re-ship */
+    journal_reader_close(r);
+    shipper_free(s);
+    return rc;
+}
+
+int
+stele_dead_letters_reship(const char *dir, const stele_sink_options_t *sink, uint64_t seq,
+                          stele_dead_letter_report_t *report, stele_error_t *err)
+{
+    stele_dead_letter_report_t local;
+    report = report ? report : &local;
+    memset(report, 0, sizeof *report);
+    if (!dir) {
+        ship_set_error(err, STELE_EINVAL, NULL, "re-ship dead letters: bad arguments");
+        return STELE_EINVAL;
+    }
+    index_t *ix = NULL;
+    int rc = ship_dead_open_index(dir, 1, &ix, err);
+    if (rc == STELE_ENOTFOUND && !seq)
+        return 0; /* no index: no dead letters */
+    if (rc == 0)
+        rc = shipper_reship_dead_letters(ix, dir, sink, seq, report, err);
+    index_close(ix);
+    return rc;
+}
+
+int
+shipper_discard_dead_letter(index_t *ix, const char *sink_name, uint64_t seq, stele_error_t *err)
+{
+    const char *name = sink_name && sink_name[0] ? sink_name : "default";
+    index_dead_letter_t letter;
+    int rc = index_read_dead_letters(ix, name, seq, &letter, 1, err);
+    if (rc >= 0 && (rc == 0 || letter.seq != seq)) {
+        rc = STELE_ENOTFOUND;
+        ship_set_error(err, rc, "list them with stele ship --dead-letters",
+                       "sink %s has no dead letter at seq %" PRIu64, name, seq);
+    }
+    if (rc > 0)
+        rc = index_delete_dead_letter(ix, name, seq, err);
+    if (rc == 0) {
+        char quoted_sink[160], quoted_why[640];
+        ship_log_line("warn", "dead letter discarded", "sink=%s seq=%" PRIu64 " reason=%s",
+                      ship_log_quote(quoted_sink, sizeof quoted_sink, name), seq,
+                      ship_log_quote(quoted_why, sizeof quoted_why, letter.why));
+        rc = index_sync(ix, err);
+    }
+    return rc;
+}
+
+int
+stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t seq, stele_error_t *err)
+{
+    if (!dir || seq == 0) {
+        ship_set_error(err, STELE_EINVAL, NULL, "discard dead letter: bad arguments");
+        return STELE_EINVAL;
+    }
+    index_t *ix = NULL;
+    int rc = ship_dead_open_index(dir, 1, &ix, err);
+    if (rc == STELE_ENOTFOUND)
+        ship_set_error(err, rc, NULL, "sink %s has no dead letter at seq %" PRIu64,
+                       sink_name && sink_name[0] ? sink_name : "default", seq);
+    if (rc == 0)
+        rc = shipper_discard_dead_letter(ix, sink_name, seq, err);
+    index_close(ix);
     return rc;
 }

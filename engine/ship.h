@@ -47,6 +47,15 @@ uint64_t shipper_shipped_seq(const shipper_t *s);
 /* Snapshot of the sink's statistics; `committed_seq` is the engine's, for the lag. */
 void shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out);
 
+/* stele_dead_letters_reship() and stele_dead_letter_discard() on an index the caller holds
+ * open (the engine's own, when it offers them on a stele_t): the public calls open the
+ * journal's index themselves, which a process must not do twice at once (LMDB). */
+int shipper_reship_dead_letters(index_t *ix, const char *dir, const stele_sink_options_t *sink,
+                                uint64_t seq, stele_dead_letter_report_t *report,
+                                stele_error_t *err);
+int shipper_discard_dead_letter(index_t *ix, const char *sink_name, uint64_t seq,
+                                stele_error_t *err);
+
 /* What a MongoDB failure means to a shipper (shipper_classify). */
 typedef enum shipper_verdict {
     SHIPPER_RETRY = 0,   /* transient: retry the unacknowledged documents after a backoff */

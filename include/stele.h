@@ -575,6 +575,63 @@ int stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int 
 /* Frees the reader and its connection. NULL is a no-op. */
 void stele_remote_reader_close(stele_remote_reader_t *r);
 
+/* -- dead letters -- */
+/*
+ * A dead letter is a record a sink's MongoDB rejected for good (a collection validator, a
+ * unique index other than _id, a document too large, ...). The sink records its seq in the
+ * journal's index and goes on with the next record; the letter stays listed until it is
+ * re-shipped successfully or discarded by an operator. These calls run beside a live writer
+ * and its shippers in another process (`stele ship --dead-letters` and friends): they open
+ * the journal's index themselves, which LMDB allows once per process, so do not call them
+ * from the process that holds the same journal with stele_open().
+ */
+typedef struct stele_dead_letter {
+    uint64_t seq;
+    int64_t unix_ms; /* when it was last rejected; 0 when recorded without a time */
+    char reason[STELE_ERROR_MESSAGE_BYTES]; /* the server's message, credentials removed */
+} stele_dead_letter_t;
+
+/*
+ * Lists the dead letters of sink `sink_name` (NULL = "default") with seq >= from_seq, in seq
+ * order, up to max of them into out. Returns how many were filled (0 when the journal has no
+ * index yet), or a negative code. Page with from_seq = last seq + 1. Read-only.
+ */
+int stele_dead_letters_list(const char *dir, const char *sink_name, uint64_t from_seq,
+                            stele_dead_letter_t *out, size_t max, stele_error_t *err);
+
+/* Outcome of stele_dead_letters_reship(). */
+typedef struct stele_dead_letter_report {
+    uint64_t n_tried;    /* dead letters sent again */
+    uint64_t n_shipped;  /* accepted, or found stored with the same hash: off the list */
+    uint64_t n_rejected; /* rejected again: still listed, with the new reason and time */
+    uint64_t n_missing;  /* no longer in the journal (retention): still listed; discard them */
+} stele_dead_letter_report_t;
+
+/*
+ * Re-ships the dead letters of the sink (`sink` borrowed; its name selects the list): the
+ * one at `seq`, or every one when seq is 0, in seq order, each with the sink's write
+ * concern. A letter MongoDB now accepts, or finds stored with the same chain hash, leaves
+ * the list; one rejected again stays with the new reason. Transient errors are retried a
+ * few times with the sink's backoff, then the call stops (the rest stays listed).
+ *   report: may be NULL; filled (zeroed first).
+ * Returns 0 when every letter tried was shipped; STELE_EREMOTE when some were rejected again
+ * or are missing from the journal (counts in *report), or the server stayed unreachable;
+ * STELE_ENOTFOUND when seq is not a dead letter of the sink; STELE_EINTEGRITY (stored with
+ * another hash: nothing overwritten), STELE_EAUTH, STELE_ECONFIG, -errno. Blocks on the
+ * network. Thread-safe.
+ */
+int stele_dead_letters_reship(const char *dir, const stele_sink_options_t *sink, uint64_t seq,
+                              stele_dead_letter_report_t *report, stele_error_t *err);
+
+/*
+ * Removes the dead letter `seq` of sink `sink_name` (NULL = "default") without shipping it:
+ * an operator's decision that the record will never be in the sink. Logs one line on
+ * stderr (sink, seq, last reason). Returns 0, STELE_ENOTFOUND (no such dead letter), or
+ * another negative code.
+ */
+int stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t seq,
+                              stele_error_t *err);
+
 /* ------------------------------------------------------------------------------------------
  * Client of `stele serve` (engine/client.c; protocol in docs/protocol.md)
  *

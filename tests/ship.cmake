@@ -14,6 +14,9 @@ add_test(NAME ship_test_server COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/b
 set_tests_properties(ship_test_server PROPERTIES FIXTURES_SETUP mongo_server TIMEOUT 900)
 
 stele_add_test(test_ship SOURCES test_ship.c LIBS stele)
+stele_add_test(test_ship_log SOURCES test_ship_log.c LIBS stele PkgConfig::MONGOC)
+stele_add_test(test_ship_dead_letters SOURCES test_ship_dead_letters.c
+               LIBS stele_ship_test_support)
 stele_add_test(test_ship_mongo SOURCES test_ship_mongo.c LIBS stele_ship_test_support
                TIMEOUT 600)
 stele_add_test(test_ship_faults SOURCES test_ship_faults.c LIBS stele_ship_test_support
@@ -28,6 +31,13 @@ target_link_libraries(stele-ship-bench PRIVATE stele_ship_test_support)
 # The full 100,000-record exactly-once run (minutes on FerretDB-SQLite): long mode only,
 # so the default suite stays well inside CI's time.
 if(STELE_TEST_LONG)
+  # Ten million records wait while MongoDB is down, then a minute of catching up: every
+  # phase's peak RSS under 64 MiB (docs/mongodb.md "Memory while MongoDB is down"; needs
+  # ~1.4 GB of disk under $TMPDIR, deleted at the end).
+  add_test(NAME ship_memory_10m COMMAND stele-ship-bench memory --records 10000000
+           --seconds 20 --catch-up 60 --max-rss-kib 65536)
+  set_tests_properties(ship_memory_10m PROPERTIES FIXTURES_REQUIRED mongo_server
+                       LABELS "mongo;long" TIMEOUT 1800)
   add_test(NAME test_ship_100k COMMAND test_ship_mongo)
   set_tests_properties(test_ship_100k PROPERTIES
     ENVIRONMENT "STELE_TEST_SHIP_RECORDS=100000;STELE_TEST_FILTER=*exactly_once*"
@@ -38,3 +48,12 @@ if(STELE_SANITIZE STREQUAL "thread")
   set_tests_properties(test_ship_mongo test_ship_faults PROPERTIES ENVIRONMENT
     "TSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/tsan-mongoc.supp")
 endif()
+
+# `stele ship`'s dead-letter flags end to end (runs the built binary, like tests/cli.cmake).
+stele_add_test(test_cli_dead_letters SOURCES cli/test_cli_dead_letters.c cli/cli_harness.c
+               integration/mongo_server.c LIBS stele PkgConfig::MONGOC TIMEOUT 600)
+target_include_directories(test_cli_dead_letters PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration
+                           ${CMAKE_CURRENT_SOURCE_DIR}/cli)
+add_dependencies(test_cli_dead_letters stele_cli)
+set_tests_properties(test_cli_dead_letters PROPERTIES ENVIRONMENT
+  "STELE_BIN=$<TARGET_FILE:stele_cli>" FIXTURES_REQUIRED mongo_server LABELS "mongo;cli")

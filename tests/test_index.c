@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "index.h"
@@ -354,6 +355,34 @@ test_index_dead_letters_are_kept_per_sink_in_seq_order(void **state)
 }
 
 static void
+test_index_dead_letter_keeps_time_and_latest_reason(void **state)
+{
+    fixture_t *f = *state;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t before_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    assert_int_equal(index_put_dead_letter(f->ix, "a", 8, "validator said no", NULL), 0);
+    assert_int_equal(index_put_dead_letter(f->ix, "a", 9, "too large", NULL), 0);
+    assert_int_equal(index_put_dead_letter(f->ix, "a", 8, "still no", NULL), 0);
+    index_dead_letter_t out[4];
+    assert_int_equal(index_read_dead_letters(f->ix, "a", 0, out, 4, NULL), 2);
+    assert_int_equal(out[0].seq, 8);
+    assert_string_equal(out[0].why, "still no");
+    assert_true(out[0].unix_ms >= before_ms);
+    assert_true(out[0].unix_ms < before_ms + 60000);
+    assert_int_equal(out[1].seq, 9);
+    assert_string_equal(out[1].why, "too large");
+    assert_int_equal(index_read_dead_letters(f->ix, "a", 9, out, 4, NULL), 1);
+    assert_int_equal(out[0].seq, 9);
+    char long_why[INDEX_WHY_MAX + 100];
+    memset(long_why, 'x', sizeof long_why - 1);
+    long_why[sizeof long_why - 1] = '\0';
+    assert_int_equal(index_put_dead_letter(f->ix, "a", 10, long_why, NULL), 0);
+    assert_int_equal(index_read_dead_letters(f->ix, "a", 10, out, 1, NULL), 1);
+    assert_int_equal(strlen(out[0].why), INDEX_WHY_MAX);
+}
+
+static void
 test_index_survives_close_and_reopen(void **state)
 {
     fixture_t *f = *state;
@@ -562,6 +591,8 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_index_checkpoints_default_to_zero_and_list_by_name,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_dead_letter_keeps_time_and_latest_reason, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_index_dead_letters_are_kept_per_sink_in_seq_order,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_survives_close_and_reopen, setup, teardown),

@@ -299,6 +299,156 @@ test_ship_dead_letters_rejected_record_and_goes_on(void **state)
     ship_journal_destroy(&sj, 0);
 }
 
+/* A unique index on the events' "i" field, so that an event repeating another's "i" is
+ * refused for good (E11000 on an index other than _id) until the index is dropped: the
+ * reversible permanent rejection of the dead-letter tests. FerretDB does not implement
+ * collection validators (create refuses "validator"), but it does enforce unique indexes,
+ * as MongoDB does. */
+static void
+create_unique_index_on_i(const stele_sink_options_t *so)
+{
+    mongoc_client_t *client = mongoc_client_new(so->uri);
+    mongoc_database_t *db = mongoc_client_get_database(client, so->database);
+    bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(so->collection), "indexes", "[", "{", "key",
+                           "{", "i", BCON_INT32(1), "}", "name", BCON_UTF8("i_unique"), "unique",
+                           BCON_BOOL(true), "}", "]");
+    bson_error_t err;
+    bool ok = mongoc_database_write_command_with_opts(db, cmd, NULL, NULL, &err);
+    if (!ok)
+        fprintf(stderr, "createIndexes: %s\n", err.message);
+    assert_true(ok);
+    bson_destroy(cmd);
+    mongoc_database_destroy(db);
+    mongoc_client_destroy(client);
+}
+
+static void
+drop_unique_index_on_i(const stele_sink_options_t *so)
+{
+    mongoc_client_t *client = mongoc_client_new(so->uri);
+    mongoc_collection_t *coll = mongoc_client_get_collection(client, so->database, so->collection);
+    bson_error_t err;
+    assert_true(mongoc_collection_drop_index(coll, "i_unique", &err));
+    mongoc_collection_destroy(coll);
+    mongoc_client_destroy(client);
+}
+
+/* An event whose "i" repeats record i_taken's. */
+static void
+append_clashing(ship_journal_t *sj, int64_t i_taken)
+{
+    bson_t *doc = BCON_NEW("who", BCON_UTF8("mallory"), "i", BCON_INT64(i_taken));
+    assert_int_equal(ship_journal_append_bson(sj, bson_get_data(doc), doc->len), 0);
+    bson_destroy(doc);
+}
+
+/* 100 records shipped into a collection with the unique index; 51 and 52 clash with 5 and 7
+ * and become dead letters while the other 98 ship. The shipper's index is closed after it
+ * stops, so that the public calls open it as another process would. */
+static shipper_t *
+ship_with_two_dead_letters(ship_test_t *t, ship_journal_t *sj, stele_sink_options_t *so,
+                           const char *coll)
+{
+    assert_int_equal(ship_journal_create(sj, coll), 0);
+    ship_sink_options(so, "main", t->server.uri, coll);
+    ship_drop_collection(so);
+    create_unique_index_on_i(so);
+    assert_int_equal(ship_journal_append(sj, 50, 50, 8), 0);
+    append_clashing(sj, 5); /* seq 51 */
+    append_clashing(sj, 7); /* seq 52 */
+    assert_int_equal(ship_journal_append(sj, 48, 48, 8), 0);
+    shipper_t *s = start_shipper(sj, so);
+    assert_int_equal(ship_wait_for(get_shipped, s, 100, SHIP_TEST_WAIT_MS), 0);
+    return s;
+}
+
+static void
+test_dead_letters_are_listed_reshipped_and_leave_the_list(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t sj;
+    stele_sink_options_t so;
+    shipper_t *s = ship_with_two_dead_letters(t, &sj, &so, "dlreship");
+    stele_sink_stats_t st;
+    shipper_stats(s, 100, &st);
+    assert_int_equal(st.dead_letters, 2);
+    assert_int_equal(st.is_stopped, 0);
+    shipper_stop(s, 1000);
+    index_close(sj.index);
+    sj.index = NULL;
+    assert_int_equal(ship_count_docs(&so, sj.source), 98);
+
+    stele_dead_letter_t dl[4];
+    assert_int_equal(stele_dead_letters_list(sj.dir, "main", 0, dl, 4, NULL), 2);
+    assert_int_equal(dl[0].seq, 51);
+    assert_int_equal(dl[1].seq, 52);
+    assert_true(dl[0].unix_ms > 0);
+    assert_non_null(strstr(dl[0].reason, "duplicate key"));
+    assert_int_equal(stele_dead_letters_list(sj.dir, "other", 0, dl, 4, NULL), 0);
+
+    /* Still refused: the letter stays, with the time of the new rejection. */
+    int64_t first_rejected_ms = dl[1].unix_ms;
+    usleep(20 * 1000);
+    stele_dead_letter_report_t rep;
+    stele_error_t err = {0};
+    assert_int_equal(stele_dead_letters_reship(sj.dir, &so, 52, &rep, &err), STELE_EREMOTE);
+    assert_int_equal(rep.n_tried, 1);
+    assert_int_equal(rep.n_rejected, 1);
+    assert_int_equal(rep.n_shipped, 0);
+    assert_non_null(strstr(err.message, "still rejected"));
+    assert_int_equal(stele_dead_letters_list(sj.dir, "main", 0, dl, 4, NULL), 2);
+    assert_true(dl[1].unix_ms > first_rejected_ms);
+    assert_int_equal(stele_dead_letters_reship(sj.dir, &so, 50, &rep, NULL), STELE_ENOTFOUND);
+
+    /* The cause is removed. 51 is re-shipped by a range re-ship first (which leaves the list
+     * alone), so the dead-letter re-ship finds it stored with the same hash. */
+    drop_unique_index_on_i(&so);
+    uint64_t n_inserted = 0;
+    assert_int_equal(stele_reship(sj.dir, &so, 51, 51, &n_inserted, NULL), 0);
+    assert_int_equal(n_inserted, 1);
+    assert_int_equal(stele_dead_letters_list(sj.dir, "main", 0, dl, 4, NULL), 2);
+    err = (stele_error_t){0};
+    int rc = stele_dead_letters_reship(sj.dir, &so, 0, &rep, &err);
+    if (rc != 0)
+        fprintf(stderr, "reship dead letters: %s\n", err.message);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rep.n_tried, 2);
+    assert_int_equal(rep.n_shipped, 2);
+    assert_int_equal(stele_dead_letters_list(sj.dir, "main", 0, dl, 4, NULL), 0);
+    assert_int_equal(stele_dead_letters_reship(sj.dir, &so, 0, &rep, NULL), 0);
+    assert_int_equal(rep.n_tried, 0);
+
+    assert_int_equal(ship_check_exactly_once(&sj, &so, 100), 0);
+    assert_int_equal(ship_count_docs(&so, NULL), 100); /* the whole collection */
+    ship_journal_destroy(&sj, 0);
+}
+
+static void
+test_dead_letter_discard_removes_it_without_shipping(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t sj;
+    stele_sink_options_t so;
+    shipper_t *s = ship_with_two_dead_letters(t, &sj, &so, "dldiscard");
+    shipper_stop(s, 1000);
+    index_close(sj.index);
+    sj.index = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(stele_dead_letter_discard(sj.dir, "main", 50, &err), STELE_ENOTFOUND);
+    assert_int_equal(stele_dead_letter_discard(sj.dir, "main", 51, &err), 0);
+    stele_dead_letter_t dl[4];
+    assert_int_equal(stele_dead_letters_list(sj.dir, "main", 0, dl, 4, NULL), 1);
+    assert_int_equal(dl[0].seq, 52);
+    drop_unique_index_on_i(&so);
+    assert_int_equal(stele_dead_letters_reship(sj.dir, &so, 0, NULL, NULL), 0);
+    stele_remote_report_t rep;
+    assert_int_equal(stele_remote_check(sj.dir, &so, 0, 0, &rep, NULL), STELE_EINTEGRITY);
+    assert_int_equal(rep.n_missing, 1); /* the discarded record, and only it */
+    assert_int_equal(rep.missing[0].first_seq, 51);
+    assert_int_equal(rep.n_extra + rep.n_mismatched, 0);
+    ship_journal_destroy(&sj, 0);
+}
+
 typedef struct fan_in_writer {
     ship_journal_t *sj;
     uint64_t n;
@@ -454,6 +604,8 @@ main(void)
         cmocka_unit_test(test_ship_treats_stored_duplicate_with_same_hash_as_shipped),
         cmocka_unit_test(test_ship_stops_sink_when_stored_hash_differs),
         cmocka_unit_test(test_ship_dead_letters_rejected_record_and_goes_on),
+        cmocka_unit_test(test_dead_letters_are_listed_reshipped_and_leave_the_list),
+        cmocka_unit_test(test_dead_letter_discard_removes_it_without_shipping),
         cmocka_unit_test(test_ship_fans_in_four_sources_into_one_collection),
         cmocka_unit_test(test_remote_check_names_deleted_range_and_reship_restores_it),
         cmocka_unit_test(test_remote_check_reports_documents_past_the_journal_as_extra),

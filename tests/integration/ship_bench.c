@@ -7,15 +7,20 @@
  *       same server, alternating, in the same run.
  *   stele-ship-bench lag    [--rate R] [--seconds S] [--uri URI]
  *       shipping lag (age of the oldest unshipped record) while appending R records/s.
- *   stele-ship-bench memory [--records N] [--seconds S]
- *       RSS of a shipper whose MongoDB is down while N records wait in the journal.
+ *   stele-ship-bench memory [--records N] [--seconds S] [--catch-up S] [--max-rss-kib K]
+ *       peak RSS of a process (the engine, one sink) while MongoDB is down and N records
+ *       wait in the journal, and with --catch-up while it ships them once MongoDB is back
+ *       (for up to S seconds, 0 = until caught up). Needs its own test server. Exits 1
+ *       when a phase's peak exceeds K KiB.
  *
  * Without --uri it starts its own test server (mongo_server.h). Prints one line per
  * figure; exit status 0, or 1 on a usage or setup error.
  */
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +39,8 @@ typedef struct bench_args {
     int rounds;
     uint64_t rate;
     int seconds;
+    int catch_up;     /* memory: -1 = no catch-up, 0 = until caught up, else seconds */
+    long max_rss_kib; /* memory: fail when a phase's peak RSS exceeds it (0 = no limit) */
 } bench_args_t;
 
 static uint64_t
@@ -228,45 +235,165 @@ bench_lag(const bench_args_t *a, const char *uri)
     return 0;
 }
 
+/* This process's resident memory, from /proc/self/status: VmRSS, its peak VmHWM, and the
+ * anonymous and file-backed (mapped segments, LMDB) parts of VmRSS. */
+typedef struct bench_mem {
+    long rss_kib, hwm_kib, anon_kib, file_kib;
+} bench_mem_t;
+
+static bench_mem_t
+bench_mem_read(void)
+{
+    bench_mem_t m = {-1, -1, -1, -1};
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return m;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        sscanf(line, "VmRSS: %ld", &m.rss_kib);
+        sscanf(line, "VmHWM: %ld", &m.hwm_kib);
+        sscanf(line, "RssAnon: %ld", &m.anon_kib);
+        sscanf(line, "RssFile: %ld", &m.file_kib);
+    }
+    fclose(f);
+    return m;
+}
+
+static long
+bench_max_long(long a, long b)
+{
+    return a > b ? a : b;
+}
+
+/* Resets VmHWM to the current RSS (Linux: "5" > /proc/self/clear_refs), so that each phase
+ * reports its own peak. */
+static void
+bench_mem_reset_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
+/* Prints a phase's figures; returns its peak. */
+static long
+bench_mem_print(const char *phase, bench_mem_t m)
+{
+    printf("%-44s peak RSS %7ld KiB (now %7ld KiB: anon %7ld, file %7ld)\n", phase, m.hwm_kib,
+           m.rss_kib, m.anon_kib, m.file_kib);
+    fflush(stdout);
+    return m.hwm_kib;
+}
+
+static uint64_t
+bench_engine_shipped(void *ctx)
+{
+    stele_stats_t st;
+    if (stele_stats(ctx, &st) != 0 || st.n_sinks == 0)
+        return 0;
+    return st.sinks[0].shipped_seq;
+}
+
+/*
+ * Memory while MongoDB is down and `records` wait in the journal, through the engine as an
+ * application uses it: stele_open with one sink whose server was killed, `records` small
+ * events appended with wait=none, then `seconds` of the shipper retrying; with --catch-up S
+ * the server is restarted on the same port and the shipper ships for up to S seconds
+ * (0 = until caught up). Prints each phase's peak RSS.
+ */
 static int
 bench_memory(const bench_args_t *a)
 {
-    ship_journal_t sj;
-    if (ship_journal_create(&sj, "backlog") != 0)
+    mongo_server_t ms = {0};
+    if (mongo_server_start(&ms) != 0 || ms.is_external || mongo_server_signal(&ms, SIGKILL) != 0) {
+        fprintf(stderr, "memory: needs its own test server (unset STELE_TEST_MONGO_URI)\n");
+        mongo_server_destroy(&ms);
         return 1;
-    long rss_empty = ship_rss_kib();
-    for (uint64_t done = 0; done < a->records; done += 100000)
-        if (ship_journal_append(&sj, a->records - done < 100000 ? a->records - done : 100000, 1000,
-                                100) != 0)
-            return 1;
-    char uri[128];
-    snprintf(uri, sizeof uri, "mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=500",
-             mongo_server_free_port());
-    stele_sink_options_t so;
-    ship_sink_options(&so, "down", uri, "down");
-    so.backoff_max_ms = 200;
-    long rss_before = ship_rss_kib();
-    shipper_config_t cfg = {
-        .sink = &so, .journal_dir = sj.dir, .source = sj.source, .index = sj.index};
-    shipper_t *s;
-    stele_error_t err;
-    if (shipper_start(&cfg, &s, &err) != 0)
-        return 1;
-    long rss_max = 0;
-    for (int i = 0; i < a->seconds * 10; i++) {
-        usleep(100 * 1000);
-        long rss = ship_rss_kib();
-        rss_max = rss > rss_max ? rss : rss_max;
     }
-    stele_sink_stats_t st;
-    shipper_stats(s, sj.last_seq, &st);
-    printf("backlog %llu records (MongoDB down %d s, %llu retries): RSS %ld KiB empty, %ld KiB "
-           "before the shipper, max %ld KiB while it retried\n",
-           (unsigned long long)sj.last_seq, a->seconds, (unsigned long long)st.retries, rss_empty,
-           rss_before, rss_max);
-    shipper_stop(s, 0);
-    ship_journal_destroy(&sj, 0);
-    return 0;
+    char dir[PATH_MAX], uri[600];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/stele-membench-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    snprintf(uri, sizeof uri, "%s?serverSelectionTimeoutMS=500&connectTimeoutMS=500", ms.uri);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        mongo_server_destroy(&ms);
+        return 1;
+    }
+    stele_sink_options_t so;
+    ship_sink_options(&so, "down", uri, "membench");
+    so.backoff_max_ms = 200;
+    stele_options_t opts;
+    stele_options_init(&opts);
+    opts.sinks = &so;
+    opts.n_sinks = 1;
+    stele_t *db = NULL;
+    stele_error_t err = {0};
+    int rc = stele_open(dir, &opts, &db, &err);
+    bench_mem_reset_peak();
+    long peak_kib = bench_mem_print("opened, MongoDB down", bench_mem_read());
+    char json[160];
+    uint64_t seq = 0;
+    int64_t t0 = ship_fixture_now_ms();
+    for (uint64_t i = 1; rc == 0 && i <= a->records; i++) {
+        int len = snprintf(json, sizeof json,
+                           "{\"who\":\"user-%llu\",\"what\":\"login\",\"i\":%llu,\"ok\":true}",
+                           (unsigned long long)(i % 97), (unsigned long long)i);
+        rc = stele_append_json(db, json, (size_t)len, STELE_WAIT_NONE, &seq, &err);
+    }
+    if (rc == 0)
+        rc = stele_wait(db, seq, STELE_WAIT_WRITTEN, -1, &err);
+    double append_s = (double)(ship_fixture_now_ms() - t0) / 1000.0;
+    char phase[96];
+    stele_stats_t st;
+    stele_stats(db, &st);
+    snprintf(phase, sizeof phase, "appended %llu (wait=none, %.0f/s, %.2f GB on disk)",
+             (unsigned long long)seq, (double)seq / append_s, (double)st.disk_bytes / 1e9);
+    peak_kib = bench_max_long(peak_kib, bench_mem_print(phase, bench_mem_read()));
+    if (rc == 0) {
+        bench_mem_reset_peak();
+        sleep((unsigned)a->seconds);
+        stele_stats(db, &st);
+        snprintf(phase, sizeof phase, "MongoDB down %d s (%llu retries, shipped %llu)", a->seconds,
+                 (unsigned long long)st.sinks[0].retries,
+                 (unsigned long long)st.sinks[0].shipped_seq);
+        peak_kib = bench_max_long(peak_kib, bench_mem_print(phase, bench_mem_read()));
+    }
+    if (rc == 0 && a->catch_up >= 0) {
+        bench_mem_reset_peak();
+        if (mongo_server_restart(&ms) != 0)
+            rc = -1;
+        int64_t t1 = ship_fixture_now_ms();
+        int limit_ms = a->catch_up > 0 ? a->catch_up * 1000 : 24 * 3600 * 1000;
+        int is_caught_up = rc == 0 && ship_wait_for(bench_engine_shipped, db, seq, limit_ms) == 0;
+        double ship_s = (double)(ship_fixture_now_ms() - t1) / 1000.0;
+        uint64_t shipped = bench_engine_shipped(db);
+        snprintf(phase, sizeof phase, "%s: shipped %llu in %.0f s (%.0f/s)",
+                 is_caught_up ? "caught up" : "catching up", (unsigned long long)shipped, ship_s,
+                 (double)shipped / ship_s);
+        peak_kib = bench_max_long(peak_kib, bench_mem_print(phase, bench_mem_read()));
+        int64_t n_docs = is_caught_up ? ship_count_docs(&so, NULL) : -1;
+        if (is_caught_up)
+            printf("the collection holds %lld documents\n", (long long)n_docs);
+        if (is_caught_up && n_docs != (int64_t)seq)
+            rc = -1;
+    }
+    if (rc != 0 && err.message[0])
+        fprintf(stderr, "memory: %s\n", err.message);
+    if (a->max_rss_kib && peak_kib > a->max_rss_kib) {
+        fprintf(stderr, "memory: peak RSS %ld KiB is over the limit of %ld KiB\n", peak_kib,
+                a->max_rss_kib);
+        rc = -1;
+    }
+    if (db) {
+        mongo_server_signal(&ms, SIGKILL); /* close drains at most a few seconds: skip it */
+        stele_close(db, NULL);
+    }
+    if (!getenv("STELE_TEST_KEEP"))
+        mongo_server_rm_rf(dir);
+    mongo_server_destroy(&ms);
+    return rc == 0 ? 0 : 1;
 }
 
 int
@@ -277,7 +404,8 @@ main(int argc, char **argv)
                       .batch = 1000,
                       .rounds = 3,
                       .rate = 10000,
-                      .seconds = 10};
+                      .seconds = 10,
+                      .catch_up = -1};
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--uri"))
             a.uri = argv[i + 1];
@@ -291,12 +419,18 @@ main(int argc, char **argv)
             a.rate = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--seconds"))
             a.seconds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--catch-up"))
+            a.catch_up = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--max-rss-kib"))
+            a.max_rss_kib = atol(argv[i + 1]);
         else
             a.mode = "";
     }
     if (strcmp(a.mode, "rate") && strcmp(a.mode, "lag") && strcmp(a.mode, "memory")) {
-        fprintf(stderr, "usage: stele-ship-bench rate|lag|memory [--records N] [--batch N] "
-                        "[--rounds N] [--rate R] [--seconds S] [--uri URI]\n");
+        fprintf(
+            stderr,
+            "usage: stele-ship-bench rate|lag|memory [--records N] [--batch N] "
+            "[--rounds N] [--rate R] [--seconds S] [--catch-up S] [--max-rss-kib K] [--uri URI]\n");
         return 1;
     }
     if (a.records == 0 || a.batch == 0 || a.rounds < 1 || a.rate < 100 || a.seconds < 1)

@@ -197,7 +197,7 @@ ship_count_docs(const stele_sink_options_t *so, const char *source)
     mongoc_collection_t *coll = ship_fixture_collection(so, &client);
     if (!coll)
         return -1;
-    bson_t *filter = BCON_NEW("_id.src", BCON_UTF8(source));
+    bson_t *filter = source ? BCON_NEW("_id.src", BCON_UTF8(source)) : bson_new();
     bson_error_t err;
     int64_t n = mongoc_collection_count_documents(coll, filter, NULL, NULL, NULL, &err);
     if (n < 0)

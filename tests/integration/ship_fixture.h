@@ -47,7 +47,7 @@ void ship_sink_options(stele_sink_options_t *so, const char *name, const char *u
  * Returns 0 or -1 with the reason on stderr. */
 int ship_check_exactly_once(const ship_journal_t *sj, const stele_sink_options_t *so, uint64_t n);
 
-/* Documents in the sink's collection for a source (count_documents). -1 on error. */
+/* Documents in the sink's collection for a source (NULL: all of them). -1 on error. */
 int64_t ship_count_docs(const stele_sink_options_t *so, const char *source);
 
 /* Deletes the sink's documents of `source` with first <= seq <= last. Returns count or -1. */
