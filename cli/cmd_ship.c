@@ -188,7 +188,7 @@ ship_dead_list(const char *dir, const ship_query_t *q)
     uint64_t from_seq = 0;
     int n;
     do {
-        n = stele_dead_letters_list(dir, q->sink.name, from_seq, page, SHIP_DEAD_PAGE, &err);
+        n = stele_dead_letters_list(dir, q->mongo.sink.name, from_seq, page, SHIP_DEAD_PAGE, &err);
         for (int i = 0; i < n; i++) {
             char when[64];
             cli_format_time(page[i].unix_ms * 1000000, when, sizeof when);
@@ -226,10 +226,10 @@ ship_dead_act(const char *dir, const ship_query_t *q)
     stele_error_t err = {0};
     int rc;
     if (q->dead_action == OPT_DEAD_DISCARD) {
-        rc = stele_dead_letter_discard(dir, q->sink.name, q->dead_seq, &err);
+        rc = stele_dead_letter_discard(dir, q->mongo.sink.name, q->dead_seq, &err);
     } else {
         stele_dead_letter_report_t rep;
-        rc = stele_dead_letters_reship(dir, &q->sink, q->dead_seq, &rep, &err);
+        rc = stele_dead_letters_reship(dir, &q->mongo.sink, q->dead_seq, &rep, &err);
         printf("{\"tried\": %" PRIu64 ", \"shipped\": %" PRIu64 ", \"rejected\": %" PRIu64
                ", \"missing\": %" PRIu64 "}\n",
                rep.n_tried, rep.n_shipped, rep.n_rejected, rep.n_missing);
