@@ -110,6 +110,8 @@ mongo_close(void *state, bench_result_t *r)
 {
     mongo_peer_t *p = state;
     r->is_durable = 1; /* as durable as the server's {w:1, j:true} */
+    if (r->note[0] == '\0')
+        snprintf(r->note, sizeof r->note, "on the --mongo-uri server's own disk");
     mongoc_client_t *c = mongoc_client_pool_pop(p->pool);
     mongoc_collection_t *coll = mongoc_client_get_collection(c, "stele_bench", p->collection);
     bson_error_t error;

@@ -54,8 +54,13 @@ sweep_grid_writers(bench_plan_t *plan, const bench_cell_t *base, const char *dev
             rc = sweep_add(plan, c, "stele", device, sweep_writers[w]);
         }
         rc = rc ? rc : sweep_add(plan, *base, "fsync-loop", device, sweep_writers[w]);
-        for (const char *const *p = bench_peer_names(); *p && !rc; p++)
+        for (const char *const *p = bench_peer_names(); *p && !rc; p++) {
+            /* mongo-direct writes to the --mongo-uri server, whose data is on that server's
+             * own disk: it has a place beside stele's wait=shipped, not on another device. */
+            if (strcmp(*p, "mongo-direct") == 0 && strcmp(device, "ssd") != 0)
+                continue;
             rc = sweep_add(plan, *base, *p, device, sweep_writers[w]);
+        }
     }
     return rc;
 }
@@ -136,7 +141,8 @@ summary_find(const bench_result_t *res, size_t n, const char *system, const char
     return NULL;
 }
 
-/* The best durable peer (not stele, not the fsync loop) at `writers` on `device`. */
+/* The best durable peer (not stele, not the fsync loop) at `writers` on `device`. Not
+ * mongo-direct: its server keeps its data on its own disk, whatever the cell's device. */
 static const bench_result_t *
 summary_best_peer(const bench_result_t *res, size_t n, const char *device, int writers)
 {
@@ -145,7 +151,8 @@ summary_best_peer(const bench_result_t *res, size_t n, const char *device, int w
         const bench_cell_t *c = &res[i].cell;
         if (res[i].status != BENCH_OK || !res[i].is_durable || strcmp(c->device, device) ||
             c->writers != writers || strcmp(c->system, "stele") == 0 ||
-            strcmp(c->system, "fsync-loop") == 0 || c->record_bytes != 200)
+            strcmp(c->system, "fsync-loop") == 0 || strcmp(c->system, "mongo-direct") == 0 ||
+            c->record_bytes != 200)
             continue;
         if (!best || res[i].appends_per_s > best->appends_per_s)
             best = &res[i];
