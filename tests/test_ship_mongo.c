@@ -4,7 +4,7 @@
  * dead letters, fan-in, remote check and re-ship, credential redaction.
  * Every test ends with the exactly-once check (ship_check_exactly_once) where it applies.
  * STELE_TEST_SHIP_RECORDS overrides the record count of the bulk test (default 20000; the
- * test_ship_100k ctest entry, label "long", runs it with 100000).
+ * test_ship_100k ctest entry, in the default suite, runs it with 100000).
  */
 #include <setjmp.h>
 #include <stdarg.h>
