@@ -20,14 +20,13 @@
  * engine/ship.c, repeated here because ship.c keeps its target resolution private.
  *
  * Threads: a reader belongs to one thread at a time and holds no lock; libmongoc is
- * initialised once per process (pthread_once).
+ * initialised once per process, with stele's log handler (ship_mongoc_init_once).
  */
 #include "remote_reader.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <mongoc/mongoc.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,14 +62,6 @@ struct stele_remote_reader {
     uint32_t poll_delay_ms;     /* current backoff step */
     bson_t event;               /* the last record's event; rec->bson points into it */
 };
-
-static pthread_once_t remote_mongoc_once = PTHREAD_ONCE_INIT;
-
-static void
-remote_mongoc_init(void)
-{
-    mongoc_init();
-}
 
 static int64_t
 remote_now_ms(void)
@@ -333,7 +324,7 @@ stele_remote_reader_open(const stele_sink_options_t *sink, const stele_remote_qu
         strlen(query->source) > REMOTE_SOURCE_MAX)
         return error_set_hinted(err, STELE_EINVAL, "the journal's source name, as in _id.src",
                                 "remote reader: source must be 1 to %d bytes", REMOTE_SOURCE_MAX);
-    pthread_once(&remote_mongoc_once, remote_mongoc_init);
+    ship_mongoc_init_once(); /* with the log handler: nothing of libmongoc's reaches stdout */
     stele_remote_reader_t *r = calloc(1, sizeof *r);
     if (r == NULL || (r->source = strdup(query->source)) == NULL) {
         free(r);

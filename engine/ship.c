@@ -193,6 +193,14 @@ ship_mongoc_log(mongoc_log_level_t level, const char *domain, const char *messag
  * ------------------------------------------------------------------------------------------ */
 static pthread_once_t ship_mongoc_once = PTHREAD_ONCE_INIT;
 
+static void ship_mongoc_init(void);
+
+void
+ship_mongoc_init_once(void)
+{
+    pthread_once(&ship_mongoc_once, ship_mongoc_init);
+}
+
 static void
 ship_mongoc_init(void)
 {
@@ -317,7 +325,7 @@ static int
 ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error_t *err)
 {
     memset(t, 0, sizeof *t);
-    pthread_once(&ship_mongoc_once, ship_mongoc_init);
+    ship_mongoc_init_once();
     if (!sink || !sink->uri || !sink->uri[0]) {
         ship_set_error(err, STELE_ECONFIG, "set uri to a mongodb:// connection string",
                        "sink %s: uri is required", sink && sink->name ? sink->name : "default");

@@ -1,6 +1,7 @@
 /*
  * ship.h: one shipper per sink, each with its own thread and its own mongoc_client_pool_t
- * kept for the process life. ship.c is the only file that calls libmongoc.
+ * kept for the process life. ship.c and remote_reader.c (reading a sink back) are the only
+ * files that call libmongoc.
  *
  * A shipper reads committed records back from the journal with its own journal reader
  * (waking on the journal's shared state, not on an in-memory queue, so memory stays
@@ -36,6 +37,11 @@ typedef struct shipper_config {
 /* Validates the sink (STELE_ECONFIG naming the field), creates the pool, starts the thread.
  * Never blocks on the network: an unreachable server is retried by the thread. */
 int shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err);
+
+/* Initialises libmongoc for the process, once, with stele's log handler (libmongoc's own
+ * lines go to stderr as stele log lines, URI passwords redacted, never to stdout). Every
+ * file that uses libmongoc calls it first. Thread-safe. */
+void ship_mongoc_init_once(void);
 
 /* Asks the thread to stop; gives it up to drain_timeout_ms to ship what is committed first.
  * Joins and frees. NULL is a no-op. */
