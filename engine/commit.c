@@ -92,6 +92,10 @@
 #define COMMIT_COMMITTER_SPIN_NS 50000ull
 /* Waiters spin only while at most this many writers are active (see commit_spin_worth). */
 #define COMMIT_SPIN_MAX_WRITERS 2
+/* A disk whose fdatasync takes this long or more is slow: with commit_interval_us=0 the
+ * adaptive policy then waits up to half a flush for active writers (commit_grow_interval_ns).
+ * Flash and write-back caches flush in well under it; a rotating disk takes 4-20 ms. */
+#define COMMIT_SLOW_FLUSH_NS 1000000ull
 /* A gap this long between two looks at the clock means the spinner was descheduled. */
 #define COMMIT_SPIN_PREEMPTED_NS 50000ull
 
@@ -171,11 +175,12 @@ struct commit {
     _Atomic uint64_t appended_seq;
     _Atomic uint64_t written_seq;
     _Atomic uint64_t durable_seq;
-    _Atomic uint64_t disk_bytes;   /* journal_stats after the last batch */
-    _Atomic int n_active;          /* writers inside append/wait */
-    _Atomic uint64_t inflight_seq; /* last seq of the batch being written/synced, else 0 */
-    _Atomic uint64_t waited_seq;   /* newest seq whose appender waits for it */
-    _Atomic int n_spinners;        /* waiters spinning (at most one) */
+    _Atomic uint64_t disk_bytes;    /* journal_stats after the last batch */
+    _Atomic int n_active;           /* writers inside append/wait */
+    _Atomic uint64_t inflight_seq;  /* last seq of the batch being written/synced, else 0 */
+    _Atomic uint64_t waited_seq;    /* newest seq whose appender waits for it */
+    _Atomic uint64_t flush_ewma_ns; /* recent fdatasync time (io_mu holder writes) */
+    _Atomic int n_spinners;         /* waiters spinning (at most one) */
 
     /* -- counters, written by the committer only -- */
     _Atomic uint64_t n_batches;
@@ -504,14 +509,43 @@ commit_sync_due(commit_t *c, uint64_t written, uint64_t durable, uint64_t last_s
     return false;
 }
 
-/* Whether the adaptive policy would hold the open batch back (mu held): a commit interval
- * is set, nothing older is waiting, and more writers are active than records in the open
- * batch, i.e. some active writer has not contributed yet. Never true for a lone writer. */
+/* How long the adaptive policy may hold a batch open: commit_interval_us when set; with 0,
+ * and sync=always, half the recent flush time on a disk whose flush takes
+ * COMMIT_SLOW_FLUSH_NS or more, else nothing. Why: taking a batch the moment the previous flush
+ * ends splits N writers into two halves that alternate (one half's records flush while the other
+ * half's queue), so a slow disk commits N/2 per flush; waiting a fraction of a flush for the
+ * writers just acknowledged doubles that. On a fast disk the CPUs are the limit and the wait costs
+ * more than it gains (docs/benchmarks.md). */
+static uint64_t
+commit_grow_interval_ns(const commit_t *c)
+{
+    if (c->cfg.commit_interval_us)
+        return (uint64_t)c->cfg.commit_interval_us * NS_PER_US;
+    if (c->cfg.sync != STELE_SYNC_ALWAYS)
+        return 0; /* batches wait for no flush: nothing to gain */
+    uint64_t flush_ns = atomic_load_explicit(&c->flush_ewma_ns, memory_order_relaxed);
+    return flush_ns >= COMMIT_SLOW_FLUSH_NS ? flush_ns / 2 : 0;
+}
+
+/* Whether the adaptive policy would hold the open batch back (mu held): it may wait (see
+ * commit_grow_interval_ns), nothing older is waiting, and more writers are active than
+ * records in the open batch, i.e. some active writer has not contributed yet. Never true
+ * for a lone writer. */
 static bool
 commit_batch_may_grow(const commit_t *c)
 {
-    return c->cfg.commit_interval_us > 0 && !c->full_head && !c->is_closing && c->open &&
-           (uint64_t)atomic_load(&c->n_active) > c->open->n_records;
+    return !c->full_head && !c->is_closing && c->open &&
+           (uint64_t)atomic_load(&c->n_active) > c->open->n_records &&
+           commit_grow_interval_ns(c) > 0;
+}
+
+/* After a flush that took flush_ns (io_mu held): a moving average, 1/8 weight per flush. */
+static void
+commit_note_flush(commit_t *c, uint64_t flush_ns)
+{
+    uint64_t avg = atomic_load_explicit(&c->flush_ewma_ns, memory_order_relaxed);
+    avg = avg ? (avg * 7 + flush_ns) / 8 : flush_ns;
+    atomic_store_explicit(&c->flush_ewma_ns, avg, memory_order_relaxed);
 }
 
 /* Waits (mu held) to let other active writers join the open batch; see the top comment. */
@@ -519,9 +553,11 @@ static void
 commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
 {
     uint64_t interval_ns = (uint64_t)c->cfg.commit_interval_us * NS_PER_US;
-    if (interval_ns == 0 || c->full_head || c->is_closing)
+    if (c->full_head || c->is_closing)
         return;
     if (c->cfg.commit_policy == STELE_COMMIT_FIXED) {
+        if (interval_ns == 0)
+            return;
         uint64_t deadline = last_commit_ns + interval_ns;
         while (!c->is_closing && c->flush_seq <= atomic_load(&c->durable_seq) &&
                commit_mono_ns() < deadline) {
@@ -534,7 +570,7 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
     if (!commit_batch_may_grow(c))
         return;
     atomic_fetch_add_explicit(&c->commit_delays, 1, memory_order_relaxed);
-    uint64_t deadline = commit_mono_ns() + interval_ns;
+    uint64_t deadline = commit_mono_ns() + commit_grow_interval_ns(c);
     c->is_committer_growing = true;
     while (commit_batch_may_grow(c) && commit_mono_ns() < deadline) {
         c->is_committer_idle = true;
@@ -627,8 +663,10 @@ commit_sync_written(commit_t *c)
     if (written <= atomic_load(&c->durable_seq))
         return NULL;
     stele_error_t serr;
+    uint64_t start_ns = commit_mono_ns();
     int rc = journal_sync(c->cfg.journal, &serr);
     if (rc == 0) {
+        commit_note_flush(c, commit_mono_ns() - start_ns);
         atomic_fetch_add_explicit(&c->n_syncs, 1, memory_order_relaxed);
         atomic_store_explicit(&c->durable_seq, written, memory_order_release);
         commit_publish(c);
@@ -661,8 +699,10 @@ commit_batch_io(commit_t *c, chunk_t *ch)
         commit_kick_waker(c);
         /* Sync right here rather than through the loop: the batch's own latency. */
         stele_error_t serr;
+        uint64_t start_ns = commit_mono_ns();
         rc = journal_sync(c->cfg.journal, &serr);
         if (rc == 0) {
+            commit_note_flush(c, commit_mono_ns() - start_ns);
             atomic_fetch_add_explicit(&c->n_syncs, 1, memory_order_relaxed);
             atomic_store_explicit(&c->durable_seq, ch->last_seq, memory_order_release);
             commit_record_latency(c, ch, commit_mono_ns());

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <bson/bson.h>
 #include <cmocka.h>
@@ -217,6 +218,95 @@ test_commit_written_waiter_leaves_the_batch_to_the_committer(void **state)
     assert_int_equal(other, n);
 }
 
+/* -- a slow disk: the adaptive policy waits for the writers just acknowledged ---------- */
+
+#define SLOW_FLUSH_MS 5
+#define SLOW_WRITERS 8
+#define SLOW_RECORDS_EACH 25
+
+/* POSIX I/O whose fdatasync takes SLOW_FLUSH_MS longer, like a rotating disk's. */
+static int
+slow_fdatasync(void *ctx, int fd)
+{
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = SLOW_FLUSH_MS * 1000000L};
+    nanosleep(&pause, NULL);
+    return journal_io_posix()->fdatasync(ctx, fd);
+}
+
+typedef struct slow_writer {
+    commit_t *c;
+    fixture_t *f;
+    int failed;
+} slow_writer_t;
+
+static void *
+slow_writer_main(void *arg)
+{
+    slow_writer_t *w = arg;
+    for (int i = 0; i < SLOW_RECORDS_EACH && !w->failed; i++) {
+        commit_writer_enter(w->c);
+        uint64_t seq = 0;
+        if (commit_enqueue(w->c, bson_get_data(w->f->event), w->f->event->len, STELE_WAIT_DURABLE,
+                           &seq, NULL) != 0 ||
+            commit_wait(w->c, seq, STELE_WAIT_DURABLE, -1, NULL) != 0)
+            w->failed = 1;
+        commit_writer_leave(w->c);
+    }
+    return NULL;
+}
+
+/* With commit_interval_us=0 a batch taken the moment the previous flush ends splits the
+ * writers into two alternating halves (mean batch SLOW_WRITERS / 2). On a disk whose flush
+ * takes milliseconds the policy waits for the writers just acknowledged, so batches hold
+ * most of them. Counts (batches, delays), not timings. */
+static void
+test_commit_slow_disk_batches_hold_most_writers(void **state)
+{
+    fixture_t *f = *state;
+    journal_close(f->journal, NULL);
+    static journal_io_t slow_io;
+    slow_io = *journal_io_posix();
+    slow_io.fdatasync = slow_fdatasync;
+    journal_options_t jo;
+    journal_options_init(&jo);
+    jo.io = &slow_io;
+    jo.source = "test-host";
+    jo.segment_bytes = 1u << 20;
+    jo.max_record_bytes = 64u << 10;
+    jo.file_mode = 0600;
+    jo.dir_mode = 0700;
+    assert_int_equal(journal_open(f->dir, &jo, &f->journal, &f->rec, NULL), 0);
+    commit_config_t cc = config_for(f);
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    /* One flush first, so the committer knows how slow the disk is. */
+    uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_DURABLE);
+    assert_int_equal(commit_wait(c, seq, STELE_WAIT_DURABLE, -1, NULL), 0);
+    stele_stats_t before = {0};
+    commit_stats(c, &before);
+    pthread_t threads[SLOW_WRITERS];
+    slow_writer_t writers[SLOW_WRITERS];
+    for (int i = 0; i < SLOW_WRITERS; i++) {
+        writers[i] = (slow_writer_t){.c = c, .f = f};
+        assert_int_equal(pthread_create(&threads[i], NULL, slow_writer_main, &writers[i]), 0);
+    }
+    for (int i = 0; i < SLOW_WRITERS; i++) {
+        pthread_join(threads[i], NULL);
+        assert_int_equal(writers[i].failed, 0);
+    }
+    stele_stats_t after = {0};
+    commit_stats(c, &after);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+    uint64_t batches = after.batches - before.batches;
+    double mean = (double)(SLOW_WRITERS * SLOW_RECORDS_EACH) / (double)batches;
+    print_message("slow disk: %d writers, %llu batches, mean batch %.1f, %llu delays\n",
+                  SLOW_WRITERS, (unsigned long long)batches, mean,
+                  (unsigned long long)(after.commit_delays - before.commit_delays));
+    assert_true(after.commit_delays > before.commit_delays);
+    assert_true(mean > 0.6 * SLOW_WRITERS); /* the alternating halves give 0.5 */
+}
+
 static void
 test_commit_delays_while_another_writer_has_not_contributed(void **state)
 {
@@ -309,6 +399,7 @@ main(void)
         T(test_commit_lone_writer_is_never_delayed),
         T(test_commit_lone_durable_writer_commits_in_its_own_thread),
         T(test_commit_written_waiter_leaves_the_batch_to_the_committer),
+        T(test_commit_slow_disk_batches_hold_most_writers),
         T(test_commit_delays_while_another_writer_has_not_contributed),
         T(test_commit_writes_unwaited_records_without_being_asked),
         T(test_commit_rejects_waits_for_seqs_never_appended),
