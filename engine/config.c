@@ -58,7 +58,8 @@ typedef enum knob_type {
       "largest event in BSON bytes")                                                               \
     X(max_depth, KNOB_U32, 0, 1, 100, NULL, "100", "deepest nesting of an event")                  \
     X(commit_interval_us, KNOB_DURATION32, 1000, 0, 10000000, NULL, "0",                           \
-      "longest wait to grow a batch, only while other writers are active")                         \
+      "longest wait to grow a batch, only while other writers are active (0: half a flush on a "   \
+      "disk slower than 1 ms, else none)")                                                         \
     X(commit_policy, KNOB_ENUM, 0, 0, 1, "adaptive|fixed", "adaptive",                             \
       "adaptive: delay only for active writers; fixed: commit every commit_interval_us")           \
     X(sync, KNOB_ENUM, 0, 0, 2, "always|interval|never", "always",                                 \

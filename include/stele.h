@@ -150,7 +150,9 @@ typedef struct stele_options {
                                     less the shipped document's envelope */
     uint32_t max_depth;          /* deepest nesting of an event; default 100 */
     uint32_t commit_interval_us; /* longest wait to grow a batch, only while other writers are
-                                    active; 0 (default) = adaptive group commit only */
+                                    active; 0 (default) = adaptive: no wait on a disk that
+                                    flushes in under 1 ms, up to half a flush on a slower one
+                                    (with sync=always); a lone writer never waits */
     stele_commit_policy_t commit_policy; /* default STELE_COMMIT_ADAPTIVE */
     stele_sync_t sync;                   /* default STELE_SYNC_ALWAYS */
     uint32_t sync_interval_ms;           /* for STELE_SYNC_INTERVAL; default 1000 */
