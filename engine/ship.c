@@ -1042,6 +1042,21 @@ shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
                        s->target.name, d->seq, s->target.where, msg);
 }
 
+/* Makes the document of a record read from the journal into d; a record that cannot become
+ * a document is dead-lettered at once (d->is_done). Returns the document's size in bytes. */
+static size_t
+shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
+{
+    d->seq = rec->seq;
+    d->ts_ns = rec->ts_ns;
+    d->is_done = 0;
+    memcpy(d->hash, rec->hash, SHIP_HASH_BYTES);
+    d->doc = bson_new();
+    if (ship_doc_build(s->source, rec, d->doc) != 0)
+        shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
+    return d->doc->len;
+}
+
 /*
  * Delivers a whole batch: every document ends acknowledged, found stored with its hash, or
  * dead-lettered. Returns 0, STELE_EINTEGRITY / STELE_EAUTH (sink stopped), or
@@ -1215,21 +1230,11 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
         }
         if (shipper_batch_reserve(b, b->n + 1) != 0)
             return -ENOMEM;
-        ship_doc_t *d = &b->docs[b->n];
-        d->seq = rec.seq;
-        d->ts_ns = rec.ts_ns;
-        d->is_done = 0;
-        memcpy(d->hash, rec.hash, SHIP_HASH_BYTES);
-        d->doc = bson_new();
-        int build_rc = ship_doc_build(s->source, &rec, d->doc);
-        b->n++;
-        b->bytes += d->doc->len;
+        b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
         if (b->n == 1) {
             linger_until_ms = ship_now_ms() + o->linger_ms;
             atomic_store(&s->pending_ts_ns, rec.ts_ns);
         }
-        if (build_rc != 0)
-            shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
         next_seq++;
     }
     return 0;
@@ -1797,15 +1802,7 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
             return 0;
         if (shipper_batch_reserve(b, b->n + 1) != 0)
             return -ENOMEM;
-        ship_doc_t *d = &b->docs[b->n++];
-        d->seq = rec.seq;
-        d->ts_ns = rec.ts_ns;
-        d->is_done = 0;
-        memcpy(d->hash, rec.hash, SHIP_HASH_BYTES);
-        d->doc = bson_new();
-        if (ship_doc_build(s->source, &rec, d->doc) != 0)
-            shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
-        b->bytes += d->doc->len;
+        b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
     }
     return 0;
 }
@@ -1958,16 +1955,8 @@ ship_dead_read(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch_t *b,
         return rc;
     if (shipper_batch_reserve(b, 1) != 0)
         return -ENOMEM;
-    ship_doc_t *d = &b->docs[0];
     b->n = 1;
-    d->seq = rec.seq;
-    d->ts_ns = rec.ts_ns;
-    d->is_done = 0;
-    memcpy(d->hash, rec.hash, SHIP_HASH_BYTES);
-    d->doc = bson_new();
-    if (ship_doc_build(s->source, &rec, d->doc) != 0)
-        shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
-    b->bytes = d->doc->len;
+    b->bytes = shipper_doc_fill(s, &b->docs[0], &rec);
     return 0;
 }
 
