@@ -301,3 +301,36 @@ harness_seed(void)
     printf("# seed %u (STELE_TEST_SEED=%u to repeat)\n", seed, seed);
     return seed;
 }
+
+size_t
+harness_count_lines(const char *text)
+{
+    size_t n = 0;
+    for (const char *p = text; *p; p++)
+        n += (*p == '\n');
+    return n;
+}
+
+char *
+harness_read_lines(int fd, size_t want, int timeout_ms)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = calloc(1, cap);
+    assert_non_null(buf);
+    while (harness_count_lines(buf) < want) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, timeout_ms) != 1)
+            break;
+        if (len + 4096 >= cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+    }
+    return buf;
+}

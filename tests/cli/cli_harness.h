@@ -61,6 +61,13 @@ char *harness_json_lines(size_t first, size_t count);
  */
 char *harness_journal_snapshot(const char *dir);
 
+/* Newlines in text. */
+size_t harness_count_lines(const char *text);
+
+/* Reads from fd until `want` lines arrived or timeout_ms passed without output; returns the
+ * text read (owned, NUL-terminated). */
+char *harness_read_lines(int fd, size_t want, int timeout_ms);
+
 /* Seed for randomised tests: $STELE_TEST_SEED or the time; printed. */
 unsigned harness_seed(void);
 

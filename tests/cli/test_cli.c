@@ -71,15 +71,6 @@ run_expect(int want_exit, const char *stdin_data, ...)
     return res;
 }
 
-static size_t
-count_lines(const char *text)
-{
-    size_t n = 0;
-    for (const char *p = text; *p; p++)
-        n += (*p == '\n');
-    return n;
-}
-
 /* The seq of each JSON line of `stele tail` output, in order. Returns how many. */
 static size_t
 tail_seqs(const char *out, uint64_t *seqs, size_t cap)
@@ -96,7 +87,7 @@ insert_lines(const fixture_t *f, size_t first, size_t count)
 {
     char *lines = harness_json_lines(first, count);
     harness_result_t r = run_expect(0, lines, "insert", "-d", f->dir, NULL);
-    assert_int_equal(count_lines(r.out), count);
+    assert_int_equal(harness_count_lines(r.out), count);
     harness_result_free(&r);
     free(lines);
 }
@@ -160,14 +151,14 @@ test_insert_stdin_prints_one_seq_per_line_and_tail_reads_them_back(void **state)
     char *lines = harness_json_lines(0, n);
     harness_result_t r = run_expect(0, lines, "insert", "-d", f->dir, NULL);
     free(lines);
-    assert_int_equal(count_lines(r.out), n);
+    assert_int_equal(harness_count_lines(r.out), n);
     uint64_t expect = 1;
     for (const char *p = r.out; *p; p = strchr(p, '\n') + 1)
         assert_int_equal(strtoull(p, NULL, 10), expect++);
     harness_result_free(&r);
 
     r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
-    assert_int_equal(count_lines(r.out), n);
+    assert_int_equal(harness_count_lines(r.out), n);
     assert_non_null(strstr(r.out, "\"event\":{ \"i\" : 19999, \"who\" : \"user-1\" }}"));
     harness_result_free(&r);
 }
@@ -187,7 +178,7 @@ test_insert_every_wait_level_is_accepted(void **state)
         harness_result_free(&r);
     }
     harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, "--where", "level=none", NULL);
-    assert_int_equal(count_lines(r.out), 1);
+    assert_int_equal(harness_count_lines(r.out), 1);
     harness_result_free(&r);
 }
 
@@ -203,7 +194,7 @@ test_insert_quiet_prints_nothing(void **state)
     assert_string_equal(r.out, "");
     harness_result_free(&r);
     r = run_expect(0, NULL, "tail", "-d", f->dir, NULL);
-    assert_int_equal(count_lines(r.out), 3);
+    assert_int_equal(harness_count_lines(r.out), 3);
     harness_result_free(&r);
 }
 
@@ -217,7 +208,7 @@ test_insert_bad_line_commits_what_came_before_and_nothing_after(void **state)
     assert_non_null(strstr(r.err, "stdin line 3"));
     harness_result_free(&r);
     r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
-    assert_int_equal(count_lines(r.out), 2);
+    assert_int_equal(harness_count_lines(r.out), 2);
     harness_result_free(&r);
 }
 
@@ -247,7 +238,7 @@ test_insert_takes_the_directory_from_stele_dir(void **state)
     assert_int_equal(r.exit_code, 0);
     harness_result_free(&r);
     r = run_expect(0, NULL, "tail", "-d", f->dir, "--where", "via=env", NULL);
-    assert_int_equal(count_lines(r.out), 1);
+    assert_int_equal(harness_count_lines(r.out), 1);
     harness_result_free(&r);
 }
 
@@ -316,7 +307,7 @@ test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line(void **state)
     close(out_fd);
     close(err_fd);
     r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
-    assert_int_equal(count_lines(r.out), 4);
+    assert_int_equal(harness_count_lines(r.out), 4);
     harness_result_free(&r);
 }
 
@@ -382,7 +373,7 @@ test_insert_through_serve_appends_exactly_the_lines_before_a_bad_one(void **stat
         size_t k = k_values[i];
         char *lines = lines_with_bad(k + 1500, &k, 1);
         harness_result_t r = run_expect(2, lines, "insert", "-d", f->dir, NULL);
-        assert_int_equal(count_lines(r.out), k - 1);
+        assert_int_equal(harness_count_lines(r.out), k - 1);
         char want[64];
         snprintf(want, sizeof want, "stdin line %zu: ", k);
         assert_non_null(strstr(r.err, want));
@@ -395,7 +386,7 @@ test_insert_through_serve_appends_exactly_the_lines_before_a_bad_one(void **stat
     static const size_t bad[] = {3, 1100, 1101, 2500};
     char *lines = lines_with_bad(3000, bad, 4);
     harness_result_t r = run_expect(2, lines, "insert", "-d", f->dir, "--skip-invalid", NULL);
-    assert_int_equal(count_lines(r.out), 3000 - 4);
+    assert_int_equal(harness_count_lines(r.out), 3000 - 4);
     for (size_t j = 0; j < 4; j++) {
         char want[64];
         snprintf(want, sizeof want, "stdin line %zu: ", bad[j]);
@@ -608,9 +599,9 @@ test_tail_where_matches_dotted_paths_by_type(void **state)
         }
         harness_exec(&run, &r);
         assert_int_equal(r.exit_code, 0);
-        if (count_lines(r.out) != cases[i].n_matches)
-            fail_msg("--where %s: %zu matches, want %zu", cases[i].where[0], count_lines(r.out),
-                     cases[i].n_matches);
+        if (harness_count_lines(r.out) != cases[i].n_matches)
+            fail_msg("--where %s: %zu matches, want %zu", cases[i].where[0],
+                     harness_count_lines(r.out), cases[i].n_matches);
         harness_result_free(&r);
     }
 }
@@ -621,38 +612,13 @@ test_tail_pretty_output_is_one_readable_line_per_record(void **state)
     fixture_t *f = *state;
     insert_lines(f, 0, 2);
     harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, "--output", "pretty", NULL);
-    assert_int_equal(count_lines(r.out), 2);
+    assert_int_equal(harness_count_lines(r.out), 2);
     assert_non_null(strstr(r.out, " #1 { \"i\" : 0"));
     assert_null(strstr(r.out, "\"seq\""));
     harness_result_free(&r);
     r = run_expect(0, NULL, "tail", "-d", f->dir, "-o", "json", "-n", "1", NULL);
     assert_non_null(strstr(r.out, "{\"seq\":2,"));
     harness_result_free(&r);
-}
-
-/* Reads lines from fd until `want` JSON lines arrived or timeout; returns the text. */
-static char *
-read_lines(int fd, size_t want, int timeout_ms)
-{
-    size_t cap = 1 << 16, len = 0;
-    char *buf = calloc(1, cap);
-    assert_non_null(buf);
-    while (count_lines(buf) < want) {
-        struct pollfd pfd = {fd, POLLIN, 0};
-        if (poll(&pfd, 1, timeout_ms) != 1)
-            break;
-        if (len + 4096 >= cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-        ssize_t n = read(fd, buf + len, cap - len - 1);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        buf[len] = '\0';
-    }
-    return buf;
 }
 
 static void
@@ -663,13 +629,13 @@ test_tail_follow_prints_records_of_a_concurrent_writer_and_exits_on_sigint(void 
     const char *args[] = {"tail", "-d", f->dir, "-f", "-n", "1", NULL};
     int out_fd, err_fd;
     pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
-    char *first = read_lines(out_fd, 1, 10000);
+    char *first = harness_read_lines(out_fd, 1, 10000);
     assert_non_null(strstr(first, "{\"seq\":3,"));
     free(first);
     /* writers in other processes, one after the other */
     for (size_t round = 0; round < 5; round++)
         insert_lines(f, 3 + round * 4, 4);
-    char *more = read_lines(out_fd, 20, 10000);
+    char *more = harness_read_lines(out_fd, 20, 10000);
     uint64_t seqs[32];
     assert_int_equal(tail_seqs(more, seqs, 32), 20);
     for (size_t i = 0; i < 20; i++)
@@ -689,8 +655,8 @@ test_tail_follow_exits_zero_when_its_reader_goes_away(void **state)
     const char *args[] = {"tail", "-d", f->dir, "-f", NULL};
     int out_fd, err_fd;
     pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
-    char *first = read_lines(out_fd, 1, 10000);
-    assert_int_equal(count_lines(first), 1);
+    char *first = harness_read_lines(out_fd, 1, 10000);
+    assert_int_equal(harness_count_lines(first), 1);
     free(first);
     close(out_fd); /* like `stele tail -f | head -1` */
     insert_lines(f, 1, 1);
@@ -708,7 +674,7 @@ test_tail_follow_with_where_and_since_waits_for_matching_records(void **state)
     int out_fd, err_fd;
     pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
     insert_lines(f, 1, 9); /* i = 2, 5, 8 match */
-    char *lines = read_lines(out_fd, 3, 10000);
+    char *lines = harness_read_lines(out_fd, 3, 10000);
     uint64_t seqs[8];
     assert_int_equal(tail_seqs(lines, seqs, 8), 3);
     assert_int_equal(seqs[0], 3);

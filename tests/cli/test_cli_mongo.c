@@ -101,22 +101,13 @@ run_v(int want_exit, const char *stdin_data, ...)
     return r;
 }
 
-static size_t
-count_lines(const char *text)
-{
-    size_t n = 0;
-    for (const char *p = text; *p; p++)
-        n += (*p == '\n');
-    return n;
-}
-
 /* Inserts `count` lines ({"i":N,"who":"user-N%3"}) locally, then ships them with --once. */
 static void
 insert_and_ship(const mongo_fixture_t *f, const char *db_name, size_t first, size_t count)
 {
     char *lines = harness_json_lines(first, count);
     harness_result_t r = run_v(0, lines, "insert", "-d", f->dir, "--wait", "written", NULL);
-    assert_int_equal(count_lines(r.out), count);
+    assert_int_equal(harness_count_lines(r.out), count);
     harness_result_free(&r);
     free(lines);
     r = run_v(0, NULL, "ship", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "--once", NULL);
@@ -137,7 +128,7 @@ assert_remote_tail_equals_local(const mongo_fixture_t *f, const char *db_name, c
         fail_msg("tail %s %s %s %s differs:\nlocal:\n%s\nremote:\n%s", a1 ? a1 : "",
                  a1 && a2 ? a2 : "", a1 && a2 && a3 ? a3 : "", a1 && a2 && a3 && a4 ? a4 : "",
                  local.out, remote.out);
-    size_t n = count_lines(local.out);
+    size_t n = harness_count_lines(local.out);
     harness_result_free(&local);
     harness_result_free(&remote);
     return n;
@@ -174,7 +165,7 @@ test_tail_mongo_prints_the_same_lines_as_the_local_tail(void **state)
     harness_result_t local = run_v(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
     harness_result_t remote =
         run_v(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "-n", "all", NULL);
-    assert_int_equal(count_lines(local.out), 200);
+    assert_int_equal(harness_count_lines(local.out), 200);
     assert_string_equal(remote.out, local.out);
     char since[64], until[64];
     line_ts(local.out, 121, since, sizeof since);
@@ -185,7 +176,7 @@ test_tail_mongo_prints_the_same_lines_as_the_local_tail(void **state)
     /* the default -n 10, and -n N: the last N, found through the newest remote seq */
     local = run_v(0, NULL, "tail", "-d", f->dir, NULL);
     remote = run_v(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, NULL);
-    assert_int_equal(count_lines(remote.out), 10);
+    assert_int_equal(harness_count_lines(remote.out), 10);
     assert_string_equal(remote.out, local.out);
     harness_result_free(&local);
     harness_result_free(&remote);
@@ -208,7 +199,7 @@ test_tail_mongo_prints_the_same_lines_as_the_local_tail(void **state)
     local = run_v(0, NULL, "tail", "-d", f->dir, "-n", "3", "--where", "who=user-2", NULL);
     remote = run_v(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "-n", "3",
                    "--where", "who=user-2", NULL);
-    assert_int_equal(count_lines(remote.out), 3);
+    assert_int_equal(harness_count_lines(remote.out), 3);
     assert_string_equal(remote.out, local.out);
     harness_result_free(&local);
     harness_result_free(&remote);
@@ -231,31 +222,6 @@ test_tail_mongo_prints_the_same_lines_as_the_local_tail(void **state)
     harness_result_free(&remote);
 }
 
-/* Reads from fd until `want` lines arrived or timeout_ms passed without output. */
-static char *
-read_lines(int fd, size_t want, int timeout_ms)
-{
-    size_t cap = 1 << 16, len = 0;
-    char *buf = calloc(1, cap);
-    assert_non_null(buf);
-    while (count_lines(buf) < want) {
-        struct pollfd pfd = {fd, POLLIN, 0};
-        if (poll(&pfd, 1, timeout_ms) != 1)
-            break;
-        if (len + 4096 >= cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-        ssize_t n = read(fd, buf + len, cap - len - 1);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        buf[len] = '\0';
-    }
-    return buf;
-}
-
 static void
 test_tail_mongo_follow_prints_records_shipped_after_it_started_through_a_restart(void **state)
 {
@@ -267,15 +233,15 @@ test_tail_mongo_follow_prints_records_shipped_after_it_started_through_a_restart
                           db_name, "-n", "2",    "-f",      NULL};
     int out_fd, err_fd;
     pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
-    char *first = read_lines(out_fd, 2, 20000);
-    assert_int_equal(count_lines(first), 2);
+    char *first = harness_read_lines(out_fd, 2, 20000);
+    assert_int_equal(harness_count_lines(first), 2);
     assert_non_null(strstr(first, "{\"seq\":4,"));
     free(first);
     /* two more shipments while it follows: each line appears once, in seq order */
     for (size_t round = 0; round < 2; round++) {
         insert_and_ship(f, db_name, 5 + round * 3, 3);
-        char *more = read_lines(out_fd, 3, 20000);
-        assert_int_equal(count_lines(more), 3);
+        char *more = harness_read_lines(out_fd, 3, 20000);
+        assert_int_equal(harness_count_lines(more), 3);
         char want[32];
         snprintf(want, sizeof want, "{\"seq\":%zu,", 6 + round * 3);
         if (strncmp(more, want, strlen(want)) != 0)
@@ -295,18 +261,18 @@ test_tail_mongo_follow_prints_records_shipped_after_it_started_through_a_restart
         assert_int_equal(mongo_server_restart(&f->server), 0);
         insert_and_ship(f, db_name, 11, 3);
         n_records += 3;
-        char *more = read_lines(out_fd, 3, 30000);
-        assert_int_equal(count_lines(more), 3);
+        char *more = harness_read_lines(out_fd, 3, 30000);
+        assert_int_equal(harness_count_lines(more), 3);
         assert_non_null(strstr(more, "{\"seq\":12,"));
         assert_non_null(strstr(more, "{\"seq\":14,"));
         free(more);
     }
     harness_result_t local = run_v(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
-    assert_int_equal(count_lines(local.out), n_records);
+    assert_int_equal(harness_count_lines(local.out), n_records);
     harness_result_free(&local);
     kill(tail, SIGINT);
     assert_int_equal(harness_wait(tail), 0);
-    char *err_text = read_lines(err_fd, 1000, 2000);
+    char *err_text = harness_read_lines(err_fd, 1000, 2000);
     if (rc != MONGO_SERVER_EXTERNAL) {
         assert_non_null(strstr(err_text, "still following: retrying"));
         assert_non_null(strstr(err_text, "reading from the server again"));
@@ -319,8 +285,8 @@ test_tail_mongo_follow_prints_records_shipped_after_it_started_through_a_restart
     const char *head_args[] = {"tail",  "-d", f->dir, "--mongo", f->uri, "--db",
                                db_name, "-n", "1",    "-f",      NULL};
     tail = harness_spawn(head_args, -1, &out_fd, &err_fd);
-    char *one = read_lines(out_fd, 1, 20000);
-    assert_int_equal(count_lines(one), 1);
+    char *one = harness_read_lines(out_fd, 1, 20000);
+    assert_int_equal(harness_count_lines(one), 1);
     free(one);
     close(out_fd);
     insert_and_ship(f, db_name, n_records, 1);
@@ -394,7 +360,7 @@ test_tail_mongo_errors_exit_with_the_documented_codes_and_no_credentials(void **
     harness_result_free(&r);
     insert_foreign_document(f, db_name, source, 4);
     r = run_v(2, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "-n", "all", NULL);
-    assert_int_equal(count_lines(r.out), 3);
+    assert_int_equal(harness_count_lines(r.out), 3);
     assert_non_null(strstr(r.err, "document seq 4"));
     assert_non_null(strstr(r.err, "has no _stele metadata"));
     harness_result_free(&r);
