@@ -334,3 +334,33 @@ harness_read_lines(int fd, size_t want, int timeout_ms)
     }
     return buf;
 }
+
+harness_result_t
+harness_run_argv(int want_exit, const char *stdin_data, const char *const *args)
+{
+    harness_run_t run = {.stdin_data = stdin_data};
+    for (int i = 0; i < HARNESS_MAX_ARGS - 1 && args[i] != NULL; i++)
+        run.args[i] = args[i];
+    harness_result_t res;
+    harness_exec(&run, &res);
+    if (res.exit_code != want_exit)
+        fail_msg("stele %s %s: exit %d (want %d)\nstdout: %s\nstderr: %s",
+                 run.args[0] ? run.args[0] : "", run.args[0] && run.args[1] ? run.args[1] : "",
+                 res.exit_code, want_exit, res.out, res.err);
+    return res;
+}
+
+harness_result_t
+harness_run(int want_exit, const char *stdin_data, ...)
+{
+    const char *args[HARNESS_MAX_ARGS] = {0};
+    va_list ap;
+    va_start(ap, stdin_data);
+    for (int i = 0; i < HARNESS_MAX_ARGS - 1; i++) {
+        args[i] = va_arg(ap, const char *);
+        if (args[i] == NULL)
+            break;
+    }
+    va_end(ap);
+    return harness_run_argv(want_exit, stdin_data, args);
+}

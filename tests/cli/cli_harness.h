@@ -61,6 +61,13 @@ char *harness_json_lines(size_t first, size_t count);
  */
 char *harness_journal_snapshot(const char *dir);
 
+/* Runs stele with args (NULL-terminated) and stdin_data (may be NULL); fails the test,
+ * showing stdout and stderr, unless it exits with want_exit. */
+harness_result_t harness_run_argv(int want_exit, const char *stdin_data, const char *const *args);
+
+/* As harness_run_argv, the arguments given one by one, ending with NULL. */
+harness_result_t harness_run(int want_exit, const char *stdin_data, ...);
+
 /* Newlines in text. */
 size_t harness_count_lines(const char *text);
 

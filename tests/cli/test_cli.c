@@ -50,27 +50,6 @@ teardown(void **state)
     return 0;
 }
 
-/* Runs stele with the given arguments (NULL-terminated) and stdin; asserts the exit code. */
-static harness_result_t
-run_expect(int want_exit, const char *stdin_data, ...)
-{
-    harness_run_t run = {.stdin_data = stdin_data};
-    va_list ap;
-    va_start(ap, stdin_data);
-    for (int i = 0; i < HARNESS_MAX_ARGS - 1; i++) {
-        run.args[i] = va_arg(ap, const char *);
-        if (run.args[i] == NULL)
-            break;
-    }
-    va_end(ap);
-    harness_result_t res;
-    harness_exec(&run, &res);
-    if (res.exit_code != want_exit)
-        fail_msg("stele %s %s: exit %d (want %d)\nstdout: %s\nstderr: %s", run.args[0],
-                 run.args[1] ? run.args[1] : "", res.exit_code, want_exit, res.out, res.err);
-    return res;
-}
-
 /* The seq of each JSON line of `stele tail` output, in order. Returns how many. */
 static size_t
 tail_seqs(const char *out, uint64_t *seqs, size_t cap)
@@ -86,7 +65,7 @@ static void
 insert_lines(const fixture_t *f, size_t first, size_t count)
 {
     char *lines = harness_json_lines(first, count);
-    harness_result_t r = run_expect(0, lines, "insert", "-d", f->dir, NULL);
+    harness_result_t r = harness_run(0, lines, "insert", "-d", f->dir, NULL);
     assert_int_equal(harness_count_lines(r.out), count);
     harness_result_free(&r);
     free(lines);
@@ -98,7 +77,7 @@ static void
 test_version_prints_the_library_version(void **state)
 {
     (void)state;
-    harness_result_t r = run_expect(0, NULL, "--version", NULL);
+    harness_result_t r = harness_run(0, NULL, "--version", NULL);
     assert_non_null(strstr(r.out, STELE_VERSION_STRING));
     harness_result_free(&r);
 }
@@ -115,7 +94,7 @@ test_help_on_every_command_lists_knob_flags(void **state)
     for (size_t i = 0; knobs[0].name[i] && i < sizeof flag - 3; i++)
         flag[2 + i] = knobs[0].name[i] == '_' ? '-' : knobs[0].name[i];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        harness_result_t r = run_expect(0, NULL, commands[i], "--help", NULL);
+        harness_result_t r = harness_run(0, NULL, commands[i], "--help", NULL);
         char usage[64];
         snprintf(usage, sizeof usage, "usage: stele %s", commands[i]);
         assert_non_null(strstr(r.out, usage));
@@ -123,7 +102,7 @@ test_help_on_every_command_lists_knob_flags(void **state)
         assert_non_null(strstr(r.out, "Exit status"));
         harness_result_free(&r);
     }
-    harness_result_t r = run_expect(0, NULL, "--help", NULL);
+    harness_result_t r = harness_run(0, NULL, "--help", NULL);
     assert_non_null(strstr(r.out, "insert"));
     harness_result_free(&r);
 }
@@ -135,10 +114,10 @@ test_insert_arguments_print_seqs_in_order(void **state)
 {
     fixture_t *f = *state;
     harness_result_t r =
-        run_expect(0, NULL, "insert", "-d", f->dir, "{\"a\":1}", "{\"b\":{\"c\":\"x\"}}", NULL);
+        harness_run(0, NULL, "insert", "-d", f->dir, "{\"a\":1}", "{\"b\":{\"c\":\"x\"}}", NULL);
     assert_string_equal(r.out, "1\n2\n");
     harness_result_free(&r);
-    r = run_expect(0, NULL, "insert", "--dir", f->dir, "{\"a\":3}", NULL);
+    r = harness_run(0, NULL, "insert", "--dir", f->dir, "{\"a\":3}", NULL);
     assert_string_equal(r.out, "3\n");
     harness_result_free(&r);
 }
@@ -149,7 +128,7 @@ test_insert_stdin_prints_one_seq_per_line_and_tail_reads_them_back(void **state)
     fixture_t *f = *state;
     const size_t n = 20000; /* more than the pending ring, so it settles mid-stream */
     char *lines = harness_json_lines(0, n);
-    harness_result_t r = run_expect(0, lines, "insert", "-d", f->dir, NULL);
+    harness_result_t r = harness_run(0, lines, "insert", "-d", f->dir, NULL);
     free(lines);
     assert_int_equal(harness_count_lines(r.out), n);
     uint64_t expect = 1;
@@ -157,7 +136,7 @@ test_insert_stdin_prints_one_seq_per_line_and_tail_reads_them_back(void **state)
         assert_int_equal(strtoull(p, NULL, 10), expect++);
     harness_result_free(&r);
 
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
     assert_int_equal(harness_count_lines(r.out), n);
     assert_non_null(strstr(r.out, "\"event\":{ \"i\" : 19999, \"who\" : \"user-1\" }}"));
     harness_result_free(&r);
@@ -173,11 +152,11 @@ test_insert_every_wait_level_is_accepted(void **state)
         snprintf(event, sizeof event, "{\"level\":\"%s\"}", levels[i]);
         snprintf(want, sizeof want, "%d\n", i + 1);
         harness_result_t r =
-            run_expect(0, NULL, "insert", "-d", f->dir, "--wait", levels[i], event, NULL);
+            harness_run(0, NULL, "insert", "-d", f->dir, "--wait", levels[i], event, NULL);
         assert_string_equal(r.out, want);
         harness_result_free(&r);
     }
-    harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, "--where", "level=none", NULL);
+    harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "--where", "level=none", NULL);
     assert_int_equal(harness_count_lines(r.out), 1);
     harness_result_free(&r);
 }
@@ -187,13 +166,13 @@ test_insert_quiet_prints_nothing(void **state)
 {
     fixture_t *f = *state;
     harness_result_t r =
-        run_expect(0, "{\"a\":1}\n{\"a\":2}\n", "insert", "-d", f->dir, "-q", NULL);
+        harness_run(0, "{\"a\":1}\n{\"a\":2}\n", "insert", "-d", f->dir, "-q", NULL);
     assert_string_equal(r.out, "");
     harness_result_free(&r);
-    r = run_expect(0, NULL, "insert", "-d", f->dir, "--quiet", "{\"a\":3}", NULL);
+    r = harness_run(0, NULL, "insert", "-d", f->dir, "--quiet", "{\"a\":3}", NULL);
     assert_string_equal(r.out, "");
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, NULL);
     assert_int_equal(harness_count_lines(r.out), 3);
     harness_result_free(&r);
 }
@@ -203,11 +182,11 @@ test_insert_bad_line_commits_what_came_before_and_nothing_after(void **state)
 {
     fixture_t *f = *state;
     harness_result_t r =
-        run_expect(2, "{\"a\":1}\n{\"a\":2}\n{\"a\":\n{\"a\":4}\n", "insert", "-d", f->dir, NULL);
+        harness_run(2, "{\"a\":1}\n{\"a\":2}\n{\"a\":\n{\"a\":4}\n", "insert", "-d", f->dir, NULL);
     assert_string_equal(r.out, "1\n2\n");
     assert_non_null(strstr(r.err, "stdin line 3"));
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
     assert_int_equal(harness_count_lines(r.out), 2);
     harness_result_free(&r);
 }
@@ -216,8 +195,8 @@ static void
 test_insert_skip_invalid_reports_each_bad_line_and_goes_on(void **state)
 {
     fixture_t *f = *state;
-    harness_result_t r = run_expect(2, "{\"a\":1}\nnot json\n\n{\"a\":4}\n[1]\n{\"a\":6}\n",
-                                    "insert", "-d", f->dir, "--skip-invalid", NULL);
+    harness_result_t r = harness_run(2, "{\"a\":1}\nnot json\n\n{\"a\":4}\n[1]\n{\"a\":6}\n",
+                                     "insert", "-d", f->dir, "--skip-invalid", NULL);
     assert_string_equal(r.out, "1\n2\n3\n");
     assert_non_null(strstr(r.err, "stdin line 2"));
     assert_non_null(strstr(r.err, "stdin line 3: empty line"));
@@ -237,7 +216,7 @@ test_insert_takes_the_directory_from_stele_dir(void **state)
     harness_exec(&run, &r);
     assert_int_equal(r.exit_code, 0);
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "--where", "via=env", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "--where", "via=env", NULL);
     assert_int_equal(harness_count_lines(r.out), 1);
     harness_result_free(&r);
 }
@@ -260,7 +239,7 @@ test_insert_while_another_writer_holds_the_journal_names_its_pid(void **state)
     assert_true(read(out_fd, buf, sizeof buf - 1) > 0);
     assert_string_equal(buf, "1\n");
 
-    harness_result_t r = run_expect(3, NULL, "insert", "-d", f->dir, "{\"a\":1}", NULL);
+    harness_result_t r = harness_run(3, NULL, "insert", "-d", f->dir, "{\"a\":1}", NULL);
     char pid_text[32];
     snprintf(pid_text, sizeof pid_text, "%d", (int)holder);
     assert_non_null(strstr(r.err, pid_text));
@@ -285,18 +264,18 @@ test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line(void **state)
         usleep(20 * 1000);
     assert_int_equal(access(sock, F_OK), 0);
 
-    harness_result_t r = run_expect(0, "{\"a\":1}\n{\"a\":2}\n", "insert", "-d", f->dir, NULL);
+    harness_result_t r = harness_run(0, "{\"a\":1}\n{\"a\":2}\n", "insert", "-d", f->dir, NULL);
     assert_string_equal(r.out, "1\n2\n");
     harness_result_free(&r);
-    r = run_expect(0, NULL, "insert", "-d", f->dir, "--wait", "written", "{\"b\":3}", NULL);
+    r = harness_run(0, NULL, "insert", "-d", f->dir, "--wait", "written", "{\"b\":3}", NULL);
     assert_string_equal(r.out, "3\n");
     harness_result_free(&r);
     /* the line is validated before it is sent: the error names it, nothing after it is sent */
-    r = run_expect(2, "{\"a\":4}\n{\"$bad\":1}\n", "insert", "-d", f->dir, NULL);
+    r = harness_run(2, "{\"a\":4}\n{\"$bad\":1}\n", "insert", "-d", f->dir, NULL);
     assert_string_equal(r.out, "4\n");
     assert_non_null(strstr(r.err, "stdin line 2: "));
     harness_result_free(&r);
-    r = run_expect(0, NULL, "status", "-d", f->dir, "--json", NULL);
+    r = harness_run(0, NULL, "status", "-d", f->dir, "--json", NULL);
     char pid_field[64];
     snprintf(pid_field, sizeof pid_field, "\"writer_pid\" : %d", (int)server);
     assert_non_null(strstr(r.out, pid_field));
@@ -306,7 +285,7 @@ test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line(void **state)
     assert_int_equal(harness_wait(server), 0);
     close(out_fd);
     close(err_fd);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
     assert_int_equal(harness_count_lines(r.out), 4);
     harness_result_free(&r);
 }
@@ -329,7 +308,7 @@ start_server(const fixture_t *f, int *out_fd, int *err_fd)
 static uint64_t
 committed_seq(const fixture_t *f)
 {
-    harness_result_t r = run_expect(0, NULL, "status", "-d", f->dir, "--json", NULL);
+    harness_result_t r = harness_run(0, NULL, "status", "-d", f->dir, "--json", NULL);
     const char *p = strstr(r.out, "\"committed_seq\" : ");
     assert_non_null(p);
     uint64_t seq = strtoull(p + strlen("\"committed_seq\" : "), NULL, 10);
@@ -372,7 +351,7 @@ test_insert_through_serve_appends_exactly_the_lines_before_a_bad_one(void **stat
     for (size_t i = 0; i < sizeof k_values / sizeof k_values[0]; i++) {
         size_t k = k_values[i];
         char *lines = lines_with_bad(k + 1500, &k, 1);
-        harness_result_t r = run_expect(2, lines, "insert", "-d", f->dir, NULL);
+        harness_result_t r = harness_run(2, lines, "insert", "-d", f->dir, NULL);
         assert_int_equal(harness_count_lines(r.out), k - 1);
         char want[64];
         snprintf(want, sizeof want, "stdin line %zu: ", k);
@@ -385,7 +364,7 @@ test_insert_through_serve_appends_exactly_the_lines_before_a_bad_one(void **stat
     /* --skip-invalid: each bad line is reported and skipped, every good one appended */
     static const size_t bad[] = {3, 1100, 1101, 2500};
     char *lines = lines_with_bad(3000, bad, 4);
-    harness_result_t r = run_expect(2, lines, "insert", "-d", f->dir, "--skip-invalid", NULL);
+    harness_result_t r = harness_run(2, lines, "insert", "-d", f->dir, "--skip-invalid", NULL);
     assert_int_equal(harness_count_lines(r.out), 3000 - 4);
     for (size_t j = 0; j < 4; j++) {
         char want[64];
@@ -402,10 +381,10 @@ test_insert_through_serve_appends_exactly_the_lines_before_a_bad_one(void **stat
     close(out_fd);
     close(err_fd);
     /* and the records are exactly the good lines, in input order */
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "1", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "1", NULL);
     assert_non_null(strstr(r.out, "\"i\" : 3000"));
     harness_result_free(&r);
-    r = run_expect(0, NULL, "verify", "-d", f->dir, NULL);
+    r = harness_run(0, NULL, "verify", "-d", f->dir, NULL);
     harness_result_free(&r);
 }
 
@@ -431,11 +410,11 @@ test_knob_flag_wins_over_environment_which_wins_over_config_file(void **state)
 
     /* the file alone: too big */
     harness_result_t r =
-        run_expect(2, NULL, "insert", "-d", f->dir, "--config", config_small, big_event, NULL);
+        harness_run(2, NULL, "insert", "-d", f->dir, "--config", config_small, big_event, NULL);
     harness_result_free(&r);
     /* a flag beats the file */
-    r = run_expect(0, NULL, "insert", "-d", f->dir, "--config", config_small, "--max-record-bytes",
-                   "65536", big_event, NULL);
+    r = harness_run(0, NULL, "insert", "-d", f->dir, "--config", config_small, "--max-record-bytes",
+                    "65536", big_event, NULL);
     harness_result_free(&r);
     /* the environment beats the file */
     harness_run_t run = {.args = {"insert", "-d", f->dir, "--config", config_large, big_event},
@@ -467,23 +446,23 @@ test_tail_prints_the_last_ten_by_default_and_honours_n(void **state)
     fixture_t *f = *state;
     insert_lines(f, 0, 25);
     uint64_t seqs[64];
-    harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, NULL);
+    harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, NULL);
     assert_int_equal(tail_seqs(r.out, seqs, 64), 10);
     assert_int_equal(seqs[0], 16);
     assert_int_equal(seqs[9], 25);
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "3", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "3", NULL);
     assert_int_equal(tail_seqs(r.out, seqs, 64), 3);
     assert_int_equal(seqs[0], 23);
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "--lines", "all", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "--lines", "all", NULL);
     assert_int_equal(tail_seqs(r.out, seqs, 64), 25);
     assert_int_equal(seqs[0], 1);
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "0", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "0", NULL);
     assert_string_equal(r.out, "");
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "100", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "100", NULL);
     assert_int_equal(tail_seqs(r.out, seqs, 64), 25);
     harness_result_free(&r);
 }
@@ -492,10 +471,10 @@ static void
 test_tail_line_has_seq_rfc3339_ts_src_and_event(void **state)
 {
     fixture_t *f = *state;
-    harness_result_t r = run_expect(0, NULL, "insert", "-d", f->dir, "--source", "host-a",
-                                    "{\"user\":\"alice\",\"n\":7}", NULL);
+    harness_result_t r = harness_run(0, NULL, "insert", "-d", f->dir, "--source", "host-a",
+                                     "{\"user\":\"alice\",\"n\":7}", NULL);
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, NULL);
     const char *p = r.out;
     assert_memory_equal(p, "{\"seq\":1,\"ts\":\"", 15);
     p += 15; /* 2026-11-30T20:44:50.123456Z */
@@ -514,11 +493,11 @@ test_tail_from_starts_at_the_seq(void **state)
     fixture_t *f = *state;
     insert_lines(f, 0, 8);
     uint64_t seqs[16];
-    harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, "--from", "5", NULL);
+    harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "--from", "5", NULL);
     assert_int_equal(tail_seqs(r.out, seqs, 16), 4);
     assert_int_equal(seqs[0], 5);
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "--from", "2", "-n", "2", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "--from", "2", "-n", "2", NULL);
     assert_int_equal(tail_seqs(r.out, seqs, 16), 2);
     assert_int_equal(seqs[0], 7);
     harness_result_free(&r);
@@ -547,23 +526,23 @@ test_tail_since_and_until_split_at_a_time(void **state)
     usleep(30 * 1000);
     insert_lines(f, 5, 5);
     uint64_t seqs[16];
-    harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, "--since", middle, NULL);
+    harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "--since", middle, NULL);
     assert_int_equal(tail_seqs(r.out, seqs, 16), 5);
     assert_int_equal(seqs[0], 6);
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", "--until", middle, NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", "--until", middle, NULL);
     assert_int_equal(tail_seqs(r.out, seqs, 16), 5);
     assert_int_equal(seqs[4], 5);
     harness_result_free(&r);
     /* relative times count back from now */
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "--since", "1h", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "--since", "1h", NULL);
     assert_int_equal(tail_seqs(r.out, seqs, 16), 10);
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "-n", "all", "--until", "2d", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", "--until", "2d", NULL);
     assert_string_equal(r.out, "");
     harness_result_free(&r);
     /* -n with --since: the last N of the range */
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "--since", "10m", "-n", "2", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "--since", "10m", "-n", "2", NULL);
     assert_int_equal(tail_seqs(r.out, seqs, 16), 2);
     assert_int_equal(seqs[1], 10);
     harness_result_free(&r);
@@ -573,7 +552,7 @@ static void
 test_tail_where_matches_dotted_paths_by_type(void **state)
 {
     fixture_t *f = *state;
-    harness_result_t r = run_expect(
+    harness_result_t r = harness_run(
         0, NULL, "insert", "-d", f->dir,
         "{\"actor\":{\"name\":\"alice\",\"admin\":true},\"code\":200,\"ratio\":0.5}",
         "{\"actor\":{\"name\":\"bob\",\"admin\":false},\"code\":404,\"ratio\":1.5,\"x\":null}",
@@ -611,12 +590,12 @@ test_tail_pretty_output_is_one_readable_line_per_record(void **state)
 {
     fixture_t *f = *state;
     insert_lines(f, 0, 2);
-    harness_result_t r = run_expect(0, NULL, "tail", "-d", f->dir, "--output", "pretty", NULL);
+    harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "--output", "pretty", NULL);
     assert_int_equal(harness_count_lines(r.out), 2);
     assert_non_null(strstr(r.out, " #1 { \"i\" : 0"));
     assert_null(strstr(r.out, "\"seq\""));
     harness_result_free(&r);
-    r = run_expect(0, NULL, "tail", "-d", f->dir, "-o", "json", "-n", "1", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-o", "json", "-n", "1", NULL);
     assert_non_null(strstr(r.out, "{\"seq\":2,"));
     harness_result_free(&r);
 }
@@ -693,14 +672,14 @@ test_status_reports_positions_as_text_json_and_prometheus(void **state)
 {
     fixture_t *f = *state;
     insert_lines(f, 0, 3);
-    harness_result_t r = run_expect(0, NULL, "status", "-d", f->dir, NULL);
+    harness_result_t r = harness_run(0, NULL, "status", "-d", f->dir, NULL);
     assert_non_null(strstr(r.out, "last seq:  3"));
     assert_non_null(strstr(r.out, "writer:    none"));
     /* The settings the (closed) insert writer published, labelled as the last writer's. */
     assert_non_null(strstr(r.out, "quota:     none (last writer's)"));
     assert_non_null(strstr(r.out, "sync:      always, commit adaptive"));
     harness_result_free(&r);
-    r = run_expect(0, NULL, "status", "-d", f->dir, "--json", NULL);
+    r = harness_run(0, NULL, "status", "-d", f->dir, "--json", NULL);
     assert_non_null(strstr(r.out, "\"last_seq\" : 3"));
     assert_non_null(strstr(r.out, "\"committed_seq\" : 3"));
     assert_non_null(strstr(r.out, "\"sinks\" : ["));
@@ -708,7 +687,7 @@ test_status_reports_positions_as_text_json_and_prometheus(void **state)
     assert_non_null(strstr(r.out, "\"sync\" : \"always\""));
     assert_non_null(strstr(r.out, "\"max_journal_bytes\" : 0"));
     harness_result_free(&r);
-    r = run_expect(0, NULL, "status", "-d", f->dir, "--prometheus", NULL);
+    r = harness_run(0, NULL, "status", "-d", f->dir, "--prometheus", NULL);
     assert_non_null(strstr(r.out, "# TYPE stele_last_seq gauge\n"));
     assert_non_null(strstr(r.out, "stele_last_seq{source=\""));
     assert_non_null(strstr(r.out, "\"} 3\n"));
@@ -749,10 +728,10 @@ test_verify_passes_on_a_sound_journal_and_honours_the_range(void **state)
 {
     fixture_t *f = *state;
     insert_lines(f, 0, 6);
-    harness_result_t r = run_expect(0, NULL, "verify", "-d", f->dir, NULL);
+    harness_result_t r = harness_run(0, NULL, "verify", "-d", f->dir, NULL);
     assert_non_null(strstr(r.out, "ok: 6 records"));
     harness_result_free(&r);
-    r = run_expect(0, NULL, "verify", "-d", f->dir, "--from", "2", "--to", "4", NULL);
+    r = harness_run(0, NULL, "verify", "-d", f->dir, "--from", "2", "--to", "4", NULL);
     assert_non_null(strstr(r.out, "ok: 3 records"));
     harness_result_free(&r);
 }
@@ -801,11 +780,11 @@ test_verify_exits_2_and_names_the_seq_after_a_byte_is_flipped(void **state)
                                          "{\"n\":3}"};
     harness_result_t r;
     for (int i = 0; i < 3; i++) {
-        r = run_expect(0, NULL, "insert", "-d", f->dir, events[i], NULL);
+        r = harness_run(0, NULL, "insert", "-d", f->dir, events[i], NULL);
         harness_result_free(&r);
     }
     assert_true(tamper_with(f->dir, "TAMPER-ME-9f3") >= 1);
-    r = run_expect(2, NULL, "verify", "-d", f->dir, NULL);
+    r = harness_run(2, NULL, "verify", "-d", f->dir, NULL);
     assert_non_null(strstr(r.err, "seq 2"));
     harness_result_free(&r);
 }
@@ -816,7 +795,7 @@ static void
 test_ship_needs_a_mongo_uri(void **state)
 {
     fixture_t *f = *state;
-    harness_result_t r = run_expect(1, NULL, "ship", "-d", f->dir, "--once", NULL);
+    harness_result_t r = harness_run(1, NULL, "ship", "-d", f->dir, "--once", NULL);
     assert_non_null(strstr(r.err, "--mongo URI is required"));
     harness_result_free(&r);
 }

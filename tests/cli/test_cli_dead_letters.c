@@ -55,20 +55,6 @@ teardown(void **state)
     return 0;
 }
 
-static harness_result_t
-run_expect(int want_exit, const char *const *args)
-{
-    harness_run_t run = {0};
-    for (int i = 0; i < HARNESS_MAX_ARGS - 1 && args[i] != NULL; i++)
-        run.args[i] = args[i];
-    harness_result_t r;
-    harness_exec(&run, &r);
-    if (r.exit_code != want_exit)
-        fail_msg("stele %s: exit %d (want %d)\nstdout: %s\nstderr: %s", args[0], r.exit_code,
-                 want_exit, r.out, r.err);
-    return r;
-}
-
 /* Runs a command on the collection "dl": a database command, or drop of the index "k_1". */
 static void
 run_on_collection(const dl_fixture_t *f, int is_create)
@@ -119,18 +105,18 @@ test_ship_lists_reships_and_discards_dead_letters(void **state)
     run_on_collection(f, 1);
     const char *insert[] = {"insert",    "-d",        f->dir,      "{\"k\":1}", "{\"k\":2}",
                             "{\"k\":1}", "{\"k\":3}", "{\"k\":2}", "{\"k\":4}", NULL};
-    harness_result_t r = run_expect(0, insert);
+    harness_result_t r = harness_run_argv(0, NULL, insert);
     harness_result_free(&r);
 #define SHIP_ARGS                                                                                  \
     "ship", "-d", f->dir, "--mongo", f->server.uri, "--db", f->db_name, "--collection", "dl"
     /* seqs 3 and 5 repeat a "k": dead-lettered, the rest ships */
     const char *once[] = {SHIP_ARGS, "--once", NULL};
-    r = run_expect(0, once);
+    r = harness_run_argv(0, NULL, once);
     assert_string_equal(r.out, "6\n");
     harness_result_free(&r);
 
     const char *list[] = {SHIP_ARGS, "--dead-letters", NULL};
-    r = run_expect(0, list);
+    r = harness_run_argv(0, NULL, list);
     assert_int_equal(count_json_lines(r.out), 2);
     assert_non_null(strstr(r.out, "{ \"seq\" : 3, \"time\" : \"20"));
     assert_non_null(strstr(r.out, "{ \"seq\" : 5,"));
@@ -139,35 +125,35 @@ test_ship_lists_reships_and_discards_dead_letters(void **state)
 
     /* refused again while the index is there: still listed, exit 3 */
     const char *reship_all[] = {SHIP_ARGS, "--reship-dead-letters", NULL};
-    r = run_expect(3, reship_all);
+    r = harness_run_argv(3, NULL, reship_all);
     assert_string_equal(r.out, "{\"tried\": 2, \"shipped\": 0, \"rejected\": 2, \"missing\": 0}\n");
     assert_non_null(strstr(r.err, "still rejected"));
     harness_result_free(&r);
 
     /* the operator gives up on 5: logged, off the list */
     const char *discard[] = {SHIP_ARGS, "--discard-dead-letter", "5", NULL};
-    r = run_expect(0, discard);
+    r = harness_run_argv(0, NULL, discard);
     assert_string_equal(r.out, "");
     assert_non_null(strstr(r.err, "msg=\"dead letter discarded\" sink=\"default\" seq=5"));
     harness_result_free(&r);
-    r = run_expect(3, discard);
+    r = harness_run_argv(3, NULL, discard);
     assert_non_null(strstr(r.err, "no dead letter at seq 5"));
     harness_result_free(&r);
 
     /* the cause removed, 3 ships and leaves the list */
     run_on_collection(f, 0);
     const char *reship_3[] = {SHIP_ARGS, "--reship-dead-letters=3", NULL};
-    r = run_expect(0, reship_3);
+    r = harness_run_argv(0, NULL, reship_3);
     assert_string_equal(r.out, "{\"tried\": 1, \"shipped\": 1, \"rejected\": 0, \"missing\": 0}\n");
     harness_result_free(&r);
-    r = run_expect(0, list);
+    r = harness_run_argv(0, NULL, list);
     assert_string_equal(r.out, "");
     harness_result_free(&r);
 
     /* the remote holds everything but the discarded record */
     const char *verify[] = {"verify", "-d",       f->dir,         "--mongo", f->server.uri,
                             "--db",   f->db_name, "--collection", "dl",      NULL};
-    r = run_expect(2, verify);
+    r = harness_run_argv(2, NULL, verify);
     assert_non_null(strstr(r.err, "1 missing from the remote copy: 5"));
     harness_result_free(&r);
 #undef SHIP_ARGS
@@ -180,12 +166,12 @@ test_ship_refuses_two_dead_letter_actions_at_once(void **state)
     const char *both[] = {
         "ship", "-d", f->dir, "--mongo", f->server.uri, "--dead-letters", "--reship-dead-letters",
         NULL};
-    harness_result_t r = run_expect(1, both);
+    harness_result_t r = harness_run_argv(1, NULL, both);
     assert_non_null(strstr(r.err, "exclude each other"));
     harness_result_free(&r);
     const char *bad_seq[] = {
         "ship", "-d", f->dir, "--mongo", f->server.uri, "--discard-dead-letter", "x", NULL};
-    r = run_expect(1, bad_seq);
+    r = harness_run_argv(1, NULL, bad_seq);
     assert_non_null(strstr(r.err, "'x' is not a seq"));
     harness_result_free(&r);
 }

@@ -66,51 +66,17 @@ teardown(void **state)
     return 0;
 }
 
-static harness_result_t
-run_expect(int want_exit, const char *const *args)
-{
-    harness_run_t run = {0};
-    for (int i = 0; i < HARNESS_MAX_ARGS - 1 && args[i] != NULL; i++)
-        run.args[i] = args[i];
-    harness_result_t r;
-    harness_exec(&run, &r);
-    if (r.exit_code != want_exit)
-        fail_msg("stele %s: exit %d (want %d)\nstdout: %s\nstderr: %s", args[0], r.exit_code,
-                 want_exit, r.out, r.err);
-    return r;
-}
-
-/* Runs `stele ARGS...` (NULL-terminated) with stdin_data; asserts the exit code. */
-static harness_result_t
-run_v(int want_exit, const char *stdin_data, ...)
-{
-    harness_run_t run = {.stdin_data = stdin_data};
-    va_list ap;
-    va_start(ap, stdin_data);
-    for (int i = 0; i < HARNESS_MAX_ARGS - 1; i++) {
-        run.args[i] = va_arg(ap, const char *);
-        if (run.args[i] == NULL)
-            break;
-    }
-    va_end(ap);
-    harness_result_t r;
-    harness_exec(&run, &r);
-    if (r.exit_code != want_exit)
-        fail_msg("stele %s: exit %d (want %d)\nstdout: %s\nstderr: %s", run.args[0], r.exit_code,
-                 want_exit, r.out, r.err);
-    return r;
-}
-
 /* Inserts `count` lines ({"i":N,"who":"user-N%3"}) locally, then ships them with --once. */
 static void
 insert_and_ship(const mongo_fixture_t *f, const char *db_name, size_t first, size_t count)
 {
     char *lines = harness_json_lines(first, count);
-    harness_result_t r = run_v(0, lines, "insert", "-d", f->dir, "--wait", "written", NULL);
+    harness_result_t r = harness_run(0, lines, "insert", "-d", f->dir, "--wait", "written", NULL);
     assert_int_equal(harness_count_lines(r.out), count);
     harness_result_free(&r);
     free(lines);
-    r = run_v(0, NULL, "ship", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "--once", NULL);
+    r = harness_run(0, NULL, "ship", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "--once",
+                    NULL);
     harness_result_free(&r);
 }
 
@@ -121,9 +87,9 @@ assert_remote_tail_equals_local(const mongo_fixture_t *f, const char *db_name, c
                                 const char *a2, const char *a3, const char *a4)
 {
     harness_result_t local =
-        run_v(0, NULL, "tail", "-d", f->dir, "-n", "all", a1, a2, a3, a4, NULL);
-    harness_result_t remote = run_v(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db",
-                                    db_name, "-n", "all", a1, a2, a3, a4, NULL);
+        harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", a1, a2, a3, a4, NULL);
+    harness_result_t remote = harness_run(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db",
+                                          db_name, "-n", "all", a1, a2, a3, a4, NULL);
     if (strcmp(local.out, remote.out) != 0)
         fail_msg("tail %s %s %s %s differs:\nlocal:\n%s\nremote:\n%s", a1 ? a1 : "",
                  a1 && a2 ? a2 : "", a1 && a2 && a3 ? a3 : "", a1 && a2 && a3 && a4 ? a4 : "",
@@ -162,9 +128,9 @@ test_tail_mongo_prints_the_same_lines_as_the_local_tail(void **state)
     insert_and_ship(f, db_name, 170, 30);
 
     /* -n all: every record, byte for byte */
-    harness_result_t local = run_v(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
-    harness_result_t remote =
-        run_v(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "-n", "all", NULL);
+    harness_result_t local = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    harness_result_t remote = harness_run(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db",
+                                          db_name, "-n", "all", NULL);
     assert_int_equal(harness_count_lines(local.out), 200);
     assert_string_equal(remote.out, local.out);
     char since[64], until[64];
@@ -174,8 +140,8 @@ test_tail_mongo_prints_the_same_lines_as_the_local_tail(void **state)
     harness_result_free(&remote);
 
     /* the default -n 10, and -n N: the last N, found through the newest remote seq */
-    local = run_v(0, NULL, "tail", "-d", f->dir, NULL);
-    remote = run_v(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, NULL);
+    local = harness_run(0, NULL, "tail", "-d", f->dir, NULL);
+    remote = harness_run(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, NULL);
     assert_int_equal(harness_count_lines(remote.out), 10);
     assert_string_equal(remote.out, local.out);
     harness_result_free(&local);
@@ -196,28 +162,28 @@ test_tail_mongo_prints_the_same_lines_as_the_local_tail(void **state)
     assert_int_equal(assert_remote_tail_equals_local(f, db_name, "--from", "190", "-o", "pretty"),
                      11);
     /* -n N with a filter: the last N matching, kept in the ring */
-    local = run_v(0, NULL, "tail", "-d", f->dir, "-n", "3", "--where", "who=user-2", NULL);
-    remote = run_v(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "-n", "3",
-                   "--where", "who=user-2", NULL);
+    local = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "3", "--where", "who=user-2", NULL);
+    remote = harness_run(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "-n",
+                         "3", "--where", "who=user-2", NULL);
     assert_int_equal(harness_count_lines(remote.out), 3);
     assert_string_equal(remote.out, local.out);
     harness_result_free(&local);
     harness_result_free(&remote);
 
     /* --source names the journal explicitly: needed when DIR is not a journal */
-    local = run_v(0, NULL, "tail", "-d", f->dir, "-n", "1", NULL);
+    local = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "1", NULL);
     const char *src = strstr(local.out, "\"src\":\"");
     assert_non_null(src);
     char source[64] = {0};
     src += 7;
     memcpy(source, src, (size_t)(strchr(src, '"') - src));
-    remote = run_v(0, NULL, "tail", "-d", f->root, "--mongo", f->uri, "--db", db_name, "--source",
-                   source, "-n", "1", NULL);
+    remote = harness_run(0, NULL, "tail", "-d", f->root, "--mongo", f->uri, "--db", db_name,
+                         "--source", source, "-n", "1", NULL);
     assert_string_equal(remote.out, local.out);
     harness_result_free(&local);
     harness_result_free(&remote);
-    remote = run_v(0, NULL, "tail", "-d", f->root, "--mongo", f->uri, "--db", db_name, "--source",
-                   "no-such-source", "-n", "all", NULL);
+    remote = harness_run(0, NULL, "tail", "-d", f->root, "--mongo", f->uri, "--db", db_name,
+                         "--source", "no-such-source", "-n", "all", NULL);
     assert_string_equal(remote.out, "");
     harness_result_free(&remote);
 }
@@ -267,7 +233,7 @@ test_tail_mongo_follow_prints_records_shipped_after_it_started_through_a_restart
         assert_non_null(strstr(more, "{\"seq\":14,"));
         free(more);
     }
-    harness_result_t local = run_v(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    harness_result_t local = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
     assert_int_equal(harness_count_lines(local.out), n_records);
     harness_result_free(&local);
     kill(tail, SIGINT);
@@ -327,31 +293,32 @@ test_tail_mongo_errors_exit_with_the_documented_codes_and_no_credentials(void **
     snprintf(uri, sizeof uri,
              "mongodb://auditor:s3cr3t-pw@127.0.0.1:%d/?serverSelectionTimeoutMS=300",
              mongo_server_free_port());
-    harness_result_t r = run_v(3, NULL, "tail", "-d", f->dir, "--mongo", uri, NULL);
+    harness_result_t r = harness_run(3, NULL, "tail", "-d", f->dir, "--mongo", uri, NULL);
     assert_non_null(strstr(r.err, "127.0.0.1"));
     assert_null(strstr(r.err, "s3cr3t"));
     assert_string_equal(r.out, "");
     harness_result_free(&r);
 
     /* a URI libmongoc refuses, and one that is not mongodb:// at all: 1, not echoed */
-    r = run_v(1, NULL, "tail", "-d", f->dir, "--mongo",
-              "mongodb://auditor:s3cr3t-pw@127.0.0.1/?replicaSet=", NULL);
+    r = harness_run(1, NULL, "tail", "-d", f->dir, "--mongo",
+                    "mongodb://auditor:s3cr3t-pw@127.0.0.1/?replicaSet=", NULL);
     assert_non_null(strstr(r.err, "invalid mongodb uri"));
     assert_null(strstr(r.err, "s3cr3t"));
     harness_result_free(&r);
-    r = run_v(1, NULL, "tail", "-d", f->dir, "--mongo", "http://auditor:s3cr3t-pw@127.0.0.1", NULL);
+    r = harness_run(1, NULL, "tail", "-d", f->dir, "--mongo", "http://auditor:s3cr3t-pw@127.0.0.1",
+                    NULL);
     assert_non_null(strstr(r.err, "is not a mongodb:// URI"));
     assert_null(strstr(r.err, "s3cr3t"));
     harness_result_free(&r);
 
     /* no journal in DIR and no --source: 1, saying what to add */
-    r = run_v(1, NULL, "tail", "-d", f->root, "--mongo", f->uri, "--db", db_name, NULL);
+    r = harness_run(1, NULL, "tail", "-d", f->root, "--mongo", f->uri, "--db", db_name, NULL);
     assert_non_null(strstr(r.err, "--mongo needs --source NAME"));
     harness_result_free(&r);
 
     /* a document of the source that stele did not ship: 2, naming its seq and what it lacks,
      * after the records before it */
-    r = run_v(0, NULL, "tail", "-d", f->dir, "-n", "1", NULL);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "1", NULL);
     const char *src = strstr(r.out, "\"src\":\"");
     assert_non_null(src);
     char source[64] = {0};
@@ -359,7 +326,8 @@ test_tail_mongo_errors_exit_with_the_documented_codes_and_no_credentials(void **
     memcpy(source, src, (size_t)(strchr(src, '"') - src));
     harness_result_free(&r);
     insert_foreign_document(f, db_name, source, 4);
-    r = run_v(2, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "-n", "all", NULL);
+    r = harness_run(2, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "-n", "all",
+                    NULL);
     assert_int_equal(harness_count_lines(r.out), 3);
     assert_non_null(strstr(r.err, "document seq 4"));
     assert_non_null(strstr(r.err, "has no _stele metadata"));
@@ -377,36 +345,36 @@ test_insert_wait_shipped_then_verify_mongo_then_ship_catches_up(void **state)
     const char *insert_shipped[] = {"insert",    "-d",        f->dir,    "--config",
                                     f->config,   "--wait",    "shipped", "{\"n\":1}",
                                     "{\"n\":2}", "{\"n\":3}", NULL};
-    harness_result_t r = run_expect(0, insert_shipped);
+    harness_result_t r = harness_run_argv(0, NULL, insert_shipped);
     assert_string_equal(r.out, "1\n2\n3\n");
     harness_result_free(&r);
 
     const char *verify[] = {"verify", "-d", f->dir, "--mongo", f->uri, "--db", db_name, NULL};
-    r = run_expect(0, verify);
+    r = harness_run_argv(0, NULL, verify);
     assert_non_null(strstr(r.out, "remote copy matches"));
     harness_result_free(&r);
 
     /* appended without the sink: missing remotely, reported as a range */
     const char *insert_local[] = {"insert", "-d", f->dir, "{\"n\":4}", "{\"n\":5}", NULL};
-    r = run_expect(0, insert_local);
+    r = harness_run_argv(0, NULL, insert_local);
     harness_result_free(&r);
-    r = run_expect(2, verify);
+    r = harness_run_argv(2, NULL, verify);
     assert_non_null(strstr(r.err, "2 missing from the remote copy: 4-5"));
     harness_result_free(&r);
 
     /* the sink's checkpoint is "main": ship --once continues from it */
     const char *ship_once[] = {"ship",  "-d",     f->dir, "--mongo", f->uri, "--db",
                                db_name, "--sink", "main", "--once",  NULL};
-    r = run_expect(0, ship_once);
+    r = harness_run_argv(0, NULL, ship_once);
     assert_string_equal(r.out, "5\n");
     harness_result_free(&r);
-    r = run_expect(0, verify);
+    r = harness_run_argv(0, NULL, verify);
     harness_result_free(&r);
 
     /* re-shipping a range that is all there inserts nothing and changes nothing */
     const char *reship[] = {"ship",  "-d",     f->dir, "--mongo", f->uri, "--db",
                             db_name, "--from", "2",    "--to",    "4",    NULL};
-    r = run_expect(0, reship);
+    r = harness_run_argv(0, NULL, reship);
     assert_string_equal(r.out, "0 documents inserted\n");
     harness_result_free(&r);
 }
@@ -416,13 +384,13 @@ test_verify_mongo_reports_an_unreachable_server_as_an_engine_error(void **state)
 {
     mongo_fixture_t *f = *state;
     const char *insert[] = {"insert", "-d", f->dir, "{\"n\":1}", NULL};
-    harness_result_t r = run_expect(0, insert);
+    harness_result_t r = harness_run_argv(0, NULL, insert);
     harness_result_free(&r);
     char uri[128];
     snprintf(uri, sizeof uri, "mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=300",
              mongo_server_free_port());
     const char *verify[] = {"verify", "-d", f->dir, "--mongo", uri, NULL};
-    r = run_expect(3, verify);
+    r = harness_run_argv(3, NULL, verify);
     assert_non_null(strstr(r.err, "127.0.0.1"));
     harness_result_free(&r);
 }
