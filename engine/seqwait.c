@@ -3,9 +3,11 @@
  *
  * Ordering (why a wake is never lost): the waiter increments `sleepers`, reads `word`, then
  * re-reads the position; the waker stores the position, then reads `sleepers` and, if any,
- * increments `word` before FUTEX_WAKE. All four are sequentially consistent, so either the
- * waiter sees the new position, or the waker sees the sleeper and changes the word, which
- * makes a FUTEX_WAIT on the old word return at once.
+ * increments `word` before FUTEX_WAKE. The waker's side starts with a sequentially
+ * consistent fence, because callers store their positions with release order only, which
+ * lets a later load (of `sleepers`) pass the store (x86 reorders store->load); with the
+ * fence, either the waiter sees the new position, or the waker sees the sleeper and changes
+ * the word, which makes a FUTEX_WAIT on the old word return at once.
  */
 #include "seqwait.h"
 
@@ -70,6 +72,7 @@ seqwait_finish(seqwait_t *w, uint64_t seq)
 uint32_t
 seqwait_sleepers(seqwait_t *w)
 {
+    atomic_thread_fence(memory_order_seq_cst); /* see the top comment */
     return atomic_load(&w->sleepers);
 }
 
@@ -87,6 +90,7 @@ seqwait_wake_range(seqwait_t *w, uint64_t from, uint64_t to)
 {
     if (to <= from)
         return;
+    atomic_thread_fence(memory_order_seq_cst); /* see the top comment */
     uint64_t n = to - from < SEQWAIT_SLOTS ? to - from : SEQWAIT_SLOTS;
     for (uint64_t k = 1; k <= n; k++)
         seqwait_wake_slot(seqwait_slot(w, from + k));
@@ -95,6 +99,7 @@ seqwait_wake_range(seqwait_t *w, uint64_t from, uint64_t to)
 void
 seqwait_wake_all(seqwait_t *w)
 {
+    atomic_thread_fence(memory_order_seq_cst); /* see the top comment */
     for (unsigned k = 0; k < SEQWAIT_SLOTS; k++)
         seqwait_wake_slot(&w->slot[k]);
 }

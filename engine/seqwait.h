@@ -42,8 +42,9 @@ int seqwait_sleep(seqwait_t *w, uint64_t seq, uint32_t word, uint64_t deadline_n
 /* Waiter, step 3 (always, after step 1). */
 void seqwait_finish(seqwait_t *w, uint64_t seq);
 
-/* Waker: whether anyone is between seqwait_prepare and seqwait_finish. Read after storing
- * the position: 0 means every waiter will see the new position without a wake-up. */
+/* Waker: whether anyone is between seqwait_prepare and seqwait_finish. Call after storing
+ * the position (any memory order: this call fences): 0 means every waiter will see the new
+ * position without a wake-up. */
 uint32_t seqwait_sleepers(seqwait_t *w);
 
 /* Waker: wakes the sleepers of every seq in (from, to]. Call after storing the position. */
