@@ -6,9 +6,9 @@
  *      on its own: a top level that is not an object (libbson turns `[1,2]` into a document),
  *      data after the object (libbson stops at the first one), integers beyond int64 (libbson
  *      wraps some of them silently), NaN/Infinity, and nesting deeper than max_depth;
- *   2. libbson's JSON reader (as bson_init_from_json, with a right-sized buffer), whose failures
- * are then classified (UTF-8, NUL in a key, syntax) by a slower diagnostic pass that finds the byte
- * position; errors are the cold path;
+ *   2. libbson's JSON reader (as bson_init_from_json, with a parse buffer sized to the
+ *      event), whose failures are then classified (UTF-8, NUL in a key, syntax) by a slower
+ *      diagnostic pass that finds the byte position; errors are the cold path;
  *   3. the document walk shared with BSON input: key rules, reserved keys, depth, size.
  * BSON input gets only the walk, which also checks UTF-8 of every key and string.
  */
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h" /* CONFIG_MAX_RECORD_LIMIT */
+#include "config.h" /* config_check */
 #include "error.h"
 
 /* Longest key path quoted in an error message; longer paths end in "...". */
@@ -580,9 +580,6 @@ validate_json(const char *json, size_t len, const validate_limits_t *lim, bson_t
 
 /* -- the public validate-only call --------------------------------------------------------- */
 
-/* The knob table accepts max_record_bytes >= 16 and max_depth 1..100 (engine/config.c). */
-#define VALIDATE_MIN_RECORD_BYTES 16
-
 int
 stele_validate_json(const char *json, size_t len, const stele_options_t *opts, stele_error_t *err)
 {
@@ -591,17 +588,13 @@ stele_validate_json(const char *json, size_t len, const stele_options_t *opts, s
         stele_options_init(&defaults);
         opts = &defaults;
     }
-    if (opts->max_record_bytes < VALIDATE_MIN_RECORD_BYTES ||
-        opts->max_record_bytes > CONFIG_MAX_RECORD_LIMIT || opts->max_depth < 1 ||
-        opts->max_depth > VALIDATE_MAX_DEPTH_LIMIT)
-        return error_set_hinted(err, STELE_ECONFIG,
-                                "max_record_bytes 16 .. 16 MiB less 16 KiB, max_depth 1 .. 100",
-                                "max_record_bytes (%u) or max_depth (%u) out of range",
-                                opts->max_record_bytes, opts->max_depth);
+    int rc = config_check(opts, err); /* what stele_open would refuse, refused the same way */
+    if (rc)
+        return rc;
     validate_limits_t limits = {.max_record_bytes = opts->max_record_bytes,
                                 .max_depth = opts->max_depth};
     bson_t doc;
-    int rc = validate_json(json, len, &limits, &doc, err);
+    rc = validate_json(json, len, &limits, &doc, err);
     if (rc == 0)
         bson_destroy(&doc);
     return rc;

@@ -261,12 +261,14 @@ int stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t
  * journal: same checks, same codes and messages, nothing appended anywhere. For a client
  * that must not send an event an appender would refuse (`stele insert` through `stele
  * serve` checks each line before sending it, so nothing after a bad line is ever sent).
- *   opts: the limits to apply (max_record_bytes, max_depth; other fields ignored); NULL =
- *         the defaults of stele_options_init(). Borrowed for the call.
+ *   opts: the writer's options: its max_record_bytes and max_depth apply, and the struct is
+ *         checked as stele_open() checks it; NULL = the defaults of stele_options_init().
+ *         Borrowed for the call.
  * Returns 0; the validation codes of stele_append_json() (STELE_EJSON with the parse
  * position, STELE_ENOTOBJECT, STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY /
  * STELE_ERESERVEDKEY with the key path, STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG,
- * STELE_EEMPTY); STELE_ECONFIG when opts holds limits stele_open() would refuse.
+ * STELE_EEMPTY); STELE_ECONFIG (naming the knob and what it accepts) when stele_open()
+ * would refuse opts.
  * A writer opened with other limits than `opts` may still refuse an event this accepts.
  * Pure: thread-safe, no I/O.
  */
