@@ -16,8 +16,8 @@
  * Invariants: records come out with strictly increasing seqs (next_seq moves past each one
  * returned, so a re-query never repeats one); credentials never appear in a message (the
  * collection is named host:port/db.collection, and libmongoc's text is scrubbed of the
- * password). The sink's database and collection defaults and name checks are those of
- * engine/ship.c, repeated here because ship.c keeps its target resolution private.
+ * password). The sink's database and collection defaults and name rules are ship.c's
+ * (ship_sink_names).
  *
  * Threads: a reader belongs to one thread at a time and holds no lock; libmongoc is
  * initialised once per process, with stele's log handler (ship_mongoc_init_once).
@@ -45,8 +45,6 @@
 /* Timeouts applied when the URI sets none (libmongoc's own are 30 s and 5 min). */
 #define REMOTE_DEFAULT_SELECT_TIMEOUT_MS 5000
 #define REMOTE_DEFAULT_SOCKET_TIMEOUT_MS 60000
-#define REMOTE_DEFAULT_DATABASE "audit"
-#define REMOTE_DEFAULT_COLLECTION "events"
 
 struct stele_remote_reader {
     mongoc_client_t *client;
@@ -238,12 +236,6 @@ remote_fail(const stele_remote_reader_t *r, const char *what, const bson_error_t
 
 /* ---- open / close -------------------------------------------------------------------------- */
 
-static int
-remote_name_ok(const char *s, size_t max_len, const char *forbidden)
-{
-    return s[0] != '\0' && strlen(s) <= max_len && strpbrk(s, forbidden) == NULL;
-}
-
 /* Parses the URI, applies the timeouts the URI leaves unset, and names the target. */
 static int
 remote_uri(stele_remote_reader_t *r, const stele_sink_options_t *sink, mongoc_uri_t **uri_out,
@@ -255,12 +247,8 @@ remote_uri(stele_remote_reader_t *r, const stele_sink_options_t *sink, mongoc_ur
         return error_set_hinted(err, STELE_ECONFIG,
                                 "expected mongodb://[user:pass@]host[:port]/[db]",
                                 "invalid mongodb uri");
-    const char *db = sink->database && sink->database[0] ? sink->database
-                     : mongoc_uri_get_database(uri)      ? mongoc_uri_get_database(uri)
-                                                         : REMOTE_DEFAULT_DATABASE;
-    const char *coll =
-        sink->collection && sink->collection[0] ? sink->collection : REMOTE_DEFAULT_COLLECTION;
-    if (!remote_name_ok(db, 63, "/\\. \"$") || !remote_name_ok(coll, 200, "$")) {
+    const char *db, *coll;
+    if (ship_sink_names(sink, mongoc_uri_get_database(uri), &db, &coll) != 0) {
         mongoc_uri_destroy(uri);
         return error_set_hinted(err, STELE_ECONFIG, "names may not contain / \\ . space \" or $",
                                 "invalid database or collection name");

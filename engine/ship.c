@@ -313,6 +313,22 @@ ship_name_ok(const char *s, size_t max_len)
     return s && s[0] && strlen(s) <= max_len;
 }
 
+int
+ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const char **db_out,
+                const char **coll_out)
+{
+    const char *db = sink->database && sink->database[0] ? sink->database
+                     : uri_db && uri_db[0]               ? uri_db
+                                                         : "audit";
+    const char *coll = sink->collection && sink->collection[0] ? sink->collection : "events";
+    *db_out = db;
+    *coll_out = coll;
+    if (!ship_name_ok(db, 63) || strpbrk(db, "/\\. \"$") || !ship_name_ok(coll, 200) ||
+        strchr(coll, '$'))
+        return -1;
+    return 0;
+}
+
 /* Applies an integer URI option only when the URI leaves it unset. */
 static void
 ship_uri_default(mongoc_uri_t *uri, const char *option, int32_t value)
@@ -347,10 +363,8 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->opts = *sink;
     if (mongoc_uri_get_password(t->uri))
         t->password = strdup(mongoc_uri_get_password(t->uri));
-    const char *db = sink->database && sink->database[0] ? sink->database
-                     : mongoc_uri_get_database(t->uri)   ? mongoc_uri_get_database(t->uri)
-                                                         : "audit";
-    const char *coll = sink->collection && sink->collection[0] ? sink->collection : "events";
+    const char *db, *coll;
+    int names_rc = ship_sink_names(sink, mongoc_uri_get_database(t->uri), &db, &coll);
     t->name = strdup(name);
     t->database = strdup(db);
     t->collection = strdup(coll);
@@ -359,8 +373,7 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
         ship_set_error(err, -ENOMEM, NULL, "sink %s: out of memory", name);
         return -ENOMEM;
     }
-    if (!ship_name_ok(db, 63) || strpbrk(db, "/\\. \"$") || !ship_name_ok(coll, 200) ||
-        strchr(coll, '$')) {
+    if (names_rc != 0) {
         ship_set_error(err, STELE_ECONFIG, "names may not contain / \\ . space \" or $",
                        "sink %s: invalid database or collection name", name);
         ship_target_free(t);

@@ -38,6 +38,13 @@ typedef struct shipper_config {
  * Never blocks on the network: an unreachable server is retried by the thread. */
 int shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err);
 
+/* The database and collection of a sink: its own names, else the URI's database (uri_db,
+ * may be NULL), else "audit"; the collection "events". Returns 0, or -1 when a name breaks
+ * MongoDB's rules (database 1-63 bytes without / \ . space " $; collection 1-200 bytes
+ * without $); the names are set either way. Shared by shippers and remote readers. */
+int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const char **db_out,
+                    const char **coll_out);
+
 /* Initialises libmongoc for the process, once, with stele's log handler (libmongoc's own
  * lines go to stderr as stele log lines, URI passwords redacted, never to stdout). Every
  * file that uses libmongoc calls it first. Thread-safe. */
