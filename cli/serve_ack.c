@@ -12,7 +12,12 @@
  * Never a false ack: reached_seq only advances to a seq stele_wait() returned 0 for, or,
  * after a failed wait, to what stele_stats() says the engine really reached.
  *
- * -- protected by mu: want_seq, state, is_stopping; cv fires when want_seq grows or on stop --
+ * The loop tells each level once per epoll batch what it waits for (serve_acks_want), and a
+ * thread is signalled only when it sleeps on its own condition variable: every request
+ * signalling all three threads made them queue on mu against the loop.
+ *
+ * -- protected by mu: want_seq, is_idle, state, is_stopping; cv[level] fires when that
+ *    level's want_seq grows, or on stop --
  */
 #include "serve.h"
 
@@ -40,8 +45,9 @@ struct serve_acks {
     serve_ack_thread_t threads[4]; /* [WRITTEN..SHIPPED] used */
 
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv[4];
     uint64_t want_seq[4];
+    int is_idle[4]; /* the level's thread sleeps on cv[level] */
     serve_ack_state_t state;
     int is_stopping;
 };
@@ -93,7 +99,9 @@ serve_acks_thread_main(void *arg)
         if (a->state.failed_upto[level] > done)
             done = a->state.failed_upto[level];
         if (a->want_seq[level] <= done) {
-            pthread_cond_wait(&a->cv, &a->mu);
+            a->is_idle[level] = 1;
+            pthread_cond_wait(&a->cv[level], &a->mu);
+            a->is_idle[level] = 0;
             continue;
         }
         uint64_t want = a->want_seq[level];
@@ -144,7 +152,8 @@ serve_acks_start(stele_t *db, int wake_fd, serve_acks_t **out)
     a->db = db;
     a->wake_fd = wake_fd;
     pthread_mutex_init(&a->mu, NULL);
-    pthread_cond_init(&a->cv, NULL);
+    for (int level = 0; level < 4; level++)
+        pthread_cond_init(&a->cv[level], NULL);
     for (int level = STELE_WAIT_WRITTEN; level <= STELE_WAIT_SHIPPED; level++) {
         serve_ack_thread_t *t = &a->threads[level];
         t->owner = a;
@@ -168,7 +177,8 @@ serve_acks_want(serve_acks_t *a, stele_wait_t level, uint64_t seq)
     pthread_mutex_lock(&a->mu);
     if (seq > a->want_seq[level]) {
         a->want_seq[level] = seq;
-        pthread_cond_broadcast(&a->cv);
+        if (a->is_idle[level])
+            pthread_cond_signal(&a->cv[level]);
     }
     pthread_mutex_unlock(&a->mu);
 }
@@ -188,13 +198,15 @@ serve_acks_stop(serve_acks_t *a)
         return;
     pthread_mutex_lock(&a->mu);
     a->is_stopping = 1;
-    pthread_cond_broadcast(&a->cv);
+    for (int level = 0; level < 4; level++)
+        pthread_cond_broadcast(&a->cv[level]);
     pthread_mutex_unlock(&a->mu);
     for (int level = STELE_WAIT_WRITTEN; level <= STELE_WAIT_SHIPPED; level++) {
         if (a->threads[level].is_started)
             pthread_join(a->threads[level].thread, NULL);
     }
-    pthread_cond_destroy(&a->cv);
+    for (int level = 0; level < 4; level++)
+        pthread_cond_destroy(&a->cv[level]);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }

@@ -81,6 +81,8 @@ typedef struct serve_loop {
     int is_accept_paused; /* out of file descriptors: resume when one closes */
     int is_draining;
     int has_logged_halt;
+    uint64_t want_seq[4]; /* per wait level: the newest seq a request waits for */
+    uint64_t told_seq[4]; /* per wait level: the newest seq the ack threads were told */
     struct timespec drain_deadline;
     char *scratch; /* SERVE_READ_CHUNK_BYTES, one read at a time */
     /* epoll tags for the non-connection fds: their addresses identify them */
@@ -318,8 +320,21 @@ serve_handle_request(serve_loop_t *loop, serve_conn_t *c, const char *line, size
     if (rc != 0 && err.code == 0)
         err.code = rc;
     conn_answer(loop, c, rc, seq, level, rc ? &err : NULL);
-    if (rc == 0 && level > STELE_WAIT_NONE)
-        serve_acks_want(loop->acks, level, seq);
+    if (rc == 0 && level > STELE_WAIT_NONE && seq > loop->want_seq[level])
+        loop->want_seq[level] = seq;
+}
+
+/* Tells the ack threads what the requests taken in since the last call wait for: once per
+ * epoll batch, not once per request, so the loop takes their mutex once per batch. */
+static void
+serve_flush_wants(serve_loop_t *loop)
+{
+    for (int level = STELE_WAIT_WRITTEN; level <= STELE_WAIT_SHIPPED; level++) {
+        if (loop->want_seq[level] > loop->told_seq[level]) {
+            serve_acks_want(loop->acks, (stele_wait_t)level, loop->want_seq[level]);
+            loop->told_seq[level] = loop->want_seq[level];
+        }
+    }
 }
 
 /* Handles the complete lines in data[0..n) while the connection is not throttled; returns
@@ -748,6 +763,7 @@ serve_loop_run(const serve_config_t *cfg)
                 serve_on_conn_event(&loop, tag, events[i].events);
             }
         }
+        serve_flush_wants(&loop);
         serve_free_dead(&loop);
     }
     serve_loop_teardown(&loop);

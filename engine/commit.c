@@ -900,6 +900,13 @@ commit_blocked(commit_t *c, size_t frame_bytes)
     return c->open ? 0 : STELE_ETIMEDOUT;
 }
 
+/* The last record this thread appended, per engine: a waiter spins only for its own record
+ * (see commit_spin_for_seq). */
+static _Thread_local struct {
+    const commit_t *commit;
+    uint64_t seq;
+} commit_own_append;
+
 int
 commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
                uint64_t *seq_out, stele_error_t *err)
@@ -977,6 +984,8 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
         (is_waited || !c->is_committer_napping || c->queue_bytes >= COMMIT_EAGER_BYTES))
         pthread_cond_signal(&c->work_cv);
     pthread_mutex_unlock(&c->mu);
+    commit_own_append.commit = c;
+    commit_own_append.seq = seq;
     if (seq_out)
         *seq_out = seq;
     return 0;
@@ -1004,7 +1013,10 @@ commit_spin_worth(commit_t *c, uint64_t seq)
 static bool
 commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
 {
-    if (!commit_spin_worth(c, seq))
+    /* A thread waiting for records others appended (a server's ack thread) would spin on the
+     * CPU those appenders need, to save one wake-up per batch; a thread waiting for its own
+     * record has nothing else to do, and its wake-up is the one spinning saves. */
+    if (commit_own_append.commit != c || commit_own_append.seq < seq || !commit_spin_worth(c, seq))
         return false;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&c->n_spinners, &expected, 1))
