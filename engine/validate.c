@@ -6,9 +6,9 @@
  *      on its own: a top level that is not an object (libbson turns `[1,2]` into a document),
  *      data after the object (libbson stops at the first one), integers beyond int64 (libbson
  *      wraps some of them silently), NaN/Infinity, and nesting deeper than max_depth;
- *   2. libbson's JSON reader (as bson_init_from_json, with a parse buffer sized to the
- *      event), whose failures are then classified (UTF-8, NUL in a key, syntax) by a slower
- *      diagnostic pass that finds the byte position; errors are the cold path;
+ *   2. libbson's JSON reader (one per thread, reused: see json_parser_t), whose failures
+ *      are then classified (UTF-8, NUL in a key, syntax) by a slower diagnostic pass that
+ *      finds the byte position; errors are the cold path;
  *   3. the document walk shared with BSON input: key rules, reserved keys, depth, size.
  * BSON input gets only the walk, which also checks UTF-8 of every key and string.
  */
@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,9 @@
 #define VALIDATE_SAFE_INT_DIGITS 18
 /* Largest JSON parse buffer; a longer event is fed to the parser in pieces of this size. */
 #define JSON_PARSE_BUF_MAX ((size_t)16 << 10)
+/* Events up to this size go through the thread's reused reader (json_parser_t), which keeps
+ * a copy buffer of this size; a rare larger one gets a reader of its own. */
+#define JSON_REUSE_MAX_BYTES ((size_t)64 << 10)
 
 /* -- the document walk ------------------------------------------------------------------ */
 
@@ -531,10 +535,10 @@ json_classify_failure(const char *s, size_t len, const bson_error_t *berr, stele
     return error_set(err, STELE_EJSON, "malformed json: %s", berr->message);
 }
 
-/* bson_init_from_json with a parse buffer sized to the event: the library's default 16 KiB
- * buffer is allocated for every call, which cost more than parsing a small event. */
+/* bson_init_from_json with a parse buffer sized to the event, for events too large for the
+ * thread's reader: the library's default 16 KiB buffer would be allocated for every call. */
 static bool
-json_to_bson(const char *json, size_t len, bson_t *out, bson_error_t *berr)
+json_to_bson_once(const char *json, size_t len, bson_t *out, bson_error_t *berr)
 {
     size_t buf_bytes = len < JSON_PARSE_BUF_MAX ? len : JSON_PARSE_BUF_MAX;
     bson_json_reader_t *reader = bson_json_data_reader_new(false, buf_bytes);
@@ -549,6 +553,93 @@ json_to_bson(const char *json, size_t len, bson_t *out, bson_error_t *berr)
                        "Empty JSON string");
     bson_destroy(out);
     return false;
+}
+
+/* -- the per-thread JSON reader -------------------------------------------------------------
+ * Creating a libbson JSON reader allocates and zeroes ~20 KiB (its parse stack): more than
+ * parsing a typical event costs. So each thread keeps one reader and feeds it its events as
+ * one multi-document stream. libbson starts the next document of a stream when that
+ * document's '{' arrives after a finished one in the same feed, and keeps the '{' for the
+ * next read; so each event is fed followed by a '{', and the next event without its own
+ * opening brace (validate_json_scan has checked that the text is one object with nothing
+ * after it but whitespace). A failed parse leaves the reader in an unknown state: it is
+ * dropped, the event is parsed again by a reader of its own for the verdict and the
+ * message, and the next event starts a fresh reader. */
+
+typedef struct json_parser {
+    bson_json_reader_t *reader;
+    bool holds_open_brace; /* the reader kept the '{' that opens the next event */
+    char *text;            /* the event as fed: after its '{', plus the next '{' */
+} json_parser_t;
+
+static pthread_key_t json_parser_key;
+static pthread_once_t json_parser_once = PTHREAD_ONCE_INIT;
+static bool json_parser_key_ok;
+
+static void
+json_parser_free(void *arg)
+{
+    json_parser_t *p = arg;
+    if (p) {
+        bson_json_reader_destroy(p->reader);
+        free(p->text);
+        free(p);
+    }
+}
+
+static void
+json_parser_key_create(void)
+{
+    json_parser_key_ok = pthread_key_create(&json_parser_key, json_parser_free) == 0;
+}
+
+/* This thread's parser, created on first use; NULL when out of memory. */
+static json_parser_t *
+json_parser_get(void)
+{
+    pthread_once(&json_parser_once, json_parser_key_create);
+    if (!json_parser_key_ok)
+        return NULL;
+    json_parser_t *p = pthread_getspecific(json_parser_key);
+    if (p)
+        return p;
+    p = calloc(1, sizeof *p);
+    if (p && (p->text = malloc(JSON_REUSE_MAX_BYTES + 1)) != NULL &&
+        pthread_setspecific(json_parser_key, p) == 0)
+        return p;
+    if (p)
+        free(p->text);
+    free(p);
+    return NULL;
+}
+
+static bool
+json_to_bson(const char *json, size_t len, bson_t *out, bson_error_t *berr)
+{
+    json_parser_t *p = len <= JSON_REUSE_MAX_BYTES ? json_parser_get() : NULL;
+    if (!p)
+        return json_to_bson_once(json, len, out, berr);
+    size_t open = json_skip_space(json, len, 0); /* json[open] == '{' (validate_json_scan) */
+    size_t from = p->holds_open_brace ? open + 1 : open;
+    size_t n = len - from;
+    memcpy(p->text, json + from, n);
+    p->text[n++] = '{';
+    if (!p->reader)
+        p->reader = bson_json_data_reader_new(true, JSON_PARSE_BUF_MAX);
+    bson_json_data_reader_ingest(p->reader, (const uint8_t *)p->text, n);
+    bson_init(out);
+    int rc = bson_json_reader_read(p->reader, out, berr);
+    if (rc == 1) {
+        p->holds_open_brace = true;
+        return true;
+    }
+    bson_destroy(out);
+    bson_json_reader_destroy(p->reader);
+    p->reader = NULL;
+    p->holds_open_brace = false;
+    /* The verdict and message come from a fresh reader: this one's positions count the
+     * events fed before, and a refusal is the cold path. */
+    return json_to_bson_once(json, len, out, berr);
 }
 
 int

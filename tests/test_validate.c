@@ -4,6 +4,7 @@
  * the events that must pass. The engine-level check that a rejected event appends nothing
  * is in test_engine.c (test_engine_rejected_events_append_nothing), over the same kinds.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,6 +120,92 @@ test_validate_accepts_ordinary_json_events(void **state)
             fail();
         }
         bson_destroy(&doc);
+    }
+}
+
+/* An event of `bytes` bytes of JSON: one long string field. Caller frees. */
+static char *
+test_big_json(size_t bytes)
+{
+    char *json = malloc(bytes + 1);
+    assert_non_null(json);
+    memcpy(json, "{\"blob\":\"", 9);
+    memset(json + 9, 'x', bytes - 11);
+    memcpy(json + bytes - 2, "\"}", 3);
+    return json;
+}
+
+/* Each thread parses with one reused libbson reader (validate.c, json_parser_t): many
+ * events in a row, refusals between them, leading whitespace, events longer than the
+ * reader's 16 KiB buffer and longer than the reuse limit must each give exactly the BSON a
+ * fresh parse gives, and a refusal the same code and message every time. */
+static void
+test_validate_reused_reader_matches_a_fresh_parse(void **state)
+{
+    (void)state;
+    static const validate_limits_t big_limits = {.max_record_bytes = 1 << 20, .max_depth = 10};
+    char *big16 = test_big_json(40000), *big64 = test_big_json(100000);
+    const char *good[] = {
+        "{\"actor\":\"alice\",\"ok\":true}", "  \n{\"a\":{\"b\":[1,2,{\"c\":null}]}}  ",
+        "{\"u\":\"caf\xc3\xa9 \\u00e9\",\"k\\\"q\":\"{\"}", big16, "{\"n\":-1.5e300}", big64,
+    };
+    const size_t n_good = sizeof good / sizeof good[0];
+    enum { N_BAD = sizeof json_cases / sizeof json_cases[0] };
+    static char first_message[N_BAD][sizeof(((stele_error_t *)0)->message)];
+    for (int round = 0; round < 3; round++) {
+        for (size_t b = 0; b < N_BAD; b++) {
+            /* an accepted event, then a refused one */
+            const char *json = good[(b + (size_t)round) % n_good];
+            stele_error_t err = {0};
+            bson_t doc;
+            int rc = validate_json(json, strlen(json), &big_limits, &doc, &err);
+            if (rc != 0)
+                fail_msg("\"%.40s\" refused: %s", json, err.message);
+            bson_error_t berr;
+            bson_t *fresh = bson_new_from_json((const uint8_t *)json, -1, &berr);
+            assert_non_null(fresh);
+            assert_int_equal(doc.len, fresh->len);
+            assert_memory_equal(bson_get_data(&doc), bson_get_data(fresh), doc.len);
+            bson_destroy(fresh);
+            bson_destroy(&doc);
+
+            json = json_cases[b].json;
+            assert_int_not_equal(validate_json(json, strlen(json), &big_limits, &doc, &err), 0);
+            if (round == 0)
+                snprintf(first_message[b], sizeof first_message[b], "%s", err.message);
+            else
+                assert_string_equal(err.message, first_message[b]);
+        }
+    }
+    free(big16);
+    free(big64);
+}
+
+static void *
+test_parse_and_exit(void *arg)
+{
+    (void)arg;
+    static const char json[] = "{\"a\":1}";
+    bson_t doc;
+    for (int i = 0; i < 3; i++) {
+        if (validate_json(json, sizeof json - 1, &test_limits, &doc, NULL) != 0)
+            return (void *)1;
+        bson_destroy(&doc);
+    }
+    return NULL;
+}
+
+/* A thread's reader is freed when the thread exits (the ASan build's leak check sees it). */
+static void
+test_validate_threads_that_parse_and_exit(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 8; i++) {
+        pthread_t t;
+        void *res = (void *)1;
+        assert_int_equal(pthread_create(&t, NULL, test_parse_and_exit, NULL), 0);
+        assert_int_equal(pthread_join(t, &res), 0);
+        assert_null(res);
     }
 }
 
@@ -287,6 +374,8 @@ main(void)
         cmocka_unit_test(test_validate_rejects_json_over_max_record_bytes),
         cmocka_unit_test(test_validate_accepts_ordinary_json_events),
         cmocka_unit_test(test_validate_json_keeps_int64_precision),
+        cmocka_unit_test(test_validate_reused_reader_matches_a_fresh_parse),
+        cmocka_unit_test(test_validate_threads_that_parse_and_exit),
         cmocka_unit_test(test_validate_rejects_each_malformed_bson_event),
         cmocka_unit_test(test_validate_rejects_bson_nested_too_deeply),
         cmocka_unit_test(test_validate_rejects_bson_over_max_record_bytes),
