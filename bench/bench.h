@@ -148,6 +148,9 @@ extern const bench_target_t bench_target_stele;
 extern const bench_target_t bench_target_fsync_loop;
 /* libbson's JSON parse alone: the ceiling of wait=none with JSON input. */
 extern const bench_target_t bench_target_json_parse;
+/* N threads that only sleep until one thread wakes them: the CPU ceiling of N blocking
+ * durable writers on this machine (bench_wakeup.c). */
+extern const bench_target_t bench_target_thread_wakeup;
 
 /* Peers: filled in by bench_peers.c; each is optional and reports itself skipped. */
 const bench_target_t *bench_peer_find(const char *system);

@@ -39,7 +39,7 @@ cli_usage(FILE *out)
             "  --sync-interval-ms N    for sync=interval (default: stele's)\n"
             "  --record-bytes N[,N..]  event size (default 200)\n"
             "  --input json|bson[,..]  event encoding handed to stele (default json)\n"
-            "  --system NAME[,..]      stele, fsync-loop, libbson-json, or a peer\n"
+            "  --system NAME[,..]      stele, fsync-loop, libbson-json, thread-wakeup, or a peer\n"
             "  --device ssd|hdd[,..]   ssd: --dir itself; hdd: the emulated 7200 rpm disk\n"
             "  --repeat N              run the whole plan N times (noise)\n"
             "  --no-reference          do not run the fsync loop first\n"
@@ -236,7 +236,7 @@ static const struct option cli_options[] = {
 static void
 cli_list_systems(void)
 {
-    printf("stele\nfsync-loop\nlibbson-json\n");
+    printf("stele\nfsync-loop\nlibbson-json\nthread-wakeup\n");
     for (const char *const *p = bench_peer_names(); *p; p++)
         printf("%s\n", *p);
 }
@@ -422,6 +422,7 @@ cli_plan_quick(const bench_cli_t *cli, bench_plan_t *plan)
     static const int quick_writers[] = {1, 8, 64};
     for (size_t i = 0; i < 3 && !rc; i++)
         rc = cli_add(plan, c, "stele", "ssd", quick_writers[i]);
+    rc = rc ? rc : cli_add(plan, c, "thread-wakeup", "ssd", 64);
     bench_cell_t lone = c;
     lone.commit_interval_us = 100000; /* a lone writer must not pay it */
     rc = rc ? rc : cli_add(plan, lone, "stele", "ssd", 1);

@@ -46,6 +46,8 @@ plan_target(const char *system)
         return &bench_target_fsync_loop;
     if (strcmp(system, "libbson-json") == 0)
         return &bench_target_json_parse;
+    if (strcmp(system, "thread-wakeup") == 0)
+        return &bench_target_thread_wakeup;
     return bench_peer_find(system);
 }
 

@@ -54,6 +54,9 @@ sweep_grid_writers(bench_plan_t *plan, const bench_cell_t *base, const char *dev
             rc = sweep_add(plan, c, "stele", device, sweep_writers[w]);
         }
         rc = rc ? rc : sweep_add(plan, *base, "fsync-loop", device, sweep_writers[w]);
+        /* The wake-up ceiling uses no disk: once, beside the SSD cells. */
+        if (strcmp(device, "ssd") == 0 && sweep_writers[w] >= 64)
+            rc = rc ? rc : sweep_add(plan, *base, "thread-wakeup", device, sweep_writers[w]);
         for (const char *const *p = bench_peer_names(); *p && !rc; p++) {
             /* mongo-direct writes to the --mongo-uri server, whose data is on that server's
              * own disk: it has a place beside stele's wait=shipped, not on another device. */
@@ -187,6 +190,14 @@ summary_device(FILE *out, const bench_result_t *res, size_t n, const char *devic
         if (peer)
             fprintf(out, "; best durable peer %s %.0f/s (stele %.2fx)", peer->cell.system,
                     peer->appends_per_s, s->appends_per_s / peer->appends_per_s);
+        const bench_result_t *wake =
+            strcmp(device, "ssd")
+                ? NULL
+                : summary_find(res, n, "thread-wakeup", device, sweep_writers[w],
+                               STELE_WAIT_DURABLE, 0, STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+        if (wake && wake->appends_per_s > 0)
+            fprintf(out, "; thread wake-up ceiling %.0f/s (stele at %.0f%% of it)",
+                    wake->appends_per_s, 100.0 * s->appends_per_s / wake->appends_per_s);
         fprintf(out, "\n");
     }
 }

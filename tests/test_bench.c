@@ -35,6 +35,7 @@ typedef struct bench_line {
     int64_t warmup_appends;
     int64_t errors;
     int64_t counted_back;
+    int64_t durable; /* bson_iter_as_int64 of the JSON boolean: 1 or 0 */
 } bench_line_t;
 
 typedef struct bench_output {
@@ -75,6 +76,7 @@ parse_line(const char *text, bench_line_t *l)
     l->warmup_appends = json_int(doc, "warmup_appends");
     l->errors = json_int(doc, "errors");
     l->counted_back = json_int(doc, "counted_back");
+    l->durable = json_int(doc, "durable");
     bson_destroy(doc);
 }
 
@@ -213,6 +215,32 @@ test_bench_peer_rows_are_counted_back(void **state)
     remove_dir(dir);
 }
 
+/* The two references that store nothing (libbson's parse, the thread wake-up ceiling) run,
+ * count their calls, and say they are neither durable nor counted back from a store. */
+static void
+test_bench_reference_cells_say_what_they_are(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_output_t out;
+    const char *args[] = {"--system",       "libbson-json,thread-wakeup",
+                          "--writers",      "1,16",
+                          "--seconds",      "0.5",
+                          "--no-reference", NULL};
+    run_bench(dir, args, &out);
+    assert_int_equal(out.exit_code, 0);
+    assert_int_equal(out.n, 4);
+    for (size_t i = 0; i < out.n; i++) {
+        const bench_line_t *l = &out.lines[i];
+        assert_string_equal(l->status, "ok");
+        assert_int_equal(l->errors, 0);
+        assert_true(l->appends > 0);
+        assert_int_equal(l->durable, 0);
+        assert_int_equal(l->counted_back, -1);
+    }
+    remove_dir(dir);
+}
+
 static void
 test_bench_rejects_zero_writers(void **state)
 {
@@ -302,6 +330,7 @@ main(void)
         cmocka_unit_test(test_bench_unwaited_bson_count_equals_journal_records),
         cmocka_unit_test(test_bench_warmup_appends_are_reported_apart),
         cmocka_unit_test(test_bench_peer_rows_are_counted_back),
+        cmocka_unit_test(test_bench_reference_cells_say_what_they_are),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

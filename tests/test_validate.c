@@ -146,8 +146,12 @@ test_validate_reused_reader_matches_a_fresh_parse(void **state)
     static const validate_limits_t big_limits = {.max_record_bytes = 1 << 20, .max_depth = 10};
     char *big16 = test_big_json(40000), *big64 = test_big_json(100000);
     const char *good[] = {
-        "{\"actor\":\"alice\",\"ok\":true}", "  \n{\"a\":{\"b\":[1,2,{\"c\":null}]}}  ",
-        "{\"u\":\"caf\xc3\xa9 \\u00e9\",\"k\\\"q\":\"{\"}", big16, "{\"n\":-1.5e300}", big64,
+        "{\"actor\":\"alice\",\"ok\":true}",
+        "  \n{\"a\":{\"b\":[1,2,{\"c\":null}]}}  ",
+        "{\"u\":\"caf\xc3\xa9 \\u00e9\",\"k\\\"q\":\"{\"}",
+        big16,
+        "{\"n\":-1.5e300}",
+        big64,
     };
     const size_t n_good = sizeof good / sizeof good[0];
     enum { N_BAD = sizeof json_cases / sizeof json_cases[0] };
