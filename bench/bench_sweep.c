@@ -17,6 +17,9 @@
 #include <string.h>
 
 static const int sweep_writers[] = {1, 8, 64, 512};
+/* From this many writers on, durable appends wait for the CPUs more than for the disk: the
+ * thread wake-up ceiling (bench_wakeup.c) is run and reported beside them. */
+#define SWEEP_CPU_BOUND_WRITERS 64
 static const uint32_t sweep_intervals_us[] = {0, 500, 2000, 10000, 100000};
 static const uint32_t sweep_record_bytes[] = {200, 1024, 16384};
 #define SWEEP_N(a) (sizeof(a) / sizeof((a)[0]))
@@ -55,7 +58,7 @@ sweep_grid_writers(bench_plan_t *plan, const bench_cell_t *base, const char *dev
         }
         rc = rc ? rc : sweep_add(plan, *base, "fsync-loop", device, sweep_writers[w]);
         /* The wake-up ceiling uses no disk: once, beside the SSD cells. */
-        if (strcmp(device, "ssd") == 0 && sweep_writers[w] >= 64)
+        if (strcmp(device, "ssd") == 0 && sweep_writers[w] >= SWEEP_CPU_BOUND_WRITERS)
             rc = rc ? rc : sweep_add(plan, *base, "thread-wakeup", device, sweep_writers[w]);
         for (const char *const *p = bench_peer_names(); *p && !rc; p++) {
             /* mongo-direct writes to the --mongo-uri server, whose data is on that server's
@@ -190,8 +193,9 @@ summary_device(FILE *out, const bench_result_t *res, size_t n, const char *devic
         if (peer)
             fprintf(out, "; best durable peer %s %.0f/s (stele %.2fx)", peer->cell.system,
                     peer->appends_per_s, s->appends_per_s / peer->appends_per_s);
+        /* Beside the counts where the CPUs, not the disk, bound a durable append. */
         const bench_result_t *wake =
-            strcmp(device, "ssd")
+            strcmp(device, "ssd") || sweep_writers[w] < SWEEP_CPU_BOUND_WRITERS
                 ? NULL
                 : summary_find(res, n, "thread-wakeup", device, sweep_writers[w],
                                STELE_WAIT_DURABLE, 0, STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);

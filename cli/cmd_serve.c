@@ -162,7 +162,7 @@ serve_listen(const char *path, const serve_log_t *log, int *out_fd)
     char quoted[PATH_MAX + 8];
     if (strlen(path) >= sizeof addr.sun_path) {
         serve_logf(log, SERVE_LOG_ERROR, "socket path too long", "socket=%s max_bytes=%zu",
-                   serve_log_quote(quoted, sizeof quoted, path), sizeof addr.sun_path - 1);
+                   stele_log_quote(quoted, sizeof quoted, path), sizeof addr.sun_path - 1);
         return STELE_EINVAL;
     }
     memcpy(addr.sun_path, path, strlen(path) + 1);
@@ -170,7 +170,7 @@ serve_listen(const char *path, const serve_log_t *log, int *out_fd)
     if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
         /* Never unlink what is not a socket: --socket may be a typo for a real file. */
         serve_logf(log, SERVE_LOG_ERROR, "socket path exists and is not a socket", "socket=%s",
-                   serve_log_quote(quoted, sizeof quoted, path));
+                   stele_log_quote(quoted, sizeof quoted, path));
         return -EEXIST;
     }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -178,14 +178,14 @@ serve_listen(const char *path, const serve_log_t *log, int *out_fd)
         return -errno;
     if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0) {
         serve_logf(log, SERVE_LOG_ERROR, "another server answers on the socket", "socket=%s",
-                   serve_log_quote(quoted, sizeof quoted, path));
+                   stele_log_quote(quoted, sizeof quoted, path));
         close(fd);
         return STELE_ELOCKED;
     }
     close(fd);
     if (unlink(path) == 0)
         serve_logf(log, SERVE_LOG_WARN, "removed stale socket", "socket=%s",
-                   serve_log_quote(quoted, sizeof quoted, path));
+                   stele_log_quote(quoted, sizeof quoted, path));
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
@@ -194,7 +194,7 @@ serve_listen(const char *path, const serve_log_t *log, int *out_fd)
         chmod(path, SERVE_SOCKET_MODE) != 0 || listen(fd, SERVE_LISTEN_BACKLOG) != 0) {
         rc = -errno;
         serve_logf(log, SERVE_LOG_ERROR, "could not listen on socket", "socket=%s errno=%s",
-                   serve_log_quote(quoted, sizeof quoted, path), stele_errname(rc));
+                   stele_log_quote(quoted, sizeof quoted, path), stele_errname(rc));
         close(fd);
         return rc;
     }
@@ -240,11 +240,11 @@ serve_log_error(const serve_log_t *log, const char *msg, int rc, const stele_err
     char quoted_hint[STELE_ERROR_HINT_BYTES + 16];
     if (err && err->message[0] && err->hint[0]) {
         serve_logf(log, SERVE_LOG_ERROR, msg, "code=%s error=%s hint=%s", stele_errname(rc),
-                   serve_log_quote(quoted_msg, sizeof quoted_msg, err->message),
-                   serve_log_quote(quoted_hint, sizeof quoted_hint, err->hint));
+                   stele_log_quote(quoted_msg, sizeof quoted_msg, err->message),
+                   stele_log_quote(quoted_hint, sizeof quoted_hint, err->hint));
     } else {
         serve_logf(log, SERVE_LOG_ERROR, msg, "code=%s error=%s", stele_errname(rc),
-                   serve_log_quote(quoted_msg, sizeof quoted_msg,
+                   stele_log_quote(quoted_msg, sizeof quoted_msg,
                                    err && err->message[0] ? err->message : stele_strerror(rc)));
     }
 }
@@ -302,12 +302,12 @@ cmd_serve(int argc, char **argv)
     rc = serve_write_pid_file(pid_path);
     if (rc != 0) {
         serve_logf(&log, SERVE_LOG_ERROR, "could not write pid file", "pid_file=%s errno=%s",
-                   serve_log_quote(quoted, sizeof quoted, pid_path), stele_errname(rc));
+                   stele_log_quote(quoted, sizeof quoted, pid_path), stele_errname(rc));
         goto stop;
     }
     is_pid_written = 1;
     serve_logf(&log, SERVE_LOG_INFO, "listening", "socket=%s pid=%ld wait=%s sinks=%zu",
-               serve_log_quote(quoted, sizeof quoted, socket_path), (long)getpid(),
+               stele_log_quote(quoted, sizeof quoted, socket_path), (long)getpid(),
                serve_wait_name(args.default_wait), opts.n_sinks);
 
     serve_config_t cfg = {

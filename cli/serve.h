@@ -35,17 +35,11 @@ typedef struct serve_log {
 /* Parses "debug", "info", "warn", "error". Returns 0 or STELE_EINVAL. */
 int serve_log_parse_level(const char *text, serve_log_level_t *out);
 
-/* Writes `ts=<RFC 3339 UTC> level=<l> msg="<msg>" <kv>` as one write(2). kv_fmt is a
- * printf format for space-separated key=value pairs; values that may hold spaces or quotes
- * go through serve_log_quote(). */
+/* stele_log_write() when `level` is at or above the log's min_level. */
 void serve_logf(const serve_log_t *log, serve_log_level_t level, const char *msg,
                 const char *kv_fmt, ...) __attribute__((format(printf, 4, 5)));
 /* serve_logf() without key=value pairs. */
 void serve_log(const serve_log_t *log, serve_log_level_t level, const char *msg);
-
-/* Copies `text` into buf as a double-quoted logfmt value (", \ and control bytes escaped,
- * truncated to cap). Returns buf. */
-const char *serve_log_quote(char *buf, size_t cap, const char *text);
 
 /* ---- requests and replies (serve_request.c): pure functions, fuzzed ---------------------- */
 

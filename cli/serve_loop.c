@@ -315,7 +315,7 @@ serve_handle_request(serve_loop_t *loop, serve_conn_t *c, const char *line, size
         char quoted[300];
         loop->has_logged_halt = 1;
         serve_logf(cfg->log, SERVE_LOG_ERROR, "engine halted", "error=%s code=%d",
-                   serve_log_quote(quoted, sizeof quoted, err.message), rc);
+                   stele_log_quote(quoted, sizeof quoted, err.message), rc);
     }
     if (rc != 0 && err.code == 0)
         err.code = rc;
@@ -624,7 +624,7 @@ serve_begin_drain(serve_loop_t *loop, int signo)
     if (rc != 0) {
         char quoted[300];
         serve_logf(cfg->log, SERVE_LOG_ERROR, "final flush failed", "error=%s code=%d",
-                   serve_log_quote(quoted, sizeof quoted, err.message), rc);
+                   stele_log_quote(quoted, sizeof quoted, err.message), rc);
     }
     clock_gettime(CLOCK_MONOTONIC, &loop->drain_deadline);
     loop->drain_deadline.tv_sec += cfg->drain_timeout_ms / 1000;

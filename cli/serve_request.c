@@ -131,7 +131,7 @@ serve_read_envelope(const bson_t *doc, serve_request_t *req, stele_error_t *err)
             }
         } else {
             char shown[64];
-            serve_log_quote(shown, sizeof shown, key);
+            stele_log_quote(shown, sizeof shown, key);
             serve_request_fail(err, STELE_EPROTOCOL,
                                "unknown envelope key %s: an envelope holds only $event and $wait",
                                shown);

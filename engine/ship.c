@@ -54,66 +54,6 @@
 /* Name of the one secondary index a sink creates. */
 #define SHIP_INDEX_NAME "stele_src_seq"
 
-/* ------------------------------------------------------------------------------------------
- * Log lines: stele's one-line logfmt on stderr (ts=... level=... msg="..." key=value), one
- * write(2) per line so lines of concurrent threads never interleave.
- * ------------------------------------------------------------------------------------------ */
-#define SHIP_LOG_LINE_BYTES 1024
-
-/* Copies text into buf as a double-quoted logfmt value (", \ and control bytes escaped). */
-static const char *
-ship_log_quote(char *buf, size_t cap, const char *text)
-{
-    size_t w = 0;
-    buf[w++] = '"';
-    for (const unsigned char *p = (const unsigned char *)text; *p && w + 6 < cap; p++) {
-        if (*p == '"' || *p == '\\') {
-            buf[w++] = '\\';
-            buf[w++] = (char)*p;
-        } else if (*p < 0x20 || *p == 0x7f) {
-            w += (size_t)snprintf(buf + w, cap - w, "\\x%02x", *p);
-        } else {
-            buf[w++] = (char)*p;
-        }
-    }
-    buf[w++] = '"';
-    buf[w] = '\0';
-    return buf;
-}
-
-static void ship_log_line(const char *level, const char *msg, const char *kv_fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-ship_log_line(const char *level, const char *msg, const char *kv_fmt, ...)
-{
-    char line[SHIP_LOG_LINE_BYTES];
-    char quoted[640];
-    struct timespec now;
-    struct tm tm_utc;
-    clock_gettime(CLOCK_REALTIME, &now);
-    gmtime_r(&now.tv_sec, &tm_utc);
-    int n = snprintf(line, sizeof line, "ts=%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ level=%s msg=%s",
-                     tm_utc.tm_year + 1900, tm_utc.tm_mon + 1, tm_utc.tm_mday, tm_utc.tm_hour,
-                     tm_utc.tm_min, tm_utc.tm_sec, now.tv_nsec / 1000, level,
-                     ship_log_quote(quoted, sizeof quoted, msg));
-    size_t len = n < 0 ? 0 : (size_t)n;
-    if (len + 2 < sizeof line) {
-        line[len++] = ' ';
-        va_list ap;
-        va_start(ap, kv_fmt);
-        n = vsnprintf(line + len, sizeof line - len, kv_fmt, ap);
-        va_end(ap);
-        len = n <= 0 ? len - 1 : len + (size_t)n;
-    }
-    if (len > sizeof line - 2)
-        len = sizeof line - 2;
-    line[len++] = '\n';
-    /* A lost log line is not worth failing a shipper for: ignore short writes. */
-    ssize_t w = write(STDERR_FILENO, line, len);
-    (void)w;
-}
-
 /*
  * Replaces the password of every URI in text ("scheme://user:password@host") by "***".
  * The process-wide libmongoc log handler knows no sink's password, so it redacts by shape;
@@ -183,8 +123,8 @@ ship_mongoc_log(mongoc_log_level_t level, const char *domain, const char *messag
                        : level == MONGOC_LOG_LEVEL_WARNING ? "warn"
                        : level <= MONGOC_LOG_LEVEL_INFO    ? "info"
                                                            : "debug";
-    ship_log_line(name, text, "component=mongoc domain=%s",
-                  ship_log_quote(quoted_domain, sizeof quoted_domain, domain ? domain : ""));
+    stele_log_write(name, text, "component=mongoc domain=%s",
+                    stele_log_quote(quoted_domain, sizeof quoted_domain, domain ? domain : ""));
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -2150,9 +2090,9 @@ shipper_discard_dead_letter(index_t *ix, const char *sink_name, uint64_t seq, st
         rc = index_delete_dead_letter(ix, name, seq, err);
     if (rc == 0) {
         char quoted_sink[160], quoted_why[640];
-        ship_log_line("warn", "dead letter discarded", "sink=%s seq=%" PRIu64 " reason=%s",
-                      ship_log_quote(quoted_sink, sizeof quoted_sink, name), seq,
-                      ship_log_quote(quoted_why, sizeof quoted_why, letter.why));
+        stele_log_write("warn", "dead letter discarded", "sink=%s seq=%" PRIu64 " reason=%s",
+                        stele_log_quote(quoted_sink, sizeof quoted_sink, name), seq,
+                        stele_log_quote(quoted_why, sizeof quoted_why, letter.why));
         rc = index_sync(ix, err);
     }
     return rc;

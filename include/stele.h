@@ -18,6 +18,7 @@
 #ifndef STELE_H
 #define STELE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -635,6 +636,35 @@ int stele_dead_letters_reship(const char *dir, const stele_sink_options_t *sink,
  */
 int stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t seq,
                               stele_error_t *err);
+
+/* ------------------------------------------------------------------------------------------
+ * Log lines (engine/log.c)
+ *
+ * The one shape of every log line a stele process writes (the shippers, libmongoc's
+ * messages, `stele serve`), for programs that embed stele and want theirs alike:
+ *   ts=2026-11-30T20:33:00.123456Z level=warn msg="sink unreachable" sink="audit" retry_ms=800
+ * One line on stderr per call, written with one write(2), so lines of concurrent threads
+ * never interleave; a line longer than 1 KiB is cut. Thread-safe; never fails (a line the
+ * write could not take is dropped).
+ * ------------------------------------------------------------------------------------------ */
+
+/*
+ * Writes `ts=<RFC 3339 UTC> level=<level> msg="<msg>"`, then, when kv_fmt is neither NULL
+ * nor "", a space and kv_fmt formatted with the arguments: space-separated key=value pairs.
+ * A value that may hold spaces, quotes or control bytes must go through stele_log_quote().
+ * `level` is written as given ("debug", "info", "warn", "error" by convention).
+ */
+void stele_log_write(const char *level, const char *msg, const char *kv_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void stele_log_vwrite(const char *level, const char *msg, const char *kv_fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+/*
+ * Copies `text` (NULL as "") into buf as a double-quoted logfmt value: '"' and '\'
+ * backslash-escaped, control bytes as \xNN; cut to fit `cap` (at least 3 bytes to hold
+ * anything). Returns buf, so it can be an argument of stele_log_write().
+ */
+const char *stele_log_quote(char *buf, size_t cap, const char *text);
 
 /* ------------------------------------------------------------------------------------------
  * Client of `stele serve` (engine/client.c; protocol in docs/protocol.md)
