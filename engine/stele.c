@@ -577,9 +577,11 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
     /* With sync=always, zero-filled segments make every commit an overwrite of written
      * blocks, so each fdatasync has no extent metadata to flush. Zero-filling costs a full
      * extra write of every segment (in the preparer thread, but it competes for the disk
-     * and a core), which only pays off when every batch is synced; with interval/never the
-     * few syncs absorb the extent conversion of fallocate'd space instead. */
-    jo.zero_fill = opts_in->sync == STELE_SYNC_ALWAYS;
+     * and a core), which pays off only while the synced batches are small: the journal
+     * decides per segment (JOURNAL_ZERO_FILL_SMALL_SYNCS). With interval/never the few
+     * syncs absorb the extent conversion of fallocate'd space instead. */
+    jo.zero_fill = opts_in->sync == STELE_SYNC_ALWAYS ? JOURNAL_ZERO_FILL_SMALL_SYNCS
+                                                      : JOURNAL_ZERO_FILL_NEVER;
     stele_recovery_hint(dir, opts_in->file_mode, &jo);
 
     journal_recovery_t rec;

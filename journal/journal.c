@@ -70,7 +70,9 @@ struct journal {
     _Atomic uint64_t last_seq;
     _Atomic uint64_t durable_seq;
     _Atomic uint64_t syncs;
-    _Atomic int sticky_rc;                      /* 0, or the error that halted the journal */
+    _Atomic uint64_t sync_bytes_avg; /* bytes per fdatasync, moving average; preparer reads */
+    uint64_t bytes_since_sync;       /* writer only */
+    _Atomic int sticky_rc;           /* 0, or the error that halted the journal */
     char sticky_msg[STELE_ERROR_MESSAGE_BYTES]; /* written before sticky_rc is stored */
 
     /* -- protected by mu; prep_cv fires when prep_fd/prep_rc change or on stop -- */
@@ -128,7 +130,7 @@ journal_options_init(journal_options_t *opts)
     opts->create_if_missing = 1;
     /* fallocate-only: as fast as zero-filling for append+fdatasync on the measured disk, and
      * it does not write every segment twice (docs/journal.md). */
-    opts->zero_fill = 0;
+    opts->zero_fill = JOURNAL_ZERO_FILL_NEVER;
 }
 
 static int64_t
@@ -191,12 +193,23 @@ journal_close_fd(journal_t *j, int fd, const char *what)
  * The preparer thread
  * --------------------------------------------------------------------------------------- */
 
+/* Whether the next segment is zero-filled (journal_zero_fill_t). Before any sync has been
+ * seen, yes: the first batches of a journal opened for durable writes are small. */
+static int
+journal_zero_fill_now(const journal_t *j)
+{
+    if (j->opts.zero_fill != JOURNAL_ZERO_FILL_SMALL_SYNCS)
+        return j->opts.zero_fill == JOURNAL_ZERO_FILL_ALWAYS;
+    uint64_t avg = atomic_load_explicit(&j->sync_bytes_avg, memory_order_relaxed);
+    return avg < JOURNAL_ZERO_FILL_MAX_SYNC_BYTES;
+}
+
 /* Makes prepared.tmp; on failure the half-made file's descriptor is closed here. */
 static int
 journal_prepare_one(journal_t *j, int *fd_out)
 {
     int fd = -1;
-    int rc = segment_prepare(j->io, j->dir, j->opts.segment_bytes, j->opts.zero_fill,
+    int rc = segment_prepare(j->io, j->dir, j->opts.segment_bytes, journal_zero_fill_now(j),
                              j->opts.file_mode, &fd);
     if (rc && fd >= 0)
         journal_close_fd(j, fd, SEG_PREPARED_NAME);
@@ -811,10 +824,22 @@ journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_
         info->rolled = rolled;
     }
     j->write_off += len;
+    j->bytes_since_sync += len;
     j->last_ts_ns = last_ts;
     memcpy(j->last_hash, hash, HASH_BYTES);
     atomic_store_explicit(&j->last_seq, last_seq, memory_order_release);
     return 0;
+}
+
+/* After a sync: the bytes it carried, into a moving average (1/8 weight) the preparer
+ * reads (journal_zero_fill_now). */
+static void
+journal_note_sync_bytes(journal_t *j)
+{
+    uint64_t avg = atomic_load_explicit(&j->sync_bytes_avg, memory_order_relaxed);
+    avg = avg ? (avg * 7 + j->bytes_since_sync) / 8 : j->bytes_since_sync;
+    atomic_store_explicit(&j->sync_bytes_avg, avg, memory_order_relaxed);
+    j->bytes_since_sync = 0;
 }
 
 int
@@ -836,6 +861,7 @@ journal_sync(journal_t *j, stele_error_t *err)
                             jerr_errno_text(rc, ebuf, sizeof ebuf));
     atomic_fetch_add_explicit(&j->syncs, 1, memory_order_relaxed);
     atomic_store_explicit(&j->durable_seq, written, memory_order_release);
+    journal_note_sync_bytes(j);
     return 0;
 }
 

@@ -37,6 +37,21 @@ typedef enum journal_end {
 
 const char *journal_end_name(journal_end_t end);
 
+/* How a new segment's space is reserved. Writing into fallocate'd space makes the next
+ * fdatasync also flush extent metadata (the blocks turn from unwritten to written), which
+ * a zero-filled segment does not have; zero-filling costs one extra write of the segment. */
+typedef enum journal_zero_fill {
+    JOURNAL_ZERO_FILL_NEVER = 0,  /* fallocate only */
+    JOURNAL_ZERO_FILL_ALWAYS = 1, /* write zeros over the whole segment */
+    /* Zero-fill while recent syncs carried small batches (below
+     * JOURNAL_ZERO_FILL_MAX_SYNC_BYTES each on average): then a sync costs mostly its
+     * metadata. With bigger batches the metadata is noise beside the data, and zero-filling
+     * would write every byte twice. */
+    JOURNAL_ZERO_FILL_SMALL_SYNCS = 2,
+} journal_zero_fill_t;
+
+#define JOURNAL_ZERO_FILL_MAX_SYNC_BYTES ((uint64_t)256 << 10)
+
 typedef struct journal_options {
     const journal_io_t *io;    /* NULL = journal_io_posix() */
     const char *source;        /* stored at creation; ignored when the journal exists */
@@ -45,7 +60,7 @@ typedef struct journal_options {
     unsigned file_mode;
     unsigned dir_mode;
     int create_if_missing;
-    int zero_fill; /* preallocate by writing zeros (1) or fallocate only (0) */
+    int zero_fill; /* how segments are preallocated: journal_zero_fill_t */
     /* 1: prepare the next segment in the writing thread at roll time instead of in the
      * background preparer thread. Slower rolls, but every I/O call happens in one thread in
      * a fixed order, which fault-injection loops that number calls rely on. Default 0. */

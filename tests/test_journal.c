@@ -499,6 +499,79 @@ test_open_rejects_bad_options(void **state)
     jtest_rmtree(dir);
 }
 
+/* ---- preallocation: JOURNAL_ZERO_FILL_SMALL_SYNCS ---- */
+
+/* Counts the preallocations of each kind, then lets the POSIX table do them. */
+static int zero_filled_segments, fallocated_segments;
+
+static int
+counting_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
+{
+    (void)ctx;
+    if (zero_fill)
+        zero_filled_segments++;
+    else
+        fallocated_segments++;
+    const journal_io_t *posix = journal_io_posix();
+    return posix->allocate(posix->ctx, fd, off, len, zero_fill);
+}
+
+/* Appends batches of `records` records, each synced, until `rolls` segments were prepared
+ * after the call started. */
+static void
+append_synced_until_prepared(journal_t *j, uint64_t records, int rolls)
+{
+    stele_error_t err = {0};
+    int start = zero_filled_segments + fallocated_segments;
+    while (zero_filled_segments + fallocated_segments < start + rolls) {
+        assert_int_equal(jtest_append(j, records, NULL, &err), 0);
+        assert_int_equal(journal_sync(j, &err), 0);
+    }
+}
+
+/* Segments are zero-filled while each sync carries a small batch (a lone durable writer),
+ * fallocate'd once syncs carry batches of more than JOURNAL_ZERO_FILL_MAX_SYNC_BYTES (bulk
+ * ingest, where zero-filling would write everything twice), and zero-filled again when the
+ * batches get small. Records stay readable across all three. */
+static void
+test_zero_fill_follows_the_size_of_synced_batches(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("zerofill");
+    journal_io_t io = *journal_io_posix();
+    io.allocate = counting_allocate;
+    journal_options_t o;
+    jtest_options(&o, 2 << 20);
+    o.io = &io;
+    o.zero_fill = JOURNAL_ZERO_FILL_SMALL_SYNCS;
+    o.prepare_inline = 1; /* each roll prepares its successor in this thread, in order */
+    zero_filled_segments = fallocated_segments = 0;
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    assert_int_equal(zero_filled_segments, 1); /* no sync seen yet: zero-filled */
+    assert_int_equal(fallocated_segments, 0);
+
+    /* 5,000 records of 16-215 bytes (plus frame) per sync: ~450 KiB */
+    append_synced_until_prepared(j, 5000, 8);
+    assert_true(fallocated_segments >= 4);
+    int zero_filled_before = zero_filled_segments;
+    append_synced_until_prepared(j, 5000, 2);
+    assert_int_equal(zero_filled_segments, zero_filled_before);
+
+    /* 100 records per sync, ~13 KiB: the average falls below the limit within a few syncs,
+     * long before the segment being filled is full */
+    int fallocated_before = fallocated_segments;
+    append_synced_until_prepared(j, 100, 1);
+    assert_int_equal(fallocated_segments, fallocated_before);
+    assert_int_equal(zero_filled_segments, zero_filled_before + 1);
+
+    uint64_t last = journal_last_seq(j);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(jtest_read_all(dir, 1, &err), (int64_t)last);
+    jtest_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -514,6 +587,7 @@ main(void)
         cmocka_unit_test(test_files_are_owner_only_by_default_and_modes_follow_options),
         cmocka_unit_test(test_failed_sync_halts_the_journal_for_good),
         cmocka_unit_test(test_open_rejects_bad_options),
+        cmocka_unit_test(test_zero_fill_follows_the_size_of_synced_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
