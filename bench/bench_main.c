@@ -83,6 +83,13 @@ main_write_outputs(const bench_cli_t *cli, bench_run_opts_t *o, FILE **csv, FILE
 {
     if (!cli->out_dir)
         return 0;
+    /* The directory itself is made if missing (not its parents: a mistyped parent is more
+     * likely a mistake than a wish). */
+    if (mkdir(cli->out_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "stele-bench: could not create --out %s: %s\n", cli->out_dir,
+                strerror(errno));
+        return -1;
+    }
     char path[BENCH_PATH_BYTES];
     snprintf(path, sizeof path, "%s/results.csv", cli->out_dir);
     *csv = fopen(path, "w");

@@ -78,11 +78,15 @@ plot_writers(FILE *gp, const char *out_dir, const bench_result_t *res, size_t n,
                 device, fmt ? "svg" : "png");
         for (size_t k = 0; k < n_labels; k++)
             /* smooth unique: sorted by writers, repeated cells averaged; dashed = not
-             * durable. */
+             * durable; stele's durable line thick and in a colour of its own, since the
+             * default palette repeats after eight lines. */
             fprintf(gp,
                     "%s'plot-writers-%s-%zu.dat' using 1:2 smooth unique with linespoints "
-                    "dt %d lw 2 title '%s'",
-                    k ? ", " : "", device, k, strstr(labels[k], "not durable") ? 2 : 1, labels[k]);
+                    "dt %d %s title '%s'",
+                    k ? ", " : "", device, k, strstr(labels[k], "not durable") ? 2 : 1,
+                    strcmp(labels[k], "stele always/durable") == 0 ? "lw 5 lc rgb '#b00000'"
+                                                                   : "lw 2",
+                    labels[k]);
         fprintf(gp, "\n");
     }
     fprintf(gp, "unset logscale\n");
