@@ -11,7 +11,11 @@
  *  - mu protects the segment list (seg_seqs) and the preparer's hand-off fields; it is never
  *    held across I/O. retention_mu serialises journal_delete_before calls.
  *  - The preparer thread creates prepared.tmp ahead of need (segment_prepare) so a roll
- *    only writes a 4 KiB header, renames and syncs the directory.
+ *    only writes a 4 KiB header, renames and syncs the directory. It starts once the active
+ *    segment is a quarter full (JOURNAL_PREPARE_AT_DIVISOR), not at once: preparing is a
+ *    write of the whole segment plus an fsync, which right after an open would compete
+ *    with the first commits for the disk, and by then the size of the synced batches
+ *    (journal_zero_fill_now) says how to preallocate.
  * Invariants: write_off is the end of the last complete batch in the active segment and
  * everything past it is zero; a segment file with a final name has a durable header; once
  * sticky_rc is set no more data is written.
@@ -72,6 +76,7 @@ struct journal {
     _Atomic uint64_t syncs;
     _Atomic uint64_t sync_bytes_avg; /* bytes per fdatasync, moving average; preparer reads */
     uint64_t bytes_since_sync;       /* writer only */
+    int has_asked_prepare;           /* writer only: prep_wanted set for the active segment */
     _Atomic int sticky_rc;           /* 0, or the error that halted the journal */
     char sticky_msg[STELE_ERROR_MESSAGE_BYTES]; /* written before sticky_rc is stored */
 
@@ -84,6 +89,7 @@ struct journal {
     int prep_rc; /* the preparer's failure, reported at the next roll */
     int prep_stop;
     int prep_installing; /* the writer holds prepared.tmp's name until installed */
+    int prep_wanted;     /* the active segment is far enough along to prepare its successor */
     int prep_started;
     pthread_t prep_thread;
 
@@ -193,6 +199,9 @@ journal_close_fd(journal_t *j, int fd, const char *what)
  * The preparer thread
  * --------------------------------------------------------------------------------------- */
 
+/* The preparer starts on the next segment once the active one is this fraction full. */
+#define JOURNAL_PREPARE_AT_DIVISOR 4
+
 /* Whether the next segment is zero-filled (journal_zero_fill_t). Before any sync has been
  * seen, yes: the first batches of a journal opened for durable writes are small. */
 static int
@@ -224,7 +233,7 @@ journal_preparer_main(void *arg)
     pthread_setname_np(pthread_self(), "stele-prepare"); /* names it in top -H, perf, gdb */
     pthread_mutex_lock(&j->mu);
     while (!j->prep_stop) {
-        if (j->prep_fd >= 0 || j->prep_rc || j->prep_installing) {
+        if (j->prep_fd >= 0 || j->prep_rc || j->prep_installing || !j->prep_wanted) {
             pthread_cond_wait(&j->prep_cv, &j->mu);
             continue;
         }
@@ -287,6 +296,8 @@ journal_take_prepared(journal_t *j, int *fd_out)
         return rc;
     }
     pthread_mutex_lock(&j->mu);
+    j->prep_wanted = 1; /* a roll before the quarter mark (one large batch): needed now */
+    pthread_cond_broadcast(&j->prep_cv);
     while (j->prep_fd < 0 && !j->prep_rc)
         pthread_cond_wait(&j->prep_cv, &j->mu);
     int rc = j->prep_rc;
@@ -299,11 +310,33 @@ journal_take_prepared(journal_t *j, int *fd_out)
     return rc;
 }
 
-/* The prepared file has its final name now: the preparer may start on the next one. */
+/* Lets the preparer start on the next segment (writer thread; once per segment). */
+static void
+journal_want_prepared(journal_t *j)
+{
+    j->has_asked_prepare = 1;
+    pthread_mutex_lock(&j->mu);
+    j->prep_wanted = 1;
+    pthread_cond_broadcast(&j->prep_cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* Asks for the next segment once the active one is a quarter full (writer thread). */
+static void
+journal_maybe_want_prepared(journal_t *j)
+{
+    if (!j->has_asked_prepare && j->write_off >= j->active_bytes / JOURNAL_PREPARE_AT_DIVISOR)
+        journal_want_prepared(j);
+}
+
+/* The prepared file has its final name now and is the active segment: the preparer waits
+ * until that one is a quarter full. */
 static void
 journal_release_prepared(journal_t *j)
 {
+    j->has_asked_prepare = 0;
     pthread_mutex_lock(&j->mu);
+    j->prep_wanted = 0;
     j->prep_installing = 0;
     pthread_cond_broadcast(&j->prep_cv);
     pthread_mutex_unlock(&j->mu);
@@ -707,6 +740,7 @@ journal_open(const char *dir, const journal_options_t *opts_in, journal_t **out,
     uint64_t last = atomic_load(&j->last_seq);
     atomic_store(&j->durable_seq, last);
     shared_publish(j->shared, last, last);
+    journal_maybe_want_prepared(j); /* an existing journal may be past the mark already */
     rc = journal_preparer_start(j);
     if (rc) {
         jerr_set(err, rc, NULL, "could not start the segment preparer of %s", dir);
@@ -825,6 +859,7 @@ journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_
     }
     j->write_off += len;
     j->bytes_since_sync += len;
+    journal_maybe_want_prepared(j);
     j->last_ts_ns = last_ts;
     memcpy(j->last_hash, hash, HASH_BYTES);
     atomic_store_explicit(&j->last_seq, last_seq, memory_order_release);

@@ -572,6 +572,68 @@ test_zero_fill_follows_the_size_of_synced_batches(void **state)
     jtest_rmtree(dir);
 }
 
+/* Whether dir/prepared.tmp exists within `wait_ms` (polling: the preparer is a thread). */
+static int
+prepared_file_appears(const char *dir, int wait_ms)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, SEG_PREPARED_NAME);
+    for (int waited = 0;; waited += 10) {
+        if (access(path, F_OK) == 0)
+            return 1;
+        if (waited >= wait_ms)
+            return 0;
+        usleep(10 * 1000);
+    }
+}
+
+/* The preparer makes the next segment only once the active one is a quarter full: right
+ * after an open it would compete with the first commits for the disk. A roll before the
+ * mark (one batch larger than the rest of the segment) still gets its segment. */
+static void
+test_next_segment_is_prepared_once_the_active_one_is_a_quarter_full(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("prepare-at");
+    journal_options_t o;
+    jtest_options(&o, 1 << 20);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    journal_batch_info_t info;
+    assert_int_equal(jtest_append(j, 100, &info, &err), 0); /* ~15 KiB */
+    assert_false(prepared_file_appears(dir, 200));
+    while (info.offset < (1 << 20) / 4)
+        assert_int_equal(jtest_append(j, 100, &info, &err), 0);
+    assert_true(prepared_file_appears(dir, 10000));
+    assert_int_equal(journal_close(j, &err), 0);
+
+    /* reopened past the mark: prepared at once */
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    assert_true(prepared_file_appears(dir, 10000));
+    journal_close(j, &err);
+    jtest_rmtree(dir);
+
+    /* a fresh journal, a few records (below the mark), then one batch too big for the rest
+     * of the segment: the roll asks for its segment itself */
+    dir = jtest_tmpdir("prepare-roll");
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    assert_int_equal(jtest_append(j, 100, &info, &err), 0);
+    uint64_t used = info.offset;
+    for (uint64_t seq = 1; seq <= 100; seq++)
+        used += journal_frame_bytes(jtest_payload_len(seq));
+    uint64_t before = journal_last_seq(j), n = 0, bytes = 0;
+    while (bytes <= (1 << 20) - used) /* just more than what is left */
+        bytes += journal_frame_bytes(jtest_payload_len(before + 1 + n++));
+    assert_int_equal(jtest_append(j, n, &info, &err), 0);
+    assert_true(info.rolled);
+    uint64_t last = journal_last_seq(j);
+    assert_int_equal(last, before + n);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(jtest_read_all(dir, 1, &err), (int64_t)last);
+    jtest_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -588,6 +650,7 @@ main(void)
         cmocka_unit_test(test_failed_sync_halts_the_journal_for_good),
         cmocka_unit_test(test_open_rejects_bad_options),
         cmocka_unit_test(test_zero_fill_follows_the_size_of_synced_batches),
+        cmocka_unit_test(test_next_segment_is_prepared_once_the_active_one_is_a_quarter_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
