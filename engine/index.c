@@ -779,6 +779,68 @@ index_dead_key(uint8_t *key, const char *sink, uint64_t seq)
 /* The value of a dead letter: NUL, the time it was rejected (unix ms, u64 BE), the reason. */
 #define INDEX_DEAD_HEADER 9
 
+/* Each sink's number of dead letters is kept in meta under this prefix + the sink's name,
+ * updated in the transaction that adds or removes one, so that statistics need not walk the
+ * list (a sink with a million rejected records would make every stele_stats() walk them).
+ * An index written before the count existed has none: it is walked until its next change
+ * stores the count. */
+#define INDEX_DEAD_COUNT_PREFIX "dead-count:"
+
+static size_t
+index_dead_count_key(char *key, const char *sink)
+{
+    return (size_t)sprintf(key, "%s%s", INDEX_DEAD_COUNT_PREFIX, sink);
+}
+
+static int index_walk_dead_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t from_seq,
+                               uint64_t *seqs, index_dead_letter_t *letters, size_t max,
+                               uint64_t *count, stele_error_t *err);
+
+/* The sink's count as stored, or walked when it was never stored (*was_stored 0). */
+static int
+index_dead_count_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t *count, int *was_stored,
+                     stele_error_t *err)
+{
+    char key[sizeof INDEX_DEAD_COUNT_PREFIX + INDEX_SINK_NAME_MAX];
+    MDB_val k = {index_dead_count_key(key, sink), key}, v;
+    int mrc = mdb_get(txn, ix->meta, &k, &v);
+    *was_stored = mrc == 0 && v.mv_size == 8;
+    if (*was_stored) {
+        *count = index_get_u64(v.mv_data);
+        return 0;
+    }
+    if (mrc && mrc != MDB_NOTFOUND)
+        return index_mdb_fail(err, mrc, ix, "read a dead-letter count from");
+    return index_walk_dead_txn(ix, txn, sink, 0, NULL, NULL, 0, count, err);
+}
+
+static int
+index_put_dead_count_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t count,
+                         stele_error_t *err)
+{
+    char key[sizeof INDEX_DEAD_COUNT_PREFIX + INDEX_SINK_NAME_MAX];
+    uint8_t vb[8];
+    index_put_u64(vb, count);
+    MDB_val k = {index_dead_count_key(key, sink), key}, v = {8, vb};
+    int mrc = mdb_put(txn, ix->meta, &k, &v, 0);
+    return mrc ? index_mdb_fail(err, mrc, ix, "write a dead-letter count to") : 0;
+}
+
+/* Adds delta (+1/-1) to the sink's stored count, inside the caller's write transaction. */
+static int
+index_add_dead_count_txn(index_t *ix, MDB_txn *txn, const char *sink, int delta, stele_error_t *err)
+{
+    uint64_t count = 0;
+    int was_stored = 0;
+    int rc = index_dead_count_txn(ix, txn, sink, &count, &was_stored, err);
+    if (rc)
+        return rc;
+    /* A walked count already includes (or excludes) the change made in this transaction. */
+    if (was_stored)
+        count = delta < 0 ? (count > 0 ? count - 1 : 0) : count + 1;
+    return index_put_dead_count_txn(ix, txn, sink, count, err);
+}
+
 int
 index_put_dead_letter(index_t *ix, const char *sink, uint64_t seq, const char *why,
                       stele_error_t *err)
@@ -803,10 +865,17 @@ index_put_dead_letter(index_t *ix, const char *sink, uint64_t seq, const char *w
     if (rc)
         return rc;
     MDB_val k = {index_dead_key(kb, sink, seq), kb}, v = {INDEX_DEAD_HEADER + why_len, vb};
+    MDB_val old;
+    int is_new = mdb_get(txn, ix->dead, &k, &old) == MDB_NOTFOUND;
     int mrc = mdb_put(txn, ix->dead, &k, &v, 0);
     if (mrc) {
         mdb_txn_abort(txn);
         return index_mdb_fail(err, mrc, ix, "write a dead letter to");
+    }
+    rc = is_new ? index_add_dead_count_txn(ix, txn, sink, +1, err) : 0;
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc;
     }
     return index_commit(ix, txn, err);
 }
@@ -851,29 +920,28 @@ index_delete_dead_letter(index_t *ix, const char *sink, uint64_t seq, stele_erro
                                     "sink %s has no dead letter at seq %" PRIu64, sink, seq);
         return index_mdb_fail(err, mrc, ix, "delete a dead letter from");
     }
+    rc = index_add_dead_count_txn(ix, txn, sink, -1, err);
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
     return index_commit(ix, txn, err);
 }
 
-/* Walks a sink's dead letters from from_seq, storing up to max of them in seqs and/or
- * letters (either may be NULL); returns the count walked (all of them when both are NULL)
- * in *count, and 0 or < 0. */
+/* Walks a sink's dead letters from from_seq inside txn, storing up to max of them in seqs
+ * and/or letters (either may be NULL); returns the count walked (all of them when both are
+ * NULL) in *count, and 0 or < 0. */
 static int
-index_walk_dead(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs,
-                index_dead_letter_t *letters, size_t max, uint64_t *count, stele_error_t *err)
+index_walk_dead_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t from_seq, uint64_t *seqs,
+                    index_dead_letter_t *letters, size_t max, uint64_t *count, stele_error_t *err)
 {
-    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
-    if (rc || !ix)
-        return rc ? rc : error_set_hinted(err, STELE_EINVAL, NULL, "dead letters: no index");
     uint8_t kb[INDEX_SINK_NAME_MAX + 9];
     size_t prefix_len = strlen(sink) + 1;
     int is_bounded = seqs || letters;
-    MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
-    rc = index_begin(ix, 0, &txn, err);
-    if (rc)
-        return rc;
     MDB_val k = {index_dead_key(kb, sink, from_seq), kb}, v;
     uint64_t n = 0;
+    int rc = 0;
     int mrc = mdb_cursor_open(txn, ix->dead, &cur);
     if (mrc == 0)
         mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
@@ -893,8 +961,24 @@ index_walk_dead(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs
         rc = index_mdb_fail(err, mrc, ix, "list dead letters of");
     if (cur)
         mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
     *count = n;
+    return rc;
+}
+
+/* index_walk_dead_txn in a read transaction of its own. */
+static int
+index_walk_dead(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs,
+                index_dead_letter_t *letters, size_t max, uint64_t *count, stele_error_t *err)
+{
+    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
+    if (rc || !ix)
+        return rc ? rc : error_set_hinted(err, STELE_EINVAL, NULL, "dead letters: no index");
+    MDB_txn *txn = NULL;
+    rc = index_begin(ix, 0, &txn, err);
+    if (rc)
+        return rc;
+    rc = index_walk_dead_txn(ix, txn, sink, from_seq, seqs, letters, max, count, err);
+    mdb_txn_abort(txn);
     return rc;
 }
 
@@ -931,7 +1015,17 @@ index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_e
 {
     if (!count)
         return error_set_hinted(err, STELE_EINVAL, NULL, "index_count_dead_letters: no output");
-    return index_walk_dead(ix, sink, 0, NULL, NULL, 0, count, err);
+    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
+    if (rc || !ix)
+        return rc ? rc : error_set_hinted(err, STELE_EINVAL, NULL, "dead letters: no index");
+    MDB_txn *txn = NULL;
+    rc = index_begin(ix, 0, &txn, err);
+    if (rc)
+        return rc;
+    int was_stored = 0;
+    rc = index_dead_count_txn(ix, txn, sink, count, &was_stored, err);
+    mdb_txn_abort(txn);
+    return rc;
 }
 
 int

@@ -1455,7 +1455,8 @@ shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out)
         int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
         out->lag_seconds = now_ns > pending_ts ? (double)(now_ns - pending_ts) / 1e9 : 0.0;
     }
-    /* The list, not a counter: re-ships and discards (from any process) shorten it. */
+    /* The index's count of the list, not this shipper's counter: re-ships and discards
+     * (from any process) shorten the list, and the index keeps its count in step. */
     uint64_t dead_listed = 0;
     stele_error_t ierr = {0};
     int is_listed = index_count_dead_letters(s->index, s->target.name, &dead_listed, &ierr) == 0;

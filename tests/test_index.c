@@ -354,6 +354,45 @@ test_index_dead_letters_are_kept_per_sink_in_seq_order(void **state)
     assert_int_equal(count, 0);
 }
 
+/* Each sink's count is stored beside its list and kept in step by the calls that change
+ * it: re-rejecting a listed record does not count it twice, a failed delete changes
+ * nothing, and an index from before the count (no count stored) is counted by walking
+ * until its next change stores the count. */
+static void
+test_index_dead_letter_count_is_kept_in_step_with_the_list(void **state)
+{
+    fixture_t *f = *state;
+    uint64_t count = 0;
+    for (uint64_t seq = 1; seq <= 50; seq++)
+        assert_int_equal(index_put_dead_letter(f->ix, "s", seq * 10, "no", NULL), 0);
+    assert_int_equal(index_put_dead_letter(f->ix, "s", 20, "no again", NULL), 0);
+    assert_int_equal(index_count_dead_letters(f->ix, "s", &count, NULL), 0);
+    assert_int_equal(count, 50);
+    assert_int_equal(index_delete_dead_letter(f->ix, "s", 15, NULL), STELE_ENOTFOUND);
+    assert_int_equal(index_delete_dead_letter(f->ix, "s", 20, NULL), 0);
+    assert_int_equal(index_count_dead_letters(f->ix, "s", &count, NULL), 0);
+    assert_int_equal(count, 49);
+
+    /* as written before the count existed */
+    assert_int_equal(index_delete_meta(f->ix, "dead-count:s", NULL), 0);
+    assert_int_equal(index_count_dead_letters(f->ix, "s", &count, NULL), 0);
+    assert_int_equal(count, 49);
+    assert_int_equal(index_put_dead_letter(f->ix, "s", 20, "back", NULL), 0);
+    uint8_t stored[8];
+    size_t len = 0;
+    assert_int_equal(index_get_meta(f->ix, "dead-count:s", stored, sizeof stored, &len, NULL), 0);
+    assert_int_equal(len, 8);
+    assert_int_equal(stored[7], 50);
+    assert_int_equal(index_count_dead_letters(f->ix, "s", &count, NULL), 0);
+    assert_int_equal(count, 50);
+    assert_int_equal(index_delete_meta(f->ix, "dead-count:s", NULL), 0);
+    assert_int_equal(index_delete_dead_letter(f->ix, "s", 30, NULL), 0);
+    assert_int_equal(index_count_dead_letters(f->ix, "s", &count, NULL), 0);
+    assert_int_equal(count, 49);
+    uint64_t listed[64];
+    assert_int_equal(index_list_dead_letters(f->ix, "s", 0, listed, 64, NULL), 49);
+}
+
 static void
 test_index_dead_letter_keeps_time_and_latest_reason(void **state)
 {
@@ -604,6 +643,8 @@ main(void)
         cmocka_unit_test_setup_teardown(
             test_index_corrupt_environment_is_moved_aside_and_marked_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_rejects_bad_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_dead_letter_count_is_kept_in_step_with_the_list,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
