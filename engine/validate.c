@@ -570,6 +570,7 @@ typedef struct json_parser {
     bson_json_reader_t *reader;
     bool holds_open_brace; /* the reader kept the '{' that opens the next event */
     char *text;            /* the event as fed: after its '{', plus the next '{' */
+    size_t text_cap;       /* grows to the largest event seen, up to JSON_REUSE_MAX_BYTES */
 } json_parser_t;
 
 static pthread_key_t json_parser_key;
@@ -604,20 +605,34 @@ json_parser_get(void)
     if (p)
         return p;
     p = calloc(1, sizeof *p);
-    if (p && (p->text = malloc(JSON_REUSE_MAX_BYTES + 1)) != NULL &&
-        pthread_setspecific(json_parser_key, p) == 0)
+    if (p && pthread_setspecific(json_parser_key, p) == 0)
         return p;
-    if (p)
-        free(p->text);
     free(p);
     return NULL;
+}
+
+/* Room for `need` bytes of text; false when out of memory. */
+static bool
+json_parser_reserve(json_parser_t *p, size_t need)
+{
+    if (need <= p->text_cap)
+        return true;
+    size_t cap = p->text_cap ? p->text_cap * 2 : 512;
+    while (cap < need)
+        cap *= 2;
+    char *grown = realloc(p->text, cap);
+    if (!grown)
+        return false;
+    p->text = grown;
+    p->text_cap = cap;
+    return true;
 }
 
 static bool
 json_to_bson(const char *json, size_t len, bson_t *out, bson_error_t *berr)
 {
     json_parser_t *p = len <= JSON_REUSE_MAX_BYTES ? json_parser_get() : NULL;
-    if (!p)
+    if (!p || !json_parser_reserve(p, len + 1))
         return json_to_bson_once(json, len, out, berr);
     size_t open = json_skip_space(json, len, 0); /* json[open] == '{' (validate_json_scan) */
     size_t from = p->holds_open_brace ? open + 1 : open;
