@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <lmdb.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,18 @@
 #define INDEX_DIR_NAME "index"
 #define INDEX_REBUILT_KEY "rebuilt"
 
+/* An environment open in this process, shared by the handles of its index (see
+ * index_registry_find). */
+typedef struct index_shared {
+    dev_t dev;
+    ino_t ino; /* of the index directory */
+    MDB_env *env;
+    MDB_dbi dbis[5]; /* batches, times, meta, checkpoints, dead */
+    int is_writable;
+    int refs;
+    struct index_shared *next;
+} index_shared_t;
+
 struct index {
     MDB_env *env;
     MDB_dbi batches;
@@ -66,9 +79,93 @@ struct index {
     MDB_dbi meta;
     MDB_dbi checkpoints;
     MDB_dbi dead;
-    int is_writable;
+    int is_writable;        /* what this handle may do, whatever the environment allows */
+    index_shared_t *shared; /* the registry's entry this handle uses, or NULL */
     char path[4096];
 };
+
+/*
+ * One environment per index per process. LMDB must never have an environment open twice
+ * in one process: its lock file is guarded by fcntl locks, which any close() of that file
+ * drops for the whole process, after which another process may take the environment for
+ * unused and reset its lock table (reader slots, the writer mutex) under the users still
+ * open here. So index_open hands out the environment already open for the same directory
+ * (by device and inode), counting references; a writable environment also serves
+ * read-only handles. Only a writable open while this process holds the index read-only
+ * gets an environment of its own (it cannot be upgraded in place): open the writer
+ * (stele_open) before readers in a process that has both; stele_reader_open leaves the
+ * index alone when this process already writes the journal.
+ */
+static pthread_mutex_t index_registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static index_shared_t *index_registry;
+
+/* The entry for st's directory that can serve a handle of this mode (mu held). */
+static index_shared_t *
+index_registry_find(const struct stat *st, int writable)
+{
+    for (index_shared_t *e = index_registry; e; e = e->next) {
+        if (e->dev == st->st_dev && e->ino == st->st_ino && (e->is_writable || !writable))
+            return e;
+    }
+    return NULL;
+}
+
+/* Makes ix a user of entry e (mu held). */
+static void
+index_registry_attach(index_t *ix, index_shared_t *e)
+{
+    e->refs++;
+    ix->shared = e;
+    ix->env = e->env;
+    ix->batches = e->dbis[0];
+    ix->times = e->dbis[1];
+    ix->meta = e->dbis[2];
+    ix->checkpoints = e->dbis[3];
+    ix->dead = e->dbis[4];
+}
+
+/* Registers the environment ix just opened, when no entry serves its directory yet (mu
+ * held). Without memory the handle keeps the environment to itself, as before. */
+static void
+index_registry_add(index_t *ix)
+{
+    struct stat st;
+    if (stat(ix->path, &st) != 0)
+        return;
+    for (index_shared_t *e = index_registry; e; e = e->next) {
+        if (e->dev == st.st_dev && e->ino == st.st_ino)
+            return; /* a read-only entry, and ix is the writable one it cannot serve */
+    }
+    index_shared_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return;
+    *e = (index_shared_t){.dev = st.st_dev,
+                          .ino = st.st_ino,
+                          .env = ix->env,
+                          .dbis = {ix->batches, ix->times, ix->meta, ix->checkpoints, ix->dead},
+                          .is_writable = ix->is_writable,
+                          .refs = 1,
+                          .next = index_registry};
+    index_registry = e;
+    ix->shared = e;
+}
+
+/* Drops ix's reference; the last one closes the environment (mu held). */
+static void
+index_registry_release(index_t *ix)
+{
+    index_shared_t *e = ix->shared;
+    if (--e->refs > 0)
+        return;
+    for (index_shared_t **pp = &index_registry; *pp; pp = &(*pp)->next) {
+        if (*pp == e) {
+            *pp = e->next;
+            break;
+        }
+    }
+    mdb_env_close(e->env);
+    free(e);
+}
 
 /* LMDB's own codes become stele codes; errno values pass through as -errno. */
 static int
@@ -310,12 +407,21 @@ index_open(const char *dir, int writable, unsigned file_mode, index_t **out, ste
         }
     }
 
-    int mdb_rc = 0;
-    rc = index_env_open(ix, file_mode, &mdb_rc, err);
-    if (rc == 0)
-        rc = index_open_dbis(ix, err);
-    else if (rc == STELE_ECORRUPT && writable)
-        rc = index_replace_corrupt(ix, file_mode, mdb_rc, err);
+    pthread_mutex_lock(&index_registry_mu);
+    index_shared_t *e = stat(ix->path, &st) == 0 ? index_registry_find(&st, writable) : NULL;
+    if (e) {
+        index_registry_attach(ix, e);
+    } else {
+        int mdb_rc = 0;
+        rc = index_env_open(ix, file_mode, &mdb_rc, err);
+        if (rc == 0)
+            rc = index_open_dbis(ix, err);
+        else if (rc == STELE_ECORRUPT && writable)
+            rc = index_replace_corrupt(ix, file_mode, mdb_rc, err);
+        if (rc == 0)
+            index_registry_add(ix);
+    }
+    pthread_mutex_unlock(&index_registry_mu);
     if (rc)
         goto fail;
     *out = ix;
@@ -330,8 +436,13 @@ index_close(index_t *ix)
 {
     if (!ix)
         return;
-    if (ix->env)
+    if (ix->shared) {
+        pthread_mutex_lock(&index_registry_mu);
+        index_registry_release(ix);
+        pthread_mutex_unlock(&index_registry_mu);
+    } else if (ix->env) {
         mdb_env_close(ix->env);
+    }
     free(ix);
 }
 

@@ -11,6 +11,8 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <dirent.h>
+#include <limits.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,6 +360,68 @@ test_index_dead_letters_are_kept_per_sink_in_seq_order(void **state)
  * it: re-rejecting a listed record does not count it twice, a failed delete changes
  * nothing, and an index from before the count (no count stored) is counted by walking
  * until its next change stores the count. */
+/* How many of this process's file descriptors are the index's lock file. */
+static int
+lock_file_fds(const char *dir)
+{
+    char want[256], link[300], target[PATH_MAX];
+    snprintf(want, sizeof want, "%s/index/lock.mdb", dir);
+    char real[PATH_MAX];
+    if (!realpath(want, real))
+        return 0;
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len > 0) {
+            target[len] = '\0';
+            n += strcmp(target, real) == 0;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* One LMDB environment per index per process (closing a second one would drop the
+ * process's locks on the lock file): more handles on an open index share it, a read-only
+ * handle is served by the writable environment, and the environment lives until its last
+ * handle closes. The one exception, a writable open while only read-only handles are
+ * open, gets an environment of its own and still works. */
+static void
+test_index_handles_in_one_process_share_one_environment(void **state)
+{
+    fixture_t *f = *state; /* f->ix: writable */
+    int fds = lock_file_fds(f->dir);
+    assert_true(fds >= 1);
+    index_t *r1 = NULL, *r2 = NULL, *w2 = NULL;
+    assert_int_equal(index_open(f->dir, 0, 0, &r1, NULL), 0);
+    assert_int_equal(index_open(f->dir, 1, 0, &w2, NULL), 0);
+    assert_int_equal(lock_file_fds(f->dir), fds);
+    assert_int_equal(index_put_checkpoint(w2, "sink", 42, NULL), 0);
+    uint64_t seq = 0;
+    assert_int_equal(index_get_checkpoint(r1, "sink", &seq, NULL), 0);
+    assert_int_equal(seq, 42);
+    assert_int_equal(index_put_checkpoint(r1, "sink", 43, NULL), STELE_EINVAL); /* read-only */
+    index_close(w2);
+    index_close(f->ix);
+    f->ix = NULL;
+    /* r1 holds the environment now */
+    assert_int_equal(lock_file_fds(f->dir), fds);
+    assert_int_equal(index_get_checkpoint(r1, "sink", &seq, NULL), 0);
+    assert_int_equal(index_open(f->dir, 0, 0, &r2, NULL), 0);
+    assert_int_equal(lock_file_fds(f->dir), fds);
+    /* writable while only read-only handles are open: an environment of its own */
+    assert_int_equal(index_open(f->dir, 1, 0, &f->ix, NULL), 0);
+    assert_int_equal(index_put_checkpoint(f->ix, "sink", 44, NULL), 0);
+    assert_int_equal(index_get_checkpoint(r2, "sink", &seq, NULL), 0);
+    assert_int_equal(seq, 44);
+    index_close(r1);
+    index_close(r2);
+    assert_int_equal(lock_file_fds(f->dir), fds);
+}
+
 static void
 test_index_dead_letter_count_is_kept_in_step_with_the_list(void **state)
 {
@@ -644,6 +708,8 @@ main(void)
             test_index_corrupt_environment_is_moved_aside_and_marked_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_rejects_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_dead_letter_count_is_kept_in_step_with_the_list,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_handles_in_one_process_share_one_environment,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
