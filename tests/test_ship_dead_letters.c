@@ -1,8 +1,9 @@
 /*
  * test_ship_dead_letters.c: the dead-letter calls without a server: listing (none without
  * an index, paging, sink names), a re-ship that cannot reach MongoDB changes nothing, a
- * letter whose record retention removed stays listed as missing, and discarding. The
- * letters are put in the index directly, as a shipper would have.
+ * letter whose record retention removed stays listed as missing, discarding, and all of it
+ * in a process that holds the journal open. The letters are put in the index directly, as
+ * a shipper would have.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -136,6 +137,34 @@ test_dead_letter_gone_from_journal_stays_listed_as_missing(void **state)
     ship_journal_destroy(&sj, 0);
 }
 
+/* In the process that holds the journal (stele_open), the dead-letter calls use the index
+ * environment that process already has open (one per index per process): listing and
+ * discarding work, and what they did is what the next open sees. */
+static void
+test_dead_letter_calls_work_beside_an_open_journal(void **state)
+{
+    (void)state;
+    ship_journal_t sj;
+    uint64_t seqs[] = {3, 5};
+    journal_with_letters(&sj, seqs, 2);
+    stele_error_t err = {0};
+    assert_int_equal(journal_close(sj.journal, &err), 0); /* the fixture's writer steps aside */
+    sj.journal = NULL;
+    stele_t *db = NULL;
+    assert_int_equal(stele_open(sj.dir, NULL, &db, &err), 0);
+    stele_dead_letter_t dl[3];
+    assert_int_equal(stele_dead_letters_list(sj.dir, "main", 0, dl, 3, NULL), 2);
+    assert_int_equal(stele_dead_letter_discard(sj.dir, "main", 3, NULL), 0);
+    uint64_t seq = 0;
+    assert_int_equal(stele_append_json(db, "{\"a\":1}", 7, STELE_WAIT_DURABLE, &seq, &err), 0);
+    assert_int_equal(stele_dead_letters_list(sj.dir, "main", 0, dl, 3, NULL), 1);
+    assert_int_equal(dl[0].seq, 5);
+    assert_int_equal(stele_close(db, &err), 0);
+    assert_int_equal(stele_dead_letters_list(sj.dir, "main", 0, dl, 3, NULL), 1);
+    assert_int_equal(dl[0].seq, 5);
+    ship_journal_destroy(&sj, 0);
+}
+
 int
 main(void)
 {
@@ -144,6 +173,7 @@ main(void)
         cmocka_unit_test(test_dead_letters_of_a_journal_without_index_are_none),
         cmocka_unit_test(test_dead_letter_reship_without_server_changes_nothing),
         cmocka_unit_test(test_dead_letter_gone_from_journal_stays_listed_as_missing),
+        cmocka_unit_test(test_dead_letter_calls_work_beside_an_open_journal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
