@@ -586,9 +586,11 @@ void stele_remote_reader_close(stele_remote_reader_t *r);
  * unique index other than _id, a document too large, ...). The sink records its seq in the
  * journal's index and goes on with the next record; the letter stays listed until it is
  * re-shipped successfully or discarded by an operator. These calls run beside a live writer
- * and its shippers in another process (`stele ship --dead-letters` and friends): they open
- * the journal's index themselves, which LMDB allows once per process, so do not call them
- * from the process that holds the same journal with stele_open().
+ * and its shippers, in another process (`stele ship --dead-letters` and friends) or in the
+ * one that holds the journal with stele_open(): within a process they use the index
+ * environment already open there (LMDB allows one per process). A re-ship from the
+ * writer's own process competes with its shipper for the same records; prefer to run it
+ * where that shipper is stopped.
  */
 typedef struct stele_dead_letter {
     uint64_t seq;
