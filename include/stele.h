@@ -588,9 +588,7 @@ void stele_remote_reader_close(stele_remote_reader_t *r);
  * re-shipped successfully or discarded by an operator. These calls run beside a live writer
  * and its shippers, in another process (`stele ship --dead-letters` and friends) or in the
  * one that holds the journal with stele_open(): within a process they use the index
- * environment already open there (LMDB allows one per process). A re-ship from the
- * writer's own process competes with its shipper for the same records; prefer to run it
- * where that shipper is stopped.
+ * environment already open there (LMDB allows one per process).
  */
 typedef struct stele_dead_letter {
     uint64_t seq;
