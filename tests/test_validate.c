@@ -18,6 +18,7 @@
 #include "validate.h"
 
 static const validate_limits_t test_limits = {.max_record_bytes = 1024, .max_depth = 10};
+static const validate_limits_t big_test_limits = {.max_record_bytes = 1 << 20, .max_depth = 10};
 
 typedef struct json_case {
     const char *name;
@@ -213,6 +214,73 @@ test_validate_threads_that_parse_and_exit(void **state)
     }
 }
 
+/* The reused reader against a fresh parse, on 20,000 mutations of the table's events (bytes
+ * flipped, structural characters inserted, the text cut): an accepted event must be exactly
+ * what bson_new_from_json makes of it, and each verdict must not depend on what the thread
+ * parsed before (the same text again gets the same code). Seeded, so a failure repeats. */
+static void
+test_validate_reused_reader_survives_mutated_events(void **state)
+{
+    (void)state;
+    static const char structural[] = "{}[]\":,\\ 0e-.tn\x80\xc3";
+    uint64_t rng = 0x5eed5eedULL;
+    const size_t n_cases = sizeof json_cases / sizeof json_cases[0];
+    size_t n_accepted = 0;
+    for (int i = 0; i < 20000; i++) {
+        char text[256];
+        const char *base = json_cases[(size_t)i % n_cases].json;
+        if (i % 3 == 0)
+            base = "{\"actor\":\"alice\",\"n\":[1,2,{\"x\":null}],\"s\":\"caf\xc3\xa9\"}";
+        size_t len = strlen(base);
+        memcpy(text, base, len);
+        int n_mutations =
+            1 + (int)((rng = rng * 6364136223846793005ULL + 1442695040888963407ULL) >> 61);
+        for (int m = 0; m < n_mutations && len > 0; m++) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            size_t at = (size_t)(rng >> 33) % len;
+            char c = structural[(rng >> 20) % (sizeof structural - 1)];
+            switch ((rng >> 10) % 4) {
+            case 0:
+                text[at] = c;
+                break; /* replace */
+            case 1:    /* insert */
+                if (len + 1 < sizeof text) {
+                    memmove(text + at + 1, text + at, len - at);
+                    text[at] = c;
+                    len++;
+                }
+                break;
+            case 2:
+                len = at;
+                break; /* cut */
+            default:
+                break; /* unchanged */
+            }
+        }
+        stele_error_t err = {0};
+        bson_t doc;
+        int rc = validate_json(text, len, &big_test_limits, &doc, &err);
+        if (rc == 0) {
+            n_accepted++;
+            bson_error_t berr;
+            bson_t *fresh = bson_new_from_json((const uint8_t *)text, (ssize_t)len, &berr);
+            if (!fresh)
+                fail_msg("accepted \"%.*s\", which a fresh parse refuses: %s", (int)len, text,
+                         berr.message);
+            assert_int_equal(doc.len, fresh->len);
+            assert_memory_equal(bson_get_data(&doc), bson_get_data(fresh), doc.len);
+            bson_destroy(fresh);
+            bson_destroy(&doc);
+        }
+        stele_error_t again = {0};
+        int rc_again = validate_json(text, len, &big_test_limits, &doc, &again);
+        assert_int_equal(rc_again, rc);
+        if (rc_again == 0)
+            bson_destroy(&doc);
+    }
+    assert_true(n_accepted > 100); /* the mutations leave many events valid, too */
+}
+
 static void
 test_validate_json_keeps_int64_precision(void **state)
 {
@@ -379,6 +447,7 @@ main(void)
         cmocka_unit_test(test_validate_accepts_ordinary_json_events),
         cmocka_unit_test(test_validate_json_keeps_int64_precision),
         cmocka_unit_test(test_validate_reused_reader_matches_a_fresh_parse),
+        cmocka_unit_test(test_validate_reused_reader_survives_mutated_events),
         cmocka_unit_test(test_validate_threads_that_parse_and_exit),
         cmocka_unit_test(test_validate_rejects_each_malformed_bson_event),
         cmocka_unit_test(test_validate_rejects_bson_nested_too_deeply),
