@@ -98,6 +98,36 @@ struct index {
  */
 static pthread_mutex_t index_registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static index_shared_t *index_registry;
+static pthread_once_t index_registry_once = PTHREAD_ONCE_INIT;
+
+/* fork(): the child must not use its parent's environments (LMDB's rule), so it starts
+ * with an empty registry (the entries are left, not closed, as LMDB asks); the lock is held
+ * across the fork so that the child never inherits it taken by another thread. */
+static void
+index_registry_before_fork(void)
+{
+    pthread_mutex_lock(&index_registry_mu);
+}
+
+static void
+index_registry_after_fork_parent(void)
+{
+    pthread_mutex_unlock(&index_registry_mu);
+}
+
+static void
+index_registry_after_fork_child(void)
+{
+    index_registry = NULL;
+    pthread_mutex_unlock(&index_registry_mu);
+}
+
+static void
+index_registry_init(void)
+{
+    pthread_atfork(index_registry_before_fork, index_registry_after_fork_parent,
+                   index_registry_after_fork_child);
+}
 
 /* The entry for st's directory that can serve a handle of this mode (mu held). */
 static index_shared_t *
@@ -407,6 +437,7 @@ index_open(const char *dir, int writable, unsigned file_mode, index_t **out, ste
         }
     }
 
+    pthread_once(&index_registry_once, index_registry_init);
     pthread_mutex_lock(&index_registry_mu);
     index_shared_t *e = stat(ix->path, &st) == 0 ? index_registry_find(&st, writable) : NULL;
     if (e) {

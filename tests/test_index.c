@@ -422,6 +422,32 @@ test_index_handles_in_one_process_share_one_environment(void **state)
     assert_int_equal(lock_file_fds(f->dir), fds);
 }
 
+/* After fork() the child opens environments of its own (LMDB forbids using the parent's):
+ * its open of the same index adds a lock-file descriptor, and what it writes the parent
+ * reads. */
+static void
+test_index_forked_child_opens_its_own_environment(void **state)
+{
+    fixture_t *f = *state;
+    int fds = lock_file_fds(f->dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        index_t *ix = NULL;
+        int ok = index_open(f->dir, 1, 0, &ix, NULL) == 0 && lock_file_fds(f->dir) == fds + 1 &&
+                 index_put_checkpoint(ix, "child", 7, NULL) == 0;
+        index_close(ix);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    uint64_t seq = 0;
+    assert_int_equal(index_get_checkpoint(f->ix, "child", &seq, NULL), 0);
+    assert_int_equal(seq, 7);
+}
+
 static void
 test_index_dead_letter_count_is_kept_in_step_with_the_list(void **state)
 {
@@ -711,6 +737,8 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_handles_in_one_process_share_one_environment,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_forked_child_opens_its_own_environment, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
