@@ -1107,16 +1107,23 @@ index_walk_dead_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t from_s
     return rc;
 }
 
+/* A read transaction for a sink's dead letters, after checking the sink's name. */
+static int
+index_begin_dead_read(index_t *ix, const char *sink, MDB_txn **txn, stele_error_t *err)
+{
+    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
+    if (rc || !ix)
+        return rc ? rc : error_set_hinted(err, STELE_EINVAL, NULL, "dead letters: no index");
+    return index_begin(ix, 0, txn, err);
+}
+
 /* index_walk_dead_txn in a read transaction of its own. */
 static int
 index_walk_dead(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs,
                 index_dead_letter_t *letters, size_t max, uint64_t *count, stele_error_t *err)
 {
-    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
-    if (rc || !ix)
-        return rc ? rc : error_set_hinted(err, STELE_EINVAL, NULL, "dead letters: no index");
     MDB_txn *txn = NULL;
-    rc = index_begin(ix, 0, &txn, err);
+    int rc = index_begin_dead_read(ix, sink, &txn, err);
     if (rc)
         return rc;
     rc = index_walk_dead_txn(ix, txn, sink, from_seq, seqs, letters, max, count, err);
@@ -1157,11 +1164,8 @@ index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_e
 {
     if (!count)
         return error_set_hinted(err, STELE_EINVAL, NULL, "index_count_dead_letters: no output");
-    int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
-    if (rc || !ix)
-        return rc ? rc : error_set_hinted(err, STELE_EINVAL, NULL, "dead letters: no index");
     MDB_txn *txn = NULL;
-    rc = index_begin(ix, 0, &txn, err);
+    int rc = index_begin_dead_read(ix, sink, &txn, err);
     if (rc)
         return rc;
     int was_stored = 0;
