@@ -61,27 +61,6 @@ struct stele_remote_reader {
     bson_t event;               /* the last record's event; rec->bson points into it */
 };
 
-static int64_t
-remote_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* snprintf that truncates on purpose (messages and names are bounded by design). */
-static void remote_fmt(char *dst, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-remote_fmt(char *dst, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(dst, cap, fmt, ap);
-    va_end(ap);
-}
-
 static void
 remote_sleep_ms(int64_t ms)
 {
@@ -226,7 +205,7 @@ remote_fail(const stele_remote_reader_t *r, const char *what, const bson_error_t
     size_t index = 0;
     int is_auth = shipper_classify(berr, reply, &index) == SHIPPER_STOP_AUTH;
     char msg[STELE_ERROR_MESSAGE_BYTES];
-    remote_fmt(msg, sizeof msg, "%s on %s failed: %s", what, r->where, berr->message);
+    ship_fmt(msg, sizeof msg, "%s on %s failed: %s", what, r->where, berr->message);
     remote_scrub(r, msg, sizeof msg);
     return error_set_hinted(err, is_auth ? STELE_EAUTH : STELE_EREMOTE,
                             is_auth ? "check the user, password and roles in the URI"
@@ -258,8 +237,7 @@ remote_uri(stele_remote_reader_t *r, const stele_sink_options_t *sink, mongoc_ur
         mongoc_uri_destroy(uri);
         return error_set(err, -ENOMEM, "out of memory");
     }
-    const mongoc_host_list_t *host = mongoc_uri_get_hosts(uri);
-    remote_fmt(r->where, sizeof r->where, "%s/%s.%s", host ? host->host_and_port : "?", db, coll);
+    ship_where(r->where, sizeof r->where, uri, db, coll);
     if (mongoc_uri_get_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, -1) == -1)
         mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
                                        REMOTE_DEFAULT_SELECT_TIMEOUT_MS);
@@ -421,7 +399,7 @@ remote_query_start(stele_remote_reader_t *r)
 static void
 remote_back_off(stele_remote_reader_t *r)
 {
-    r->next_poll_ms = remote_now_ms() + r->poll_delay_ms;
+    r->next_poll_ms = ship_now_ms() + r->poll_delay_ms;
     r->poll_delay_ms = r->poll_delay_ms * 2 > STELE_REMOTE_POLL_MAX_MS ? STELE_REMOTE_POLL_MAX_MS
                                                                        : r->poll_delay_ms * 2;
 }
@@ -482,7 +460,7 @@ stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int time
 {
     if (r == NULL || rec == NULL)
         return error_set(err, STELE_EINVAL, "remote reader: reader and rec are required");
-    int64_t deadline_ms = timeout_ms < 0 ? INT64_MAX : remote_now_ms() + timeout_ms;
+    int64_t deadline_ms = timeout_ms < 0 ? INT64_MAX : ship_now_ms() + timeout_ms;
     for (;;) {
         if (r->cursor != NULL) {
             int rc = remote_take(r, rec, err);
@@ -492,7 +470,7 @@ stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int time
                 return rc;
             continue;
         }
-        int64_t now_ms = remote_now_ms();
+        int64_t now_ms = ship_now_ms();
         if (now_ms >= r->next_poll_ms) {
             remote_query_start(r);
             continue;

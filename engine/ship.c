@@ -151,7 +151,7 @@ ship_mongoc_init(void)
     mongoc_init();
 }
 
-static int64_t
+int64_t
 ship_now_ms(void)
 {
     struct timespec ts;
@@ -167,17 +167,20 @@ ship_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* snprintf that truncates on purpose (messages and names are bounded by design). */
-static void ship_fmt(char *dst, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
+void
 ship_fmt(char *dst, size_t cap, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(dst, cap, fmt, ap);
     va_end(ap);
+}
+
+void
+ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll)
+{
+    const mongoc_host_list_t *host = mongoc_uri_get_hosts(uri);
+    ship_fmt(buf, cap, "%s/%s.%s", host ? host->host_and_port : "?", db, coll);
 }
 
 static void ship_set_error(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
@@ -334,8 +337,7 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->opts.database = t->database;
     t->opts.collection = t->collection;
 
-    const mongoc_host_list_t *host = mongoc_uri_get_hosts(t->uri);
-    ship_fmt(t->where, sizeof t->where, "%s/%s.%s", host ? host->host_and_port : "?", db, coll);
+    ship_where(t->where, sizeof t->where, t->uri, db, coll);
 
     t->write_concern = mongoc_write_concern_new();
     if (sink->w == -1)

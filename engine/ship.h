@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include <bson/bson.h>
+#include <mongoc/mongoc.h>
 
 #include "index.h"
 #include "journal.h"
@@ -44,6 +45,16 @@ int shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *e
  * without $); the names are set either way. Shared by shippers and remote readers. */
 int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const char **db_out,
                     const char **coll_out);
+
+/* "host:port/db.coll" of a MongoDB URI, for messages: no credentials, cut to fit cap. Shared
+ * by shippers and remote readers. */
+void ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll);
+
+/* Monotonic milliseconds, for deadlines and backoff. */
+int64_t ship_now_ms(void);
+
+/* snprintf that truncates on purpose (messages and names are bounded by design). */
+void ship_fmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Initialises libmongoc for the process, once, with stele's log handler (libmongoc's own
  * lines go to stderr as stele log lines, URI passwords redacted, never to stdout). Every
