@@ -65,6 +65,16 @@ stele_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t
     stele_options_t o;
     stele_sink_options_t sink;
     char source[64];
+    if (cell->sync == STELE_SYNC_NEVER &&
+        (cell->wait == STELE_WAIT_DURABLE || cell->wait == STELE_WAIT_SHIPPED)) {
+        /* sync=never makes records durable only at flush or close, which a writer blocked in
+         * its wait never reaches: the cell would hang rather than measure anything. */
+        snprintf(note, note_cap,
+                 "wait=%s needs sync=always or interval (sync=never syncs "
+                 "only at flush or close)",
+                 cell->wait == STELE_WAIT_DURABLE ? "durable" : "shipped");
+        return BENCH_SKIPPED;
+    }
     if (stele_target_options(cell, &o, &sink, source, sizeof source)) {
         snprintf(note, note_cap, "wait=shipped needs a MongoDB sink: pass --mongo-uri");
         return BENCH_SKIPPED;

@@ -215,6 +215,26 @@ test_bench_peer_rows_are_counted_back(void **state)
     remove_dir(dir);
 }
 
+/* sync=never makes nothing durable before flush or close, so a durable cell would block its
+ * writers for good: it is reported as skipped, with the reason, and the run goes on. */
+static void
+test_bench_skips_durable_waits_without_sync(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_output_t out;
+    const char *args[] = {"--sync",    "never", "--wait",         "durable,written",
+                          "--seconds", "0.5",   "--no-reference", NULL};
+    run_bench(dir, args, &out);
+    assert_int_equal(out.exit_code, 0);
+    assert_int_equal(out.n, 2);
+    assert_string_equal(out.lines[0].status, "skipped");
+    assert_string_equal(out.lines[1].status, "ok");
+    assert_true(out.lines[1].appends > 0);
+    assert_int_equal(out.lines[1].counted_back, out.lines[1].appends);
+    remove_dir(dir);
+}
+
 /* The two references that store nothing (libbson's parse, the thread wake-up ceiling) run,
  * count their calls, and say they are neither durable nor counted back from a store. */
 static void
@@ -331,6 +351,7 @@ main(void)
         cmocka_unit_test(test_bench_warmup_appends_are_reported_apart),
         cmocka_unit_test(test_bench_peer_rows_are_counted_back),
         cmocka_unit_test(test_bench_reference_cells_say_what_they_are),
+        cmocka_unit_test(test_bench_skips_durable_waits_without_sync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
