@@ -353,12 +353,21 @@ hddfs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_in
     return utimensat(AT_FDCWD, p, tv, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : -errno;
 }
 
+/* The backing file's open flags. O_DIRECT is dropped: FUSE hands this process the data in
+ * buffers of its own, not aligned as O_DIRECT requires, and the emulated disk's costs are
+ * modelled at fsync anyway. */
+static int
+hddfs_backing_flags(int flags)
+{
+    return (flags & ~O_DIRECT) | O_CLOEXEC;
+}
+
 static int
 hddfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     char p[HDDFS_PATH_BYTES];
     hddfs_path(p, path);
-    int fd = open(p, fi->flags | O_CLOEXEC, mode);
+    int fd = open(p, hddfs_backing_flags(fi->flags), mode);
     if (fd < 0)
         return -errno;
     hddfs_own(p);
@@ -371,7 +380,7 @@ hddfs_open(const char *path, struct fuse_file_info *fi)
 {
     char p[HDDFS_PATH_BYTES];
     hddfs_path(p, path);
-    int fd = open(p, fi->flags | O_CLOEXEC);
+    int fd = open(p, hddfs_backing_flags(fi->flags));
     if (fd < 0)
         return -errno;
     fi->fh = (uint64_t)fd;

@@ -582,6 +582,9 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
      * syncs absorb the extent conversion of fallocate'd space instead. */
     jo.zero_fill = opts_in->sync == STELE_SYNC_ALWAYS ? JOURNAL_ZERO_FILL_SMALL_SYNCS
                                                       : JOURNAL_ZERO_FILL_NEVER;
+    /* With sync=always every batch is flushed at once, so the page cache only adds work:
+     * a copy, then fdatasync's writeback walk, on the committing thread (journal/direct.h). */
+    jo.direct_writes = opts_in->sync == STELE_SYNC_ALWAYS;
     stele_recovery_hint(dir, opts_in->file_mode, &jo);
 
     journal_recovery_t rec;

@@ -23,6 +23,9 @@ enum {
     JOURNAL_IO_WRITE = 1,     /* read-write */
     JOURNAL_IO_CREATE = 2,    /* create if missing (with mode) */
     JOURNAL_IO_EXCLUSIVE = 4, /* fail with -EEXIST if it exists */
+    /* writes bypass the page cache (O_DIRECT): every pwritev must be aligned in offset,
+     * length and memory (journal/direct.h); -EINVAL where the file system cannot */
+    JOURNAL_IO_DIRECT = 8,
 };
 
 typedef struct journal_io journal_io_t;

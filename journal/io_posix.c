@@ -25,6 +25,8 @@ io_posix_open(void *ctx, const char *path, int flags, mode_t mode)
         oflags |= O_CREAT;
     if (flags & JOURNAL_IO_EXCLUSIVE)
         oflags |= O_EXCL;
+    if (flags & JOURNAL_IO_DIRECT)
+        oflags |= O_DIRECT;
     int fd;
     do {
         fd = open(path, oflags, mode);

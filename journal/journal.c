@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "chain.h"
+#include "direct.h"
 #include "format.h"
 #include "jerr.h"
 #include "record.h"
@@ -64,6 +65,7 @@ struct journal {
     /* -- writer thread only -- */
     chain_hasher_t *hasher;
     int active_fd;
+    direct_writer_t direct; /* the active segment's direct writes, when on (fd >= 0) */
     uint64_t active_first_seq;
     uint64_t active_bytes; /* size of the active segment file */
     uint64_t write_off;
@@ -363,6 +365,35 @@ journal_segs_push(journal_t *j, uint64_t first_seq)
     return rc;
 }
 
+/* A file system that opens files with O_DIRECT but refuses the writes (EINVAL, before any
+ * byte is written; a FUSE file system may do so): writes go buffered from now on, this one
+ * included. */
+static int
+journal_direct_refused(journal_t *j, uint8_t *buf, size_t len)
+{
+    int rc = direct_close(&j->direct, j->io);
+    if (rc)
+        journal_defer_error(j, rc, "close", "the active segment");
+    j->opts.direct_writes = 0;
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    return j->io->pwritev(j->io->ctx, j->active_fd, &iov, 1, (off_t)j->write_off);
+}
+
+/* Points direct writes at the active segment (journal_options_t.direct_writes), or leaves
+ * writes buffered where O_DIRECT is not available: an optimisation, never an error. */
+static void
+journal_direct_attach(journal_t *j)
+{
+    char path[PATH_MAX];
+    int rc = direct_close(&j->direct, j->io);
+    if (rc)
+        journal_defer_error(j, rc, "close", "a sealed segment");
+    if (!j->opts.direct_writes || j->active_bytes % DIRECT_ALIGN ||
+        segment_path(path, sizeof path, j->dir, j->active_first_seq))
+        return;
+    (void)direct_open(&j->direct, j->io, path);
+}
+
 /* Installs the prepared segment as segment `first_seq` and makes it the active one. */
 static int
 journal_install_next(journal_t *j, stele_error_t *err)
@@ -398,6 +429,7 @@ journal_install_next(journal_t *j, stele_error_t *err)
     j->active_first_seq = first_seq;
     j->active_bytes = j->opts.segment_bytes;
     j->write_off = SEG_HEADER_BYTES;
+    journal_direct_attach(j);
     return 0;
 }
 
@@ -724,6 +756,7 @@ journal_open(const char *dir, const journal_options_t *opts_in, journal_t **out,
     j->io = opts_in->io ? opts_in->io : journal_io_posix();
     j->lock_fd = -1;
     j->active_fd = -1;
+    direct_init(&j->direct);
     j->prep_fd = -1;
     j->dir = strdup(dir);
     j->hasher = chain_hasher_new();
@@ -737,6 +770,7 @@ journal_open(const char *dir, const journal_options_t *opts_in, journal_t **out,
     rc = journal_open_existing_or_new(j, rec, err);
     if (rc)
         goto fail;
+    journal_direct_attach(j);
     uint64_t last = atomic_load(&j->last_seq);
     atomic_store(&j->durable_seq, last);
     shared_publish(j->shared, last, last);
@@ -842,8 +876,14 @@ journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_
         last_ts = format_load_i64(buf + off + FRAME_OFF_TS_NS);
         off += frame_bytes;
     }
-    struct iovec iov = {.iov_base = buf, .iov_len = len};
-    rc = j->io->pwritev(j->io->ctx, j->active_fd, &iov, 1, (off_t)j->write_off);
+    if (j->direct.fd >= 0) {
+        rc = direct_write(&j->direct, j->io, j->active_fd, buf, len, j->write_off);
+        if (rc == -EINVAL)
+            rc = journal_direct_refused(j, buf, len);
+    } else {
+        struct iovec iov = {.iov_base = buf, .iov_len = len};
+        rc = j->io->pwritev(j->io->ctx, j->active_fd, &iov, 1, (off_t)j->write_off);
+    }
     if (rc)
         return journal_halt(j, err, rc, NULL,
                             "could not write segment %s at offset %" PRIu64 ": %s",
@@ -1051,6 +1091,10 @@ journal_close(journal_t *j, stele_error_t *err)
                           j->dir, jerr_errno_text(j->prep_rc, ebuf, sizeof ebuf));
         }
     }
+    int direct_rc = direct_close(&j->direct, j->io);
+    if (direct_rc)
+        journal_defer_error(j, direct_rc, "close", "the active segment");
+    direct_free(&j->direct);
     if (j->active_fd >= 0)
         journal_close_fd(j, j->active_fd, "the active segment");
     if (!rc && j->is_open && j->deferred_rc)

@@ -65,6 +65,11 @@ typedef struct journal_options {
      * background preparer thread. Slower rolls, but every I/O call happens in one thread in
      * a fixed order, which fault-injection loops that number calls rely on. Default 0. */
     int prepare_inline;
+    /* 1: write the active segment with O_DIRECT (journal/direct.h) where the file system
+     * allows it and the segment size is a multiple of DIRECT_ALIGN; elsewhere buffered.
+     * Worth it when every batch is synced (sync=always): fdatasync then has no page-cache
+     * writeback to do. Default 0. */
+    int direct_writes;
     /* Where recovery may start its tail scan: a batch start known to the index (0 = none).
      * The journal checks it and falls back to the newest segment's start if it is wrong. */
     uint64_t hint_seq;

@@ -37,6 +37,7 @@ typedef struct perf_args {
     uint32_t payload_bytes;
     double gib;
     int publish; /* 0 with --no-publish: leave out the readers' wake-up (for comparison) */
+    int direct;  /* 1 with --direct: the journal writes with O_DIRECT (direct_writes) */
 } perf_args_t;
 
 static double
@@ -98,6 +99,7 @@ journal_side_open(journal_side_t *js, const perf_args_t *a, int zero_fill)
     journal_options_init(&o);
     o.source = "perf";
     o.zero_fill = zero_fill;
+    o.direct_writes = a->direct;
     stele_error_t err = {0};
     int rc = journal_open(js->dir, &o, &js->j, NULL, &err);
     if (rc)
@@ -386,13 +388,18 @@ main(int argc, char **argv)
     if (argc < 2) {
         fprintf(stderr,
                 "usage: %s append|prealloc|recovery [--dir D] [--records N] "
-                "[--rounds R] [--payload B] [--gib G] [--no-publish]\n",
+                "[--rounds R] [--payload B] [--gib G] [--no-publish] [--direct]\n",
                 argv[0]);
         return 2;
     }
     for (int i = 2; i < argc; i += 2) {
         if (strcmp(argv[i], "--no-publish") == 0) {
             a.publish = 0;
+            i--;
+            continue;
+        }
+        if (strcmp(argv[i], "--direct") == 0) {
+            a.direct = 1;
             i--;
             continue;
         }
