@@ -104,11 +104,9 @@ journal_side_open(journal_side_t *js, const perf_args_t *a, int zero_fill)
     int rc = journal_open(js->dir, &o, &js->j, NULL, &err);
     if (rc)
         die("journal_open", rc, &err);
-    /* Let the preparer finish the next segment (64 MiB of zeros and an fsync) first, or its
-     * writes land in the measurement of both sides. */
-    journal_stats_t st;
-    for (journal_stats(js->j, &st); st.segments < 2; journal_stats(js->j, &st))
-        usleep(10000);
+    /* The preparer starts on the next segment only once the active one is a quarter full
+     * (16 MiB here), far beyond what a measurement writes, so none of its zero-filling
+     * lands in the measurement. */
     js->frame_bytes = journal_frame_bytes(a->payload_bytes);
     js->payload = calloc(1, a->payload_bytes);
     js->frame = calloc(1, js->frame_bytes);
