@@ -15,8 +15,9 @@
  * atomics so waiters and stats read them without the lock.
  *
  * Journal I/O is done by whoever holds io_mu: the committer thread, or (leading mode: sync=
- * always, adaptive policy) a durable waiter whose record is still queued while nobody else
- * writes and the adaptive policy would not hold the batch open for other active writers. It takes
+ * always, adaptive policy) a written or durable waiter whose record is still queued while
+ * nobody else writes and the adaptive policy would not hold the batch open for other active
+ * writers. It takes
  * the oldest chunk under mu, writes and syncs it without mu, recycles it under mu and wakes the
  * waiters; a lone writer so commits its own records with no thread hand-off (on a loaded machine
  * each hand-off waits for a CPU, and a committer thread made one writer 5x slower than a plain
@@ -42,8 +43,9 @@
  *
  * Wake-ups: unwaited appends (wait=none) let a committer that just finished a batch nap up
  * to COMMIT_NAP_NS so a stream of them is written in large batches; waited appends wake it
- * at once (durable ones in leading mode do not: their caller commits). Waiters sleep in
- * seqwait slots; the waker thread makes their wake-up syscalls, off the commit path.
+ * at once (written and durable ones in leading mode do not: their caller commits). Waiters
+ * sleep in seqwait slots; the waker thread makes their wake-up syscalls, off the commit
+ * path.
  * Bounded spins (COMMIT_*_SPIN_NS) save a lone writer outside leading mode two futex
  * wake-ups per commit; see engine/README.md.
  */
@@ -975,9 +977,13 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     bool is_waited = wait != STELE_WAIT_NONE;
     if (is_waited)
         atomic_store_explicit(&c->waited_seq, seq, memory_order_relaxed);
-    /* A durable waiter in leading mode commits the record itself (commit_lead), unless the
-     * committer is holding the batch open for writers like this one. */
-    bool will_lead = c->is_leading && wait == STELE_WAIT_DURABLE && !c->is_committer_growing;
+    /* A waiter in leading mode commits the record itself (commit_lead), unless the committer
+     * is holding the batch open for writers like this one. `written` waiters lead too: with
+     * sync=always the committer's cycle is write then sync, so a lone one handed to it waited
+     * for the previous batch's sync and two thread hand-offs (slower than leading, which
+     * costs one write and one sync). */
+    bool will_lead = c->is_leading && (wait == STELE_WAIT_DURABLE || wait == STELE_WAIT_WRITTEN) &&
+                     !c->is_committer_growing;
     if (will_lead)
         atomic_store(&c->lead_seq, seq);
     if (c->is_committer_idle && !will_lead &&
@@ -1050,7 +1056,7 @@ commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
 }
 
 /* Wakes an idle committer if records are queued. Called by a thread that just released
- * io_mu or will not lead: records queued by durable waiters did not wake the committer
+ * io_mu or will not lead: records queued by leading waiters did not wake the committer
  * (their appender meant to lead), so whoever leaves them behind hands them on. */
 static void
 commit_hand_on(commit_t *c)
@@ -1066,10 +1072,10 @@ commit_hand_on(commit_t *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Leading mode, a durable waiter: while no other thread holds the journal, take the oldest
- * queued batch and write and sync it in this thread, until `pos` reaches seq. A lone
- * writer so makes its records durable with no thread hand-off, like a plain write+sync
- * loop. Returns true once pos reached seq; false when another thread holds the journal
+/* Leading mode, a written or durable waiter: while no other thread holds the journal, take
+ * the oldest queued batch and write and sync it in this thread, until `pos` reaches seq. A
+ * lone writer so makes its records durable with no thread hand-off, like a plain
+ * write+sync loop. Returns true once pos reached seq; false when another thread holds the journal
  * (it finishes, then finds this record queued or hands it on) or the queue halted. */
 static bool
 commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
@@ -1135,10 +1141,10 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
     if (atomic_load_explicit(pos, memory_order_acquire) >= seq)
         return 0;
     if (c->is_leading) {
-        if (level == STELE_WAIT_DURABLE && commit_lead(c, pos, seq))
+        if (commit_lead(c, pos, seq))
             return 0;
         /* Not led: the journal is busy (the committer is woken now, ready to take the next
-         * batch the moment it is free) or this waiter needs only `written`. */
+         * batch the moment it is free). */
         commit_hand_on(c);
     }
     if (commit_spin_for_seq(c, pos, seq))

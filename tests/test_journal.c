@@ -419,24 +419,27 @@ failing_fdatasync(void *ctx, int fd)
     return -EIO;
 }
 
+/* Methods that only pass the call on, for the wrapping tables below; each table's state
+ * starts with its `inner` table. */
 #define FWD(name, ret, params, args)                                                               \
     static ret fwd_##name params                                                                   \
     {                                                                                              \
-        failing_sync_t *f = ctx;                                                                   \
-        return f->inner->name args;                                                                \
+        const journal_io_t *inner = *(const journal_io_t *const *)ctx;                             \
+        return inner->name args;                                                                   \
     }
-FWD(open_file, int, (void *ctx, const char *p, int fl, mode_t m), (f->inner->ctx, p, fl, m))
-FWD(pread, ssize_t, (void *ctx, int fd, void *b, size_t l, off_t o), (f->inner->ctx, fd, b, l, o))
+FWD(open_file, int, (void *ctx, const char *p, int fl, mode_t m), (inner->ctx, p, fl, m))
+FWD(pread, ssize_t, (void *ctx, int fd, void *b, size_t l, off_t o), (inner->ctx, fd, b, l, o))
 FWD(pwritev, int, (void *ctx, int fd, const struct iovec *v, int n, off_t o),
-    (f->inner->ctx, fd, v, n, o))
-FWD(fsync, int, (void *ctx, int fd), (f->inner->ctx, fd))
-FWD(truncate, int, (void *ctx, int fd, off_t l), (f->inner->ctx, fd, l))
-FWD(allocate, int, (void *ctx, int fd, off_t o, off_t l, int z), (f->inner->ctx, fd, o, l, z))
-FWD(rename, int, (void *ctx, const char *a, const char *b), (f->inner->ctx, a, b))
-FWD(unlink, int, (void *ctx, const char *p), (f->inner->ctx, p))
-FWD(sync_dir, int, (void *ctx, const char *d), (f->inner->ctx, d))
-FWD(file_size, int, (void *ctx, int fd, off_t *s), (f->inner->ctx, fd, s))
-FWD(close, int, (void *ctx, int fd), (f->inner->ctx, fd))
+    (inner->ctx, fd, v, n, o))
+FWD(fdatasync, int, (void *ctx, int fd), (inner->ctx, fd))
+FWD(fsync, int, (void *ctx, int fd), (inner->ctx, fd))
+FWD(truncate, int, (void *ctx, int fd, off_t l), (inner->ctx, fd, l))
+FWD(allocate, int, (void *ctx, int fd, off_t o, off_t l, int z), (inner->ctx, fd, o, l, z))
+FWD(rename, int, (void *ctx, const char *a, const char *b), (inner->ctx, a, b))
+FWD(unlink, int, (void *ctx, const char *p), (inner->ctx, p))
+FWD(sync_dir, int, (void *ctx, const char *d), (inner->ctx, d))
+FWD(file_size, int, (void *ctx, int fd, off_t *s), (inner->ctx, fd, s))
+FWD(close, int, (void *ctx, int fd), (inner->ctx, fd))
 
 static void
 test_failed_sync_halts_the_journal_for_good(void **state)
@@ -535,38 +538,21 @@ probe_close(void *ctx, int fd)
     return p->inner->close(p->inner->ctx, fd);
 }
 
-#define PROBE_FWD(name, ret, params, args)                                                         \
-    static ret probe_##name params                                                                 \
-    {                                                                                              \
-        direct_probe_t *p = ctx;                                                                   \
-        return p->inner->name args;                                                                \
-    }
-PROBE_FWD(pread, ssize_t, (void *ctx, int fd, void *b, size_t l, off_t o),
-          (p->inner->ctx, fd, b, l, o))
-PROBE_FWD(fdatasync, int, (void *ctx, int fd), (p->inner->ctx, fd))
-PROBE_FWD(fsync, int, (void *ctx, int fd), (p->inner->ctx, fd))
-PROBE_FWD(truncate, int, (void *ctx, int fd, off_t l), (p->inner->ctx, fd, l))
-PROBE_FWD(allocate, int, (void *ctx, int fd, off_t o, off_t l, int z), (p->inner->ctx, fd, o, l, z))
-PROBE_FWD(rename, int, (void *ctx, const char *a, const char *b), (p->inner->ctx, a, b))
-PROBE_FWD(unlink, int, (void *ctx, const char *path), (p->inner->ctx, path))
-PROBE_FWD(sync_dir, int, (void *ctx, const char *d), (p->inner->ctx, d))
-PROBE_FWD(file_size, int, (void *ctx, int fd, off_t *s), (p->inner->ctx, fd, s))
-
 static journal_io_t
 probe_table(direct_probe_t *p)
 {
     return (journal_io_t){.ctx = p,
                           .open_file = probe_open_file,
-                          .pread = probe_pread,
+                          .pread = fwd_pread,
                           .pwritev = probe_pwritev,
-                          .fdatasync = probe_fdatasync,
-                          .fsync = probe_fsync,
-                          .truncate = probe_truncate,
-                          .allocate = probe_allocate,
-                          .rename = probe_rename,
-                          .unlink = probe_unlink,
-                          .sync_dir = probe_sync_dir,
-                          .file_size = probe_file_size,
+                          .fdatasync = fwd_fdatasync,
+                          .fsync = fwd_fsync,
+                          .truncate = fwd_truncate,
+                          .allocate = fwd_allocate,
+                          .rename = fwd_rename,
+                          .unlink = fwd_unlink,
+                          .sync_dir = fwd_sync_dir,
+                          .file_size = fwd_file_size,
                           .close = probe_close};
 }
 
