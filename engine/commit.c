@@ -63,6 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "error.h"
 #include "seqwait.h"
 
@@ -194,22 +195,6 @@ struct commit {
 };
 
 /* -- time ------------------------------------------------------------------------------- */
-
-static uint64_t
-commit_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
-static int64_t
-commit_real_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * (int64_t)NS_PER_S + ts.tv_nsec;
-}
 
 static struct timespec
 commit_deadline(uint64_t mono_ns)
@@ -562,7 +547,7 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
             return;
         uint64_t deadline = last_commit_ns + interval_ns;
         while (!c->is_closing && c->flush_seq <= atomic_load(&c->durable_seq) &&
-               commit_mono_ns() < deadline) {
+               clock_mono_ns() < deadline) {
             c->is_committer_idle = true;
             commit_cond_wait(&c->work_cv, &c->mu, deadline);
             c->is_committer_idle = false;
@@ -572,9 +557,9 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
     if (!commit_batch_may_grow(c))
         return;
     atomic_fetch_add_explicit(&c->commit_delays, 1, memory_order_relaxed);
-    uint64_t deadline = commit_mono_ns() + commit_grow_interval_ns(c);
+    uint64_t deadline = clock_mono_ns() + commit_grow_interval_ns(c);
     c->is_committer_growing = true;
-    while (commit_batch_may_grow(c) && commit_mono_ns() < deadline) {
+    while (commit_batch_may_grow(c) && clock_mono_ns() < deadline) {
         c->is_committer_idle = true;
         commit_cond_wait(&c->work_cv, &c->mu, deadline);
         c->is_committer_idle = false;
@@ -632,14 +617,14 @@ commit_cpu_relax(void)
 static void
 commit_spin_for_waited(commit_t *c, uint64_t taken_seq)
 {
-    uint64_t start = commit_mono_ns();
+    uint64_t start = clock_mono_ns();
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(&c->waited_seq, memory_order_relaxed) > taken_seq)
             return;
         if (atomic_load_explicit(&c->appended_seq, memory_order_relaxed) > taken_seq &&
             atomic_load_explicit(&c->waited_seq, memory_order_relaxed) <= taken_seq)
             return;
-        if (i % 64 == 0 && commit_mono_ns() - start >= COMMIT_COMMITTER_SPIN_NS)
+        if (i % 64 == 0 && clock_mono_ns() - start >= COMMIT_COMMITTER_SPIN_NS)
             return;
         commit_cpu_relax();
     }
@@ -665,10 +650,10 @@ commit_sync_written(commit_t *c)
     if (written <= atomic_load(&c->durable_seq))
         return NULL;
     stele_error_t serr;
-    uint64_t start_ns = commit_mono_ns();
+    uint64_t start_ns = clock_mono_ns();
     int rc = journal_sync(c->cfg.journal, &serr);
     if (rc == 0) {
-        commit_note_flush(c, commit_mono_ns() - start_ns);
+        commit_note_flush(c, clock_mono_ns() - start_ns);
         atomic_fetch_add_explicit(&c->n_syncs, 1, memory_order_relaxed);
         atomic_store_explicit(&c->durable_seq, written, memory_order_release);
         commit_publish(c);
@@ -688,7 +673,7 @@ commit_batch_io(commit_t *c, chunk_t *ch)
 {
     stele_error_t werr;
     int rc = commit_write_chunk(c, ch, &werr);
-    uint64_t done_ns = commit_mono_ns();
+    uint64_t done_ns = clock_mono_ns();
     if (rc == 0) {
         if (c->cfg.sync != STELE_SYNC_ALWAYS)
             commit_record_latency(c, ch, done_ns);
@@ -701,13 +686,13 @@ commit_batch_io(commit_t *c, chunk_t *ch)
         commit_kick_waker(c);
         /* Sync right here rather than through the loop: the batch's own latency. */
         stele_error_t serr;
-        uint64_t start_ns = commit_mono_ns();
+        uint64_t start_ns = clock_mono_ns();
         rc = journal_sync(c->cfg.journal, &serr);
         if (rc == 0) {
-            commit_note_flush(c, commit_mono_ns() - start_ns);
+            commit_note_flush(c, clock_mono_ns() - start_ns);
             atomic_fetch_add_explicit(&c->n_syncs, 1, memory_order_relaxed);
             atomic_store_explicit(&c->durable_seq, ch->last_seq, memory_order_release);
-            commit_record_latency(c, ch, commit_mono_ns());
+            commit_record_latency(c, ch, clock_mono_ns());
             commit_publish(c);
         } else {
             werr = serr;
@@ -733,14 +718,14 @@ commit_main(void *arg)
 {
     commit_t *c = arg;
     pthread_setname_np(pthread_self(), "stele-commit"); /* names it in top -H, perf, gdb */
-    uint64_t last_sync_ns = commit_mono_ns();
+    uint64_t last_sync_ns = clock_mono_ns();
     uint64_t last_commit_ns = 0;
     pthread_mutex_lock(&c->mu);
     for (;;) {
         bool halted = atomic_load_explicit(&c->halted, memory_order_relaxed);
         uint64_t written = atomic_load(&c->written_seq);
         uint64_t durable = atomic_load(&c->durable_seq);
-        uint64_t now = commit_mono_ns();
+        uint64_t now = clock_mono_ns();
         bool draining = c->is_closing && !commit_has_work(c);
 
         if (!halted && commit_sync_due(c, written, durable, last_sync_ns, now, draining)) {
@@ -748,7 +733,7 @@ commit_main(void *arg)
             pthread_mutex_lock(&c->io_mu);
             chunk_t *dropped = commit_sync_written(c);
             pthread_mutex_unlock(&c->io_mu);
-            last_sync_ns = commit_mono_ns();
+            last_sync_ns = clock_mono_ns();
             commit_free_chunks(dropped);
             pthread_mutex_lock(&c->mu);
             continue;
@@ -778,13 +763,13 @@ commit_main(void *arg)
         pthread_mutex_lock(&c->mu);
         chunk_t *ch = commit_take_chunk(c); /* NULL when a leading waiter took it first */
         if (ch) {
-            last_commit_ns = commit_mono_ns();
+            last_commit_ns = clock_mono_ns();
             atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
         }
         pthread_mutex_unlock(&c->mu);
         int rc = ch ? commit_batch_io(c, ch) : -1;
         if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS)
-            last_sync_ns = commit_mono_ns();
+            last_sync_ns = clock_mono_ns();
         uint64_t taken_seq = atomic_load(&c->written_seq);
         pthread_mutex_unlock(&c->io_mu);
         if (rc == 0 && !c->is_leading)
@@ -940,7 +925,7 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
             return STELE_EFULL;
         }
         if (c->cfg.queue_timeout_ms && deadline == 0)
-            deadline = commit_mono_ns() + c->cfg.queue_timeout_ms * NS_PER_MS;
+            deadline = clock_mono_ns() + c->cfg.queue_timeout_ms * NS_PER_MS;
         c->n_space_waiters++;
         int wrc = commit_cond_wait(&c->space_cv, &c->mu, deadline);
         c->n_space_waiters--;
@@ -959,7 +944,7 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     }
     chunk_t *ch = c->open;
     uint64_t seq = c->next_seq++;
-    int64_t ts = commit_real_ns();
+    int64_t ts = clock_wall_ns();
     if (ts < c->last_ts_ns)
         ts = c->last_ts_ns;
     c->last_ts_ns = ts;
@@ -969,7 +954,7 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
         ch->first_seq = seq;
     ch->last_seq = seq;
     if (ch->n_samples < CHUNK_SAMPLES)
-        ch->sample_ns[ch->n_samples++] = commit_mono_ns();
+        ch->sample_ns[ch->n_samples++] = clock_mono_ns();
     ch->n_records++;
     c->queue_bytes += frame_bytes;
     c->queue_records++;
@@ -1027,7 +1012,7 @@ commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
     int expected = 0;
     if (!atomic_compare_exchange_strong(&c->n_spinners, &expected, 1))
         return false;
-    uint64_t start = commit_mono_ns(), last = start;
+    uint64_t start = clock_mono_ns(), last = start;
     uint64_t appended = atomic_load_explicit(&c->appended_seq, memory_order_relaxed);
     bool reached = false;
     for (unsigned i = 1;; i++) {
@@ -1038,7 +1023,7 @@ commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
         if (atomic_load_explicit(&c->halted, memory_order_relaxed))
             break;
         if (i % 64 == 0) {
-            uint64_t now = commit_mono_ns();
+            uint64_t now = clock_mono_ns();
             /* Stop when the time is up, when seq fell behind another batch, when other
              * threads append meanwhile (a server's loop, writers outside append: they want
              * this CPU), or when this thread was descheduled (the CPUs are contended, and the
@@ -1149,8 +1134,7 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
     }
     if (commit_spin_for_seq(c, pos, seq))
         return 0;
-    uint64_t deadline =
-        timeout_ms < 0 ? 0 : commit_mono_ns() + (uint64_t)timeout_ms * NS_PER_MS + 1;
+    uint64_t deadline = timeout_ms < 0 ? 0 : clock_mono_ns() + (uint64_t)timeout_ms * NS_PER_MS + 1;
     for (;;) {
         if (atomic_load(pos) >= seq)
             return 0;

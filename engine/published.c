@@ -13,18 +13,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
+
 #define PUBLISHED_SETTINGS_KEY "writer.settings"
 #define PUBLISHED_SINKS_KEY "writer.sinks"
 /* The meta table's value bound (index.c's INDEX_META_VALUE_MAX). */
 #define PUBLISHED_VALUE_MAX 256
-
-static int64_t
-published_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Reads a meta value as a NUL-terminated string; 0 when found. */
 static int
@@ -58,7 +52,7 @@ published_put_settings(index_t *ix, const stele_options_t *o, stele_error_t *err
                      "published_ms=%" PRId64 " sync=%d sync_interval_ms=%" PRIu32
                      " commit_interval_us=%" PRIu32 " commit_policy=%d max_journal_bytes=%" PRIu64
                      " on_full=%d",
-                     published_wall_ms(), (int)o->sync, o->sync_interval_ms, o->commit_interval_us,
+                     clock_wall_ms(), (int)o->sync, o->sync_interval_ms, o->commit_interval_us,
                      (int)o->commit_policy, o->max_journal_bytes, (int)o->on_full);
     if (n < 0 || (size_t)n >= sizeof v)
         n = (int)sizeof v - 1;
@@ -135,11 +129,10 @@ published_put_sink(index_t *ix, const stele_sink_stats_t *s, stele_error_t *err)
 {
     char key[96];
     char v[PUBLISHED_VALUE_MAX];
-    int n =
-        snprintf(v, sizeof v,
-                 "published_ms=%" PRId64 " retries=%" PRIu64 " batches=%" PRIu64
-                 " stopped=%d last_error_ms=%" PRId64,
-                 published_wall_ms(), s->retries, s->batches, s->is_stopped, s->last_error_unix_ms);
+    int n = snprintf(v, sizeof v,
+                     "published_ms=%" PRId64 " retries=%" PRIu64 " batches=%" PRIu64
+                     " stopped=%d last_error_ms=%" PRId64,
+                     clock_wall_ms(), s->retries, s->batches, s->is_stopped, s->last_error_unix_ms);
     if (n < 0 || (size_t)n >= sizeof v)
         n = (int)sizeof v - 1;
     published_sink_key(key, sizeof key, s->name, "stats");

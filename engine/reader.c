@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "chain.h"
 #include "format.h"
 #include "error.h"
@@ -54,14 +55,6 @@ struct stele_reader {
     int has_min_ts;
     uint64_t last_read_seq; /* newest seq read from the journal; what wait waits past */
 };
-
-static int64_t
-reader_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The index for a read-only user, or NULL when it must not or cannot be used. */
 static index_t *
@@ -243,7 +236,7 @@ stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_
 {
     if (!r || !rec)
         return error_set_hinted(err, STELE_EINVAL, NULL, "stele_reader_next: no reader or record");
-    int64_t deadline_ms = timeout_ms > 0 ? reader_now_ms() + timeout_ms : 0;
+    int64_t deadline_ms = timeout_ms > 0 ? clock_mono_ms() + timeout_ms : 0;
     for (;;) {
         journal_record_t jrec;
         int rc = journal_reader_next(r->jr, &jrec, err);
@@ -262,7 +255,7 @@ stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_
         if (timeout_ms == 0)
             break;
         if (timeout_ms > 0) {
-            int64_t left_ms = deadline_ms - reader_now_ms();
+            int64_t left_ms = deadline_ms - clock_mono_ms();
             if (left_ms <= 0)
                 break;
             wait_ms = (int)left_ms;

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error.h"
 #include "ship.h"     /* shipper_classify: the one classifier of MongoDB errors */
 #include "validate.h" /* STELE_META_FIELD, STELE_ID_FIELD */
@@ -399,7 +400,7 @@ remote_query_start(stele_remote_reader_t *r)
 static void
 remote_back_off(stele_remote_reader_t *r)
 {
-    r->next_poll_ms = ship_now_ms() + r->poll_delay_ms;
+    r->next_poll_ms = clock_mono_ms() + r->poll_delay_ms;
     r->poll_delay_ms = r->poll_delay_ms * 2 > STELE_REMOTE_POLL_MAX_MS ? STELE_REMOTE_POLL_MAX_MS
                                                                        : r->poll_delay_ms * 2;
 }
@@ -460,7 +461,7 @@ stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int time
 {
     if (r == NULL || rec == NULL)
         return error_set(err, STELE_EINVAL, "remote reader: reader and rec are required");
-    int64_t deadline_ms = timeout_ms < 0 ? INT64_MAX : ship_now_ms() + timeout_ms;
+    int64_t deadline_ms = timeout_ms < 0 ? INT64_MAX : clock_mono_ms() + timeout_ms;
     for (;;) {
         if (r->cursor != NULL) {
             int rc = remote_take(r, rec, err);
@@ -470,7 +471,7 @@ stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int time
                 return rc;
             continue;
         }
-        int64_t now_ms = ship_now_ms();
+        int64_t now_ms = clock_mono_ms();
         if (now_ms >= r->next_poll_ms) {
             remote_query_start(r);
             continue;

@@ -30,6 +30,7 @@
  * request; `cv` wakes a backoff sleep when stop is requested.
  */
 #include "ship.h"
+#include "clock.h"
 #include "validate.h" /* STELE_META_FIELD */
 
 #include <errno.h>
@@ -149,22 +150,6 @@ ship_mongoc_init(void)
         mongoc_log_trace_disable();
     mongoc_log_set_handler(ship_mongoc_log, (void *)(intptr_t)min_level);
     mongoc_init();
-}
-
-int64_t
-ship_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
-ship_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void
@@ -658,7 +643,7 @@ shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
     ship_scrub(&s->target, msg, sizeof msg);
     pthread_mutex_lock(&s->mu);
     snprintf(s->last_error, sizeof s->last_error, "%s", msg);
-    s->last_error_unix_ms = ship_wall_ms();
+    s->last_error_unix_ms = clock_wall_ms();
     if (is_stop)
         s->is_stopped = 1;
     pthread_mutex_unlock(&s->mu);
@@ -669,7 +654,7 @@ static int
 shipper_must_quit(shipper_t *s)
 {
     pthread_mutex_lock(&s->mu);
-    int quit = s->stop_requested && ship_now_ms() >= s->stop_deadline_ms;
+    int quit = s->stop_requested && clock_mono_ms() >= s->stop_deadline_ms;
     pthread_mutex_unlock(&s->mu);
     return quit;
 }
@@ -710,11 +695,11 @@ shipper_backoff(shipper_t *s, unsigned attempt)
     pthread_mutex_lock(&s->mu);
     int rc = 0;
     while (rc != ETIMEDOUT) {
-        if (s->stop_requested && ship_now_ms() >= s->stop_deadline_ms)
+        if (s->stop_requested && clock_mono_ms() >= s->stop_deadline_ms)
             break;
         rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
     }
-    int quit = s->stop_requested && ship_now_ms() >= s->stop_deadline_ms;
+    int quit = s->stop_requested && clock_mono_ms() >= s->stop_deadline_ms;
     pthread_mutex_unlock(&s->mu);
     return quit;
 }
@@ -1161,7 +1146,7 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
         stele_error_t rerr = {0};
         int rc = journal_reader_next(r, &rec, &rerr);
         if (rc == STELE_EAGAIN) {
-            int64_t now_ms = ship_now_ms();
+            int64_t now_ms = clock_mono_ms();
             if (b->n == 0) {
                 journal_reader_wait(r, next_seq - 1, SHIP_IDLE_WAIT_MS);
                 if (shipper_stop_requested(s))
@@ -1187,7 +1172,7 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
             return -ENOMEM;
         b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
         if (b->n == 1) {
-            linger_until_ms = ship_now_ms() + o->linger_ms;
+            linger_until_ms = clock_mono_ms() + o->linger_ms;
             atomic_store(&s->pending_ts_ns, rec.ts_ns);
         }
         next_seq++;
@@ -1391,7 +1376,7 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     s->index = cfg->index;
     s->on_progress = cfg->on_progress;
     s->progress_ctx = cfg->progress_ctx;
-    s->jitter_seed = (unsigned)ship_wall_ms() ^ (unsigned)(uintptr_t)s;
+    s->jitter_seed = (unsigned)clock_wall_ms() ^ (unsigned)(uintptr_t)s;
     stele_error_t ierr = {0};
     if (index_count_dead_letters(s->index, s->target.name, &s->dead_letters, &ierr) != 0)
         s->dead_letters = 0;
@@ -1425,7 +1410,7 @@ shipper_stop(shipper_t *s, int drain_timeout_ms)
         return;
     pthread_mutex_lock(&s->mu);
     s->stop_requested = 1;
-    s->stop_deadline_ms = ship_now_ms() + (drain_timeout_ms > 0 ? drain_timeout_ms : 0);
+    s->stop_deadline_ms = clock_mono_ms() + (drain_timeout_ms > 0 ? drain_timeout_ms : 0);
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     if (s->is_thread_started)
@@ -1789,7 +1774,7 @@ stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_se
     if (rc != 0)
         goto done;
     s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
-    s->jitter_seed = (unsigned)ship_wall_ms();
+    s->jitter_seed = (unsigned)clock_wall_ms();
     rc = ship_open_range_reader(dir, from_seq, &r, err);
     if (rc != 0)
         goto done;
@@ -1962,7 +1947,7 @@ ship_dead_shipper_init(shipper_t *s, index_t *ix, journal_reader_t *r, stele_err
 {
     s->index = ix;
     s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
-    s->jitter_seed = (unsigned)ship_wall_ms();
+    s->jitter_seed = (unsigned)clock_wall_ms();
     s->source = strdup(journal_reader_source(r));
     if (!s->source) {
         ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");

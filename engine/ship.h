@@ -50,9 +50,6 @@ int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const 
  * by shippers and remote readers. */
 void ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll);
 
-/* Monotonic milliseconds, for deadlines and backoff. */
-int64_t ship_now_ms(void);
-
 /* snprintf that truncates on purpose (messages and names are bounded by design). */
 void ship_fmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

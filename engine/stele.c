@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "commit.h"
 #include "config.h"
 #include "error.h"
@@ -118,14 +119,6 @@ static void
 stele_leave(stele_t *db)
 {
     atomic_fetch_sub(&db->n_callers, 1);
-}
-
-static uint64_t
-stele_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* -- index writer ----------------------------------------------------------------------- */
@@ -288,7 +281,7 @@ stele_index_main(void *arg)
     stele_t *db = arg;
     pthread_setname_np(pthread_self(), "stele-index"); /* names it in top -H, perf, gdb */
     index_batch_t *batch = malloc(sizeof(index_batch_t) * STELE_INDEX_QUEUE_CAP);
-    uint64_t last_sync_ms = stele_mono_ms();
+    uint64_t last_sync_ms = (uint64_t)clock_mono_ms();
     uint64_t last_retention_ms = last_sync_ms;
     uint64_t last_publish_ms = 0;
     bool dirty = false;
@@ -317,7 +310,7 @@ stele_index_main(void *arg)
 
         stele_index_apply(db, batch, n);
         dirty = dirty || n > 0;
-        uint64_t now = stele_mono_ms();
+        uint64_t now = (uint64_t)clock_mono_ms();
         if (stop || now - last_publish_ms >= STELE_PUBLISH_MS) {
             if (stele_publish_sinks(db, n_shippers))
                 dirty = true;
@@ -391,7 +384,7 @@ stele_wait_shipped(stele_t *db, uint64_t seq, int64_t timeout_ms, stele_error_t 
         error_set_hint(err, "add a [sink NAME] section with a uri, or wait for durable");
         return STELE_ENOSINK;
     }
-    uint64_t deadline = timeout_ms < 0 ? 0 : stele_mono_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = timeout_ms < 0 ? 0 : (uint64_t)clock_mono_ms() + (uint64_t)timeout_ms;
     int rc = 0;
     pthread_mutex_lock(&db->ship_mu);
     while (stele_min_shipped(db) < seq) {
@@ -404,7 +397,7 @@ stele_wait_shipped(stele_t *db, uint64_t seq, int64_t timeout_ms, stele_error_t 
         }
         /* Shippers report progress by callback; a bounded sleep also covers a shipper that
          * stopped for good (integrity alarm) without calling back. */
-        uint64_t now = stele_mono_ms();
+        uint64_t now = (uint64_t)clock_mono_ms();
         if (deadline && now >= deadline) {
             rc = error_set(err, STELE_ETIMEDOUT, "seq %llu not shipped within %lld ms",
                            (unsigned long long)seq, (long long)timeout_ms);
