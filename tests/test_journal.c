@@ -441,25 +441,34 @@ FWD(sync_dir, int, (void *ctx, const char *d), (inner->ctx, d))
 FWD(file_size, int, (void *ctx, int fd, off_t *s), (inner->ctx, fd, s))
 FWD(close, int, (void *ctx, int fd), (inner->ctx, fd))
 
+/* A table that passes every call on to the `inner` table at the start of ctx's state;
+ * tests then replace the methods they watch or break. */
+static journal_io_t
+fwd_table(void *ctx)
+{
+    return (journal_io_t){.ctx = ctx,
+                          .open_file = fwd_open_file,
+                          .pread = fwd_pread,
+                          .pwritev = fwd_pwritev,
+                          .fdatasync = fwd_fdatasync,
+                          .fsync = fwd_fsync,
+                          .truncate = fwd_truncate,
+                          .allocate = fwd_allocate,
+                          .rename = fwd_rename,
+                          .unlink = fwd_unlink,
+                          .sync_dir = fwd_sync_dir,
+                          .file_size = fwd_file_size,
+                          .close = fwd_close};
+}
+
 static void
 test_failed_sync_halts_the_journal_for_good(void **state)
 {
     (void)state;
     char *dir = jtest_tmpdir("halt");
     failing_sync_t f = {.inner = journal_io_posix(), .ok_syncs = 1000};
-    journal_io_t io = {.ctx = &f,
-                       .open_file = fwd_open_file,
-                       .pread = fwd_pread,
-                       .pwritev = fwd_pwritev,
-                       .fdatasync = failing_fdatasync,
-                       .fsync = fwd_fsync,
-                       .truncate = fwd_truncate,
-                       .allocate = fwd_allocate,
-                       .rename = fwd_rename,
-                       .unlink = fwd_unlink,
-                       .sync_dir = fwd_sync_dir,
-                       .file_size = fwd_file_size,
-                       .close = fwd_close};
+    journal_io_t io = fwd_table(&f);
+    io.fdatasync = failing_fdatasync;
     journal_options_t o;
     jtest_options(&o, SMALL_SEGMENT_BYTES);
     o.io = &io;
@@ -541,19 +550,11 @@ probe_close(void *ctx, int fd)
 static journal_io_t
 probe_table(direct_probe_t *p)
 {
-    return (journal_io_t){.ctx = p,
-                          .open_file = probe_open_file,
-                          .pread = fwd_pread,
-                          .pwritev = probe_pwritev,
-                          .fdatasync = fwd_fdatasync,
-                          .fsync = fwd_fsync,
-                          .truncate = fwd_truncate,
-                          .allocate = fwd_allocate,
-                          .rename = fwd_rename,
-                          .unlink = fwd_unlink,
-                          .sync_dir = fwd_sync_dir,
-                          .file_size = fwd_file_size,
-                          .close = probe_close};
+    journal_io_t io = fwd_table(p);
+    io.open_file = probe_open_file;
+    io.pwritev = probe_pwritev;
+    io.close = probe_close;
+    return io;
 }
 
 /* Appends batches of 1..9 records (so writes start and end anywhere in a block, and some
