@@ -50,6 +50,7 @@ typedef struct pl_state {
     io_crash_t *crash;
     char *dir;
     int zero_fill;
+    int direct_writes;
     test_ledger_t lg;
     unsigned cycles_in_dir;
     uint64_t calls_estimate;      /* calls of a whole cycle after open, measured */
@@ -60,7 +61,7 @@ typedef struct pl_state {
 } pl_state_t;
 
 static void
-fill_options(journal_options_t *opts, const journal_io_t *io, int zero_fill)
+fill_options(journal_options_t *opts, const journal_io_t *io, int zero_fill, int direct_writes)
 {
     journal_options_init(opts);
     opts->io = io;
@@ -68,6 +69,7 @@ fill_options(journal_options_t *opts, const journal_io_t *io, int zero_fill)
     opts->segment_bytes = PL_SEGMENT_BYTES;
     opts->create_if_missing = 1;
     opts->zero_fill = zero_fill;
+    opts->direct_writes = direct_writes;
 }
 
 /* Any journal error is fine once the power has failed; before that it is a bug. */
@@ -144,7 +146,7 @@ run_cycle(pl_state_t *st)
     journal_t *j = NULL;
     journal_recovery_t rec;
     stele_error_t err = {0};
-    fill_options(&opts, io_crash_io(st->crash), st->zero_fill);
+    fill_options(&opts, io_crash_io(st->crash), st->zero_fill, st->direct_writes);
 
     /* Some power failures hit recovery itself; most hit the appends. */
     int crash_in_open = test_rng_chance(&st->rng, PL_CRASH_IN_OPEN_PERCENT);
@@ -195,7 +197,7 @@ verify_after_crash(pl_state_t *st)
     journal_t *j = NULL;
     journal_recovery_t rec;
     stele_error_t err = {0};
-    fill_options(&opts, NULL, st->zero_fill);
+    fill_options(&opts, NULL, st->zero_fill, st->direct_writes);
     /* Before anything was acknowledged the journal itself may not have been durable yet. */
     opts.create_if_missing = st->lg.durable_seq == 0;
 
@@ -232,7 +234,7 @@ fresh_dir(pl_state_t *st)
 }
 
 static void
-powerloss_loop(const char *name, int zero_fill, uint64_t n_crashes)
+powerloss_loop(const char *name, int zero_fill, int direct_writes, uint64_t n_crashes)
 {
     pl_state_t st = {0};
     uint64_t seed = test_seed(name);
@@ -240,6 +242,7 @@ powerloss_loop(const char *name, int zero_fill, uint64_t n_crashes)
     st.crash = io_crash_new(journal_io_posix(), test_rng_next(&st.rng), 0);
     assert_non_null(st.crash);
     st.zero_fill = zero_fill;
+    st.direct_writes = direct_writes;
     st.calls_estimate = PL_FIRST_ESTIMATE;
     st.open_calls_estimate = PL_FIRST_ESTIMATE / 4;
     test_ledger_init(&st.lg, PL_MAX_PAD_BYTES);
@@ -279,15 +282,25 @@ static void
 test_powerloss_never_loses_durable_record(void **state)
 {
     (void)state;
-    powerloss_loop("test_powerloss_never_loses_durable_record", 1, test_iterations(800, 80000));
+    powerloss_loop("test_powerloss_never_loses_durable_record", 1, 0, test_iterations(800, 80000));
 }
 
 static void
 test_powerloss_with_fallocate_segments_never_loses_durable_record(void **state)
 {
     (void)state;
-    powerloss_loop("test_powerloss_with_fallocate_segments_never_loses_durable_record", 0,
+    powerloss_loop("test_powerloss_with_fallocate_segments_never_loses_durable_record", 0, 0,
                    test_iterations(200, 20000));
+}
+
+/* Direct writes rewrite the head of their first block (bytes already durable) with every
+ * batch: the crash table must find them intact whatever it does to the unsynced write. */
+static void
+test_powerloss_with_direct_writes_never_loses_durable_record(void **state)
+{
+    (void)state;
+    powerloss_loop("test_powerloss_with_direct_writes_never_loses_durable_record", 1, 1,
+                   test_iterations(400, 40000));
 }
 
 int
@@ -296,6 +309,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_powerloss_never_loses_durable_record),
         cmocka_unit_test(test_powerloss_with_fallocate_segments_never_loses_durable_record),
+        cmocka_unit_test(test_powerloss_with_direct_writes_never_loses_durable_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

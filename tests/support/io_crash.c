@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,7 +240,9 @@ inode_of_path(io_crash_t *c, const char *path)
     return in;
 }
 
-/* Logs an operation on `fd` with the undo image of [pre_off, pre_off+pre_len) ∩ file. */
+/* Logs an operation on `fd` with the undo image of [pre_off, pre_off+pre_len) ∩ file. The
+ * image is read through the inode's own descriptor: the caller's may be O_DIRECT, which
+ * refuses unaligned reads. */
 static int
 log_file_op(io_crash_t *c, int fd, file_op_t *op, off_t pre_off, off_t pre_len)
 {
@@ -256,7 +259,7 @@ log_file_op(io_crash_t *c, int fd, file_op_t *op, off_t pre_off, off_t pre_len)
         op->pre = malloc(op->pre_len);
         if (!op->pre)
             return -ENOMEM;
-        rc = pread_full(fd, op->pre, op->pre_len, pre_off);
+        rc = pread_full(in->fd, op->pre, op->pre_len, pre_off);
         if (rc) {
             free(op->pre);
             return rc;
@@ -626,6 +629,25 @@ redo_file_op(io_crash_t *c, int fd, const file_op_t *op, const crash_plan_t *pla
     return rc;
 }
 
+/* In a damaged piece [start, end) of op, puts back the bytes the write did not change (it
+ * wrote what the file already held there, as an O_DIRECT write does with the durable head
+ * of its first block): sectors are written atomically, so such a sector holds its old or
+ * its new bytes, and both are these. Returns whether any byte of the piece is damaged. */
+static bool
+damage_keep_unchanged(const file_op_t *op, off_t start, off_t end, uint8_t *piece)
+{
+    bool damaged = false;
+    for (off_t at = start; at < end; at++) {
+        uint8_t written = op->data[at - op->off];
+        bool had_before = op->pre && at >= op->pre_off && at < op->pre_off + (off_t)op->pre_len;
+        if (had_before && op->pre[at - op->pre_off] == written)
+            piece[at - start] = written;
+        else
+            damaged = true;
+    }
+    return damaged;
+}
+
 /* Zeroes or garbles one sector piece of one unsynced write (bytes that were not durable). */
 static int
 damage_one_piece(io_crash_t *c, io_crash_report_t *rep)
@@ -651,11 +673,14 @@ damage_one_piece(io_crash_t *c, io_crash_report_t *rep)
             if (end > op->off + op->len_bytes)
                 end = op->off + op->len_bytes;
             uint8_t piece[CRASH_SECTOR_BYTES];
-            rep->damage = test_rng_chance(&c->rng, 50) ? 1 : 2;
-            if (rep->damage == 1)
+            int kind = test_rng_chance(&c->rng, 50) ? 1 : 2;
+            if (kind == 1)
                 memset(piece, 0, sizeof(piece));
             else
                 test_rng_fill(&c->rng, piece, sizeof(piece));
+            if (!damage_keep_unchanged(op, start, end, piece))
+                return 0;
+            rep->damage = kind;
             return pwrite_full(in->fd, piece, (size_t)(end - start), start);
         }
     }

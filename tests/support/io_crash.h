@@ -14,7 +14,9 @@
  *    create/rename/unlink operations survives (a journaling file system keeps their order).
  *    Optionally one sector piece of an unsynced write is zeroed or filled with garbage (a
  *    torn sector). Durable bytes are never touched: sectors are assumed to be written
- *    atomically, so damage is confined to bytes that were not yet durable.
+ *    atomically, so damage is confined to bytes that were not yet durable, and to bytes a
+ *    write changed (an O_DIRECT write rewrites the durable head of its first block with
+ *    the same bytes; page-cache writeback does the same with whole pages, unseen here).
  *
  * Use: hand io_crash_io() to the journal; io_crash_arm() picks the call at which the power
  * fails (or call io_crash_trigger() at any moment). From then on every call fails with -EIO
