@@ -380,18 +380,25 @@ journal_direct_refused(journal_t *j, uint8_t *buf, size_t len)
 }
 
 /* Points direct writes at the active segment (journal_options_t.direct_writes), or leaves
- * writes buffered where O_DIRECT is not available: an optimisation, never an error. */
+ * writes buffered: where the file system has no O_DIRECT (EINVAL) from now on, silently;
+ * after any other failure for this segment, reported by journal_close like every failed
+ * call that did not put the log at risk. */
 static void
 journal_direct_attach(journal_t *j)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], name[SEG_NAME_BYTES];
     int rc = direct_close(&j->direct, j->io);
     if (rc)
         journal_defer_error(j, rc, "close", "a sealed segment");
     if (!j->opts.direct_writes || j->active_bytes % DIRECT_ALIGN ||
         segment_path(path, sizeof path, j->dir, j->active_first_seq))
         return;
-    (void)direct_open(&j->direct, j->io, path);
+    rc = direct_open(&j->direct, j->io, path);
+    if (rc == -EINVAL)
+        j->opts.direct_writes = 0;
+    else if (rc)
+        journal_defer_error(j, rc, "open for direct writes",
+                            journal_seg_name(name, j->active_first_seq));
 }
 
 /* Installs the prepared segment as segment `first_seq` and makes it the active one. */

@@ -47,6 +47,7 @@ typedef struct loop_case {
     const char *name;
     io_fault_spec_t spec; /* nth is set by the loop */
     int zero_fill;
+    int direct_writes;
 } loop_case_t;
 
 static void
@@ -59,7 +60,7 @@ note_error(run_result_t *res, int rc, const char *what)
 }
 
 static void
-fill_options(journal_options_t *opts, const journal_io_t *io, int zero_fill)
+fill_options(journal_options_t *opts, const journal_io_t *io, int zero_fill, int direct_writes)
 {
     journal_options_init(opts);
     opts->io = io;
@@ -67,6 +68,7 @@ fill_options(journal_options_t *opts, const journal_io_t *io, int zero_fill)
     opts->segment_bytes = FAULT_SEGMENT_BYTES;
     opts->create_if_missing = 1;
     opts->zero_fill = zero_fill;
+    opts->direct_writes = direct_writes;
 }
 
 /* After a failed append or sync: both must keep failing (never retried into success). */
@@ -128,7 +130,7 @@ run_batches(test_ledger_t *lg, journal_t *j, test_rng_t *rng, int n_batches, run
 
 /* The whole workload: create, write, close, reopen, write, close. */
 static void
-run_workload(const char *dir, const journal_io_t *io, int zero_fill, test_ledger_t *lg,
+run_workload(const char *dir, const journal_io_t *io, const loop_case_t *lc, test_ledger_t *lg,
              uint64_t seed, run_result_t *res)
 {
     journal_options_t opts;
@@ -136,7 +138,7 @@ run_workload(const char *dir, const journal_io_t *io, int zero_fill, test_ledger
     stele_error_t err = {0};
     test_rng_t rng;
     test_rng_init(&rng, seed);
-    fill_options(&opts, io, zero_fill);
+    fill_options(&opts, io, lc->zero_fill, lc->direct_writes);
 
     for (int phase = 0; phase < 2; phase++) {
         journal_recovery_t rec;
@@ -168,7 +170,7 @@ check_after_fault(const char *dir, test_ledger_t *lg, const char *label)
     journal_t *j = NULL;
     journal_recovery_t rec;
     stele_error_t err = {0};
-    fill_options(&opts, NULL, 1);
+    fill_options(&opts, NULL, 1, 0);
     /* A fault during creation may leave a half-made journal: with nothing acknowledged yet,
      * opening must then finish creating it. Otherwise the journal must already be there. */
     opts.create_if_missing = lg->durable_seq == 0;
@@ -204,7 +206,7 @@ faulted_run(io_fault_t *fault, const loop_case_t *lc, const io_fault_spec_t *spe
     io_fault_arm(fault, spec);
     io_fault_reset_counts(fault); /* after a loop: the counts of its clean run */
 
-    run_workload(dir, io_fault_io(fault), lc->zero_fill, &lg, seed, &res);
+    run_workload(dir, io_fault_io(fault), lc, &lg, seed, &res);
     io_fault_disarm(fault);
     uint64_t fired = io_fault_fired(fault);
 
@@ -339,7 +341,7 @@ static void
 test_fault_eio_once_at_every_call_loses_no_durable_record(void **state)
 {
     (void)state;
-    loop_case_t lc = {"eio once", {.method = IO_METHOD_ANY, .error = -EIO}, 1};
+    loop_case_t lc = {"eio once", {.method = IO_METHOD_ANY, .error = -EIO}, 1, 0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -348,7 +350,7 @@ test_fault_eio_forever_at_every_call_loses_no_durable_record(void **state)
 {
     (void)state;
     loop_case_t lc = {
-        "eio forever", {.method = IO_METHOD_ANY, .error = -EIO, .is_persistent = 1}, 1};
+        "eio forever", {.method = IO_METHOD_ANY, .error = -EIO, .is_persistent = 1}, 1, 0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -356,7 +358,7 @@ static void
 test_fault_enospc_once_at_every_call_loses_no_durable_record(void **state)
 {
     (void)state;
-    loop_case_t lc = {"enospc once", {.method = IO_METHOD_ANY, .error = -ENOSPC}, 1};
+    loop_case_t lc = {"enospc once", {.method = IO_METHOD_ANY, .error = -ENOSPC}, 1, 0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -365,7 +367,7 @@ test_fault_enospc_forever_at_every_call_loses_no_durable_record(void **state)
 {
     (void)state;
     loop_case_t lc = {
-        "enospc forever", {.method = IO_METHOD_ANY, .error = -ENOSPC, .is_persistent = 1}, 1};
+        "enospc forever", {.method = IO_METHOD_ANY, .error = -ENOSPC, .is_persistent = 1}, 1, 0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -373,7 +375,17 @@ static void
 test_fault_with_fallocate_preallocation_loses_no_durable_record(void **state)
 {
     (void)state;
-    loop_case_t lc = {"eio once, fallocate", {.method = IO_METHOD_ANY, .error = -EIO}, 0};
+    loop_case_t lc = {"eio once, fallocate", {.method = IO_METHOD_ANY, .error = -EIO}, 0, 0};
+    fault_loop(&lc, suite_seed());
+}
+
+/* With direct writes the active segment has a second descriptor, and an append may read
+ * its first block's head back: every one of those calls failed in turn too. */
+static void
+test_fault_with_direct_writes_loses_no_durable_record(void **state)
+{
+    (void)state;
+    loop_case_t lc = {"eio once, direct writes", {.method = IO_METHOD_ANY, .error = -EIO}, 1, 1};
     fault_loop(&lc, suite_seed());
 }
 
@@ -382,7 +394,7 @@ test_fault_short_write_eio_loses_no_durable_record(void **state)
 {
     (void)state;
     loop_case_t lc = {
-        "short write eio", {.method = IO_METHOD_PWRITEV, .error = -EIO, .is_short_write = 1}, 1};
+        "short write eio", {.method = IO_METHOD_PWRITEV, .error = -EIO, .is_short_write = 1}, 1, 0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -393,7 +405,8 @@ test_fault_short_write_enospc_forever_loses_no_durable_record(void **state)
     loop_case_t lc = {
         "short write enospc forever",
         {.method = IO_METHOD_PWRITEV, .error = -ENOSPC, .is_short_write = 1, .is_persistent = 1},
-        1};
+        1,
+        0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -406,6 +419,7 @@ main(void)
         cmocka_unit_test(test_fault_enospc_once_at_every_call_loses_no_durable_record),
         cmocka_unit_test(test_fault_enospc_forever_at_every_call_loses_no_durable_record),
         cmocka_unit_test(test_fault_with_fallocate_preallocation_loses_no_durable_record),
+        cmocka_unit_test(test_fault_with_direct_writes_loses_no_durable_record),
         cmocka_unit_test(test_fault_short_write_eio_loses_no_durable_record),
         cmocka_unit_test(test_fault_short_write_enospc_forever_loses_no_durable_record),
     };
