@@ -208,6 +208,19 @@ test_commit_lone_durable_writer_commits_in_its_own_thread(void **state)
     assert_true(other <= n / 10);
 }
 
+/* With sync=always the committer's cycle is write then sync, so a lone `written` waiter
+ * leads too: handed to the committer it would wait for the previous batch's sync. */
+static void
+test_commit_lone_written_writer_with_sync_always_commits_in_its_own_thread(void **state)
+{
+    fixture_t *f = *state;
+    uint64_t n = 0, other = 0;
+    lone_writer_batches_by_thread(f, STELE_SYNC_ALWAYS, STELE_WAIT_WRITTEN, &n, &other);
+    assert_int_equal(n, 50);
+    assert_true(other <= n / 10);
+}
+
+/* Without leading mode (sync=never) a written waiter leaves every batch to the committer. */
 static void
 test_commit_written_waiter_leaves_the_batch_to_the_committer(void **state)
 {
@@ -398,6 +411,7 @@ main(void)
         T(test_commit_assigns_contiguous_seqs_and_splits_at_the_batch_cap),
         T(test_commit_lone_writer_is_never_delayed),
         T(test_commit_lone_durable_writer_commits_in_its_own_thread),
+        T(test_commit_lone_written_writer_with_sync_always_commits_in_its_own_thread),
         T(test_commit_written_waiter_leaves_the_batch_to_the_committer),
         T(test_commit_slow_disk_batches_hold_most_writers),
         T(test_commit_delays_while_another_writer_has_not_contributed),
