@@ -17,12 +17,13 @@
  * Journal I/O is done by whoever holds io_mu: the committer thread, or (leading mode: sync=
  * always, adaptive policy) a written or durable waiter whose record is still queued while
  * nobody else writes and the adaptive policy would not hold the batch open for other active
- * writers. It takes
- * the oldest chunk under mu, writes and syncs it without mu, recycles it under mu and wakes the
- * waiters; a lone writer so commits its own records with no thread hand-off (on a loaded machine
- * each hand-off waits for a CPU, and a committer thread made one writer 5x slower than a plain
- * write+sync loop). A waiter that finds io_mu busy wakes the committer, which takes the next batch
- * the moment the journal is free. Lock order: io_mu before mu; mu is never held across journal I/O.
+ * writers. It takes the oldest chunk under mu, writes and syncs it without mu, recycles it
+ * under mu and wakes the waiters; a lone writer so commits its own records with no thread
+ * hand-off (on a loaded machine each hand-off waits for a CPU, and a committer thread made
+ * one writer 5x slower than a plain write+sync loop). A waiter that finds io_mu busy wakes
+ * the committer, which takes the next batch the moment the journal is free; a lone writer
+ * instead waits for a committer that is only finishing its previous batch
+ * (commit_lead_lock). Lock order: io_mu before mu; mu is never held across journal I/O.
  *
  * Halting: a failed write or sync stores the cause once (halt_err, before `halted` is set
  * with release order), drops everything queued and wakes everyone; from then on every
