@@ -889,11 +889,21 @@ commit_blocked(commit_t *c, size_t frame_bytes)
 }
 
 /* The last record this thread appended, per engine: a waiter spins only for its own record
- * (see commit_spin_for_seq). */
+ * (see commit_spin_for_seq), and only then leads for `written` or waits for the journal. */
 static _Thread_local struct {
     const commit_t *commit;
     uint64_t seq;
 } commit_own_append;
+
+/* Whether this thread waits for a record of its own, tested cheaply: its newest append is
+ * seq or later (true for a thread that appends, then waits, as stele_append_* does). A
+ * thread waiting for records others appended (a server's ack thread) leaves the CPU and the
+ * journal to them. */
+static bool
+commit_is_own_append(const commit_t *c, uint64_t seq)
+{
+    return commit_own_append.commit == c && commit_own_append.seq >= seq;
+}
 
 int
 commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
@@ -1008,7 +1018,7 @@ commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
     /* A thread waiting for records others appended (a server's ack thread) would spin on the
      * CPU those appenders need, to save one wake-up per batch; a thread waiting for its own
      * record has nothing else to do, and its wake-up is the one spinning saves. */
-    if (commit_own_append.commit != c || commit_own_append.seq < seq || !commit_spin_worth(c, seq))
+    if (!commit_is_own_append(c, seq) || !commit_spin_worth(c, seq))
         return false;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&c->n_spinners, &expected, 1))
@@ -1058,18 +1068,19 @@ commit_hand_on(commit_t *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Takes io_mu for a leader. When another thread holds it, only a lone writer waits: the
- * holder is then the committer finishing its previous batch (or about to take this record),
- * and a lone writer that handed its record over would find it finishing again on its next
- * append, a rhythm in which the committer commits every batch (seen with a slowed-down,
- * sanitized build). With more writers active the holder is busy for longer and the waiter
- * hands on instead of queueing on the mutex. */
+/* Takes io_mu for a leader of seq. When another thread holds it, only a lone writer waiting
+ * for its own record waits: the holder is then the committer finishing its previous batch
+ * (or about to take this record), and a lone writer that handed its record over would find
+ * it finishing again on its next append, a rhythm in which the committer commits every
+ * batch (seen with a slowed-down, sanitized build). With more writers active the holder is
+ * busy for longer and the waiter hands on instead of queueing on the mutex. */
 static bool
-commit_lead_lock(commit_t *c)
+commit_lead_lock(commit_t *c, uint64_t seq)
 {
     if (pthread_mutex_trylock(&c->io_mu) == 0)
         return true;
-    if (atomic_load(&c->n_active) > 1 || atomic_load(&c->inflight_seq) != 0)
+    if (!commit_is_own_append(c, seq) || atomic_load(&c->n_active) > 1 ||
+        atomic_load(&c->inflight_seq) != 0)
         return false;
     pthread_mutex_lock(&c->io_mu);
     return true;
@@ -1084,7 +1095,7 @@ static bool
 commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
 {
     while (atomic_load(pos) < seq) {
-        if (atomic_load(&c->halted) || !commit_lead_lock(c))
+        if (atomic_load(&c->halted) || !commit_lead_lock(c, seq))
             return false;
         pthread_mutex_lock(&c->mu);
         bool must_lead = atomic_load(pos) < seq;
@@ -1143,11 +1154,14 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
         return error_set(err, STELE_EINVAL, "seq %llu was never appended", (unsigned long long)seq);
     if (atomic_load_explicit(pos, memory_order_acquire) >= seq)
         return 0;
+    /* A `written` waiter leads only for its own record: one waiting for others' records (a
+     * server's ack thread) is told at the write, before the sync a leader would sit through. */
+    bool may_lead = level == STELE_WAIT_DURABLE || commit_is_own_append(c, seq);
     if (c->is_leading) {
-        if (commit_lead(c, pos, seq))
+        if (may_lead && commit_lead(c, pos, seq))
             return 0;
         /* Not led: the journal is busy (the committer is woken now, ready to take the next
-         * batch the moment it is free). */
+         * batch the moment it is free) or this waiter leaves `written` to the committer. */
         commit_hand_on(c);
     }
     if (commit_spin_for_seq(c, pos, seq))
