@@ -1859,7 +1859,9 @@ stele_dead_letters_list(const char *dir, const char *sink_name, uint64_t from_se
         for (int i = 0; i < rc; i++, n++) {
             out[n].seq = page[i].seq;
             out[n].unix_ms = page[i].unix_ms;
-            snprintf(out[n].reason, sizeof out[n].reason, "%s", page[i].why);
+            /* A longer stored reason is cut to what the caller's record holds. */
+            snprintf(out[n].reason, sizeof out[n].reason, "%.*s", (int)sizeof out[n].reason - 1,
+                     page[i].why);
         }
         from_seq = page[rc - 1].seq + 1;
         if ((size_t)rc < want)

@@ -256,18 +256,30 @@ json_skip_space(const char *s, size_t len, size_t i)
     return i;
 }
 
-/* Whether any byte of w equals the byte repeated in `pattern` (may also say so for a byte
- * just above a match: callers then look byte by byte, so a false alarm costs only time). */
-static bool
-json_word_has(uint64_t w, uint64_t pattern)
+/* The high bit of each byte of w that equals the byte repeated in `pattern`, exactly (no
+ * borrow from a neighbour), so the first marked byte is the first match. */
+static uint64_t
+json_word_matches(uint64_t w, uint64_t pattern)
 {
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    const uint64_t lows = 0x7f7f7f7f7f7f7f7full;
     uint64_t x = w ^ pattern;
-    return ((x - ones) & ~x & highs) != 0;
+    return ~(((x & lows) + lows) | x | lows);
+}
+
+/* Offset in its word of the first byte json_word_matches marked (hits != 0). */
+static size_t
+json_first_hit(uint64_t hits)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return (size_t)__builtin_clzll(hits) / 8;
+#else
+    return (size_t)__builtin_ctzll(hits) / 8;
+#endif
 }
 
 /* Index just past the closing quote of the string opening at s[i], or len if unterminated.
- * Strings are most of an event's text: eight bytes at a time while none is '"' or '\\'. */
+ * Strings are most of an event's text: eight bytes at a time, jumping straight to the first
+ * '"' or '\\' of a word. */
 static size_t
 json_skip_string(const char *s, size_t len, size_t i)
 {
@@ -276,8 +288,11 @@ json_skip_string(const char *s, size_t len, size_t i)
         for (; i + 8 <= len; i += 8) {
             uint64_t w;
             memcpy(&w, s + i, sizeof w);
-            if (json_word_has(w, quotes) || json_word_has(w, backslashes))
+            uint64_t hits = json_word_matches(w, quotes) | json_word_matches(w, backslashes);
+            if (hits) {
+                i += json_first_hit(hits);
                 break;
+            }
         }
         if (i >= len)
             break;
@@ -588,6 +603,7 @@ json_to_bson_once(const char *json, size_t len, bson_t *out, bson_error_t *berr)
 
 typedef struct json_parser {
     bson_json_reader_t *reader;
+    bson_t doc;            /* the event parsed last; bson_reinit keeps its heap buffer */
     bool holds_open_brace; /* the reader kept the '{' that opens the next event */
     char *text;            /* the event as fed: after its '{', plus the next '{' */
     size_t text_cap;       /* grows to the largest event seen, up to JSON_REUSE_MAX_BYTES */
@@ -603,6 +619,7 @@ json_parser_free(void *arg)
     json_parser_t *p = arg;
     if (p) {
         bson_json_reader_destroy(p->reader);
+        bson_destroy(&p->doc);
         free(p->text);
         free(p);
     }
@@ -625,8 +642,10 @@ json_parser_get(void)
     if (p)
         return p;
     p = calloc(1, sizeof *p);
-    if (p && pthread_setspecific(json_parser_key, p) == 0)
+    if (p && pthread_setspecific(json_parser_key, p) == 0) {
+        bson_init(&p->doc);
         return p;
+    }
     free(p);
     return NULL;
 }
@@ -662,13 +681,18 @@ json_to_bson(const char *json, size_t len, bson_t *out, bson_error_t *berr)
     if (!p->reader)
         p->reader = bson_json_data_reader_new(true, JSON_PARSE_BUF_MAX);
     bson_json_data_reader_ingest(p->reader, (const uint8_t *)p->text, n);
-    bson_init(out);
-    int rc = bson_json_reader_read(p->reader, out, berr);
+    /* Parsed into the thread's document, whose buffer outlives the call: a fresh bson_t
+     * per event cost a malloc, reallocs as it grew past its inline bytes, and a free. */
+    bson_reinit(&p->doc);
+    int rc = bson_json_reader_read(p->reader, &p->doc, berr);
     if (rc == 1) {
         p->holds_open_brace = true;
-        return true;
+        return bson_init_static(out, bson_get_data(&p->doc), p->doc.len);
     }
-    bson_destroy(out);
+    /* A parse that failed inside a nested document leaves the document marked as having a
+     * child open, which bson_reinit keeps: it is started afresh. */
+    bson_destroy(&p->doc);
+    bson_init(&p->doc);
     bson_json_reader_destroy(p->reader);
     p->reader = NULL;
     p->holds_open_brace = false;

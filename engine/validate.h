@@ -52,8 +52,9 @@ int validate_bson(const uint8_t *doc, size_t len, const validate_limits_t *lim, 
 
 /*
  * Parses `len` bytes of JSON text into *out (initialised by the call) and validates it.
- * On success the caller owns *out and frees it with bson_destroy(); on failure *out holds
- * nothing to free. Returns 0, STELE_EEMPTY, STELE_EJSON (with the byte position),
+ * On success the caller frees *out with bson_destroy(); *out may be a read-only view of a
+ * buffer of the calling thread, valid until that thread's next validate_json. On failure
+ * *out holds nothing to free. Returns 0, STELE_EEMPTY, STELE_EJSON (with the byte position),
  * STELE_ENOTOBJECT, STELE_EUTF8, STELE_EKEYNUL, STELE_ENUMBER, STELE_EDEPTH, STELE_ETOOBIG,
  * STELE_EDOLLARKEY, STELE_ERESERVEDKEY.
  */
