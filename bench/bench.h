@@ -85,10 +85,18 @@ typedef struct bench_cell {
     uint32_t sync_interval_ms;
     uint32_t record_bytes;
     bench_input_t input;
-    const char *mongo_uri;   /* for wait=shipped; NULL = none (borrowed) */
-    int keep_data;           /* leave the cell's files behind (tests count them back) */
-    atomic_int *interrupted; /* set by the signal thread: cut the cell short (may be NULL) */
+    const char *mongo_uri;     /* for wait=shipped; NULL = none (borrowed) */
+    int keep_data;             /* leave the cell's files behind (tests count them back) */
+    atomic_int *interrupted;   /* set by the signal thread: cut the cell short (may be NULL) */
+    double stop_grace_seconds; /* how long writers may take to return after the stop; 0 =
+                                  BENCH_STOP_GRACE_SECONDS */
 } bench_cell_t;
+
+/* After a cell's time is up, each writer only finishes the append it is in: an append still
+ * blocked this long after means the store hangs, and the cell is abandoned. */
+#define BENCH_STOP_GRACE_SECONDS 30.0
+/* Once interrupted, the run waits at most this long for blocked writers. */
+#define BENCH_STOP_GRACE_INTERRUPTED_SECONDS 3.0
 
 typedef enum bench_status {
     BENCH_OK = 0,
@@ -116,6 +124,7 @@ typedef struct bench_result {
     char data_path[BENCH_PATH_BYTES]; /* where the data was left when keep_data */
     char note[BENCH_NOTE_BYTES];
     bench_hist_t *hist; /* merged latencies; owned, freed by bench_result_release */
+    int is_abandoned;   /* writers never returned: the store was left open, the run ends */
 } bench_result_t;
 
 void bench_result_release(bench_result_t *r);
@@ -141,7 +150,10 @@ typedef struct bench_target {
 } bench_target_t;
 
 /* Runs one cell of `target`: opens it, starts cell->writers threads that append until
- * cell->seconds have passed, then closes it. Fills *r (r->hist owned by r). */
+ * cell->seconds have passed, then closes it. Fills *r (r->hist owned by r). When writers
+ * are still blocked in an append after the stop grace, the cell fails with
+ * r->is_abandoned set: those threads and the open store are left as they are (closing the
+ * store under them is not safe), and the caller should end the process after its cleanup. */
 void bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_result_t *r);
 
 extern const bench_target_t bench_target_stele;

@@ -84,17 +84,24 @@ plan_write_cdf(const bench_run_opts_t *o, size_t i, const bench_result_t *r)
     fclose(f);
 }
 
+/* A result for a cell that did not run, saying why. */
+static void
+plan_skip(bench_result_t *r, const bench_cell_t *cell, bench_status_t status, const char *why)
+{
+    memset(r, 0, sizeof *r);
+    r->cell = *cell;
+    r->counted_back = -1;
+    r->status = status;
+    snprintf(r->note, sizeof r->note, "%s", why);
+}
+
 static void
 plan_run_one(const bench_run_opts_t *o, const bench_cell_t *cell_in, bench_result_t *r)
 {
     bench_cell_t cell = *cell_in;
     cell.interrupted = o->interrupted;
     if (o->interrupted && atomic_load(o->interrupted)) {
-        memset(r, 0, sizeof *r);
-        r->cell = cell;
-        r->counted_back = -1;
-        r->status = BENCH_SKIPPED;
-        snprintf(r->note, sizeof r->note, "interrupted");
+        plan_skip(r, &cell, BENCH_SKIPPED, "interrupted");
         return;
     }
     const char *parent = o->run_dir;
@@ -105,14 +112,10 @@ plan_run_one(const bench_run_opts_t *o, const bench_cell_t *cell_in, bench_resul
     char dir[BENCH_PATH_BYTES];
     int rc = (t && parent) ? bench_make_temp_dir(parent, "cell", dir, sizeof dir) : 0;
     if (!t || !parent || rc) {
-        memset(r, 0, sizeof *r);
-        r->cell = cell;
-        r->counted_back = -1;
-        r->status = (!t || (is_hdd && !parent)) ? BENCH_SKIPPED : BENCH_FAILED;
-        snprintf(r->note, sizeof r->note, "%s",
-                 !t        ? "unknown system"
-                 : !parent ? "emulated HDD not mounted (needs /dev/fuse and root)"
-                           : strerror(-rc));
+        plan_skip(r, &cell, (!t || (is_hdd && !parent)) ? BENCH_SKIPPED : BENCH_FAILED,
+                  !t        ? "unknown system"
+                  : !parent ? "emulated HDD not mounted (needs /dev/fuse and root)"
+                            : strerror(-rc));
         return;
     }
     snprintf(cell.dir, sizeof cell.dir, "%s", dir);
@@ -145,6 +148,7 @@ bench_plan_run(const bench_plan_t *p, const bench_run_opts_t *o, bench_result_t 
         return -ENOMEM;
     }
     size_t n_ref = 0;
+    int store_hung = 0;
     double remaining_s = 0;
     for (size_t i = 0; i < p->n; i++)
         remaining_s += p->cells[i].seconds + p->cells[i].warmup_seconds + 0.5;
@@ -152,7 +156,11 @@ bench_plan_run(const bench_plan_t *p, const bench_run_opts_t *o, bench_result_t 
         bench_print_table_header(stdout);
     for (size_t i = 0; i < p->n; i++) {
         plan_progress(o, i, p->n, &p->cells[i], remaining_s);
-        plan_run_one(o, &p->cells[i], &res[i]);
+        if (store_hung)
+            plan_skip(&res[i], &p->cells[i], BENCH_SKIPPED,
+                      "not run: an earlier cell's store hung");
+        else
+            plan_run_one(o, &p->cells[i], &res[i]);
         remaining_s -= p->cells[i].seconds + p->cells[i].warmup_seconds + 0.5;
         bench_result_t *r = &res[i];
         if (r->status == BENCH_OK && r->cell.writers == 1 &&
@@ -171,6 +179,7 @@ bench_plan_run(const bench_plan_t *p, const bench_run_opts_t *o, bench_result_t 
         if (o->jsonl)
             bench_print_json(o->jsonl, r);
         plan_write_cdf(o, i, r);
+        store_hung |= r->is_abandoned;
     }
     free(refs);
     *out = res;

@@ -35,7 +35,7 @@
 
 typedef struct run_shared {
     const bench_target_t *target;
-    const bench_cell_t *cell;
+    bench_cell_t cell; /* a copy: writers may outlive the caller's (see run_abandon) */
     void *state;
     pthread_barrier_t start;
     atomic_int measuring;
@@ -98,7 +98,7 @@ static void *
 run_writer_main(void *arg)
 {
     run_writer_t *w = arg;
-    const bench_cell_t *cell = w->sh->cell;
+    const bench_cell_t *cell = &w->sh->cell;
     void *wstate = NULL;
     bench_events_t *ev = bench_events_new(cell->input, cell->record_bytes, w->id,
                                           run_pool_events(cell), w->note, sizeof w->note);
@@ -163,12 +163,60 @@ run_start_writers(run_shared_t *sh, run_writer_t *ws, int n)
     return started;
 }
 
+/* The moment the writers must have returned by, measured from the stop. */
+static uint64_t
+run_stop_deadline_ns(const bench_cell_t *cell, uint64_t stop_ns)
+{
+    double grace =
+        cell->stop_grace_seconds > 0 ? cell->stop_grace_seconds : BENCH_STOP_GRACE_SECONDS;
+    return stop_ns + (uint64_t)(grace * 1e9);
+}
+
+/* The CLOCK_REALTIME moment `ns` from now, as pthread_timedjoin_np wants it. */
+static struct timespec
+run_realtime_in(uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + ns;
+    ts.tv_sec = (time_t)(t / 1000000000ull);
+    ts.tv_nsec = (long)(t % 1000000000ull);
+    return ts;
+}
+
+/* Joins every started writer by the deadline, which an interrupt brings closer. Returns
+ * how many are still running (their is_started stays set). */
+static int
+run_join_writers(run_writer_t *ws, int n, const bench_cell_t *cell, uint64_t deadline_ns)
+{
+    const uint64_t slice_ns = 100000000ull; /* an interrupt is noticed within a slice */
+    int running = 0;
+    for (int i = 0; i < n; i++) {
+        while (ws[i].is_started) {
+            uint64_t now = bench_now_ns();
+            if (cell->interrupted && atomic_load(cell->interrupted)) {
+                uint64_t soon = now + (uint64_t)(BENCH_STOP_GRACE_INTERRUPTED_SECONDS * 1e9);
+                deadline_ns = deadline_ns < soon ? deadline_ns : soon;
+            }
+            if (now >= deadline_ns) { /* one last look: it may have returned meanwhile */
+                if (pthread_tryjoin_np(ws[i].thread, NULL) == 0)
+                    ws[i].is_started = 0;
+                break;
+            }
+            struct timespec until =
+                run_realtime_in(deadline_ns - now < slice_ns ? deadline_ns - now : slice_ns);
+            if (pthread_timedjoin_np(ws[i].thread, NULL, &until) == 0)
+                ws[i].is_started = 0;
+        }
+        running += ws[i].is_started;
+    }
+    return running;
+}
+
 static void
 run_collect(run_writer_t *ws, int n, bench_result_t *r)
 {
     for (int i = 0; i < n; i++) {
-        if (ws[i].is_started)
-            pthread_join(ws[i].thread, NULL);
         if (ws[i].hist)
             bench_hist_merge(r->hist, ws[i].hist);
         r->appends += ws[i].n_ok;
@@ -180,6 +228,62 @@ run_collect(run_writer_t *ws, int n, bench_result_t *r)
     }
 }
 
+/* Writers that never returned still use the store, their histograms and the barrier: all
+ * of it is left allocated, and the result says why the run cannot go on. */
+static void
+run_abandon(bench_result_t *r, int blocked, int n, double waited_s)
+{
+    r->status = BENCH_FAILED;
+    r->is_abandoned = 1;
+    snprintf(r->note, sizeof r->note,
+             "%d of %d writers still blocked in an append %.1f s after the stop: the store "
+             "hangs; cell abandoned, run ends",
+             blocked, n, waited_s);
+}
+
+/* Runs the writers from the start barrier to the stop; the timed window's start time. */
+static uint64_t
+run_timed_window(run_shared_t *sh, run_writer_t *ws, int n, bench_result_t *r)
+{
+    const bench_cell_t *cell = &sh->cell;
+    int started = run_start_writers(sh, ws, n);
+    if (started < n) {
+        /* The barrier counts n+1 parties: stand in for the writers that never started. */
+        atomic_store(&sh->stop, 1);
+        for (int i = started; i < n; i++)
+            pthread_barrier_wait(&sh->start);
+        snprintf(r->note, sizeof r->note, "could only start %d of %d writer threads", started, n);
+        r->status = BENCH_FAILED;
+    }
+    pthread_barrier_wait(&sh->start);
+    if (cell->warmup_seconds > 0) {
+        run_sleep_ns((uint64_t)(cell->warmup_seconds * 1e9), cell->interrupted);
+        if (sh->target->measure_start)
+            sh->target->measure_start(sh->state);
+        atomic_store(&sh->measuring, 1);
+    }
+    uint64_t t_start = bench_now_ns();
+    run_sleep_ns((uint64_t)(cell->seconds * 1e9), cell->interrupted);
+    atomic_store(&sh->stop, 1);
+    return t_start;
+}
+
+static void
+run_fill_rates(bench_result_t *r, int close_rc)
+{
+    r->appends_per_s = (double)r->appends / r->elapsed_s;
+    r->mb_per_s = r->appends_per_s * r->cell.record_bytes / 1e6;
+    r->syncs_per_s = (double)r->syncs / r->elapsed_s;
+    run_fill_latencies(r);
+    if (close_rc || r->appends == 0)
+        r->status = BENCH_FAILED;
+    if (r->appends == 0 && r->note[0] == '\0')
+        snprintf(r->note, sizeof r->note, "no append succeeded (%llu failed)",
+                 (unsigned long long)r->errors);
+    if (r->status == BENCH_OK && r->errors > 0 && r->note[0] == '\0')
+        snprintf(r->note, sizeof r->note, "%llu appends failed", (unsigned long long)r->errors);
+}
+
 void
 bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_result_t *r)
 {
@@ -188,64 +292,46 @@ bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_res
     snprintf(r->cell.system, sizeof r->cell.system, "%s", target->system);
     r->counted_back = -1;
     r->hist = calloc(1, sizeof *r->hist);
-    if (!r->hist) {
+    /* Shared with the writers on the heap: writers that never return keep using it. */
+    run_shared_t *sh = calloc(1, sizeof *sh);
+    if (!r->hist || !sh) {
+        free(sh);
         r->status = BENCH_FAILED;
         snprintf(r->note, sizeof r->note, "out of memory");
         return;
     }
-    run_shared_t sh = {.target = target, .cell = &r->cell};
-    atomic_init(&sh.stop, 0);
-    atomic_init(&sh.measuring, cell->warmup_seconds > 0 ? 0 : 1);
-    int rc = target->open(&r->cell, &sh.state, r->note, sizeof r->note);
+    sh->target = target;
+    sh->cell = r->cell;
+    atomic_init(&sh->stop, 0);
+    atomic_init(&sh->measuring, cell->warmup_seconds > 0 ? 0 : 1);
+    int rc = target->open(&r->cell, &sh->state, r->note, sizeof r->note);
     if (rc) {
+        free(sh);
         r->status = rc == BENCH_SKIPPED ? BENCH_SKIPPED : BENCH_FAILED;
         return;
     }
     int n = cell->writers;
     run_writer_t *ws = calloc((size_t)n, sizeof *ws);
-    if (!ws || pthread_barrier_init(&sh.start, NULL, (unsigned)n + 1)) {
+    if (!ws || pthread_barrier_init(&sh->start, NULL, (unsigned)n + 1)) {
         free(ws);
         snprintf(r->note, sizeof r->note, "out of memory for %d writers", n);
-        target->close(sh.state, r);
+        target->close(sh->state, r);
+        free(sh);
         r->status = BENCH_FAILED;
         return;
     }
-    int started = run_start_writers(&sh, ws, n);
-    if (started < n) {
-        /* The barrier counts n+1 parties: stand in for the writers that never started. */
-        atomic_store(&sh.stop, 1);
-        for (int i = started; i < n; i++)
-            pthread_barrier_wait(&sh.start);
-        snprintf(r->note, sizeof r->note, "could only start %d of %d writer threads", started, n);
+    uint64_t t_start = run_timed_window(sh, ws, n, r);
+    int blocked = run_join_writers(ws, n, cell, run_stop_deadline_ns(cell, bench_now_ns()));
+    if (blocked) {
+        run_abandon(r, blocked, n, (double)(bench_now_ns() - t_start) / 1e9 - cell->seconds);
+        return;
     }
-    pthread_barrier_wait(&sh.start);
-    if (cell->warmup_seconds > 0) {
-        run_sleep_ns((uint64_t)(cell->warmup_seconds * 1e9), cell->interrupted);
-        if (target->measure_start)
-            target->measure_start(sh.state);
-        atomic_store(&sh.measuring, 1);
-    }
-    uint64_t t_start = bench_now_ns();
-    run_sleep_ns((uint64_t)(cell->seconds * 1e9), cell->interrupted);
-    atomic_store(&sh.stop, 1);
     run_collect(ws, n, r);
-    uint64_t t_end = bench_now_ns();
-    pthread_barrier_destroy(&sh.start);
+    r->elapsed_s = (double)(bench_now_ns() - t_start) / 1e9;
+    pthread_barrier_destroy(&sh->start);
     free(ws);
-
-    r->elapsed_s = (double)(t_end - t_start) / 1e9;
-    int close_rc = target->close(sh.state, r);
-    r->appends_per_s = (double)r->appends / r->elapsed_s;
-    r->mb_per_s = r->appends_per_s * cell->record_bytes / 1e6;
-    r->syncs_per_s = (double)r->syncs / r->elapsed_s;
-    run_fill_latencies(r);
-    if (close_rc || started < n || r->appends == 0)
-        r->status = BENCH_FAILED;
-    if (r->appends == 0 && r->note[0] == '\0')
-        snprintf(r->note, sizeof r->note, "no append succeeded (%llu failed)",
-                 (unsigned long long)r->errors);
-    if (r->status == BENCH_OK && r->errors > 0 && r->note[0] == '\0')
-        snprintf(r->note, sizeof r->note, "%llu appends failed", (unsigned long long)r->errors);
+    run_fill_rates(r, target->close(sh->state, r));
+    free(sh);
 }
 
 void

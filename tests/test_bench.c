@@ -16,6 +16,7 @@
 
 #include <bson/bson.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,104 @@ test_bench_rejects_zero_writers(void **state)
     remove_dir(dir);
 }
 
+/* -- a store that hangs ------------------------------------------------------------------
+ * Writer 0's first append blocks until the test opens the gate; writer 1 appends normally.
+ * The harness must give up on writer 0 after the stop grace instead of joining it forever
+ * (a hung peer or a wait that can never be met once kept stele-bench from exiting even on
+ * SIGTERM), and must not close the store under it. */
+
+typedef struct hang_store {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int gate_open;
+    int writers_closed;
+    int closed;
+} hang_store_t;
+
+static hang_store_t hang = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
+
+static int
+hang_open(const bench_cell_t *cell, void **state_out, char *note, size_t cap)
+{
+    (void)cell, (void)note, (void)cap;
+    *state_out = &hang;
+    return 0;
+}
+
+static int
+hang_writer_open(void *state, int writer_id, void **wstate_out, char *note, size_t cap)
+{
+    (void)state, (void)note, (void)cap;
+    *wstate_out = (void *)(intptr_t)(writer_id + 1);
+    return 0;
+}
+
+static int
+hang_append(void *state, void *wstate, const bench_event_t *ev)
+{
+    hang_store_t *h = state;
+    (void)ev;
+    if ((intptr_t)wstate == 1) {
+        pthread_mutex_lock(&h->mu);
+        while (!h->gate_open)
+            pthread_cond_wait(&h->cv, &h->mu);
+        pthread_mutex_unlock(&h->mu);
+    } else {
+        usleep(1000);
+    }
+    return 0;
+}
+
+static void
+hang_writer_close(void *state, void *wstate)
+{
+    hang_store_t *h = state;
+    (void)wstate;
+    pthread_mutex_lock(&h->mu);
+    h->writers_closed++;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static int
+hang_close(void *state, bench_result_t *r)
+{
+    (void)r;
+    ((hang_store_t *)state)->closed = 1;
+    return 0;
+}
+
+static void
+test_bench_abandons_a_cell_whose_store_hangs(void **state)
+{
+    (void)state;
+    const bench_target_t target = {.system = "hang",
+                                   .open = hang_open,
+                                   .writer_open = hang_writer_open,
+                                   .append = hang_append,
+                                   .writer_close = hang_writer_close,
+                                   .close = hang_close};
+    bench_cell_t cell = {.writers = 2,
+                         .seconds = 0.2,
+                         .stop_grace_seconds = 0.3,
+                         .record_bytes = 200,
+                         .input = BENCH_INPUT_JSON};
+    bench_result_t r;
+    bench_run_cell(&target, &cell, &r);
+    assert_int_equal(r.status, BENCH_FAILED);
+    assert_int_equal(r.is_abandoned, 1);
+    assert_non_null(strstr(r.note, "1 of 2 writers still blocked"));
+    assert_int_equal(hang.closed, 0);
+    pthread_mutex_lock(&hang.mu);
+    assert_int_equal(hang.writers_closed, 1); /* writer 1 returned at the stop */
+    hang.gate_open = 1;
+    pthread_cond_broadcast(&hang.cv);
+    while (hang.writers_closed < 2) /* the released writer sees the stop and leaves */
+        pthread_cond_wait(&hang.cv, &hang.mu);
+    pthread_mutex_unlock(&hang.mu);
+    bench_result_release(&r);
+}
+
 static void
 test_hist_quantiles_are_within_resolution(void **state)
 {
@@ -346,6 +445,7 @@ main(void)
         cmocka_unit_test(test_events_are_json_objects_of_the_exact_size),
         cmocka_unit_test(test_bson_events_are_valid_documents),
         cmocka_unit_test(test_bench_rejects_zero_writers),
+        cmocka_unit_test(test_bench_abandons_a_cell_whose_store_hangs),
         cmocka_unit_test(test_bench_durable_count_equals_journal_records),
         cmocka_unit_test(test_bench_unwaited_bson_count_equals_journal_records),
         cmocka_unit_test(test_bench_warmup_appends_are_reported_apart),
