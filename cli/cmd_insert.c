@@ -549,6 +549,56 @@ insert_parse(cli_args_t *args, int argc, char **argv, stele_wait_t *level, int *
     return 0;
 }
 
+/* A running `stele serve` owns the journal: go through its socket; else open it here. */
+static int
+insert_connect(inserter_t *ins, const char *dir)
+{
+    stele_error_t err = {0};
+    int rc = stele_client_connect(dir, NULL, &ins->client, &err);
+    if (rc == -ENOENT || rc == -ECONNREFUSED) {
+        ins->client = NULL;
+        rc = stele_open(dir, ins->opts, &ins->db, &err);
+    }
+    if (rc != 0) {
+        cli_report("insert", rc, &err);
+        return cli_exit_for(rc);
+    }
+    return 0;
+}
+
+/* Appends the operands (or stdin's lines), waits for them all, closes. Returns the exit
+ * code; a close error or a skipped line turns a success into a failure. */
+static int
+insert_run(inserter_t *ins, int n_operands, char **operands, int skip_invalid)
+{
+    uint64_t n_skipped = 0;
+    stele_error_t err = {0};
+    int code;
+    if (n_operands > 0)
+        code = insert_from_args(ins, n_operands, operands, skip_invalid, &n_skipped);
+    else
+        code = insert_from_stdin(ins, (size_t)ins->opts->max_record_bytes * INSERT_LINE_FACTOR,
+                                 skip_invalid, &n_skipped);
+    if (code == 0)
+        code = inserter_drain(ins, skip_invalid, &n_skipped);
+    else if (ins->client != NULL)
+        (void)inserter_drain(ins, skip_invalid, &n_skipped); /* print what was acknowledged */
+    stele_client_close(ins->client);
+    ins->client = NULL;
+    int rc = stele_close(ins->db, &err);
+    ins->db = NULL;
+    if (rc != 0) {
+        cli_report("insert", rc, &err);
+        if (code == 0)
+            code = CLI_EXIT_ENGINE;
+    }
+    if (code == 0 && n_skipped > 0) {
+        fprintf(stderr, "stele insert: %" PRIu64 " invalid line(s) skipped\n", n_skipped);
+        code = CLI_EXIT_INVALID;
+    }
+    return code;
+}
+
 int
 cmd_insert(int argc, char **argv)
 {
@@ -560,7 +610,6 @@ cmd_insert(int argc, char **argv)
     inserter_t *ins = NULL;
     stele_wait_t level = STELE_WAIT_DURABLE;
     int quiet = 0, skip_invalid = 0, first_operand = argc;
-    uint64_t n_skipped = 0;
     int code = insert_parse(&args, argc, argv, &level, &quiet, &skip_invalid, &first_operand);
     if (code != 0 || args.want_help) {
         if (args.want_help)
@@ -587,42 +636,9 @@ cmd_insert(int argc, char **argv)
     ins->flush_before_wait = opts.sync == STELE_SYNC_NEVER && level >= STELE_WAIT_DURABLE;
     /* a closed stdout must not kill us between an append and its wait: report it instead */
     signal(SIGPIPE, SIG_IGN);
-
-    stele_error_t err = {0};
-    /* a running `stele serve` owns the journal: go through its socket */
-    int rc = stele_client_connect(args.dir, NULL, &ins->client, &err);
-    if (rc == -ENOENT || rc == -ECONNREFUSED) {
-        ins->client = NULL;
-        rc = stele_open(args.dir, &opts, &ins->db, &err);
-    }
-    if (rc != 0) {
-        cli_report("insert", rc, &err);
-        code = cli_exit_for(rc);
-        goto done;
-    }
-    if (first_operand < argc)
-        code = insert_from_args(ins, argc - first_operand, argv + first_operand, skip_invalid,
-                                &n_skipped);
-    else
-        code = insert_from_stdin(ins, (size_t)opts.max_record_bytes * INSERT_LINE_FACTOR,
-                                 skip_invalid, &n_skipped);
+    code = insert_connect(ins, args.dir);
     if (code == 0)
-        code = inserter_drain(ins, skip_invalid, &n_skipped);
-    else if (ins->client != NULL)
-        (void)inserter_drain(ins, skip_invalid, &n_skipped); /* print what was acknowledged */
-    stele_client_close(ins->client);
-    ins->client = NULL;
-    rc = stele_close(ins->db, &err);
-    ins->db = NULL;
-    if (rc != 0) {
-        cli_report("insert", rc, &err);
-        if (code == 0)
-            code = CLI_EXIT_ENGINE;
-    }
-    if (code == 0 && n_skipped > 0) {
-        fprintf(stderr, "stele insert: %" PRIu64 " invalid line(s) skipped\n", n_skipped);
-        code = CLI_EXIT_INVALID;
-    }
+        code = insert_run(ins, argc - first_operand, argv + first_operand, skip_invalid);
 done:
     free(ins);
     stele_options_release(&opts);

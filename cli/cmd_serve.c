@@ -249,101 +249,134 @@ serve_log_error(const serve_log_t *log, const char *msg, int rc, const stele_err
     }
 }
 
+/* What a running server holds, so that shutdown can undo exactly what start-up did. */
+typedef struct serve_run {
+    serve_log_t log;
+    stele_t *db;
+    int signal_fd, listen_fd;
+    int is_socket_bound, is_pid_written;
+    char socket_path[PATH_MAX], pid_path[PATH_MAX];
+} serve_run_t;
+
+static void
+serve_run_init(serve_run_t *run, const serve_args_t *args, const char *dir)
+{
+    memset(run, 0, sizeof *run);
+    run->log.min_level = args->log_level;
+    run->signal_fd = run->listen_fd = -1;
+    if (args->socket_path)
+        snprintf(run->socket_path, sizeof run->socket_path, "%s", args->socket_path);
+    else
+        snprintf(run->socket_path, sizeof run->socket_path, "%s/%s", dir, STELE_SOCKET_NAME);
+    if (args->pid_path)
+        snprintf(run->pid_path, sizeof run->pid_path, "%s", args->pid_path);
+    else
+        snprintf(run->pid_path, sizeof run->pid_path, "%s/stele.pid", dir);
+}
+
+/* Steps 1-3 of the start-up order (top of the file). Returns an exit code. */
+static int
+serve_start(serve_run_t *run, const char *dir, const stele_options_t *opts)
+{
+    char quoted[PATH_MAX + 8];
+    stele_error_t err = {0};
+    int rc = serve_signals(&run->signal_fd);
+    if (rc != 0) {
+        serve_log_error(&run->log, "could not set up signal handling", rc, NULL);
+        return CLI_EXIT_ENGINE;
+    }
+    rc = stele_open(dir, opts, &run->db, &err);
+    if (rc != 0) {
+        serve_log_error(&run->log, "could not open journal", rc, &err);
+        return cli_exit_for(rc);
+    }
+    if (serve_listen(run->socket_path, &run->log, &run->listen_fd) != 0)
+        return CLI_EXIT_ENGINE;
+    run->is_socket_bound = 1;
+    rc = serve_write_pid_file(run->pid_path);
+    if (rc != 0) {
+        serve_logf(&run->log, SERVE_LOG_ERROR, "could not write pid file", "pid_file=%s errno=%s",
+                   stele_log_quote(quoted, sizeof quoted, run->pid_path), stele_errname(rc));
+        return CLI_EXIT_ENGINE;
+    }
+    run->is_pid_written = 1;
+    return CLI_EXIT_OK;
+}
+
+/* Shutdown, the other way round; returns exit_code, or CLI_EXIT_ENGINE when the journal
+ * closes with an error. */
+static int
+serve_stop(serve_run_t *run, int exit_code)
+{
+    if (run->listen_fd >= 0)
+        close(run->listen_fd);
+    if (run->is_socket_bound)
+        unlink(run->socket_path);
+    if (run->db) {
+        stele_error_t err = {0};
+        int rc = stele_close(run->db, &err);
+        if (rc != 0) {
+            serve_log_error(&run->log, "journal closed with an error", rc, &err);
+            exit_code = CLI_EXIT_ENGINE;
+        }
+    }
+    if (run->is_pid_written)
+        unlink(run->pid_path);
+    if (run->signal_fd >= 0)
+        close(run->signal_fd);
+    if (exit_code == CLI_EXIT_OK)
+        serve_log(&run->log, SERVE_LOG_INFO, "stopped");
+    return exit_code;
+}
+
+static int
+serve_run(serve_run_t *run, const serve_args_t *args, size_t n_sinks)
+{
+    char quoted[PATH_MAX + 8];
+    serve_logf(&run->log, SERVE_LOG_INFO, "listening", "socket=%s pid=%ld wait=%s sinks=%zu",
+               stele_log_quote(quoted, sizeof quoted, run->socket_path), (long)getpid(),
+               serve_wait_name(args->default_wait), n_sinks);
+    serve_config_t cfg = {
+        .db = run->db,
+        .n_sinks = n_sinks,
+        .listen_fd = run->listen_fd,
+        .signal_fd = run->signal_fd,
+        .default_wait = args->default_wait,
+        .max_line_bytes = args->max_line_bytes,
+        .drain_timeout_ms = args->drain_timeout_ms,
+        .log = &run->log,
+    };
+    int rc = serve_loop_run(&cfg);
+    run->listen_fd = -1; /* closed by the loop */
+    return rc == 0 ? CLI_EXIT_OK : CLI_EXIT_ENGINE;
+}
+
 int
 cmd_serve(int argc, char **argv)
 {
     cli_args_t cli;
     serve_args_t args;
     stele_options_t opts;
-    stele_error_t err = {0};
-    stele_t *db = NULL;
-    int signal_fd = -1, listen_fd = -1, is_pid_written = 0, is_socket_bound = 0;
-    char socket_path[PATH_MAX], pid_path[PATH_MAX], quoted[PATH_MAX + 8];
     if (cli_args_begin(&cli, "serve", serve_usage, serve_opts, "") != 0)
         return CLI_EXIT_ENGINE;
     stele_options_init(&opts);
     int exit_code = serve_parse_args(&cli, argc, argv, &args);
-    if (exit_code != 0 || cli.want_help) {
-        if (exit_code == 0)
-            cli_print_help(&cli, stdout);
-        goto done;
-    }
-    exit_code = cli_options_build(&cli, &opts);
-    if (exit_code != 0)
-        goto done;
-    if (args.mongo.sink.uri) {
-        opts.sinks = &args.mongo.sink;
-        opts.n_sinks = 1;
-    }
-    serve_log_t log = {.min_level = args.log_level};
-    snprintf(socket_path, sizeof socket_path, "%s", args.socket_path ? args.socket_path : "");
-    snprintf(pid_path, sizeof pid_path, "%s", args.pid_path ? args.pid_path : "");
-    if (!args.socket_path)
-        snprintf(socket_path, sizeof socket_path, "%s/%s", cli.dir, STELE_SOCKET_NAME);
-    if (!args.pid_path)
-        snprintf(pid_path, sizeof pid_path, "%s/stele.pid", cli.dir);
-
-    exit_code = CLI_EXIT_ENGINE;
-    int rc = serve_signals(&signal_fd);
-    if (rc != 0) {
-        serve_log_error(&log, "could not set up signal handling", rc, NULL);
-        goto stop;
-    }
-    rc = stele_open(cli.dir, &opts, &db, &err);
-    if (rc != 0) {
-        serve_log_error(&log, "could not open journal", rc, &err);
-        exit_code = cli_exit_for(rc);
-        goto stop;
-    }
-    rc = serve_listen(socket_path, &log, &listen_fd);
-    if (rc != 0)
-        goto stop;
-    is_socket_bound = 1;
-    rc = serve_write_pid_file(pid_path);
-    if (rc != 0) {
-        serve_logf(&log, SERVE_LOG_ERROR, "could not write pid file", "pid_file=%s errno=%s",
-                   stele_log_quote(quoted, sizeof quoted, pid_path), stele_errname(rc));
-        goto stop;
-    }
-    is_pid_written = 1;
-    serve_logf(&log, SERVE_LOG_INFO, "listening", "socket=%s pid=%ld wait=%s sinks=%zu",
-               stele_log_quote(quoted, sizeof quoted, socket_path), (long)getpid(),
-               serve_wait_name(args.default_wait), opts.n_sinks);
-
-    serve_config_t cfg = {
-        .db = db,
-        .n_sinks = opts.n_sinks,
-        .listen_fd = listen_fd,
-        .signal_fd = signal_fd,
-        .default_wait = args.default_wait,
-        .max_line_bytes = args.max_line_bytes,
-        .drain_timeout_ms = args.drain_timeout_ms,
-        .log = &log,
-    };
-    rc = serve_loop_run(&cfg);
-    listen_fd = -1; /* closed by the loop */
-    exit_code = rc == 0 ? CLI_EXIT_OK : CLI_EXIT_ENGINE;
-
-stop:
-    if (listen_fd >= 0)
-        close(listen_fd);
-    if (is_socket_bound)
-        unlink(socket_path);
-    if (db) {
-        memset(&err, 0, sizeof err);
-        rc = stele_close(db, &err);
-        if (rc != 0) {
-            serve_log_error(&log, "journal closed with an error", rc, &err);
-            exit_code = CLI_EXIT_ENGINE;
+    if (exit_code == 0 && cli.want_help)
+        cli_print_help(&cli, stdout);
+    else if (exit_code == 0)
+        exit_code = cli_options_build(&cli, &opts);
+    if (exit_code == 0 && !cli.want_help) {
+        if (args.mongo.sink.uri) {
+            opts.sinks = &args.mongo.sink;
+            opts.n_sinks = 1;
         }
+        serve_run_t run;
+        serve_run_init(&run, &args, cli.dir);
+        exit_code = serve_start(&run, cli.dir, &opts);
+        if (exit_code == CLI_EXIT_OK)
+            exit_code = serve_run(&run, &args, opts.n_sinks);
+        exit_code = serve_stop(&run, exit_code);
     }
-    if (is_pid_written)
-        unlink(pid_path);
-    if (signal_fd >= 0)
-        close(signal_fd);
-    if (exit_code == CLI_EXIT_OK)
-        serve_log(&log, SERVE_LOG_INFO, "stopped");
-done:
     stele_options_release(&opts);
     cli_args_end(&cli);
     return exit_code;
