@@ -603,7 +603,7 @@ json_to_bson_once(const char *json, size_t len, bson_t *out, bson_error_t *berr)
 
 typedef struct json_parser {
     bson_json_reader_t *reader;
-    bson_t doc;            /* the event parsed last; bson_reinit keeps its heap buffer */
+    bson_t *doc;           /* the event parsed last; bson_reinit keeps its heap buffer */
     bool holds_open_brace; /* the reader kept the '{' that opens the next event */
     char *text;            /* the event as fed: after its '{', plus the next '{' */
     size_t text_cap;       /* grows to the largest event seen, up to JSON_REUSE_MAX_BYTES */
@@ -619,7 +619,8 @@ json_parser_free(void *arg)
     json_parser_t *p = arg;
     if (p) {
         bson_json_reader_destroy(p->reader);
-        bson_destroy(&p->doc);
+        if (p->doc)
+            bson_destroy(p->doc);
         free(p->text);
         free(p);
     }
@@ -642,10 +643,11 @@ json_parser_get(void)
     if (p)
         return p;
     p = calloc(1, sizeof *p);
-    if (p && pthread_setspecific(json_parser_key, p) == 0) {
-        bson_init(&p->doc);
+    /* bson_new, not a bson_t inside *p: a bson_t must be 128-byte aligned, calloc's is not. */
+    if (p && (p->doc = bson_new()) != NULL && pthread_setspecific(json_parser_key, p) == 0)
         return p;
-    }
+    if (p && p->doc)
+        bson_destroy(p->doc);
     free(p);
     return NULL;
 }
@@ -683,16 +685,17 @@ json_to_bson(const char *json, size_t len, bson_t *out, bson_error_t *berr)
     bson_json_data_reader_ingest(p->reader, (const uint8_t *)p->text, n);
     /* Parsed into the thread's document, whose buffer outlives the call: a fresh bson_t
      * per event cost a malloc, reallocs as it grew past its inline bytes, and a free. */
-    bson_reinit(&p->doc);
-    int rc = bson_json_reader_read(p->reader, &p->doc, berr);
+    bson_reinit(p->doc);
+    int rc = bson_json_reader_read(p->reader, p->doc, berr);
     if (rc == 1) {
         p->holds_open_brace = true;
-        return bson_init_static(out, bson_get_data(&p->doc), p->doc.len);
+        return bson_init_static(out, bson_get_data(p->doc), p->doc->len);
     }
     /* A parse that failed inside a nested document leaves the document marked as having a
-     * child open, which bson_reinit keeps: it is started afresh. */
-    bson_destroy(&p->doc);
-    bson_init(&p->doc);
+     * child open, which bson_reinit keeps: it is started afresh (bson_new does not fail:
+     * libbson aborts when out of memory). */
+    bson_destroy(p->doc);
+    p->doc = bson_new();
     bson_json_reader_destroy(p->reader);
     p->reader = NULL;
     p->holds_open_brace = false;
