@@ -1134,6 +1134,20 @@ commit_wait_error(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout
                      (unsigned long long)seq);
 }
 
+/* The monotonic deadline of a wait of timeout_ms, or 0 (none) for a negative timeout or
+ * one too long to express in nanoseconds (over 500 years): multiplied out, such a timeout
+ * would wrap into the past and time the wait out at once. */
+static uint64_t
+commit_wait_deadline(int64_t timeout_ms)
+{
+    if (timeout_ms < 0)
+        return 0;
+    uint64_t now = clock_mono_ns();
+    if ((uint64_t)timeout_ms > (UINT64_MAX - now - 1) / NS_PER_MS)
+        return 0;
+    return now + (uint64_t)timeout_ms * NS_PER_MS + 1;
+}
+
 int
 commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, stele_error_t *err)
 {
@@ -1166,7 +1180,7 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
     }
     if (commit_spin_for_seq(c, pos, seq))
         return 0;
-    uint64_t deadline = timeout_ms < 0 ? 0 : clock_mono_ns() + (uint64_t)timeout_ms * NS_PER_MS + 1;
+    uint64_t deadline = commit_wait_deadline(timeout_ms);
     for (;;) {
         if (atomic_load(pos) >= seq)
             return 0;
