@@ -275,58 +275,90 @@ stele_ix_wait(stele_t *db, long ms)
     pthread_cond_timedwait(&db->ix_cv, &db->ix_mu, &ts);
 }
 
+/* When the index writer last did its periodic work (index writer thread only). */
+typedef struct stele_ix_clock {
+    uint64_t last_sync_ms;
+    uint64_t last_retention_ms;
+    uint64_t last_publish_ms;
+    bool is_dirty; /* the index was written since the last index_sync */
+} stele_ix_clock_t;
+
+/* Waits (ix_mu held) for batch starts to apply. Idle: sleeps until the first one arrives
+ * (or the next sync/retention tick). Then gathers for STELE_INDEX_APPLY_MS so one LMDB
+ * transaction takes many. */
+static void
+stele_ix_gather(stele_t *db)
+{
+    if (db->ix_count == 0 && !db->ix_stop) {
+        db->ix_is_idle = true;
+        stele_ix_wait(db, STELE_INDEX_SYNC_MS);
+        db->ix_is_idle = false;
+    }
+    if (db->ix_count > 0 && db->ix_count < STELE_INDEX_QUEUE_CAP / 2 && !db->ix_stop)
+        stele_ix_wait(db, STELE_INDEX_APPLY_MS);
+}
+
+/* Moves the queued batch starts into batch (ix_mu held); returns how many. */
+static size_t
+stele_ix_drain(stele_t *db, index_batch_t *batch)
+{
+    size_t n = 0;
+    while (db->ix_count && batch) {
+        batch[n++] = db->ix_ring[db->ix_head];
+        db->ix_head = (db->ix_head + 1) % STELE_INDEX_QUEUE_CAP;
+        db->ix_count--;
+    }
+    if (!batch)
+        db->ix_count = 0; /* out of memory at start: drop, catch-up repairs */
+    return n;
+}
+
+/* The index writer's work besides batch starts, each at its own pace (ix_mu not held):
+ * sink counters for status, the lazy index_sync, retention. On stop, publishes and syncs
+ * once more but applies no retention. */
+static void
+stele_ix_periodic(stele_t *db, stele_ix_clock_t *clk, size_t n_shippers, bool stop)
+{
+    uint64_t now = (uint64_t)clock_mono_ms();
+    if (stop || now - clk->last_publish_ms >= STELE_PUBLISH_MS) {
+        if (stele_publish_sinks(db, n_shippers))
+            clk->is_dirty = true;
+        clk->last_publish_ms = now;
+    }
+    if (clk->is_dirty && (stop || now - clk->last_sync_ms >= STELE_INDEX_SYNC_MS)) {
+        stele_error_t err;
+        if (index_sync(db->index, &err) != 0)
+            db->ix_err = err;
+        clk->last_sync_ms = now;
+        clk->is_dirty = false;
+    }
+    if (!stop && now - clk->last_retention_ms >= STELE_RETENTION_CHECK_MS) {
+        stele_apply_retention(db);
+        clk->last_retention_ms = now;
+    }
+}
+
 static void *
 stele_index_main(void *arg)
 {
     stele_t *db = arg;
     pthread_setname_np(pthread_self(), "stele-index"); /* names it in top -H, perf, gdb */
     index_batch_t *batch = malloc(sizeof(index_batch_t) * STELE_INDEX_QUEUE_CAP);
-    uint64_t last_sync_ms = (uint64_t)clock_mono_ms();
-    uint64_t last_retention_ms = last_sync_ms;
-    uint64_t last_publish_ms = 0;
-    bool dirty = false;
+    uint64_t start_ms = (uint64_t)clock_mono_ms();
+    /* Sink counters are published on the first pass; the rest waits a period. */
+    stele_ix_clock_t clk = {
+        .last_sync_ms = start_ms, .last_retention_ms = start_ms, .last_publish_ms = 0};
     pthread_mutex_lock(&db->ix_mu);
     for (;;) {
-        /* Idle: sleep until the first batch start arrives (or the next sync/retention
-         * tick). Then gather for STELE_INDEX_APPLY_MS so one LMDB transaction takes many. */
-        if (db->ix_count == 0 && !db->ix_stop) {
-            db->ix_is_idle = true;
-            stele_ix_wait(db, STELE_INDEX_SYNC_MS);
-            db->ix_is_idle = false;
-        }
-        if (db->ix_count > 0 && db->ix_count < STELE_INDEX_QUEUE_CAP / 2 && !db->ix_stop)
-            stele_ix_wait(db, STELE_INDEX_APPLY_MS);
-        size_t n = 0;
-        while (db->ix_count && batch) {
-            batch[n++] = db->ix_ring[db->ix_head];
-            db->ix_head = (db->ix_head + 1) % STELE_INDEX_QUEUE_CAP;
-            db->ix_count--;
-        }
-        if (!batch)
-            db->ix_count = 0; /* out of memory at start: drop, catch-up repairs */
+        stele_ix_gather(db);
+        size_t n = stele_ix_drain(db, batch);
         bool stop = db->ix_stop;
         size_t n_shippers = db->ix_n_shippers;
         pthread_mutex_unlock(&db->ix_mu);
 
         stele_index_apply(db, batch, n);
-        dirty = dirty || n > 0;
-        uint64_t now = (uint64_t)clock_mono_ms();
-        if (stop || now - last_publish_ms >= STELE_PUBLISH_MS) {
-            if (stele_publish_sinks(db, n_shippers))
-                dirty = true;
-            last_publish_ms = now;
-        }
-        if (dirty && (stop || now - last_sync_ms >= STELE_INDEX_SYNC_MS)) {
-            stele_error_t err;
-            if (index_sync(db->index, &err) != 0)
-                db->ix_err = err;
-            last_sync_ms = now;
-            dirty = false;
-        }
-        if (!stop && now - last_retention_ms >= STELE_RETENTION_CHECK_MS) {
-            stele_apply_retention(db);
-            last_retention_ms = now;
-        }
+        clk.is_dirty = clk.is_dirty || n > 0;
+        stele_ix_periodic(db, &clk, n_shippers, stop);
         pthread_mutex_lock(&db->ix_mu);
         if (stop && db->ix_count == 0)
             break;
