@@ -905,54 +905,65 @@ commit_is_own_append(const commit_t *c, uint64_t seq)
     return commit_own_append.commit == c && commit_own_append.seq >= seq;
 }
 
-int
-commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
-               uint64_t *seq_out, stele_error_t *err)
+/* The on_full=fail refusal (mu held). */
+static int
+commit_quota_error(commit_t *c, stele_error_t *err)
 {
-    size_t frame_bytes = journal_frame_bytes(payload_len);
-    if (frame_bytes > c->cfg.batch_bytes)
-        return error_set(err, STELE_ETOOBIG, "record frame of %zu bytes exceeds a batch (%zu)",
-                         frame_bytes, c->cfg.batch_bytes);
+    error_set(err, STELE_EFULL, "journal quota reached: %llu of max_journal_bytes %llu",
+              (unsigned long long)atomic_load(&c->disk_bytes),
+              (unsigned long long)c->cfg.max_journal_bytes);
+    error_set_hint(err, "raise max_journal_bytes or let sinks ship so retention frees segments");
+    return STELE_EFULL;
+}
+
+/* The queue_timeout_ms refusal (mu held); `why` is what the append first waited for. */
+static int
+commit_room_timeout_error(commit_t *c, int why, stele_error_t *err)
+{
+    if (why == STELE_EFULL)
+        return error_set(err, STELE_ETIMEDOUT,
+                         "journal quota stayed full for queue_timeout_ms (%u ms); "
+                         "nothing appended",
+                         c->cfg.queue_timeout_ms);
+    return error_set(err, STELE_ETIMEDOUT,
+                     "queue stayed full (%llu bytes) for queue_timeout_ms (%u ms); "
+                     "nothing appended",
+                     (unsigned long long)c->queue_bytes, c->cfg.queue_timeout_ms);
+}
+
+/* Waits (mu held throughout) until the open chunk has room for frame_bytes. Returns 0, or
+ * the error the append fails with: the halt, closing, the quota with on_full=fail, or
+ * queue_timeout_ms passed while the queue or the quota stayed full. */
+static int
+commit_wait_for_room(commit_t *c, size_t frame_bytes, stele_error_t *err)
+{
     uint64_t deadline = 0;
-    pthread_mutex_lock(&c->mu);
     for (;;) {
         int rc = commit_halted(c, err);
         if (rc == 0 && c->is_closing)
             rc = error_set(err, STELE_ECLOSED, "journal is closing");
-        if (rc) {
-            pthread_mutex_unlock(&c->mu);
+        if (rc)
             return rc;
-        }
         int why = commit_blocked(c, frame_bytes);
         if (why == 0)
-            break;
-        if (why == STELE_EFULL && c->cfg.on_full == STELE_ON_FULL_FAIL) {
-            pthread_mutex_unlock(&c->mu);
-            error_set(err, STELE_EFULL, "journal quota reached: %llu of max_journal_bytes %llu",
-                      (unsigned long long)atomic_load(&c->disk_bytes),
-                      (unsigned long long)c->cfg.max_journal_bytes);
-            error_set_hint(err, "raise max_journal_bytes or let sinks ship so retention frees "
-                                "segments");
-            return STELE_EFULL;
-        }
+            return 0;
+        if (why == STELE_EFULL && c->cfg.on_full == STELE_ON_FULL_FAIL)
+            return commit_quota_error(c, err);
         if (c->cfg.queue_timeout_ms && deadline == 0)
             deadline = clock_mono_ns() + c->cfg.queue_timeout_ms * NS_PER_MS;
         c->n_space_waiters++;
         int wrc = commit_cond_wait(&c->space_cv, &c->mu, deadline);
         c->n_space_waiters--;
-        if (wrc == ETIMEDOUT && commit_blocked(c, frame_bytes) != 0) {
-            pthread_mutex_unlock(&c->mu);
-            if (why == STELE_EFULL)
-                return error_set(err, STELE_ETIMEDOUT,
-                                 "journal quota stayed full for queue_timeout_ms (%u ms); "
-                                 "nothing appended",
-                                 c->cfg.queue_timeout_ms);
-            return error_set(err, STELE_ETIMEDOUT,
-                             "queue stayed full (%llu bytes) for queue_timeout_ms (%u ms); "
-                             "nothing appended",
-                             (unsigned long long)c->queue_bytes, c->cfg.queue_timeout_ms);
-        }
+        if (wrc == ETIMEDOUT && commit_blocked(c, frame_bytes) != 0)
+            return commit_room_timeout_error(c, why, err);
     }
+}
+
+/* Lays the next record's frame into the open chunk (mu held, room made) and publishes
+ * appended_seq. Returns the record's seq. */
+static uint64_t
+commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len, size_t frame_bytes)
+{
     chunk_t *ch = c->open;
     uint64_t seq = c->next_seq++;
     int64_t ts = clock_wall_ns();
@@ -970,6 +981,14 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     c->queue_bytes += frame_bytes;
     c->queue_records++;
     atomic_store_explicit(&c->appended_seq, seq, memory_order_release);
+    return seq;
+}
+
+/* Decides who commits the record just laid (mu held): its own appender (leading), or the
+ * committer, woken now or left to its nap (see the top of the file). */
+static void
+commit_route_append(commit_t *c, uint64_t seq, stele_wait_t wait)
+{
     bool is_waited = wait != STELE_WAIT_NONE;
     if (is_waited)
         atomic_store_explicit(&c->waited_seq, seq, memory_order_relaxed);
@@ -985,6 +1004,24 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     if (c->is_committer_idle && !will_lead &&
         (is_waited || !c->is_committer_napping || c->queue_bytes >= COMMIT_EAGER_BYTES))
         pthread_cond_signal(&c->work_cv);
+}
+
+int
+commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
+               uint64_t *seq_out, stele_error_t *err)
+{
+    size_t frame_bytes = journal_frame_bytes(payload_len);
+    if (frame_bytes > c->cfg.batch_bytes)
+        return error_set(err, STELE_ETOOBIG, "record frame of %zu bytes exceeds a batch (%zu)",
+                         frame_bytes, c->cfg.batch_bytes);
+    pthread_mutex_lock(&c->mu);
+    int rc = commit_wait_for_room(c, frame_bytes, err);
+    if (rc) {
+        pthread_mutex_unlock(&c->mu);
+        return rc;
+    }
+    uint64_t seq = commit_lay_frame(c, payload, payload_len, frame_bytes);
+    commit_route_append(c, seq, wait);
     pthread_mutex_unlock(&c->mu);
     commit_own_append.commit = c;
     commit_own_append.seq = seq;
