@@ -714,13 +714,80 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     return rc;
 }
 
+/* When the committer last synced and last took a batch (committer thread only). */
+typedef struct commit_clock {
+    uint64_t last_sync_ns;
+    uint64_t last_commit_ns; /* 0 until the first batch: no nap before it */
+} commit_clock_t;
+
+/* Syncs what is written (mu held on entry and on return; dropped for io_mu and the sync, per
+ * the lock order). Returns when the sync ended. */
+static uint64_t
+commit_sync_pending(commit_t *c)
+{
+    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&c->io_mu);
+    chunk_t *dropped = commit_sync_written(c);
+    pthread_mutex_unlock(&c->io_mu);
+    uint64_t synced_ns = clock_mono_ns();
+    commit_free_chunks(dropped);
+    pthread_mutex_lock(&c->mu);
+    return synced_ns;
+}
+
+/* Sleeps on work_cv (mu held) until woken, or until the next sync is due (sync=interval with
+ * records written but not synced), or for at most a nap when a batch was taken recently
+ * (COMMIT_NAP_NS: unwaited appends then do not wake it). */
+static void
+commit_idle_wait(commit_t *c, const commit_clock_t *clk, bool halted, bool is_unsynced,
+                 uint64_t now)
+{
+    uint64_t deadline = 0;
+    if (!halted && c->cfg.sync == STELE_SYNC_INTERVAL && is_unsynced)
+        deadline = clk->last_sync_ns + c->cfg.sync_interval_ms * NS_PER_MS;
+    bool nap = !halted && now - clk->last_commit_ns < COMMIT_NAP_WINDOW_NS;
+    if (nap && (deadline == 0 || deadline > now + COMMIT_NAP_NS))
+        deadline = now + COMMIT_NAP_NS;
+    c->is_committer_idle = true;
+    c->is_committer_napping = nap;
+    commit_cond_wait(&c->work_cv, &c->mu, deadline);
+    c->is_committer_idle = false;
+    c->is_committer_napping = false;
+}
+
+/* Takes the oldest batch and writes it (mu held on entry and on return; dropped to take
+ * io_mu first, per the lock order, and for the I/O). Then, outside leading mode, spins
+ * briefly for a lone writer's next waited record (commit_spin_for_waited). */
+static void
+commit_write_next(commit_t *c, commit_clock_t *clk)
+{
+    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&c->io_mu);
+    pthread_mutex_lock(&c->mu);
+    chunk_t *ch = commit_take_chunk(c); /* NULL when a leading waiter took it first */
+    if (ch) {
+        clk->last_commit_ns = clock_mono_ns();
+        atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&c->mu);
+    int rc = ch ? commit_batch_io(c, ch) : -1;
+    if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS)
+        clk->last_sync_ns = clock_mono_ns();
+    uint64_t taken_seq = atomic_load(&c->written_seq);
+    pthread_mutex_unlock(&c->io_mu);
+    if (rc == 0 && !c->is_leading)
+        commit_spin_for_waited(c, taken_seq);
+    pthread_mutex_lock(&c->mu);
+}
+
+/* The committer thread: under mu, looks at the positions, then syncs, sleeps or writes the
+ * next batch, until closing leaves nothing queued and nothing unsynced. */
 static void *
 commit_main(void *arg)
 {
     commit_t *c = arg;
     pthread_setname_np(pthread_self(), "stele-commit"); /* names it in top -H, perf, gdb */
-    uint64_t last_sync_ns = clock_mono_ns();
-    uint64_t last_commit_ns = 0;
+    commit_clock_t clk = {.last_sync_ns = clock_mono_ns(), .last_commit_ns = 0};
     pthread_mutex_lock(&c->mu);
     for (;;) {
         bool halted = atomic_load_explicit(&c->halted, memory_order_relaxed);
@@ -729,53 +796,19 @@ commit_main(void *arg)
         uint64_t now = clock_mono_ns();
         bool draining = c->is_closing && !commit_has_work(c);
 
-        if (!halted && commit_sync_due(c, written, durable, last_sync_ns, now, draining)) {
-            pthread_mutex_unlock(&c->mu);
-            pthread_mutex_lock(&c->io_mu);
-            chunk_t *dropped = commit_sync_written(c);
-            pthread_mutex_unlock(&c->io_mu);
-            last_sync_ns = clock_mono_ns();
-            commit_free_chunks(dropped);
-            pthread_mutex_lock(&c->mu);
+        if (!halted && commit_sync_due(c, written, durable, clk.last_sync_ns, now, draining)) {
+            clk.last_sync_ns = commit_sync_pending(c);
             continue;
         }
         if (halted || !commit_committer_has_work(c)) {
             if (c->is_closing && !commit_has_work(c))
                 break;
-            uint64_t deadline = 0;
-            if (!halted && c->cfg.sync == STELE_SYNC_INTERVAL && written > durable)
-                deadline = last_sync_ns + c->cfg.sync_interval_ms * NS_PER_MS;
-            bool nap = !halted && now - last_commit_ns < COMMIT_NAP_WINDOW_NS;
-            if (nap && (deadline == 0 || deadline > now + COMMIT_NAP_NS))
-                deadline = now + COMMIT_NAP_NS;
-            c->is_committer_idle = true;
-            c->is_committer_napping = nap;
-            commit_cond_wait(&c->work_cv, &c->mu, deadline);
-            c->is_committer_idle = false;
-            c->is_committer_napping = false;
+            commit_idle_wait(c, &clk, halted, written > durable, now);
             continue;
         }
-
-        commit_grow_batch(c, last_commit_ns);
-        if (!commit_committer_has_work(c))
-            continue;
-        pthread_mutex_unlock(&c->mu);
-        pthread_mutex_lock(&c->io_mu);
-        pthread_mutex_lock(&c->mu);
-        chunk_t *ch = commit_take_chunk(c); /* NULL when a leading waiter took it first */
-        if (ch) {
-            last_commit_ns = clock_mono_ns();
-            atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
-        }
-        pthread_mutex_unlock(&c->mu);
-        int rc = ch ? commit_batch_io(c, ch) : -1;
-        if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS)
-            last_sync_ns = clock_mono_ns();
-        uint64_t taken_seq = atomic_load(&c->written_seq);
-        pthread_mutex_unlock(&c->io_mu);
-        if (rc == 0 && !c->is_leading)
-            commit_spin_for_waited(c, taken_seq);
-        pthread_mutex_lock(&c->mu);
+        commit_grow_batch(c, clk.last_commit_ns);
+        if (commit_committer_has_work(c))
+            commit_write_next(c, &clk);
     }
     atomic_store(&c->is_stopped, true);
     commit_wake_all(c);
