@@ -714,13 +714,80 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     return rc;
 }
 
+/* When the committer last synced and last took a batch (committer thread only). */
+typedef struct commit_clock {
+    uint64_t last_sync_ns;
+    uint64_t last_commit_ns; /* 0 until the first batch: no nap before it */
+} commit_clock_t;
+
+/* Syncs what is written (mu held on entry and on return; dropped for io_mu and the sync, per
+ * the lock order). Returns when the sync ended. */
+static uint64_t
+commit_sync_pending(commit_t *c)
+{
+    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&c->io_mu);
+    chunk_t *dropped = commit_sync_written(c);
+    pthread_mutex_unlock(&c->io_mu);
+    uint64_t synced_ns = clock_mono_ns();
+    commit_free_chunks(dropped);
+    pthread_mutex_lock(&c->mu);
+    return synced_ns;
+}
+
+/* Sleeps on work_cv (mu held) until woken, or until the next sync is due (sync=interval with
+ * records written but not synced), or for at most a nap when a batch was taken recently
+ * (COMMIT_NAP_NS: unwaited appends then do not wake it). */
+static void
+commit_idle_wait(commit_t *c, const commit_clock_t *clk, bool halted, bool is_unsynced,
+                 uint64_t now)
+{
+    uint64_t deadline = 0;
+    if (!halted && c->cfg.sync == STELE_SYNC_INTERVAL && is_unsynced)
+        deadline = clk->last_sync_ns + c->cfg.sync_interval_ms * NS_PER_MS;
+    bool nap = !halted && now - clk->last_commit_ns < COMMIT_NAP_WINDOW_NS;
+    if (nap && (deadline == 0 || deadline > now + COMMIT_NAP_NS))
+        deadline = now + COMMIT_NAP_NS;
+    c->is_committer_idle = true;
+    c->is_committer_napping = nap;
+    commit_cond_wait(&c->work_cv, &c->mu, deadline);
+    c->is_committer_idle = false;
+    c->is_committer_napping = false;
+}
+
+/* Takes the oldest batch and writes it (mu held on entry and on return; dropped to take
+ * io_mu first, per the lock order, and for the I/O). Then, outside leading mode, spins
+ * briefly for a lone writer's next waited record (commit_spin_for_waited). */
+static void
+commit_write_next(commit_t *c, commit_clock_t *clk)
+{
+    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&c->io_mu);
+    pthread_mutex_lock(&c->mu);
+    chunk_t *ch = commit_take_chunk(c); /* NULL when a leading waiter took it first */
+    if (ch) {
+        clk->last_commit_ns = clock_mono_ns();
+        atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&c->mu);
+    int rc = ch ? commit_batch_io(c, ch) : -1;
+    if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS)
+        clk->last_sync_ns = clock_mono_ns();
+    uint64_t taken_seq = atomic_load(&c->written_seq);
+    pthread_mutex_unlock(&c->io_mu);
+    if (rc == 0 && !c->is_leading)
+        commit_spin_for_waited(c, taken_seq);
+    pthread_mutex_lock(&c->mu);
+}
+
+/* The committer thread: under mu, looks at the positions, then syncs, sleeps or writes the
+ * next batch, until closing leaves nothing queued and nothing unsynced. */
 static void *
 commit_main(void *arg)
 {
     commit_t *c = arg;
     pthread_setname_np(pthread_self(), "stele-commit"); /* names it in top -H, perf, gdb */
-    uint64_t last_sync_ns = clock_mono_ns();
-    uint64_t last_commit_ns = 0;
+    commit_clock_t clk = {.last_sync_ns = clock_mono_ns(), .last_commit_ns = 0};
     pthread_mutex_lock(&c->mu);
     for (;;) {
         bool halted = atomic_load_explicit(&c->halted, memory_order_relaxed);
@@ -729,53 +796,19 @@ commit_main(void *arg)
         uint64_t now = clock_mono_ns();
         bool draining = c->is_closing && !commit_has_work(c);
 
-        if (!halted && commit_sync_due(c, written, durable, last_sync_ns, now, draining)) {
-            pthread_mutex_unlock(&c->mu);
-            pthread_mutex_lock(&c->io_mu);
-            chunk_t *dropped = commit_sync_written(c);
-            pthread_mutex_unlock(&c->io_mu);
-            last_sync_ns = clock_mono_ns();
-            commit_free_chunks(dropped);
-            pthread_mutex_lock(&c->mu);
+        if (!halted && commit_sync_due(c, written, durable, clk.last_sync_ns, now, draining)) {
+            clk.last_sync_ns = commit_sync_pending(c);
             continue;
         }
         if (halted || !commit_committer_has_work(c)) {
             if (c->is_closing && !commit_has_work(c))
                 break;
-            uint64_t deadline = 0;
-            if (!halted && c->cfg.sync == STELE_SYNC_INTERVAL && written > durable)
-                deadline = last_sync_ns + c->cfg.sync_interval_ms * NS_PER_MS;
-            bool nap = !halted && now - last_commit_ns < COMMIT_NAP_WINDOW_NS;
-            if (nap && (deadline == 0 || deadline > now + COMMIT_NAP_NS))
-                deadline = now + COMMIT_NAP_NS;
-            c->is_committer_idle = true;
-            c->is_committer_napping = nap;
-            commit_cond_wait(&c->work_cv, &c->mu, deadline);
-            c->is_committer_idle = false;
-            c->is_committer_napping = false;
+            commit_idle_wait(c, &clk, halted, written > durable, now);
             continue;
         }
-
-        commit_grow_batch(c, last_commit_ns);
-        if (!commit_committer_has_work(c))
-            continue;
-        pthread_mutex_unlock(&c->mu);
-        pthread_mutex_lock(&c->io_mu);
-        pthread_mutex_lock(&c->mu);
-        chunk_t *ch = commit_take_chunk(c); /* NULL when a leading waiter took it first */
-        if (ch) {
-            last_commit_ns = clock_mono_ns();
-            atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
-        }
-        pthread_mutex_unlock(&c->mu);
-        int rc = ch ? commit_batch_io(c, ch) : -1;
-        if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS)
-            last_sync_ns = clock_mono_ns();
-        uint64_t taken_seq = atomic_load(&c->written_seq);
-        pthread_mutex_unlock(&c->io_mu);
-        if (rc == 0 && !c->is_leading)
-            commit_spin_for_waited(c, taken_seq);
-        pthread_mutex_lock(&c->mu);
+        commit_grow_batch(c, clk.last_commit_ns);
+        if (commit_committer_has_work(c))
+            commit_write_next(c, &clk);
     }
     atomic_store(&c->is_stopped, true);
     commit_wake_all(c);
@@ -905,54 +938,65 @@ commit_is_own_append(const commit_t *c, uint64_t seq)
     return commit_own_append.commit == c && commit_own_append.seq >= seq;
 }
 
-int
-commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
-               uint64_t *seq_out, stele_error_t *err)
+/* The on_full=fail refusal (mu held). */
+static int
+commit_quota_error(commit_t *c, stele_error_t *err)
 {
-    size_t frame_bytes = journal_frame_bytes(payload_len);
-    if (frame_bytes > c->cfg.batch_bytes)
-        return error_set(err, STELE_ETOOBIG, "record frame of %zu bytes exceeds a batch (%zu)",
-                         frame_bytes, c->cfg.batch_bytes);
+    error_set(err, STELE_EFULL, "journal quota reached: %llu of max_journal_bytes %llu",
+              (unsigned long long)atomic_load(&c->disk_bytes),
+              (unsigned long long)c->cfg.max_journal_bytes);
+    error_set_hint(err, "raise max_journal_bytes or let sinks ship so retention frees segments");
+    return STELE_EFULL;
+}
+
+/* The queue_timeout_ms refusal (mu held); `why` is what the append first waited for. */
+static int
+commit_room_timeout_error(commit_t *c, int why, stele_error_t *err)
+{
+    if (why == STELE_EFULL)
+        return error_set(err, STELE_ETIMEDOUT,
+                         "journal quota stayed full for queue_timeout_ms (%u ms); "
+                         "nothing appended",
+                         c->cfg.queue_timeout_ms);
+    return error_set(err, STELE_ETIMEDOUT,
+                     "queue stayed full (%llu bytes) for queue_timeout_ms (%u ms); "
+                     "nothing appended",
+                     (unsigned long long)c->queue_bytes, c->cfg.queue_timeout_ms);
+}
+
+/* Waits (mu held throughout) until the open chunk has room for frame_bytes. Returns 0, or
+ * the error the append fails with: the halt, closing, the quota with on_full=fail, or
+ * queue_timeout_ms passed while the queue or the quota stayed full. */
+static int
+commit_wait_for_room(commit_t *c, size_t frame_bytes, stele_error_t *err)
+{
     uint64_t deadline = 0;
-    pthread_mutex_lock(&c->mu);
     for (;;) {
         int rc = commit_halted(c, err);
         if (rc == 0 && c->is_closing)
             rc = error_set(err, STELE_ECLOSED, "journal is closing");
-        if (rc) {
-            pthread_mutex_unlock(&c->mu);
+        if (rc)
             return rc;
-        }
         int why = commit_blocked(c, frame_bytes);
         if (why == 0)
-            break;
-        if (why == STELE_EFULL && c->cfg.on_full == STELE_ON_FULL_FAIL) {
-            pthread_mutex_unlock(&c->mu);
-            error_set(err, STELE_EFULL, "journal quota reached: %llu of max_journal_bytes %llu",
-                      (unsigned long long)atomic_load(&c->disk_bytes),
-                      (unsigned long long)c->cfg.max_journal_bytes);
-            error_set_hint(err, "raise max_journal_bytes or let sinks ship so retention frees "
-                                "segments");
-            return STELE_EFULL;
-        }
+            return 0;
+        if (why == STELE_EFULL && c->cfg.on_full == STELE_ON_FULL_FAIL)
+            return commit_quota_error(c, err);
         if (c->cfg.queue_timeout_ms && deadline == 0)
             deadline = clock_mono_ns() + c->cfg.queue_timeout_ms * NS_PER_MS;
         c->n_space_waiters++;
         int wrc = commit_cond_wait(&c->space_cv, &c->mu, deadline);
         c->n_space_waiters--;
-        if (wrc == ETIMEDOUT && commit_blocked(c, frame_bytes) != 0) {
-            pthread_mutex_unlock(&c->mu);
-            if (why == STELE_EFULL)
-                return error_set(err, STELE_ETIMEDOUT,
-                                 "journal quota stayed full for queue_timeout_ms (%u ms); "
-                                 "nothing appended",
-                                 c->cfg.queue_timeout_ms);
-            return error_set(err, STELE_ETIMEDOUT,
-                             "queue stayed full (%llu bytes) for queue_timeout_ms (%u ms); "
-                             "nothing appended",
-                             (unsigned long long)c->queue_bytes, c->cfg.queue_timeout_ms);
-        }
+        if (wrc == ETIMEDOUT && commit_blocked(c, frame_bytes) != 0)
+            return commit_room_timeout_error(c, why, err);
     }
+}
+
+/* Lays the next record's frame into the open chunk (mu held, room made) and publishes
+ * appended_seq. Returns the record's seq. */
+static uint64_t
+commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len, size_t frame_bytes)
+{
     chunk_t *ch = c->open;
     uint64_t seq = c->next_seq++;
     int64_t ts = clock_wall_ns();
@@ -970,6 +1014,14 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     c->queue_bytes += frame_bytes;
     c->queue_records++;
     atomic_store_explicit(&c->appended_seq, seq, memory_order_release);
+    return seq;
+}
+
+/* Decides who commits the record just laid (mu held): its own appender (leading), or the
+ * committer, woken now or left to its nap (see the top of the file). */
+static void
+commit_route_append(commit_t *c, uint64_t seq, stele_wait_t wait)
+{
     bool is_waited = wait != STELE_WAIT_NONE;
     if (is_waited)
         atomic_store_explicit(&c->waited_seq, seq, memory_order_relaxed);
@@ -985,6 +1037,24 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     if (c->is_committer_idle && !will_lead &&
         (is_waited || !c->is_committer_napping || c->queue_bytes >= COMMIT_EAGER_BYTES))
         pthread_cond_signal(&c->work_cv);
+}
+
+int
+commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
+               uint64_t *seq_out, stele_error_t *err)
+{
+    size_t frame_bytes = journal_frame_bytes(payload_len);
+    if (frame_bytes > c->cfg.batch_bytes)
+        return error_set(err, STELE_ETOOBIG, "record frame of %zu bytes exceeds a batch (%zu)",
+                         frame_bytes, c->cfg.batch_bytes);
+    pthread_mutex_lock(&c->mu);
+    int rc = commit_wait_for_room(c, frame_bytes, err);
+    if (rc) {
+        pthread_mutex_unlock(&c->mu);
+        return rc;
+    }
+    uint64_t seq = commit_lay_frame(c, payload, payload_len, frame_bytes);
+    commit_route_append(c, seq, wait);
     pthread_mutex_unlock(&c->mu);
     commit_own_append.commit = c;
     commit_own_append.seq = seq;
@@ -1134,6 +1204,20 @@ commit_wait_error(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout
                      (unsigned long long)seq);
 }
 
+/* The monotonic deadline of a wait of timeout_ms, or 0 (none) for a negative timeout or
+ * one too long to express in nanoseconds (over 500 years): multiplied out, such a timeout
+ * would wrap into the past and time the wait out at once. */
+static uint64_t
+commit_wait_deadline(int64_t timeout_ms)
+{
+    if (timeout_ms < 0)
+        return 0;
+    uint64_t now = clock_mono_ns();
+    if ((uint64_t)timeout_ms > (UINT64_MAX - now - 1) / NS_PER_MS)
+        return 0;
+    return now + (uint64_t)timeout_ms * NS_PER_MS + 1;
+}
+
 int
 commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, stele_error_t *err)
 {
@@ -1166,7 +1250,7 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
     }
     if (commit_spin_for_seq(c, pos, seq))
         return 0;
-    uint64_t deadline = timeout_ms < 0 ? 0 : clock_mono_ns() + (uint64_t)timeout_ms * NS_PER_MS + 1;
+    uint64_t deadline = commit_wait_deadline(timeout_ms);
     for (;;) {
         if (atomic_load(pos) >= seq)
             return 0;

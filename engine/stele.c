@@ -275,58 +275,90 @@ stele_ix_wait(stele_t *db, long ms)
     pthread_cond_timedwait(&db->ix_cv, &db->ix_mu, &ts);
 }
 
+/* When the index writer last did its periodic work (index writer thread only). */
+typedef struct stele_ix_clock {
+    uint64_t last_sync_ms;
+    uint64_t last_retention_ms;
+    uint64_t last_publish_ms;
+    bool is_dirty; /* the index was written since the last index_sync */
+} stele_ix_clock_t;
+
+/* Waits (ix_mu held) for batch starts to apply. Idle: sleeps until the first one arrives
+ * (or the next sync/retention tick). Then gathers for STELE_INDEX_APPLY_MS so one LMDB
+ * transaction takes many. */
+static void
+stele_ix_gather(stele_t *db)
+{
+    if (db->ix_count == 0 && !db->ix_stop) {
+        db->ix_is_idle = true;
+        stele_ix_wait(db, STELE_INDEX_SYNC_MS);
+        db->ix_is_idle = false;
+    }
+    if (db->ix_count > 0 && db->ix_count < STELE_INDEX_QUEUE_CAP / 2 && !db->ix_stop)
+        stele_ix_wait(db, STELE_INDEX_APPLY_MS);
+}
+
+/* Moves the queued batch starts into batch (ix_mu held); returns how many. */
+static size_t
+stele_ix_drain(stele_t *db, index_batch_t *batch)
+{
+    size_t n = 0;
+    while (db->ix_count && batch) {
+        batch[n++] = db->ix_ring[db->ix_head];
+        db->ix_head = (db->ix_head + 1) % STELE_INDEX_QUEUE_CAP;
+        db->ix_count--;
+    }
+    if (!batch)
+        db->ix_count = 0; /* out of memory at start: drop, catch-up repairs */
+    return n;
+}
+
+/* The index writer's work besides batch starts, each at its own pace (ix_mu not held):
+ * sink counters for status, the lazy index_sync, retention. On stop, publishes and syncs
+ * once more but applies no retention. */
+static void
+stele_ix_periodic(stele_t *db, stele_ix_clock_t *clk, size_t n_shippers, bool stop)
+{
+    uint64_t now = (uint64_t)clock_mono_ms();
+    if (stop || now - clk->last_publish_ms >= STELE_PUBLISH_MS) {
+        if (stele_publish_sinks(db, n_shippers))
+            clk->is_dirty = true;
+        clk->last_publish_ms = now;
+    }
+    if (clk->is_dirty && (stop || now - clk->last_sync_ms >= STELE_INDEX_SYNC_MS)) {
+        stele_error_t err;
+        if (index_sync(db->index, &err) != 0)
+            db->ix_err = err;
+        clk->last_sync_ms = now;
+        clk->is_dirty = false;
+    }
+    if (!stop && now - clk->last_retention_ms >= STELE_RETENTION_CHECK_MS) {
+        stele_apply_retention(db);
+        clk->last_retention_ms = now;
+    }
+}
+
 static void *
 stele_index_main(void *arg)
 {
     stele_t *db = arg;
     pthread_setname_np(pthread_self(), "stele-index"); /* names it in top -H, perf, gdb */
     index_batch_t *batch = malloc(sizeof(index_batch_t) * STELE_INDEX_QUEUE_CAP);
-    uint64_t last_sync_ms = (uint64_t)clock_mono_ms();
-    uint64_t last_retention_ms = last_sync_ms;
-    uint64_t last_publish_ms = 0;
-    bool dirty = false;
+    uint64_t start_ms = (uint64_t)clock_mono_ms();
+    /* Sink counters are published on the first pass; the rest waits a period. */
+    stele_ix_clock_t clk = {
+        .last_sync_ms = start_ms, .last_retention_ms = start_ms, .last_publish_ms = 0};
     pthread_mutex_lock(&db->ix_mu);
     for (;;) {
-        /* Idle: sleep until the first batch start arrives (or the next sync/retention
-         * tick). Then gather for STELE_INDEX_APPLY_MS so one LMDB transaction takes many. */
-        if (db->ix_count == 0 && !db->ix_stop) {
-            db->ix_is_idle = true;
-            stele_ix_wait(db, STELE_INDEX_SYNC_MS);
-            db->ix_is_idle = false;
-        }
-        if (db->ix_count > 0 && db->ix_count < STELE_INDEX_QUEUE_CAP / 2 && !db->ix_stop)
-            stele_ix_wait(db, STELE_INDEX_APPLY_MS);
-        size_t n = 0;
-        while (db->ix_count && batch) {
-            batch[n++] = db->ix_ring[db->ix_head];
-            db->ix_head = (db->ix_head + 1) % STELE_INDEX_QUEUE_CAP;
-            db->ix_count--;
-        }
-        if (!batch)
-            db->ix_count = 0; /* out of memory at start: drop, catch-up repairs */
+        stele_ix_gather(db);
+        size_t n = stele_ix_drain(db, batch);
         bool stop = db->ix_stop;
         size_t n_shippers = db->ix_n_shippers;
         pthread_mutex_unlock(&db->ix_mu);
 
         stele_index_apply(db, batch, n);
-        dirty = dirty || n > 0;
-        uint64_t now = (uint64_t)clock_mono_ms();
-        if (stop || now - last_publish_ms >= STELE_PUBLISH_MS) {
-            if (stele_publish_sinks(db, n_shippers))
-                dirty = true;
-            last_publish_ms = now;
-        }
-        if (dirty && (stop || now - last_sync_ms >= STELE_INDEX_SYNC_MS)) {
-            stele_error_t err;
-            if (index_sync(db->index, &err) != 0)
-                db->ix_err = err;
-            last_sync_ms = now;
-            dirty = false;
-        }
-        if (!stop && now - last_retention_ms >= STELE_RETENTION_CHECK_MS) {
-            stele_apply_retention(db);
-            last_retention_ms = now;
-        }
+        clk.is_dirty = clk.is_dirty || n > 0;
+        stele_ix_periodic(db, &clk, n_shippers, stop);
         pthread_mutex_lock(&db->ix_mu);
         if (stop && db->ix_count == 0)
             break;
@@ -336,6 +368,16 @@ stele_index_main(void *arg)
     journal_reader_close(db->retention_reader);
     db->retention_reader = NULL;
     return NULL;
+}
+
+static int
+stele_start_index_writer(stele_t *db, stele_error_t *err)
+{
+    int rc = pthread_create(&db->ix_thread, NULL, stele_index_main, db);
+    if (rc)
+        return error_set(err, -rc, "could not start the index writer: %s", strerror(rc));
+    db->ix_started = true;
+    return 0;
 }
 
 static void
@@ -421,6 +463,8 @@ stele_wait_shipped(stele_t *db, uint64_t seq, int64_t timeout_ms, stele_error_t 
     return rc;
 }
 
+/* One shipper per sink. On failure the ones started are shippers[0, n_shippers), for the
+ * caller to stop. */
 static int
 stele_start_shippers(stele_t *db, const stele_options_t *opts, stele_error_t *err)
 {
@@ -437,6 +481,10 @@ stele_start_shippers(stele_t *db, const stele_options_t *opts, stele_error_t *er
             return rc;
         db->n_shippers = i + 1;
     }
+    /* Only once all started: the index writer may then publish their counters. */
+    pthread_mutex_lock(&db->ix_mu);
+    db->ix_n_shippers = db->n_shippers;
+    pthread_mutex_unlock(&db->ix_mu);
     return 0;
 }
 
@@ -511,7 +559,152 @@ stele_note_join(char *out, size_t cap, const char *a, const char *b)
         out[0] = '\0';
 }
 
+/* ix_cv's waits have monotonic deadlines (stele_ix_wait), ship_cv's realtime ones
+ * (stele_wait_shipped). stele_free destroys them. */
+static void
+stele_init_locks(stele_t *db)
+{
+    pthread_mutex_init(&db->ix_mu, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&db->ix_cv, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_cond_init(&db->ship_cv, NULL);
+    pthread_mutex_init(&db->ship_mu, NULL);
+}
+
+/* A handle with its locks, its source name and its own copy of the options (the sinks and
+ * strings are not kept: the shippers copy what they need), nothing opened yet. NULL when
+ * out of memory. */
+static stele_t *
+stele_alloc(const char *dir, const stele_options_t *opts, const journal_io_t *io)
+{
+    stele_t *db = calloc(1, sizeof *db);
+    if (!db || !(db->dir = strdup(dir))) {
+        free(db);
+        return NULL;
+    }
+    db->opts = *opts;
+    db->opts.source = NULL;
+    db->opts.sinks = NULL;
+    db->opts.n_sinks = 0;
+    db->opts.owned = NULL;
+    db->io = io;
+    db->limits.max_record_bytes = opts->max_record_bytes;
+    db->limits.max_depth = opts->max_depth;
+    stele_init_locks(db);
+    if (opts->source)
+        snprintf(db->source, sizeof db->source, "%s", opts->source);
+    else
+        stele_default_source(db->source, sizeof db->source);
+    return db;
+}
+
+/* The journal's options for this handle; db->source names a journal this open creates. */
+static void
+stele_journal_options(const stele_t *db, const stele_options_t *o, journal_options_t *jo)
+{
+    journal_options_init(jo);
+    jo->io = db->io;
+    jo->source = db->source;
+    jo->segment_bytes = o->segment_bytes;
+    jo->max_record_bytes = o->max_record_bytes;
+    jo->file_mode = o->file_mode;
+    jo->dir_mode = o->dir_mode;
+    jo->create_if_missing = o->create_if_missing;
+    /* With sync=always, zero-filled segments make every commit an overwrite of written
+     * blocks, so each fdatasync has no extent metadata to flush. Zero-filling costs a full
+     * extra write of every segment (in the preparer thread, but it competes for the disk
+     * and a core), which pays off only while the synced batches are small: the journal
+     * decides per segment (JOURNAL_ZERO_FILL_SMALL_SYNCS). With interval/never the few
+     * syncs absorb the extent conversion of fallocate'd space instead. */
+    jo->zero_fill =
+        o->sync == STELE_SYNC_ALWAYS ? JOURNAL_ZERO_FILL_SMALL_SYNCS : JOURNAL_ZERO_FILL_NEVER;
+    /* With sync=always every batch is flushed at once, so the page cache only adds work:
+     * a copy, then fdatasync's writeback walk, on the committing thread (journal/direct.h). */
+    jo->direct_writes = o->sync == STELE_SYNC_ALWAYS;
+}
+
+/* Opens the journal (lock, recovery) from the index's hint; *rec receives what recovery
+ * found. An existing journal keeps the source name it was created with: db->source takes
+ * it. */
+static int
+stele_open_journal(stele_t *db, const stele_options_t *o, journal_recovery_t *rec,
+                   stele_error_t *err)
+{
+    journal_options_t jo;
+    stele_journal_options(db, o, &jo);
+    stele_recovery_hint(db->dir, o->file_mode, &jo);
+    memset(rec, 0, sizeof *rec);
+    int rc = journal_open(db->dir, &jo, &db->journal, rec, err);
+    if (rc)
+        return rc;
+    snprintf(db->source, sizeof db->source, "%s", journal_source(db->journal));
+    return 0;
+}
+
+/* Opens the index for writing and brings it in line with the recovered journal; what
+ * recovery and catch-up did is kept for stats. */
+static int
+stele_open_index(stele_t *db, const stele_options_t *o, const journal_recovery_t *rec,
+                 stele_error_t *err)
+{
+    int rc = index_open(db->dir, 1, o->file_mode, &db->index, err);
+    if (rc)
+        return rc;
+    char catch_note[STELE_ERROR_MESSAGE_BYTES] = "";
+    rc = stele_index_catch_up(db->index, db->dir, db->io, rec, catch_note, sizeof catch_note, err);
+    if (rc)
+        return rc;
+    stele_note_join(db->recovery_note, sizeof db->recovery_note, rec->note, catch_note);
+    /* For `stele status` in other processes; the index is a cache, so a failure to publish
+     * only leaves status without the settings. */
+    (void)published_put_settings(db->index, o, NULL);
+    return 0;
+}
+
+/* Starts the committer after the journal's last record, handing batch starts to the index
+ * writer (stele_on_batch). */
+static int
+stele_start_committer(stele_t *db, const stele_options_t *o, const journal_recovery_t *rec,
+                      stele_error_t *err)
+{
+    commit_config_t cc = {.journal = db->journal,
+                          .last_seq = rec->last_seq,
+                          .last_ts_ns = rec->last_ts_ns,
+                          .sync = o->sync,
+                          .sync_interval_ms = o->sync_interval_ms,
+                          .commit_interval_us = o->commit_interval_us,
+                          .commit_policy = o->commit_policy,
+                          .max_queue_bytes = o->max_queue_bytes,
+                          .queue_timeout_ms = o->queue_timeout_ms,
+                          .batch_bytes = stele_batch_bytes(o),
+                          .max_journal_bytes = o->max_journal_bytes,
+                          .on_full = o->on_full,
+                          .on_batch = stele_on_batch,
+                          .batch_ctx = db};
+    return commit_start(&cc, &db->commit, err);
+}
+
 static void stele_free(stele_t *db);
+
+/* Undoes a failed open in close's order: stops whatever was started (shippers without a
+ * drain: nothing was acknowledged to anyone), closes whatever was opened, frees the
+ * handle. */
+static void
+stele_open_abandon(stele_t *db)
+{
+    atomic_store(&db->is_closing, 1);
+    commit_stop(db->commit, NULL);
+    stele_index_stop(db);
+    for (size_t i = 0; i < db->n_shippers; i++)
+        shipper_stop(db->shippers[i], 0);
+    commit_free(db->commit);
+    journal_close(db->journal, NULL);
+    index_close(db->index);
+    stele_free(db);
+}
 
 int
 stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journal_io_t *io,
@@ -530,116 +723,31 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
         rc = stele_check_sizes(opts_in, err);
     if (rc)
         return rc;
-
-    stele_t *db = calloc(1, sizeof *db);
-    if (!db || !(db->dir = strdup(dir))) {
-        free(db);
+    stele_t *db = stele_alloc(dir, opts_in, io);
+    if (!db)
         return error_set(err, -ENOMEM, "out of memory opening %s", dir);
-    }
-    db->opts = *opts_in;
-    db->opts.source = NULL;
-    db->opts.sinks = NULL;
-    db->opts.n_sinks = 0;
-    db->opts.owned = NULL;
-    db->io = io;
-    db->limits.max_record_bytes = opts_in->max_record_bytes;
-    db->limits.max_depth = opts_in->max_depth;
-    pthread_mutex_init(&db->ix_mu, NULL);
-    pthread_cond_t *cvs[] = {&db->ix_cv, &db->ship_cv};
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(cvs[0], &attr);
-    pthread_condattr_destroy(&attr);
-    pthread_cond_init(cvs[1], NULL);
-    pthread_mutex_init(&db->ship_mu, NULL);
-    if (opts_in->source)
-        snprintf(db->source, sizeof db->source, "%s", opts_in->source);
-    else
-        stele_default_source(db->source, sizeof db->source);
-
-    journal_options_t jo;
-    journal_options_init(&jo);
-    jo.io = io;
-    jo.source = db->source;
-    jo.segment_bytes = opts_in->segment_bytes;
-    jo.max_record_bytes = opts_in->max_record_bytes;
-    jo.file_mode = opts_in->file_mode;
-    jo.dir_mode = opts_in->dir_mode;
-    jo.create_if_missing = opts_in->create_if_missing;
-    /* With sync=always, zero-filled segments make every commit an overwrite of written
-     * blocks, so each fdatasync has no extent metadata to flush. Zero-filling costs a full
-     * extra write of every segment (in the preparer thread, but it competes for the disk
-     * and a core), which pays off only while the synced batches are small: the journal
-     * decides per segment (JOURNAL_ZERO_FILL_SMALL_SYNCS). With interval/never the few
-     * syncs absorb the extent conversion of fallocate'd space instead. */
-    jo.zero_fill = opts_in->sync == STELE_SYNC_ALWAYS ? JOURNAL_ZERO_FILL_SMALL_SYNCS
-                                                      : JOURNAL_ZERO_FILL_NEVER;
-    /* With sync=always every batch is flushed at once, so the page cache only adds work:
-     * a copy, then fdatasync's writeback walk, on the committing thread (journal/direct.h). */
-    jo.direct_writes = opts_in->sync == STELE_SYNC_ALWAYS;
-    stele_recovery_hint(dir, opts_in->file_mode, &jo);
 
     journal_recovery_t rec;
-    memset(&rec, 0, sizeof rec);
-    rc = journal_open(dir, &jo, &db->journal, &rec, err);
+    rc = stele_open_journal(db, opts_in, &rec, err);
     if (rc)
         goto fail;
-    snprintf(db->source, sizeof db->source, "%s", journal_source(db->journal));
-    rc = index_open(dir, 1, opts_in->file_mode, &db->index, err);
+    rc = stele_open_index(db, opts_in, &rec, err);
     if (rc)
         goto fail;
-    char catch_note[STELE_ERROR_MESSAGE_BYTES] = "";
-    rc = stele_index_catch_up(db->index, dir, io, &rec, catch_note, sizeof catch_note, err);
+    rc = stele_start_committer(db, opts_in, &rec, err);
     if (rc)
         goto fail;
-    stele_note_join(db->recovery_note, sizeof db->recovery_note, rec.note, catch_note);
-    /* For `stele status` in other processes; the index is a cache, so a failure to publish
-     * only leaves status without the settings. */
-    (void)published_put_settings(db->index, opts_in, NULL);
-
-    commit_config_t cc = {.journal = db->journal,
-                          .last_seq = rec.last_seq,
-                          .last_ts_ns = rec.last_ts_ns,
-                          .sync = opts_in->sync,
-                          .sync_interval_ms = opts_in->sync_interval_ms,
-                          .commit_interval_us = opts_in->commit_interval_us,
-                          .commit_policy = opts_in->commit_policy,
-                          .max_queue_bytes = opts_in->max_queue_bytes,
-                          .queue_timeout_ms = opts_in->queue_timeout_ms,
-                          .batch_bytes = stele_batch_bytes(opts_in),
-                          .max_journal_bytes = opts_in->max_journal_bytes,
-                          .on_full = opts_in->on_full,
-                          .on_batch = stele_on_batch,
-                          .batch_ctx = db};
-    rc = commit_start(&cc, &db->commit, err);
+    rc = stele_start_index_writer(db, err);
     if (rc)
         goto fail;
-    rc = pthread_create(&db->ix_thread, NULL, stele_index_main, db);
-    if (rc) {
-        rc = error_set(err, -rc, "could not start the index writer: %s", strerror(rc));
-        goto fail;
-    }
-    db->ix_started = true;
     rc = stele_start_shippers(db, opts_in, err);
     if (rc)
         goto fail;
-    pthread_mutex_lock(&db->ix_mu);
-    db->ix_n_shippers = db->n_shippers;
-    pthread_mutex_unlock(&db->ix_mu);
     *out = db;
     return 0;
 
 fail:
-    atomic_store(&db->is_closing, 1);
-    commit_stop(db->commit, NULL);
-    stele_index_stop(db);
-    for (size_t i = 0; i < db->n_shippers; i++)
-        shipper_stop(db->shippers[i], 0);
-    commit_free(db->commit);
-    journal_close(db->journal, NULL);
-    index_close(db->index);
-    stele_free(db);
+    stele_open_abandon(db);
     return rc;
 }
 

@@ -3,7 +3,8 @@
  * seq assignment, batch splitting at the batch cap, the positions handed to the index
  * writer, the adaptive delay counted only when other writers are active, unwaited records
  * still written promptly, a drain on stop that syncs whatever `sync` says, and who writes
- * the batches of a lone writer (itself when leading, the committer otherwise).
+ * the batches of a lone writer (itself when leading, the committer otherwise), and a wait
+ * whose timeout is too long for nanoseconds waiting without a deadline.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -387,6 +388,29 @@ test_commit_rejects_waits_for_seqs_never_appended(void **state)
     commit_free(c);
 }
 
+/* A timeout too long to express in nanoseconds (INT64_MAX ms: "practically forever") is
+ * a wait without a deadline, not one that wrapped into the past and times out at once.
+ * With sync=interval the record is durable only at the next sync, after the waiter's spin,
+ * so the waiter really sleeps. */
+static void
+test_commit_wait_with_a_centuries_long_timeout_waits_for_the_sync(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    cc.sync = STELE_SYNC_INTERVAL;
+    cc.sync_interval_ms = 100;
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_NONE);
+    stele_error_t err = {0};
+    int rc = commit_wait(c, seq, STELE_WAIT_DURABLE, INT64_MAX, &err);
+    if (rc)
+        fail_msg("commit_wait: %d %s", rc, err.message);
+    assert_true(commit_durable_seq(c) >= seq);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
 static void
 test_commit_latency_percentiles_are_ordered(void **state)
 {
@@ -423,6 +447,7 @@ main(void)
         T(test_commit_writes_unwaited_records_without_being_asked),
         T(test_commit_rejects_waits_for_seqs_never_appended),
         T(test_commit_latency_percentiles_are_ordered),
+        T(test_commit_wait_with_a_centuries_long_timeout_waits_for_the_sync),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
