@@ -152,7 +152,7 @@ stele_index_apply(stele_t *db, index_batch_t *batch, size_t n)
         db->ix_err = err; /* the index is a cache: catch-up at the next open repairs it */
 }
 
-static uint64_t stele_min_shipped(stele_t *db);
+static uint64_t stele_min_shipped_of(stele_t *db, size_t n_shippers);
 
 /*
  * The first seq to keep under the retention policy, or 0 to keep everything. Only segments
@@ -160,13 +160,15 @@ static uint64_t stele_min_shipped(stele_t *db);
  * next one starts at or below min shipped + 1). Among them, retention_seconds drops those
  * whose newest record is older than the limit (the next segment's first timestamp bounds
  * it), and retention_bytes keeps at most that many bytes of them, dropping the oldest.
+ * n_shippers is the index writer's snapshot (ix_n_shippers): 0 until every sink's shipper
+ * has started, so a sink still starting never has its segments cut under it.
  */
 static uint64_t
-stele_retention_cut(stele_t *db)
+stele_retention_cut(stele_t *db, size_t n_shippers)
 {
-    if (db->n_shippers == 0 || (db->opts.retention_bytes == 0 && db->opts.retention_seconds == 0))
+    if (n_shippers == 0 || (db->opts.retention_bytes == 0 && db->opts.retention_seconds == 0))
         return 0;
-    uint64_t shipped = stele_min_shipped(db);
+    uint64_t shipped = stele_min_shipped_of(db, n_shippers);
     if (shipped == 0)
         return 0;
     stele_error_t err;
@@ -209,9 +211,9 @@ stele_retention_cut(stele_t *db)
 /* On the index writer thread: deletes segments the policy lets go, then their index entries,
  * and wakes appenders blocked on the quota. */
 static void
-stele_apply_retention(stele_t *db)
+stele_apply_retention(stele_t *db, size_t n_shippers)
 {
-    uint64_t cut = stele_retention_cut(db);
+    uint64_t cut = stele_retention_cut(db, n_shippers);
     if (cut == 0)
         return;
     stele_error_t err;
@@ -333,7 +335,7 @@ stele_ix_periodic(stele_t *db, stele_ix_clock_t *clk, size_t n_shippers, bool st
         clk->is_dirty = false;
     }
     if (!stop && now - clk->last_retention_ms >= STELE_RETENTION_CHECK_MS) {
-        stele_apply_retention(db);
+        stele_apply_retention(db, n_shippers);
         clk->last_retention_ms = now;
     }
 }
@@ -406,16 +408,24 @@ stele_on_ship_progress(void *ctx, const char *sink_name, uint64_t shipped_seq)
     pthread_mutex_unlock(&db->ship_mu);
 }
 
+/* The lowest seq every one of the first n_shippers shippers has shipped; 0 when none. */
 static uint64_t
-stele_min_shipped(stele_t *db)
+stele_min_shipped_of(stele_t *db, size_t n_shippers)
 {
     uint64_t min = UINT64_MAX;
-    for (size_t i = 0; i < db->n_shippers; i++) {
+    for (size_t i = 0; i < n_shippers; i++) {
         uint64_t s = shipper_shipped_seq(db->shippers[i]);
         if (s < min)
             min = s;
     }
-    return db->n_shippers ? min : 0;
+    return n_shippers ? min : 0;
+}
+
+/* For callers after stele_open returned, when n_shippers no longer changes. */
+static uint64_t
+stele_min_shipped(stele_t *db)
+{
+    return stele_min_shipped_of(db, db->n_shippers);
 }
 
 static int

@@ -21,8 +21,10 @@ stele_add_test(test_ship_mongo SOURCES test_ship_mongo.c LIBS stele_ship_test_su
                TIMEOUT 600)
 stele_add_test(test_ship_faults SOURCES test_ship_faults.c LIBS stele_ship_test_support
                TIMEOUT 900)
-set_tests_properties(test_ship_mongo test_ship_faults PROPERTIES FIXTURES_REQUIRED mongo_server
-                     LABELS mongo)
+stele_add_test(test_retention_mongo SOURCES test_retention_mongo.c LIBS stele_ship_test_support
+               TIMEOUT 600)
+set_tests_properties(test_ship_mongo test_ship_faults test_retention_mongo PROPERTIES
+                     FIXTURES_REQUIRED mongo_server LABELS mongo)
 
 # stele-ship-bench: the shipping figures of docs/benchmarks.md (not run by ctest).
 add_executable(stele-ship-bench integration/ship_bench.c)
