@@ -949,7 +949,7 @@ commit_quota_error(commit_t *c, stele_error_t *err)
     return STELE_EFULL;
 }
 
-/* The queue_timeout_ms refusal (mu held); `why` is what the append first waited for. */
+/* The queue_timeout_ms refusal (mu held); `why` is what still blocks the append. */
 static int
 commit_room_timeout_error(commit_t *c, int why, stele_error_t *err)
 {
@@ -987,8 +987,12 @@ commit_wait_for_room(commit_t *c, size_t frame_bytes, stele_error_t *err)
         c->n_space_waiters++;
         int wrc = commit_cond_wait(&c->space_cv, &c->mu, deadline);
         c->n_space_waiters--;
-        if (wrc == ETIMEDOUT && commit_blocked(c, frame_bytes) != 0)
-            return commit_room_timeout_error(c, why, err);
+        /* At the deadline, the refusal names what blocks the append now, which may not be
+         * what it first waited for; a quota with on_full=fail is refused as such. */
+        if (wrc == ETIMEDOUT && (why = commit_blocked(c, frame_bytes)) != 0)
+            return why == STELE_EFULL && c->cfg.on_full == STELE_ON_FULL_FAIL
+                       ? commit_quota_error(c, err)
+                       : commit_room_timeout_error(c, why, err);
     }
 }
 
