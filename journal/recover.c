@@ -76,12 +76,15 @@ recover_decode_at(const recover_scan_t *s, scan_buf_t *b, uint64_t off, record_s
     uint64_t room = s->seg_bytes - off;
     uint64_t need = FRAME_HEADER_BYTES;
     for (int attempt = 0; attempt < 3; attempt++) {
-        ssize_t avail = scan_buf_fill(s, b, off, need < room ? need : room);
+        uint64_t asked = need < room ? need : room;
+        ssize_t avail = scan_buf_fill(s, b, off, asked);
         if (avail < 0)
             return (int)avail;
         const uint8_t *p = b->data + (off - b->off);
-        *st = record_decode(p, (size_t)avail, (uint64_t)avail < room ? (uint64_t)avail : room, off,
-                            v);
+        /* Only a short read (the file ends early) bounds the frame at what was read; a frame
+         * that merely runs past the buffered chunk needs more, not a bad-length verdict. */
+        uint64_t frame_room = (uint64_t)avail < asked ? (uint64_t)avail : room;
+        *st = record_decode(p, (size_t)avail, frame_room, off, v);
         if (*st != RECORD_NEED_MORE)
             return 0;
         if ((uint64_t)avail >= FRAME_HEADER_BYTES)
