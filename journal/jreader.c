@@ -274,7 +274,9 @@ reader_decode(journal_reader_t *r, record_status_t *st, record_view_t *v)
             return (int)n;
         r->buf_off = r->off;
         r->buf_len = (size_t)n;
-        *st = record_decode(r->buf, (size_t)n, (uint64_t)n < room ? (uint64_t)n : room, r->off, v);
+        /* Only a short read (the file ends early) bounds the frame at what was read; a frame
+         * larger than the chunk needs a second, larger read, not a bad-length verdict. */
+        *st = record_decode(r->buf, (size_t)n, (uint64_t)n < need ? (uint64_t)n : room, r->off, v);
         if (*st != RECORD_NEED_MORE)
             return 0;
         if ((uint64_t)n < need) {

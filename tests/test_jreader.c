@@ -342,6 +342,72 @@ test_reader_seek_uses_good_hint_and_survives_bad_one(void **state)
     jtest_rmtree(dir);
 }
 
+/* Records larger than what the reader reads at a time (max_record_bytes allows them): the
+ * reader must read on into such a frame, not report it as a bad length. */
+enum { BIG_PAYLOAD_BYTES = 300 * 1024 };
+
+static uint32_t
+big_test_payload_len(uint64_t seq)
+{
+    return seq % 2 ? 100 : BIG_PAYLOAD_BYTES;
+}
+
+static void
+read_big_records(const char *dir, uint64_t n)
+{
+    journal_reader_t *r = NULL;
+    stele_error_t err = {0};
+    journal_record_t rec;
+    assert_int_equal(journal_reader_open(dir, NULL, &r, &err), 0);
+    for (uint64_t seq = 1; seq <= n; seq++) {
+        int rc = journal_reader_next(r, &rec, &err);
+        if (rc)
+            fprintf(stderr, "next: %d (%s)\n", rc, err.message);
+        assert_int_equal(rc, 0);
+        assert_int_equal(rec.seq, seq);
+        assert_int_equal(rec.payload_len, big_test_payload_len(seq));
+        assert_int_equal(rec.payload[0], (uint8_t)seq);
+        assert_int_equal(rec.payload[rec.payload_len - 1], (uint8_t)seq);
+    }
+    assert_int_equal(journal_reader_next(r, &rec, &err), STELE_EAGAIN);
+    journal_reader_close(r);
+}
+
+static void
+test_reader_returns_records_larger_than_its_read_chunk(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("big");
+    journal_options_t o;
+    jtest_options(&o, 4u << 20);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    size_t cap = 2 * journal_frame_bytes(BIG_PAYLOAD_BYTES);
+    uint8_t *batch = malloc(cap), *payload = malloc(BIG_PAYLOAD_BYTES);
+    assert_non_null(batch);
+    assert_non_null(payload);
+    enum { BIG_BATCHES = 3, BIG_PER_BATCH = 2 };
+    for (uint64_t seq = 1; seq <= BIG_BATCHES * BIG_PER_BATCH;) {
+        size_t len = 0;
+        for (int k = 0; k < BIG_PER_BATCH; k++, seq++) {
+            memset(payload, (int)(uint8_t)seq, big_test_payload_len(seq));
+            journal_frame_prepare(batch + len, seq, (int64_t)seq * 1000, payload,
+                                  big_test_payload_len(seq));
+            len += journal_frame_bytes(big_test_payload_len(seq));
+        }
+        assert_int_equal(journal_append_batch(j, batch, len, NULL, &err), 0);
+    }
+    assert_int_equal(journal_sync(j, &err), 0);
+    journal_publish(j, journal_last_seq(j), journal_last_seq(j));
+    read_big_records(dir, BIG_BATCHES * BIG_PER_BATCH); /* a live writer published them */
+    assert_int_equal(journal_close(j, &err), 0);
+    read_big_records(dir, BIG_BATCHES * BIG_PER_BATCH); /* whole batches on disk */
+    free(payload);
+    free(batch);
+    jtest_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -352,6 +418,7 @@ main(void)
         cmocka_unit_test(test_reader_wait_times_out_without_busy_polling),
         cmocka_unit_test(test_reader_in_another_process_follows_writer_across_rolls),
         cmocka_unit_test(test_reader_seek_uses_good_hint_and_survives_bad_one),
+        cmocka_unit_test(test_reader_returns_records_larger_than_its_read_chunk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
