@@ -698,10 +698,11 @@ journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_
     if (rc)
         return journal_fail_errno(err, rc, "list journal directory", j->dir);
     if (d.n == 0 && !d.has_lock && d.n_other > 0) {
+        size_t n_other = d.n_other; /* segment_dir_free clears d */
         segment_dir_free(&d);
         return jerr_set(err, STELE_ENOTJOURNAL, "give an empty or new directory for a new journal",
                         "%s is not a stele journal (no segments, no LOCK, %zu other entries)",
-                        j->dir, d.n_other);
+                        j->dir, n_other);
     }
     if (d.n == 0 && !j->opts.create_if_missing) {
         segment_dir_free(&d);
