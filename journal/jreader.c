@@ -564,6 +564,29 @@ journal_reader_next(journal_reader_t *r, journal_record_t *rec, stele_error_t *e
     return reader_step(r, rec, 1, err);
 }
 
+/* Moves the cursor from segment seg's first frame to the hinted one. A hint is used only
+ * when its frame checks out and precedes seq (the target's prev_hash is then read on the
+ * way); a wrong hint just costs the scan. */
+static void
+reader_try_hint(journal_reader_t *r, uint64_t seq, uint64_t seg, uint64_t hint_segment_seq,
+                uint64_t hint_offset)
+{
+    if (hint_segment_seq != seg || hint_offset <= SEG_HEADER_BYTES ||
+        hint_offset % FRAME_ALIGN != 0 || hint_offset >= r->seg_bytes)
+        return;
+    uint64_t saved = r->off;
+    record_status_t st;
+    record_view_t v;
+    r->off = hint_offset;
+    int rc = reader_decode(r, &st, &v);
+    if (!rc && st == RECORD_VALID && v.seq < seq && v.seq >= seg) {
+        r->next_seq = v.seq;
+        r->have_prev = 0;
+    } else {
+        r->off = saved;
+    }
+}
+
 int
 journal_reader_seek(journal_reader_t *r, uint64_t seq, uint64_t hint_segment_seq,
                     uint64_t hint_offset, stele_error_t *err)
@@ -597,22 +620,7 @@ journal_reader_seek(journal_reader_t *r, uint64_t seq, uint64_t hint_segment_seq
     if (rc)
         return rc;
     r->min_seq = too_old ? seg : seq;
-    if (hint_segment_seq == seg && hint_offset > SEG_HEADER_BYTES &&
-        hint_offset % FRAME_ALIGN == 0 && hint_offset < r->seg_bytes) {
-        /* A hint is used only when its frame checks out and precedes seq (the target's
-         * prev_hash is then read on the way); a wrong hint just costs the scan. */
-        uint64_t saved = r->off;
-        record_status_t st;
-        record_view_t v;
-        r->off = hint_offset;
-        rc = reader_decode(r, &st, &v);
-        if (!rc && st == RECORD_VALID && v.seq < seq && v.seq >= seg) {
-            r->next_seq = v.seq;
-            r->have_prev = 0;
-        } else {
-            r->off = saved;
-        }
-    }
+    reader_try_hint(r, seq, seg, hint_segment_seq, hint_offset);
     r->batch_end_off = 0;
     if (too_old) {
         char name[SEG_NAME_BYTES];
