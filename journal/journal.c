@@ -614,64 +614,92 @@ journal_pick_scan_start(journal_t *j, recover_scan_t *s, const segment_header_t 
     s->trust_first = 1;
 }
 
+/* Scans the newest segment's tail, from the hint when it checks out. A hinted batch that is
+ * not complete leaves its predecessor's hash unknown here: then again from the first frame. */
+static int
+journal_scan_tail(journal_t *j, const segment_header_t *h, recover_scan_t *s)
+{
+    *s = (recover_scan_t){.io = j->io,
+                          .fd = j->active_fd,
+                          .seg_bytes = j->active_bytes,
+                          .prev_ts_ns = h->prev_ts_ns,
+                          .hasher = j->hasher};
+    memcpy(s->prev_hash, h->prev_hash, HASH_BYTES);
+    journal_pick_scan_start(j, s, h);
+    int rc = recover_scan_tail(s);
+    if (!rc && s->trust_first && s->n_batches == 0) {
+        s->start_off = SEG_HEADER_BYTES;
+        s->expect_seq = h->first_seq;
+        s->prev_ts_ns = h->prev_ts_ns;
+        s->trust_first = 0;
+        rc = recover_scan_tail(s);
+    }
+    return rc;
+}
+
+/* Damage before data that was synced (E2, E3) refuses the open; nothing is changed. */
+static int
+journal_refuse_synced_damage(const recover_scan_t *s, const char *name, journal_recovery_t *rec,
+                             stele_error_t *err)
+{
+    rec->end = JOURNAL_END_SEALED_DAMAGE;
+    if (s->chain_broken)
+        return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY, "segment %s offset %" PRIu64 ": %s",
+                        name, s->damage_off, s->why);
+    return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                    "segment %s offset %" PRIu64 ": %s before synced data (a later frame "
+                    "says seq %" PRIu64 " was synced; the log ends at %" PRIu64 ")",
+                    name, s->damage_off, s->why, s->max_later_synced, s->last_seq);
+}
+
+/* A torn tail in never-synced data (E4) is zeroed back to the last complete batch, so it
+ * reads as clean preallocated space, and the note says what was dropped. */
+static int
+journal_zero_torn_tail(journal_t *j, const recover_scan_t *s, const char *name,
+                       journal_recovery_t *rec, stele_error_t *err)
+{
+    if (s->dirty_end <= s->end_off)
+        return 0;
+    int rc = recover_zero_tail(j->io, j->active_fd, s->end_off, s->dirty_end);
+    if (rc)
+        return journal_fail_errno(err, rc, "truncate the torn tail of segment", name);
+    rec->truncated_bytes = s->dirty_end - s->end_off;
+    snprintf(rec->note, sizeof rec->note,
+             "recovered segment %s: %s at offset %" PRIu64 "; dropped %" PRIu64
+             " unacknowledged record(s) after seq %" PRIu64 ", zeroed %" PRIu64 " bytes",
+             name, journal_end_name(s->end), s->damage_off, s->dropped_frames, s->last_seq,
+             rec->truncated_bytes);
+    return 0;
+}
+
+/* Recovery of the newest segment, already open for writing as active_fd (FORMAT.md,
+ * "End of log"): the writer continues from the end of its last complete batch. */
 static int
 journal_recover(journal_t *j, const segment_header_t *h, journal_recovery_t *rec,
                 stele_error_t *err)
 {
     char name[SEG_NAME_BYTES], ebuf[64];
     journal_seg_name(name, h->first_seq);
-    int fd = j->active_fd; /* opened for writing by journal_check_headers */
     j->active_first_seq = h->first_seq;
     off_t size = 0;
-    int rc = j->io->file_size(j->io->ctx, fd, &size);
+    int rc = j->io->file_size(j->io->ctx, j->active_fd, &size);
     if (rc)
         return journal_fail_errno(err, rc, "size segment", name);
     j->active_bytes = (uint64_t)size;
-
-    recover_scan_t s = {.io = j->io,
-                        .fd = fd,
-                        .seg_bytes = (uint64_t)size,
-                        .prev_ts_ns = h->prev_ts_ns,
-                        .hasher = j->hasher};
-    memcpy(s.prev_hash, h->prev_hash, HASH_BYTES);
-    journal_pick_scan_start(j, &s, h);
-    rc = recover_scan_tail(&s);
-    if (!rc && s.trust_first && s.n_batches == 0) {
-        /* The hinted batch is not complete: its predecessor's hash is unknown here. */
-        s.start_off = SEG_HEADER_BYTES;
-        s.expect_seq = h->first_seq;
-        s.prev_ts_ns = h->prev_ts_ns;
-        s.trust_first = 0;
-        rc = recover_scan_tail(&s);
-    }
+    recover_scan_t s;
+    rc = journal_scan_tail(j, h, &s);
     if (rc)
         return journal_fail_errno(err, rc, "scan segment", name);
     rec->end = s.end;
     rec->scanned_bytes = s.scanned_bytes;
-    if (recover_is_synced_damage(&s)) {
-        rec->end = JOURNAL_END_SEALED_DAMAGE;
-        if (s.chain_broken)
-            return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
-                            "segment %s offset %" PRIu64 ": %s", name, s.damage_off, s.why);
-        return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
-                        "segment %s offset %" PRIu64 ": %s before synced data (a later frame "
-                        "says seq %" PRIu64 " was synced; the log ends at %" PRIu64 ")",
-                        name, s.damage_off, s.why, s.max_later_synced, s.last_seq);
-    }
-    if (s.dirty_end > s.end_off) {
-        rc = recover_zero_tail(j->io, fd, s.end_off, s.dirty_end);
-        if (rc)
-            return journal_fail_errno(err, rc, "truncate the torn tail of segment", name);
-        rec->truncated_bytes = s.dirty_end - s.end_off;
-        snprintf(rec->note, sizeof rec->note,
-                 "recovered segment %s: %s at offset %" PRIu64 "; dropped %" PRIu64
-                 " unacknowledged record(s) after seq %" PRIu64 ", zeroed %" PRIu64 " bytes",
-                 name, journal_end_name(s.end), s.damage_off, s.dropped_frames, s.last_seq,
-                 rec->truncated_bytes);
-    }
+    if (recover_is_synced_damage(&s))
+        return journal_refuse_synced_damage(&s, name, rec, err);
+    rc = journal_zero_torn_tail(j, &s, name, rec, err);
+    if (rc)
+        return rc;
     /* Whatever survived may sit in the page cache only (the previous writer died): make it
      * durable now, so durable_seq can start at last_seq. */
-    rc = j->io->fdatasync(j->io->ctx, fd);
+    rc = j->io->fdatasync(j->io->ctx, j->active_fd);
     if (rc)
         return jerr_set(err, rc, NULL, "could not sync segment %s: %s", name,
                         jerr_errno_text(rc, ebuf, sizeof ebuf));
