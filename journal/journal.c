@@ -876,6 +876,76 @@ journal_check_batch(const journal_t *j, const uint8_t *buf, size_t len, stele_er
     return 0;
 }
 
+/* A sealed batch's effect on the journal, applied only once the batch is written. */
+typedef struct sealed_batch {
+    uint64_t first_seq;
+    uint64_t last_seq;
+    int64_t last_ts_ns;
+    uint8_t last_hash[HASH_BYTES];
+} sealed_batch_t;
+
+/* Seals every frame in place: chain hash, BATCH_END on the last, synced_seq, CRC. */
+static int
+journal_seal_batch(journal_t *j, uint8_t *buf, size_t len, sealed_batch_t *out, stele_error_t *err)
+{
+    memcpy(out->last_hash, j->last_hash, HASH_BYTES);
+    uint64_t synced = atomic_load(&j->durable_seq);
+    out->first_seq = format_load_u64(buf + FRAME_OFF_SEQ);
+    out->last_seq = out->first_seq;
+    out->last_ts_ns = j->last_ts_ns;
+    for (size_t off = 0; off < len;) {
+        uint32_t payload_len = format_load_u32(buf + off + FRAME_OFF_PAYLOAD_LEN);
+        size_t frame_bytes = (size_t)format_frame_bytes(payload_len);
+        uint32_t flags = off + frame_bytes == len ? FRAME_FLAG_BATCH_END : 0;
+        int rc = record_seal(buf + off, out->last_hash, flags, synced, j->hasher, out->last_hash);
+        if (rc)
+            return jerr_set(err, rc, NULL, "could not hash record: out of memory");
+        out->last_seq = format_load_u64(buf + off + FRAME_OFF_SEQ);
+        out->last_ts_ns = format_load_i64(buf + off + FRAME_OFF_TS_NS);
+        off += frame_bytes;
+    }
+    return 0;
+}
+
+/* The batch in one write at write_off: one pwritev, or with direct writes the whole blocks
+ * it touches. */
+static int
+journal_write_batch(journal_t *j, uint8_t *buf, size_t len)
+{
+    if (j->direct.fd >= 0) {
+        int rc = direct_write(&j->direct, j->io, j->active_fd, buf, len, j->write_off);
+        if (rc == -EINVAL)
+            rc = journal_direct_refused(j, buf, len);
+        return rc;
+    }
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    return j->io->pwritev(j->io->ctx, j->active_fd, &iov, 1, (off_t)j->write_off);
+}
+
+static void
+journal_fill_batch_info(const journal_t *j, const uint8_t *buf, const sealed_batch_t *b, int rolled,
+                        journal_batch_info_t *info)
+{
+    info->first_seq = b->first_seq;
+    info->last_seq = b->last_seq;
+    info->first_ts_ns = format_load_i64(buf + FRAME_OFF_TS_NS);
+    info->segment_seq = j->active_first_seq;
+    info->offset = j->write_off;
+    info->rolled = rolled;
+}
+
+/* The batch is written: the journal continues after it. */
+static void
+journal_advance(journal_t *j, size_t len, const sealed_batch_t *b)
+{
+    j->write_off += len;
+    j->bytes_since_sync += len;
+    journal_maybe_want_prepared(j);
+    j->last_ts_ns = b->last_ts_ns;
+    memcpy(j->last_hash, b->last_hash, HASH_BYTES);
+    atomic_store_explicit(&j->last_seq, b->last_seq, memory_order_release);
+}
+
 int
 journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_t *info,
                      stele_error_t *err)
@@ -889,56 +959,25 @@ journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_
         rc = journal_check_batch(j, buf, len, err);
     if (rc)
         return rc;
-    int rolled = 0;
-    if (j->write_off + len > j->active_bytes) {
+    int rolled = j->write_off + len > j->active_bytes;
+    if (rolled) {
         rc = journal_roll(j, err);
         if (rc)
             return rc;
-        rolled = 1;
     }
-    uint8_t hash[HASH_BYTES];
-    memcpy(hash, j->last_hash, HASH_BYTES);
-    uint64_t synced = atomic_load(&j->durable_seq);
-    uint64_t first_seq = format_load_u64(buf + FRAME_OFF_SEQ), last_seq = first_seq;
-    int64_t last_ts = j->last_ts_ns;
-    for (size_t off = 0; off < len;) {
-        uint32_t payload_len = format_load_u32(buf + off + FRAME_OFF_PAYLOAD_LEN);
-        size_t frame_bytes = (size_t)format_frame_bytes(payload_len);
-        uint32_t flags = off + frame_bytes == len ? FRAME_FLAG_BATCH_END : 0;
-        rc = record_seal(buf + off, hash, flags, synced, j->hasher, hash);
-        if (rc)
-            return jerr_set(err, rc, NULL, "could not hash record: out of memory");
-        last_seq = format_load_u64(buf + off + FRAME_OFF_SEQ);
-        last_ts = format_load_i64(buf + off + FRAME_OFF_TS_NS);
-        off += frame_bytes;
-    }
-    if (j->direct.fd >= 0) {
-        rc = direct_write(&j->direct, j->io, j->active_fd, buf, len, j->write_off);
-        if (rc == -EINVAL)
-            rc = journal_direct_refused(j, buf, len);
-    } else {
-        struct iovec iov = {.iov_base = buf, .iov_len = len};
-        rc = j->io->pwritev(j->io->ctx, j->active_fd, &iov, 1, (off_t)j->write_off);
-    }
+    sealed_batch_t sealed;
+    rc = journal_seal_batch(j, buf, len, &sealed, err);
+    if (rc)
+        return rc;
+    rc = journal_write_batch(j, buf, len);
     if (rc)
         return journal_halt(j, err, rc, NULL,
                             "could not write segment %s at offset %" PRIu64 ": %s",
                             journal_seg_name(name, j->active_first_seq), j->write_off,
                             jerr_errno_text(rc, ebuf, sizeof ebuf));
-    if (info) {
-        info->first_seq = first_seq;
-        info->last_seq = last_seq;
-        info->first_ts_ns = format_load_i64(buf + FRAME_OFF_TS_NS);
-        info->segment_seq = j->active_first_seq;
-        info->offset = j->write_off;
-        info->rolled = rolled;
-    }
-    j->write_off += len;
-    j->bytes_since_sync += len;
-    journal_maybe_want_prepared(j);
-    j->last_ts_ns = last_ts;
-    memcpy(j->last_hash, hash, HASH_BYTES);
-    atomic_store_explicit(&j->last_seq, last_seq, memory_order_release);
+    if (info)
+        journal_fill_batch_info(j, buf, &sealed, rolled, info);
+    journal_advance(j, len, &sealed);
     return 0;
 }
 
