@@ -763,6 +763,58 @@ journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_
     return rc;
 }
 
+/* A journal_t every field of which journal_close can release, NULL when out of memory.
+ * dir and hasher may still be NULL: the caller checks, and closes. */
+static journal_t *
+journal_alloc(const char *dir, const journal_options_t *opts_in)
+{
+    journal_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->opts = *opts_in;
+    j->opts.source = NULL; /* borrowed: copied into source[] (a new journal's name) */
+    j->opts.io = NULL;
+    if (opts_in->source)
+        snprintf(j->source, sizeof j->source, "%s", opts_in->source);
+    j->io = opts_in->io ? opts_in->io : journal_io_posix();
+    j->lock_fd = -1;
+    j->active_fd = -1;
+    direct_init(&j->direct);
+    j->prep_fd = -1;
+    j->dir = strdup(dir);
+    j->hasher = chain_hasher_new();
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_mutex_init(&j->retention_mu, NULL);
+    pthread_cond_init(&j->prep_cv, NULL);
+    return j;
+}
+
+/* Recovery is done and everything left is durable (E6): readers may return it, and the
+ * preparer may start on the next segment. */
+static int
+journal_go_live(journal_t *j, stele_error_t *err)
+{
+    journal_direct_attach(j);
+    uint64_t last = atomic_load(&j->last_seq);
+    atomic_store(&j->durable_seq, last);
+    shared_publish(j->shared, last, last);
+    journal_maybe_want_prepared(j); /* an existing journal may be past the mark already */
+    int rc = journal_preparer_start(j);
+    if (rc)
+        jerr_set(err, rc, NULL, "could not start the segment preparer of %s", j->dir);
+    return rc;
+}
+
+static void
+journal_fill_recovery(const journal_t *j, journal_recovery_t *rec)
+{
+    uint64_t last = atomic_load(&j->last_seq);
+    rec->first_seq = last ? j->seg_seqs[0] : 0;
+    rec->last_seq = last;
+    rec->last_ts_ns = j->last_ts_ns;
+    memcpy(rec->last_hash, j->last_hash, HASH_BYTES);
+}
+
 int
 journal_open(const char *dir, const journal_options_t *opts_in, journal_t **out,
              journal_recovery_t *rec_out, stele_error_t *err)
@@ -781,45 +833,19 @@ journal_open(const char *dir, const journal_options_t *opts_in, journal_t **out,
     int rc = journal_validate_options(opts_in, err);
     if (rc)
         return rc;
-    journal_t *j = calloc(1, sizeof *j);
+    journal_t *j = journal_alloc(dir, opts_in);
     if (!j)
         return jerr_set(err, -ENOMEM, NULL, "out of memory opening journal %s", dir);
-    j->opts = *opts_in;
-    j->opts.source = NULL; /* borrowed: copied into source[] (a new journal's name) */
-    j->opts.io = NULL;
-    if (opts_in->source)
-        snprintf(j->source, sizeof j->source, "%s", opts_in->source);
-    j->io = opts_in->io ? opts_in->io : journal_io_posix();
-    j->lock_fd = -1;
-    j->active_fd = -1;
-    direct_init(&j->direct);
-    j->prep_fd = -1;
-    j->dir = strdup(dir);
-    j->hasher = chain_hasher_new();
-    pthread_mutex_init(&j->mu, NULL);
-    pthread_mutex_init(&j->retention_mu, NULL);
-    pthread_cond_init(&j->prep_cv, NULL);
     if (!j->dir || !j->hasher) {
         rc = jerr_set(err, -ENOMEM, NULL, "out of memory opening journal %s", dir);
         goto fail;
     }
     rc = journal_open_existing_or_new(j, rec, err);
+    if (!rc)
+        rc = journal_go_live(j, err);
     if (rc)
         goto fail;
-    journal_direct_attach(j);
-    uint64_t last = atomic_load(&j->last_seq);
-    atomic_store(&j->durable_seq, last);
-    shared_publish(j->shared, last, last);
-    journal_maybe_want_prepared(j); /* an existing journal may be past the mark already */
-    rc = journal_preparer_start(j);
-    if (rc) {
-        jerr_set(err, rc, NULL, "could not start the segment preparer of %s", dir);
-        goto fail;
-    }
-    rec->first_seq = last ? j->seg_seqs[0] : 0;
-    rec->last_seq = last;
-    rec->last_ts_ns = j->last_ts_ns;
-    memcpy(rec->last_hash, j->last_hash, HASH_BYTES);
+    journal_fill_recovery(j, rec);
     j->is_open = 1;
     *out = j;
     return 0;
