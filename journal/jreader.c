@@ -91,11 +91,12 @@ reader_close_segment(journal_reader_t *r)
     r->batch_end_off = 0;
 }
 
-/* Opens segment first_seq and checks its header. Returns 0, -ENOENT (no such segment),
- * STELE_ECORRUPT, STELE_EVERSION or -errno. */
+/* Opens segment first_seq and checks its header; the cursor is not touched. Returns 0 with
+ * *fd_out and *bytes_out, -ENOENT (no such segment), STELE_ECORRUPT, STELE_EVERSION or
+ * -errno. */
 static int
-reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h,
-                    stele_error_t *err)
+reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h, int *fd_out,
+                    uint64_t *bytes_out, stele_error_t *err)
 {
     char path[PATH_MAX], name[SEG_NAME_BYTES];
     const char *why = "";
@@ -137,29 +138,36 @@ reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h
         r->version = h->version;
         r->have_genesis = 1;
     }
-    reader_close_segment(r);
-    r->seg_fd = fd;
-    r->seg_first_seq = first_seq;
-    r->seg_bytes = (uint64_t)size;
+    *fd_out = fd;
+    *bytes_out = (uint64_t)size;
     return 0;
 }
 
-/* Moves the cursor to the first frame of segment first_seq. */
+/* Moves the cursor to the first frame of segment first_seq. A segment that does not
+ * continue the chain is refused like any other bad header: the cursor stays where it was,
+ * so asking again reports the same damage. */
 static int
 reader_enter_segment(journal_reader_t *r, uint64_t first_seq, stele_error_t *err)
 {
     segment_header_t h;
-    int rc = reader_open_segment(r, first_seq, &h, err);
+    int fd = -1;
+    uint64_t seg_bytes = 0;
+    int rc = reader_open_segment(r, first_seq, &h, &fd, &seg_bytes, err);
     if (rc)
         return rc;
     if (r->have_prev && r->next_seq == first_seq &&
         memcmp(h.prev_hash, r->prev_hash, HASH_BYTES) != 0) {
         char name[SEG_NAME_BYTES];
+        r->io->close(r->io->ctx, fd);
         return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
                         "segment %s offset 0: prev_hash does not match the previous segment's "
                         "last record",
                         reader_seg_name(name, first_seq));
     }
+    reader_close_segment(r);
+    r->seg_fd = fd;
+    r->seg_first_seq = first_seq;
+    r->seg_bytes = seg_bytes;
     r->off = SEG_HEADER_BYTES;
     r->next_seq = first_seq;
     memcpy(r->prev_hash, h.prev_hash, HASH_BYTES);
