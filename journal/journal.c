@@ -614,64 +614,92 @@ journal_pick_scan_start(journal_t *j, recover_scan_t *s, const segment_header_t 
     s->trust_first = 1;
 }
 
+/* Scans the newest segment's tail, from the hint when it checks out. A hinted batch that is
+ * not complete leaves its predecessor's hash unknown here: then again from the first frame. */
+static int
+journal_scan_tail(journal_t *j, const segment_header_t *h, recover_scan_t *s)
+{
+    *s = (recover_scan_t){.io = j->io,
+                          .fd = j->active_fd,
+                          .seg_bytes = j->active_bytes,
+                          .prev_ts_ns = h->prev_ts_ns,
+                          .hasher = j->hasher};
+    memcpy(s->prev_hash, h->prev_hash, HASH_BYTES);
+    journal_pick_scan_start(j, s, h);
+    int rc = recover_scan_tail(s);
+    if (!rc && s->trust_first && s->n_batches == 0) {
+        s->start_off = SEG_HEADER_BYTES;
+        s->expect_seq = h->first_seq;
+        s->prev_ts_ns = h->prev_ts_ns;
+        s->trust_first = 0;
+        rc = recover_scan_tail(s);
+    }
+    return rc;
+}
+
+/* Damage before data that was synced (E2, E3) refuses the open; nothing is changed. */
+static int
+journal_refuse_synced_damage(const recover_scan_t *s, const char *name, journal_recovery_t *rec,
+                             stele_error_t *err)
+{
+    rec->end = JOURNAL_END_SEALED_DAMAGE;
+    if (s->chain_broken)
+        return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY, "segment %s offset %" PRIu64 ": %s",
+                        name, s->damage_off, s->why);
+    return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                    "segment %s offset %" PRIu64 ": %s before synced data (a later frame "
+                    "says seq %" PRIu64 " was synced; the log ends at %" PRIu64 ")",
+                    name, s->damage_off, s->why, s->max_later_synced, s->last_seq);
+}
+
+/* A torn tail in never-synced data (E4) is zeroed back to the last complete batch, so it
+ * reads as clean preallocated space, and the note says what was dropped. */
+static int
+journal_zero_torn_tail(journal_t *j, const recover_scan_t *s, const char *name,
+                       journal_recovery_t *rec, stele_error_t *err)
+{
+    if (s->dirty_end <= s->end_off)
+        return 0;
+    int rc = recover_zero_tail(j->io, j->active_fd, s->end_off, s->dirty_end);
+    if (rc)
+        return journal_fail_errno(err, rc, "truncate the torn tail of segment", name);
+    rec->truncated_bytes = s->dirty_end - s->end_off;
+    snprintf(rec->note, sizeof rec->note,
+             "recovered segment %s: %s at offset %" PRIu64 "; dropped %" PRIu64
+             " unacknowledged record(s) after seq %" PRIu64 ", zeroed %" PRIu64 " bytes",
+             name, journal_end_name(s->end), s->damage_off, s->dropped_frames, s->last_seq,
+             rec->truncated_bytes);
+    return 0;
+}
+
+/* Recovery of the newest segment, already open for writing as active_fd (FORMAT.md,
+ * "End of log"): the writer continues from the end of its last complete batch. */
 static int
 journal_recover(journal_t *j, const segment_header_t *h, journal_recovery_t *rec,
                 stele_error_t *err)
 {
     char name[SEG_NAME_BYTES], ebuf[64];
     journal_seg_name(name, h->first_seq);
-    int fd = j->active_fd; /* opened for writing by journal_check_headers */
     j->active_first_seq = h->first_seq;
     off_t size = 0;
-    int rc = j->io->file_size(j->io->ctx, fd, &size);
+    int rc = j->io->file_size(j->io->ctx, j->active_fd, &size);
     if (rc)
         return journal_fail_errno(err, rc, "size segment", name);
     j->active_bytes = (uint64_t)size;
-
-    recover_scan_t s = {.io = j->io,
-                        .fd = fd,
-                        .seg_bytes = (uint64_t)size,
-                        .prev_ts_ns = h->prev_ts_ns,
-                        .hasher = j->hasher};
-    memcpy(s.prev_hash, h->prev_hash, HASH_BYTES);
-    journal_pick_scan_start(j, &s, h);
-    rc = recover_scan_tail(&s);
-    if (!rc && s.trust_first && s.n_batches == 0) {
-        /* The hinted batch is not complete: its predecessor's hash is unknown here. */
-        s.start_off = SEG_HEADER_BYTES;
-        s.expect_seq = h->first_seq;
-        s.prev_ts_ns = h->prev_ts_ns;
-        s.trust_first = 0;
-        rc = recover_scan_tail(&s);
-    }
+    recover_scan_t s;
+    rc = journal_scan_tail(j, h, &s);
     if (rc)
         return journal_fail_errno(err, rc, "scan segment", name);
     rec->end = s.end;
     rec->scanned_bytes = s.scanned_bytes;
-    if (recover_is_synced_damage(&s)) {
-        rec->end = JOURNAL_END_SEALED_DAMAGE;
-        if (s.chain_broken)
-            return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
-                            "segment %s offset %" PRIu64 ": %s", name, s.damage_off, s.why);
-        return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
-                        "segment %s offset %" PRIu64 ": %s before synced data (a later frame "
-                        "says seq %" PRIu64 " was synced; the log ends at %" PRIu64 ")",
-                        name, s.damage_off, s.why, s.max_later_synced, s.last_seq);
-    }
-    if (s.dirty_end > s.end_off) {
-        rc = recover_zero_tail(j->io, fd, s.end_off, s.dirty_end);
-        if (rc)
-            return journal_fail_errno(err, rc, "truncate the torn tail of segment", name);
-        rec->truncated_bytes = s.dirty_end - s.end_off;
-        snprintf(rec->note, sizeof rec->note,
-                 "recovered segment %s: %s at offset %" PRIu64 "; dropped %" PRIu64
-                 " unacknowledged record(s) after seq %" PRIu64 ", zeroed %" PRIu64 " bytes",
-                 name, journal_end_name(s.end), s.damage_off, s.dropped_frames, s.last_seq,
-                 rec->truncated_bytes);
-    }
+    if (recover_is_synced_damage(&s))
+        return journal_refuse_synced_damage(&s, name, rec, err);
+    rc = journal_zero_torn_tail(j, &s, name, rec, err);
+    if (rc)
+        return rc;
     /* Whatever survived may sit in the page cache only (the previous writer died): make it
      * durable now, so durable_seq can start at last_seq. */
-    rc = j->io->fdatasync(j->io->ctx, fd);
+    rc = j->io->fdatasync(j->io->ctx, j->active_fd);
     if (rc)
         return jerr_set(err, rc, NULL, "could not sync segment %s: %s", name,
                         jerr_errno_text(rc, ebuf, sizeof ebuf));
@@ -698,10 +726,11 @@ journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_
     if (rc)
         return journal_fail_errno(err, rc, "list journal directory", j->dir);
     if (d.n == 0 && !d.has_lock && d.n_other > 0) {
+        size_t n_other = d.n_other; /* segment_dir_free clears d */
         segment_dir_free(&d);
         return jerr_set(err, STELE_ENOTJOURNAL, "give an empty or new directory for a new journal",
                         "%s is not a stele journal (no segments, no LOCK, %zu other entries)",
-                        j->dir, d.n_other);
+                        j->dir, n_other);
     }
     if (d.n == 0 && !j->opts.create_if_missing) {
         segment_dir_free(&d);
@@ -734,6 +763,58 @@ journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_
     return rc;
 }
 
+/* A journal_t every field of which journal_close can release, NULL when out of memory.
+ * dir and hasher may still be NULL: the caller checks, and closes. */
+static journal_t *
+journal_alloc(const char *dir, const journal_options_t *opts_in)
+{
+    journal_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->opts = *opts_in;
+    j->opts.source = NULL; /* borrowed: copied into source[] (a new journal's name) */
+    j->opts.io = NULL;
+    if (opts_in->source)
+        snprintf(j->source, sizeof j->source, "%s", opts_in->source);
+    j->io = opts_in->io ? opts_in->io : journal_io_posix();
+    j->lock_fd = -1;
+    j->active_fd = -1;
+    direct_init(&j->direct);
+    j->prep_fd = -1;
+    j->dir = strdup(dir);
+    j->hasher = chain_hasher_new();
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_mutex_init(&j->retention_mu, NULL);
+    pthread_cond_init(&j->prep_cv, NULL);
+    return j;
+}
+
+/* Recovery is done and everything left is durable (E6): readers may return it, and the
+ * preparer may start on the next segment. */
+static int
+journal_go_live(journal_t *j, stele_error_t *err)
+{
+    journal_direct_attach(j);
+    uint64_t last = atomic_load(&j->last_seq);
+    atomic_store(&j->durable_seq, last);
+    shared_publish(j->shared, last, last);
+    journal_maybe_want_prepared(j); /* an existing journal may be past the mark already */
+    int rc = journal_preparer_start(j);
+    if (rc)
+        jerr_set(err, rc, NULL, "could not start the segment preparer of %s", j->dir);
+    return rc;
+}
+
+static void
+journal_fill_recovery(const journal_t *j, journal_recovery_t *rec)
+{
+    uint64_t last = atomic_load(&j->last_seq);
+    rec->first_seq = last ? j->seg_seqs[0] : 0;
+    rec->last_seq = last;
+    rec->last_ts_ns = j->last_ts_ns;
+    memcpy(rec->last_hash, j->last_hash, HASH_BYTES);
+}
+
 int
 journal_open(const char *dir, const journal_options_t *opts_in, journal_t **out,
              journal_recovery_t *rec_out, stele_error_t *err)
@@ -752,45 +833,19 @@ journal_open(const char *dir, const journal_options_t *opts_in, journal_t **out,
     int rc = journal_validate_options(opts_in, err);
     if (rc)
         return rc;
-    journal_t *j = calloc(1, sizeof *j);
+    journal_t *j = journal_alloc(dir, opts_in);
     if (!j)
         return jerr_set(err, -ENOMEM, NULL, "out of memory opening journal %s", dir);
-    j->opts = *opts_in;
-    j->opts.source = NULL; /* borrowed: copied into source[] (a new journal's name) */
-    j->opts.io = NULL;
-    if (opts_in->source)
-        snprintf(j->source, sizeof j->source, "%s", opts_in->source);
-    j->io = opts_in->io ? opts_in->io : journal_io_posix();
-    j->lock_fd = -1;
-    j->active_fd = -1;
-    direct_init(&j->direct);
-    j->prep_fd = -1;
-    j->dir = strdup(dir);
-    j->hasher = chain_hasher_new();
-    pthread_mutex_init(&j->mu, NULL);
-    pthread_mutex_init(&j->retention_mu, NULL);
-    pthread_cond_init(&j->prep_cv, NULL);
     if (!j->dir || !j->hasher) {
         rc = jerr_set(err, -ENOMEM, NULL, "out of memory opening journal %s", dir);
         goto fail;
     }
     rc = journal_open_existing_or_new(j, rec, err);
+    if (!rc)
+        rc = journal_go_live(j, err);
     if (rc)
         goto fail;
-    journal_direct_attach(j);
-    uint64_t last = atomic_load(&j->last_seq);
-    atomic_store(&j->durable_seq, last);
-    shared_publish(j->shared, last, last);
-    journal_maybe_want_prepared(j); /* an existing journal may be past the mark already */
-    rc = journal_preparer_start(j);
-    if (rc) {
-        jerr_set(err, rc, NULL, "could not start the segment preparer of %s", dir);
-        goto fail;
-    }
-    rec->first_seq = last ? j->seg_seqs[0] : 0;
-    rec->last_seq = last;
-    rec->last_ts_ns = j->last_ts_ns;
-    memcpy(rec->last_hash, j->last_hash, HASH_BYTES);
+    journal_fill_recovery(j, rec);
     j->is_open = 1;
     *out = j;
     return 0;
@@ -847,6 +902,76 @@ journal_check_batch(const journal_t *j, const uint8_t *buf, size_t len, stele_er
     return 0;
 }
 
+/* A sealed batch's effect on the journal, applied only once the batch is written. */
+typedef struct sealed_batch {
+    uint64_t first_seq;
+    uint64_t last_seq;
+    int64_t last_ts_ns;
+    uint8_t last_hash[HASH_BYTES];
+} sealed_batch_t;
+
+/* Seals every frame in place: chain hash, BATCH_END on the last, synced_seq, CRC. */
+static int
+journal_seal_batch(journal_t *j, uint8_t *buf, size_t len, sealed_batch_t *out, stele_error_t *err)
+{
+    memcpy(out->last_hash, j->last_hash, HASH_BYTES);
+    uint64_t synced = atomic_load(&j->durable_seq);
+    out->first_seq = format_load_u64(buf + FRAME_OFF_SEQ);
+    out->last_seq = out->first_seq;
+    out->last_ts_ns = j->last_ts_ns;
+    for (size_t off = 0; off < len;) {
+        uint32_t payload_len = format_load_u32(buf + off + FRAME_OFF_PAYLOAD_LEN);
+        size_t frame_bytes = (size_t)format_frame_bytes(payload_len);
+        uint32_t flags = off + frame_bytes == len ? FRAME_FLAG_BATCH_END : 0;
+        int rc = record_seal(buf + off, out->last_hash, flags, synced, j->hasher, out->last_hash);
+        if (rc)
+            return jerr_set(err, rc, NULL, "could not hash record: out of memory");
+        out->last_seq = format_load_u64(buf + off + FRAME_OFF_SEQ);
+        out->last_ts_ns = format_load_i64(buf + off + FRAME_OFF_TS_NS);
+        off += frame_bytes;
+    }
+    return 0;
+}
+
+/* The batch in one write at write_off: one pwritev, or with direct writes the whole blocks
+ * it touches. */
+static int
+journal_write_batch(journal_t *j, uint8_t *buf, size_t len)
+{
+    if (j->direct.fd >= 0) {
+        int rc = direct_write(&j->direct, j->io, j->active_fd, buf, len, j->write_off);
+        if (rc == -EINVAL)
+            rc = journal_direct_refused(j, buf, len);
+        return rc;
+    }
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    return j->io->pwritev(j->io->ctx, j->active_fd, &iov, 1, (off_t)j->write_off);
+}
+
+static void
+journal_fill_batch_info(const journal_t *j, const uint8_t *buf, const sealed_batch_t *b, int rolled,
+                        journal_batch_info_t *info)
+{
+    info->first_seq = b->first_seq;
+    info->last_seq = b->last_seq;
+    info->first_ts_ns = format_load_i64(buf + FRAME_OFF_TS_NS);
+    info->segment_seq = j->active_first_seq;
+    info->offset = j->write_off;
+    info->rolled = rolled;
+}
+
+/* The batch is written: the journal continues after it. */
+static void
+journal_advance(journal_t *j, size_t len, const sealed_batch_t *b)
+{
+    j->write_off += len;
+    j->bytes_since_sync += len;
+    journal_maybe_want_prepared(j);
+    j->last_ts_ns = b->last_ts_ns;
+    memcpy(j->last_hash, b->last_hash, HASH_BYTES);
+    atomic_store_explicit(&j->last_seq, b->last_seq, memory_order_release);
+}
+
 int
 journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_t *info,
                      stele_error_t *err)
@@ -860,56 +985,25 @@ journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_
         rc = journal_check_batch(j, buf, len, err);
     if (rc)
         return rc;
-    int rolled = 0;
-    if (j->write_off + len > j->active_bytes) {
+    int rolled = j->write_off + len > j->active_bytes;
+    if (rolled) {
         rc = journal_roll(j, err);
         if (rc)
             return rc;
-        rolled = 1;
     }
-    uint8_t hash[HASH_BYTES];
-    memcpy(hash, j->last_hash, HASH_BYTES);
-    uint64_t synced = atomic_load(&j->durable_seq);
-    uint64_t first_seq = format_load_u64(buf + FRAME_OFF_SEQ), last_seq = first_seq;
-    int64_t last_ts = j->last_ts_ns;
-    for (size_t off = 0; off < len;) {
-        uint32_t payload_len = format_load_u32(buf + off + FRAME_OFF_PAYLOAD_LEN);
-        size_t frame_bytes = (size_t)format_frame_bytes(payload_len);
-        uint32_t flags = off + frame_bytes == len ? FRAME_FLAG_BATCH_END : 0;
-        rc = record_seal(buf + off, hash, flags, synced, j->hasher, hash);
-        if (rc)
-            return jerr_set(err, rc, NULL, "could not hash record: out of memory");
-        last_seq = format_load_u64(buf + off + FRAME_OFF_SEQ);
-        last_ts = format_load_i64(buf + off + FRAME_OFF_TS_NS);
-        off += frame_bytes;
-    }
-    if (j->direct.fd >= 0) {
-        rc = direct_write(&j->direct, j->io, j->active_fd, buf, len, j->write_off);
-        if (rc == -EINVAL)
-            rc = journal_direct_refused(j, buf, len);
-    } else {
-        struct iovec iov = {.iov_base = buf, .iov_len = len};
-        rc = j->io->pwritev(j->io->ctx, j->active_fd, &iov, 1, (off_t)j->write_off);
-    }
+    sealed_batch_t sealed;
+    rc = journal_seal_batch(j, buf, len, &sealed, err);
+    if (rc)
+        return rc;
+    rc = journal_write_batch(j, buf, len);
     if (rc)
         return journal_halt(j, err, rc, NULL,
                             "could not write segment %s at offset %" PRIu64 ": %s",
                             journal_seg_name(name, j->active_first_seq), j->write_off,
                             jerr_errno_text(rc, ebuf, sizeof ebuf));
-    if (info) {
-        info->first_seq = first_seq;
-        info->last_seq = last_seq;
-        info->first_ts_ns = format_load_i64(buf + FRAME_OFF_TS_NS);
-        info->segment_seq = j->active_first_seq;
-        info->offset = j->write_off;
-        info->rolled = rolled;
-    }
-    j->write_off += len;
-    j->bytes_since_sync += len;
-    journal_maybe_want_prepared(j);
-    j->last_ts_ns = last_ts;
-    memcpy(j->last_hash, hash, HASH_BYTES);
-    atomic_store_explicit(&j->last_seq, last_seq, memory_order_release);
+    if (info)
+        journal_fill_batch_info(j, buf, &sealed, rolled, info);
+    journal_advance(j, len, &sealed);
     return 0;
 }
 

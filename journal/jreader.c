@@ -91,11 +91,12 @@ reader_close_segment(journal_reader_t *r)
     r->batch_end_off = 0;
 }
 
-/* Opens segment first_seq and checks its header. Returns 0, -ENOENT (no such segment),
- * STELE_ECORRUPT, STELE_EVERSION or -errno. */
+/* Opens segment first_seq and checks its header; the cursor is not touched. Returns 0 with
+ * *fd_out and *bytes_out, -ENOENT (no such segment), STELE_ECORRUPT, STELE_EVERSION or
+ * -errno. */
 static int
-reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h,
-                    stele_error_t *err)
+reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h, int *fd_out,
+                    uint64_t *bytes_out, stele_error_t *err)
 {
     char path[PATH_MAX], name[SEG_NAME_BYTES];
     const char *why = "";
@@ -137,29 +138,36 @@ reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h
         r->version = h->version;
         r->have_genesis = 1;
     }
-    reader_close_segment(r);
-    r->seg_fd = fd;
-    r->seg_first_seq = first_seq;
-    r->seg_bytes = (uint64_t)size;
+    *fd_out = fd;
+    *bytes_out = (uint64_t)size;
     return 0;
 }
 
-/* Moves the cursor to the first frame of segment first_seq. */
+/* Moves the cursor to the first frame of segment first_seq. A segment that does not
+ * continue the chain is refused like any other bad header: the cursor stays where it was,
+ * so asking again reports the same damage. */
 static int
 reader_enter_segment(journal_reader_t *r, uint64_t first_seq, stele_error_t *err)
 {
     segment_header_t h;
-    int rc = reader_open_segment(r, first_seq, &h, err);
+    int fd = -1;
+    uint64_t seg_bytes = 0;
+    int rc = reader_open_segment(r, first_seq, &h, &fd, &seg_bytes, err);
     if (rc)
         return rc;
     if (r->have_prev && r->next_seq == first_seq &&
         memcmp(h.prev_hash, r->prev_hash, HASH_BYTES) != 0) {
         char name[SEG_NAME_BYTES];
+        r->io->close(r->io->ctx, fd);
         return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
                         "segment %s offset 0: prev_hash does not match the previous segment's "
                         "last record",
                         reader_seg_name(name, first_seq));
     }
+    reader_close_segment(r);
+    r->seg_fd = fd;
+    r->seg_first_seq = first_seq;
+    r->seg_bytes = seg_bytes;
     r->off = SEG_HEADER_BYTES;
     r->next_seq = first_seq;
     memcpy(r->prev_hash, h.prev_hash, HASH_BYTES);
@@ -274,7 +282,9 @@ reader_decode(journal_reader_t *r, record_status_t *st, record_view_t *v)
             return (int)n;
         r->buf_off = r->off;
         r->buf_len = (size_t)n;
-        *st = record_decode(r->buf, (size_t)n, (uint64_t)n < room ? (uint64_t)n : room, r->off, v);
+        /* Only a short read (the file ends early) bounds the frame at what was read; a frame
+         * larger than the chunk needs a second, larger read, not a bad-length verdict. */
+        *st = record_decode(r->buf, (size_t)n, (uint64_t)n < need ? (uint64_t)n : room, r->off, v);
         if (*st != RECORD_NEED_MORE)
             return 0;
         if ((uint64_t)n < need) {
@@ -367,6 +377,144 @@ reader_next_segment(journal_reader_t *r, int must_exist, stele_error_t *err)
     return STELE_EAGAIN;
 }
 
+/* What the LOCK page says about the record at the cursor. */
+typedef struct reader_vis {
+    int committed; /* published: must be there if a writer lives */
+    /* fdatasynced, as the last writer said (even one that is gone: the page is only ever
+     * behind the disk): damage here is corruption, never a torn tail. */
+    int durable;
+    int live; /* a writer holds the lock; -1 until needed: it costs a syscall */
+} reader_vis_t;
+
+/* Returns 1 when a live writer has not published the record yet: nothing to read. */
+static int
+reader_load_vis(journal_reader_t *r, reader_vis_t *vis)
+{
+    reader_try_map_shared(r);
+    uint64_t visible =
+        r->shared ? atomic_load_explicit(&r->shared->visible_seq, memory_order_acquire) : 0;
+    vis->committed = r->next_seq <= visible;
+    vis->durable = r->shared && r->next_seq <= atomic_load_explicit(&r->shared->durable_seq,
+                                                                    memory_order_acquire);
+    vis->live = -1;
+    if (!vis->committed) {
+        vis->live = shared_writer_pid(r->lock_fd, r->shared) != 0;
+        return vis->live;
+    }
+    return 0;
+}
+
+/* 1 when damage at the cursor is corruption: the record was published by a writer that
+ * still lives, or is durable. */
+static int
+reader_must_exist(const journal_reader_t *r, reader_vis_t *vis)
+{
+    if (vis->live < 0)
+        vis->live = shared_writer_pid(r->lock_fd, r->shared) != 0;
+    return (vis->committed && vis->live) || vis->durable;
+}
+
+/* The cursor is not at a valid frame. Zeros end the segment; anything else is a torn tail
+ * the next writer's recovery settles, unless the record must exist or the segment is
+ * sealed. Returns 0 (moved to the next segment), STELE_EAGAIN or an error. */
+static int
+reader_at_invalid(journal_reader_t *r, record_status_t st, reader_vis_t *vis, stele_error_t *err)
+{
+    int must = reader_must_exist(r, vis);
+    if (st == RECORD_ZERO) {
+        int rc = reader_next_segment(r, must, err);
+        if (rc != STELE_EAGAIN || !reader_segment_is_sealed(r))
+            return rc;
+        return reader_corrupt(r, err, "records missing at the end of a sealed segment");
+    }
+    if (must || reader_segment_is_sealed(r))
+        return reader_corrupt(r, err, record_status_name(st));
+    return STELE_EAGAIN;
+}
+
+/* S1 and S2 against the record before the cursor. */
+static int
+reader_check_follows(const journal_reader_t *r, const record_view_t *v, stele_error_t *err)
+{
+    if (v->seq != r->next_seq) {
+        char what[96];
+        snprintf(what, sizeof what, "seq %" PRIu64 " where %" PRIu64 " was due", v->seq,
+                 r->next_seq);
+        return reader_corrupt(r, err, what);
+    }
+    if (v->ts_ns < r->prev_ts_ns && r->have_prev)
+        return reader_corrupt(r, err, "timestamp goes back");
+    return 0;
+}
+
+/* Only whole batches are returned, even when published: a position a dead writer left
+ * behind may name a batch that power loss tore. Returns 0 when the frame at the cursor is
+ * to be decoded again (the walk moved the buffer), STELE_EAGAIN or an error. */
+static int
+reader_settle_batch(journal_reader_t *r, reader_vis_t *vis, stele_error_t *err)
+{
+    int complete = 0;
+    uint64_t bad_off = r->off;
+    record_status_t bad = RECORD_TORN;
+    int rc = reader_batch_complete(r, &complete, &bad_off, &bad);
+    if (rc)
+        return reader_fail_errno(err, rc, "read journal", r->dir);
+    if (complete)
+        return 0;
+    if (!reader_must_exist(r, vis) && !reader_segment_is_sealed(r))
+        return STELE_EAGAIN; /* a batch being written, or a torn tail */
+    /* Corruption: the intact records before it are still returned, and the error comes
+     * when the cursor reaches the damaged frame, naming its seq. */
+    r->batch_end_off = bad_off;
+    return 0;
+}
+
+/* S3, checkable once the previous record's hash is known (not right after a hinted seek). */
+static int
+reader_check_chain(const journal_reader_t *r, const record_view_t *v, stele_error_t *err)
+{
+    if (!r->have_prev)
+        return 0;
+    uint8_t calc[HASH_BYTES];
+    int rc =
+        chain_hash(r->hasher, r->prev_hash, v->seq, v->ts_ns, v->payload, v->payload_len, calc);
+    if (rc)
+        return jerr_set(err, rc, NULL, "could not hash record: out of memory");
+    if (memcmp(calc, v->hash, HASH_BYTES) != 0) {
+        char what[96];
+        snprintf(what, sizeof what, "chain hash of seq %" PRIu64 " does not match", v->seq);
+        return reader_corrupt(r, err, what);
+    }
+    return 0;
+}
+
+static void
+reader_fill_record(const journal_reader_t *r, const record_view_t *v, journal_record_t *rec)
+{
+    rec->seq = v->seq;
+    rec->ts_ns = v->ts_ns;
+    rec->payload = v->payload;
+    rec->payload_len = v->payload_len;
+    memcpy(rec->hash, v->hash, HASH_BYTES);
+    if (r->have_prev)
+        memcpy(rec->prev_hash, r->prev_hash, HASH_BYTES);
+    else
+        memset(rec->prev_hash, 0, HASH_BYTES);
+    rec->segment_seq = r->seg_first_seq;
+    rec->offset = r->off;
+    rec->is_batch_end = (v->flags & FRAME_FLAG_BATCH_END) != 0;
+}
+
+static void
+reader_consume(journal_reader_t *r, const record_view_t *v)
+{
+    memcpy(r->prev_hash, v->hash, HASH_BYTES);
+    r->have_prev = 1;
+    r->prev_ts_ns = v->ts_ns;
+    r->off += v->frame_bytes;
+    r->next_seq++;
+}
+
 /* The core of next/wait: finds the next returnable record. With consume 0 the cursor stays
  * on it (skipped records below min_seq are still consumed). */
 static int
@@ -378,106 +526,39 @@ reader_step(journal_reader_t *r, journal_record_t *rec, int consume, stele_error
             if (rc)
                 return rc;
         }
-        reader_try_map_shared(r);
-        uint64_t visible =
-            r->shared ? atomic_load_explicit(&r->shared->visible_seq, memory_order_acquire) : 0;
-        int committed = r->next_seq <= visible; /* published: must be there if a writer lives */
-        /* fdatasynced, as the last writer said (even one that is gone: the page is only
-         * ever behind the disk): damage here is corruption, never a torn tail. */
-        int durable = r->shared && r->next_seq <= atomic_load_explicit(&r->shared->durable_seq,
-                                                                       memory_order_acquire);
-        int live = -1; /* unknown until needed: it costs a syscall */
-        if (!committed) {
-            live = shared_writer_pid(r->lock_fd, r->shared) != 0;
-            if (live)
-                return STELE_EAGAIN;
-        }
+        reader_vis_t vis;
+        if (reader_load_vis(r, &vis))
+            return STELE_EAGAIN;
         record_status_t st;
         record_view_t v;
         int rc = reader_decode(r, &st, &v);
         if (rc)
             return reader_fail_errno(err, rc, "read journal", r->dir);
         if (st != RECORD_VALID) {
-            if (live < 0)
-                live = shared_writer_pid(r->lock_fd, r->shared) != 0;
-            int must = (committed && live) || durable;
-            if (st == RECORD_ZERO) {
-                rc = reader_next_segment(r, must, err);
-                if (rc == 0)
-                    continue;
-                if (rc != STELE_EAGAIN || !reader_segment_is_sealed(r))
-                    return rc;
-                return reader_corrupt(r, err, "records missing at the end of a sealed segment");
-            }
-            char what[96];
-            snprintf(what, sizeof what, "%s", record_status_name(st));
-            if (must || reader_segment_is_sealed(r))
-                return reader_corrupt(r, err, what);
-            return STELE_EAGAIN; /* a torn tail: the next writer's recovery settles it */
-        }
-        if (v.seq != r->next_seq) {
-            char what[96];
-            snprintf(what, sizeof what, "seq %" PRIu64 " where %" PRIu64 " was due", v.seq,
-                     r->next_seq);
-            return reader_corrupt(r, err, what);
-        }
-        if (v.ts_ns < r->prev_ts_ns && r->have_prev)
-            return reader_corrupt(r, err, "timestamp goes back");
-        if (r->off >= r->batch_end_off) {
-            /* Only whole batches are returned, even when published: a position a dead
-             * writer left behind may name a batch that power loss tore. */
-            int complete = 0;
-            uint64_t bad_off = r->off;
-            record_status_t bad = RECORD_TORN;
-            rc = reader_batch_complete(r, &complete, &bad_off, &bad);
+            rc = reader_at_invalid(r, st, &vis, err);
             if (rc)
-                return reader_fail_errno(err, rc, "read journal", r->dir);
-            if (!complete) {
-                if (live < 0)
-                    live = shared_writer_pid(r->lock_fd, r->shared) != 0;
-                if (!(committed && live) && !durable && !reader_segment_is_sealed(r))
-                    return STELE_EAGAIN; /* a batch being written, or a torn tail */
-                /* Corruption: the intact records before it are still returned, and the
-                 * error comes when the cursor reaches the damaged frame, naming its seq. */
-                r->batch_end_off = bad_off;
-                continue;
-            }
+                return rc;
+            continue; /* in the next segment */
+        }
+        rc = reader_check_follows(r, &v, err);
+        if (rc)
+            return rc;
+        if (r->off >= r->batch_end_off) {
+            rc = reader_settle_batch(r, &vis, err);
+            if (rc)
+                return rc;
             continue; /* the walk moved the buffer: decode this frame again */
         }
         int wanted = v.seq >= r->min_seq;
-        if (wanted && r->have_prev) {
-            uint8_t calc[HASH_BYTES];
-            rc =
-                chain_hash(r->hasher, r->prev_hash, v.seq, v.ts_ns, v.payload, v.payload_len, calc);
-            if (rc)
-                return jerr_set(err, rc, NULL, "could not hash record: out of memory");
-            if (memcmp(calc, v.hash, HASH_BYTES) != 0) {
-                char what[96];
-                snprintf(what, sizeof what, "chain hash of seq %" PRIu64 " does not match", v.seq);
-                return reader_corrupt(r, err, what);
-            }
-        }
         if (wanted) {
-            rec->seq = v.seq;
-            rec->ts_ns = v.ts_ns;
-            rec->payload = v.payload;
-            rec->payload_len = v.payload_len;
-            memcpy(rec->hash, v.hash, HASH_BYTES);
-            if (r->have_prev)
-                memcpy(rec->prev_hash, r->prev_hash, HASH_BYTES);
-            else
-                memset(rec->prev_hash, 0, HASH_BYTES);
-            rec->segment_seq = r->seg_first_seq;
-            rec->offset = r->off;
-            rec->is_batch_end = (v.flags & FRAME_FLAG_BATCH_END) != 0;
+            rc = reader_check_chain(r, &v, err);
+            if (rc)
+                return rc;
+            reader_fill_record(r, &v, rec);
             if (!consume)
                 return 0;
         }
-        memcpy(r->prev_hash, v.hash, HASH_BYTES);
-        r->have_prev = 1;
-        r->prev_ts_ns = v.ts_ns;
-        r->off += v.frame_bytes;
-        r->next_seq++;
+        reader_consume(r, &v);
         if (wanted)
             return 0;
     }
@@ -489,6 +570,29 @@ journal_reader_next(journal_reader_t *r, journal_record_t *rec, stele_error_t *e
     if (!r || !rec)
         return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_next needs a reader and a record");
     return reader_step(r, rec, 1, err);
+}
+
+/* Moves the cursor from segment seg's first frame to the hinted one. A hint is used only
+ * when its frame checks out and precedes seq (the target's prev_hash is then read on the
+ * way); a wrong hint just costs the scan. */
+static void
+reader_try_hint(journal_reader_t *r, uint64_t seq, uint64_t seg, uint64_t hint_segment_seq,
+                uint64_t hint_offset)
+{
+    if (hint_segment_seq != seg || hint_offset <= SEG_HEADER_BYTES ||
+        hint_offset % FRAME_ALIGN != 0 || hint_offset >= r->seg_bytes)
+        return;
+    uint64_t saved = r->off;
+    record_status_t st;
+    record_view_t v;
+    r->off = hint_offset;
+    int rc = reader_decode(r, &st, &v);
+    if (!rc && st == RECORD_VALID && v.seq < seq && v.seq >= seg) {
+        r->next_seq = v.seq;
+        r->have_prev = 0;
+    } else {
+        r->off = saved;
+    }
 }
 
 int
@@ -524,22 +628,7 @@ journal_reader_seek(journal_reader_t *r, uint64_t seq, uint64_t hint_segment_seq
     if (rc)
         return rc;
     r->min_seq = too_old ? seg : seq;
-    if (hint_segment_seq == seg && hint_offset > SEG_HEADER_BYTES &&
-        hint_offset % FRAME_ALIGN == 0 && hint_offset < r->seg_bytes) {
-        /* A hint is used only when its frame checks out and precedes seq (the target's
-         * prev_hash is then read on the way); a wrong hint just costs the scan. */
-        uint64_t saved = r->off;
-        record_status_t st;
-        record_view_t v;
-        r->off = hint_offset;
-        rc = reader_decode(r, &st, &v);
-        if (!rc && st == RECORD_VALID && v.seq < seq && v.seq >= seg) {
-            r->next_seq = v.seq;
-            r->have_prev = 0;
-        } else {
-            r->off = saved;
-        }
-    }
+    reader_try_hint(r, seq, seg, hint_segment_seq, hint_offset);
     r->batch_end_off = 0;
     if (too_old) {
         char name[SEG_NAME_BYTES];

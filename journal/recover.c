@@ -76,12 +76,15 @@ recover_decode_at(const recover_scan_t *s, scan_buf_t *b, uint64_t off, record_s
     uint64_t room = s->seg_bytes - off;
     uint64_t need = FRAME_HEADER_BYTES;
     for (int attempt = 0; attempt < 3; attempt++) {
-        ssize_t avail = scan_buf_fill(s, b, off, need < room ? need : room);
+        uint64_t asked = need < room ? need : room;
+        ssize_t avail = scan_buf_fill(s, b, off, asked);
         if (avail < 0)
             return (int)avail;
         const uint8_t *p = b->data + (off - b->off);
-        *st = record_decode(p, (size_t)avail, (uint64_t)avail < room ? (uint64_t)avail : room, off,
-                            v);
+        /* Only a short read (the file ends early) bounds the frame at what was read; a frame
+         * that merely runs past the buffered chunk needs more, not a bad-length verdict. */
+        uint64_t frame_room = (uint64_t)avail < asked ? (uint64_t)avail : room;
+        *st = record_decode(p, (size_t)avail, frame_room, off, v);
         if (*st != RECORD_NEED_MORE)
             return 0;
         if ((uint64_t)avail >= FRAME_HEADER_BYTES)
@@ -93,78 +96,132 @@ recover_decode_at(const recover_scan_t *s, scan_buf_t *b, uint64_t off, record_s
     return 0;
 }
 
+/* Pass 1's cursor: the next frame and what it must follow (S1-S3). */
+typedef struct walk_pos {
+    uint64_t off;
+    uint64_t expect_seq;
+    int64_t prev_ts_ns;
+    uint8_t prev_hash[HASH_BYTES];
+} walk_pos_t;
+
+/* Until a complete batch is found the log ends where the walk starts. */
+static void
+recover_walk_begin(recover_scan_t *s, walk_pos_t *w)
+{
+    w->off = s->start_off;
+    w->expect_seq = s->expect_seq;
+    w->prev_ts_ns = s->prev_ts_ns;
+    memcpy(w->prev_hash, s->prev_hash, HASH_BYTES);
+    s->end_off = w->off;
+    s->last_seq = w->expect_seq - 1;
+    s->last_ts_ns = w->prev_ts_ns;
+    memcpy(s->last_hash, w->prev_hash, HASH_BYTES);
+}
+
+/* S1 and S2. A valid frame out of sequence still counts for E2: its synced_seq is real. */
+static int
+recover_follows(recover_scan_t *s, const walk_pos_t *w, const record_view_t *v)
+{
+    if (v->seq == w->expect_seq && v->ts_ns >= w->prev_ts_ns)
+        return 1;
+    s->end = JOURNAL_END_BAD_SEQ;
+    snprintf(s->why, sizeof s->why,
+             v->seq != w->expect_seq ? "seq %llu where %llu was due"
+                                     : "timestamp of seq %llu goes back",
+             (unsigned long long)v->seq, (unsigned long long)w->expect_seq);
+    if (v->synced_seq > s->max_later_synced)
+        s->max_later_synced = v->synced_seq;
+    return 0;
+}
+
+/* S3, except for a hinted first frame, whose predecessor's hash is not known here. A CRC-valid
+ * frame with the wrong hash was written that way (E3). Returns 1 (holds), 0 (broken) or
+ * -errno. */
+static int
+recover_chain_holds(recover_scan_t *s, const walk_pos_t *w, const record_view_t *v)
+{
+    if (s->trust_first && w->off == s->start_off)
+        return 1;
+    uint8_t calc[HASH_BYTES];
+    int rc =
+        chain_hash(s->hasher, w->prev_hash, v->seq, v->ts_ns, v->payload, v->payload_len, calc);
+    if (rc)
+        return rc;
+    if (memcmp(calc, v->hash, HASH_BYTES) == 0)
+        return 1;
+    s->chain_broken = 1;
+    s->chain_broken_seq = v->seq;
+    s->end = JOURNAL_END_SEALED_DAMAGE;
+    snprintf(s->why, sizeof s->why, "chain hash of seq %llu does not match",
+             (unsigned long long)v->seq);
+    return 0;
+}
+
+/* Past a frame that follows; a BATCH_END moves the log's end to after it. */
+static void
+recover_advance(recover_scan_t *s, walk_pos_t *w, const record_view_t *v)
+{
+    memcpy(w->prev_hash, v->hash, HASH_BYTES);
+    w->prev_ts_ns = v->ts_ns;
+    w->off += v->frame_bytes;
+    w->expect_seq++;
+    if (v->flags & FRAME_FLAG_BATCH_END) {
+        s->end_off = w->off;
+        s->last_seq = v->seq;
+        s->last_ts_ns = v->ts_ns;
+        memcpy(s->last_hash, w->prev_hash, HASH_BYTES);
+        s->n_batches++;
+    }
+}
+
+/* One frame of pass 1. Returns 1 to go on, 0 where the walk stops (s->end says why), or
+ * -errno. */
+static int
+recover_walk_frame(recover_scan_t *s, scan_buf_t *b, walk_pos_t *w)
+{
+    if (w->off >= s->seg_bytes) {
+        s->end = JOURNAL_END_CLEAN;
+        return 0;
+    }
+    record_status_t st;
+    record_view_t v;
+    int rc = recover_decode_at(s, b, w->off, &st, &v);
+    if (rc)
+        return rc;
+    if (st != RECORD_VALID) {
+        s->end = recover_end_of(st);
+        snprintf(s->why, sizeof s->why, "%s", record_status_name(st));
+        return 0;
+    }
+    if (!recover_follows(s, w, &v))
+        return 0;
+    rc = recover_chain_holds(s, w, &v);
+    if (rc <= 0)
+        return rc;
+    recover_advance(s, w, &v);
+    return 1;
+}
+
 /* Pass 1: frames that follow each other, up to the first that does not. */
 static int
 recover_walk(recover_scan_t *s, scan_buf_t *b)
 {
-    uint64_t off = s->start_off, expect = s->expect_seq;
-    uint8_t prev[HASH_BYTES], calc[HASH_BYTES];
-    int64_t prev_ts = s->prev_ts_ns;
-    memcpy(prev, s->prev_hash, HASH_BYTES);
-    s->end_off = off;
-    s->last_seq = expect - 1;
-    s->last_ts_ns = prev_ts;
-    memcpy(s->last_hash, prev, HASH_BYTES);
-    for (;;) {
-        if (off >= s->seg_bytes) {
-            s->end = JOURNAL_END_CLEAN;
-            break;
-        }
-        record_status_t st;
-        record_view_t v;
-        int rc = recover_decode_at(s, b, off, &st, &v);
-        if (rc)
-            return rc;
-        if (st != RECORD_VALID) {
-            s->end = recover_end_of(st);
-            snprintf(s->why, sizeof s->why, "%s", record_status_name(st));
-            break;
-        }
-        if (v.seq != expect || v.ts_ns < prev_ts) {
-            s->end = JOURNAL_END_BAD_SEQ;
-            snprintf(s->why, sizeof s->why,
-                     v.seq != expect ? "seq %llu where %llu was due"
-                                     : "timestamp of seq %llu goes back",
-                     (unsigned long long)v.seq, (unsigned long long)expect);
-            if (v.synced_seq > s->max_later_synced)
-                s->max_later_synced = v.synced_seq;
-            break;
-        }
-        int trusted = s->trust_first && off == s->start_off;
-        if (!trusted) {
-            rc = chain_hash(s->hasher, prev, v.seq, v.ts_ns, v.payload, v.payload_len, calc);
-            if (rc)
-                return rc;
-            if (memcmp(calc, v.hash, HASH_BYTES) != 0) {
-                s->chain_broken = 1;
-                s->chain_broken_seq = v.seq;
-                s->end = JOURNAL_END_SEALED_DAMAGE;
-                snprintf(s->why, sizeof s->why, "chain hash of seq %llu does not match",
-                         (unsigned long long)v.seq);
-                break;
-            }
-        }
-        memcpy(prev, v.hash, HASH_BYTES);
-        prev_ts = v.ts_ns;
-        off += v.frame_bytes;
-        expect++;
-        if (v.flags & FRAME_FLAG_BATCH_END) {
-            s->end_off = off;
-            s->last_seq = v.seq;
-            s->last_ts_ns = v.ts_ns;
-            memcpy(s->last_hash, prev, HASH_BYTES);
-            s->n_batches++;
-        } else {
-            s->dropped_frames = expect - 1 - s->last_seq;
-        }
-    }
-    s->damage_off = off;
-    s->dropped_frames = expect - 1 - s->last_seq;
+    walk_pos_t w;
+    recover_walk_begin(s, &w);
+    int rc;
+    do {
+        rc = recover_walk_frame(s, b, &w);
+    } while (rc > 0);
+    if (rc)
+        return rc;
+    /* Frames walked after the last BATCH_END belong to a batch never acknowledged (E4). */
+    s->damage_off = w.off;
+    s->dropped_frames = w.expect_seq - 1 - s->last_seq;
     if (s->dropped_frames && s->end == JOURNAL_END_CLEAN) {
         s->end = JOURNAL_END_TORN_BATCH;
         snprintf(s->why, sizeof s->why, "batch without its end");
     }
-    s->scanned_bytes = off - s->start_off;
+    s->scanned_bytes = w.off - s->start_off;
     return 0;
 }
 

@@ -27,6 +27,64 @@ shared_lock_path(char *out, size_t cap, const char *dir)
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+static int
+shared_open_lock_file(const char *path, unsigned file_mode)
+{
+    int fd;
+    do {
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, (mode_t)file_mode);
+    } while (fd < 0 && errno == EINTR);
+    return fd < 0 ? -errno : fd;
+}
+
+/* Takes the OFD write lock without waiting. Returns 0, STELE_ELOCKED with *holder_pid read
+ * from the page (OFD locks report no pid; 0 if the page has none), or -errno. */
+static int
+shared_take_lock(int fd, int *holder_pid)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(fd, F_OFD_SETLK, &fl) >= 0)
+        return 0;
+    int rc = -errno;
+    if (rc != -EAGAIN && rc != -EACCES)
+        return rc;
+    uint8_t page[16] = {0};
+    if (pread(fd, page, sizeof page, 0) == (ssize_t)sizeof page && memcmp(page, LOCK_MAGIC, 8) == 0)
+        *holder_pid = (int)format_load_u32(page + 12);
+    return STELE_ELOCKED;
+}
+
+/* Grows a new (empty) LOCK to its page and maps it read-write. Returns 0 or -errno. */
+static int
+shared_map_page(int fd, journal_shared_t **out)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 ||
+        (st.st_size < (off_t)LOCK_FILE_BYTES && ftruncate(fd, (off_t)LOCK_FILE_BYTES) < 0))
+        return -errno;
+    void *map = mmap(NULL, LOCK_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+        return -errno;
+    *out = map;
+    return 0;
+}
+
+/* The page becomes this writer's: laid out afresh unless it already is a version-1 page. */
+static void
+shared_claim_page(journal_shared_t *sh)
+{
+    if (memcmp(sh->magic, LOCK_MAGIC, 8) != 0 || sh->version != LOCK_VERSION) {
+        memset(sh, 0, LOCK_FILE_BYTES);
+        sh->version = LOCK_VERSION;
+        memcpy(sh->magic, LOCK_MAGIC, 8);
+    }
+    /* Nothing is visible until recovery has run and the writer publishes: a reader must not
+     * trust positions a dead writer left behind while this one may still truncate. */
+    atomic_store_explicit(&sh->visible_seq, 0, memory_order_release);
+    atomic_store_explicit(&sh->durable_seq, 0, memory_order_release);
+    atomic_store_explicit(&sh->writer_pid, (int32_t)getpid(), memory_order_release);
+}
+
 int
 shared_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, int *fd_out,
                    journal_shared_t **shared_out, int *holder_pid)
@@ -41,49 +99,18 @@ shared_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, 
      * would keep the lock after close. LOCK holds no log data, so faults there prove
      * nothing about durability. */
     (void)io;
-    int fd;
-    do {
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, (mode_t)file_mode);
-    } while (fd < 0 && errno == EINTR);
+    int fd = shared_open_lock_file(path, file_mode);
     if (fd < 0)
-        return -errno;
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-    if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
-        rc = -errno;
-        if (rc == -EAGAIN || rc == -EACCES) {
-            uint8_t page[16] = {0};
-            if (pread(fd, page, sizeof page, 0) == (ssize_t)sizeof page &&
-                memcmp(page, LOCK_MAGIC, 8) == 0)
-                *holder_pid = (int)format_load_u32(page + 12);
-            rc = STELE_ELOCKED;
-        }
-        close(fd);
+        return fd;
+    journal_shared_t *sh = NULL;
+    rc = shared_take_lock(fd, holder_pid);
+    if (!rc)
+        rc = shared_map_page(fd, &sh);
+    if (rc) {
+        close(fd); /* releases the lock if it was taken */
         return rc;
     }
-    struct stat st;
-    if (fstat(fd, &st) < 0 ||
-        (st.st_size < (off_t)LOCK_FILE_BYTES && ftruncate(fd, (off_t)LOCK_FILE_BYTES) < 0)) {
-        rc = -errno;
-        close(fd);
-        return rc;
-    }
-    void *map = mmap(NULL, LOCK_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) {
-        rc = -errno;
-        close(fd);
-        return rc;
-    }
-    journal_shared_t *sh = map;
-    if (memcmp(sh->magic, LOCK_MAGIC, 8) != 0 || sh->version != LOCK_VERSION) {
-        memset(map, 0, LOCK_FILE_BYTES);
-        sh->version = LOCK_VERSION;
-        memcpy(sh->magic, LOCK_MAGIC, 8);
-    }
-    /* Nothing is visible until recovery has run and the writer publishes: a reader must not
-     * trust positions a dead writer left behind while this one may still truncate. */
-    atomic_store_explicit(&sh->visible_seq, 0, memory_order_release);
-    atomic_store_explicit(&sh->durable_seq, 0, memory_order_release);
-    atomic_store_explicit(&sh->writer_pid, (int32_t)getpid(), memory_order_release);
+    shared_claim_page(sh);
     *fd_out = fd;
     *shared_out = sh;
     return 0;

@@ -204,6 +204,7 @@ test_open_refuses_non_journal_directory_and_creates_nothing(void **state)
     stele_error_t err = {0};
     assert_int_equal(journal_open(dir, &o, &j, NULL, &err), STELE_ENOTJOURNAL);
     assert_non_null(strstr(err.message, "is not a stele journal"));
+    assert_non_null(strstr(err.message, "(no segments, no LOCK, 1 other entries)"));
     snprintf(path, sizeof path, "%s/LOCK", dir);
     assert_int_equal(access(path, F_OK), -1);
     journal_reader_t *r = NULL;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "format.h"
 #include "jtest_util.h"
 #include "record.h"
@@ -161,6 +162,57 @@ test_reader_reports_damage_in_durable_records_of_newest_segment(void **state)
     snprintf(want, sizeof want, "segment 00000000000000000001.seg offset %llu: bad crc",
              (unsigned long long)off5);
     assert_non_null(strstr(err.message, want));
+    journal_reader_close(r);
+    jtest_rmtree(dir);
+}
+
+/* A segment whose prev_hash does not continue the chain is reported, and the reader stays
+ * where it was: asking again reports the same damage, not whatever lies at the old
+ * offset in the new segment. */
+static void
+test_reader_reports_broken_segment_link_again_when_asked_again(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("link");
+    journal_t *j = open_writer(dir);
+    stele_error_t err = {0};
+    journal_batch_info_t info;
+    uint64_t second = 0;
+    while (!second) {
+        assert_int_equal(jtest_append(j, 3, &info, &err), 0);
+        if (info.rolled)
+            second = info.segment_seq;
+    }
+    assert_int_equal(jtest_append(j, 3, &info, &err), 0);
+    assert_int_equal(journal_close(j, &err), 0);
+    char seg[4200];
+    jtest_seg_path(seg, sizeof seg, dir, second);
+    size_t len = 0;
+    uint8_t *file = jtest_read_file(seg, &len);
+    file[SEG_OFF_PREV_HASH] ^= 0x01;
+    format_store_u32(file + SEG_OFF_CRC, crc32c(file, SEG_CRC_COVERED_BYTES));
+    jtest_poke(seg, 0, file, SEG_HEADER_BYTES);
+    free(file);
+    char want[160];
+    snprintf(want, sizeof want,
+             "segment %020llu.seg offset 0: prev_hash does not match the previous segment's "
+             "last record",
+             (unsigned long long)second);
+    journal_reader_t *r = NULL;
+    assert_int_equal(journal_reader_open(dir, NULL, &r, &err), 0);
+    journal_record_t rec;
+    for (uint64_t seq = 1; seq < second; seq++) {
+        assert_int_equal(journal_reader_next(r, &rec, &err), 0);
+        assert_int_equal(rec.seq, seq);
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        memset(&err, 0, sizeof err);
+        int rc = journal_reader_next(r, &rec, &err);
+        if (rc != STELE_ECORRUPT)
+            fprintf(stderr, "attempt %d: %d (%s)\n", attempt, rc, err.message);
+        assert_int_equal(rc, STELE_ECORRUPT);
+        assert_string_equal(err.message, want);
+    }
     journal_reader_close(r);
     jtest_rmtree(dir);
 }
@@ -342,6 +394,72 @@ test_reader_seek_uses_good_hint_and_survives_bad_one(void **state)
     jtest_rmtree(dir);
 }
 
+/* Records larger than what the reader reads at a time (max_record_bytes allows them): the
+ * reader must read on into such a frame, not report it as a bad length. */
+enum { BIG_PAYLOAD_BYTES = 300 * 1024 };
+
+static uint32_t
+big_test_payload_len(uint64_t seq)
+{
+    return seq % 2 ? 100 : BIG_PAYLOAD_BYTES;
+}
+
+static void
+read_big_records(const char *dir, uint64_t n)
+{
+    journal_reader_t *r = NULL;
+    stele_error_t err = {0};
+    journal_record_t rec;
+    assert_int_equal(journal_reader_open(dir, NULL, &r, &err), 0);
+    for (uint64_t seq = 1; seq <= n; seq++) {
+        int rc = journal_reader_next(r, &rec, &err);
+        if (rc)
+            fprintf(stderr, "next: %d (%s)\n", rc, err.message);
+        assert_int_equal(rc, 0);
+        assert_int_equal(rec.seq, seq);
+        assert_int_equal(rec.payload_len, big_test_payload_len(seq));
+        assert_int_equal(rec.payload[0], (uint8_t)seq);
+        assert_int_equal(rec.payload[rec.payload_len - 1], (uint8_t)seq);
+    }
+    assert_int_equal(journal_reader_next(r, &rec, &err), STELE_EAGAIN);
+    journal_reader_close(r);
+}
+
+static void
+test_reader_returns_records_larger_than_its_read_chunk(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("big");
+    journal_options_t o;
+    jtest_options(&o, 4u << 20);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    size_t cap = 2 * journal_frame_bytes(BIG_PAYLOAD_BYTES);
+    uint8_t *batch = malloc(cap), *payload = malloc(BIG_PAYLOAD_BYTES);
+    assert_non_null(batch);
+    assert_non_null(payload);
+    enum { BIG_BATCHES = 3, BIG_PER_BATCH = 2 };
+    for (uint64_t seq = 1; seq <= BIG_BATCHES * BIG_PER_BATCH;) {
+        size_t len = 0;
+        for (int k = 0; k < BIG_PER_BATCH; k++, seq++) {
+            memset(payload, (int)(uint8_t)seq, big_test_payload_len(seq));
+            journal_frame_prepare(batch + len, seq, (int64_t)seq * 1000, payload,
+                                  big_test_payload_len(seq));
+            len += journal_frame_bytes(big_test_payload_len(seq));
+        }
+        assert_int_equal(journal_append_batch(j, batch, len, NULL, &err), 0);
+    }
+    assert_int_equal(journal_sync(j, &err), 0);
+    journal_publish(j, journal_last_seq(j), journal_last_seq(j));
+    read_big_records(dir, BIG_BATCHES * BIG_PER_BATCH); /* a live writer published them */
+    assert_int_equal(journal_close(j, &err), 0);
+    read_big_records(dir, BIG_BATCHES * BIG_PER_BATCH); /* whole batches on disk */
+    free(payload);
+    free(batch);
+    jtest_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -349,9 +467,11 @@ main(void)
         cmocka_unit_test(test_reader_returns_only_published_records_while_writer_lives),
         cmocka_unit_test(test_reader_without_writer_stops_before_torn_batch),
         cmocka_unit_test(test_reader_reports_damage_in_durable_records_of_newest_segment),
+        cmocka_unit_test(test_reader_reports_broken_segment_link_again_when_asked_again),
         cmocka_unit_test(test_reader_wait_times_out_without_busy_polling),
         cmocka_unit_test(test_reader_in_another_process_follows_writer_across_rolls),
         cmocka_unit_test(test_reader_seek_uses_good_hint_and_survives_bad_one),
+        cmocka_unit_test(test_reader_returns_records_larger_than_its_read_chunk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -380,6 +380,47 @@ test_recover_uses_a_good_hint_and_ignores_a_bad_one(void **state)
     jtest_rmtree(f.dir);
 }
 
+/* Frames larger than what recovery reads at a time, each synced and the journal reopened
+ * after each: the scan must read on into a frame that crosses the end of what it has read,
+ * not take it for a frame too long for the segment. That verdict refused the open when
+ * later frames said they were synced, and zeroed the frame when it was the last one,
+ * although it was synced too. */
+enum { BIG_PAYLOAD_BYTES = 100 * 1000, BIG_RECORDS = 16 };
+
+static void
+test_recover_reads_frames_across_its_read_chunks(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("chunks");
+    journal_options_t o;
+    jtest_options(&o, 4u << 20);
+    stele_error_t err = {0};
+    size_t frame_bytes = journal_frame_bytes(BIG_PAYLOAD_BYTES);
+    uint8_t *frame = malloc(frame_bytes), *payload = malloc(BIG_PAYLOAD_BYTES);
+    assert_non_null(frame);
+    assert_non_null(payload);
+    for (uint64_t seq = 1; seq <= BIG_RECORDS; seq++) {
+        journal_t *j = NULL;
+        journal_recovery_t rec;
+        int rc = journal_open(dir, &o, &j, &rec, &err);
+        if (rc)
+            fprintf(stderr, "open before seq %llu: %d (%s)\n", (unsigned long long)seq, rc,
+                    err.message);
+        assert_int_equal(rc, 0);
+        assert_int_equal(rec.end, JOURNAL_END_CLEAN);
+        assert_int_equal(rec.last_seq, seq - 1);
+        assert_int_equal(rec.truncated_bytes, 0);
+        memset(payload, (int)seq, BIG_PAYLOAD_BYTES);
+        journal_frame_prepare(frame, seq, (int64_t)seq * 1000, payload, BIG_PAYLOAD_BYTES);
+        assert_int_equal(journal_append_batch(j, frame, frame_bytes, NULL, &err), 0);
+        assert_int_equal(journal_sync(j, &err), 0);
+        assert_int_equal(journal_close(j, &err), 0);
+    }
+    free(payload);
+    free(frame);
+    jtest_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -396,6 +437,7 @@ main(void)
         cmocka_unit_test(test_recover_reports_tampered_record_with_valid_crc),
         cmocka_unit_test(test_recover_reports_damage_in_sealed_segment),
         cmocka_unit_test(test_recover_uses_a_good_hint_and_ignores_a_bad_one),
+        cmocka_unit_test(test_recover_reads_frames_across_its_read_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
