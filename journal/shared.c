@@ -59,9 +59,16 @@ static int
 shared_map_page(int fd, journal_shared_t **out)
 {
     struct stat st;
-    if (fstat(fd, &st) < 0 ||
-        (st.st_size < (off_t)LOCK_FILE_BYTES && ftruncate(fd, (off_t)LOCK_FILE_BYTES) < 0))
+    if (fstat(fd, &st) < 0)
         return -errno;
+    if (st.st_size < (off_t)LOCK_FILE_BYTES) {
+        int rc;
+        do
+            rc = ftruncate(fd, (off_t)LOCK_FILE_BYTES);
+        while (rc < 0 && errno == EINTR);
+        if (rc < 0)
+            return -errno;
+    }
     void *map = mmap(NULL, LOCK_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED)
         return -errno;
@@ -139,7 +146,10 @@ shared_open_reader(const char *dir, int *fd_out, journal_shared_t **shared_out)
         return rc;
     *shared_out = NULL;
     if (*fd_out < 0) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd;
+        do
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+        while (fd < 0 && errno == EINTR);
         if (fd < 0)
             return errno == ENOENT ? 0 : -errno;
         *fd_out = fd;
