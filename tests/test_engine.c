@@ -661,6 +661,98 @@ test_engine_open_failing_at_a_sink_undoes_what_it_started(void **state)
     assert_int_equal(stele_close(db, NULL), 0);
 }
 
+/* A BSON event {"pad": "<c repeated>"} of exactly `bytes` bytes (15 bytes of framing). */
+static bson_t *
+padded_event(uint32_t bytes, char c)
+{
+    size_t n = bytes - 15;
+    char *pad = malloc(n);
+    assert_non_null(pad);
+    memset(pad, c, n);
+    bson_t *b = bson_new();
+    assert_true(bson_append_utf8(b, "pad", 3, pad, (int)n));
+    free(pad);
+    assert_int_equal(b->len, bytes);
+    return b;
+}
+
+/* The JSON text of padded_event(bytes, c). */
+static char *
+padded_json(uint32_t bytes, char c, size_t *len)
+{
+    size_t n = bytes - 15;
+    char *json = malloc(n + 11);
+    assert_non_null(json);
+    memcpy(json, "{\"pad\":\"", 8);
+    memset(json + 8, c, n);
+    memcpy(json + 8 + n, "\"}", 3);
+    *len = n + 10;
+    return json;
+}
+
+/* Records of the largest size allowed go in as BSON and as JSON, between small ones, and
+ * come back byte for byte through the public reader after a reopen that must rebuild a lost
+ * index: recovery then reads the newest segment from its start, in read chunks that hold
+ * only one such frame. One byte more is refused. */
+static void
+test_engine_largest_records_round_trip(void **state)
+{
+    fixture_t *f = *state;
+    stele_options_t o;
+    fixture_options(&o);
+    o.segment_bytes = 16u << 20;
+    o.max_record_bytes = 1u << 20;
+    enum { N = 12 };
+    bson_t *want[N];
+    stele_t *db = open_or_fail(f->dir, &o, NULL);
+    stele_error_t err = {0};
+    for (int i = 0; i < N; i++) {
+        uint32_t bytes = i % 3 == 2 ? 200 : o.max_record_bytes;
+        want[i] = padded_event(bytes, (char)('a' + i));
+        stele_wait_t wait = i % 2 ? STELE_WAIT_DURABLE : STELE_WAIT_NONE;
+        int rc;
+        if (i % 4 == 1) {
+            size_t len = 0;
+            char *json = padded_json(bytes, (char)('a' + i), &len);
+            rc = stele_append_json(db, json, len, wait, NULL, &err);
+            free(json);
+        } else {
+            rc = stele_append_bson(db, bson_get_data(want[i]), want[i]->len, wait, NULL, &err);
+        }
+        if (rc)
+            fail_msg("append %d: %s", i, err.message);
+    }
+    bson_t *over = padded_event(o.max_record_bytes + 1, 'z');
+    assert_int_equal(
+        stele_append_bson(db, bson_get_data(over), over->len, STELE_WAIT_NONE, NULL, &err),
+        STELE_ETOOBIG);
+    bson_destroy(over);
+    assert_int_equal(stele_close(db, &err), 0);
+
+    char *index_dir = test_path_join(f->dir, "index");
+    assert_int_equal(test_tmpdir_remove(index_dir), 0);
+    db = open_or_fail(f->dir, &o, NULL);
+    assert_int_equal(stats_of(db).appended_seq, N);
+    assert_int_equal(stele_close(db, &err), 0);
+
+    stele_reader_t *r = NULL;
+    assert_int_equal(stele_reader_open(f->dir, &r, &err), 0);
+    stele_record_t rec;
+    for (int i = 0; i < N; i++) {
+        if (stele_reader_next(r, &rec, 0, &err) != 0)
+            fail_msg("record %d: %s", i + 1, err.message);
+        assert_int_equal(rec.seq, (uint64_t)i + 1);
+        assert_int_equal(rec.bson_len, want[i]->len);
+        assert_memory_equal(rec.bson, bson_get_data(want[i]), rec.bson_len);
+        bson_destroy(want[i]);
+    }
+    assert_int_equal(stele_reader_next(r, &rec, 0, &err), STELE_EAGAIN);
+    stele_reader_close(r);
+    stele_verify_report_t report;
+    assert_int_equal(stele_verify(f->dir, 0, 0, &report, &err), 0);
+    assert_int_equal(report.records_checked, N);
+}
+
 static void
 test_engine_null_arguments_are_errors(void **state)
 {
@@ -697,6 +789,7 @@ main(void)
         T(test_engine_retention_never_deletes_without_sinks),
         T(test_engine_retention_keeps_what_a_sink_has_not_shipped),
         T(test_engine_open_failing_at_a_sink_undoes_what_it_started),
+        T(test_engine_largest_records_round_trip),
         T(test_engine_null_arguments_are_errors),
 #undef T
     };
