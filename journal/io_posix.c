@@ -170,18 +170,28 @@ io_posix_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
     return -rc;
 }
 
+/* rename and unlink are retried on EINTR like every call here: on a FUSE or network file
+ * system a signal can interrupt them, and a roll or a retention pass must not fail for it. */
 static int
 io_posix_rename(void *ctx, const char *from, const char *to)
 {
     (void)ctx;
-    return rename(from, to) < 0 ? -errno : 0;
+    int rc;
+    do {
+        rc = rename(from, to);
+    } while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -errno : 0;
 }
 
 static int
 io_posix_unlink(void *ctx, const char *path)
 {
     (void)ctx;
-    return unlink(path) < 0 ? -errno : 0;
+    int rc;
+    do {
+        rc = unlink(path);
+    } while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -errno : 0;
 }
 
 static int
@@ -204,7 +214,11 @@ io_posix_file_size(void *ctx, int fd, off_t *size_out)
 {
     (void)ctx;
     struct stat st;
-    if (fstat(fd, &st) < 0)
+    int rc;
+    do {
+        rc = fstat(fd, &st);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0)
         return -errno;
     *size_out = st.st_size;
     return 0;
