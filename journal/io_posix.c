@@ -161,6 +161,10 @@ static int
 io_posix_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
 {
     (void)ctx;
+    /* posix_fallocate's own rule, for zero-filling too, which would otherwise write nothing
+     * for a negative length and report the space reserved. */
+    if (off < 0 || len <= 0)
+        return -EINVAL;
     if (zero_fill)
         return io_posix_zero_fill(fd, off, len);
     int rc;

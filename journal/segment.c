@@ -189,11 +189,19 @@ segment_prepared_path(char *out, size_t cap, const char *dir)
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+/* The largest size a file can be given: off_t is signed. */
+#define SEGMENT_MAX_FILE_BYTES ((uint64_t)INT64_MAX)
+_Static_assert(sizeof(off_t) == sizeof(int64_t), "64-bit file offsets");
+
 int
 segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes, int zero_fill,
                 unsigned file_mode, int *fd_out)
 {
     char path[PATH_MAX];
+    /* As an off_t the size would be negative: no file can have it (and the caller gets
+     * -EFBIG before any I/O). */
+    if (size_bytes > SEGMENT_MAX_FILE_BYTES)
+        return -EFBIG;
     int rc = segment_prepared_path(path, sizeof path, dir);
     if (rc)
         return rc;

@@ -302,6 +302,25 @@ test_posix_rename_unlink_and_file_size_retry_eintr(void **state)
     free(to);
 }
 
+/* Preallocation answers the same whichever way it reserves: posix_fallocate refuses a
+ * negative offset or a length that is not positive with EINVAL, and so must zero-filling,
+ * which would otherwise write nothing and report the space reserved. */
+static void
+test_posix_allocate_refuses_a_negative_length_in_both_modes(void **state)
+{
+    fixture_t *fx = *state;
+    const journal_io_t *posix = journal_io_posix();
+    for (int zero_fill = 0; zero_fill <= 1; zero_fill++) {
+        assert_int_equal(posix->allocate(posix->ctx, fx->fd, 0, -4096, zero_fill), -EINVAL);
+        assert_int_equal(posix->allocate(posix->ctx, fx->fd, 0, 0, zero_fill), -EINVAL);
+        assert_int_equal(posix->allocate(posix->ctx, fx->fd, -4096, 8192, zero_fill), -EINVAL);
+        assert_int_equal(posix->allocate(posix->ctx, fx->fd, 0, 8192, zero_fill), 0);
+    }
+    off_t size = -1;
+    assert_int_equal(posix->file_size(posix->ctx, fx->fd, &size), 0);
+    assert_int_equal(size, 8192);
+}
+
 int
 main(void)
 {
@@ -322,6 +341,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_fault_tells_call_sites_apart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_posix_rename_unlink_and_file_size_retry_eintr, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_posix_allocate_refuses_a_negative_length_in_both_modes,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

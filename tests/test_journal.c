@@ -646,6 +646,32 @@ test_open_rejects_bad_options(void **state)
     jtest_rmtree(dir);
 }
 
+/* A segment size no file can have (off_t is signed: 2^63 and more) is refused when the first
+ * segment is made, whichever way it is preallocated. Zero-filling once took the size for a
+ * negative length, wrote nothing, and opened a journal whose "2^63-byte" segment was its
+ * 4 KiB header, never preallocated. */
+static void
+test_open_refuses_a_segment_size_no_file_can_have(void **state)
+{
+    (void)state;
+    for (int zero_fill = 1; zero_fill >= 0; zero_fill--) {
+        char *dir = jtest_tmpdir("huge-segment");
+        journal_options_t o;
+        jtest_options(&o, (uint64_t)1 << 63);
+        o.zero_fill = zero_fill ? JOURNAL_ZERO_FILL_ALWAYS : JOURNAL_ZERO_FILL_NEVER;
+        o.prepare_inline = 1;
+        journal_t *j = NULL;
+        stele_error_t err = {0};
+        assert_int_equal(journal_open(dir, &o, &j, NULL, &err), -EFBIG);
+        assert_null(j);
+        assert_non_null(strstr(err.message, "could not create segment 00000000000000000001.seg"));
+        char path[4300];
+        jtest_seg_path(path, sizeof path, dir, 1);
+        assert_int_equal(access(path, F_OK), -1);
+        jtest_rmtree(dir);
+    }
+}
+
 /* ---- preallocation: JOURNAL_ZERO_FILL_SMALL_SYNCS ---- */
 
 /* Counts the preallocations of each kind, then lets the POSIX table do them. */
@@ -796,6 +822,7 @@ main(void)
         cmocka_unit_test(test_files_are_owner_only_by_default_and_modes_follow_options),
         cmocka_unit_test(test_failed_sync_halts_the_journal_for_good),
         cmocka_unit_test(test_open_rejects_bad_options),
+        cmocka_unit_test(test_open_refuses_a_segment_size_no_file_can_have),
         cmocka_unit_test(test_zero_fill_follows_the_size_of_synced_batches),
         cmocka_unit_test(test_next_segment_is_prepared_once_the_active_one_is_a_quarter_full),
         cmocka_unit_test(test_direct_writes_are_aligned_and_keep_every_record),
