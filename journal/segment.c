@@ -125,6 +125,40 @@ segment_cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Appends seq to out->seqs (capacity *cap). Returns 0 or -ENOMEM. */
+static int
+segment_dir_push(segment_dir_t *out, size_t *cap, uint64_t seq)
+{
+    if (out->n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        uint64_t *grown = realloc(out->seqs, ncap * sizeof *grown);
+        if (!grown)
+            return -ENOMEM;
+        out->seqs = grown;
+        *cap = ncap;
+    }
+    out->seqs[out->n++] = seq;
+    return 0;
+}
+
+/* Counts one directory entry into out. Returns 0 or -ENOMEM. */
+static int
+segment_dir_note(segment_dir_t *out, size_t *cap, const char *name)
+{
+    uint64_t seq;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return 0;
+    if (segment_parse_name(name, &seq))
+        return segment_dir_push(out, cap, seq);
+    if (strcmp(name, LOCK_NAME) == 0)
+        out->has_lock = 1;
+    else if (strcmp(name, SEG_PREPARED_NAME) == 0)
+        out->has_prepared = 1;
+    else if (strcmp(name, "index") != 0)
+        out->n_other++; /* index/ is the engine's LMDB environment, which may be made first */
+    return 0;
+}
+
 int
 segment_dir_list(const char *dir, segment_dir_t *out)
 {
@@ -136,31 +170,8 @@ segment_dir_list(const char *dir, segment_dir_t *out)
     int rc = 0;
     struct dirent *e;
     errno = 0;
-    while ((e = readdir(d)) != NULL) {
-        uint64_t seq;
-        const char *name = e->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        if (segment_parse_name(name, &seq)) {
-            if (out->n == cap) {
-                size_t ncap = cap ? cap * 2 : 16;
-                uint64_t *grown = realloc(out->seqs, ncap * sizeof *grown);
-                if (!grown) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                out->seqs = grown;
-                cap = ncap;
-            }
-            out->seqs[out->n++] = seq;
-        } else if (strcmp(name, LOCK_NAME) == 0) {
-            out->has_lock = 1;
-        } else if (strcmp(name, SEG_PREPARED_NAME) == 0) {
-            out->has_prepared = 1;
-        } else if (strcmp(name, "index") != 0) {
-            /* index/ is the engine's LMDB environment, which may be made first. */
-            out->n_other++;
-        }
+    while (!rc && (e = readdir(d)) != NULL) {
+        rc = segment_dir_note(out, &cap, e->d_name);
         errno = 0;
     }
     if (!rc && errno)
