@@ -159,23 +159,40 @@ segment_dir_note(segment_dir_t *out, size_t *cap, const char *name)
     return 0;
 }
 
+/* The next entry of d into *e (NULL at the end). Returns 0 or -errno. Like opendir, readdir
+ * is retried on EINTR (on FUSE and network file systems a signal can interrupt it), which
+ * leaves the stream where it was. */
+static int
+segment_dir_read(DIR *d, struct dirent **e)
+{
+    for (;;) {
+        errno = 0;
+        *e = readdir(d);
+        if (*e || !errno)
+            return 0;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
 int
 segment_dir_list(const char *dir, segment_dir_t *out)
 {
     memset(out, 0, sizeof *out);
-    DIR *d = opendir(dir);
+    DIR *d;
+    do {
+        d = opendir(dir);
+    } while (!d && errno == EINTR);
     if (!d)
         return -errno;
     size_t cap = 0;
-    int rc = 0;
     struct dirent *e;
-    errno = 0;
-    while (!rc && (e = readdir(d)) != NULL) {
+    int rc;
+    while (!(rc = segment_dir_read(d, &e)) && e) {
         rc = segment_dir_note(out, &cap, e->d_name);
-        errno = 0;
+        if (rc)
+            break;
     }
-    if (!rc && errno)
-        rc = -errno;
     closedir(d);
     if (rc) {
         segment_dir_free(out);
