@@ -1,7 +1,8 @@
 /*
  * test_journal.c: the journal's writer API end to end on real files: create and reopen,
  * append/sync/roll, the writer lock, bad input (oversize, not a journal, newer version,
- * read-only directory), retention, file modes and the sticky failed state.
+ * read-only directory, a segment size no file can have), retention, file modes, the sticky
+ * failed state, and listing the directory through EINTR (interposed opendir/readdir).
  */
 #include <setjmp.h>
 #include <stdarg.h>
