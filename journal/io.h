@@ -43,7 +43,8 @@ struct journal_io {
     /* Makes data and all metadata durable (used for new files and directories). */
     int (*fsync)(void *ctx, int fd);
     int (*truncate)(void *ctx, int fd, off_t len);
-    /* Reserves [off, off+len) on disk; `zero_fill` writes zeros instead of fallocate. */
+    /* Reserves [off, off+len) on disk; `zero_fill` writes zeros instead of fallocate. Either
+     * way -EINVAL when off < 0 or len <= 0 (posix_fallocate's rule). */
     int (*allocate)(void *ctx, int fd, off_t off, off_t len, int zero_fill);
     int (*rename)(void *ctx, const char *from, const char *to);
     int (*unlink)(void *ctx, const char *path);

@@ -52,6 +52,48 @@ io_posix_pread(void *ctx, int fd, void *buf, size_t len, off_t off)
     return (ssize_t)done;
 }
 
+/* Past the n bytes a pwritev wrote: *cur and *left move over the iovecs it finished, and
+ * the one it stopped in starts where it stopped. */
+static void
+io_posix_iov_advance(struct iovec **cur, int *left, ssize_t n)
+{
+    while (n > 0 && *left > 0) {
+        size_t step = (size_t)n < (*cur)->iov_len ? (size_t)n : (*cur)->iov_len;
+        (*cur)->iov_base = (char *)(*cur)->iov_base + step;
+        (*cur)->iov_len -= step;
+        n -= (ssize_t)step;
+        if ((*cur)->iov_len == 0) {
+            (*cur)++;
+            (*left)--;
+        }
+    }
+}
+
+/* Writes all of iov[0..iovcnt) at off, consuming the vector as it goes. */
+static int
+io_posix_pwritev_all(int fd, struct iovec *iov, int iovcnt, off_t off)
+{
+    struct iovec *cur = iov;
+    int left = iovcnt;
+    while (left > 0) {
+        if (cur->iov_len == 0) {
+            cur++;
+            left--;
+            continue;
+        }
+        ssize_t n = pwritev(fd, cur, left > IOV_MAX ? IOV_MAX : left, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -EIO;
+        off += n;
+        io_posix_iov_advance(&cur, &left, n);
+    }
+    return 0;
+}
+
 static int
 io_posix_pwritev(void *ctx, int fd, const struct iovec *iov_in, int iovcnt, off_t off)
 {
@@ -66,38 +108,7 @@ io_posix_pwritev(void *ctx, int fd, const struct iovec *iov_in, int iovcnt, off_
             return -ENOMEM;
     }
     memcpy(iov, iov_in, sizeof *iov * (size_t)iovcnt);
-    int rc = 0;
-    struct iovec *cur = iov;
-    int left = iovcnt;
-    while (left > 0) {
-        if (cur->iov_len == 0) {
-            cur++;
-            left--;
-            continue;
-        }
-        ssize_t n = pwritev(fd, cur, left > IOV_MAX ? IOV_MAX : left, off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = -errno;
-            break;
-        }
-        if (n == 0) {
-            rc = -EIO;
-            break;
-        }
-        off += n;
-        while (n > 0 && left > 0) {
-            size_t step = (size_t)n < cur->iov_len ? (size_t)n : cur->iov_len;
-            cur->iov_base = (char *)cur->iov_base + step;
-            cur->iov_len -= step;
-            n -= (ssize_t)step;
-            if (cur->iov_len == 0) {
-                cur++;
-                left--;
-            }
-        }
-    }
+    int rc = io_posix_pwritev_all(fd, iov, iovcnt, off);
     if (iov != local)
         free(iov);
     return rc;
@@ -161,6 +172,10 @@ static int
 io_posix_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
 {
     (void)ctx;
+    /* posix_fallocate's own rule, for zero-filling too, which would otherwise write nothing
+     * for a negative length and report the space reserved. */
+    if (off < 0 || len <= 0)
+        return -EINVAL;
     if (zero_fill)
         return io_posix_zero_fill(fd, off, len);
     int rc;
@@ -170,18 +185,28 @@ io_posix_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
     return -rc;
 }
 
+/* rename and unlink are retried on EINTR like every call here: on a FUSE or network file
+ * system a signal can interrupt them, and a roll or a retention pass must not fail for it. */
 static int
 io_posix_rename(void *ctx, const char *from, const char *to)
 {
     (void)ctx;
-    return rename(from, to) < 0 ? -errno : 0;
+    int rc;
+    do {
+        rc = rename(from, to);
+    } while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -errno : 0;
 }
 
 static int
 io_posix_unlink(void *ctx, const char *path)
 {
     (void)ctx;
-    return unlink(path) < 0 ? -errno : 0;
+    int rc;
+    do {
+        rc = unlink(path);
+    } while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -errno : 0;
 }
 
 static int
@@ -204,7 +229,11 @@ io_posix_file_size(void *ctx, int fd, off_t *size_out)
 {
     (void)ctx;
     struct stat st;
-    if (fstat(fd, &st) < 0)
+    int rc;
+    do {
+        rc = fstat(fd, &st);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0)
         return -errno;
     *size_out = st.st_size;
     return 0;

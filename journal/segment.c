@@ -125,46 +125,74 @@ segment_cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Appends seq to out->seqs (capacity *cap). Returns 0 or -ENOMEM. */
+static int
+segment_dir_push(segment_dir_t *out, size_t *cap, uint64_t seq)
+{
+    if (out->n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        uint64_t *grown = realloc(out->seqs, ncap * sizeof *grown);
+        if (!grown)
+            return -ENOMEM;
+        out->seqs = grown;
+        *cap = ncap;
+    }
+    out->seqs[out->n++] = seq;
+    return 0;
+}
+
+/* Counts one directory entry into out. Returns 0 or -ENOMEM. */
+static int
+segment_dir_note(segment_dir_t *out, size_t *cap, const char *name)
+{
+    uint64_t seq;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return 0;
+    if (segment_parse_name(name, &seq))
+        return segment_dir_push(out, cap, seq);
+    if (strcmp(name, LOCK_NAME) == 0)
+        out->has_lock = 1;
+    else if (strcmp(name, SEG_PREPARED_NAME) == 0)
+        out->has_prepared = 1;
+    else if (strcmp(name, "index") != 0)
+        out->n_other++; /* index/ is the engine's LMDB environment, which may be made first */
+    return 0;
+}
+
+/* The next entry of d into *e (NULL at the end). Returns 0 or -errno. Like opendir, readdir
+ * is retried on EINTR (on FUSE and network file systems a signal can interrupt it), which
+ * leaves the stream where it was. */
+static int
+segment_dir_read(DIR *d, struct dirent **e)
+{
+    for (;;) {
+        errno = 0;
+        *e = readdir(d);
+        if (*e || !errno)
+            return 0;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
 int
 segment_dir_list(const char *dir, segment_dir_t *out)
 {
     memset(out, 0, sizeof *out);
-    DIR *d = opendir(dir);
+    DIR *d;
+    do {
+        d = opendir(dir);
+    } while (!d && errno == EINTR);
     if (!d)
         return -errno;
     size_t cap = 0;
-    int rc = 0;
     struct dirent *e;
-    errno = 0;
-    while ((e = readdir(d)) != NULL) {
-        uint64_t seq;
-        const char *name = e->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        if (segment_parse_name(name, &seq)) {
-            if (out->n == cap) {
-                size_t ncap = cap ? cap * 2 : 16;
-                uint64_t *grown = realloc(out->seqs, ncap * sizeof *grown);
-                if (!grown) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                out->seqs = grown;
-                cap = ncap;
-            }
-            out->seqs[out->n++] = seq;
-        } else if (strcmp(name, LOCK_NAME) == 0) {
-            out->has_lock = 1;
-        } else if (strcmp(name, SEG_PREPARED_NAME) == 0) {
-            out->has_prepared = 1;
-        } else if (strcmp(name, "index") != 0) {
-            /* index/ is the engine's LMDB environment, which may be made first. */
-            out->n_other++;
-        }
-        errno = 0;
+    int rc;
+    while (!(rc = segment_dir_read(d, &e)) && e) {
+        rc = segment_dir_note(out, &cap, e->d_name);
+        if (rc)
+            break;
     }
-    if (!rc && errno)
-        rc = -errno;
     closedir(d);
     if (rc) {
         segment_dir_free(out);
@@ -189,11 +217,19 @@ segment_prepared_path(char *out, size_t cap, const char *dir)
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+/* The largest size a file can be given: off_t is signed. */
+#define SEGMENT_MAX_FILE_BYTES ((uint64_t)INT64_MAX)
+_Static_assert(sizeof(off_t) == sizeof(int64_t), "64-bit file offsets");
+
 int
 segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes, int zero_fill,
                 unsigned file_mode, int *fd_out)
 {
     char path[PATH_MAX];
+    /* As an off_t the size would be negative: no file can have it (and the caller gets
+     * -EFBIG before any I/O). */
+    if (size_bytes > SEGMENT_MAX_FILE_BYTES)
+        return -EFBIG;
     int rc = segment_prepared_path(path, sizeof path, dir);
     if (rc)
         return rc;

@@ -3,7 +3,8 @@
  * example's hex blocks, and decodes them with the journal's own code: every field must be
  * what the document says, the CRCs and the chain hash must check, and the bytes must be
  * exactly what the writer produces for the same record today. Also checks that zeros never
- * validate as a frame.
+ * validate as a frame, and that each header rule (H1-H4) and frame rule (F2, F4, F5) refuses
+ * its case.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -144,6 +145,96 @@ test_format_zero_frame_never_validates(void **state)
                      RECORD_BAD_LENGTH);
 }
 
+/* One row per way a segment header breaks FORMAT.md's rules H1-H4 (the example header with
+ * one field changed, its CRC recomputed unless the row is about the CRC): the code and the
+ * reason segment_header_decode gives. */
+typedef struct header_case {
+    const char *what;
+    size_t field_off; /* where `value` is stored (u32 or u64, per field_bytes) */
+    unsigned field_bytes;
+    uint64_t value;
+    int keep_crc; /* leave the old CRC: the change must be caught by H2 */
+    int expect_rc;
+    const char *expect_why;
+} header_case_t;
+
+static void
+test_format_header_rules_each_refuse_their_case(void **state)
+{
+    (void)state;
+    static const header_case_t cases[] = {
+        {"H1 magic", SEG_OFF_MAGIC, 4, 0x58585858, 0, STELE_ECORRUPT, "bad segment magic"},
+        {"H2 crc", SEG_OFF_CREATED_NS, 8, 1, 1, STELE_ECORRUPT, "bad header crc"},
+        {"H3 newer version", SEG_OFF_VERSION, 4, FORMAT_VERSION + 1, 0, STELE_EVERSION,
+         "written by a newer format version"},
+        {"H4 version 0", SEG_OFF_VERSION, 4, 0, 0, STELE_ECORRUPT, "bad header fields"},
+        {"H4 header_bytes", SEG_OFF_HEADER_BYTES, 4, 2 * SEG_HEADER_BYTES, 0, STELE_ECORRUPT,
+         "bad header fields"},
+        {"H4 source not NUL-terminated", SEG_OFF_SOURCE + SEG_SOURCE_BYTES - 4, 4, 0x41414141, 0,
+         STELE_ECORRUPT, "bad header fields"},
+        {"H4 first_seq 0", SEG_OFF_FIRST_SEQ, 8, 0, 0, STELE_ECORRUPT, "first seq is 0"},
+    };
+    uint8_t example[SEG_HEADER_BYTES] = {0};
+    read_hex_block("header", example, sizeof example);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const header_case_t *c = &cases[i];
+        uint8_t page[SEG_HEADER_BYTES];
+        memcpy(page, example, sizeof page);
+        if (c->field_bytes == 4)
+            format_store_u32(page + c->field_off, (uint32_t)c->value);
+        else
+            format_store_u64(page + c->field_off, c->value);
+        if (!c->keep_crc)
+            format_store_u32(page + SEG_OFF_CRC, crc32c(page, SEG_CRC_COVERED_BYTES));
+        segment_header_t h;
+        const char *why = "";
+        int rc = segment_header_decode(page, sizeof page, &h, &why);
+        if (rc != c->expect_rc || strcmp(why, c->expect_why) != 0)
+            fail_msg("%s: got %d \"%s\", want %d \"%s\"", c->what, rc, why, c->expect_rc,
+                     c->expect_why);
+    }
+    segment_header_t h;
+    const char *why = "";
+    assert_int_equal(segment_header_decode(example, SEG_HEADER_BYTES - 1, &h, &why),
+                     STELE_ECORRUPT);
+    assert_string_equal(why, "header cut short");
+}
+
+/* Rules F4 and F5, which only a frame with a correct CRC reaches: a reserved flag bit (the
+ * CRC covers the flags, so it is recomputed) and a non-zero padding byte (the CRC does not
+ * cover padding) each make the frame BAD_CRC; F2 refuses a length past the segment or
+ * above the format's maximum before any CRC is checked. */
+static void
+test_format_frame_rules_refuse_flags_padding_and_length(void **state)
+{
+    (void)state;
+    uint8_t example[256] = {0};
+    size_t n = read_hex_block("frame", example, sizeof example);
+    uint8_t frame[256];
+    record_view_t v;
+
+    memcpy(frame, example, sizeof frame);
+    format_store_u32(frame + FRAME_OFF_FLAGS, FRAME_FLAG_BATCH_END | 2u);
+    format_store_u32(frame + FRAME_OFF_CRC, record_crc(frame, 12));
+    assert_int_equal(record_decode(frame, n, n, SEG_HEADER_BYTES, &v), RECORD_BAD_CRC);
+
+    memcpy(frame, example, sizeof frame);
+    frame[n - 1] = 1; /* the last padding byte */
+    assert_int_equal(record_decode(frame, n, n, SEG_HEADER_BYTES, &v), RECORD_BAD_CRC);
+
+    memcpy(frame, example, sizeof frame);
+    assert_int_equal(record_decode(frame, n, n - FRAME_ALIGN, SEG_HEADER_BYTES, &v),
+                     RECORD_BAD_LENGTH);
+    format_store_u32(frame + FRAME_OFF_PAYLOAD_LEN, FRAME_MAX_PAYLOAD + 1);
+    assert_int_equal(record_decode(frame, n, UINT64_MAX, SEG_HEADER_BYTES, &v), RECORD_BAD_LENGTH);
+    /* The largest length the format allows is not refused for its size: more is needed. */
+    format_store_u32(frame + FRAME_OFF_PAYLOAD_LEN, FRAME_MAX_PAYLOAD);
+    assert_int_equal(record_decode(frame, n, UINT64_MAX, SEG_HEADER_BYTES, &v), RECORD_NEED_MORE);
+
+    memcpy(frame, example, sizeof frame);
+    assert_int_equal(record_decode(frame, n, n, SEG_HEADER_BYTES, &v), RECORD_VALID);
+}
+
 static void
 test_format_segment_names_are_twenty_digits(void **state)
 {
@@ -169,6 +260,8 @@ main(void)
         cmocka_unit_test(test_format_decodes_worked_example_header),
         cmocka_unit_test(test_format_decodes_worked_example_frame),
         cmocka_unit_test(test_format_zero_frame_never_validates),
+        cmocka_unit_test(test_format_header_rules_each_refuse_their_case),
+        cmocka_unit_test(test_format_frame_rules_refuse_flags_padding_and_length),
         cmocka_unit_test(test_format_segment_names_are_twenty_digits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,9 @@
 /*
  * test_io_fault.c: the faulting I/O table (tests/support/io_fault.c) fails exactly the
  * calls it is armed for, the way the journal would see them, and counts every call.
- * Runs over the real POSIX table in a temporary directory.
+ * Runs over the real POSIX table in a temporary directory. Also the POSIX table itself where
+ * the tests cannot make the kernel do what a network or FUSE file system may: fail a call
+ * with EINTR (interposed C library calls, below).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,12 +13,58 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io_fault.h"
 #include "test_util.h"
+
+/*
+ * EINTR below the POSIX table. A signal can interrupt any call on a FUSE or network file
+ * system, but never these on the local disks the tests run on, so the test binary puts its
+ * own rename, unlink and fstat in front of the C library's (an executable's definitions win
+ * at link time): each fails with EINTR as many times as armed here, then makes the real call
+ * through renameat, unlinkat or fstatat, which the POSIX table does not use.
+ */
+static struct {
+    int rename, unlink, fstat;
+} eintr_left;
+
+int
+rename(const char *from, const char *to)
+{
+    if (eintr_left.rename > 0) {
+        eintr_left.rename--;
+        errno = EINTR;
+        return -1;
+    }
+    return renameat(AT_FDCWD, from, AT_FDCWD, to);
+}
+
+int
+unlink(const char *path)
+{
+    if (eintr_left.unlink > 0) {
+        eintr_left.unlink--;
+        errno = EINTR;
+        return -1;
+    }
+    return unlinkat(AT_FDCWD, path, 0);
+}
+
+int
+fstat(int fd, struct stat *st)
+{
+    if (eintr_left.fstat > 0) {
+        eintr_left.fstat--;
+        errno = EINTR;
+        return -1;
+    }
+    return fstatat(fd, "", st, AT_EMPTY_PATH);
+}
 
 typedef struct fixture {
     char *dir;
@@ -47,6 +95,7 @@ static int
 teardown(void **state)
 {
     fixture_t *fx = *state;
+    memset(&eintr_left, 0, sizeof eintr_left);
     if (fx->fd >= 0)
         journal_io_posix()->close(NULL, fx->fd);
     io_fault_free(fx->fault);
@@ -222,6 +271,56 @@ test_fault_tells_call_sites_apart(void **state)
     assert_int_equal(n_sync_sites, 1);
 }
 
+/* io.h: every method retries EINTR (nothing was done; the call is simply made again). A
+ * rename interrupted at a roll would otherwise halt the journal, and an interrupted unlink
+ * fail a retention pass, for a signal. */
+static void
+test_posix_rename_unlink_and_file_size_retry_eintr(void **state)
+{
+    fixture_t *fx = *state;
+    const journal_io_t *posix = journal_io_posix();
+    char *to = test_path_join(fx->dir, "renamed");
+    assert_non_null(to);
+    assert_int_equal(write_bytes(fx, "abc", 3, 0), 0);
+
+    eintr_left.rename = 2;
+    assert_int_equal(posix->rename(posix->ctx, fx->path, to), 0);
+    assert_int_equal(eintr_left.rename, 0);
+    assert_int_equal(access(to, F_OK), 0);
+    assert_int_equal(access(fx->path, F_OK), -1);
+
+    off_t size = -1;
+    eintr_left.fstat = 2;
+    assert_int_equal(posix->file_size(posix->ctx, fx->fd, &size), 0);
+    assert_int_equal(eintr_left.fstat, 0);
+    assert_int_equal(size, 3);
+
+    eintr_left.unlink = 2;
+    assert_int_equal(posix->unlink(posix->ctx, to), 0);
+    assert_int_equal(eintr_left.unlink, 0);
+    assert_int_equal(access(to, F_OK), -1);
+    free(to);
+}
+
+/* Preallocation answers the same whichever way it reserves: posix_fallocate refuses a
+ * negative offset or a length that is not positive with EINVAL, and so must zero-filling,
+ * which would otherwise write nothing and report the space reserved. */
+static void
+test_posix_allocate_refuses_a_negative_length_in_both_modes(void **state)
+{
+    fixture_t *fx = *state;
+    const journal_io_t *posix = journal_io_posix();
+    for (int zero_fill = 0; zero_fill <= 1; zero_fill++) {
+        assert_int_equal(posix->allocate(posix->ctx, fx->fd, 0, -4096, zero_fill), -EINVAL);
+        assert_int_equal(posix->allocate(posix->ctx, fx->fd, 0, 0, zero_fill), -EINVAL);
+        assert_int_equal(posix->allocate(posix->ctx, fx->fd, -4096, 8192, zero_fill), -EINVAL);
+        assert_int_equal(posix->allocate(posix->ctx, fx->fd, 0, 8192, zero_fill), 0);
+    }
+    off_t size = -1;
+    assert_int_equal(posix->file_size(posix->ctx, fx->fd, &size), 0);
+    assert_int_equal(size, 8192);
+}
+
 int
 main(void)
 {
@@ -240,6 +339,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_fault_failed_open_creates_nothing, setup, teardown),
         cmocka_unit_test(test_fault_noop_syncs_are_counted_and_can_fail),
         cmocka_unit_test_setup_teardown(test_fault_tells_call_sites_apart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_posix_rename_unlink_and_file_size_retry_eintr, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_posix_allocate_refuses_a_negative_length_in_both_modes,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /*
  * test_journal.c: the journal's writer API end to end on real files: create and reopen,
  * append/sync/roll, the writer lock, bad input (oversize, not a journal, newer version,
- * read-only directory), retention, file modes and the sticky failed state.
+ * read-only directory, a segment size no file can have), retention, file modes, the sticky
+ * failed state, and listing the directory through EINTR (interposed opendir/readdir).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,6 +28,45 @@
 #include "jtest_util.h"
 
 enum { SMALL_SEGMENT_BYTES = 16 * 1024 };
+
+/*
+ * EINTR from the directory listing. A signal can interrupt opendir and readdir on a FUSE or
+ * network file system, never on the local disks the tests run on, so this binary puts its
+ * own opendir and readdir in front of the C library's (an executable's definitions win at
+ * link time): each fails with EINTR as many times as armed, then calls the next definition
+ * (the C library's, or a sanitizer's interceptor).
+ */
+static struct {
+    int opendir, readdir;
+} eintr_left;
+
+DIR *
+opendir(const char *path)
+{
+    if (eintr_left.opendir > 0) {
+        eintr_left.opendir--;
+        errno = EINTR;
+        return NULL;
+    }
+    DIR *(*next)(const char *);
+    void *sym = dlsym(RTLD_NEXT, "opendir");
+    memcpy(&next, &sym, sizeof next); /* POSIX's way from dlsym to a function pointer */
+    return next(path);
+}
+
+struct dirent *
+readdir(DIR *d)
+{
+    if (eintr_left.readdir > 0) {
+        eintr_left.readdir--;
+        errno = EINTR;
+        return NULL;
+    }
+    struct dirent *(*next)(DIR *);
+    void *sym = dlsym(RTLD_NEXT, "readdir");
+    memcpy(&next, &sym, sizeof next);
+    return next(d);
+}
 
 static void
 test_open_creates_journal_and_reopen_keeps_records(void **state)
@@ -646,6 +688,82 @@ test_open_rejects_bad_options(void **state)
     jtest_rmtree(dir);
 }
 
+/* A segment size no file can have (off_t is signed: 2^63 and more) is refused when the first
+ * segment is made, whichever way it is preallocated. Zero-filling once took the size for a
+ * negative length, wrote nothing, and opened a journal whose "2^63-byte" segment was its
+ * 4 KiB header, never preallocated. */
+static void
+test_open_refuses_a_segment_size_no_file_can_have(void **state)
+{
+    (void)state;
+    for (int zero_fill = 1; zero_fill >= 0; zero_fill--) {
+        char *dir = jtest_tmpdir("huge-segment");
+        journal_options_t o;
+        jtest_options(&o, (uint64_t)1 << 63);
+        o.zero_fill = zero_fill ? JOURNAL_ZERO_FILL_ALWAYS : JOURNAL_ZERO_FILL_NEVER;
+        o.prepare_inline = 1;
+        journal_t *j = NULL;
+        stele_error_t err = {0};
+        assert_int_equal(journal_open(dir, &o, &j, NULL, &err), -EFBIG);
+        assert_null(j);
+        assert_non_null(strstr(err.message, "could not create segment 00000000000000000001.seg"));
+        char path[4300];
+        jtest_seg_path(path, sizeof path, dir, 1);
+        assert_int_equal(access(path, F_OK), -1);
+        jtest_rmtree(dir);
+    }
+}
+
+/* Disarms the interposed calls, also after a failed test. */
+static int
+eintr_disarm(void **state)
+{
+    (void)state;
+    memset(&eintr_left, 0, sizeof eintr_left);
+    return 0;
+}
+
+/* Listing the journal directory retries EINTR (opendir, and readdir, which leaves the stream
+ * where it was), as every other call of the journal does: a signal must not make an open
+ * fail, nor a reader miss a segment. */
+static void
+test_open_and_readers_list_the_directory_through_eintr(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("eintr-list");
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    for (int i = 0; i < 150; i++) /* over several segments */
+        assert_int_equal(jtest_append(j, 2, NULL, &err), 0);
+    uint64_t last = journal_last_seq(j);
+    assert_int_equal(journal_close(j, &err), 0);
+
+    journal_recovery_t rec;
+    eintr_left.opendir = 2;
+    eintr_left.readdir = 3;
+    assert_int_equal(journal_open(dir, &o, &j, &rec, &err), 0);
+    assert_int_equal(eintr_left.opendir, 0);
+    assert_int_equal(eintr_left.readdir, 0);
+    assert_int_equal(rec.first_seq, 1);
+    assert_int_equal(rec.last_seq, last);
+    assert_int_equal(journal_close(j, &err), 0);
+
+    journal_segment_info_t segs[64];
+    journal_reader_t *r = NULL;
+    assert_int_equal(journal_reader_open(dir, NULL, &r, &err), 0);
+    int n = journal_reader_segments(r, segs, 64, &err);
+    assert_true(n >= 3);
+    eintr_left.readdir = 2;
+    assert_int_equal(journal_reader_segments(r, segs, 64, &err), n);
+    assert_int_equal(eintr_left.readdir, 0);
+    journal_reader_close(r);
+    assert_int_equal(jtest_read_all(dir, 1, &err), (int64_t)last);
+    jtest_rmtree(dir);
+}
+
 /* ---- preallocation: JOURNAL_ZERO_FILL_SMALL_SYNCS ---- */
 
 /* Counts the preallocations of each kind, then lets the POSIX table do them. */
@@ -796,6 +914,9 @@ main(void)
         cmocka_unit_test(test_files_are_owner_only_by_default_and_modes_follow_options),
         cmocka_unit_test(test_failed_sync_halts_the_journal_for_good),
         cmocka_unit_test(test_open_rejects_bad_options),
+        cmocka_unit_test(test_open_refuses_a_segment_size_no_file_can_have),
+        cmocka_unit_test_teardown(test_open_and_readers_list_the_directory_through_eintr,
+                                  eintr_disarm),
         cmocka_unit_test(test_zero_fill_follows_the_size_of_synced_batches),
         cmocka_unit_test(test_next_segment_is_prepared_once_the_active_one_is_a_quarter_full),
         cmocka_unit_test(test_direct_writes_are_aligned_and_keep_every_record),

@@ -8,7 +8,8 @@
  *  - the journal reopens with the real POSIX table (recovery succeeds) and every record
  *    acknowledged durable (append, then a sync that returned 0) is there, intact, chained.
  * Every call of every method is armed in turn, so every I/O call site the workload reaches
- * is covered, with EIO and ENOSPC, once and forever, and short writes.
+ * is covered, with EIO and ENOSPC, once and forever, and short writes; one loop uses
+ * segments larger than recovery's 1 MiB read chunk and records up to 60 KiB.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +29,11 @@
 /* Small segments so the workload rolls several times; small payloads so batches vary. */
 enum { FAULT_SEGMENT_BYTES = 16 * 1024 };
 enum { FAULT_MAX_PAD_BYTES = 400 };
+/* The large case: segments of more than the 1 MiB that recovery and readers read at a time,
+ * and records of up to 60 KiB, so frames straddle read chunks, the newest segment holds more
+ * than a chunk of frames, and a direct write needs more than its initial staging buffer. */
+enum { FAULT_LARGE_SEGMENT_BYTES = 1024 * 1024 + 4096 };
+enum { FAULT_LARGE_MAX_PAD_BYTES = 60 * 1024 };
 enum { FAULT_BATCHES = 24 };
 /* Runs spent on a call site that only some thread interleavings reach. */
 enum { FAULT_SITE_ATTEMPTS = 20 };
@@ -48,6 +54,7 @@ typedef struct loop_case {
     io_fault_spec_t spec; /* nth is set by the loop */
     int zero_fill;
     int direct_writes;
+    int is_large; /* FAULT_LARGE_* segments and records instead of the small ones */
 } loop_case_t;
 
 static void
@@ -60,15 +67,15 @@ note_error(run_result_t *res, int rc, const char *what)
 }
 
 static void
-fill_options(journal_options_t *opts, const journal_io_t *io, int zero_fill, int direct_writes)
+fill_options(journal_options_t *opts, const journal_io_t *io, const loop_case_t *lc)
 {
     journal_options_init(opts);
     opts->io = io;
     opts->source = "faults";
-    opts->segment_bytes = FAULT_SEGMENT_BYTES;
+    opts->segment_bytes = lc->is_large ? FAULT_LARGE_SEGMENT_BYTES : FAULT_SEGMENT_BYTES;
     opts->create_if_missing = 1;
-    opts->zero_fill = zero_fill;
-    opts->direct_writes = direct_writes;
+    opts->zero_fill = lc->zero_fill;
+    opts->direct_writes = lc->direct_writes;
 }
 
 /* After a failed append or sync: both must keep failing (never retried into success). */
@@ -138,7 +145,7 @@ run_workload(const char *dir, const journal_io_t *io, const loop_case_t *lc, tes
     stele_error_t err = {0};
     test_rng_t rng;
     test_rng_init(&rng, seed);
-    fill_options(&opts, io, lc->zero_fill, lc->direct_writes);
+    fill_options(&opts, io, lc);
 
     for (int phase = 0; phase < 2; phase++) {
         journal_recovery_t rec;
@@ -164,13 +171,16 @@ run_workload(const char *dir, const journal_io_t *io, const loop_case_t *lc, tes
 
 /* Reopens with the real POSIX table and checks every durable record. */
 static void
-check_after_fault(const char *dir, test_ledger_t *lg, const char *label)
+check_after_fault(const char *dir, const loop_case_t *lc, test_ledger_t *lg, const char *label)
 {
     journal_options_t opts;
     journal_t *j = NULL;
     journal_recovery_t rec;
     stele_error_t err = {0};
-    fill_options(&opts, NULL, 1, 0);
+    loop_case_t check_case = *lc;
+    check_case.zero_fill = 1;
+    check_case.direct_writes = 0;
+    fill_options(&opts, NULL, &check_case);
     /* A fault during creation may leave a half-made journal: with nothing acknowledged yet,
      * opening must then finish creating it. Otherwise the journal must already be there. */
     opts.create_if_missing = lg->durable_seq == 0;
@@ -201,7 +211,7 @@ faulted_run(io_fault_t *fault, const loop_case_t *lc, const io_fault_spec_t *spe
     char *dir = test_tmpdir_new("faults");
     assert_non_null(dir);
     test_ledger_t lg;
-    test_ledger_init(&lg, FAULT_MAX_PAD_BYTES);
+    test_ledger_init(&lg, lc->is_large ? FAULT_LARGE_MAX_PAD_BYTES : FAULT_MAX_PAD_BYTES);
     run_result_t res = {0};
     io_fault_arm(fault, spec);
     io_fault_reset_counts(fault); /* after a loop: the counts of its clean run */
@@ -233,7 +243,7 @@ faulted_run(io_fault_t *fault, const loop_case_t *lc, const io_fault_spec_t *spe
         fail_msg("%s: an error without a fault", label);
     if (res.stickiness_broken)
         fail_msg("%s: not sticky: %s succeeded", label, res.sticky_what);
-    check_after_fault(dir, &lg, label);
+    check_after_fault(dir, lc, &lg, label);
 
     test_ledger_free(&lg);
     assert_int_equal(test_tmpdir_remove(dir), 0);
@@ -341,7 +351,7 @@ static void
 test_fault_eio_once_at_every_call_loses_no_durable_record(void **state)
 {
     (void)state;
-    loop_case_t lc = {"eio once", {.method = IO_METHOD_ANY, .error = -EIO}, 1, 0};
+    loop_case_t lc = {"eio once", {.method = IO_METHOD_ANY, .error = -EIO}, 1, 0, 0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -350,7 +360,7 @@ test_fault_eio_forever_at_every_call_loses_no_durable_record(void **state)
 {
     (void)state;
     loop_case_t lc = {
-        "eio forever", {.method = IO_METHOD_ANY, .error = -EIO, .is_persistent = 1}, 1, 0};
+        "eio forever", {.method = IO_METHOD_ANY, .error = -EIO, .is_persistent = 1}, 1, 0, 0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -358,7 +368,7 @@ static void
 test_fault_enospc_once_at_every_call_loses_no_durable_record(void **state)
 {
     (void)state;
-    loop_case_t lc = {"enospc once", {.method = IO_METHOD_ANY, .error = -ENOSPC}, 1, 0};
+    loop_case_t lc = {"enospc once", {.method = IO_METHOD_ANY, .error = -ENOSPC}, 1, 0, 0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -367,7 +377,7 @@ test_fault_enospc_forever_at_every_call_loses_no_durable_record(void **state)
 {
     (void)state;
     loop_case_t lc = {
-        "enospc forever", {.method = IO_METHOD_ANY, .error = -ENOSPC, .is_persistent = 1}, 1, 0};
+        "enospc forever", {.method = IO_METHOD_ANY, .error = -ENOSPC, .is_persistent = 1}, 1, 0, 0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -375,7 +385,7 @@ static void
 test_fault_with_fallocate_preallocation_loses_no_durable_record(void **state)
 {
     (void)state;
-    loop_case_t lc = {"eio once, fallocate", {.method = IO_METHOD_ANY, .error = -EIO}, 0, 0};
+    loop_case_t lc = {"eio once, fallocate", {.method = IO_METHOD_ANY, .error = -EIO}, 0, 0, 0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -385,7 +395,18 @@ static void
 test_fault_with_direct_writes_loses_no_durable_record(void **state)
 {
     (void)state;
-    loop_case_t lc = {"eio once, direct writes", {.method = IO_METHOD_ANY, .error = -EIO}, 1, 1};
+    loop_case_t lc = {"eio once, direct writes", {.method = IO_METHOD_ANY, .error = -EIO}, 1, 1, 0};
+    fault_loop(&lc, suite_seed());
+}
+
+/* Sizes the small segments never reach (FAULT_LARGE_*), with direct writes: every call of
+ * the workload failed in turn there too. */
+static void
+test_fault_with_large_segments_and_records_loses_no_durable_record(void **state)
+{
+    (void)state;
+    loop_case_t lc = {
+        "eio once, large, direct writes", {.method = IO_METHOD_ANY, .error = -EIO}, 1, 1, 1};
     fault_loop(&lc, suite_seed());
 }
 
@@ -393,8 +414,11 @@ static void
 test_fault_short_write_eio_loses_no_durable_record(void **state)
 {
     (void)state;
-    loop_case_t lc = {
-        "short write eio", {.method = IO_METHOD_PWRITEV, .error = -EIO, .is_short_write = 1}, 1, 0};
+    loop_case_t lc = {"short write eio",
+                      {.method = IO_METHOD_PWRITEV, .error = -EIO, .is_short_write = 1},
+                      1,
+                      0,
+                      0};
     fault_loop(&lc, suite_seed());
 }
 
@@ -406,6 +430,7 @@ test_fault_short_write_enospc_forever_loses_no_durable_record(void **state)
         "short write enospc forever",
         {.method = IO_METHOD_PWRITEV, .error = -ENOSPC, .is_short_write = 1, .is_persistent = 1},
         1,
+        0,
         0};
     fault_loop(&lc, suite_seed());
 }
@@ -420,6 +445,7 @@ main(void)
         cmocka_unit_test(test_fault_enospc_forever_at_every_call_loses_no_durable_record),
         cmocka_unit_test(test_fault_with_fallocate_preallocation_loses_no_durable_record),
         cmocka_unit_test(test_fault_with_direct_writes_loses_no_durable_record),
+        cmocka_unit_test(test_fault_with_large_segments_and_records_loses_no_durable_record),
         cmocka_unit_test(test_fault_short_write_eio_loses_no_durable_record),
         cmocka_unit_test(test_fault_short_write_enospc_forever_loses_no_durable_record),
     };
