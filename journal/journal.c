@@ -420,8 +420,12 @@ journal_install_next(journal_t *j, stele_error_t *err)
     memcpy(h.source, j->source, SEG_SOURCE_BYTES);
     memcpy(h.genesis, j->genesis, HASH_BYTES);
     memcpy(h.prev_hash, j->last_hash, HASH_BYTES);
+    /* An active segment with no record yet (the power failed right after a roll, and the
+     * journal was reopened with a larger segment_bytes than that file has) starts at the
+     * same seq: the install replaces that file, and the list must not name it twice. */
+    int replaces_active = j->active_fd >= 0 && j->active_first_seq == first_seq;
     rc = segment_install(j->io, j->dir, fd, &h);
-    if (!rc)
+    if (!rc && !replaces_active)
         rc = journal_segs_push(j, first_seq);
     journal_release_prepared(j);
     if (rc) {

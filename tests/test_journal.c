@@ -671,6 +671,75 @@ test_refused_direct_writes_fall_back_to_buffered(void **state)
     jtest_rmtree(dir);
 }
 
+/* A table whose pwritev fails (EIO) the first record write at the start of a segment once
+ * armed: the journal halts right after a roll, leaving a newest segment with no record. */
+typedef struct first_frame_fault {
+    const journal_io_t *inner;
+    int armed;
+} first_frame_fault_t;
+
+static int
+first_frame_fault_pwritev(void *ctx, int fd, const struct iovec *v, int n, off_t off)
+{
+    first_frame_fault_t *f = ctx;
+    uint64_t head = 0;
+    if (n > 0 && v[0].iov_len >= sizeof head)
+        memcpy(&head, v[0].iov_base, sizeof head);
+    /* Zero-filling writes zeros; a frame never starts with eight zero bytes. */
+    if (f->armed && off == SEG_HEADER_BYTES && head != 0) {
+        f->armed = 0;
+        return -EIO;
+    }
+    return f->inner->pwritev(f->inner->ctx, fd, v, n, off);
+}
+
+/* A newest segment with no record (the power failed right after a roll) and a reopen with a
+ * larger segment size: the first batch that does not fit that old, small file rolls to a
+ * segment starting at the same seq, which replaces the empty one. The journal must not list
+ * the segment twice: retention then deleted the live segment with synced records in it. */
+static void
+test_roll_from_an_empty_newest_segment_replaces_it(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("emptyroll");
+    first_frame_fault_t f = {.inner = journal_io_posix()};
+    journal_io_t io = fwd_table(&f);
+    io.pwritev = first_frame_fault_pwritev;
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    o.io = &io;
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    journal_batch_info_t info = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    assert_int_equal(jtest_append(j, 3, &info, &err), 0);
+    f.armed = 1;
+    int rc = 0;
+    while ((rc = jtest_append(j, 3, &info, &err)) == 0)
+        assert_int_equal(journal_sync(j, &err), 0);
+    assert_int_equal(rc, -EIO); /* the batch after the roll */
+    (void)journal_close(j, NULL);
+
+    o.io = NULL;
+    o.segment_bytes = 4 * SMALL_SEGMENT_BYTES;
+    journal_recovery_t rec;
+    assert_int_equal(journal_open(dir, &o, &j, &rec, &err), 0);
+    uint64_t synced = rec.last_seq;
+    assert_true(synced >= 6);
+    assert_int_equal(jtest_append(j, 120, &info, &err), 0); /* more than the old file holds */
+    assert_int_equal(journal_sync(j, &err), 0);
+    /* Retention may take every sealed segment, never the active one. */
+    assert_true(journal_delete_before(j, UINT64_MAX, &err) >= 0);
+    uint64_t last = journal_last_seq(j);
+    assert_int_equal(last, synced + 120);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(journal_open(dir, &o, &j, &rec, &err), 0);
+    assert_int_equal(rec.last_seq, last);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_true(jtest_read_all(dir, synced + 1, &err) == 120);
+    jtest_rmtree(dir);
+}
+
 static void
 test_open_rejects_bad_options(void **state)
 {
@@ -913,6 +982,7 @@ main(void)
         cmocka_unit_test(test_delete_before_removes_only_whole_sealed_segments),
         cmocka_unit_test(test_files_are_owner_only_by_default_and_modes_follow_options),
         cmocka_unit_test(test_failed_sync_halts_the_journal_for_good),
+        cmocka_unit_test(test_roll_from_an_empty_newest_segment_replaces_it),
         cmocka_unit_test(test_open_rejects_bad_options),
         cmocka_unit_test(test_open_refuses_a_segment_size_no_file_can_have),
         cmocka_unit_test_teardown(test_open_and_readers_list_the_directory_through_eintr,
