@@ -488,6 +488,24 @@ journal_fail_errno(stele_error_t *err, int rc, const char *what, const char *obj
 
 /* mkdir with the exact mode asked for (not the umask's), and the parent synced so the new
  * directory survives power loss. */
+/* The directory that holds `dir`'s entry: "a/b" and "a/b/" give "a", "/b" gives "/", "b"
+ * gives ".". */
+static void
+journal_parent_dir(const char *dir, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", dir);
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = '\0';
+    char *slash = strrchr(out, '/');
+    if (!slash)
+        snprintf(out, cap, ".");
+    else if (slash == out)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+}
+
 static int
 journal_make_dir(const journal_t *j, stele_error_t *err)
 {
@@ -496,14 +514,7 @@ journal_make_dir(const journal_t *j, stele_error_t *err)
     if (chmod(j->dir, (mode_t)j->opts.dir_mode) < 0)
         return journal_fail_errno(err, -errno, "set the mode of", j->dir);
     char parent[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", j->dir);
-    char *slash = strrchr(parent, '/');
-    if (slash == parent)
-        slash[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        snprintf(parent, sizeof parent, ".");
+    journal_parent_dir(j->dir, parent, sizeof parent);
     int rc = j->io->sync_dir(j->io->ctx, parent);
     if (rc)
         return journal_fail_errno(err, rc, "sync the parent directory of", j->dir);

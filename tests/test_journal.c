@@ -740,6 +740,49 @@ test_roll_from_an_empty_newest_segment_replaces_it(void **state)
     jtest_rmtree(dir);
 }
 
+/* Records the directories sync_dir was asked to sync. */
+typedef struct dir_sync_log {
+    const journal_io_t *inner;
+    char synced[8][PATH_MAX];
+    int n;
+} dir_sync_log_t;
+
+static int
+logging_sync_dir(void *ctx, const char *dir)
+{
+    dir_sync_log_t *l = ctx;
+    if (l->n < 8)
+        snprintf(l->synced[l->n++], PATH_MAX, "%s", dir);
+    return l->inner->sync_dir(l->inner->ctx, dir);
+}
+
+/* A new journal's directory entry is made durable by syncing the directory that holds it,
+ * also when the path is given with a trailing slash (it used to sync the new directory
+ * itself, so the journal could vanish with a power failure). */
+static void
+test_new_journal_syncs_its_parent_whatever_the_slashes(void **state)
+{
+    (void)state;
+    char *base = jtest_tmpdir("parent");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/j/", base);
+    dir_sync_log_t l = {.inner = journal_io_posix()};
+    journal_io_t io = fwd_table(&l);
+    io.sync_dir = logging_sync_dir;
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    o.io = &io;
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    assert_int_equal(journal_close(j, &err), 0);
+    int synced_base = 0;
+    for (int i = 0; i < l.n; i++)
+        synced_base |= strcmp(l.synced[i], base) == 0;
+    assert_true(synced_base);
+    jtest_rmtree(base);
+}
+
 static void
 test_open_rejects_bad_options(void **state)
 {
@@ -983,6 +1026,7 @@ main(void)
         cmocka_unit_test(test_files_are_owner_only_by_default_and_modes_follow_options),
         cmocka_unit_test(test_failed_sync_halts_the_journal_for_good),
         cmocka_unit_test(test_roll_from_an_empty_newest_segment_replaces_it),
+        cmocka_unit_test(test_new_journal_syncs_its_parent_whatever_the_slashes),
         cmocka_unit_test(test_open_rejects_bad_options),
         cmocka_unit_test(test_open_refuses_a_segment_size_no_file_can_have),
         cmocka_unit_test_teardown(test_open_and_readers_list_the_directory_through_eintr,
