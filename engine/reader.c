@@ -581,6 +581,11 @@ stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
             rc = index_clear_batches(ix, err);
             reader_note(note, note_cap, "index emptied: the journal has no records");
         }
+        /* Nothing to rebuild: the marker is reported now, and only now. */
+        if (rc == 0 && was_replaced)
+            rc = index_delete_meta(ix, "rebuilt", err);
+        if (rc == 0)
+            rc = index_sync(ix, err);
         goto done;
     }
     if (index_last_batch(ix, &b, NULL) == 0 && b.first_seq > rec->last_seq) {
