@@ -551,6 +551,108 @@ reader_index_batches_after(index_t *ix, journal_reader_t *jr, uint64_t from, uin
     return rc;
 }
 
+/* Reports the marker index_open left when it replaced a corrupt index; 1 when there is one
+ * (the catch-up removes it once the index is whole again). */
+static int
+reader_note_rebuilt(index_t *ix, char *note, size_t note_cap)
+{
+    char rebuilt[STELE_ERROR_MESSAGE_BYTES];
+    size_t rebuilt_len = 0;
+    if (index_get_meta(ix, "rebuilt", rebuilt, sizeof rebuilt - 1, &rebuilt_len, NULL) != 0)
+        return 0;
+    rebuilt[rebuilt_len < sizeof rebuilt ? rebuilt_len : sizeof rebuilt - 1] = '\0';
+    reader_note(note, note_cap, "%s", rebuilt);
+    return 1;
+}
+
+/* A journal without records: any entry the index still holds names nothing. */
+static int
+reader_empty_index(index_t *ix, char *note, size_t note_cap, stele_error_t *err)
+{
+    index_batch_t b;
+    if (index_last_batch(ix, &b, NULL) != 0)
+        return 0;
+    int rc = index_clear_batches(ix, err);
+    reader_note(note, note_cap, "index emptied: the journal has no records");
+    return rc;
+}
+
+/* Drops entries the segments no longer hold: past the end recovery found (a torn tail it
+ * truncated) and before the oldest segment (retention deleted it after the index saw it). */
+static int
+reader_trim_index(index_t *ix, const struct journal_recovery *rec, char *note, size_t note_cap,
+                  stele_error_t *err)
+{
+    index_batch_t b;
+    if (index_last_batch(ix, &b, NULL) == 0 && b.first_seq > rec->last_seq) {
+        int rc = index_truncate_after(ix, rec->last_seq, err);
+        if (rc)
+            return rc;
+        reader_note(note, note_cap,
+                    "index entries after seq %" PRIu64 " dropped (the journal "
+                    "ends there)",
+                    rec->last_seq);
+    }
+    if (rec->first_seq > 1 && index_first_batch(ix, &b, NULL) == 0 && b.first_seq < rec->first_seq)
+        return index_delete_before(ix, rec->first_seq, err);
+    return 0;
+}
+
+/*
+ * Where the scan for batch starts the index lacks begins: its last entry when the segments hold
+ * that very frame (*from_out), else the oldest record, with the index emptied first
+ * (*is_full): an entry that disagrees says the whole index may be wrong.
+ */
+static int
+reader_catch_up_from(index_t *ix, journal_reader_t *jr, uint64_t *from_out, int *is_full,
+                     char *note, size_t note_cap, stele_error_t *err)
+{
+    *from_out = 0;
+    *is_full = 0;
+    index_batch_t b;
+    int rc = index_last_batch(ix, &b, NULL);
+    if (rc == STELE_ENOTFOUND) {
+        *is_full = 1;
+        return 0;
+    }
+    if (rc)
+        return rc;
+    int matches = 0;
+    rc = reader_entry_matches(jr, &b, &matches, err);
+    if (rc)
+        return rc;
+    if (matches) {
+        *from_out = b.first_seq;
+        return 0;
+    }
+    reader_note(note, note_cap, "index disagreed with the segments at seq %" PRIu64, b.first_seq);
+    *is_full = 1;
+    return index_clear_batches(ix, err);
+}
+
+/* Brings the index of a journal with records in line with its segments. */
+static int
+reader_catch_up_batches(index_t *ix, journal_reader_t *jr, const struct journal_recovery *rec,
+                        char *note, size_t note_cap, stele_error_t *err)
+{
+    uint64_t from = 0, n_added = 0;
+    int is_full = 0;
+    int rc = reader_trim_index(ix, rec, note, note_cap, err);
+    if (rc == 0)
+        rc = reader_catch_up_from(ix, jr, &from, &is_full, note, note_cap, err);
+    if (rc == 0)
+        rc = reader_index_batches_after(ix, jr, from, rec->last_seq, &n_added, err);
+    if (rc)
+        return rc;
+    if (is_full)
+        reader_note(note, note_cap, "index rebuilt from the segments (%" PRIu64 " batches)",
+                    n_added);
+    else if (n_added)
+        reader_note(note, note_cap, "index caught up: %" PRIu64 " batches after seq %" PRIu64,
+                    n_added, from);
+    return 0;
+}
+
 int
 stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
                      const struct journal_recovery *rec, char *note, size_t note_cap,
@@ -560,83 +662,20 @@ stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
         return error_set_hinted(err, STELE_EINVAL, NULL, "stele_index_catch_up: bad arguments");
     if (note && note_cap)
         note[0] = '\0';
-    char rebuilt[STELE_ERROR_MESSAGE_BYTES];
-    size_t rebuilt_len = 0;
-    int was_replaced =
-        index_get_meta(ix, "rebuilt", rebuilt, sizeof rebuilt - 1, &rebuilt_len, NULL) == 0;
-    if (was_replaced) {
-        rebuilt[rebuilt_len < sizeof rebuilt ? rebuilt_len : sizeof rebuilt - 1] = '\0';
-        reader_note(note, note_cap, "%s", rebuilt);
-    }
-
+    int was_replaced = reader_note_rebuilt(ix, note, note_cap);
     journal_reader_t *jr = NULL;
-    index_batch_t b;
-    uint64_t from = 0, n_added = 0;
-    int is_full = 0;
     int rc = journal_reader_open(dir, io, &jr, err);
     if (rc)
         return rc;
-    if (rec->last_seq == 0) {
-        if (index_last_batch(ix, &b, NULL) == 0) {
-            rc = index_clear_batches(ix, err);
-            reader_note(note, note_cap, "index emptied: the journal has no records");
-        }
-        /* Nothing to rebuild: the marker is reported now, and only now. */
-        if (rc == 0 && was_replaced)
-            rc = index_delete_meta(ix, "rebuilt", err);
-        if (rc == 0)
-            rc = index_sync(ix, err);
-        goto done;
-    }
-    if (index_last_batch(ix, &b, NULL) == 0 && b.first_seq > rec->last_seq) {
-        rc = index_truncate_after(ix, rec->last_seq, err);
-        if (rc)
-            goto done;
-        reader_note(note, note_cap,
-                    "index entries after seq %" PRIu64 " dropped (the journal "
-                    "ends there)",
-                    rec->last_seq);
-    }
-    if (rec->first_seq > 1 && index_first_batch(ix, &b, NULL) == 0 &&
-        b.first_seq < rec->first_seq) {
-        rc = index_delete_before(ix, rec->first_seq, err);
-        if (rc)
-            goto done;
-    }
-    rc = index_last_batch(ix, &b, NULL);
-    if (rc == 0) {
-        int matches = 0;
-        rc = reader_entry_matches(jr, &b, &matches, err);
-        if (rc)
-            goto done;
-        if (matches) {
-            from = b.first_seq;
-        } else {
-            reader_note(note, note_cap, "index disagreed with the segments at seq %" PRIu64,
-                        b.first_seq);
-            rc = index_clear_batches(ix, err);
-            is_full = 1;
-        }
-    } else if (rc == STELE_ENOTFOUND) {
-        rc = 0;
-        is_full = 1;
-    }
-    if (rc)
-        goto done;
-    rc = reader_index_batches_after(ix, jr, from, rec->last_seq, &n_added, err);
-    if (rc)
-        goto done;
-    if (is_full)
-        reader_note(note, note_cap, "index rebuilt from the segments (%" PRIu64 " batches)",
-                    n_added);
-    else if (n_added)
-        reader_note(note, note_cap, "index caught up: %" PRIu64 " batches after seq %" PRIu64,
-                    n_added, from);
-    if (was_replaced)
+    if (rec->last_seq == 0)
+        rc = reader_empty_index(ix, note, note_cap, err);
+    else
+        rc = reader_catch_up_batches(ix, jr, rec, note, note_cap, err);
+    /* The marker goes only once the index is whole: a failed catch-up reports it again. */
+    if (rc == 0 && was_replaced)
         rc = index_delete_meta(ix, "rebuilt", err);
     if (rc == 0)
         rc = index_sync(ix, err);
-done:
     journal_reader_close(jr);
     return rc;
 }
