@@ -265,30 +265,29 @@ ship_uri_default(mongoc_uri_t *uri, const char *option, int32_t value)
         mongoc_uri_set_option_as_int32(uri, option, value);
 }
 
-static int
-ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error_t *err)
+/* The sink's name ("default" when unset), or NULL with the error set when the sink has no
+ * URI or its name is too long. */
+static const char *
+ship_sink_name(const stele_sink_options_t *sink, stele_error_t *err)
 {
-    memset(t, 0, sizeof *t);
-    ship_mongoc_init_once();
     if (!sink || !sink->uri || !sink->uri[0]) {
         ship_set_error(err, STELE_ECONFIG, "set uri to a mongodb:// connection string",
                        "sink %s: uri is required", sink && sink->name ? sink->name : "default");
-        return STELE_ECONFIG;
+        return NULL;
     }
     const char *name = sink->name && sink->name[0] ? sink->name : "default";
     if (!ship_name_ok(name, 63)) {
         ship_set_error(err, STELE_ECONFIG, NULL, "sink name is longer than 63 bytes");
-        return STELE_ECONFIG;
+        return NULL;
     }
-    bson_error_t berr;
-    t->uri = mongoc_uri_new_with_error(sink->uri, &berr);
-    if (!t->uri) {
-        /* libmongoc's parse message may quote the URI; say only what is wrong with it. */
-        ship_set_error(err, STELE_ECONFIG, "expected mongodb://[user:pass@]host[:port]/[db]",
-                       "sink %s: invalid uri", name);
-        return STELE_ECONFIG;
-    }
-    t->opts = *sink;
+    return name;
+}
+
+/* Copies the sink's names and its URI's password (t->uri) into t, and checks the names. */
+static int
+ship_target_copy_names(ship_target_t *t, const stele_sink_options_t *sink, const char *name,
+                       stele_error_t *err)
+{
     if (mongoc_uri_get_password(t->uri))
         t->password = strdup(mongoc_uri_get_password(t->uri));
     const char *db, *coll;
@@ -297,16 +296,20 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->database = strdup(db);
     t->collection = strdup(coll);
     if (!t->name || !t->database || !t->collection) {
-        ship_target_free(t);
         ship_set_error(err, -ENOMEM, NULL, "sink %s: out of memory", name);
         return -ENOMEM;
     }
     if (names_rc != 0) {
         ship_set_error(err, STELE_ECONFIG, "names may not contain / \\ . space \" or $",
                        "sink %s: invalid database or collection name", name);
-        ship_target_free(t);
         return STELE_ECONFIG;
     }
+    return 0;
+}
+
+static int
+ship_sink_check_numbers(const stele_sink_options_t *sink, const char *name, stele_error_t *err)
+{
     if (sink->w < -1 || sink->journaled < 0 || sink->journaled > 1 || sink->batch_docs == 0 ||
         sink->batch_bytes < 1024 || sink->backoff_min_ms == 0 ||
         sink->backoff_max_ms < sink->backoff_min_ms) {
@@ -314,16 +317,14 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
                        "w >= -1, journaled 0 or 1, batch_docs >= 1, batch_bytes >= 1024, "
                        "0 < backoff_min_ms <= backoff_max_ms",
                        "sink %s: write concern, batch or backoff out of range", name);
-        ship_target_free(t);
         return STELE_ECONFIG;
     }
-    t->opts.name = t->name;
-    t->opts.uri = NULL;
-    t->opts.database = t->database;
-    t->opts.collection = t->collection;
+    return 0;
+}
 
-    ship_where(t->where, sizeof t->where, t->uri, db, coll);
-
+static void
+ship_target_set_concerns(ship_target_t *t, const stele_sink_options_t *sink)
+{
     t->write_concern = mongoc_write_concern_new();
     if (sink->w == -1)
         mongoc_write_concern_set_wmajority(t->write_concern, (int32_t)sink->wtimeout_ms);
@@ -338,7 +339,12 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->read_concern = mongoc_read_concern_new();
     if (sink->w == -1)
         mongoc_read_concern_set_level(t->read_concern, MONGOC_READ_CONCERN_LEVEL_MAJORITY);
+}
 
+/* Timeouts the URI leaves unset: a socket timeout that outlasts the write concern's own. */
+static void
+ship_target_set_timeouts(ship_target_t *t, const stele_sink_options_t *sink)
+{
     t->is_socket_timeout_set =
         mongoc_uri_get_option_as_int32(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, -1) != -1;
     int32_t socket_ms = SHIP_DEFAULT_SOCKET_TIMEOUT_MS;
@@ -347,6 +353,39 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
                                                                     : sink->wtimeout_ms + 10000);
     ship_uri_default(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, socket_ms);
     ship_uri_default(t->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, SHIP_DEFAULT_SELECT_TIMEOUT_MS);
+}
+
+static int
+ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error_t *err)
+{
+    memset(t, 0, sizeof *t);
+    ship_mongoc_init_once();
+    const char *name = ship_sink_name(sink, err);
+    if (!name)
+        return STELE_ECONFIG;
+    bson_error_t berr;
+    t->uri = mongoc_uri_new_with_error(sink->uri, &berr);
+    if (!t->uri) {
+        /* libmongoc's parse message may quote the URI; say only what is wrong with it. */
+        ship_set_error(err, STELE_ECONFIG, "expected mongodb://[user:pass@]host[:port]/[db]",
+                       "sink %s: invalid uri", name);
+        return STELE_ECONFIG;
+    }
+    t->opts = *sink;
+    int rc = ship_target_copy_names(t, sink, name, err);
+    if (rc == 0)
+        rc = ship_sink_check_numbers(sink, name, err);
+    if (rc != 0) {
+        ship_target_free(t);
+        return rc;
+    }
+    t->opts.name = t->name;
+    t->opts.uri = NULL;
+    t->opts.database = t->database;
+    t->opts.collection = t->collection;
+    ship_where(t->where, sizeof t->where, t->uri, t->database, t->collection);
+    ship_target_set_concerns(t, sink);
+    ship_target_set_timeouts(t, sink);
     mongoc_uri_set_appname(t->uri, "stele");
     return 0;
 }
