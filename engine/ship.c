@@ -938,6 +938,9 @@ typedef struct ship_attempt {
     bson_error_t error;
     int is_ok;
     size_t n_inserted; /* documents this attempt stored */
+    /* After a duplicate-key refusal, the lookup of what is stored already: */
+    int lookup_rc;    /* 0, STELE_EINTEGRITY or STELE_EREMOTE */
+    uint64_t bad_seq; /* STELE_EINTEGRITY: stored with another hash */
 } ship_attempt_t;
 
 /*
@@ -1036,6 +1039,148 @@ shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
     return d->doc->len;
 }
 
+/* What follows a failed attempt at a batch. */
+typedef enum ship_step {
+    SHIP_STEP_SEND,  /* send what is left now */
+    SHIP_STEP_RETRY, /* a retryable failure: back off, then send again */
+    SHIP_STEP_END,   /* the batch ends with the code given beside */
+} ship_step_t;
+
+/* One batch's delivery, across its attempts. */
+typedef struct ship_send {
+    ship_batch_t *b;
+    const bson_t **ptrs; /* scratch for ship_insert_pending, batch_docs long */
+    size_t *map;
+    unsigned attempt;          /* retryable failures backed off so far */
+    size_t max_docs;           /* drops to 1 after a whole-batch client-side refusal */
+    uint64_t unstored_dup_seq; /* refused as a duplicate yet not stored under its _id */
+} ship_send_t;
+
+/*
+ * After a duplicate-key refusal, looks up on the same client which pending documents are
+ * stored already (at->lookup_rc, at->bad_seq). A failed lookup is judged by its own error:
+ * at->verdict becomes SHIPPER_STOP_AUTH or SHIPPER_RETRY.
+ */
+static void
+shipper_lookup_duplicates(shipper_t *s, mongoc_client_t *client, ship_batch_t *b,
+                          ship_attempt_t *at)
+{
+    bson_t reply = BSON_INITIALIZER;
+    at->lookup_rc = ship_resolve_duplicates(&s->target, client, s->source, b, at->bad_index,
+                                            &at->bad_seq, &at->error, &reply);
+    if (at->lookup_rc == STELE_EREMOTE) {
+        size_t ignored;
+        at->verdict = shipper_classify(&at->error, &reply, &ignored) == SHIPPER_STOP_AUTH
+                          ? SHIPPER_STOP_AUTH
+                          : SHIPPER_RETRY;
+    }
+    bson_destroy(&reply);
+}
+
+/* One attempt, on one client from the pool: the insert of the pending documents and, after
+ * a duplicate-key refusal, the lookup of those stored already. */
+static void
+shipper_attempt(shipper_t *s, ship_send_t *st, ship_attempt_t *at)
+{
+    mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
+    ship_insert_pending(&s->target, client, st->b, st->max_docs, st->ptrs, st->map, at);
+    s->n_inserted += at->n_inserted;
+    if (!at->is_ok && at->verdict == SHIPPER_DUPLICATE)
+        shipper_lookup_duplicates(s, client, st->b, at);
+    mongoc_client_pool_push(s->pool, client);
+}
+
+static int
+ship_batch_is_done(const ship_batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (!b->docs[i].is_done)
+            return 0;
+    return 1;
+}
+
+/* Dead-letters a document the sink refuses for good; a one-shot re-ship (no index) ends at
+ * it instead. */
+static ship_step_t
+shipper_reject(shipper_t *s, ship_doc_t *d, const char *why, int *rc_out)
+{
+    shipper_dead_letter(s, d, why);
+    if (!s->rejected_seq)
+        return SHIP_STEP_SEND;
+    *rc_out = STELE_EREMOTE;
+    return SHIP_STEP_END;
+}
+
+/* Acts on a duplicate-key refusal whose lookup succeeded. */
+static ship_step_t
+shipper_on_duplicate(shipper_t *s, ship_send_t *st, const ship_attempt_t *at, int *rc_out)
+{
+    if (at->lookup_rc == STELE_EINTEGRITY) {
+        shipper_note_error(s, 1,
+                           "sink %s: seq %" PRIu64 " is stored in %s with another hash: "
+                           "another journal uses source \"%s\" or the copy was altered",
+                           s->target.name, at->bad_seq, s->target.where, s->source);
+        *rc_out = STELE_EINTEGRITY;
+        return SHIP_STEP_END;
+    }
+    ship_doc_t *d = &st->b->docs[at->bad_index];
+    if (d->is_done)
+        return SHIP_STEP_SEND;
+    /* Not stored under its _id: the key that collided belongs to a unique index of the
+     * user's, which refuses this document for good. Seen twice in a row to rule out a
+     * document deleted between the insert and the find. */
+    if (st->unstored_dup_seq != d->seq) {
+        st->unstored_dup_seq = d->seq;
+        shipper_count_retry(s);
+        return SHIP_STEP_SEND;
+    }
+    char why[STELE_ERROR_MESSAGE_BYTES];
+    ship_fmt(why, sizeof why, "duplicate key in a unique index other than _id: %s",
+             at->error.message);
+    return shipper_reject(s, d, why, rc_out);
+}
+
+/* Decides what follows a failed attempt. */
+static ship_step_t
+shipper_on_failure(shipper_t *s, ship_send_t *st, const ship_attempt_t *at, int *rc_out)
+{
+    switch (at->verdict) {
+    case SHIPPER_DUPLICATE:
+        return shipper_on_duplicate(s, st, at, rc_out);
+    case SHIPPER_DEAD_LETTER:
+        return shipper_reject(s, &st->b->docs[at->bad_index], at->error.message, rc_out);
+    case SHIPPER_SPLIT:
+        if (st->max_docs > 1) {
+            st->max_docs = 1;
+            return SHIP_STEP_SEND;
+        }
+        return shipper_reject(s, &st->b->docs[at->bad_index], at->error.message, rc_out);
+    case SHIPPER_STOP_AUTH:
+        shipper_note_error(s, 1, "sink %s: %s refused the credentials or privileges: %s",
+                           s->target.name, s->target.where, at->error.message);
+        *rc_out = STELE_EAUTH;
+        return SHIP_STEP_END;
+    case SHIPPER_RETRY:
+        break;
+    }
+    return SHIP_STEP_RETRY;
+}
+
+/* Notes a retryable failure and sleeps its backoff. Returns 0 to send again, STELE_EREMOTE
+ * when a one-shot run is out of attempts, STELE_ECLOSED when the thread must quit. */
+static int
+shipper_insert_backoff(shipper_t *s, ship_send_t *st, const ship_attempt_t *at)
+{
+    shipper_note_error(s, 0, "sink %s: insert into %s failed, retrying: %s", s->target.name,
+                       s->target.where, at->error.message);
+    shipper_count_retry(s);
+    if (s->max_attempts && st->attempt + 1 >= s->max_attempts)
+        return STELE_EREMOTE;
+    if (shipper_backoff(s, st->attempt++))
+        return STELE_ECLOSED;
+    return 0;
+}
+
 /*
  * Delivers a whole batch: every document ends acknowledged, found stored with its hash, or
  * dead-lettered. Returns 0, STELE_EINTEGRITY / STELE_EAUTH (sink stopped), or
@@ -1044,96 +1189,24 @@ shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
 static int
 shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map)
 {
-    unsigned attempt = 0;
-    size_t max_docs = b->n;        /* drops to 1 after a whole-batch client-side refusal */
-    uint64_t unstored_dup_seq = 0; /* refused as a duplicate yet not stored under its _id */
+    ship_send_t st = {.b = b, .ptrs = ptrs, .map = map, .max_docs = b->n};
     for (;;) {
         ship_attempt_t at;
-        mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
-        ship_insert_pending(&s->target, client, b, max_docs, ptrs, map, &at);
-        s->n_inserted += at.n_inserted;
+        shipper_attempt(s, &st, &at);
         if (at.is_ok) {
-            mongoc_client_pool_push(s->pool, client);
-            size_t i = 0;
-            while (i < b->n && b->docs[i].is_done)
-                i++;
-            if (i == b->n)
+            if (ship_batch_is_done(b))
                 return 0;
             continue;
         }
-        if (at.verdict == SHIPPER_DUPLICATE) {
-            uint64_t bad_seq = 0;
-            bson_t reply = BSON_INITIALIZER;
-            int rc = ship_resolve_duplicates(&s->target, client, s->source, b, at.bad_index,
-                                             &bad_seq, &at.error, &reply);
-            mongoc_client_pool_push(s->pool, client);
-            if (rc == STELE_EINTEGRITY) {
-                bson_destroy(&reply);
-                shipper_note_error(s, 1,
-                                   "sink %s: seq %" PRIu64 " is stored in %s with another hash: "
-                                   "another journal uses source \"%s\" or the copy was altered",
-                                   s->target.name, bad_seq, s->target.where, s->source);
-                return STELE_EINTEGRITY;
-            }
-            if (rc == 0) {
-                bson_destroy(&reply);
-                ship_doc_t *d = &b->docs[at.bad_index];
-                if (d->is_done)
-                    continue;
-                /* Not stored under its _id: the key that collided belongs to a unique index
-                 * of the user's, which refuses this document for good. Seen twice in a row
-                 * to rule out a document deleted between the insert and the find. */
-                if (unstored_dup_seq != d->seq) {
-                    unstored_dup_seq = d->seq;
-                    shipper_count_retry(s);
-                    continue;
-                }
-                char why[STELE_ERROR_MESSAGE_BYTES];
-                ship_fmt(why, sizeof why, "duplicate key in a unique index other than _id: %s",
-                         at.error.message);
-                shipper_dead_letter(s, d, why);
-                if (s->rejected_seq)
-                    return STELE_EREMOTE;
-                continue;
-            }
-            size_t ignored;
-            at.verdict = shipper_classify(&at.error, &reply, &ignored);
-            bson_destroy(&reply);
-            if (at.verdict != SHIPPER_STOP_AUTH)
-                at.verdict = SHIPPER_RETRY;
-        } else {
-            mongoc_client_pool_push(s->pool, client);
+        int rc = 0;
+        ship_step_t step = shipper_on_failure(s, &st, &at, &rc);
+        if (step == SHIP_STEP_END)
+            return rc;
+        if (step == SHIP_STEP_RETRY) {
+            rc = shipper_insert_backoff(s, &st, &at);
+            if (rc != 0)
+                return rc;
         }
-        switch (at.verdict) {
-        case SHIPPER_DEAD_LETTER:
-            shipper_dead_letter(s, &b->docs[at.bad_index], at.error.message);
-            if (s->rejected_seq)
-                return STELE_EREMOTE;
-            continue;
-        case SHIPPER_SPLIT:
-            if (max_docs > 1) {
-                max_docs = 1;
-                continue;
-            }
-            shipper_dead_letter(s, &b->docs[at.bad_index], at.error.message);
-            if (s->rejected_seq)
-                return STELE_EREMOTE;
-            continue;
-        case SHIPPER_STOP_AUTH:
-            shipper_note_error(s, 1, "sink %s: %s refused the credentials or privileges: %s",
-                               s->target.name, s->target.where, at.error.message);
-            return STELE_EAUTH;
-        case SHIPPER_RETRY:
-        case SHIPPER_DUPLICATE:
-            break;
-        }
-        shipper_note_error(s, 0, "sink %s: insert into %s failed, retrying: %s", s->target.name,
-                           s->target.where, at.error.message);
-        shipper_count_retry(s);
-        if (s->max_attempts && attempt + 1 >= s->max_attempts)
-            return STELE_EREMOTE;
-        if (shipper_backoff(s, attempt++))
-            return STELE_ECLOSED;
     }
 }
 
