@@ -1739,6 +1739,111 @@ ship_check_journal_next(journal_reader_t *r, uint64_t to_seq, journal_record_t *
     return 0;
 }
 
+/* Tells the remote side where the journal is now, and resumes a query that waited for it. */
+static void
+ship_check_cursor_follow(ship_check_cursor_t *c, const journal_record_t *rec, int has_rec,
+                         stele_remote_report_t *report)
+{
+    c->is_journal_done = !has_rec;
+    c->journal_seq = has_rec ? rec->seq : c->journal_seq;
+    if (c->is_pending && (!has_rec || rec->seq > c->chunk_end)) {
+        c->is_pending = 0;
+        ship_check_cursor_next(c, report);
+    }
+}
+
+/* Merges the journal's records (from *rec on, up to to_seq) and the remote's documents by
+ * seq into the report's missing, extra and mismatched ranges. */
+static int
+ship_check_merge(journal_reader_t *r, uint64_t to_seq, journal_record_t *rec, int has_rec,
+                 ship_check_cursor_t *remote, stele_remote_report_t *report, stele_error_t *err)
+{
+    ship_range_list_t missing = {report->missing, &report->n_missing_ranges, &report->n_missing, 0};
+    ship_range_list_t extra = {report->extra, &report->n_extra_ranges, &report->n_extra, 0};
+    ship_range_list_t mismatched = {report->mismatched, &report->n_mismatched_ranges,
+                                    &report->n_mismatched, 0};
+    while (has_rec || remote->has_doc) {
+        if (has_rec && (!remote->has_doc || rec->seq < remote->seq)) {
+            ship_range_add(&missing, rec->seq);
+        } else if (remote->has_doc && (!has_rec || remote->seq < rec->seq)) {
+            ship_range_add(&extra, remote->seq);
+            ship_check_cursor_next(remote, report);
+            continue;
+        } else {
+            if (!remote->hash || memcmp(remote->hash, rec->hash, SHIP_HASH_BYTES) != 0)
+                ship_range_add(&mismatched, rec->seq);
+            ship_check_cursor_next(remote, report);
+        }
+        report->records_checked++;
+        report->to_seq = rec->seq;
+        int rc = ship_check_journal_next(r, to_seq, rec, &has_rec, err);
+        if (rc != 0)
+            return rc;
+        ship_check_cursor_follow(remote, rec, has_rec, report);
+        if (remote->has_error)
+            break;
+    }
+    return 0;
+}
+
+/* Compares the journal from from_seq to to_seq (0: its end) with the documents stored for its
+ * source, into the report. */
+static int
+ship_check_compare(const ship_target_t *t, journal_reader_t *r, mongoc_collection_t *coll,
+                   uint64_t from_seq, uint64_t to_seq, ship_check_cursor_t *remote,
+                   stele_remote_report_t *report, stele_error_t *err)
+{
+    uint64_t journal_to = to_seq ? to_seq : UINT64_MAX;
+    journal_record_t rec;
+    int has_rec;
+    int rc = ship_check_journal_next(r, journal_to, &rec, &has_rec, err);
+    if (rc != 0)
+        return rc;
+    report->from_seq = has_rec ? rec.seq : from_seq;
+    remote->target = t;
+    remote->coll = coll;
+    remote->source = journal_reader_source(r);
+    remote->remote_to = to_seq ? to_seq : (uint64_t)INT64_MAX;
+    remote->is_journal_done = !has_rec;
+    remote->journal_seq = has_rec ? rec.seq : 0;
+    ship_check_cursor_open(remote, report->from_seq ? report->from_seq : 1);
+    ship_check_cursor_next(remote, report);
+    return ship_check_merge(r, journal_to, &rec, has_rec, remote, report, err);
+}
+
+/* The check's verdict once the comparison ran: the remote's failure, or what differs. */
+static int
+ship_check_verdict(const ship_target_t *t, const ship_check_cursor_t *remote,
+                   const stele_remote_report_t *report, stele_error_t *err)
+{
+    if (remote->has_error)
+        return ship_remote_error(t, &remote->error, &remote->error_doc, "remote check", err);
+    if (!report->n_missing && !report->n_extra && !report->n_mismatched)
+        return 0;
+    ship_set_error(
+        err, STELE_EINTEGRITY, "re-ship the missing ranges with stele_reship / stele ship",
+        "sink %s: %" PRIu64 " missing, %" PRIu64 " extra, %" PRIu64 " mismatched documents in %s",
+        t->name, report->n_missing, report->n_extra, report->n_mismatched, t->where);
+    return STELE_EINTEGRITY;
+}
+
+/* A client of its own for the check, whose queries sort whole chunks on the server: they
+ * get more time than inserts unless the URI says otherwise. */
+static int
+ship_check_client_new(ship_target_t *t, mongoc_client_t **out, stele_error_t *err)
+{
+    if (!t->is_socket_timeout_set)
+        mongoc_uri_set_option_as_int32(t->uri, MONGOC_URI_SOCKETTIMEOUTMS,
+                                       SHIP_CHECK_SOCKET_TIMEOUT_MS);
+    *out = mongoc_client_new_from_uri(t->uri);
+    if (!*out) {
+        ship_set_error(err, STELE_ECONFIG, NULL, "sink %s: could not create a client", t->name);
+        return STELE_ECONFIG;
+    }
+    mongoc_client_set_error_api(*out, MONGOC_ERROR_API_VERSION_2);
+    return 0;
+}
+
 int
 stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
                    uint64_t to_seq, stele_remote_report_t *report, stele_error_t *err)
@@ -1757,77 +1862,14 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
     mongoc_collection_t *coll = NULL;
     ship_check_cursor_t remote = {.error_doc = BSON_INITIALIZER};
     rc = ship_open_range_reader(dir, from_seq, &r, err);
+    if (rc == 0)
+        rc = ship_check_client_new(&t, &client, err);
     if (rc != 0)
         goto done;
-    /* A check sorts whole chunks on the server: give its queries more time than inserts. */
-    if (!t.is_socket_timeout_set)
-        mongoc_uri_set_option_as_int32(t.uri, MONGOC_URI_SOCKETTIMEOUTMS,
-                                       SHIP_CHECK_SOCKET_TIMEOUT_MS);
-    client = mongoc_client_new_from_uri(t.uri);
-    if (!client) {
-        rc = STELE_ECONFIG;
-        ship_set_error(err, rc, NULL, "sink %s: could not create a client", t.name);
-        goto done;
-    }
-    mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
     coll = mongoc_client_get_collection(client, t.database, t.collection);
-
-    journal_record_t rec;
-    int has_rec;
-    rc = ship_check_journal_next(r, to_seq ? to_seq : UINT64_MAX, &rec, &has_rec, err);
-    if (rc != 0)
-        goto done;
-    report->from_seq = has_rec ? rec.seq : from_seq;
-    uint64_t remote_to = to_seq ? to_seq : (uint64_t)INT64_MAX;
-    remote.target = &t;
-    remote.coll = coll;
-    remote.source = journal_reader_source(r);
-    remote.remote_to = remote_to;
-    remote.is_journal_done = !has_rec;
-    remote.journal_seq = has_rec ? rec.seq : 0;
-    ship_check_cursor_open(&remote, report->from_seq ? report->from_seq : 1);
-    ship_check_cursor_next(&remote, report);
-    ship_range_list_t missing = {report->missing, &report->n_missing_ranges, &report->n_missing, 0};
-    ship_range_list_t extra = {report->extra, &report->n_extra_ranges, &report->n_extra, 0};
-    ship_range_list_t mismatched = {report->mismatched, &report->n_mismatched_ranges,
-                                    &report->n_mismatched, 0};
-    while (has_rec || remote.has_doc) {
-        if (has_rec && (!remote.has_doc || rec.seq < remote.seq)) {
-            ship_range_add(&missing, rec.seq);
-        } else if (remote.has_doc && (!has_rec || remote.seq < rec.seq)) {
-            ship_range_add(&extra, remote.seq);
-            ship_check_cursor_next(&remote, report);
-            continue;
-        } else {
-            if (!remote.hash || memcmp(remote.hash, rec.hash, SHIP_HASH_BYTES) != 0)
-                ship_range_add(&mismatched, rec.seq);
-            ship_check_cursor_next(&remote, report);
-        }
-        report->records_checked++;
-        report->to_seq = rec.seq;
-        rc = ship_check_journal_next(r, to_seq ? to_seq : UINT64_MAX, &rec, &has_rec, err);
-        if (rc != 0)
-            goto done;
-        remote.is_journal_done = !has_rec;
-        remote.journal_seq = has_rec ? rec.seq : remote.journal_seq;
-        if (remote.is_pending && (!has_rec || rec.seq > remote.chunk_end)) {
-            remote.is_pending = 0;
-            ship_check_cursor_next(&remote, report);
-        }
-        if (remote.has_error)
-            break;
-    }
-    if (remote.has_error) {
-        rc = ship_remote_error(&t, &remote.error, &remote.error_doc, "remote check", err);
-        goto done;
-    }
-    if (report->n_missing || report->n_extra || report->n_mismatched) {
-        rc = STELE_EINTEGRITY;
-        ship_set_error(err, rc, "re-ship the missing ranges with stele_reship / stele ship",
-                       "sink %s: %" PRIu64 " missing, %" PRIu64 " extra, %" PRIu64
-                       " mismatched documents in %s",
-                       t.name, report->n_missing, report->n_extra, report->n_mismatched, t.where);
-    }
+    rc = ship_check_compare(&t, r, coll, from_seq, to_seq, &remote, report, err);
+    if (rc == 0)
+        rc = ship_check_verdict(&t, &remote, report, err);
 done:
     mongoc_cursor_destroy(remote.cursor);
     bson_destroy(&remote.error_doc);
