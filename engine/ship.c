@@ -1880,6 +1880,16 @@ done:
     return rc;
 }
 
+/* Reports a one-shot run's failure with the shipper's last (scrubbed) error as the message. */
+static void
+shipper_last_error_to(shipper_t *s, int code, stele_error_t *err)
+{
+    pthread_mutex_lock(&s->mu);
+    ship_set_error(err, code, code == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
+                   s->last_error);
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* Reads records next_seq..to_seq (as many as fit a batch) without waiting. */
 static int
 ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t *b,
@@ -1905,6 +1915,47 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
 /* Attempts per remote step of a one-shot re-ship before it gives up. */
 #define SHIP_RESHIP_MAX_ATTEMPTS 5
 
+/* Gives a one-shot re-ship's shipper the journal's source name and a pool of its own. */
+static int
+ship_reship_init(shipper_t *s, journal_reader_t *r, stele_error_t *err)
+{
+    s->source = strdup(journal_reader_source(r));
+    s->pool = ship_pool_new(&s->target, err);
+    if (!s->pool)
+        return STELE_ECONFIG;
+    if (!s->source) {
+        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Sends the records up to to_seq batch by batch, until the first batch that fails. */
+static int
+ship_reship_batches(shipper_t *s, journal_reader_t *r, uint64_t to_seq, stele_error_t *err)
+{
+    ship_batch_t batch = {0};
+    const bson_t **ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
+    size_t *map = calloc(s->target.opts.batch_docs, sizeof *map);
+    int rc = ptrs && map ? 0 : -ENOMEM;
+    if (rc != 0)
+        ship_set_error(err, rc, NULL, "re-ship: out of memory");
+    while (rc == 0) {
+        ship_batch_clear(&batch);
+        rc = ship_fill_range(s, r, to_seq, &batch, err);
+        if (rc != 0 || batch.n == 0)
+            break;
+        /* Without an index a refused document is not dead-lettered: it fails the re-ship. */
+        rc = s->rejected_seq ? STELE_EREMOTE : shipper_send_batch(s, &batch, ptrs, map);
+        if (rc != 0)
+            shipper_last_error_to(s, rc, err);
+    }
+    ship_batch_free(&batch);
+    free(ptrs);
+    free(map);
+    return rc;
+}
+
 int
 stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq, uint64_t to_seq,
              uint64_t *n_inserted, stele_error_t *err)
@@ -1921,48 +1972,19 @@ stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_se
         return -ENOMEM;
     }
     journal_reader_t *r = NULL;
-    ship_batch_t batch = {0};
-    const bson_t **ptrs = NULL;
-    size_t *map = NULL;
     int rc = ship_target_init(&s->target, sink, err);
-    if (rc != 0)
-        goto done;
-    s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
-    s->jitter_seed = (unsigned)clock_wall_ms();
-    rc = ship_open_range_reader(dir, from_seq, &r, err);
-    if (rc != 0)
-        goto done;
-    s->source = strdup(journal_reader_source(r));
-    ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
-    map = calloc(s->target.opts.batch_docs, sizeof *map);
-    s->pool = ship_pool_new(&s->target, err);
-    if (!s->source || !ptrs || !map || !s->pool) {
-        rc = s->pool ? -ENOMEM : STELE_ECONFIG;
-        if (rc == -ENOMEM)
-            ship_set_error(err, rc, NULL, "re-ship: out of memory");
-        goto done;
+    if (rc == 0) {
+        s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
+        s->jitter_seed = (unsigned)clock_wall_ms();
+        rc = ship_open_range_reader(dir, from_seq, &r, err);
     }
-    for (;;) {
-        ship_batch_clear(&batch);
-        rc = ship_fill_range(s, r, to_seq ? to_seq : UINT64_MAX, &batch, err);
-        if (rc != 0 || batch.n == 0)
-            break;
-        rc = s->rejected_seq ? STELE_EREMOTE : shipper_send_batch(s, &batch, ptrs, map);
-        if (rc != 0) {
-            pthread_mutex_lock(&s->mu);
-            ship_set_error(err, rc, rc == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
-                           s->last_error);
-            pthread_mutex_unlock(&s->mu);
-            break;
-        }
-    }
-done:
+    if (rc == 0)
+        rc = ship_reship_init(s, r, err);
+    if (rc == 0)
+        rc = ship_reship_batches(s, r, to_seq ? to_seq : UINT64_MAX, err);
     if (n_inserted)
         *n_inserted = s->n_inserted;
     journal_reader_close(r);
-    ship_batch_free(&batch);
-    free(ptrs);
-    free(map);
     shipper_free(s);
     return rc;
 }
@@ -2079,12 +2101,8 @@ ship_dead_reship_one(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch
     }
     if (rc == 0)
         rc = shipper_send_batch(s, b, ptrs, map);
-    if (rc == STELE_EREMOTE || rc == STELE_EINTEGRITY || rc == STELE_EAUTH) {
-        pthread_mutex_lock(&s->mu);
-        ship_set_error(err, rc, rc == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
-                       s->last_error);
-        pthread_mutex_unlock(&s->mu);
-    }
+    if (rc == STELE_EREMOTE || rc == STELE_EINTEGRITY || rc == STELE_EAUTH)
+        shipper_last_error_to(s, rc, err);
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&s->mu);
