@@ -551,6 +551,108 @@ reader_index_batches_after(index_t *ix, journal_reader_t *jr, uint64_t from, uin
     return rc;
 }
 
+/* Reports the marker index_open left when it replaced a corrupt index; 1 when there is one
+ * (the catch-up removes it once the index is whole again). */
+static int
+reader_note_rebuilt(index_t *ix, char *note, size_t note_cap)
+{
+    char rebuilt[STELE_ERROR_MESSAGE_BYTES];
+    size_t rebuilt_len = 0;
+    if (index_get_meta(ix, "rebuilt", rebuilt, sizeof rebuilt - 1, &rebuilt_len, NULL) != 0)
+        return 0;
+    rebuilt[rebuilt_len < sizeof rebuilt ? rebuilt_len : sizeof rebuilt - 1] = '\0';
+    reader_note(note, note_cap, "%s", rebuilt);
+    return 1;
+}
+
+/* A journal without records: any entry the index still holds names nothing. */
+static int
+reader_empty_index(index_t *ix, char *note, size_t note_cap, stele_error_t *err)
+{
+    index_batch_t b;
+    if (index_last_batch(ix, &b, NULL) != 0)
+        return 0;
+    int rc = index_clear_batches(ix, err);
+    reader_note(note, note_cap, "index emptied: the journal has no records");
+    return rc;
+}
+
+/* Drops entries the segments no longer hold: past the end recovery found (a torn tail it
+ * truncated) and before the oldest segment (retention deleted it after the index saw it). */
+static int
+reader_trim_index(index_t *ix, const struct journal_recovery *rec, char *note, size_t note_cap,
+                  stele_error_t *err)
+{
+    index_batch_t b;
+    if (index_last_batch(ix, &b, NULL) == 0 && b.first_seq > rec->last_seq) {
+        int rc = index_truncate_after(ix, rec->last_seq, err);
+        if (rc)
+            return rc;
+        reader_note(note, note_cap,
+                    "index entries after seq %" PRIu64 " dropped (the journal "
+                    "ends there)",
+                    rec->last_seq);
+    }
+    if (rec->first_seq > 1 && index_first_batch(ix, &b, NULL) == 0 && b.first_seq < rec->first_seq)
+        return index_delete_before(ix, rec->first_seq, err);
+    return 0;
+}
+
+/*
+ * Where the scan for batch starts the index lacks begins: its last entry when the segments hold
+ * that very frame (*from_out), else the oldest record, with the index emptied first
+ * (*is_full): an entry that disagrees says the whole index may be wrong.
+ */
+static int
+reader_catch_up_from(index_t *ix, journal_reader_t *jr, uint64_t *from_out, int *is_full,
+                     char *note, size_t note_cap, stele_error_t *err)
+{
+    *from_out = 0;
+    *is_full = 0;
+    index_batch_t b;
+    int rc = index_last_batch(ix, &b, NULL);
+    if (rc == STELE_ENOTFOUND) {
+        *is_full = 1;
+        return 0;
+    }
+    if (rc)
+        return rc;
+    int matches = 0;
+    rc = reader_entry_matches(jr, &b, &matches, err);
+    if (rc)
+        return rc;
+    if (matches) {
+        *from_out = b.first_seq;
+        return 0;
+    }
+    reader_note(note, note_cap, "index disagreed with the segments at seq %" PRIu64, b.first_seq);
+    *is_full = 1;
+    return index_clear_batches(ix, err);
+}
+
+/* Brings the index of a journal with records in line with its segments. */
+static int
+reader_catch_up_batches(index_t *ix, journal_reader_t *jr, const struct journal_recovery *rec,
+                        char *note, size_t note_cap, stele_error_t *err)
+{
+    uint64_t from = 0, n_added = 0;
+    int is_full = 0;
+    int rc = reader_trim_index(ix, rec, note, note_cap, err);
+    if (rc == 0)
+        rc = reader_catch_up_from(ix, jr, &from, &is_full, note, note_cap, err);
+    if (rc == 0)
+        rc = reader_index_batches_after(ix, jr, from, rec->last_seq, &n_added, err);
+    if (rc)
+        return rc;
+    if (is_full)
+        reader_note(note, note_cap, "index rebuilt from the segments (%" PRIu64 " batches)",
+                    n_added);
+    else if (n_added)
+        reader_note(note, note_cap, "index caught up: %" PRIu64 " batches after seq %" PRIu64,
+                    n_added, from);
+    return 0;
+}
+
 int
 stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
                      const struct journal_recovery *rec, char *note, size_t note_cap,
@@ -560,78 +662,20 @@ stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
         return error_set_hinted(err, STELE_EINVAL, NULL, "stele_index_catch_up: bad arguments");
     if (note && note_cap)
         note[0] = '\0';
-    char rebuilt[STELE_ERROR_MESSAGE_BYTES];
-    size_t rebuilt_len = 0;
-    int was_replaced =
-        index_get_meta(ix, "rebuilt", rebuilt, sizeof rebuilt - 1, &rebuilt_len, NULL) == 0;
-    if (was_replaced) {
-        rebuilt[rebuilt_len < sizeof rebuilt ? rebuilt_len : sizeof rebuilt - 1] = '\0';
-        reader_note(note, note_cap, "%s", rebuilt);
-    }
-
+    int was_replaced = reader_note_rebuilt(ix, note, note_cap);
     journal_reader_t *jr = NULL;
-    index_batch_t b;
-    uint64_t from = 0, n_added = 0;
-    int is_full = 0;
     int rc = journal_reader_open(dir, io, &jr, err);
     if (rc)
         return rc;
-    if (rec->last_seq == 0) {
-        if (index_last_batch(ix, &b, NULL) == 0) {
-            rc = index_clear_batches(ix, err);
-            reader_note(note, note_cap, "index emptied: the journal has no records");
-        }
-        goto done;
-    }
-    if (index_last_batch(ix, &b, NULL) == 0 && b.first_seq > rec->last_seq) {
-        rc = index_truncate_after(ix, rec->last_seq, err);
-        if (rc)
-            goto done;
-        reader_note(note, note_cap,
-                    "index entries after seq %" PRIu64 " dropped (the journal "
-                    "ends there)",
-                    rec->last_seq);
-    }
-    if (rec->first_seq > 1 && index_first_batch(ix, &b, NULL) == 0 &&
-        b.first_seq < rec->first_seq) {
-        rc = index_delete_before(ix, rec->first_seq, err);
-        if (rc)
-            goto done;
-    }
-    rc = index_last_batch(ix, &b, NULL);
-    if (rc == 0) {
-        int matches = 0;
-        rc = reader_entry_matches(jr, &b, &matches, err);
-        if (rc)
-            goto done;
-        if (matches) {
-            from = b.first_seq;
-        } else {
-            reader_note(note, note_cap, "index disagreed with the segments at seq %" PRIu64,
-                        b.first_seq);
-            rc = index_clear_batches(ix, err);
-            is_full = 1;
-        }
-    } else if (rc == STELE_ENOTFOUND) {
-        rc = 0;
-        is_full = 1;
-    }
-    if (rc)
-        goto done;
-    rc = reader_index_batches_after(ix, jr, from, rec->last_seq, &n_added, err);
-    if (rc)
-        goto done;
-    if (is_full)
-        reader_note(note, note_cap, "index rebuilt from the segments (%" PRIu64 " batches)",
-                    n_added);
-    else if (n_added)
-        reader_note(note, note_cap, "index caught up: %" PRIu64 " batches after seq %" PRIu64,
-                    n_added, from);
-    if (was_replaced)
+    if (rec->last_seq == 0)
+        rc = reader_empty_index(ix, note, note_cap, err);
+    else
+        rc = reader_catch_up_batches(ix, jr, rec, note, note_cap, err);
+    /* The marker goes only once the index is whole: a failed catch-up reports it again. */
+    if (rc == 0 && was_replaced)
         rc = index_delete_meta(ix, "rebuilt", err);
     if (rc == 0)
         rc = index_sync(ix, err);
-done:
     journal_reader_close(jr);
     return rc;
 }
@@ -687,25 +731,33 @@ verify_hash(chain_hasher_t *hasher, const journal_record_t *rec, uint8_t out[HAS
                       out);
 }
 
-/* Checks one record against the one before it, its own hash and the index. */
+/* Checks a record against the one the walk read before it: the next seq, no earlier time,
+ * and the chain link. */
 static int
-verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err)
+verify_follows_prev(verify_state_t *v, const journal_record_t *rec)
 {
     const journal_record_t *p = &v->prev;
-    if (v->have_prev) {
-        if (rec->seq != p->seq + 1)
-            return verify_bad(v, p->seq + 1, rec->segment_seq, rec->offset,
-                              "expected seq %" PRIu64 " after seq %" PRIu64 ", found %" PRIu64,
-                              p->seq + 1, p->seq, rec->seq);
-        if (rec->ts_ns < p->ts_ns)
-            return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
-                              "timestamp %" PRId64 " is before the previous record's %" PRId64,
-                              rec->ts_ns, p->ts_ns);
-        if (memcmp(rec->prev_hash, p->hash, HASH_BYTES) != 0)
-            return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
-                              "chain broken: previous hash does not match seq %" PRIu64 "'s hash",
-                              p->seq);
-    }
+    if (!v->have_prev)
+        return 0;
+    if (rec->seq != p->seq + 1)
+        return verify_bad(v, p->seq + 1, rec->segment_seq, rec->offset,
+                          "expected seq %" PRIu64 " after seq %" PRIu64 ", found %" PRIu64,
+                          p->seq + 1, p->seq, rec->seq);
+    if (rec->ts_ns < p->ts_ns)
+        return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
+                          "timestamp %" PRId64 " is before the previous record's %" PRId64,
+                          rec->ts_ns, p->ts_ns);
+    if (memcmp(rec->prev_hash, p->hash, HASH_BYTES) != 0)
+        return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
+                          "chain broken: previous hash does not match seq %" PRIu64 "'s hash",
+                          p->seq);
+    return 0;
+}
+
+/* Checks a record's chain hash against its contents. */
+static int
+verify_own_hash(verify_state_t *v, const journal_record_t *rec, stele_error_t *err)
+{
     /* The journal gives an all-zero prev_hash when it could not read the record before
      * (a hinted seek); the chain is then checked from the next record on. */
     static const uint8_t unknown[HASH_BYTES];
@@ -718,31 +770,54 @@ verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err
     if (memcmp(hash, rec->hash, HASH_BYTES) != 0)
         return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
                           "chain hash does not match the record's contents");
-    if (v->have_index_next && v->index_next.first_seq <= rec->seq) {
-        const index_batch_t *b = &v->index_next;
-        /* The walk meets every seq in order, so an entry below this one names a seq the
-         * segments do not hold. */
-        if (b->first_seq < rec->seq)
-            return verify_bad(v, b->first_seq, b->segment_seq, b->offset,
-                              "index names seq %" PRIu64 " which the segments do not hold",
-                              b->first_seq);
-        if (b->segment_seq != rec->segment_seq || b->offset != rec->offset)
-            return verify_bad(v, rec->seq, b->segment_seq, b->offset,
-                              "index puts seq %" PRIu64 " at offset %" PRIu64 " of segment %" PRIu64
-                              " but it is at offset %" PRIu64 " of segment %" PRIu64,
-                              rec->seq, b->offset, b->segment_seq, rec->offset, rec->segment_seq);
-        if (b->first_ts_ns != rec->ts_ns)
-            return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
-                              "index gives seq %" PRIu64 " timestamp %" PRId64
-                              " but the record has %" PRId64,
-                              rec->seq, b->first_ts_ns, rec->ts_ns);
-        if (v->have_prev && !v->prev_is_batch_end)
-            return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
-                              "index says a batch starts at seq %" PRIu64
-                              " but the record before it does not end a batch",
-                              rec->seq);
-        v->have_index_next = index_find_next(v->ix, rec->seq + 1, &v->index_next, NULL) == 0;
-    }
+    return 0;
+}
+
+/* Checks a record against the index entry the walk must meet next, once it is reached, and
+ * moves on to the entry after. */
+static int
+verify_index_entry(verify_state_t *v, const journal_record_t *rec)
+{
+    const index_batch_t *b = &v->index_next;
+    if (!v->have_index_next || b->first_seq > rec->seq)
+        return 0;
+    /* The walk meets every seq in order, so an entry below this one names a seq the
+     * segments do not hold. */
+    if (b->first_seq < rec->seq)
+        return verify_bad(v, b->first_seq, b->segment_seq, b->offset,
+                          "index names seq %" PRIu64 " which the segments do not hold",
+                          b->first_seq);
+    if (b->segment_seq != rec->segment_seq || b->offset != rec->offset)
+        return verify_bad(v, rec->seq, b->segment_seq, b->offset,
+                          "index puts seq %" PRIu64 " at offset %" PRIu64 " of segment %" PRIu64
+                          " but it is at offset %" PRIu64 " of segment %" PRIu64,
+                          rec->seq, b->offset, b->segment_seq, rec->offset, rec->segment_seq);
+    if (b->first_ts_ns != rec->ts_ns)
+        return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
+                          "index gives seq %" PRIu64 " timestamp %" PRId64
+                          " but the record has %" PRId64,
+                          rec->seq, b->first_ts_ns, rec->ts_ns);
+    if (v->have_prev && !v->prev_is_batch_end)
+        return verify_bad(v, rec->seq, rec->segment_seq, rec->offset,
+                          "index says a batch starts at seq %" PRIu64
+                          " but the record before it does not end a batch",
+                          rec->seq);
+    v->have_index_next = index_find_next(v->ix, rec->seq + 1, &v->index_next, NULL) == 0;
+    return 0;
+}
+
+/* Checks one record against the one before it, its own hash and the index; a good one
+ * becomes the anchor for the next and joins the report's range. */
+static int
+verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err)
+{
+    int rc = verify_follows_prev(v, rec);
+    if (rc == 0)
+        rc = verify_own_hash(v, rec, err);
+    if (rc == 0)
+        rc = verify_index_entry(v, rec);
+    if (rc)
+        return rc;
     v->prev = *rec;
     v->prev.payload = NULL;
     v->prev_is_batch_end = rec->is_batch_end;
@@ -791,12 +866,6 @@ verify_read_frame(const journal_io_t *io, int fd, uint64_t off, uint64_t file_by
     return 0;
 }
 
-/*
- * The journal reads a batch as a unit and names the batch when any frame of it is bad.
- * This walks the frames themselves from the last good record (or the walk's start) to find
- * the first one that fails: its seq, segment and offset are what an operator needs.
- * Returns 1 with the failure recorded in the report, 0 when nothing more precise was found.
- */
 /* Bytes past a bad frame searched for a later valid frame (bounded: the search reads them
  * into memory). A torn tail is at most one batch, and a batch is at most a few records. */
 #define VERIFY_LATER_WINDOW_BYTES (4u << 20)
@@ -830,103 +899,197 @@ verify_later_frame(const journal_io_t *io, int fd, uint64_t off, uint64_t file_b
     return is_found;
 }
 
+/* Where the frame after the last good record starts (0, 0 before any). */
+static void
+verify_after_prev(const verify_state_t *v, uint64_t *segment_seq, uint64_t *offset)
+{
+    *segment_seq = v->have_prev ? v->prev.segment_seq : 0;
+    *offset = v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0;
+}
+
+/* Pinpointing's walk over the frames of at most two segment files. */
+typedef struct verify_cursor {
+    const journal_io_t *io;
+    const char *dir;
+    int need_later_frame;        /* a bad frame counts only if a valid one follows it */
+    stele_verify_report_t saved; /* the report to restore when a bad frame does not count */
+    uint64_t seq;                /* the seq the next frame must have */
+    uint64_t segment_seq;
+    uint64_t offset; /* of the next frame; at most SEG_HEADER_BYTES: read the header first */
+    uint8_t prev_hash[HASH_BYTES];
+    int have_hash;
+    int fd; /* the open segment file */
+    uint64_t file_bytes;
+    verify_frame_t frame; /* the last frame read; kept across segments */
+} verify_cursor_t;
+
+/* Starts just past the last good record or, when the walk read none, at the start of the
+ * segment holding the walk's first seq. Returns 0 when there is no segment to walk. */
+static int
+verify_cursor_init(verify_state_t *v, const char *dir, int need_later_frame, verify_cursor_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->io = journal_io_posix();
+    c->dir = dir;
+    c->need_later_frame = need_later_frame;
+    c->saved = *v->report;
+    c->fd = -1;
+    if (v->have_prev) {
+        c->seq = v->prev.seq + 1;
+        verify_after_prev(v, &c->segment_seq, &c->offset);
+        memcpy(c->prev_hash, v->prev.hash, HASH_BYTES);
+        c->have_hash = 1;
+        return 1;
+    }
+    journal_segment_info_t *segs = NULL;
+    int n = reader_list_segments(v->jr, &segs, NULL);
+    for (int i = 0; i < n; i++)
+        if (segs[i].first_seq <= (v->start_seq ? v->start_seq : 1) || i == 0)
+            c->segment_seq = segs[i].first_seq;
+    free(segs);
+    if (n <= 0)
+        return 0;
+    c->seq = c->segment_seq;
+    c->offset = SEG_HEADER_BYTES;
+    return 1;
+}
+
+/* Checks the header of the segment the cursor enters, whose previous hash then anchors the
+ * chain. Returns 1 when it is bad (recorded in the report). */
+static int
+verify_pinpoint_header(verify_state_t *v, verify_cursor_t *c)
+{
+    segment_header_t h;
+    const char *why = NULL;
+    if (segment_header_read(c->io, c->fd, &h, &why) != 0) {
+        verify_bad(v, c->segment_seq, c->segment_seq, 0, "segment header: %s",
+                   why ? why : "unreadable");
+        return 1;
+    }
+    if (c->have_hash && memcmp(h.prev_hash, c->prev_hash, HASH_BYTES) != 0) {
+        verify_bad(v, c->segment_seq, c->segment_seq, 0,
+                   "segment header's previous hash breaks the chain");
+        return 1;
+    }
+    memcpy(c->prev_hash, h.prev_hash, HASH_BYTES);
+    c->have_hash = 1;
+    c->offset = SEG_HEADER_BYTES;
+    return 0;
+}
+
+/* Does the valid frame just read fail to hash, from the chain so far, to the hash it holds?
+ * A hash that cannot be computed proves nothing, so it is no break. */
+static int
+verify_frame_breaks_chain(verify_state_t *v, const verify_cursor_t *c)
+{
+    const record_view_t *fv = &c->frame.view;
+    uint8_t calc[HASH_BYTES];
+    journal_record_t jr = {
+        .seq = fv->seq, .ts_ns = fv->ts_ns, .payload = fv->payload, .payload_len = fv->payload_len};
+    memcpy(jr.prev_hash, c->prev_hash, HASH_BYTES);
+    return verify_hash(v->hasher, &jr, calc) == 0 && memcmp(calc, fv->hash, HASH_BYTES) != 0;
+}
+
+/* Checks the frame just read: decodable, the seq due, and chained to the one before.
+ * Returns 1 when it is bad (recorded in the report). */
+static int
+verify_pinpoint_frame(verify_state_t *v, const verify_cursor_t *c)
+{
+    const verify_frame_t *f = &c->frame;
+    if (f->status != RECORD_VALID)
+        verify_bad(v, c->seq, c->segment_seq, c->offset, "frame: %s",
+                   record_status_name(f->status));
+    else if (f->view.seq != c->seq)
+        verify_bad(v, c->seq, c->segment_seq, c->offset,
+                   "seq %" PRIu64 " where %" PRIu64 " was due", f->view.seq, c->seq);
+    else if (c->have_hash && verify_frame_breaks_chain(v, c))
+        verify_bad(v, c->seq, c->segment_seq, c->offset, "chain hash does not match the record");
+    else
+        return 0;
+    return 1;
+}
+
+/* Walks the open segment's frames from the cursor to the end of the batch or of the
+ * segment's frames. Returns 1 when one is bad (recorded in the report). */
+static int
+verify_pinpoint_frames(verify_state_t *v, verify_cursor_t *c)
+{
+    const verify_frame_t *f = &c->frame;
+    for (;;) {
+        if (verify_read_frame(c->io, c->fd, c->offset, c->file_bytes, &c->frame) != 0)
+            return 0;
+        if (f->status == RECORD_ZERO)
+            return 0; /* end of this segment's frames: the batch may be in the next */
+        int is_bad = verify_pinpoint_frame(v, c);
+        if (is_bad && c->need_later_frame &&
+            !verify_later_frame(c->io, c->fd, c->offset, c->file_bytes, c->seq)) {
+            /* Nothing intact follows: a torn tail, which the next writer truncates. */
+            *v->report = c->saved;
+            return 0;
+        }
+        if (is_bad || (f->status == RECORD_VALID && (f->view.flags & FRAME_FLAG_BATCH_END)))
+            return is_bad;
+        memcpy(c->prev_hash, f->view.hash, HASH_BYTES);
+        c->offset += f->view.frame_bytes;
+        c->seq++;
+    }
+}
+
+/* How pinpointing in one segment ended. */
+typedef enum verify_scan_end {
+    VERIFY_SCAN_FOUND, /* a bad frame, recorded in the report */
+    VERIFY_SCAN_STOP,  /* nothing more precise to find */
+    VERIFY_SCAN_NEXT,  /* the segment's frames ended mid-batch: go on in the next segment */
+} verify_scan_end_t;
+
+/* Pinpoints within the segment the cursor names. */
+static verify_scan_end_t
+verify_pinpoint_segment(verify_state_t *v, verify_cursor_t *c)
+{
+    const journal_io_t *io = c->io;
+    char path[4096];
+    off_t size = 0;
+    if (segment_path(path, sizeof path, c->dir, c->segment_seq) != 0)
+        return VERIFY_SCAN_STOP;
+    c->fd = io->open_file(io->ctx, path, JOURNAL_IO_READ, 0);
+    if (c->fd < 0)
+        return VERIFY_SCAN_STOP;
+    verify_scan_end_t end = VERIFY_SCAN_STOP;
+    if (io->file_size(io->ctx, c->fd, &size) == 0) {
+        c->file_bytes = (uint64_t)size;
+        if ((c->offset <= SEG_HEADER_BYTES && verify_pinpoint_header(v, c)) ||
+            verify_pinpoint_frames(v, c))
+            end = VERIFY_SCAN_FOUND;
+        else if (c->frame.status == RECORD_ZERO && c->offset > SEG_HEADER_BYTES)
+            end = VERIFY_SCAN_NEXT;
+    }
+    io->close(io->ctx, c->fd);
+    c->fd = -1;
+    return end;
+}
+
+/*
+ * The journal reads a batch as a unit and names the batch when any frame of it is bad.
+ * This walks the frames themselves from the last good record (or the walk's start) to find
+ * the first one that fails: its seq, segment and offset are what an operator needs.
+ * The bad frame follows the last good record in its segment, or starts the next segment
+ * when that record ended its own: two segments at most.
+ * Returns 1 with the failure recorded in the report, 0 when nothing more precise was found.
+ */
 static int
 verify_pinpoint(verify_state_t *v, const char *dir, int need_later_frame)
 {
-    const journal_io_t *io = journal_io_posix();
-    uint64_t seq = v->have_prev ? v->prev.seq + 1 : 0;
-    uint64_t seg = v->have_prev ? v->prev.segment_seq : 0;
-    uint64_t off = v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0;
-    uint8_t prev_hash[HASH_BYTES];
-    int have_hash = v->have_prev;
-    if (have_hash)
-        memcpy(prev_hash, v->prev.hash, HASH_BYTES);
-    if (!v->have_prev) {
-        /* Start at the segment holding the walk's first seq. */
-        journal_segment_info_t *segs = NULL;
-        int n = reader_list_segments(v->jr, &segs, NULL);
-        for (int i = 0; i < n; i++)
-            if (segs[i].first_seq <= (v->start_seq ? v->start_seq : 1) || i == 0)
-                seg = segs[i].first_seq;
-        free(segs);
-        if (n <= 0)
-            return 0;
-        seq = seg;
-        off = SEG_HEADER_BYTES;
+    verify_cursor_t c;
+    if (!verify_cursor_init(v, dir, need_later_frame, &c))
+        return 0;
+    verify_scan_end_t end = verify_pinpoint_segment(v, &c);
+    if (end == VERIFY_SCAN_NEXT) {
+        c.segment_seq = c.seq; /* the next segment is named by the seq it should start with */
+        c.offset = 0;
+        end = verify_pinpoint_segment(v, &c);
     }
-    verify_frame_t f = {0};
-    stele_verify_report_t saved = *v->report;
-    int found = 0, fd = -1;
-    for (int n_segments = 0; n_segments < 2 && !found; n_segments++) {
-        char path[4096];
-        off_t size = 0;
-        if (segment_path(path, sizeof path, dir, seg) != 0)
-            break;
-        fd = io->open_file(io->ctx, path, JOURNAL_IO_READ, 0);
-        if (fd < 0 || io->file_size(io->ctx, fd, &size) != 0)
-            break;
-        if (off <= SEG_HEADER_BYTES) {
-            segment_header_t h;
-            const char *why = NULL;
-            if (segment_header_read(io, fd, &h, &why) != 0) {
-                verify_bad(v, seg, seg, 0, "segment header: %s", why ? why : "unreadable");
-                found = 1;
-                break;
-            }
-            if (have_hash && memcmp(h.prev_hash, prev_hash, HASH_BYTES) != 0) {
-                verify_bad(v, seg, seg, 0, "segment header's previous hash breaks the chain");
-                found = 1;
-                break;
-            }
-            memcpy(prev_hash, h.prev_hash, HASH_BYTES);
-            have_hash = 1;
-            off = SEG_HEADER_BYTES;
-        }
-        for (;;) {
-            if (verify_read_frame(io, fd, off, (uint64_t)size, &f) != 0)
-                break;
-            if (f.status == RECORD_ZERO)
-                break; /* end of this segment's frames: the batch may be in the next */
-            const record_view_t *fv = &f.view;
-            if (f.status != RECORD_VALID)
-                found = verify_bad(v, seq, seg, off, "frame: %s", record_status_name(f.status));
-            else if (fv->seq != seq)
-                found = verify_bad(v, seq, seg, off, "seq %" PRIu64 " where %" PRIu64 " was due",
-                                   fv->seq, seq);
-            else if (have_hash) {
-                uint8_t calc[HASH_BYTES];
-                journal_record_t jr = {.seq = fv->seq,
-                                       .ts_ns = fv->ts_ns,
-                                       .payload = fv->payload,
-                                       .payload_len = fv->payload_len};
-                memcpy(jr.prev_hash, prev_hash, HASH_BYTES);
-                if (verify_hash(v->hasher, &jr, calc) == 0 && memcmp(calc, fv->hash, HASH_BYTES))
-                    found = verify_bad(v, seq, seg, off, "chain hash does not match the record");
-            }
-            if (found && need_later_frame &&
-                !verify_later_frame(io, fd, off, (uint64_t)size, seq)) {
-                /* Nothing intact follows: a torn tail, which the next writer truncates. */
-                *v->report = saved;
-                found = 0;
-                break;
-            }
-            if (found || (f.status == RECORD_VALID && (fv->flags & FRAME_FLAG_BATCH_END)))
-                break;
-            memcpy(prev_hash, fv->hash, HASH_BYTES);
-            off += fv->frame_bytes;
-            seq++;
-        }
-        io->close(io->ctx, fd);
-        fd = -1;
-        if (found || f.status != RECORD_ZERO || off <= SEG_HEADER_BYTES)
-            break;
-        seg = seq; /* the next segment is named by the seq it should start with */
-        off = 0;
-    }
-    if (fd >= 0)
-        io->close(io->ctx, fd);
-    free(f.buf);
-    return found;
+    free(c.frame.buf);
+    return end == VERIFY_SCAN_FOUND;
 }
 
 /* A read error from the journal: corruption is a verification failure, pinpointed to the
@@ -943,9 +1106,9 @@ verify_read_failed(verify_state_t *v, const char *dir, int rc, stele_error_t *je
     if (verify_pinpoint(v, dir, 0))
         return STELE_ECORRUPT;
     uint64_t seq = v->have_prev ? v->prev.seq + 1 : v->start_seq + 1;
-    uint64_t segment = v->have_prev ? v->prev.segment_seq : 0;
-    uint64_t offset = v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0;
-    return verify_bad(v, seq, segment, offset, "%s", jerr->message);
+    uint64_t segment_seq, offset;
+    verify_after_prev(v, &segment_seq, &offset);
+    return verify_bad(v, seq, segment_seq, offset, "%s", jerr->message);
 }
 
 /* Bytes the format requires to be zero in a segment header (FORMAT.md): nothing reads them,
@@ -988,16 +1151,14 @@ verify_segment_headers(verify_state_t *v, const char *dir, uint64_t from_seq, ui
     return rc;
 }
 
-/* Walks [from, to]; the record before `from` is checked too, to anchor the chain. */
+/* Reads from the record before from_seq (it anchors the chain) to to_seq or the end of the
+ * journal, checking each record; *is_at_to says the walk reached to_seq. */
 static int
-verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_seq,
-            stele_error_t *err)
+verify_read_range(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_seq,
+                  int *is_at_to, stele_error_t *err)
 {
     stele_error_t jerr = {0};
-    /* Read before the walk: a live writer only moves it forward, so a walk that ends short
-     * of it has lost records, whatever the writer does meanwhile. */
-    journal_live_t live_before;
-    journal_reader_live(v->jr, &live_before);
+    *is_at_to = 0;
     uint64_t start = from_seq > 1 ? from_seq - 1 : 0;
     v->start_seq = start;
     int rc = journal_reader_seek(v->jr, start, 0, 0, &jerr);
@@ -1010,20 +1171,31 @@ verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_s
         rc = verify_record(v, &rec, err);
         if (rc)
             return rc;
-        if (to_seq && rec.seq >= to_seq)
+        if (to_seq && rec.seq >= to_seq) {
+            *is_at_to = 1;
             return 0;
+        }
     }
     if (rc != STELE_EAGAIN)
         return verify_read_failed(v, dir, rc, &jerr, err);
-    /* Where the walk ended. The index is updated after a batch is written, so with a live
-     * writer it may name a batch the walk stopped short of; with none, an entry past the end
-     * means records are missing from the segments. A durable seq read before the walk is
-     * evidence with or without a writer: durable records are never taken back. */
+    return 0;
+}
+
+/*
+ * Judges where a walk that did not reach to_seq ended. The index is updated after a batch
+ * is written, so with a live writer it may name a batch the walk stopped short of; with
+ * none, an entry past the end means records are missing from the segments. A durable seq
+ * read before the walk (durable_before) is evidence with or without a writer: durable
+ * records are never taken back.
+ */
+static int
+verify_walk_end(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_seq,
+                uint64_t durable_before, stele_error_t *err)
+{
     journal_live_t live;
     journal_reader_live(v->jr, &live);
     uint64_t last = v->report->last_seq;
-    uint64_t durable = live_before.durable_seq;
-    int is_durable_ahead = durable > last && (!to_seq || durable <= to_seq);
+    int is_durable_ahead = durable_before > last && (!to_seq || durable_before <= to_seq);
     int is_index_ahead =
         v->have_index_next && !live.writer_pid && (!to_seq || v->index_next.first_seq <= to_seq);
     /* The reader treats damage in the newest segment as a torn tail (the end of the log).
@@ -1033,13 +1205,14 @@ verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_s
         if (verify_pinpoint(v, dir, !(is_durable_ahead || is_index_ahead)))
             return STELE_ECORRUPT;
     }
+    uint64_t segment_seq, offset;
+    verify_after_prev(v, &segment_seq, &offset);
     if (is_durable_ahead)
-        return verify_bad(
-            v, last + 1, v->have_prev ? v->prev.segment_seq : 0,
-            v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0,
-            "the journal's state records seq %" PRIu64
-            " as durable but the segments end at seq %" PRIu64 ": records are missing",
-            durable, last);
+        return verify_bad(v, last + 1, segment_seq, offset,
+                          "the journal's state records seq %" PRIu64
+                          " as durable but the segments end at seq %" PRIu64
+                          ": records are missing",
+                          durable_before, last);
     if (is_index_ahead)
         return verify_bad(v, v->index_next.first_seq, v->index_next.segment_seq,
                           v->index_next.offset,
@@ -1051,6 +1224,22 @@ verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_s
                                 "seq %" PRIu64 " is past the end of the journal (last %" PRIu64 ")",
                                 from_seq, last);
     return 0;
+}
+
+/* Walks [from, to]; the record before `from` is checked too, to anchor the chain. */
+static int
+verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_seq,
+            stele_error_t *err)
+{
+    /* Read before the walk: a live writer only moves it forward, so a walk that ends short
+     * of it has lost records, whatever the writer does meanwhile. */
+    journal_live_t live_before;
+    journal_reader_live(v->jr, &live_before);
+    int is_at_to = 0;
+    int rc = verify_read_range(v, dir, from_seq, to_seq, &is_at_to, err);
+    if (rc || is_at_to)
+        return rc;
+    return verify_walk_end(v, dir, from_seq, to_seq, live_before.durable_seq, err);
 }
 
 int

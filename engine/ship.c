@@ -265,30 +265,29 @@ ship_uri_default(mongoc_uri_t *uri, const char *option, int32_t value)
         mongoc_uri_set_option_as_int32(uri, option, value);
 }
 
-static int
-ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error_t *err)
+/* The sink's name ("default" when unset), or NULL with the error set when the sink has no
+ * URI or its name is too long. */
+static const char *
+ship_sink_name(const stele_sink_options_t *sink, stele_error_t *err)
 {
-    memset(t, 0, sizeof *t);
-    ship_mongoc_init_once();
     if (!sink || !sink->uri || !sink->uri[0]) {
         ship_set_error(err, STELE_ECONFIG, "set uri to a mongodb:// connection string",
                        "sink %s: uri is required", sink && sink->name ? sink->name : "default");
-        return STELE_ECONFIG;
+        return NULL;
     }
     const char *name = sink->name && sink->name[0] ? sink->name : "default";
     if (!ship_name_ok(name, 63)) {
         ship_set_error(err, STELE_ECONFIG, NULL, "sink name is longer than 63 bytes");
-        return STELE_ECONFIG;
+        return NULL;
     }
-    bson_error_t berr;
-    t->uri = mongoc_uri_new_with_error(sink->uri, &berr);
-    if (!t->uri) {
-        /* libmongoc's parse message may quote the URI; say only what is wrong with it. */
-        ship_set_error(err, STELE_ECONFIG, "expected mongodb://[user:pass@]host[:port]/[db]",
-                       "sink %s: invalid uri", name);
-        return STELE_ECONFIG;
-    }
-    t->opts = *sink;
+    return name;
+}
+
+/* Copies the sink's names and its URI's password (t->uri) into t, and checks the names. */
+static int
+ship_target_copy_names(ship_target_t *t, const stele_sink_options_t *sink, const char *name,
+                       stele_error_t *err)
+{
     if (mongoc_uri_get_password(t->uri))
         t->password = strdup(mongoc_uri_get_password(t->uri));
     const char *db, *coll;
@@ -297,16 +296,20 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->database = strdup(db);
     t->collection = strdup(coll);
     if (!t->name || !t->database || !t->collection) {
-        ship_target_free(t);
         ship_set_error(err, -ENOMEM, NULL, "sink %s: out of memory", name);
         return -ENOMEM;
     }
     if (names_rc != 0) {
         ship_set_error(err, STELE_ECONFIG, "names may not contain / \\ . space \" or $",
                        "sink %s: invalid database or collection name", name);
-        ship_target_free(t);
         return STELE_ECONFIG;
     }
+    return 0;
+}
+
+static int
+ship_sink_check_numbers(const stele_sink_options_t *sink, const char *name, stele_error_t *err)
+{
     if (sink->w < -1 || sink->journaled < 0 || sink->journaled > 1 || sink->batch_docs == 0 ||
         sink->batch_bytes < 1024 || sink->backoff_min_ms == 0 ||
         sink->backoff_max_ms < sink->backoff_min_ms) {
@@ -314,16 +317,14 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
                        "w >= -1, journaled 0 or 1, batch_docs >= 1, batch_bytes >= 1024, "
                        "0 < backoff_min_ms <= backoff_max_ms",
                        "sink %s: write concern, batch or backoff out of range", name);
-        ship_target_free(t);
         return STELE_ECONFIG;
     }
-    t->opts.name = t->name;
-    t->opts.uri = NULL;
-    t->opts.database = t->database;
-    t->opts.collection = t->collection;
+    return 0;
+}
 
-    ship_where(t->where, sizeof t->where, t->uri, db, coll);
-
+static void
+ship_target_set_concerns(ship_target_t *t, const stele_sink_options_t *sink)
+{
     t->write_concern = mongoc_write_concern_new();
     if (sink->w == -1)
         mongoc_write_concern_set_wmajority(t->write_concern, (int32_t)sink->wtimeout_ms);
@@ -338,7 +339,12 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->read_concern = mongoc_read_concern_new();
     if (sink->w == -1)
         mongoc_read_concern_set_level(t->read_concern, MONGOC_READ_CONCERN_LEVEL_MAJORITY);
+}
 
+/* Timeouts the URI leaves unset: a socket timeout that outlasts the write concern's own. */
+static void
+ship_target_set_timeouts(ship_target_t *t, const stele_sink_options_t *sink)
+{
     t->is_socket_timeout_set =
         mongoc_uri_get_option_as_int32(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, -1) != -1;
     int32_t socket_ms = SHIP_DEFAULT_SOCKET_TIMEOUT_MS;
@@ -347,6 +353,39 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
                                                                     : sink->wtimeout_ms + 10000);
     ship_uri_default(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, socket_ms);
     ship_uri_default(t->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, SHIP_DEFAULT_SELECT_TIMEOUT_MS);
+}
+
+static int
+ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error_t *err)
+{
+    memset(t, 0, sizeof *t);
+    ship_mongoc_init_once();
+    const char *name = ship_sink_name(sink, err);
+    if (!name)
+        return STELE_ECONFIG;
+    bson_error_t berr;
+    t->uri = mongoc_uri_new_with_error(sink->uri, &berr);
+    if (!t->uri) {
+        /* libmongoc's parse message may quote the URI; say only what is wrong with it. */
+        ship_set_error(err, STELE_ECONFIG, "expected mongodb://[user:pass@]host[:port]/[db]",
+                       "sink %s: invalid uri", name);
+        return STELE_ECONFIG;
+    }
+    t->opts = *sink;
+    int rc = ship_target_copy_names(t, sink, name, err);
+    if (rc == 0)
+        rc = ship_sink_check_numbers(sink, name, err);
+    if (rc != 0) {
+        ship_target_free(t);
+        return rc;
+    }
+    t->opts.name = t->name;
+    t->opts.uri = NULL;
+    t->opts.database = t->database;
+    t->opts.collection = t->collection;
+    ship_where(t->where, sizeof t->where, t->uri, t->database, t->collection);
+    ship_target_set_concerns(t, sink);
+    ship_target_set_timeouts(t, sink);
     mongoc_uri_set_appname(t->uri, "stele");
     return 0;
 }
@@ -899,6 +938,9 @@ typedef struct ship_attempt {
     bson_error_t error;
     int is_ok;
     size_t n_inserted; /* documents this attempt stored */
+    /* After a duplicate-key refusal, the lookup of what is stored already: */
+    int lookup_rc;    /* 0, STELE_EINTEGRITY or STELE_EREMOTE */
+    uint64_t bad_seq; /* STELE_EINTEGRITY: stored with another hash */
 } ship_attempt_t;
 
 /*
@@ -997,6 +1039,148 @@ shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
     return d->doc->len;
 }
 
+/* What follows a failed attempt at a batch. */
+typedef enum ship_step {
+    SHIP_STEP_SEND,  /* send what is left now */
+    SHIP_STEP_RETRY, /* a retryable failure: back off, then send again */
+    SHIP_STEP_END,   /* the batch ends with the code given beside */
+} ship_step_t;
+
+/* One batch's delivery, across its attempts. */
+typedef struct ship_send {
+    ship_batch_t *b;
+    const bson_t **ptrs; /* scratch for ship_insert_pending, batch_docs long */
+    size_t *map;
+    unsigned attempt;          /* retryable failures backed off so far */
+    size_t max_docs;           /* drops to 1 after a whole-batch client-side refusal */
+    uint64_t unstored_dup_seq; /* refused as a duplicate yet not stored under its _id */
+} ship_send_t;
+
+/*
+ * After a duplicate-key refusal, looks up on the same client which pending documents are
+ * stored already (at->lookup_rc, at->bad_seq). A failed lookup is judged by its own error:
+ * at->verdict becomes SHIPPER_STOP_AUTH or SHIPPER_RETRY.
+ */
+static void
+shipper_lookup_duplicates(shipper_t *s, mongoc_client_t *client, ship_batch_t *b,
+                          ship_attempt_t *at)
+{
+    bson_t reply = BSON_INITIALIZER;
+    at->lookup_rc = ship_resolve_duplicates(&s->target, client, s->source, b, at->bad_index,
+                                            &at->bad_seq, &at->error, &reply);
+    if (at->lookup_rc == STELE_EREMOTE) {
+        size_t ignored;
+        at->verdict = shipper_classify(&at->error, &reply, &ignored) == SHIPPER_STOP_AUTH
+                          ? SHIPPER_STOP_AUTH
+                          : SHIPPER_RETRY;
+    }
+    bson_destroy(&reply);
+}
+
+/* One attempt, on one client from the pool: the insert of the pending documents and, after
+ * a duplicate-key refusal, the lookup of those stored already. */
+static void
+shipper_attempt(shipper_t *s, ship_send_t *st, ship_attempt_t *at)
+{
+    mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
+    ship_insert_pending(&s->target, client, st->b, st->max_docs, st->ptrs, st->map, at);
+    s->n_inserted += at->n_inserted;
+    if (!at->is_ok && at->verdict == SHIPPER_DUPLICATE)
+        shipper_lookup_duplicates(s, client, st->b, at);
+    mongoc_client_pool_push(s->pool, client);
+}
+
+static int
+ship_batch_is_done(const ship_batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (!b->docs[i].is_done)
+            return 0;
+    return 1;
+}
+
+/* Dead-letters a document the sink refuses for good; a one-shot re-ship (no index) ends at
+ * it instead. */
+static ship_step_t
+shipper_reject(shipper_t *s, ship_doc_t *d, const char *why, int *rc_out)
+{
+    shipper_dead_letter(s, d, why);
+    if (!s->rejected_seq)
+        return SHIP_STEP_SEND;
+    *rc_out = STELE_EREMOTE;
+    return SHIP_STEP_END;
+}
+
+/* Acts on a duplicate-key refusal whose lookup succeeded. */
+static ship_step_t
+shipper_on_duplicate(shipper_t *s, ship_send_t *st, const ship_attempt_t *at, int *rc_out)
+{
+    if (at->lookup_rc == STELE_EINTEGRITY) {
+        shipper_note_error(s, 1,
+                           "sink %s: seq %" PRIu64 " is stored in %s with another hash: "
+                           "another journal uses source \"%s\" or the copy was altered",
+                           s->target.name, at->bad_seq, s->target.where, s->source);
+        *rc_out = STELE_EINTEGRITY;
+        return SHIP_STEP_END;
+    }
+    ship_doc_t *d = &st->b->docs[at->bad_index];
+    if (d->is_done)
+        return SHIP_STEP_SEND;
+    /* Not stored under its _id: the key that collided belongs to a unique index of the
+     * user's, which refuses this document for good. Seen twice in a row to rule out a
+     * document deleted between the insert and the find. */
+    if (st->unstored_dup_seq != d->seq) {
+        st->unstored_dup_seq = d->seq;
+        shipper_count_retry(s);
+        return SHIP_STEP_SEND;
+    }
+    char why[STELE_ERROR_MESSAGE_BYTES];
+    ship_fmt(why, sizeof why, "duplicate key in a unique index other than _id: %s",
+             at->error.message);
+    return shipper_reject(s, d, why, rc_out);
+}
+
+/* Decides what follows a failed attempt. */
+static ship_step_t
+shipper_on_failure(shipper_t *s, ship_send_t *st, const ship_attempt_t *at, int *rc_out)
+{
+    switch (at->verdict) {
+    case SHIPPER_DUPLICATE:
+        return shipper_on_duplicate(s, st, at, rc_out);
+    case SHIPPER_DEAD_LETTER:
+        return shipper_reject(s, &st->b->docs[at->bad_index], at->error.message, rc_out);
+    case SHIPPER_SPLIT:
+        if (st->max_docs > 1) {
+            st->max_docs = 1;
+            return SHIP_STEP_SEND;
+        }
+        return shipper_reject(s, &st->b->docs[at->bad_index], at->error.message, rc_out);
+    case SHIPPER_STOP_AUTH:
+        shipper_note_error(s, 1, "sink %s: %s refused the credentials or privileges: %s",
+                           s->target.name, s->target.where, at->error.message);
+        *rc_out = STELE_EAUTH;
+        return SHIP_STEP_END;
+    case SHIPPER_RETRY:
+        break;
+    }
+    return SHIP_STEP_RETRY;
+}
+
+/* Notes a retryable failure and sleeps its backoff. Returns 0 to send again, STELE_EREMOTE
+ * when a one-shot run is out of attempts, STELE_ECLOSED when the thread must quit. */
+static int
+shipper_insert_backoff(shipper_t *s, ship_send_t *st, const ship_attempt_t *at)
+{
+    shipper_note_error(s, 0, "sink %s: insert into %s failed, retrying: %s", s->target.name,
+                       s->target.where, at->error.message);
+    shipper_count_retry(s);
+    if (s->max_attempts && st->attempt + 1 >= s->max_attempts)
+        return STELE_EREMOTE;
+    if (shipper_backoff(s, st->attempt++))
+        return STELE_ECLOSED;
+    return 0;
+}
+
 /*
  * Delivers a whole batch: every document ends acknowledged, found stored with its hash, or
  * dead-lettered. Returns 0, STELE_EINTEGRITY / STELE_EAUTH (sink stopped), or
@@ -1005,96 +1189,24 @@ shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
 static int
 shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map)
 {
-    unsigned attempt = 0;
-    size_t max_docs = b->n;        /* drops to 1 after a whole-batch client-side refusal */
-    uint64_t unstored_dup_seq = 0; /* refused as a duplicate yet not stored under its _id */
+    ship_send_t st = {.b = b, .ptrs = ptrs, .map = map, .max_docs = b->n};
     for (;;) {
         ship_attempt_t at;
-        mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
-        ship_insert_pending(&s->target, client, b, max_docs, ptrs, map, &at);
-        s->n_inserted += at.n_inserted;
+        shipper_attempt(s, &st, &at);
         if (at.is_ok) {
-            mongoc_client_pool_push(s->pool, client);
-            size_t i = 0;
-            while (i < b->n && b->docs[i].is_done)
-                i++;
-            if (i == b->n)
+            if (ship_batch_is_done(b))
                 return 0;
             continue;
         }
-        if (at.verdict == SHIPPER_DUPLICATE) {
-            uint64_t bad_seq = 0;
-            bson_t reply = BSON_INITIALIZER;
-            int rc = ship_resolve_duplicates(&s->target, client, s->source, b, at.bad_index,
-                                             &bad_seq, &at.error, &reply);
-            mongoc_client_pool_push(s->pool, client);
-            if (rc == STELE_EINTEGRITY) {
-                bson_destroy(&reply);
-                shipper_note_error(s, 1,
-                                   "sink %s: seq %" PRIu64 " is stored in %s with another hash: "
-                                   "another journal uses source \"%s\" or the copy was altered",
-                                   s->target.name, bad_seq, s->target.where, s->source);
-                return STELE_EINTEGRITY;
-            }
-            if (rc == 0) {
-                bson_destroy(&reply);
-                ship_doc_t *d = &b->docs[at.bad_index];
-                if (d->is_done)
-                    continue;
-                /* Not stored under its _id: the key that collided belongs to a unique index
-                 * of the user's, which refuses this document for good. Seen twice in a row
-                 * to rule out a document deleted between the insert and the find. */
-                if (unstored_dup_seq != d->seq) {
-                    unstored_dup_seq = d->seq;
-                    shipper_count_retry(s);
-                    continue;
-                }
-                char why[STELE_ERROR_MESSAGE_BYTES];
-                ship_fmt(why, sizeof why, "duplicate key in a unique index other than _id: %s",
-                         at.error.message);
-                shipper_dead_letter(s, d, why);
-                if (s->rejected_seq)
-                    return STELE_EREMOTE;
-                continue;
-            }
-            size_t ignored;
-            at.verdict = shipper_classify(&at.error, &reply, &ignored);
-            bson_destroy(&reply);
-            if (at.verdict != SHIPPER_STOP_AUTH)
-                at.verdict = SHIPPER_RETRY;
-        } else {
-            mongoc_client_pool_push(s->pool, client);
+        int rc = 0;
+        ship_step_t step = shipper_on_failure(s, &st, &at, &rc);
+        if (step == SHIP_STEP_END)
+            return rc;
+        if (step == SHIP_STEP_RETRY) {
+            rc = shipper_insert_backoff(s, &st, &at);
+            if (rc != 0)
+                return rc;
         }
-        switch (at.verdict) {
-        case SHIPPER_DEAD_LETTER:
-            shipper_dead_letter(s, &b->docs[at.bad_index], at.error.message);
-            if (s->rejected_seq)
-                return STELE_EREMOTE;
-            continue;
-        case SHIPPER_SPLIT:
-            if (max_docs > 1) {
-                max_docs = 1;
-                continue;
-            }
-            shipper_dead_letter(s, &b->docs[at.bad_index], at.error.message);
-            if (s->rejected_seq)
-                return STELE_EREMOTE;
-            continue;
-        case SHIPPER_STOP_AUTH:
-            shipper_note_error(s, 1, "sink %s: %s refused the credentials or privileges: %s",
-                               s->target.name, s->target.where, at.error.message);
-            return STELE_EAUTH;
-        case SHIPPER_RETRY:
-        case SHIPPER_DUPLICATE:
-            break;
-        }
-        shipper_note_error(s, 0, "sink %s: insert into %s failed, retrying: %s", s->target.name,
-                           s->target.where, at.error.message);
-        shipper_count_retry(s);
-        if (s->max_attempts && attempt + 1 >= s->max_attempts)
-            return STELE_EREMOTE;
-        if (shipper_backoff(s, attempt++))
-            return STELE_ECLOSED;
     }
 }
 
@@ -1627,6 +1739,111 @@ ship_check_journal_next(journal_reader_t *r, uint64_t to_seq, journal_record_t *
     return 0;
 }
 
+/* Tells the remote side where the journal is now, and resumes a query that waited for it. */
+static void
+ship_check_cursor_follow(ship_check_cursor_t *c, const journal_record_t *rec, int has_rec,
+                         stele_remote_report_t *report)
+{
+    c->is_journal_done = !has_rec;
+    c->journal_seq = has_rec ? rec->seq : c->journal_seq;
+    if (c->is_pending && (!has_rec || rec->seq > c->chunk_end)) {
+        c->is_pending = 0;
+        ship_check_cursor_next(c, report);
+    }
+}
+
+/* Merges the journal's records (from *rec on, up to to_seq) and the remote's documents by
+ * seq into the report's missing, extra and mismatched ranges. */
+static int
+ship_check_merge(journal_reader_t *r, uint64_t to_seq, journal_record_t *rec, int has_rec,
+                 ship_check_cursor_t *remote, stele_remote_report_t *report, stele_error_t *err)
+{
+    ship_range_list_t missing = {report->missing, &report->n_missing_ranges, &report->n_missing, 0};
+    ship_range_list_t extra = {report->extra, &report->n_extra_ranges, &report->n_extra, 0};
+    ship_range_list_t mismatched = {report->mismatched, &report->n_mismatched_ranges,
+                                    &report->n_mismatched, 0};
+    while (has_rec || remote->has_doc) {
+        if (has_rec && (!remote->has_doc || rec->seq < remote->seq)) {
+            ship_range_add(&missing, rec->seq);
+        } else if (remote->has_doc && (!has_rec || remote->seq < rec->seq)) {
+            ship_range_add(&extra, remote->seq);
+            ship_check_cursor_next(remote, report);
+            continue;
+        } else {
+            if (!remote->hash || memcmp(remote->hash, rec->hash, SHIP_HASH_BYTES) != 0)
+                ship_range_add(&mismatched, rec->seq);
+            ship_check_cursor_next(remote, report);
+        }
+        report->records_checked++;
+        report->to_seq = rec->seq;
+        int rc = ship_check_journal_next(r, to_seq, rec, &has_rec, err);
+        if (rc != 0)
+            return rc;
+        ship_check_cursor_follow(remote, rec, has_rec, report);
+        if (remote->has_error)
+            break;
+    }
+    return 0;
+}
+
+/* Compares the journal from from_seq to to_seq (0: its end) with the documents stored for its
+ * source, into the report. */
+static int
+ship_check_compare(const ship_target_t *t, journal_reader_t *r, mongoc_collection_t *coll,
+                   uint64_t from_seq, uint64_t to_seq, ship_check_cursor_t *remote,
+                   stele_remote_report_t *report, stele_error_t *err)
+{
+    uint64_t journal_to = to_seq ? to_seq : UINT64_MAX;
+    journal_record_t rec;
+    int has_rec;
+    int rc = ship_check_journal_next(r, journal_to, &rec, &has_rec, err);
+    if (rc != 0)
+        return rc;
+    report->from_seq = has_rec ? rec.seq : from_seq;
+    remote->target = t;
+    remote->coll = coll;
+    remote->source = journal_reader_source(r);
+    remote->remote_to = to_seq ? to_seq : (uint64_t)INT64_MAX;
+    remote->is_journal_done = !has_rec;
+    remote->journal_seq = has_rec ? rec.seq : 0;
+    ship_check_cursor_open(remote, report->from_seq ? report->from_seq : 1);
+    ship_check_cursor_next(remote, report);
+    return ship_check_merge(r, journal_to, &rec, has_rec, remote, report, err);
+}
+
+/* The check's verdict once the comparison ran: the remote's failure, or what differs. */
+static int
+ship_check_verdict(const ship_target_t *t, const ship_check_cursor_t *remote,
+                   const stele_remote_report_t *report, stele_error_t *err)
+{
+    if (remote->has_error)
+        return ship_remote_error(t, &remote->error, &remote->error_doc, "remote check", err);
+    if (!report->n_missing && !report->n_extra && !report->n_mismatched)
+        return 0;
+    ship_set_error(
+        err, STELE_EINTEGRITY, "re-ship the missing ranges with stele_reship / stele ship",
+        "sink %s: %" PRIu64 " missing, %" PRIu64 " extra, %" PRIu64 " mismatched documents in %s",
+        t->name, report->n_missing, report->n_extra, report->n_mismatched, t->where);
+    return STELE_EINTEGRITY;
+}
+
+/* A client of its own for the check, whose queries sort whole chunks on the server: they
+ * get more time than inserts unless the URI says otherwise. */
+static int
+ship_check_client_new(ship_target_t *t, mongoc_client_t **out, stele_error_t *err)
+{
+    if (!t->is_socket_timeout_set)
+        mongoc_uri_set_option_as_int32(t->uri, MONGOC_URI_SOCKETTIMEOUTMS,
+                                       SHIP_CHECK_SOCKET_TIMEOUT_MS);
+    *out = mongoc_client_new_from_uri(t->uri);
+    if (!*out) {
+        ship_set_error(err, STELE_ECONFIG, NULL, "sink %s: could not create a client", t->name);
+        return STELE_ECONFIG;
+    }
+    mongoc_client_set_error_api(*out, MONGOC_ERROR_API_VERSION_2);
+    return 0;
+}
+
 int
 stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
                    uint64_t to_seq, stele_remote_report_t *report, stele_error_t *err)
@@ -1645,77 +1862,14 @@ stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t f
     mongoc_collection_t *coll = NULL;
     ship_check_cursor_t remote = {.error_doc = BSON_INITIALIZER};
     rc = ship_open_range_reader(dir, from_seq, &r, err);
+    if (rc == 0)
+        rc = ship_check_client_new(&t, &client, err);
     if (rc != 0)
         goto done;
-    /* A check sorts whole chunks on the server: give its queries more time than inserts. */
-    if (!t.is_socket_timeout_set)
-        mongoc_uri_set_option_as_int32(t.uri, MONGOC_URI_SOCKETTIMEOUTMS,
-                                       SHIP_CHECK_SOCKET_TIMEOUT_MS);
-    client = mongoc_client_new_from_uri(t.uri);
-    if (!client) {
-        rc = STELE_ECONFIG;
-        ship_set_error(err, rc, NULL, "sink %s: could not create a client", t.name);
-        goto done;
-    }
-    mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
     coll = mongoc_client_get_collection(client, t.database, t.collection);
-
-    journal_record_t rec;
-    int has_rec;
-    rc = ship_check_journal_next(r, to_seq ? to_seq : UINT64_MAX, &rec, &has_rec, err);
-    if (rc != 0)
-        goto done;
-    report->from_seq = has_rec ? rec.seq : from_seq;
-    uint64_t remote_to = to_seq ? to_seq : (uint64_t)INT64_MAX;
-    remote.target = &t;
-    remote.coll = coll;
-    remote.source = journal_reader_source(r);
-    remote.remote_to = remote_to;
-    remote.is_journal_done = !has_rec;
-    remote.journal_seq = has_rec ? rec.seq : 0;
-    ship_check_cursor_open(&remote, report->from_seq ? report->from_seq : 1);
-    ship_check_cursor_next(&remote, report);
-    ship_range_list_t missing = {report->missing, &report->n_missing_ranges, &report->n_missing, 0};
-    ship_range_list_t extra = {report->extra, &report->n_extra_ranges, &report->n_extra, 0};
-    ship_range_list_t mismatched = {report->mismatched, &report->n_mismatched_ranges,
-                                    &report->n_mismatched, 0};
-    while (has_rec || remote.has_doc) {
-        if (has_rec && (!remote.has_doc || rec.seq < remote.seq)) {
-            ship_range_add(&missing, rec.seq);
-        } else if (remote.has_doc && (!has_rec || remote.seq < rec.seq)) {
-            ship_range_add(&extra, remote.seq);
-            ship_check_cursor_next(&remote, report);
-            continue;
-        } else {
-            if (!remote.hash || memcmp(remote.hash, rec.hash, SHIP_HASH_BYTES) != 0)
-                ship_range_add(&mismatched, rec.seq);
-            ship_check_cursor_next(&remote, report);
-        }
-        report->records_checked++;
-        report->to_seq = rec.seq;
-        rc = ship_check_journal_next(r, to_seq ? to_seq : UINT64_MAX, &rec, &has_rec, err);
-        if (rc != 0)
-            goto done;
-        remote.is_journal_done = !has_rec;
-        remote.journal_seq = has_rec ? rec.seq : remote.journal_seq;
-        if (remote.is_pending && (!has_rec || rec.seq > remote.chunk_end)) {
-            remote.is_pending = 0;
-            ship_check_cursor_next(&remote, report);
-        }
-        if (remote.has_error)
-            break;
-    }
-    if (remote.has_error) {
-        rc = ship_remote_error(&t, &remote.error, &remote.error_doc, "remote check", err);
-        goto done;
-    }
-    if (report->n_missing || report->n_extra || report->n_mismatched) {
-        rc = STELE_EINTEGRITY;
-        ship_set_error(err, rc, "re-ship the missing ranges with stele_reship / stele ship",
-                       "sink %s: %" PRIu64 " missing, %" PRIu64 " extra, %" PRIu64
-                       " mismatched documents in %s",
-                       t.name, report->n_missing, report->n_extra, report->n_mismatched, t.where);
-    }
+    rc = ship_check_compare(&t, r, coll, from_seq, to_seq, &remote, report, err);
+    if (rc == 0)
+        rc = ship_check_verdict(&t, &remote, report, err);
 done:
     mongoc_cursor_destroy(remote.cursor);
     bson_destroy(&remote.error_doc);
@@ -1724,6 +1878,16 @@ done:
     journal_reader_close(r);
     ship_target_free(&t);
     return rc;
+}
+
+/* Reports a one-shot run's failure with the shipper's last (scrubbed) error as the message. */
+static void
+shipper_last_error_to(shipper_t *s, int code, stele_error_t *err)
+{
+    pthread_mutex_lock(&s->mu);
+    ship_set_error(err, code, code == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
+                   s->last_error);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* Reads records next_seq..to_seq (as many as fit a batch) without waiting. */
@@ -1751,6 +1915,47 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
 /* Attempts per remote step of a one-shot re-ship before it gives up. */
 #define SHIP_RESHIP_MAX_ATTEMPTS 5
 
+/* Gives a one-shot re-ship's shipper the journal's source name and a pool of its own. */
+static int
+ship_reship_init(shipper_t *s, journal_reader_t *r, stele_error_t *err)
+{
+    s->source = strdup(journal_reader_source(r));
+    s->pool = ship_pool_new(&s->target, err);
+    if (!s->pool)
+        return STELE_ECONFIG;
+    if (!s->source) {
+        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Sends the records up to to_seq batch by batch, until the first batch that fails. */
+static int
+ship_reship_batches(shipper_t *s, journal_reader_t *r, uint64_t to_seq, stele_error_t *err)
+{
+    ship_batch_t batch = {0};
+    const bson_t **ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
+    size_t *map = calloc(s->target.opts.batch_docs, sizeof *map);
+    int rc = ptrs && map ? 0 : -ENOMEM;
+    if (rc != 0)
+        ship_set_error(err, rc, NULL, "re-ship: out of memory");
+    while (rc == 0) {
+        ship_batch_clear(&batch);
+        rc = ship_fill_range(s, r, to_seq, &batch, err);
+        if (rc != 0 || batch.n == 0)
+            break;
+        /* Without an index a refused document is not dead-lettered: it fails the re-ship. */
+        rc = s->rejected_seq ? STELE_EREMOTE : shipper_send_batch(s, &batch, ptrs, map);
+        if (rc != 0)
+            shipper_last_error_to(s, rc, err);
+    }
+    ship_batch_free(&batch);
+    free(ptrs);
+    free(map);
+    return rc;
+}
+
 int
 stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq, uint64_t to_seq,
              uint64_t *n_inserted, stele_error_t *err)
@@ -1767,48 +1972,19 @@ stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_se
         return -ENOMEM;
     }
     journal_reader_t *r = NULL;
-    ship_batch_t batch = {0};
-    const bson_t **ptrs = NULL;
-    size_t *map = NULL;
     int rc = ship_target_init(&s->target, sink, err);
-    if (rc != 0)
-        goto done;
-    s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
-    s->jitter_seed = (unsigned)clock_wall_ms();
-    rc = ship_open_range_reader(dir, from_seq, &r, err);
-    if (rc != 0)
-        goto done;
-    s->source = strdup(journal_reader_source(r));
-    ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
-    map = calloc(s->target.opts.batch_docs, sizeof *map);
-    s->pool = ship_pool_new(&s->target, err);
-    if (!s->source || !ptrs || !map || !s->pool) {
-        rc = s->pool ? -ENOMEM : STELE_ECONFIG;
-        if (rc == -ENOMEM)
-            ship_set_error(err, rc, NULL, "re-ship: out of memory");
-        goto done;
+    if (rc == 0) {
+        s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
+        s->jitter_seed = (unsigned)clock_wall_ms();
+        rc = ship_open_range_reader(dir, from_seq, &r, err);
     }
-    for (;;) {
-        ship_batch_clear(&batch);
-        rc = ship_fill_range(s, r, to_seq ? to_seq : UINT64_MAX, &batch, err);
-        if (rc != 0 || batch.n == 0)
-            break;
-        rc = s->rejected_seq ? STELE_EREMOTE : shipper_send_batch(s, &batch, ptrs, map);
-        if (rc != 0) {
-            pthread_mutex_lock(&s->mu);
-            ship_set_error(err, rc, rc == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
-                           s->last_error);
-            pthread_mutex_unlock(&s->mu);
-            break;
-        }
-    }
-done:
+    if (rc == 0)
+        rc = ship_reship_init(s, r, err);
+    if (rc == 0)
+        rc = ship_reship_batches(s, r, to_seq ? to_seq : UINT64_MAX, err);
     if (n_inserted)
         *n_inserted = s->n_inserted;
     journal_reader_close(r);
-    ship_batch_free(&batch);
-    free(ptrs);
-    free(map);
     shipper_free(s);
     return rc;
 }
@@ -1925,12 +2101,8 @@ ship_dead_reship_one(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch
     }
     if (rc == 0)
         rc = shipper_send_batch(s, b, ptrs, map);
-    if (rc == STELE_EREMOTE || rc == STELE_EINTEGRITY || rc == STELE_EAUTH) {
-        pthread_mutex_lock(&s->mu);
-        ship_set_error(err, rc, rc == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
-                       s->last_error);
-        pthread_mutex_unlock(&s->mu);
-    }
+    if (rc == STELE_EREMOTE || rc == STELE_EINTEGRITY || rc == STELE_EAUTH)
+        shipper_last_error_to(s, rc, err);
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&s->mu);

@@ -627,6 +627,26 @@ test_catch_up_rebuilds_a_corrupt_index_and_says_so(void **state)
 }
 
 static void
+test_catch_up_of_an_empty_journal_reports_a_corrupt_index_once(void **state)
+{
+    fixture_t *f = *state;
+    fx_write_journal(f->dir, 0, PER_BATCH, 1);
+    char data[400];
+    snprintf(data, sizeof data, "%s/data.mdb", f->index_dir);
+    uint8_t junk[4096];
+    memset(junk, 0xA5, sizeof junk);
+    fx_write_bytes(data, 0, junk, sizeof junk);
+    fx_write_bytes(data, 4096, junk, sizeof junk);
+
+    char note[STELE_ERROR_MESSAGE_BYTES];
+    catch_up(f->dir, note, sizeof note);
+    assert_non_null(strstr(note, "unreadable"));
+    /* Nothing to rebuild, so nothing left to report: the marker must not outlive the open. */
+    catch_up(f->dir, note, sizeof note);
+    assert_string_equal(note, "");
+}
+
+static void
 test_catch_up_indexes_the_batches_a_lagging_index_missed(void **state)
 {
     fixture_t *f = *state;
@@ -888,6 +908,7 @@ main(void)
         T(test_catch_up_leaves_a_current_index_alone_and_says_nothing),
         T(test_catch_up_rebuilds_a_missing_index_and_says_so),
         T(test_catch_up_rebuilds_a_corrupt_index_and_says_so),
+        T(test_catch_up_of_an_empty_journal_reports_a_corrupt_index_once),
         T(test_catch_up_indexes_the_batches_a_lagging_index_missed),
         T(test_catch_up_drops_entries_past_the_end_of_the_journal),
         T(test_catch_up_drops_entries_for_segments_retention_deleted),
