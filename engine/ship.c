@@ -768,6 +768,16 @@ typedef struct ship_remote_last {
     int has_hash;
 } ship_remote_last_t;
 
+/* Every read of what the sink holds (the resume point, duplicates, the remote check) uses
+ * the sink's read concern: with w=majority, a document read without it may be rolled back
+ * by a fail-over, and a resume point taken from it would skip records for good. */
+static void
+ship_append_read_concern(const ship_target_t *t, bson_t *opts)
+{
+    if (mongoc_read_concern_get_level(t->read_concern))
+        mongoc_read_concern_append(t->read_concern, opts);
+}
+
 /* Highest _id.seq stored for this source, 0 when none. Returns 0 or the verdict's code. */
 static int
 ship_remote_max_seq(const ship_target_t *t, mongoc_client_t *client, const char *source,
@@ -778,6 +788,7 @@ ship_remote_max_seq(const ship_target_t *t, mongoc_client_t *client, const char 
     bson_t *opts =
         BCON_NEW("sort", "{", "_id.seq", BCON_INT32(-1), "}", "limit", BCON_INT64(1), "projection",
                  "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
+    ship_append_read_concern(t, opts);
     mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
     const bson_t *doc;
     memset(out, 0, sizeof *out);
@@ -898,8 +909,7 @@ ship_resolve_duplicates(const ship_target_t *t, mongoc_client_t *client, const c
     bson_append_document_end(&filter, &id_cond);
     bson_t *opts = BCON_NEW("projection", "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash",
                             BCON_INT32(1), "}");
-    if (mongoc_read_concern_get_level(t->read_concern))
-        mongoc_read_concern_append(t->read_concern, opts);
+    ship_append_read_concern(t, opts);
     mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
     mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, &filter, opts, NULL);
     int rc = 0;
@@ -1646,7 +1656,7 @@ ship_range_cursor(const ship_target_t *t, mongoc_collection_t *coll, const char 
                  BCON_INT64((int64_t)from_seq), "$lte", BCON_INT64((int64_t)to_seq), "}");
     bson_t *opts = BCON_NEW("sort", "{", "_id.seq", BCON_INT32(1), "}", "projection", "{", "_id",
                             BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
-    (void)t;
+    ship_append_read_concern(t, opts);
     mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
     bson_destroy(opts);
     bson_destroy(filter);

@@ -347,6 +347,51 @@ test_ship_survives_shipper_process_kill_mid_batch(void **state)
     assert_int_equal(ship_check_exactly_once(&t->sj, &direct, n), 0);
 }
 
+/* Ships n records of a fresh journal through `proxy` to a sink with write concern w, and
+ * returns how often the commands it sent named a read concern. */
+static uint64_t
+ship_counting_read_concerns(fault_test_t *t, tcp_proxy_t *proxy, int w, uint64_t n)
+{
+    char proxied[640];
+    snprintf(proxied, sizeof proxied, "mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=%d",
+             tcp_proxy_port(proxy), FAULT_SOCKET_TIMEOUT_MS);
+    assert_int_equal(ship_journal_create(&t->sj, "readconcern"), 0);
+    assert_int_equal(ship_journal_append(&t->sj, n, 100, 16), 0);
+    ship_sink_options(&t->so, "main", proxied, "readconcern");
+    t->so.w = w;
+    ship_drop_collection(&t->so);
+    tcp_proxy_watch(proxy, "readConcern");
+    shipper_config_t cfg = {
+        .sink = &t->so, .journal_dir = t->sj.dir, .source = t->sj.source, .index = t->sj.index};
+    stele_error_t err = {0};
+    assert_int_equal(shipper_start(&cfg, &t->shipper, &err), 0);
+    assert_int_equal(ship_wait_for(get_shipped, t->shipper, n, FAULT_WAIT_MS), 0);
+    shipper_stop(t->shipper, 1000);
+    t->shipper = NULL;
+    uint64_t seen = tcp_proxy_watched(proxy);
+    ship_journal_destroy(&t->sj, 0);
+    memset(&t->sj, 0, sizeof t->sj);
+    return seen;
+}
+
+/* What the sink already holds is read as durably as the write concern asks: with
+ * w=majority the resume query (a fresh journal has no checkpoint, so the shipper asks the
+ * sink where it stands) carries read concern majority. Read without it, a document that a
+ * fail-over later rolls back could become the resume point, and the records up to it would
+ * never be shipped. With w=1 no read concern is sent. */
+static void
+test_ship_reads_the_sink_with_read_concern_majority_under_w_majority(void **state)
+{
+    fault_test_t *t = *state;
+    if (skip_if_external(t))
+        skip();
+    tcp_proxy_t *proxy;
+    assert_int_equal(tcp_proxy_start(t->server.port, &proxy), 0);
+    assert_true(ship_counting_read_concerns(t, proxy, -1, 1000) >= 1);
+    assert_int_equal(ship_counting_read_concerns(t, proxy, 1, 1000), 0);
+    tcp_proxy_stop(proxy);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -361,6 +406,9 @@ main(int argc, char **argv)
                                         fault_setup, fault_teardown),
         cmocka_unit_test_setup_teardown(
             test_ship_data_dir_replaced_by_older_copy_then_reship_restores, fault_setup,
+            fault_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_ship_reads_the_sink_with_read_concern_majority_under_w_majority, fault_setup,
             fault_teardown),
         cmocka_unit_test_setup_teardown(test_ship_survives_connection_resets_and_refusals,
                                         fault_setup, fault_teardown),

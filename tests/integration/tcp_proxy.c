@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,6 +34,9 @@ struct tcp_proxy {
     uint64_t reset_generation;   /* bumped to reset every open connection */
     uint64_t resets;
     int n_pairs;
+    char watch[64]; /* counted in client -> server bytes (tcp_proxy_watch) */
+    size_t watch_len;
+    uint64_t watch_hits;
 };
 
 /* One relayed connection: its own thread, so a peer that stops reading blocks only it. */
@@ -68,14 +72,33 @@ tcp_proxy_connect_upstream(int port)
     return fd;
 }
 
-/* Moves available bytes from one side to the other. Returns bytes moved, 0 on EOF, -1. */
+/* Counts the watched pattern in bytes a client sent (within one read: a command is sent
+ * whole, so a pattern split across two reads is not expected). */
+static void
+tcp_proxy_count_watched(tcp_proxy_t *p, const char *buf, size_t n)
+{
+    pthread_mutex_lock(&p->mu);
+    for (size_t off = 0; p->watch_len && off + p->watch_len <= n;) {
+        const char *hit = memmem(buf + off, n - off, p->watch, p->watch_len);
+        if (!hit)
+            break;
+        p->watch_hits++;
+        off = (size_t)(hit - buf) + p->watch_len;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Moves available bytes from one side to the other; `watcher` (client -> server only)
+ * counts its pattern in them. Returns bytes moved, 0 on EOF, -1. */
 static ssize_t
-tcp_proxy_relay(int from_fd, int to_fd)
+tcp_proxy_relay(int from_fd, int to_fd, tcp_proxy_t *watcher)
 {
     char buf[65536];
     ssize_t n = read(from_fd, buf, sizeof buf);
     if (n < 0)
         return errno == EINTR || errno == EAGAIN ? 1 : -1;
+    if (watcher && n > 0)
+        tcp_proxy_count_watched(watcher, buf, (size_t)n);
     for (ssize_t off = 0; off < n;) {
         ssize_t w = send(to_fd, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
         if (w < 0) {
@@ -129,12 +152,12 @@ tcp_proxy_pair_main(void *arg)
             continue;
         ssize_t moved = 1;
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            moved = tcp_proxy_relay(pair->client_fd, pair->upstream_fd);
+            moved = tcp_proxy_relay(pair->client_fd, pair->upstream_fd, p);
             if (moved > 0 && tcp_proxy_spend(p, (uint64_t)moved))
                 continue; /* the generation check above resets this pair too */
         }
         if (moved > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
-            moved = tcp_proxy_relay(pair->upstream_fd, pair->client_fd);
+            moved = tcp_proxy_relay(pair->upstream_fd, pair->client_fd, NULL);
         if (moved <= 0) {
             is_reset = moved < 0;
             break;
@@ -248,6 +271,25 @@ int
 tcp_proxy_port(const tcp_proxy_t *p)
 {
     return p->port;
+}
+
+void
+tcp_proxy_watch(tcp_proxy_t *p, const char *pattern)
+{
+    pthread_mutex_lock(&p->mu);
+    snprintf(p->watch, sizeof p->watch, "%s", pattern);
+    p->watch_len = strlen(p->watch);
+    p->watch_hits = 0;
+    pthread_mutex_unlock(&p->mu);
+}
+
+uint64_t
+tcp_proxy_watched(tcp_proxy_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    uint64_t n = p->watch_hits;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 void

@@ -2,7 +2,8 @@
  * tcp_proxy.h: a small TCP proxy on 127.0.0.1 for fault tests. It relays bytes between a
  * client (the shipper) and the test server, and on request resets every connection after
  * a number of client bytes (mid-batch) or resets each new connection as it is accepted
- * (a server that refuses connections for a while).
+ * (a server that refuses connections for a while). It also counts a byte pattern in what
+ * clients send.
  */
 #ifndef STELE_TEST_TCP_PROXY_H
 #define STELE_TEST_TCP_PROXY_H
@@ -20,6 +21,10 @@ int tcp_proxy_port(const tcp_proxy_t *p);
 void tcp_proxy_reset_after(tcp_proxy_t *p, uint64_t n_bytes);
 /* While on, every new connection is reset as soon as it is accepted. */
 void tcp_proxy_set_refusing(tcp_proxy_t *p, int is_refusing);
+/* Counts from now on how often `pattern` (up to 63 bytes) appears in client -> server
+ * bytes, e.g. an option name in the commands a shipper sends. */
+void tcp_proxy_watch(tcp_proxy_t *p, const char *pattern);
+uint64_t tcp_proxy_watched(tcp_proxy_t *p);
 /* Number of connections reset so far. */
 uint64_t tcp_proxy_resets(tcp_proxy_t *p);
 
