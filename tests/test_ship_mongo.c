@@ -105,6 +105,31 @@ test_ship_delivers_every_record_exactly_once(void **state)
     ship_journal_destroy(&sj, 0);
 }
 
+/* Events of about the largest size stele accepts (max_record_bytes' default, 1 MiB) ship
+ * exactly once: each wrapped document stays far below MongoDB's 16 MiB, and batches of them
+ * are split by the driver where one message would be too large. */
+static void
+test_ship_delivers_the_largest_records(void **state)
+{
+    ship_test_t *t = *state;
+    const uint64_t n = 40;
+    ship_journal_t sj;
+    assert_int_equal(ship_journal_create(&sj, "large"), 0);
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "large");
+    ship_drop_collection(&so);
+    shipper_t *s = start_shipper(&sj, &so);
+    assert_int_equal(ship_journal_append(&sj, n, 4, (1u << 20) - 256), 0);
+    assert_int_equal(ship_wait_for(get_shipped, s, n, SHIP_TEST_WAIT_MS), 0);
+    stele_sink_stats_t st;
+    shipper_stats(s, n, &st);
+    assert_int_equal(st.dead_letters, 0);
+    assert_int_equal(st.is_stopped, 0);
+    shipper_stop(s, 1000);
+    assert_int_equal(ship_check_exactly_once(&sj, &so, n), 0);
+    ship_journal_destroy(&sj, 0);
+}
+
 static void
 test_ship_resumes_from_checkpoint_after_restart(void **state)
 {
@@ -599,6 +624,7 @@ main(void)
         cmocka_set_test_filter(getenv("STELE_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ship_delivers_every_record_exactly_once),
+        cmocka_unit_test(test_ship_delivers_the_largest_records),
         cmocka_unit_test(test_ship_resumes_from_checkpoint_after_restart),
         cmocka_unit_test(test_ship_resumes_from_remote_when_checkpoint_is_lost),
         cmocka_unit_test(test_ship_treats_stored_duplicate_with_same_hash_as_shipped),
