@@ -405,6 +405,26 @@ index_replace_corrupt(index_t *ix, unsigned file_mode, int mdb_rc, stele_error_t
     return index_put_meta(ix, INDEX_REBUILT_KEY, note, strlen(note), err);
 }
 
+/* A read-only open needs an initialised environment. A data file that is missing or empty
+ * (a writer stopped between making the directory and writing the first meta pages) is an
+ * index that does not exist yet: LMDB would answer ENOENT, or EBADF as it tried to write
+ * the meta pages of a new environment through its read-only descriptor. */
+static int
+index_check_initialised(const index_t *ix, stele_error_t *err)
+{
+    char data[sizeof ix->path + 16];
+    snprintf(data, sizeof data, "%s/data.mdb", ix->path);
+    struct stat st;
+    int rc = stat(data, &st) == 0 ? 0 : -errno;
+    if (rc == 0 && st.st_size > 0)
+        return 0;
+    if (rc && rc != -ENOENT)
+        return error_set_hinted(err, rc, NULL, "could not open index %s: %s", ix->path,
+                                strerror(-rc));
+    return error_set_hinted(err, STELE_ENOTFOUND, NULL,
+                            "index %s is not initialised (no data file yet)", ix->path);
+}
+
 int
 index_open(const char *dir, int writable, unsigned file_mode, index_t **out, stele_error_t *err)
 {
@@ -435,6 +455,11 @@ index_open(const char *dir, int writable, unsigned file_mode, index_t **out, ste
                                   strerror(errno));
             goto fail;
         }
+    }
+    if (!writable) {
+        rc = index_check_initialised(ix, err);
+        if (rc)
+            goto fail;
     }
 
     pthread_once(&index_registry_once, index_registry_init);

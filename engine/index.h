@@ -31,7 +31,8 @@ typedef struct index_batch {
 } index_batch_t;
 
 /* Opens (creating if `writable` and missing) the LMDB environment in `dir`/index.
- * Read-only opens of an index that does not exist return STELE_ENOTFOUND. */
+ * Read-only opens of an index that does not exist (no directory, or no data file written
+ * yet) return STELE_ENOTFOUND and create nothing. */
 int index_open(const char *dir, int writable, unsigned file_mode, index_t **out,
                stele_error_t *err);
 void index_close(index_t *ix);

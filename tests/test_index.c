@@ -608,6 +608,42 @@ test_index_read_only_open_of_missing_index_says_not_found(void **state)
     assert_int_not_equal(stat(idx, &st), 0); /* nothing created */
 }
 
+/* An index directory whose data file was never written (a writer stopped between making the
+ * directory and initialising the environment) is an index that does not exist yet: a
+ * read-only open says STELE_ENOTFOUND, as for a missing directory, and writes nothing. */
+static void
+test_index_read_only_open_of_an_uninitialised_index_says_not_found(void **state)
+{
+    fixture_t *f = *state;
+    char other[128], idx[160], data[192];
+    snprintf(other, sizeof other, "%s/fresh", f->dir);
+    snprintf(idx, sizeof idx, "%s/index", other);
+    snprintf(data, sizeof data, "%s/data.mdb", idx);
+    assert_int_equal(mkdir(other, 0700), 0);
+    assert_int_equal(mkdir(idx, 0700), 0);
+    index_t *ro = NULL;
+    stele_error_t err;
+    assert_int_equal(index_open(other, 0, 0, &ro, &err), STELE_ENOTFOUND);
+    assert_null(ro);
+    struct stat st;
+    assert_int_not_equal(stat(data, &st), 0); /* nothing created */
+
+    int fd = open(data, O_WRONLY | O_CREAT, 0600); /* created, never written */
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(index_open(other, 0, 0, &ro, &err), STELE_ENOTFOUND);
+    assert_null(ro);
+    assert_int_equal(stat(data, &st), 0);
+    assert_int_equal(st.st_size, 0);
+
+    /* The writer initialises it; then readers open it. */
+    index_t *ix = NULL;
+    assert_int_equal(index_open(other, 1, 0600, &ix, NULL), 0);
+    assert_int_equal(index_open(other, 0, 0, &ro, NULL), 0);
+    index_close(ro);
+    index_close(ix);
+}
+
 static void
 test_index_applies_file_mode(void **state)
 {
@@ -729,6 +765,8 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_read_only_open_of_missing_index_says_not_found,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_read_only_open_of_an_uninitialised_index_says_not_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_applies_file_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_index_corrupt_environment_is_moved_aside_and_marked_rebuilt, setup, teardown),
