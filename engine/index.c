@@ -23,9 +23,10 @@
  * binding them to a thread. LMDB serialises writers itself; an index_t needs no lock of its
  * own. Every call runs in its own transaction, so nothing here is held between calls.
  *
- * An environment that LMDB refuses to open as corrupt (bad meta page, wrong version) is
- * moved aside by a writable open and replaced by an empty one; the "rebuilt" meta key then
- * says why, and stele_index_catch_up() refills it from the segments.
+ * An environment that LMDB refuses to open as corrupt (bad meta page, wrong version, or
+ * table pages it finds corrupt when the tables are opened) is moved aside by a writable open
+ * and replaced by an empty one; the "rebuilt" meta key then says why, and
+ * stele_index_catch_up() refills it from the segments.
  */
 #include "index.h"
 
@@ -304,9 +305,11 @@ index_commit(index_t *ix, MDB_txn *txn, stele_error_t *err)
     return 0;
 }
 
-/* A writable open makes missing databases; a read-only one needs them to exist. */
+/* A writable open makes missing databases; a read-only one needs them to exist. *mdb_rc_out
+ * receives LMDB's code when it refused a table (corrupt pages are found here, not by
+ * mdb_env_open, when the meta pages are sound). */
 static int
-index_open_dbis(index_t *ix, stele_error_t *err)
+index_open_dbis(index_t *ix, int *mdb_rc_out, stele_error_t *err)
 {
     static const char *const names[INDEX_MAX_DBS] = {"batches", "times", "meta", "checkpoints",
                                                      "dead"};
@@ -320,6 +323,7 @@ index_open_dbis(index_t *ix, stele_error_t *err)
         int mrc = mdb_dbi_open(txn, names[i], ix->is_writable ? MDB_CREATE : 0, dbis[i]);
         if (mrc) {
             mdb_txn_abort(txn);
+            *mdb_rc_out = mrc;
             if (mrc == MDB_NOTFOUND)
                 return error_set_hinted(err, STELE_ENOTFOUND, NULL,
                                         "index %s has no %s table (not yet initialised)", ix->path,
@@ -396,7 +400,7 @@ index_replace_corrupt(index_t *ix, unsigned file_mode, int mdb_rc, stele_error_t
     int ignored;
     rc = index_env_open(ix, file_mode, &ignored, err);
     if (rc == 0)
-        rc = index_open_dbis(ix, err);
+        rc = index_open_dbis(ix, &ignored, err);
     if (rc)
         return rc;
     char note[INDEX_META_VALUE_MAX];
@@ -471,9 +475,13 @@ index_open(const char *dir, int writable, unsigned file_mode, index_t **out, ste
         int mdb_rc = 0;
         rc = index_env_open(ix, file_mode, &mdb_rc, err);
         if (rc == 0)
-            rc = index_open_dbis(ix, err);
-        else if (rc == STELE_ECORRUPT && writable)
+            rc = index_open_dbis(ix, &mdb_rc, err);
+        if (rc == STELE_ECORRUPT && writable) {
+            if (ix->env)
+                mdb_env_close(ix->env); /* its tables were found corrupt */
+            ix->env = NULL;
             rc = index_replace_corrupt(ix, file_mode, mdb_rc, err);
+        }
         if (rc == 0)
             index_registry_add(ix);
     }

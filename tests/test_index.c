@@ -712,6 +712,52 @@ test_index_corrupt_environment_is_moved_aside_and_marked_rebuilt(void **state)
     assert_int_equal(stat(moved, &st), 0);
 }
 
+/* Sound meta pages over table pages LMDB finds corrupt when it opens the tables: a
+ * read-only open reports it, a writable open moves the environment aside as for a bad
+ * meta page. */
+static void
+test_index_corrupt_tables_are_moved_aside_and_marked_rebuilt(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 3);
+    assert_int_equal(index_put_checkpoint(f->ix, "s", 21, NULL), 0);
+    assert_int_equal(index_sync(f->ix, NULL), 0);
+    index_close(f->ix);
+    f->ix = NULL;
+    char data[128];
+    snprintf(data, sizeof data, "%s/index/data.mdb", f->dir);
+    struct stat st;
+    assert_int_equal(stat(data, &st), 0);
+    off_t metas_bytes = 2 * (off_t)sysconf(_SC_PAGESIZE); /* LMDB's two meta pages */
+    assert_true(st.st_size > metas_bytes);
+    int fd = open(data, O_WRONLY);
+    assert_true(fd >= 0);
+    size_t len = (size_t)(st.st_size - metas_bytes);
+    char *zeros = calloc(1, len);
+    assert_non_null(zeros);
+    assert_int_equal(pwrite(fd, zeros, len, metas_bytes), (ssize_t)len);
+    free(zeros);
+    close(fd);
+
+    index_t *ro = NULL;
+    stele_error_t err;
+    assert_int_equal(index_open(f->dir, 0, 0, &ro, &err), STELE_ECORRUPT);
+    assert_int_equal(index_open(f->dir, 1, 0600, &f->ix, &err), 0);
+    index_batch_t b;
+    assert_int_equal(index_last_batch(f->ix, &b, NULL), STELE_ENOTFOUND);
+    uint64_t seq = 1;
+    assert_int_equal(index_get_checkpoint(f->ix, "s", &seq, NULL), 0);
+    assert_int_equal(seq, 0); /* the new environment starts empty */
+    char note[300];
+    size_t note_len = 0;
+    assert_int_equal(index_get_meta(f->ix, "rebuilt", note, sizeof note - 1, &note_len, NULL), 0);
+    note[note_len] = '\0';
+    assert_non_null(strstr(note, "MDB_CORRUPTED"));
+    char moved[200];
+    snprintf(moved, sizeof moved, "%s/%s/data.mdb", f->dir, strstr(note, "index.corrupt-"));
+    assert_int_equal(stat(moved, &st), 0);
+}
+
 static void
 test_index_rejects_bad_arguments(void **state)
 {
@@ -770,6 +816,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_index_applies_file_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_index_corrupt_environment_is_moved_aside_and_marked_rebuilt, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_corrupt_tables_are_moved_aside_and_marked_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_rejects_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_dead_letter_count_is_kept_in_step_with_the_list,
                                         setup, teardown),

@@ -866,6 +866,34 @@ test_engine_open_replaces_a_corrupt_index_and_says_so(void **state)
     engine_close(db);
 }
 
+/* Damage LMDB finds only when it opens the tables (the meta pages are sound, the pages
+ * past them are zeros) is corruption too: the engine moves the index aside and rebuilds
+ * it, rather than refusing to open the journal over a cache. */
+static void
+test_engine_open_replaces_an_index_with_corrupt_tables_and_says_so(void **state)
+{
+    fixture_t *f = *state;
+    stele_t *db = engine_open(f->dir, NULL);
+    for (uint64_t seq = 1; seq <= 30; seq++)
+        engine_append(db, seq);
+    engine_close(db);
+    char data[400];
+    snprintf(data, sizeof data, "%s/data.mdb", f->index_dir);
+    struct stat st;
+    assert_int_equal(stat(data, &st), 0);
+    uint64_t metas_bytes = 2 * (uint64_t)sysconf(_SC_PAGESIZE); /* LMDB's two meta pages */
+    assert_true((uint64_t)st.st_size > metas_bytes);
+    fx_zero_bytes(data, metas_bytes, (uint64_t)st.st_size - metas_bytes);
+
+    stele_stats_t stats;
+    db = engine_open(f->dir, &stats);
+    assert_non_null(strstr(stats.recovery_note, "unreadable"));
+    assert_non_null(strstr(stats.recovery_note, "rebuilt"));
+    engine_append(db, 31);
+    engine_close(db);
+    expect_index_matches_journal(f->dir);
+}
+
 int
 main(void)
 {
@@ -895,6 +923,7 @@ main(void)
         T(test_engine_appends_are_followed_by_a_reader_in_another_process),
         T(test_engine_open_rebuilds_a_deleted_index_and_says_so),
         T(test_engine_open_replaces_a_corrupt_index_and_says_so),
+        T(test_engine_open_replaces_an_index_with_corrupt_tables_and_says_so),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
