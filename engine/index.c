@@ -93,9 +93,13 @@ struct index {
  * open here. So index_open hands out the environment already open for the same directory
  * (by device and inode), counting references; a writable environment also serves
  * read-only handles. Only a writable open while this process holds the index read-only
- * gets an environment of its own (it cannot be upgraded in place): open the writer
- * (stele_open) before readers in a process that has both; stele_reader_open leaves the
- * index alone when this process already writes the journal.
+ * needs a second environment (a read-only one cannot be upgraded in place); it is
+ * registered too, so later writable opens share it, and neither environment of a
+ * directory is closed while the other still has handles: an entry whose last handle
+ * closes stays (refs 0) until its sibling's last handle closes too. Still, open the writer
+ * (stele_open) before readers in a process that has both (LMDB resets its lock table when
+ * it opens that second environment and no other process holds the index);
+ * stele_reader_open leaves the index alone when this process already writes the journal.
  */
 static pthread_mutex_t index_registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static index_shared_t *index_registry;
@@ -155,18 +159,15 @@ index_registry_attach(index_t *ix, index_shared_t *e)
     ix->dead = e->dbis[4];
 }
 
-/* Registers the environment ix just opened, when no entry serves its directory yet (mu
- * held). Without memory the handle keeps the environment to itself, as before. */
+/* Registers the environment ix just opened, which no entry could serve: the first of its
+ * directory, or the writable sibling of a read-only one (mu held). Without memory the
+ * handle keeps the environment to itself, as before. */
 static void
 index_registry_add(index_t *ix)
 {
     struct stat st;
     if (stat(ix->path, &st) != 0)
         return;
-    for (index_shared_t *e = index_registry; e; e = e->next) {
-        if (e->dev == st.st_dev && e->ino == st.st_ino)
-            return; /* a read-only entry, and ix is the writable one it cannot serve */
-    }
     index_shared_t *e = calloc(1, sizeof *e);
     if (!e)
         return;
@@ -181,21 +182,39 @@ index_registry_add(index_t *ix)
     ix->shared = e;
 }
 
-/* Drops ix's reference; the last one closes the environment (mu held). */
+/* 1 when an entry of e's directory other than e still has handles (mu held). */
+static int
+index_registry_sibling_in_use(const index_shared_t *e)
+{
+    for (const index_shared_t *o = index_registry; o; o = o->next) {
+        if (o != e && o->dev == e->dev && o->ino == e->ino && o->refs > 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Drops ix's reference. The last handle of a directory closes its environments (one, or a
+ * read-only one and its writable sibling); an entry left without handles while its sibling
+ * has some stays open and registered, as closing it would drop the sibling's locks (mu
+ * held). */
 static void
 index_registry_release(index_t *ix)
 {
     index_shared_t *e = ix->shared;
-    if (--e->refs > 0)
+    if (--e->refs > 0 || index_registry_sibling_in_use(e))
         return;
-    for (index_shared_t **pp = &index_registry; *pp; pp = &(*pp)->next) {
-        if (*pp == e) {
-            *pp = e->next;
-            break;
+    dev_t dev = e->dev;
+    ino_t ino = e->ino;
+    for (index_shared_t **pp = &index_registry; *pp;) {
+        index_shared_t *o = *pp;
+        if (o->dev != dev || o->ino != ino) {
+            pp = &o->next;
+            continue;
         }
+        *pp = o->next;
+        mdb_env_close(o->env);
+        free(o);
     }
-    mdb_env_close(e->env);
-    free(e);
 }
 
 /* LMDB's own codes become stele codes; errno values pass through as -errno. */

@@ -387,8 +387,8 @@ lock_file_fds(const char *dir)
 /* One LMDB environment per index per process (closing a second one would drop the
  * process's locks on the lock file): more handles on an open index share it, a read-only
  * handle is served by the writable environment, and the environment lives until its last
- * handle closes. The one exception, a writable open while only read-only handles are
- * open, gets an environment of its own and still works. */
+ * handle closes, even when only read-only handles are left on it (the exception, a
+ * writable open while the process holds only a read-only environment, has a test below). */
 static void
 test_index_handles_in_one_process_share_one_environment(void **state)
 {
@@ -412,7 +412,8 @@ test_index_handles_in_one_process_share_one_environment(void **state)
     assert_int_equal(index_get_checkpoint(r1, "sink", &seq, NULL), 0);
     assert_int_equal(index_open(f->dir, 0, 0, &r2, NULL), 0);
     assert_int_equal(lock_file_fds(f->dir), fds);
-    /* writable while only read-only handles are open: an environment of its own */
+    /* writable while only read-only handles are open: the environment they use is the
+     * writable one, so it serves this handle too */
     assert_int_equal(index_open(f->dir, 1, 0, &f->ix, NULL), 0);
     assert_int_equal(index_put_checkpoint(f->ix, "sink", 44, NULL), 0);
     assert_int_equal(index_get_checkpoint(r2, "sink", &seq, NULL), 0);
@@ -420,6 +421,69 @@ test_index_handles_in_one_process_share_one_environment(void **state)
     index_close(r1);
     index_close(r2);
     assert_int_equal(lock_file_fds(f->dir), fds);
+}
+
+/* The lock LMDB's users hold on byte 0 of the lock file, as another process sees it:
+ * F_RDLCK while an environment on it is open in this process, F_UNLCK once none holds it
+ * (then another process may take the environment for unused and reset its lock table). */
+static int
+lock_file_lock_seen_by_another_process(const char *dir)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/index/lock.mdb", dir);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+        int fd = open(path, O_RDWR);
+        int seen = fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 ? fl.l_type : -1;
+        _exit(write(fds[1], &seen, sizeof seen) == (ssize_t)sizeof seen ? 0 : 1);
+    }
+    int seen = -1;
+    assert_int_equal(read(fds[0], &seen, sizeof seen), (ssize_t)sizeof seen);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    close(fds[0]);
+    close(fds[1]);
+    return seen;
+}
+
+/* A writable open while this process holds the index only read-only cannot use the
+ * read-only environment: it gets a second one, which the next writable handles share, and
+ * neither is closed while the other is in use (closing either's lock file would drop the
+ * locks of both). */
+static void
+test_index_writable_opens_after_a_read_only_one_share_one_more_environment(void **state)
+{
+    fixture_t *f = *state;
+    index_close(f->ix);
+    f->ix = NULL;
+    index_t *ro = NULL, *w1 = NULL, *w2 = NULL;
+    assert_int_equal(index_open(f->dir, 0, 0, &ro, NULL), 0);
+    assert_int_equal(lock_file_fds(f->dir), 1);
+    assert_int_equal(index_open(f->dir, 1, 0600, &w1, NULL), 0);
+    assert_int_equal(lock_file_fds(f->dir), 2);
+    assert_int_equal(index_open(f->dir, 1, 0600, &w2, NULL), 0);
+    assert_int_equal(lock_file_fds(f->dir), 2); /* w2 shares w1's environment */
+    assert_int_equal(index_put_checkpoint(w2, "sink", 5, NULL), 0);
+    uint64_t seq = 0;
+    assert_int_equal(index_get_checkpoint(ro, "sink", &seq, NULL), 0);
+    assert_int_equal(seq, 5);
+
+    index_close(w2);
+    index_close(w1);
+    assert_int_equal(lock_file_lock_seen_by_another_process(f->dir), F_RDLCK);
+    assert_int_equal(index_get_checkpoint(ro, "sink", &seq, NULL), 0);
+    assert_int_equal(index_open(f->dir, 1, 0600, &w1, NULL), 0);
+    assert_int_equal(lock_file_fds(f->dir), 2);
+    assert_int_equal(index_put_checkpoint(w1, "sink", 6, NULL), 0);
+    index_close(w1);
+    assert_int_equal(lock_file_lock_seen_by_another_process(f->dir), F_RDLCK);
+    index_close(ro);
+    assert_int_equal(lock_file_fds(f->dir), 0); /* the last handle closed both */
+    assert_int_equal(lock_file_lock_seen_by_another_process(f->dir), F_UNLCK);
 }
 
 /* After fork() the child opens environments of its own (LMDB forbids using the parent's):
@@ -825,6 +889,9 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_forked_child_opens_its_own_environment, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_writable_opens_after_a_read_only_one_share_one_more_environment, setup,
+            teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
