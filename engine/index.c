@@ -82,6 +82,7 @@ struct index {
     MDB_dbi dead;
     int is_writable;        /* what this handle may do, whatever the environment allows */
     index_shared_t *shared; /* the registry's entry this handle uses, or NULL */
+    size_t map_bytes;       /* the map of an environment this handle opens */
     char path[4096];
 };
 
@@ -368,7 +369,7 @@ index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *
     if (rc == 0)
         rc = mdb_env_set_maxdbs(ix->env, INDEX_MAX_DBS);
     if (rc == 0)
-        rc = mdb_env_set_mapsize(ix->env, INDEX_MAP_BYTES);
+        rc = mdb_env_set_mapsize(ix->env, ix->map_bytes);
     if (rc == 0)
         rc = mdb_env_set_maxreaders(ix->env, INDEX_MAX_READERS);
     unsigned flags = MDB_NOSYNC | MDB_NOTLS | (ix->is_writable ? 0 : MDB_RDONLY);
@@ -451,13 +452,22 @@ index_check_initialised(const index_t *ix, stele_error_t *err)
 int
 index_open(const char *dir, int writable, unsigned file_mode, index_t **out, stele_error_t *err)
 {
-    if (!dir || !out)
-        return error_set_hinted(err, STELE_EINVAL, NULL, "index_open: dir and out are required");
+    return index_open_mapped(dir, writable, file_mode, INDEX_MAP_BYTES, out, err);
+}
+
+int
+index_open_mapped(const char *dir, int writable, unsigned file_mode, size_t map_bytes,
+                  index_t **out, stele_error_t *err)
+{
+    if (!dir || !out || map_bytes == 0)
+        return error_set_hinted(err, STELE_EINVAL, NULL,
+                                "index_open: dir, out and a map size are required");
     *out = NULL;
     index_t *ix = calloc(1, sizeof *ix);
     if (!ix)
         return error_set_hinted(err, -ENOMEM, NULL, "could not allocate the index handle");
     ix->is_writable = writable != 0;
+    ix->map_bytes = map_bytes;
     int n = snprintf(ix->path, sizeof ix->path, "%s/%s", dir, INDEX_DIR_NAME);
     int rc = 0;
     if (n < 0 || (size_t)n >= sizeof ix->path) {

@@ -35,6 +35,11 @@ typedef struct index_batch {
  * yet) return STELE_ENOTFOUND and create nothing. */
 int index_open(const char *dir, int writable, unsigned file_mode, index_t **out,
                stele_error_t *err);
+/* index_open with the initial size of the map (address space, not disk) of an environment
+ * it opens, in bytes; index_open reserves 8 GiB. Ignored when the process has the index open
+ * already (the handles share that environment). For tests that reach the map's limit. */
+int index_open_mapped(const char *dir, int writable, unsigned file_mode, size_t map_bytes,
+                      index_t **out, stele_error_t *err);
 void index_close(index_t *ix);
 
 /* Records batch starts in one transaction. */
