@@ -12,6 +12,8 @@
 
 #include <fcntl.h>
 #include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -421,6 +423,194 @@ test_index_handles_in_one_process_share_one_environment(void **state)
     index_close(r1);
     index_close(r2);
     assert_int_equal(lock_file_fds(f->dir), fds);
+}
+
+/* -- the map's limit ----------------------------------------------------------------- */
+
+/* A small map, so a test reaches its limit with a few megabytes of batches. */
+#define SMALL_MAP_BYTES ((size_t)1 << 20)
+/* Batches a test writes past the small map: about 70 bytes each in the index, 4 MiB in all. */
+#define MANY_BATCHES 60000
+#define MANY_PER_PUT 5000
+
+/* MANY_BATCHES batch starts at seqs 1, 4, 7, ... with ts = 1000 * seq, from `from` on. */
+static void
+put_many(index_t *ix, size_t from, size_t to)
+{
+    index_batch_t *b = calloc(MANY_PER_PUT, sizeof *b);
+    assert_non_null(b);
+    for (size_t i = from; i < to;) {
+        size_t n = 0;
+        for (; n < MANY_PER_PUT && i < to; n++, i++) {
+            uint64_t seq = 1 + 3 * (uint64_t)i;
+            b[n] = batch(seq, 1 + i / 1000, 64 * (i % 1000), (int64_t)(1000 * seq));
+        }
+        stele_error_t err;
+        int rc = index_put_batches(ix, b, n, &err);
+        if (rc)
+            fail_msg("index_put_batches before batch %zu: %s", i, err.message);
+    }
+    free(b);
+}
+
+static void
+expect_many(index_t *ix)
+{
+    index_batch_t b;
+    uint64_t last_seq = 1 + 3 * (uint64_t)(MANY_BATCHES - 1);
+    assert_int_equal(index_last_batch(ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, last_seq);
+    assert_int_equal(index_find_seq(ix, 3 * 30000 + 2, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 3 * 30000 + 1);
+    assert_int_equal(b.offset, 64 * (30000 % 1000));
+    assert_int_equal(index_find_time(ix, INT64_MAX, &b, NULL), 0);
+    assert_int_equal(b.first_seq, last_seq);
+}
+
+/* An index that outgrows its map (retention is off by default, so a busy journal's index
+ * keeps growing) grows the map rather than refusing every later write with MDB_MAP_FULL,
+ * and keeps what it had. */
+static void
+test_index_full_map_grows_and_keeps_every_batch(void **state)
+{
+    fixture_t *f = *state;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/small", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    index_t *ix = NULL;
+    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    put_many(ix, 0, MANY_BATCHES);
+    expect_many(ix);
+    assert_int_equal(index_put_checkpoint(ix, "s", 99, NULL), 0);
+    assert_int_equal(index_put_dead_letter(ix, "s", 7, "rejected", NULL), 0);
+    assert_int_equal(index_delete_before(ix, 3 * 1000 + 1, NULL), 0);
+    assert_int_equal(index_sync(ix, NULL), 0);
+    index_close(ix);
+
+    /* Reopened with the small map again: LMDB maps at least what the data needs. */
+    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    expect_many(ix);
+    index_batch_t b;
+    assert_int_equal(index_first_batch(ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 3 * 1000 + 1);
+    uint64_t seq = 0, count = 0;
+    assert_int_equal(index_get_checkpoint(ix, "s", &seq, NULL), 0);
+    assert_int_equal(seq, 99);
+    assert_int_equal(index_count_dead_letters(ix, "s", &count, NULL), 0);
+    assert_int_equal(count, 1);
+    index_close(ix);
+}
+
+/* Threads of the writer's process read while it grows the map under them: LMDB may remap
+ * only with no transaction open in the process, so a grow waits for their reads and their
+ * next reads wait for it. Each reader sees the last batch move only forward. */
+typedef struct grow_reader {
+    index_t *ix;
+    _Atomic int *is_done;
+    int n_failed;
+    long n_reads;
+} grow_reader_t;
+
+static void *
+grow_reader_main(void *arg)
+{
+    grow_reader_t *r = arg;
+    uint64_t last_seen = 0;
+    while (!atomic_load(r->is_done)) {
+        index_batch_t b = {0};
+        int is_ok = index_last_batch(r->ix, &b, NULL) == 0 && b.first_seq >= last_seen &&
+                    index_find_seq(r->ix, b.first_seq, &b, NULL) == 0;
+        r->n_failed += !is_ok;
+        last_seen = is_ok ? b.first_seq : last_seen;
+        r->n_reads++;
+    }
+    return NULL;
+}
+
+static void
+test_index_map_grows_while_other_threads_read(void **state)
+{
+    fixture_t *f = *state;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/small", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    index_t *ix = NULL, *ro = NULL;
+    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    assert_int_equal(index_open(dir, 0, 0, &ro, NULL), 0); /* shares ix's environment */
+    put_many(ix, 0, 1);
+    _Atomic int is_done = 0;
+    grow_reader_t readers[3];
+    pthread_t threads[3];
+    for (int i = 0; i < 3; i++) {
+        readers[i] = (grow_reader_t){.ix = i ? ro : ix, .is_done = &is_done};
+        assert_int_equal(pthread_create(&threads[i], NULL, grow_reader_main, &readers[i]), 0);
+    }
+    put_many(ix, 1, MANY_BATCHES);
+    atomic_store(&is_done, 1);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(threads[i], NULL);
+        assert_int_equal(readers[i].n_failed, 0);
+        assert_true(readers[i].n_reads > 0);
+    }
+    expect_many(ro);
+    index_close(ro);
+    index_close(ix);
+}
+
+/* The read-only side, in a child process opened with a small map: it sees the batch
+ * written before it opened, then, after the writer grew the map past its own, the batches
+ * written since (LMDB answers MDB_MAP_RESIZED until it adopts the new size). */
+static int
+small_map_reader_child(const char *dir, int ready_fd, int go_fd)
+{
+    index_t *ro = NULL;
+    index_batch_t b;
+    char byte = 'r';
+    if (index_open_mapped(dir, 0, 0, SMALL_MAP_BYTES, &ro, NULL) != 0)
+        return 10;
+    if (index_last_batch(ro, &b, NULL) != 0 || b.first_seq != 1)
+        return 11;
+    if (write(ready_fd, &byte, 1) != 1 || read(go_fd, &byte, 1) != 1)
+        return 12;
+    if (index_last_batch(ro, &b, NULL) != 0 || b.first_seq != 1 + 3 * (uint64_t)(MANY_BATCHES - 1))
+        return 13;
+    index_close(ro);
+    return 0;
+}
+
+static void
+test_index_reader_in_another_process_follows_the_map_the_writer_grew(void **state)
+{
+    fixture_t *f = *state;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/small", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    index_t *ix = NULL;
+    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    put_many(ix, 0, 1);
+    int ready[2], go[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(ready[0]);
+        close(go[1]); /* a parent that fails and exits then ends the child's wait */
+        _exit(small_map_reader_child(dir, ready[1], go[0]));
+    }
+    char byte;
+    assert_int_equal(read(ready[0], &byte, 1), 1);
+    put_many(ix, 1, MANY_BATCHES);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+    index_close(ix);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 /* The lock LMDB's users hold on byte 0 of the lock file, as another process sees it:
@@ -892,6 +1082,12 @@ main(void)
         cmocka_unit_test_setup_teardown(
             test_index_writable_opens_after_a_read_only_one_share_one_more_environment, setup,
             teardown),
+        cmocka_unit_test_setup_teardown(test_index_full_map_grows_and_keeps_every_batch, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_map_grows_while_other_threads_read, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_reader_in_another_process_follows_the_map_the_writer_grew, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
