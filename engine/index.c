@@ -546,7 +546,7 @@ index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *
     if (rc == 0)
         rc = mdb_env_open(ix->env, ix->path, flags, (mdb_mode_t)(file_mode ? file_mode : 0600));
     /* Readers killed mid-transaction leave their slots taken; the writer clears them so
-     * they neither pin old pages nor use up the table. */
+     * they neither pin old pages nor use up the table (here, and in every index_sync). */
     if (rc == 0 && ix->is_writable) {
         int n_cleared = 0;
         rc = mdb_reader_check(ix->env, &n_cleared);
@@ -1489,7 +1489,15 @@ index_sync(index_t *ix, stele_error_t *err)
         return error_set_hinted(err, STELE_EINVAL, NULL, "index_sync: no index");
     if (!ix->is_writable)
         return 0;
-    int rc = mdb_env_sync(ix->env, 1);
+    /* A reader process killed inside a read transaction leaves its slot behind, and the
+     * snapshot it names pinned: no page freed after it is reused, so every write grows the
+     * data file (by megabytes a minute under a busy writer, on the journal's disk) until the
+     * slot is cleared. lmdb.h asks for a periodic check; this is the writer's periodic call. */
+    int n_cleared = 0;
+    int rc = mdb_reader_check(ix->env, &n_cleared);
+    if (rc)
+        return index_mdb_fail(err, rc, ix, "check the readers of");
+    rc = mdb_env_sync(ix->env, 1);
     if (rc)
         return index_mdb_fail(err, rc, ix, "sync");
     return 0;

@@ -103,7 +103,10 @@ int index_read_dead_letters(index_t *ix, const char *sink, uint64_t from_seq,
                             index_dead_letter_t *out, size_t max, stele_error_t *err);
 int index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_error_t *err);
 
-/* Flushes the environment to disk (the index is opened with MDB_NOSYNC). */
+/* Flushes the environment to disk (the index is opened with MDB_NOSYNC) and clears the
+ * lock-table slots of reader processes that died inside a transaction (they would pin old
+ * pages and make the data file grow with every write). The engine calls it about once a
+ * second after writing. A no-op on a read-only handle. */
 int index_sync(index_t *ix, stele_error_t *err);
 
 #endif /* STELE_ENGINE_INDEX_H */

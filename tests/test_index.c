@@ -12,10 +12,12 @@
 
 #include <fcntl.h>
 #include <dirent.h>
+#include <lmdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <limits.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -676,6 +678,88 @@ test_index_writable_opens_after_a_read_only_one_share_one_more_environment(void 
     assert_int_equal(lock_file_lock_seen_by_another_process(f->dir), F_UNLCK);
 }
 
+/* -- stale readers -------------------------------------------------------------------- */
+
+/* Another program's reader, killed in the middle of a read transaction: its slot in the
+ * lock table keeps that transaction's snapshot pinned (LMDB reuses no page freed after it,
+ * so the data file grows with every write) until someone clears the slot. The child opens
+ * the environment with LMDB itself, as any reading process does, and reports once its
+ * transaction is open; it never ends it. */
+static int
+killed_reader_child(const char *dir, int ready_fd)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/index", dir);
+    MDB_env *env = NULL;
+    MDB_txn *txn = NULL;
+    if (mdb_env_create(&env) != 0 || mdb_env_set_maxdbs(env, 5) != 0 ||
+        mdb_env_open(env, path, MDB_RDONLY, 0600) != 0 ||
+        mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) != 0)
+        return 1;
+    char byte = 'r';
+    if (write(ready_fd, &byte, 1) != 1)
+        return 2;
+    for (;;)
+        pause();
+}
+
+/* How many reader slots of dead processes the lock table holds, as a process that opens
+ * the index now finds them. */
+static int
+stale_reader_slots(const char *dir)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/index", dir);
+        MDB_env *env = NULL;
+        int n_dead = -1;
+        if (mdb_env_create(&env) == 0 && mdb_env_set_maxdbs(env, 5) == 0 &&
+            mdb_env_open(env, path, MDB_RDONLY, 0600) == 0 && mdb_reader_check(env, &n_dead) != 0)
+            n_dead = -1;
+        _exit(write(fds[1], &n_dead, sizeof n_dead) == (ssize_t)sizeof n_dead ? 0 : 1);
+    }
+    int n_dead = -2;
+    assert_int_equal(read(fds[0], &n_dead, sizeof n_dead), (ssize_t)sizeof n_dead);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    close(fds[0]);
+    close(fds[1]);
+    return n_dead;
+}
+
+/* A writer runs for days; readers come and go, and one killed mid-transaction must not pin
+ * the index's pages until the writer happens to reopen. The engine calls index_sync about
+ * once a second after writing: that clears the slots of dead readers (lmdb.h: check for
+ * stale readers periodically). */
+static void
+test_index_sync_clears_the_slot_of_a_reader_killed_mid_transaction(void **state)
+{
+    fixture_t *f = *state; /* f->ix: the writer, open before the reader came and died */
+    put_ladder(f->ix, 2);
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(ready[0]);
+        _exit(killed_reader_child(f->dir, ready[1]));
+    }
+    char byte;
+    assert_int_equal(read(ready[0], &byte, 1), 1);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    close(ready[0]);
+    close(ready[1]);
+
+    put_ladder(f->ix, 4); /* the writer's next batch starts, then its lazy sync */
+    assert_int_equal(index_sync(f->ix, NULL), 0);
+    assert_int_equal(stale_reader_slots(f->dir), 0);
+}
+
 /* After fork() the child opens environments of its own (LMDB forbids using the parent's):
  * its open of the same index adds a lock-file descriptor, and what it writes the parent
  * reads. */
@@ -1079,6 +1163,8 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_forked_child_opens_its_own_environment, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_sync_clears_the_slot_of_a_reader_killed_mid_transaction, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_index_writable_opens_after_a_read_only_one_share_one_more_environment, setup,
             teardown),
