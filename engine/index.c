@@ -835,6 +835,24 @@ index_cursor_floor(MDB_cursor *cur, MDB_val *key, MDB_val *val)
  * NULL, else a floor (MDB_SET_RANGE then back) or ceiling (MDB_SET_RANGE) lookup. */
 enum index_lookup { INDEX_FLOOR, INDEX_CEIL, INDEX_FIRST, INDEX_LAST };
 
+/* Positions cur as `how` asks (*k holds the seq key of a floor or ceiling lookup); *k and *v
+ * receive the entry. Returns an LMDB code. */
+static int
+index_cursor_lookup(MDB_cursor *cur, enum index_lookup how, MDB_val *k, MDB_val *v)
+{
+    switch (how) {
+    case INDEX_FLOOR:
+        return index_cursor_floor(cur, k, v);
+    case INDEX_CEIL:
+        return mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+    case INDEX_FIRST:
+        return mdb_cursor_get(cur, k, v, MDB_FIRST);
+    case INDEX_LAST:
+        return mdb_cursor_get(cur, k, v, MDB_LAST);
+    }
+    return MDB_NOTFOUND; /* not reached: every lookup is handled above */
+}
+
 static int
 index_lookup_batch(index_t *ix, enum index_lookup how, uint64_t seq, index_batch_t *out,
                    stele_error_t *err)
@@ -850,22 +868,8 @@ index_lookup_batch(index_t *ix, enum index_lookup how, uint64_t seq, index_batch
     uint8_t kb[8];
     index_put_u64(kb, seq);
     MDB_val k = {sizeof kb, kb}, v = {0, NULL};
-    if (mrc == 0) {
-        switch (how) {
-        case INDEX_FLOOR:
-            mrc = index_cursor_floor(cur, &k, &v);
-            break;
-        case INDEX_CEIL:
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-            break;
-        case INDEX_FIRST:
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-            break;
-        case INDEX_LAST:
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
-            break;
-        }
-    }
+    if (mrc == 0)
+        mrc = index_cursor_lookup(cur, how, &k, &v);
     if (mrc == 0 && index_decode_batch(&k, &v, out) != 0)
         rc = error_set_hinted(err, STELE_ECORRUPT, NULL, "index %s holds a malformed batch entry",
                               ix->path);
@@ -903,6 +907,33 @@ index_first_batch(index_t *ix, index_batch_t *out, stele_error_t *err)
     return index_lookup_batch(ix, INDEX_FIRST, 0, out, err);
 }
 
+/* Positions a cursor on the greatest key < key. MDB_NOTFOUND when none. */
+static int
+index_cursor_before(MDB_cursor *cur, MDB_val *key, MDB_val *val)
+{
+    int mrc = mdb_cursor_get(cur, key, val, MDB_SET_RANGE);
+    if (mrc == MDB_NOTFOUND)
+        return mdb_cursor_get(cur, key, val, MDB_LAST);
+    return mrc ? mrc : mdb_cursor_get(cur, key, val, MDB_PREV);
+}
+
+/* The batch a times key names; a times key without its batch is corruption. */
+static int
+index_batch_of_time_key(index_t *ix, MDB_txn *txn, const MDB_val *time_key, index_batch_t *out)
+{
+    if (time_key->mv_size != 16)
+        return MDB_CORRUPTED;
+    uint8_t kb[8];
+    memcpy(kb, (const uint8_t *)time_key->mv_data + 8, 8);
+    MDB_val bk = {sizeof kb, kb}, bv;
+    int mrc = mdb_get(txn, ix->batches, &bk, &bv);
+    if (mrc == MDB_NOTFOUND)
+        return MDB_CORRUPTED; /* a times entry must have its batches entry */
+    if (mrc == 0 && index_decode_batch(&bk, &bv, out) != 0)
+        return MDB_CORRUPTED;
+    return mrc;
+}
+
 int
 index_find_time(index_t *ix, int64_t ts_ns, index_batch_t *out, stele_error_t *err)
 {
@@ -918,26 +949,10 @@ index_find_time(index_t *ix, int64_t ts_ns, index_batch_t *out, stele_error_t *e
     index_encode_time_key(tk, ts_ns, 0);
     MDB_val k = {sizeof tk, tk}, v = {0, NULL};
     int mrc = mdb_cursor_open(txn, ix->times, &cur);
-    if (mrc == 0) {
-        mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-        if (mrc == MDB_NOTFOUND)
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
-        else if (mrc == 0)
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
-    }
-    if (mrc == 0 && k.mv_size != 16)
-        mrc = MDB_CORRUPTED;
-    MDB_val bk, bv;
-    uint8_t kb[8];
-    if (mrc == 0) {
-        memcpy(kb, (const uint8_t *)k.mv_data + 8, 8);
-        bk = (MDB_val){sizeof kb, kb};
-        mrc = mdb_get(txn, ix->batches, &bk, &bv);
-        if (mrc == MDB_NOTFOUND)
-            mrc = MDB_CORRUPTED; /* a times entry must have its batches entry */
-    }
-    if (mrc == 0 && index_decode_batch(&bk, &bv, out) != 0)
-        mrc = MDB_CORRUPTED;
+    if (mrc == 0)
+        mrc = index_cursor_before(cur, &k, &v);
+    if (mrc == 0)
+        mrc = index_batch_of_time_key(ix, txn, &k, out);
     if (mrc == MDB_NOTFOUND)
         rc = STELE_ENOTFOUND;
     else if (mrc)
