@@ -20,12 +20,20 @@
  * Durability: the environment is opened with MDB_NOSYNC (a commit does not fsync; the
  * index is a cache rebuilt from the segments) and flushed by index_sync(). MDB_NOTLS lets
  * the engine's threads (index writer, shippers, status) run read transactions without
- * binding them to a thread. LMDB serialises writers itself; an index_t needs no lock of its
- * own. Every call runs in its own transaction, so nothing here is held between calls.
+ * binding them to a thread. LMDB serialises writers itself. Every call runs in its own
+ * transaction, so nothing here is held between calls.
  *
- * An environment that LMDB refuses to open as corrupt (bad meta page, wrong version) is
- * moved aside by a writable open and replaced by an empty one; the "rebuilt" meta key then
- * says why, and stele_index_catch_up() refills it from the segments.
+ * The map: an environment starts with INDEX_MAP_BYTES of address space and doubles it
+ * (up to INDEX_MAP_MAX_BYTES) when a write finds it full, then runs the write again; a
+ * process whose map another process outgrew adopts the larger size (MDB_MAP_RESIZED).
+ * LMDB resizes a map only while no transaction is open on the environment in the process,
+ * so every transaction holds its environment's map_lock (index_shared_t) shared and a
+ * resize holds it exclusively.
+ *
+ * An environment that LMDB refuses to open as corrupt (bad meta page, wrong version, or
+ * table pages it finds corrupt when the tables are opened) is moved aside by a writable open
+ * and replaced by an empty one; the "rebuilt" meta key then says why, and
+ * stele_index_catch_up() refills it from the segments.
  */
 #include "index.h"
 
@@ -42,11 +50,17 @@
 #include <sys/stat.h>
 #include <time.h>
 
-/* Address space reserved for the map, not disk: the data file grows only with its pages.
- * At ~100 bytes per batch this holds tens of millions of batches, and retention deletes old
- * ones, so the map never needs to grow at run time (which LMDB allows only with no
- * transaction open in the process). */
+/* Address space reserved for the map at open, not disk: the data file grows only with its
+ * pages. At ~70 bytes per batch start this holds about 120 million of them; retention, off
+ * by default, deletes old ones, so a busy journal kept whole outgrows it and the map grows
+ * (index_map_grow). */
 #define INDEX_MAP_BYTES ((size_t)8 << 30)
+/* The largest map: 1 TiB of the 128 TiB of address space a process has on x86-64, about 15
+ * billion batch starts. A write that would need more fails with MDB_MAP_FULL (-ENOSPC). */
+#define INDEX_MAP_MAX_BYTES ((size_t)1 << 40)
+/* Times a transaction begins again after adopting a map another process grew (it may grow
+ * again meanwhile). */
+#define INDEX_RESIZE_TRIES 8
 /* batches, times, meta, checkpoints, dead. */
 #define INDEX_MAX_DBS 5
 /* Concurrent read transactions across all processes (tail -f, status, shippers). LMDB's
@@ -66,8 +80,11 @@ typedef struct index_shared {
     dev_t dev;
     ino_t ino; /* of the index directory */
     MDB_env *env;
-    MDB_dbi dbis[5]; /* batches, times, meta, checkpoints, dead */
+    MDB_dbi dbis[INDEX_MAX_DBS]; /* batches, times, meta, checkpoints, dead */
     int is_writable;
+    /* Held shared by every transaction on env, exclusively to resize its map. */
+    pthread_rwlock_t map_lock;
+    /* -- protected by index_registry_mu -- */
     int refs;
     struct index_shared *next;
 } index_shared_t;
@@ -80,7 +97,8 @@ struct index {
     MDB_dbi checkpoints;
     MDB_dbi dead;
     int is_writable;        /* what this handle may do, whatever the environment allows */
-    index_shared_t *shared; /* the registry's entry this handle uses, or NULL */
+    index_shared_t *shared; /* the entry of the environment this handle uses */
+    size_t map_bytes;       /* the map of an environment this handle opens */
     char path[4096];
 };
 
@@ -92,9 +110,13 @@ struct index {
  * open here. So index_open hands out the environment already open for the same directory
  * (by device and inode), counting references; a writable environment also serves
  * read-only handles. Only a writable open while this process holds the index read-only
- * gets an environment of its own (it cannot be upgraded in place): open the writer
- * (stele_open) before readers in a process that has both; stele_reader_open leaves the
- * index alone when this process already writes the journal.
+ * needs a second environment (a read-only one cannot be upgraded in place); it is
+ * registered too, so later writable opens share it, and neither environment of a
+ * directory is closed while the other still has handles: an entry whose last handle
+ * closes stays (refs 0) until its sibling's last handle closes too. Still, open the writer
+ * (stele_open) before readers in a process that has both (LMDB resets its lock table when
+ * it opens that second environment and no other process holds the index);
+ * stele_reader_open leaves the index alone when this process already writes the journal.
  */
 static pthread_mutex_t index_registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static index_shared_t *index_registry;
@@ -154,47 +176,91 @@ index_registry_attach(index_t *ix, index_shared_t *e)
     ix->dead = e->dbis[4];
 }
 
-/* Registers the environment ix just opened, when no entry serves its directory yet (mu
- * held). Without memory the handle keeps the environment to itself, as before. */
+/* A new entry, not yet registered, for an environment about to be opened. Its map lock
+ * prefers a waiting resize to new transactions, so a steady stream of short ones cannot
+ * hold a resize off. NULL without memory. */
+static index_shared_t *
+index_entry_new(void)
+{
+    index_shared_t *e = calloc(1, sizeof *e);
+    pthread_rwlockattr_t attr;
+    if (!e || pthread_rwlockattr_init(&attr) != 0) {
+        free(e);
+        return NULL;
+    }
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    int rc = pthread_rwlock_init(&e->map_lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    if (rc != 0) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* Frees an entry whose environment is closed (or was never opened). */
 static void
-index_registry_add(index_t *ix)
+index_entry_free(index_shared_t *e)
+{
+    pthread_rwlock_destroy(&e->map_lock);
+    free(e);
+}
+
+/* Registers ix's entry and the environment just opened in it, which no entry could serve:
+ * the first of its directory, or the writable sibling of a read-only one (mu held). */
+static int
+index_registry_link(index_t *ix, stele_error_t *err)
 {
     struct stat st;
     if (stat(ix->path, &st) != 0)
-        return;
-    for (index_shared_t *e = index_registry; e; e = e->next) {
-        if (e->dev == st.st_dev && e->ino == st.st_ino)
-            return; /* a read-only entry, and ix is the writable one it cannot serve */
-    }
-    index_shared_t *e = calloc(1, sizeof *e);
-    if (!e)
-        return;
-    *e = (index_shared_t){.dev = st.st_dev,
-                          .ino = st.st_ino,
-                          .env = ix->env,
-                          .dbis = {ix->batches, ix->times, ix->meta, ix->checkpoints, ix->dead},
-                          .is_writable = ix->is_writable,
-                          .refs = 1,
-                          .next = index_registry};
+        return error_set_hinted(err, -errno, NULL, "could not open index %s: %s", ix->path,
+                                strerror(errno));
+    index_shared_t *e = ix->shared;
+    e->dev = st.st_dev;
+    e->ino = st.st_ino;
+    e->env = ix->env;
+    MDB_dbi dbis[INDEX_MAX_DBS] = {ix->batches, ix->times, ix->meta, ix->checkpoints, ix->dead};
+    memcpy(e->dbis, dbis, sizeof dbis);
+    e->is_writable = ix->is_writable;
+    e->refs = 1;
+    e->next = index_registry;
     index_registry = e;
-    ix->shared = e;
+    return 0;
 }
 
-/* Drops ix's reference; the last one closes the environment (mu held). */
+/* 1 when an entry of e's directory other than e still has handles (mu held). */
+static int
+index_registry_sibling_in_use(const index_shared_t *e)
+{
+    for (const index_shared_t *o = index_registry; o; o = o->next) {
+        if (o != e && o->dev == e->dev && o->ino == e->ino && o->refs > 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Drops ix's reference. The last handle of a directory closes its environments (one, or a
+ * read-only one and its writable sibling); an entry left without handles while its sibling
+ * has some stays open and registered, as closing it would drop the sibling's locks (mu
+ * held). */
 static void
 index_registry_release(index_t *ix)
 {
     index_shared_t *e = ix->shared;
-    if (--e->refs > 0)
+    if (--e->refs > 0 || index_registry_sibling_in_use(e))
         return;
-    for (index_shared_t **pp = &index_registry; *pp; pp = &(*pp)->next) {
-        if (*pp == e) {
-            *pp = e->next;
-            break;
+    dev_t dev = e->dev;
+    ino_t ino = e->ino;
+    for (index_shared_t **pp = &index_registry; *pp;) {
+        index_shared_t *o = *pp;
+        if (o->dev != dev || o->ino != ino) {
+            pp = &o->next;
+            continue;
         }
+        *pp = o->next;
+        mdb_env_close(o->env);
+        index_entry_free(o);
     }
-    mdb_env_close(e->env);
-    free(e);
 }
 
 /* LMDB's own codes become stele codes; errno values pass through as -errno. */
@@ -284,50 +350,178 @@ index_decode_batch(const MDB_val *key, const MDB_val *val, index_batch_t *out)
     return 0;
 }
 
-static int
-index_begin(index_t *ix, int is_write, MDB_txn **txn, stele_error_t *err)
+/* -- transactions and the map ---------------------------------------------------------- */
+
+/* The size of e's map (its map lock held, either way). */
+static size_t
+index_map_size(index_shared_t *e)
 {
-    if (is_write && !ix->is_writable)
-        return error_set_hinted(err, STELE_EINVAL, NULL, "index %s is open read-only", ix->path);
-    int rc = mdb_txn_begin(ix->env, NULL, is_write ? 0 : MDB_RDONLY, txn);
-    if (rc)
-        return index_mdb_fail(err, rc, ix, "begin a transaction on");
-    return 0;
+    MDB_envinfo info;
+    return mdb_env_info(e->env, &info) == 0 ? info.me_mapsize : 0;
 }
 
+/* Adopts the larger map another process gave the environment (mdb_txn_begin answered
+ * MDB_MAP_RESIZED): size 0 maps what the meta page records. Returns an LMDB code. */
 static int
-index_commit(index_t *ix, MDB_txn *txn, stele_error_t *err)
+index_map_adopt(index_shared_t *e)
 {
-    int rc = mdb_txn_commit(txn);
-    if (rc)
-        return index_mdb_fail(err, rc, ix, "commit to");
-    return 0;
+    pthread_rwlock_wrlock(&e->map_lock);
+    int mrc = mdb_env_set_mapsize(e->env, 0);
+    pthread_rwlock_unlock(&e->map_lock);
+    return mrc;
 }
 
-/* A writable open makes missing databases; a read-only one needs them to exist. */
+/* Doubles e's map after a write found it full at seen_bytes, up to INDEX_MAP_MAX_BYTES (a
+ * map another writer of this process grew meanwhile is left as it is). The new size reaches
+ * other processes with the next commit. Returns an LMDB code, MDB_MAP_FULL at the ceiling. */
 static int
-index_open_dbis(index_t *ix, stele_error_t *err)
+index_map_grow(index_shared_t *e, size_t seen_bytes)
 {
-    static const char *const names[INDEX_MAX_DBS] = {"batches", "times", "meta", "checkpoints",
-                                                     "dead"};
-    MDB_dbi *dbis[INDEX_MAX_DBS] = {&ix->batches, &ix->times, &ix->meta, &ix->checkpoints,
-                                    &ix->dead};
-    MDB_txn *txn = NULL;
-    int rc = index_begin(ix, ix->is_writable, &txn, err);
-    if (rc)
-        return rc;
-    for (int i = 0; i < INDEX_MAX_DBS; i++) {
-        int mrc = mdb_dbi_open(txn, names[i], ix->is_writable ? MDB_CREATE : 0, dbis[i]);
-        if (mrc) {
-            mdb_txn_abort(txn);
-            if (mrc == MDB_NOTFOUND)
-                return error_set_hinted(err, STELE_ENOTFOUND, NULL,
-                                        "index %s has no %s table (not yet initialised)", ix->path,
-                                        names[i]);
-            return index_mdb_fail(err, mrc, ix, "open a table of");
+    pthread_rwlock_wrlock(&e->map_lock);
+    int mrc = 0;
+    if (index_map_size(e) <= seen_bytes) {
+        size_t want = seen_bytes < INDEX_MAP_MAX_BYTES / 2 ? seen_bytes * 2 : INDEX_MAP_MAX_BYTES;
+        mrc = want > seen_bytes ? mdb_env_set_mapsize(e->env, want) : MDB_MAP_FULL;
+        if (mrc && mrc != MDB_MAP_FULL)
+            (void)mdb_env_set_mapsize(e->env, seen_bytes); /* the old map back: it fit before */
+    }
+    pthread_rwlock_unlock(&e->map_lock);
+    return mrc;
+}
+
+/* Begins a transaction (flags 0 or MDB_RDONLY) holding ix's map lock shared until
+ * index_txn_end. Returns an LMDB code; on failure nothing is held. */
+static int
+index_txn_begin(index_t *ix, unsigned flags, MDB_txn **txn)
+{
+    index_shared_t *e = ix->shared;
+    int mrc = MDB_MAP_RESIZED;
+    for (int attempt = 0; attempt < INDEX_RESIZE_TRIES && mrc == MDB_MAP_RESIZED; attempt++) {
+        pthread_rwlock_rdlock(&e->map_lock);
+        mrc = mdb_txn_begin(ix->env, NULL, flags, txn);
+        if (mrc == 0)
+            return 0;
+        pthread_rwlock_unlock(&e->map_lock);
+        if (mrc == MDB_MAP_RESIZED) {
+            int adopt_rc = index_map_adopt(e);
+            if (adopt_rc)
+                return adopt_rc;
         }
     }
-    return index_commit(ix, txn, err);
+    return mrc;
+}
+
+/* Ends what index_txn_begin began: commits when is_commit, else aborts. LMDB frees the
+ * transaction either way (a failed commit aborts it). Returns the commit's LMDB code. */
+static int
+index_txn_end(index_t *ix, MDB_txn *txn, int is_commit)
+{
+    int mrc = 0;
+    if (is_commit)
+        mrc = mdb_txn_commit(txn);
+    else
+        mdb_txn_abort(txn);
+    pthread_rwlock_unlock(&ix->shared->map_lock);
+    return mrc;
+}
+
+/* A read transaction, its failure described in err. End it with index_read_end. */
+static int
+index_read_begin(index_t *ix, MDB_txn **txn, stele_error_t *err)
+{
+    int mrc = index_txn_begin(ix, MDB_RDONLY, txn);
+    return mrc ? index_mdb_fail(err, mrc, ix, "begin a transaction on") : 0;
+}
+
+static void
+index_read_end(index_t *ix, MDB_txn *txn)
+{
+    (void)index_txn_end(ix, txn, 0);
+}
+
+/* One write transaction's work on txn. Returns an LMDB code; nonzero aborts the
+ * transaction. It may run more than once (index_write), each time in a new transaction
+ * that sees nothing of the last, so it must set its outputs afresh. */
+typedef int (*index_write_fn)(index_t *ix, MDB_txn *txn, void *arg);
+
+/* Runs fn in a write transaction and commits it. When the map is full (fn's writes or the
+ * commit answered MDB_MAP_FULL, which leaves the transaction good only for an abort), grows
+ * the map and runs fn again. Returns an LMDB code. */
+static int
+index_write(index_t *ix, index_write_fn fn, void *arg)
+{
+    for (;;) {
+        MDB_txn *txn = NULL;
+        int mrc = index_txn_begin(ix, 0, &txn);
+        if (mrc)
+            return mrc;
+        size_t seen_bytes = index_map_size(ix->shared);
+        int fn_rc = fn(ix, txn, arg);
+        int end_rc = index_txn_end(ix, txn, fn_rc == 0);
+        mrc = fn_rc ? fn_rc : end_rc;
+        if (mrc != MDB_MAP_FULL)
+            return mrc;
+        mrc = index_map_grow(ix->shared, seen_bytes);
+        if (mrc)
+            return mrc;
+    }
+}
+
+/* Writes need a writable handle (a read-only one may share a writable environment). */
+static int
+index_check_writable(const index_t *ix, stele_error_t *err)
+{
+    if (ix->is_writable)
+        return 0;
+    return error_set_hinted(err, STELE_EINVAL, NULL, "index %s is open read-only", ix->path);
+}
+
+static const char *const index_table_names[INDEX_MAX_DBS] = {"batches", "times", "meta",
+                                                             "checkpoints", "dead"};
+
+/* Opens the tables in txn (creating them when ix may write); *arg receives the name of a
+ * table LMDB refused. */
+static int
+index_open_dbis_txn(index_t *ix, MDB_txn *txn, void *arg)
+{
+    MDB_dbi *dbis[INDEX_MAX_DBS] = {&ix->batches, &ix->times, &ix->meta, &ix->checkpoints,
+                                    &ix->dead};
+    for (int i = 0; i < INDEX_MAX_DBS; i++) {
+        int mrc =
+            mdb_dbi_open(txn, index_table_names[i], ix->is_writable ? MDB_CREATE : 0, dbis[i]);
+        if (mrc) {
+            *(const char **)arg = index_table_names[i];
+            return mrc;
+        }
+    }
+    return 0;
+}
+
+/* A writable open makes missing databases; a read-only one needs them to exist (its
+ * transaction is committed too: an aborted one would close the handles it opened).
+ * *mdb_rc_out receives LMDB's code when it refused a table (corrupt pages are found here,
+ * not by mdb_env_open, when the meta pages are sound). */
+static int
+index_open_dbis(index_t *ix, int *mdb_rc_out, stele_error_t *err)
+{
+    const char *refused = NULL;
+    MDB_txn *txn = NULL;
+    int mrc = 0;
+    if (ix->is_writable) {
+        mrc = index_write(ix, index_open_dbis_txn, &refused);
+    } else if ((mrc = index_txn_begin(ix, MDB_RDONLY, &txn)) == 0) {
+        int open_rc = index_open_dbis_txn(ix, txn, &refused);
+        int end_rc = index_txn_end(ix, txn, open_rc == 0);
+        mrc = open_rc ? open_rc : end_rc;
+    }
+    if (mrc == 0)
+        return 0;
+    *mdb_rc_out = mrc;
+    if (mrc == MDB_NOTFOUND && refused)
+        return error_set_hinted(err, STELE_ENOTFOUND, NULL,
+                                "index %s has no %s table (not yet initialised)", ix->path,
+                                refused);
+    return index_mdb_fail(err, mrc, ix, refused ? "open a table of" : "open the tables of");
 }
 
 /* Directory mode for a file mode: search permission wherever read is allowed. */
@@ -345,14 +539,14 @@ index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *
     if (rc == 0)
         rc = mdb_env_set_maxdbs(ix->env, INDEX_MAX_DBS);
     if (rc == 0)
-        rc = mdb_env_set_mapsize(ix->env, INDEX_MAP_BYTES);
+        rc = mdb_env_set_mapsize(ix->env, ix->map_bytes);
     if (rc == 0)
         rc = mdb_env_set_maxreaders(ix->env, INDEX_MAX_READERS);
     unsigned flags = MDB_NOSYNC | MDB_NOTLS | (ix->is_writable ? 0 : MDB_RDONLY);
     if (rc == 0)
         rc = mdb_env_open(ix->env, ix->path, flags, (mdb_mode_t)(file_mode ? file_mode : 0600));
     /* Readers killed mid-transaction leave their slots taken; the writer clears them so
-     * they neither pin old pages nor use up the table. */
+     * they neither pin old pages nor use up the table (here, and in every index_sync). */
     if (rc == 0 && ix->is_writable) {
         int n_cleared = 0;
         rc = mdb_reader_check(ix->env, &n_cleared);
@@ -364,7 +558,18 @@ index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *
         ix->env = NULL;
         return index_mdb_fail(err, rc, ix, "open");
     }
+    ix->shared->env = ix->env; /* for the map's size in index_write */
     return 0;
+}
+
+/* Closes the environment ix opened, before it was registered. */
+static void
+index_env_close(index_t *ix)
+{
+    if (ix->env)
+        mdb_env_close(ix->env);
+    ix->env = NULL;
+    ix->shared->env = NULL;
 }
 
 /*
@@ -396,7 +601,7 @@ index_replace_corrupt(index_t *ix, unsigned file_mode, int mdb_rc, stele_error_t
     int ignored;
     rc = index_env_open(ix, file_mode, &ignored, err);
     if (rc == 0)
-        rc = index_open_dbis(ix, err);
+        rc = index_open_dbis(ix, &ignored, err);
     if (rc)
         return rc;
     char note[INDEX_META_VALUE_MAX];
@@ -405,61 +610,133 @@ index_replace_corrupt(index_t *ix, unsigned file_mode, int mdb_rc, stele_error_t
     return index_put_meta(ix, INDEX_REBUILT_KEY, note, strlen(note), err);
 }
 
-int
-index_open(const char *dir, int writable, unsigned file_mode, index_t **out, stele_error_t *err)
+/* A read-only open needs an initialised environment. A data file that is missing or empty
+ * (a writer stopped between making the directory and writing the first meta pages) is an
+ * index that does not exist yet: LMDB would answer ENOENT, or EBADF as it tried to write
+ * the meta pages of a new environment through its read-only descriptor. */
+static int
+index_check_initialised(const index_t *ix, stele_error_t *err)
 {
-    if (!dir || !out)
-        return error_set_hinted(err, STELE_EINVAL, NULL, "index_open: dir and out are required");
-    *out = NULL;
+    char data[sizeof ix->path + 16];
+    snprintf(data, sizeof data, "%s/data.mdb", ix->path);
+    struct stat st;
+    int rc = stat(data, &st) == 0 ? 0 : -errno;
+    if (rc == 0 && st.st_size > 0)
+        return 0;
+    if (rc && rc != -ENOENT)
+        return error_set_hinted(err, rc, NULL, "could not open index %s: %s", ix->path,
+                                strerror(-rc));
+    return error_set_hinted(err, STELE_ENOTFOUND, NULL,
+                            "index %s is not initialised (no data file yet)", ix->path);
+}
+
+/* A handle for <dir>/index, with no environment yet; *out is set even on failure (for
+ * index_close). */
+static int
+index_handle_new(const char *dir, int writable, size_t map_bytes, index_t **out, stele_error_t *err)
+{
     index_t *ix = calloc(1, sizeof *ix);
+    *out = ix;
     if (!ix)
         return error_set_hinted(err, -ENOMEM, NULL, "could not allocate the index handle");
     ix->is_writable = writable != 0;
+    ix->map_bytes = map_bytes;
     int n = snprintf(ix->path, sizeof ix->path, "%s/%s", dir, INDEX_DIR_NAME);
-    int rc = 0;
-    if (n < 0 || (size_t)n >= sizeof ix->path) {
-        rc = error_set_hinted(err, STELE_EINVAL, NULL, "index path under %s is too long", dir);
-        goto fail;
-    }
+    if (n < 0 || (size_t)n >= sizeof ix->path)
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index path under %s is too long", dir);
+    return 0;
+}
 
+/* A writable open creates the index directory when missing; a read-only one needs it, with
+ * an initialised environment in it. */
+static int
+index_prepare_dir(index_t *ix, unsigned file_mode, stele_error_t *err)
+{
     struct stat st;
     if (stat(ix->path, &st) != 0) {
-        if (errno != ENOENT || !writable) {
-            rc = errno == ENOENT ? STELE_ENOTFOUND : -errno;
-            rc = error_set_hinted(err, rc, NULL, "could not open index %s: %s", ix->path,
-                                  strerror(errno));
-            goto fail;
+        if (errno != ENOENT || !ix->is_writable) {
+            int rc = errno == ENOENT ? STELE_ENOTFOUND : -errno;
+            return error_set_hinted(err, rc, NULL, "could not open index %s: %s", ix->path,
+                                    strerror(errno));
         }
-        if (mkdir(ix->path, index_dir_mode(file_mode)) != 0 && errno != EEXIST) {
-            rc = error_set_hinted(err, -errno, NULL, "could not create index %s: %s", ix->path,
-                                  strerror(errno));
-            goto fail;
-        }
+        if (mkdir(ix->path, index_dir_mode(file_mode)) != 0 && errno != EEXIST)
+            return error_set_hinted(err, -errno, NULL, "could not create index %s: %s", ix->path,
+                                    strerror(errno));
     }
+    return ix->is_writable ? 0 : index_check_initialised(ix, err);
+}
 
+/* Opens a new environment for ix in an entry of its own (mu held), replacing it when LMDB
+ * finds it corrupt and ix may write, and registers it. On failure ix has none. */
+static int
+index_open_env(index_t *ix, unsigned file_mode, stele_error_t *err)
+{
+    index_shared_t *e = index_entry_new();
+    if (!e)
+        return error_set_hinted(err, -ENOMEM, NULL, "could not allocate the index handle");
+    ix->shared = e; /* its map lock serves the transactions of the open */
+    int mdb_rc = 0;
+    int rc = index_env_open(ix, file_mode, &mdb_rc, err);
+    if (rc == 0)
+        rc = index_open_dbis(ix, &mdb_rc, err);
+    if (rc == STELE_ECORRUPT && ix->is_writable) {
+        index_env_close(ix); /* its tables were found corrupt */
+        rc = index_replace_corrupt(ix, file_mode, mdb_rc, err);
+    }
+    if (rc == 0)
+        rc = index_registry_link(ix, err);
+    if (rc) {
+        index_env_close(ix);
+        ix->shared = NULL;
+        index_entry_free(e);
+    }
+    return rc;
+}
+
+/* Gives ix the environment this process has open for its directory, or opens one; the
+ * registry lock is held throughout, so two opens never open one directory twice. */
+static int
+index_attach(index_t *ix, unsigned file_mode, stele_error_t *err)
+{
     pthread_once(&index_registry_once, index_registry_init);
     pthread_mutex_lock(&index_registry_mu);
-    index_shared_t *e = stat(ix->path, &st) == 0 ? index_registry_find(&st, writable) : NULL;
-    if (e) {
+    struct stat st;
+    index_shared_t *e = stat(ix->path, &st) == 0 ? index_registry_find(&st, ix->is_writable) : NULL;
+    int rc = 0;
+    if (e)
         index_registry_attach(ix, e);
-    } else {
-        int mdb_rc = 0;
-        rc = index_env_open(ix, file_mode, &mdb_rc, err);
-        if (rc == 0)
-            rc = index_open_dbis(ix, err);
-        else if (rc == STELE_ECORRUPT && writable)
-            rc = index_replace_corrupt(ix, file_mode, mdb_rc, err);
-        if (rc == 0)
-            index_registry_add(ix);
-    }
+    else
+        rc = index_open_env(ix, file_mode, err);
     pthread_mutex_unlock(&index_registry_mu);
-    if (rc)
-        goto fail;
+    return rc;
+}
+
+int
+index_open(const char *dir, int writable, unsigned file_mode, index_t **out, stele_error_t *err)
+{
+    return index_open_mapped(dir, writable, file_mode, INDEX_MAP_BYTES, out, err);
+}
+
+int
+index_open_mapped(const char *dir, int writable, unsigned file_mode, size_t map_bytes,
+                  index_t **out, stele_error_t *err)
+{
+    if (!dir || !out || map_bytes == 0)
+        return error_set_hinted(err, STELE_EINVAL, NULL,
+                                "index_open: dir, out and a map size are required");
+    *out = NULL;
+    index_t *ix = NULL;
+    int rc = index_handle_new(dir, writable, map_bytes, &ix, err);
+    if (rc == 0)
+        rc = index_prepare_dir(ix, file_mode, err);
+    if (rc == 0)
+        rc = index_attach(ix, file_mode, err);
+    if (rc) {
+        index_close(ix);
+        return rc;
+    }
     *out = ix;
     return 0;
-fail:
-    index_close(ix);
-    return rc;
 }
 
 void
@@ -471,8 +748,6 @@ index_close(index_t *ix)
         pthread_mutex_lock(&index_registry_mu);
         index_registry_release(ix);
         pthread_mutex_unlock(&index_registry_mu);
-    } else if (ix->env) {
-        mdb_env_close(ix->env);
     }
     free(ix);
 }
@@ -498,6 +773,34 @@ index_drop_old_time(index_t *ix, MDB_txn *txn, const index_batch_t *b)
     return mrc == MDB_NOTFOUND ? 0 : mrc;
 }
 
+typedef struct index_batches_arg {
+    const index_batch_t *batches;
+    size_t n;
+} index_batches_arg_t;
+
+static int
+index_put_batches_txn(index_t *ix, MDB_txn *txn, void *arg)
+{
+    const index_batches_arg_t *a = arg;
+    for (size_t i = 0; i < a->n; i++) {
+        const index_batch_t *b = &a->batches[i];
+        uint8_t kb[8], vb[24], tk[16];
+        index_put_u64(kb, b->first_seq);
+        index_encode_batch(vb, b);
+        index_encode_time_key(tk, b->first_ts_ns, b->first_seq);
+        MDB_val k = {sizeof kb, kb}, v = {sizeof vb, vb};
+        MDB_val t = {sizeof tk, tk}, empty = {0, NULL};
+        int mrc = index_drop_old_time(ix, txn, b);
+        if (mrc == 0)
+            mrc = mdb_put(txn, ix->batches, &k, &v, 0);
+        if (mrc == 0)
+            mrc = mdb_put(txn, ix->times, &t, &empty, 0);
+        if (mrc)
+            return mrc;
+    }
+    return 0;
+}
+
 int
 index_put_batches(index_t *ix, const index_batch_t *batches, size_t n, stele_error_t *err)
 {
@@ -505,28 +808,12 @@ index_put_batches(index_t *ix, const index_batch_t *batches, size_t n, stele_err
         return error_set_hinted(err, STELE_EINVAL, NULL, "index_put_batches: bad arguments");
     if (n == 0)
         return 0;
-    MDB_txn *txn = NULL;
-    int rc = index_begin(ix, 1, &txn, err);
+    int rc = index_check_writable(ix, err);
     if (rc)
         return rc;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t kb[8], vb[24], tk[16];
-        index_put_u64(kb, batches[i].first_seq);
-        index_encode_batch(vb, &batches[i]);
-        index_encode_time_key(tk, batches[i].first_ts_ns, batches[i].first_seq);
-        MDB_val k = {sizeof kb, kb}, v = {sizeof vb, vb};
-        MDB_val t = {sizeof tk, tk}, empty = {0, NULL};
-        int mrc = index_drop_old_time(ix, txn, &batches[i]);
-        if (mrc == 0)
-            mrc = mdb_put(txn, ix->batches, &k, &v, 0);
-        if (mrc == 0)
-            mrc = mdb_put(txn, ix->times, &t, &empty, 0);
-        if (mrc) {
-            mdb_txn_abort(txn);
-            return index_mdb_fail(err, mrc, ix, "write a batch to");
-        }
-    }
-    return index_commit(ix, txn, err);
+    index_batches_arg_t a = {batches, n};
+    int mrc = index_write(ix, index_put_batches_txn, &a);
+    return mrc ? index_mdb_fail(err, mrc, ix, "write a batch to") : 0;
 }
 
 /* Positions a cursor on the greatest key <= key. MDB_NOTFOUND when none. */
@@ -548,6 +835,24 @@ index_cursor_floor(MDB_cursor *cur, MDB_val *key, MDB_val *val)
  * NULL, else a floor (MDB_SET_RANGE then back) or ceiling (MDB_SET_RANGE) lookup. */
 enum index_lookup { INDEX_FLOOR, INDEX_CEIL, INDEX_FIRST, INDEX_LAST };
 
+/* Positions cur as `how` asks (*k holds the seq key of a floor or ceiling lookup); *k and *v
+ * receive the entry. Returns an LMDB code. */
+static int
+index_cursor_lookup(MDB_cursor *cur, enum index_lookup how, MDB_val *k, MDB_val *v)
+{
+    switch (how) {
+    case INDEX_FLOOR:
+        return index_cursor_floor(cur, k, v);
+    case INDEX_CEIL:
+        return mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+    case INDEX_FIRST:
+        return mdb_cursor_get(cur, k, v, MDB_FIRST);
+    case INDEX_LAST:
+        return mdb_cursor_get(cur, k, v, MDB_LAST);
+    }
+    return MDB_NOTFOUND; /* not reached: every lookup is handled above */
+}
+
 static int
 index_lookup_batch(index_t *ix, enum index_lookup how, uint64_t seq, index_batch_t *out,
                    stele_error_t *err)
@@ -556,29 +861,15 @@ index_lookup_batch(index_t *ix, enum index_lookup how, uint64_t seq, index_batch
         return error_set_hinted(err, STELE_EINVAL, NULL, "index lookup: bad arguments");
     MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
-    int rc = index_begin(ix, 0, &txn, err);
+    int rc = index_read_begin(ix, &txn, err);
     if (rc)
         return rc;
     int mrc = mdb_cursor_open(txn, ix->batches, &cur);
     uint8_t kb[8];
     index_put_u64(kb, seq);
     MDB_val k = {sizeof kb, kb}, v = {0, NULL};
-    if (mrc == 0) {
-        switch (how) {
-        case INDEX_FLOOR:
-            mrc = index_cursor_floor(cur, &k, &v);
-            break;
-        case INDEX_CEIL:
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-            break;
-        case INDEX_FIRST:
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-            break;
-        case INDEX_LAST:
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
-            break;
-        }
-    }
+    if (mrc == 0)
+        mrc = index_cursor_lookup(cur, how, &k, &v);
     if (mrc == 0 && index_decode_batch(&k, &v, out) != 0)
         rc = error_set_hinted(err, STELE_ECORRUPT, NULL, "index %s holds a malformed batch entry",
                               ix->path);
@@ -588,7 +879,7 @@ index_lookup_batch(index_t *ix, enum index_lookup how, uint64_t seq, index_batch
         rc = index_mdb_fail(err, mrc, ix, "read");
     if (cur)
         mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
+    index_read_end(ix, txn);
     return rc;
 }
 
@@ -616,6 +907,33 @@ index_first_batch(index_t *ix, index_batch_t *out, stele_error_t *err)
     return index_lookup_batch(ix, INDEX_FIRST, 0, out, err);
 }
 
+/* Positions a cursor on the greatest key < key. MDB_NOTFOUND when none. */
+static int
+index_cursor_before(MDB_cursor *cur, MDB_val *key, MDB_val *val)
+{
+    int mrc = mdb_cursor_get(cur, key, val, MDB_SET_RANGE);
+    if (mrc == MDB_NOTFOUND)
+        return mdb_cursor_get(cur, key, val, MDB_LAST);
+    return mrc ? mrc : mdb_cursor_get(cur, key, val, MDB_PREV);
+}
+
+/* The batch a times key names; a times key without its batch is corruption. */
+static int
+index_batch_of_time_key(index_t *ix, MDB_txn *txn, const MDB_val *time_key, index_batch_t *out)
+{
+    if (time_key->mv_size != 16)
+        return MDB_CORRUPTED;
+    uint8_t kb[8];
+    memcpy(kb, (const uint8_t *)time_key->mv_data + 8, 8);
+    MDB_val bk = {sizeof kb, kb}, bv;
+    int mrc = mdb_get(txn, ix->batches, &bk, &bv);
+    if (mrc == MDB_NOTFOUND)
+        return MDB_CORRUPTED; /* a times entry must have its batches entry */
+    if (mrc == 0 && index_decode_batch(&bk, &bv, out) != 0)
+        return MDB_CORRUPTED;
+    return mrc;
+}
+
 int
 index_find_time(index_t *ix, int64_t ts_ns, index_batch_t *out, stele_error_t *err)
 {
@@ -623,7 +941,7 @@ index_find_time(index_t *ix, int64_t ts_ns, index_batch_t *out, stele_error_t *e
         return error_set_hinted(err, STELE_EINVAL, NULL, "index_find_time: bad arguments");
     MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
-    int rc = index_begin(ix, 0, &txn, err);
+    int rc = index_read_begin(ix, &txn, err);
     if (rc)
         return rc;
     /* The smallest key (ts_ns, 0) is above every batch whose first ts is < ts_ns. */
@@ -631,33 +949,17 @@ index_find_time(index_t *ix, int64_t ts_ns, index_batch_t *out, stele_error_t *e
     index_encode_time_key(tk, ts_ns, 0);
     MDB_val k = {sizeof tk, tk}, v = {0, NULL};
     int mrc = mdb_cursor_open(txn, ix->times, &cur);
-    if (mrc == 0) {
-        mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-        if (mrc == MDB_NOTFOUND)
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
-        else if (mrc == 0)
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
-    }
-    if (mrc == 0 && k.mv_size != 16)
-        mrc = MDB_CORRUPTED;
-    MDB_val bk, bv;
-    uint8_t kb[8];
-    if (mrc == 0) {
-        memcpy(kb, (const uint8_t *)k.mv_data + 8, 8);
-        bk = (MDB_val){sizeof kb, kb};
-        mrc = mdb_get(txn, ix->batches, &bk, &bv);
-        if (mrc == MDB_NOTFOUND)
-            mrc = MDB_CORRUPTED; /* a times entry must have its batches entry */
-    }
-    if (mrc == 0 && index_decode_batch(&bk, &bv, out) != 0)
-        mrc = MDB_CORRUPTED;
+    if (mrc == 0)
+        mrc = index_cursor_before(cur, &k, &v);
+    if (mrc == 0)
+        mrc = index_batch_of_time_key(ix, txn, &k, out);
     if (mrc == MDB_NOTFOUND)
         rc = STELE_ENOTFOUND;
     else if (mrc)
         rc = index_mdb_fail(err, mrc, ix, "search the time table of");
     if (cur)
         mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
+    index_read_end(ix, txn);
     return rc;
 }
 
@@ -677,41 +979,51 @@ index_delete_at(index_t *ix, MDB_txn *txn, MDB_cursor *cur, const MDB_val *k, co
     return mdb_cursor_del(cur, 0);
 }
 
+typedef struct index_range_arg {
+    uint64_t lo, hi;
+    size_t n_deleted; /* out */
+} index_range_arg_t;
+
+/* Deletes up to INDEX_DELETE_CHUNK batch entries in [lo, hi] in txn. */
+static int
+index_delete_chunk_txn(index_t *ix, MDB_txn *txn, void *arg)
+{
+    index_range_arg_t *a = arg;
+    a->n_deleted = 0;
+    uint8_t kb[8];
+    index_put_u64(kb, a->lo);
+    MDB_cursor *cur = NULL;
+    int mrc = mdb_cursor_open(txn, ix->batches, &cur);
+    while (mrc == 0 && a->n_deleted < INDEX_DELETE_CHUNK) {
+        /* Re-seek after each delete rather than trust the cursor's post-delete place. */
+        MDB_val k = {sizeof kb, kb}, v;
+        mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        if (mrc || k.mv_size != 8 || index_get_u64(k.mv_data) > a->hi)
+            break;
+        mrc = index_delete_at(ix, txn, cur, &k, &v);
+        a->n_deleted += mrc == 0;
+    }
+    if (cur)
+        mdb_cursor_close(cur);
+    return mrc == MDB_NOTFOUND ? 0 : mrc;
+}
+
 /* Deletes batch entries in [lo, hi] in chunks of INDEX_DELETE_CHUNK per transaction. */
 static int
 index_delete_range(index_t *ix, uint64_t lo, uint64_t hi, stele_error_t *err)
 {
     if (!ix)
         return error_set_hinted(err, STELE_EINVAL, NULL, "index delete: no index");
-    for (;;) {
-        MDB_txn *txn = NULL;
-        MDB_cursor *cur = NULL;
-        int rc = index_begin(ix, 1, &txn, err);
-        if (rc)
-            return rc;
-        uint8_t kb[8];
-        index_put_u64(kb, lo);
-        size_t n_deleted = 0;
-        int mrc = mdb_cursor_open(txn, ix->batches, &cur);
-        while (mrc == 0 && n_deleted < INDEX_DELETE_CHUNK) {
-            /* Re-seek after each delete rather than trust the cursor's post-delete place. */
-            MDB_val k = {sizeof kb, kb}, v;
-            mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-            if (mrc || k.mv_size != 8 || index_get_u64(k.mv_data) > hi)
-                break;
-            mrc = index_delete_at(ix, txn, cur, &k, &v);
-            n_deleted += mrc == 0;
-        }
-        if (cur)
-            mdb_cursor_close(cur);
-        if (mrc && mrc != MDB_NOTFOUND) {
-            mdb_txn_abort(txn);
+    int rc = index_check_writable(ix, err);
+    if (rc)
+        return rc;
+    index_range_arg_t a = {.lo = lo, .hi = hi};
+    do {
+        int mrc = index_write(ix, index_delete_chunk_txn, &a);
+        if (mrc)
             return index_mdb_fail(err, mrc, ix, "delete from");
-        }
-        rc = index_commit(ix, txn, err);
-        if (rc || n_deleted < INDEX_DELETE_CHUNK)
-            return rc;
-    }
+    } while (a.n_deleted == INDEX_DELETE_CHUNK);
+    return 0;
 }
 
 int
@@ -730,23 +1042,56 @@ index_delete_before(index_t *ix, uint64_t seq, stele_error_t *err)
     return index_delete_range(ix, 0, seq - 1, err);
 }
 
+static int
+index_clear_batches_txn(index_t *ix, MDB_txn *txn, void *arg)
+{
+    (void)arg;
+    int mrc = mdb_drop(txn, ix->batches, 0);
+    return mrc ? mrc : mdb_drop(txn, ix->times, 0);
+}
+
 int
 index_clear_batches(index_t *ix, stele_error_t *err)
 {
     if (!ix)
         return error_set_hinted(err, STELE_EINVAL, NULL, "index_clear_batches: no index");
-    MDB_txn *txn = NULL;
-    int rc = index_begin(ix, 1, &txn, err);
+    int rc = index_check_writable(ix, err);
     if (rc)
         return rc;
-    int mrc = mdb_drop(txn, ix->batches, 0);
-    if (mrc == 0)
-        mrc = mdb_drop(txn, ix->times, 0);
-    if (mrc) {
-        mdb_txn_abort(txn);
-        return index_mdb_fail(err, mrc, ix, "clear");
-    }
-    return index_commit(ix, txn, err);
+    int mrc = index_write(ix, index_clear_batches_txn, NULL);
+    return mrc ? index_mdb_fail(err, mrc, ix, "clear") : 0;
+}
+
+/* One key put, or deleted (deleting a missing key is no error), in one table. */
+typedef struct index_kv_arg {
+    MDB_dbi dbi;
+    MDB_val key;
+    MDB_val value;
+    int is_delete;
+} index_kv_arg_t;
+
+static int
+index_kv_txn(index_t *ix, MDB_txn *txn, void *arg)
+{
+    (void)ix;
+    index_kv_arg_t *a = arg;
+    MDB_val key = a->key, value = a->value;
+    if (!a->is_delete)
+        return mdb_put(txn, a->dbi, &key, &value, 0);
+    int mrc = mdb_del(txn, a->dbi, &key, NULL);
+    return mrc == MDB_NOTFOUND ? 0 : mrc;
+}
+
+/* index_kv_txn in a write transaction of its own, its failure described as `what`. */
+static int
+index_write_kv(index_t *ix, const index_kv_arg_t *kv, const char *what, stele_error_t *err)
+{
+    int rc = index_check_writable(ix, err);
+    if (rc)
+        return rc;
+    index_kv_arg_t a = *kv;
+    int mrc = index_write(ix, index_kv_txn, &a);
+    return mrc ? index_mdb_fail(err, mrc, ix, what) : 0;
 }
 
 /* Keys are non-empty text without NUL that fits LMDB's key limit. */
@@ -768,17 +1113,8 @@ index_put_meta(index_t *ix, const char *key, const void *value, size_t len, stel
     if (!ix || (len && !value) || len > INDEX_META_VALUE_MAX)
         return error_set_hinted(err, STELE_EINVAL, NULL, "index meta %s: value over %d bytes", key,
                                 INDEX_META_VALUE_MAX);
-    MDB_txn *txn = NULL;
-    rc = index_begin(ix, 1, &txn, err);
-    if (rc)
-        return rc;
-    MDB_val k = {strlen(key), (void *)key}, v = {len, (void *)value};
-    int mrc = mdb_put(txn, ix->meta, &k, &v, 0);
-    if (mrc) {
-        mdb_txn_abort(txn);
-        return index_mdb_fail(err, mrc, ix, "write meta to");
-    }
-    return index_commit(ix, txn, err);
+    index_kv_arg_t kv = {ix->meta, {strlen(key), (void *)key}, {len, (void *)value}, 0};
+    return index_write_kv(ix, &kv, "write meta to", err);
 }
 
 int
@@ -791,7 +1127,7 @@ index_get_meta(index_t *ix, const char *key, void *value, size_t cap, size_t *le
     if (!ix || (cap && !value))
         return error_set_hinted(err, STELE_EINVAL, NULL, "index_get_meta: bad arguments");
     MDB_txn *txn = NULL;
-    rc = index_begin(ix, 0, &txn, err);
+    rc = index_read_begin(ix, &txn, err);
     if (rc)
         return rc;
     MDB_val k = {strlen(key), (void *)key}, v;
@@ -805,7 +1141,7 @@ index_get_meta(index_t *ix, const char *key, void *value, size_t cap, size_t *le
     } else {
         rc = index_mdb_fail(err, mrc, ix, "read meta from");
     }
-    mdb_txn_abort(txn);
+    index_read_end(ix, txn);
     return rc;
 }
 
@@ -815,17 +1151,10 @@ index_delete_meta(index_t *ix, const char *key, stele_error_t *err)
     int rc = index_check_name("meta key", key, INDEX_META_VALUE_MAX, err);
     if (rc)
         return rc;
-    MDB_txn *txn = NULL;
-    rc = index_begin(ix, 1, &txn, err);
-    if (rc)
-        return rc;
-    MDB_val k = {strlen(key), (void *)key};
-    int mrc = mdb_del(txn, ix->meta, &k, NULL);
-    if (mrc && mrc != MDB_NOTFOUND) {
-        mdb_txn_abort(txn);
-        return index_mdb_fail(err, mrc, ix, "delete meta from");
-    }
-    return index_commit(ix, txn, err);
+    if (!ix)
+        return error_set_hinted(err, STELE_EINVAL, NULL, "index_delete_meta: no index");
+    index_kv_arg_t kv = {ix->meta, {strlen(key), (void *)key}, {0, NULL}, 1};
+    return index_write_kv(ix, &kv, "delete meta from", err);
 }
 
 int
@@ -835,19 +1164,10 @@ index_put_checkpoint(index_t *ix, const char *sink, uint64_t seq, stele_error_t 
     if (rc || !ix)
         return rc ? rc
                   : error_set_hinted(err, STELE_EINVAL, NULL, "index_put_checkpoint: no index");
-    MDB_txn *txn = NULL;
-    rc = index_begin(ix, 1, &txn, err);
-    if (rc)
-        return rc;
     uint8_t vb[8];
     index_put_u64(vb, seq);
-    MDB_val k = {strlen(sink), (void *)sink}, v = {sizeof vb, vb};
-    int mrc = mdb_put(txn, ix->checkpoints, &k, &v, 0);
-    if (mrc) {
-        mdb_txn_abort(txn);
-        return index_mdb_fail(err, mrc, ix, "write a checkpoint to");
-    }
-    return index_commit(ix, txn, err);
+    index_kv_arg_t kv = {ix->checkpoints, {strlen(sink), (void *)sink}, {sizeof vb, vb}, 0};
+    return index_write_kv(ix, &kv, "write a checkpoint to", err);
 }
 
 int
@@ -858,7 +1178,7 @@ index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_error_t
         return rc ? rc
                   : error_set_hinted(err, STELE_EINVAL, NULL, "index_get_checkpoint: bad args");
     MDB_txn *txn = NULL;
-    rc = index_begin(ix, 0, &txn, err);
+    rc = index_read_begin(ix, &txn, err);
     if (rc)
         return rc;
     MDB_val k = {strlen(sink), (void *)sink}, v;
@@ -871,7 +1191,7 @@ index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_error_t
                               "index %s: malformed checkpoint for sink %s", ix->path, sink);
     else if (mrc != MDB_NOTFOUND)
         rc = index_mdb_fail(err, mrc, ix, "read a checkpoint from");
-    mdb_txn_abort(txn);
+    index_read_end(ix, txn);
     return rc;
 }
 
@@ -883,7 +1203,7 @@ index_list_checkpoints(index_t *ix, char (*names)[64], uint64_t *seqs, size_t ma
         return error_set_hinted(err, STELE_EINVAL, NULL, "index_list_checkpoints: bad arguments");
     MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
-    int rc = index_begin(ix, 0, &txn, err);
+    int rc = index_read_begin(ix, &txn, err);
     if (rc)
         return rc;
     MDB_val k, v;
@@ -904,7 +1224,7 @@ index_list_checkpoints(index_t *ix, char (*names)[64], uint64_t *seqs, size_t ma
         rc = index_mdb_fail(err, mrc, ix, "list checkpoints of");
     if (cur)
         mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
+    index_read_end(ix, txn);
     return rc ? rc : (int)n;
 }
 
@@ -936,12 +1256,12 @@ index_dead_count_key(char *key, const char *sink)
 
 static int index_walk_dead_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t from_seq,
                                uint64_t *seqs, index_dead_letter_t *letters, size_t max,
-                               uint64_t *count, stele_error_t *err);
+                               uint64_t *count);
 
-/* The sink's count as stored, or walked when it was never stored (*was_stored 0). */
+/* The sink's count as stored, or walked when it was never stored (*was_stored 0). Returns
+ * an LMDB code. */
 static int
-index_dead_count_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t *count, int *was_stored,
-                     stele_error_t *err)
+index_dead_count_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t *count, int *was_stored)
 {
     char key[sizeof INDEX_DEAD_COUNT_PREFIX + INDEX_SINK_NAME_MAX];
     MDB_val k = {index_dead_count_key(key, sink), key}, v;
@@ -952,35 +1272,62 @@ index_dead_count_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t *coun
         return 0;
     }
     if (mrc && mrc != MDB_NOTFOUND)
-        return index_mdb_fail(err, mrc, ix, "read a dead-letter count from");
-    return index_walk_dead_txn(ix, txn, sink, 0, NULL, NULL, 0, count, err);
+        return mrc;
+    return index_walk_dead_txn(ix, txn, sink, 0, NULL, NULL, 0, count);
 }
 
 static int
-index_put_dead_count_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t count,
-                         stele_error_t *err)
+index_put_dead_count_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t count)
 {
     char key[sizeof INDEX_DEAD_COUNT_PREFIX + INDEX_SINK_NAME_MAX];
     uint8_t vb[8];
     index_put_u64(vb, count);
     MDB_val k = {index_dead_count_key(key, sink), key}, v = {8, vb};
-    int mrc = mdb_put(txn, ix->meta, &k, &v, 0);
-    return mrc ? index_mdb_fail(err, mrc, ix, "write a dead-letter count to") : 0;
+    return mdb_put(txn, ix->meta, &k, &v, 0);
 }
 
-/* Adds delta (+1/-1) to the sink's stored count, inside the caller's write transaction. */
+/* Adds delta (+1/-1) to the sink's stored count, inside the caller's write transaction.
+ * Returns an LMDB code. */
 static int
-index_add_dead_count_txn(index_t *ix, MDB_txn *txn, const char *sink, int delta, stele_error_t *err)
+index_add_dead_count_txn(index_t *ix, MDB_txn *txn, const char *sink, int delta)
 {
     uint64_t count = 0;
     int was_stored = 0;
-    int rc = index_dead_count_txn(ix, txn, sink, &count, &was_stored, err);
-    if (rc)
-        return rc;
+    int mrc = index_dead_count_txn(ix, txn, sink, &count, &was_stored);
+    if (mrc)
+        return mrc;
     /* A walked count already includes (or excludes) the change made in this transaction. */
     if (was_stored)
         count = delta < 0 ? (count > 0 ? count - 1 : 0) : count + 1;
-    return index_put_dead_count_txn(ix, txn, sink, count, err);
+    return index_put_dead_count_txn(ix, txn, sink, count);
+}
+
+/* A dead letter's key and value, and the sink whose count it changes. */
+typedef struct index_dead_arg {
+    const char *sink;
+    MDB_val key;
+    MDB_val value; /* unused by a delete */
+} index_dead_arg_t;
+
+static int
+index_put_dead_letter_txn(index_t *ix, MDB_txn *txn, void *arg)
+{
+    const index_dead_arg_t *a = arg;
+    MDB_val k = a->key, v = a->value, old;
+    int is_new = mdb_get(txn, ix->dead, &k, &old) == MDB_NOTFOUND;
+    int mrc = mdb_put(txn, ix->dead, &k, &v, 0);
+    if (mrc == 0 && is_new)
+        mrc = index_add_dead_count_txn(ix, txn, a->sink, +1);
+    return mrc;
+}
+
+static int
+index_delete_dead_letter_txn(index_t *ix, MDB_txn *txn, void *arg)
+{
+    const index_dead_arg_t *a = arg;
+    MDB_val k = a->key;
+    int mrc = mdb_del(txn, ix->dead, &k, NULL);
+    return mrc ? mrc : index_add_dead_count_txn(ix, txn, a->sink, -1);
 }
 
 int
@@ -1002,24 +1349,13 @@ index_put_dead_letter(index_t *ix, const char *sink, uint64_t seq, const char *w
     index_put_u64(vb + 1, (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000);
     if (why_len)
         memcpy(vb + INDEX_DEAD_HEADER, why, why_len);
-    MDB_txn *txn = NULL;
-    rc = index_begin(ix, 1, &txn, err);
+    rc = index_check_writable(ix, err);
     if (rc)
         return rc;
-    MDB_val k = {index_dead_key(kb, sink, seq), kb}, v = {INDEX_DEAD_HEADER + why_len, vb};
-    MDB_val old;
-    int is_new = mdb_get(txn, ix->dead, &k, &old) == MDB_NOTFOUND;
-    int mrc = mdb_put(txn, ix->dead, &k, &v, 0);
-    if (mrc) {
-        mdb_txn_abort(txn);
-        return index_mdb_fail(err, mrc, ix, "write a dead letter to");
-    }
-    rc = is_new ? index_add_dead_count_txn(ix, txn, sink, +1, err) : 0;
-    if (rc) {
-        mdb_txn_abort(txn);
-        return rc;
-    }
-    return index_commit(ix, txn, err);
+    index_dead_arg_t a = {
+        sink, {index_dead_key(kb, sink, seq), kb}, {INDEX_DEAD_HEADER + why_len, vb}};
+    int mrc = index_write(ix, index_put_dead_letter_txn, &a);
+    return mrc ? index_mdb_fail(err, mrc, ix, "write a dead letter to") : 0;
 }
 
 /* Decodes a dead letter's value (either layout) into out. */
@@ -1048,34 +1384,24 @@ index_delete_dead_letter(index_t *ix, const char *sink, uint64_t seq, stele_erro
     if (rc || !ix)
         return rc ? rc
                   : error_set_hinted(err, STELE_EINVAL, NULL, "index_delete_dead_letter: no ix");
-    uint8_t kb[INDEX_SINK_NAME_MAX + 9];
-    MDB_txn *txn = NULL;
-    rc = index_begin(ix, 1, &txn, err);
+    rc = index_check_writable(ix, err);
     if (rc)
         return rc;
-    MDB_val k = {index_dead_key(kb, sink, seq), kb};
-    int mrc = mdb_del(txn, ix->dead, &k, NULL);
-    if (mrc) {
-        mdb_txn_abort(txn);
-        if (mrc == MDB_NOTFOUND)
-            return error_set_hinted(err, STELE_ENOTFOUND, NULL,
-                                    "sink %s has no dead letter at seq %" PRIu64, sink, seq);
-        return index_mdb_fail(err, mrc, ix, "delete a dead letter from");
-    }
-    rc = index_add_dead_count_txn(ix, txn, sink, -1, err);
-    if (rc) {
-        mdb_txn_abort(txn);
-        return rc;
-    }
-    return index_commit(ix, txn, err);
+    uint8_t kb[INDEX_SINK_NAME_MAX + 9];
+    index_dead_arg_t a = {sink, {index_dead_key(kb, sink, seq), kb}, {0, NULL}};
+    int mrc = index_write(ix, index_delete_dead_letter_txn, &a);
+    if (mrc == MDB_NOTFOUND)
+        return error_set_hinted(err, STELE_ENOTFOUND, NULL,
+                                "sink %s has no dead letter at seq %" PRIu64, sink, seq);
+    return mrc ? index_mdb_fail(err, mrc, ix, "delete a dead letter from") : 0;
 }
 
 /* Walks a sink's dead letters from from_seq inside txn, storing up to max of them in seqs
  * and/or letters (either may be NULL); returns the count walked (all of them when both are
- * NULL) in *count, and 0 or < 0. */
+ * NULL) in *count, and an LMDB code. */
 static int
 index_walk_dead_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t from_seq, uint64_t *seqs,
-                    index_dead_letter_t *letters, size_t max, uint64_t *count, stele_error_t *err)
+                    index_dead_letter_t *letters, size_t max, uint64_t *count)
 {
     uint8_t kb[INDEX_SINK_NAME_MAX + 9];
     size_t prefix_len = strlen(sink) + 1;
@@ -1083,7 +1409,6 @@ index_walk_dead_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t from_s
     MDB_cursor *cur = NULL;
     MDB_val k = {index_dead_key(kb, sink, from_seq), kb}, v;
     uint64_t n = 0;
-    int rc = 0;
     int mrc = mdb_cursor_open(txn, ix->dead, &cur);
     if (mrc == 0)
         mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
@@ -1099,12 +1424,10 @@ index_walk_dead_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t from_s
             index_decode_dead(seq, &v, &letters[n]);
         n++;
     }
-    if (mrc && mrc != MDB_NOTFOUND)
-        rc = index_mdb_fail(err, mrc, ix, "list dead letters of");
     if (cur)
         mdb_cursor_close(cur);
     *count = n;
-    return rc;
+    return mrc == MDB_NOTFOUND ? 0 : mrc;
 }
 
 /* A read transaction for a sink's dead letters, after checking the sink's name. */
@@ -1114,7 +1437,7 @@ index_begin_dead_read(index_t *ix, const char *sink, MDB_txn **txn, stele_error_
     int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
     if (rc || !ix)
         return rc ? rc : error_set_hinted(err, STELE_EINVAL, NULL, "dead letters: no index");
-    return index_begin(ix, 0, txn, err);
+    return index_read_begin(ix, txn, err);
 }
 
 /* index_walk_dead_txn in a read transaction of its own. */
@@ -1126,9 +1449,9 @@ index_walk_dead(index_t *ix, const char *sink, uint64_t from_seq, uint64_t *seqs
     int rc = index_begin_dead_read(ix, sink, &txn, err);
     if (rc)
         return rc;
-    rc = index_walk_dead_txn(ix, txn, sink, from_seq, seqs, letters, max, count, err);
-    mdb_txn_abort(txn);
-    return rc;
+    int mrc = index_walk_dead_txn(ix, txn, sink, from_seq, seqs, letters, max, count);
+    index_read_end(ix, txn);
+    return mrc ? index_mdb_fail(err, mrc, ix, "list dead letters of") : 0;
 }
 
 int
@@ -1169,9 +1492,9 @@ index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_e
     if (rc)
         return rc;
     int was_stored = 0;
-    rc = index_dead_count_txn(ix, txn, sink, count, &was_stored, err);
-    mdb_txn_abort(txn);
-    return rc;
+    int mrc = index_dead_count_txn(ix, txn, sink, count, &was_stored);
+    index_read_end(ix, txn);
+    return mrc ? index_mdb_fail(err, mrc, ix, "count dead letters of") : 0;
 }
 
 int
@@ -1181,7 +1504,15 @@ index_sync(index_t *ix, stele_error_t *err)
         return error_set_hinted(err, STELE_EINVAL, NULL, "index_sync: no index");
     if (!ix->is_writable)
         return 0;
-    int rc = mdb_env_sync(ix->env, 1);
+    /* A reader process killed inside a read transaction leaves its slot behind, and the
+     * snapshot it names pinned: no page freed after it is reused, so every write grows the
+     * data file (by megabytes a minute under a busy writer, on the journal's disk) until the
+     * slot is cleared. lmdb.h asks for a periodic check; this is the writer's periodic call. */
+    int n_cleared = 0;
+    int rc = mdb_reader_check(ix->env, &n_cleared);
+    if (rc)
+        return index_mdb_fail(err, rc, ix, "check the readers of");
+    rc = mdb_env_sync(ix->env, 1);
     if (rc)
         return index_mdb_fail(err, rc, ix, "sync");
     return 0;

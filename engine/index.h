@@ -31,9 +31,15 @@ typedef struct index_batch {
 } index_batch_t;
 
 /* Opens (creating if `writable` and missing) the LMDB environment in `dir`/index.
- * Read-only opens of an index that does not exist return STELE_ENOTFOUND. */
+ * Read-only opens of an index that does not exist (no directory, or no data file written
+ * yet) return STELE_ENOTFOUND and create nothing. */
 int index_open(const char *dir, int writable, unsigned file_mode, index_t **out,
                stele_error_t *err);
+/* index_open with the initial size of the map (address space, not disk) of an environment
+ * it opens, in bytes; index_open reserves 8 GiB. Ignored when the process has the index open
+ * already (the handles share that environment). For tests that reach the map's limit. */
+int index_open_mapped(const char *dir, int writable, unsigned file_mode, size_t map_bytes,
+                      index_t **out, stele_error_t *err);
 void index_close(index_t *ix);
 
 /* Records batch starts in one transaction. */
@@ -97,7 +103,10 @@ int index_read_dead_letters(index_t *ix, const char *sink, uint64_t from_seq,
                             index_dead_letter_t *out, size_t max, stele_error_t *err);
 int index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_error_t *err);
 
-/* Flushes the environment to disk (the index is opened with MDB_NOSYNC). */
+/* Flushes the environment to disk (the index is opened with MDB_NOSYNC) and clears the
+ * lock-table slots of reader processes that died inside a transaction (they would pin old
+ * pages and make the data file grow with every write). The engine calls it about once a
+ * second after writing. A no-op on a read-only handle. */
 int index_sync(index_t *ix, stele_error_t *err);
 
 #endif /* STELE_ENGINE_INDEX_H */

@@ -12,8 +12,12 @@
 
 #include <fcntl.h>
 #include <dirent.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,8 +391,8 @@ lock_file_fds(const char *dir)
 /* One LMDB environment per index per process (closing a second one would drop the
  * process's locks on the lock file): more handles on an open index share it, a read-only
  * handle is served by the writable environment, and the environment lives until its last
- * handle closes. The one exception, a writable open while only read-only handles are
- * open, gets an environment of its own and still works. */
+ * handle closes, even when only read-only handles are left on it (the exception, a
+ * writable open while the process holds only a read-only environment, has a test below). */
 static void
 test_index_handles_in_one_process_share_one_environment(void **state)
 {
@@ -412,7 +416,8 @@ test_index_handles_in_one_process_share_one_environment(void **state)
     assert_int_equal(index_get_checkpoint(r1, "sink", &seq, NULL), 0);
     assert_int_equal(index_open(f->dir, 0, 0, &r2, NULL), 0);
     assert_int_equal(lock_file_fds(f->dir), fds);
-    /* writable while only read-only handles are open: an environment of its own */
+    /* writable while only read-only handles are open: the environment they use is the
+     * writable one, so it serves this handle too */
     assert_int_equal(index_open(f->dir, 1, 0, &f->ix, NULL), 0);
     assert_int_equal(index_put_checkpoint(f->ix, "sink", 44, NULL), 0);
     assert_int_equal(index_get_checkpoint(r2, "sink", &seq, NULL), 0);
@@ -420,6 +425,339 @@ test_index_handles_in_one_process_share_one_environment(void **state)
     index_close(r1);
     index_close(r2);
     assert_int_equal(lock_file_fds(f->dir), fds);
+}
+
+/* -- the map's limit ----------------------------------------------------------------- */
+
+/* A small map, so a test reaches its limit with a few megabytes of batches. */
+#define SMALL_MAP_BYTES ((size_t)1 << 20)
+/* Batches a test writes past the small map: about 70 bytes each in the index, 4 MiB in all. */
+#define MANY_BATCHES 60000
+#define MANY_PER_PUT 5000
+
+/* MANY_BATCHES batch starts at seqs 1, 4, 7, ... with ts = 1000 * seq, from `from` on. */
+static void
+put_many(index_t *ix, size_t from, size_t to)
+{
+    index_batch_t *b = calloc(MANY_PER_PUT, sizeof *b);
+    assert_non_null(b);
+    for (size_t i = from; i < to;) {
+        size_t n = 0;
+        for (; n < MANY_PER_PUT && i < to; n++, i++) {
+            uint64_t seq = 1 + 3 * (uint64_t)i;
+            b[n] = batch(seq, 1 + i / 1000, 64 * (i % 1000), (int64_t)(1000 * seq));
+        }
+        stele_error_t err;
+        int rc = index_put_batches(ix, b, n, &err);
+        if (rc)
+            fail_msg("index_put_batches before batch %zu: %s", i, err.message);
+    }
+    free(b);
+}
+
+static void
+expect_many(index_t *ix)
+{
+    index_batch_t b;
+    uint64_t last_seq = 1 + 3 * (uint64_t)(MANY_BATCHES - 1);
+    assert_int_equal(index_last_batch(ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, last_seq);
+    assert_int_equal(index_find_seq(ix, 3 * 30000 + 2, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 3 * 30000 + 1);
+    assert_int_equal(b.offset, 64 * (30000 % 1000));
+    assert_int_equal(index_find_time(ix, INT64_MAX, &b, NULL), 0);
+    assert_int_equal(b.first_seq, last_seq);
+}
+
+/* An index that outgrows its map (retention is off by default, so a busy journal's index
+ * keeps growing) grows the map rather than refusing every later write with MDB_MAP_FULL,
+ * and keeps what it had. */
+static void
+test_index_full_map_grows_and_keeps_every_batch(void **state)
+{
+    fixture_t *f = *state;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/small", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    index_t *ix = NULL;
+    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    put_many(ix, 0, MANY_BATCHES);
+    expect_many(ix);
+    assert_int_equal(index_put_checkpoint(ix, "s", 99, NULL), 0);
+    assert_int_equal(index_put_dead_letter(ix, "s", 7, "rejected", NULL), 0);
+    assert_int_equal(index_delete_before(ix, 3 * 1000 + 1, NULL), 0);
+    assert_int_equal(index_sync(ix, NULL), 0);
+    index_close(ix);
+
+    /* Reopened with the small map again: LMDB maps at least what the data needs. */
+    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    expect_many(ix);
+    index_batch_t b;
+    assert_int_equal(index_first_batch(ix, &b, NULL), 0);
+    assert_int_equal(b.first_seq, 3 * 1000 + 1);
+    uint64_t seq = 0, count = 0;
+    assert_int_equal(index_get_checkpoint(ix, "s", &seq, NULL), 0);
+    assert_int_equal(seq, 99);
+    assert_int_equal(index_count_dead_letters(ix, "s", &count, NULL), 0);
+    assert_int_equal(count, 1);
+    index_close(ix);
+}
+
+/* Threads of the writer's process read while it grows the map under them: LMDB may remap
+ * only with no transaction open in the process, so a grow waits for their reads and their
+ * next reads wait for it. Each reader sees the last batch move only forward. */
+typedef struct grow_reader {
+    index_t *ix;
+    _Atomic int *is_done;
+    int n_failed;
+    long n_reads;
+} grow_reader_t;
+
+static void *
+grow_reader_main(void *arg)
+{
+    grow_reader_t *r = arg;
+    uint64_t last_seen = 0;
+    while (!atomic_load(r->is_done)) {
+        index_batch_t b = {0};
+        int is_ok = index_last_batch(r->ix, &b, NULL) == 0 && b.first_seq >= last_seen &&
+                    index_find_seq(r->ix, b.first_seq, &b, NULL) == 0;
+        r->n_failed += !is_ok;
+        last_seen = is_ok ? b.first_seq : last_seen;
+        r->n_reads++;
+    }
+    return NULL;
+}
+
+static void
+test_index_map_grows_while_other_threads_read(void **state)
+{
+    fixture_t *f = *state;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/small", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    index_t *ix = NULL, *ro = NULL;
+    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    assert_int_equal(index_open(dir, 0, 0, &ro, NULL), 0); /* shares ix's environment */
+    put_many(ix, 0, 1);
+    _Atomic int is_done = 0;
+    grow_reader_t readers[3];
+    pthread_t threads[3];
+    for (int i = 0; i < 3; i++) {
+        readers[i] = (grow_reader_t){.ix = i ? ro : ix, .is_done = &is_done};
+        assert_int_equal(pthread_create(&threads[i], NULL, grow_reader_main, &readers[i]), 0);
+    }
+    put_many(ix, 1, MANY_BATCHES);
+    atomic_store(&is_done, 1);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(threads[i], NULL);
+        assert_int_equal(readers[i].n_failed, 0);
+        assert_true(readers[i].n_reads > 0);
+    }
+    expect_many(ro);
+    index_close(ro);
+    index_close(ix);
+}
+
+/* The read-only side, in a child process opened with a small map: it sees the batch
+ * written before it opened, then, after the writer grew the map past its own, the batches
+ * written since (LMDB answers MDB_MAP_RESIZED until it adopts the new size). */
+static int
+small_map_reader_child(const char *dir, int ready_fd, int go_fd)
+{
+    index_t *ro = NULL;
+    index_batch_t b;
+    char byte = 'r';
+    if (index_open_mapped(dir, 0, 0, SMALL_MAP_BYTES, &ro, NULL) != 0)
+        return 10;
+    if (index_last_batch(ro, &b, NULL) != 0 || b.first_seq != 1)
+        return 11;
+    if (write(ready_fd, &byte, 1) != 1 || read(go_fd, &byte, 1) != 1)
+        return 12;
+    if (index_last_batch(ro, &b, NULL) != 0 || b.first_seq != 1 + 3 * (uint64_t)(MANY_BATCHES - 1))
+        return 13;
+    index_close(ro);
+    return 0;
+}
+
+static void
+test_index_reader_in_another_process_follows_the_map_the_writer_grew(void **state)
+{
+    fixture_t *f = *state;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/small", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    index_t *ix = NULL;
+    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    put_many(ix, 0, 1);
+    int ready[2], go[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(ready[0]);
+        close(go[1]); /* a parent that fails and exits then ends the child's wait */
+        _exit(small_map_reader_child(dir, ready[1], go[0]));
+    }
+    char byte;
+    assert_int_equal(read(ready[0], &byte, 1), 1);
+    put_many(ix, 1, MANY_BATCHES);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+    index_close(ix);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* The lock LMDB's users hold on byte 0 of the lock file, as another process sees it:
+ * F_RDLCK while an environment on it is open in this process, F_UNLCK once none holds it
+ * (then another process may take the environment for unused and reset its lock table). */
+static int
+lock_file_lock_seen_by_another_process(const char *dir)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/index/lock.mdb", dir);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+        int fd = open(path, O_RDWR);
+        int seen = fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 ? fl.l_type : -1;
+        _exit(write(fds[1], &seen, sizeof seen) == (ssize_t)sizeof seen ? 0 : 1);
+    }
+    int seen = -1;
+    assert_int_equal(read(fds[0], &seen, sizeof seen), (ssize_t)sizeof seen);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    close(fds[0]);
+    close(fds[1]);
+    return seen;
+}
+
+/* A writable open while this process holds the index only read-only cannot use the
+ * read-only environment: it gets a second one, which the next writable handles share, and
+ * neither is closed while the other is in use (closing either's lock file would drop the
+ * locks of both). */
+static void
+test_index_writable_opens_after_a_read_only_one_share_one_more_environment(void **state)
+{
+    fixture_t *f = *state;
+    index_close(f->ix);
+    f->ix = NULL;
+    index_t *ro = NULL, *w1 = NULL, *w2 = NULL;
+    assert_int_equal(index_open(f->dir, 0, 0, &ro, NULL), 0);
+    assert_int_equal(lock_file_fds(f->dir), 1);
+    assert_int_equal(index_open(f->dir, 1, 0600, &w1, NULL), 0);
+    assert_int_equal(lock_file_fds(f->dir), 2);
+    assert_int_equal(index_open(f->dir, 1, 0600, &w2, NULL), 0);
+    assert_int_equal(lock_file_fds(f->dir), 2); /* w2 shares w1's environment */
+    assert_int_equal(index_put_checkpoint(w2, "sink", 5, NULL), 0);
+    uint64_t seq = 0;
+    assert_int_equal(index_get_checkpoint(ro, "sink", &seq, NULL), 0);
+    assert_int_equal(seq, 5);
+
+    index_close(w2);
+    index_close(w1);
+    assert_int_equal(lock_file_lock_seen_by_another_process(f->dir), F_RDLCK);
+    assert_int_equal(index_get_checkpoint(ro, "sink", &seq, NULL), 0);
+    assert_int_equal(index_open(f->dir, 1, 0600, &w1, NULL), 0);
+    assert_int_equal(lock_file_fds(f->dir), 2);
+    assert_int_equal(index_put_checkpoint(w1, "sink", 6, NULL), 0);
+    index_close(w1);
+    assert_int_equal(lock_file_lock_seen_by_another_process(f->dir), F_RDLCK);
+    index_close(ro);
+    assert_int_equal(lock_file_fds(f->dir), 0); /* the last handle closed both */
+    assert_int_equal(lock_file_lock_seen_by_another_process(f->dir), F_UNLCK);
+}
+
+/* -- stale readers -------------------------------------------------------------------- */
+
+/* Another program's reader, killed in the middle of a read transaction: its slot in the
+ * lock table keeps that transaction's snapshot pinned (LMDB reuses no page freed after it,
+ * so the data file grows with every write) until someone clears the slot. The child opens
+ * the environment with LMDB itself, as any reading process does, and reports once its
+ * transaction is open; it never ends it. */
+static int
+killed_reader_child(const char *dir, int ready_fd)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/index", dir);
+    MDB_env *env = NULL;
+    MDB_txn *txn = NULL;
+    if (mdb_env_create(&env) != 0 || mdb_env_set_maxdbs(env, 5) != 0 ||
+        mdb_env_open(env, path, MDB_RDONLY, 0600) != 0 ||
+        mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) != 0)
+        return 1;
+    char byte = 'r';
+    if (write(ready_fd, &byte, 1) != 1)
+        return 2;
+    for (;;)
+        pause();
+}
+
+/* How many reader slots of dead processes the lock table holds, as a process that opens
+ * the index now finds them. */
+static int
+stale_reader_slots(const char *dir)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/index", dir);
+        MDB_env *env = NULL;
+        int n_dead = -1;
+        if (mdb_env_create(&env) == 0 && mdb_env_set_maxdbs(env, 5) == 0 &&
+            mdb_env_open(env, path, MDB_RDONLY, 0600) == 0 && mdb_reader_check(env, &n_dead) != 0)
+            n_dead = -1;
+        _exit(write(fds[1], &n_dead, sizeof n_dead) == (ssize_t)sizeof n_dead ? 0 : 1);
+    }
+    int n_dead = -2;
+    assert_int_equal(read(fds[0], &n_dead, sizeof n_dead), (ssize_t)sizeof n_dead);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    close(fds[0]);
+    close(fds[1]);
+    return n_dead;
+}
+
+/* A writer runs for days; readers come and go, and one killed mid-transaction must not pin
+ * the index's pages until the writer happens to reopen. The engine calls index_sync about
+ * once a second after writing: that clears the slots of dead readers (lmdb.h: check for
+ * stale readers periodically). */
+static void
+test_index_sync_clears_the_slot_of_a_reader_killed_mid_transaction(void **state)
+{
+    fixture_t *f = *state; /* f->ix: the writer, open before the reader came and died */
+    put_ladder(f->ix, 2);
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(ready[0]);
+        _exit(killed_reader_child(f->dir, ready[1]));
+    }
+    char byte;
+    assert_int_equal(read(ready[0], &byte, 1), 1);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    close(ready[0]);
+    close(ready[1]);
+
+    put_ladder(f->ix, 4); /* the writer's next batch starts, then its lazy sync */
+    assert_int_equal(index_sync(f->ix, NULL), 0);
+    assert_int_equal(stale_reader_slots(f->dir), 0);
 }
 
 /* After fork() the child opens environments of its own (LMDB forbids using the parent's):
@@ -608,6 +946,42 @@ test_index_read_only_open_of_missing_index_says_not_found(void **state)
     assert_int_not_equal(stat(idx, &st), 0); /* nothing created */
 }
 
+/* An index directory whose data file was never written (a writer stopped between making the
+ * directory and initialising the environment) is an index that does not exist yet: a
+ * read-only open says STELE_ENOTFOUND, as for a missing directory, and writes nothing. */
+static void
+test_index_read_only_open_of_an_uninitialised_index_says_not_found(void **state)
+{
+    fixture_t *f = *state;
+    char other[128], idx[160], data[192];
+    snprintf(other, sizeof other, "%s/fresh", f->dir);
+    snprintf(idx, sizeof idx, "%s/index", other);
+    snprintf(data, sizeof data, "%s/data.mdb", idx);
+    assert_int_equal(mkdir(other, 0700), 0);
+    assert_int_equal(mkdir(idx, 0700), 0);
+    index_t *ro = NULL;
+    stele_error_t err;
+    assert_int_equal(index_open(other, 0, 0, &ro, &err), STELE_ENOTFOUND);
+    assert_null(ro);
+    struct stat st;
+    assert_int_not_equal(stat(data, &st), 0); /* nothing created */
+
+    int fd = open(data, O_WRONLY | O_CREAT, 0600); /* created, never written */
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(index_open(other, 0, 0, &ro, &err), STELE_ENOTFOUND);
+    assert_null(ro);
+    assert_int_equal(stat(data, &st), 0);
+    assert_int_equal(st.st_size, 0);
+
+    /* The writer initialises it; then readers open it. */
+    index_t *ix = NULL;
+    assert_int_equal(index_open(other, 1, 0600, &ix, NULL), 0);
+    assert_int_equal(index_open(other, 0, 0, &ro, NULL), 0);
+    index_close(ro);
+    index_close(ix);
+}
+
 static void
 test_index_applies_file_mode(void **state)
 {
@@ -676,6 +1050,52 @@ test_index_corrupt_environment_is_moved_aside_and_marked_rebuilt(void **state)
     assert_int_equal(stat(moved, &st), 0);
 }
 
+/* Sound meta pages over table pages LMDB finds corrupt when it opens the tables: a
+ * read-only open reports it, a writable open moves the environment aside as for a bad
+ * meta page. */
+static void
+test_index_corrupt_tables_are_moved_aside_and_marked_rebuilt(void **state)
+{
+    fixture_t *f = *state;
+    put_ladder(f->ix, 3);
+    assert_int_equal(index_put_checkpoint(f->ix, "s", 21, NULL), 0);
+    assert_int_equal(index_sync(f->ix, NULL), 0);
+    index_close(f->ix);
+    f->ix = NULL;
+    char data[128];
+    snprintf(data, sizeof data, "%s/index/data.mdb", f->dir);
+    struct stat st;
+    assert_int_equal(stat(data, &st), 0);
+    off_t metas_bytes = 2 * (off_t)sysconf(_SC_PAGESIZE); /* LMDB's two meta pages */
+    assert_true(st.st_size > metas_bytes);
+    int fd = open(data, O_WRONLY);
+    assert_true(fd >= 0);
+    size_t len = (size_t)(st.st_size - metas_bytes);
+    char *zeros = calloc(1, len);
+    assert_non_null(zeros);
+    assert_int_equal(pwrite(fd, zeros, len, metas_bytes), (ssize_t)len);
+    free(zeros);
+    close(fd);
+
+    index_t *ro = NULL;
+    stele_error_t err;
+    assert_int_equal(index_open(f->dir, 0, 0, &ro, &err), STELE_ECORRUPT);
+    assert_int_equal(index_open(f->dir, 1, 0600, &f->ix, &err), 0);
+    index_batch_t b;
+    assert_int_equal(index_last_batch(f->ix, &b, NULL), STELE_ENOTFOUND);
+    uint64_t seq = 1;
+    assert_int_equal(index_get_checkpoint(f->ix, "s", &seq, NULL), 0);
+    assert_int_equal(seq, 0); /* the new environment starts empty */
+    char note[300];
+    size_t note_len = 0;
+    assert_int_equal(index_get_meta(f->ix, "rebuilt", note, sizeof note - 1, &note_len, NULL), 0);
+    note[note_len] = '\0';
+    assert_non_null(strstr(note, "MDB_CORRUPTED"));
+    char moved[200];
+    snprintf(moved, sizeof moved, "%s/%s/data.mdb", f->dir, strstr(note, "index.corrupt-"));
+    assert_int_equal(stat(moved, &st), 0);
+}
+
 static void
 test_index_rejects_bad_arguments(void **state)
 {
@@ -729,9 +1149,13 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_read_only_open_of_missing_index_says_not_found,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_read_only_open_of_an_uninitialised_index_says_not_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_applies_file_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_index_corrupt_environment_is_moved_aside_and_marked_rebuilt, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_corrupt_tables_are_moved_aside_and_marked_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_rejects_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_dead_letter_count_is_kept_in_step_with_the_list,
                                         setup, teardown),
@@ -739,6 +1163,17 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_forked_child_opens_its_own_environment, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_sync_clears_the_slot_of_a_reader_killed_mid_transaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_writable_opens_after_a_read_only_one_share_one_more_environment, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_index_full_map_grows_and_keeps_every_batch, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_map_grows_while_other_threads_read, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_reader_in_another_process_follows_the_map_the_writer_grew, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -737,6 +737,27 @@ test_catch_up_rebuilds_a_wrong_index_but_keeps_checkpoints_and_dead_letters(void
     assert_int_equal(st.sinks[0].dead_letters, 1);
 }
 
+/* The catch-up at open writes every batch start the index lacks: into an index whose map
+ * they overflow, it grows the map instead of failing (the engine's open would fail with
+ * it, over a cache). */
+static void
+test_catch_up_grows_an_index_map_the_batches_overflow(void **state)
+{
+    fixture_t *f = *state;
+    fx_write_journal(f->dir, N_RECORDS, 1, 0); /* 2,400 batch starts: about 170 KB of index */
+    fx_writer_t w;
+    fx_writer_open(&w, f->dir, 0);
+    stele_error_t err;
+    assert_int_equal(index_open_mapped(f->dir, 1, 0600, (size_t)64 << 10, &w.ix, &err), 0);
+    char note[STELE_ERROR_MESSAGE_BYTES];
+    int rc = stele_index_catch_up(w.ix, f->dir, NULL, &w.rec, note, sizeof note, &err);
+    if (rc)
+        fail_msg("catch up: %s", err.message);
+    assert_non_null(strstr(note, "2400 batches"));
+    fx_writer_close(&w);
+    expect_index_matches_journal(f->dir);
+}
+
 /* ---------------------------------------------------------------------------------------
  * End to end, through the engine (stele_open / stele_append_json)
  * --------------------------------------------------------------------------------------- */
@@ -886,6 +907,34 @@ test_engine_open_replaces_a_corrupt_index_and_says_so(void **state)
     engine_close(db);
 }
 
+/* Damage LMDB finds only when it opens the tables (the meta pages are sound, the pages
+ * past them are zeros) is corruption too: the engine moves the index aside and rebuilds
+ * it, rather than refusing to open the journal over a cache. */
+static void
+test_engine_open_replaces_an_index_with_corrupt_tables_and_says_so(void **state)
+{
+    fixture_t *f = *state;
+    stele_t *db = engine_open(f->dir, NULL);
+    for (uint64_t seq = 1; seq <= 30; seq++)
+        engine_append(db, seq);
+    engine_close(db);
+    char data[400];
+    snprintf(data, sizeof data, "%s/data.mdb", f->index_dir);
+    struct stat st;
+    assert_int_equal(stat(data, &st), 0);
+    uint64_t metas_bytes = 2 * (uint64_t)sysconf(_SC_PAGESIZE); /* LMDB's two meta pages */
+    assert_true((uint64_t)st.st_size > metas_bytes);
+    fx_zero_bytes(data, metas_bytes, (uint64_t)st.st_size - metas_bytes);
+
+    stele_stats_t stats;
+    db = engine_open(f->dir, &stats);
+    assert_non_null(strstr(stats.recovery_note, "unreadable"));
+    assert_non_null(strstr(stats.recovery_note, "rebuilt"));
+    engine_append(db, 31);
+    engine_close(db);
+    expect_index_matches_journal(f->dir);
+}
+
 int
 main(void)
 {
@@ -913,9 +962,11 @@ main(void)
         T(test_catch_up_drops_entries_past_the_end_of_the_journal),
         T(test_catch_up_drops_entries_for_segments_retention_deleted),
         T(test_catch_up_rebuilds_a_wrong_index_but_keeps_checkpoints_and_dead_letters),
+        T(test_catch_up_grows_an_index_map_the_batches_overflow),
         T(test_engine_appends_are_followed_by_a_reader_in_another_process),
         T(test_engine_open_rebuilds_a_deleted_index_and_says_so),
         T(test_engine_open_replaces_a_corrupt_index_and_says_so),
+        T(test_engine_open_replaces_an_index_with_corrupt_tables_and_says_so),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
