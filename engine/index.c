@@ -532,6 +532,31 @@ index_dir_mode(unsigned file_mode)
     return m | ((m & 0444) >> 2) | S_IRWXU;
 }
 
+/* MDB_CORRUPTED when the data file is shorter than the pages its meta page counts: the
+ * index is written without fsync (MDB_NOSYNC), so a power failure can keep the meta page's
+ * update and lose the file's growth, and LMDB would then read pages past the end of the
+ * file through its map, which kills the process with SIGBUS instead of failing a call. A
+ * writable open then replaces the index like any corrupt one; LMDB itself writes every page
+ * it counts before the meta page that counts it, so a sound file is never short. */
+static int
+index_check_data_size(const index_t *ix)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    int rc = mdb_env_info(ix->env, &info);
+    if (rc == 0)
+        rc = mdb_env_stat(ix->env, &st);
+    if (rc)
+        return rc;
+    char data[sizeof ix->path + 16];
+    snprintf(data, sizeof data, "%s/data.mdb", ix->path);
+    struct stat fs;
+    if (stat(data, &fs) != 0)
+        return errno;
+    uint64_t counted = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+    return (uint64_t)fs.st_size < counted ? MDB_CORRUPTED : 0;
+}
+
 static int
 index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *err)
 {
@@ -545,6 +570,8 @@ index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *
     unsigned flags = MDB_NOSYNC | MDB_NOTLS | (ix->is_writable ? 0 : MDB_RDONLY);
     if (rc == 0)
         rc = mdb_env_open(ix->env, ix->path, flags, (mdb_mode_t)(file_mode ? file_mode : 0600));
+    if (rc == 0)
+        rc = index_check_data_size(ix);
     /* Readers killed mid-transaction leave their slots taken; the writer clears them so
      * they neither pin old pages nor use up the table (here, and in every index_sync). */
     if (rc == 0 && ix->is_writable) {
