@@ -304,11 +304,8 @@ serve_handle_request(serve_loop_t *loop, serve_conn_t *c, const char *line, size
                  "start the server with --mongo URI or a [sink] "
                  "section in its config");
     }
-    if (rc == 0 && req.json)
+    if (rc == 0)
         rc = stele_append_json(cfg->db, req.json, req.json_len, STELE_WAIT_NONE, &seq, &err);
-    else if (rc == 0)
-        rc = stele_append_bson(cfg->db, bson_get_data(req.bson), req.bson->len, STELE_WAIT_NONE,
-                               &seq, &err);
     stele_wait_t level = req.wait;
     serve_request_release(&req);
     if (rc == STELE_EHALTED && !loop->has_logged_halt) {

@@ -221,6 +221,18 @@ test_serve_rejects_bad_requests_and_keeps_connection_usable(void **state)
             STELE_EPROTOCOL),
         ROW("envelope repeating $event", "{\"$event\":{\"a\":1},\"$event\":{\"b\":2}}",
             STELE_EPROTOCOL, 0),
+        /* Envelopes not spelled as the client library writes them: the event is still
+         * checked as JSON text, as a bare event is (extended JSON, int64 range, NaN). */
+        ROW("envelope event with an extended-JSON date",
+            "{\"$wait\":\"none\",\"$event\":{\"a\":{\"$date\":\"2020-01-01T00:00:00Z\"}}}",
+            STELE_EDOLLARKEY, 0),
+        ROW("envelope event with an integer beyond int64",
+            "{\"$wait\":\"none\",\"$event\":{\"n\":99999999999999999999}}", STELE_ENUMBER, 0),
+        ROW("envelope event with NaN", "{\"$wait\":\"none\",\"$event\":{\"n\":NaN}}", STELE_ENUMBER,
+            STELE_EJSON),
+        ROW("two envelopes on one line",
+            "{\"$wait\":\"none\",\"$event\":{\"a\":1}}{\"$wait\":\"none\",\"$event\":{\"a\":2}}",
+            STELE_EJSON, 0),
         ROW("wait=shipped without a sink", "{\"$event\":{\"a\":1},\"$wait\":\"shipped\"}",
             STELE_ENOSINK, 0),
         ROW("binary garbage", "\x00\x01\x02\xfe\xff\x7f", STELE_EJSON, STELE_ENOTOBJECT),
