@@ -135,8 +135,14 @@ client_broken(stele_client_t *c, int code, stele_error_t *err)
 static int
 client_read_some(stele_client_t *c)
 {
-    if (c->in_off > 0 && c->in_off == c->in_len)
-        c->in_off = c->in_len = 0;
+    /* The bytes not yet returned move to the front first: otherwise a reply line split
+     * across reads (a server's write or this read stopping mid-line) keeps every byte the
+     * connection ever received, and the buffer grows for as long as it lives. */
+    if (c->in_off > 0) {
+        memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+        c->in_len -= c->in_off;
+        c->in_off = 0;
+    }
     if (client_reserve(&c->in, &c->in_cap, c->in_len + CLIENT_READ_BYTES) != 0)
         return -ENOMEM;
     ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);

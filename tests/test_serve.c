@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -800,6 +802,123 @@ test_client_pipelines_and_reports_server_errors(void **state)
     ts_remove_dir(dir);
 }
 
+/* ---- a scripted server, for what a real one does only by chance ------------------------------
+ */
+
+typedef struct scripted_server {
+    int listen_fd;
+    const char *reply; /* sent once per request line */
+    size_t reply_len;
+    size_t head_len; /* the reply is sent in two parts: [0, head_len) and the rest */
+    long n_lines;
+} scripted_server_t;
+
+/* Answers every request line, sending the head of each reply with the tail of the previous
+ * one: what it has sent always ends inside a reply line, as happens whenever a server's
+ * write or a client's read stops mid-line. */
+static void *
+scripted_server_main(void *arg)
+{
+    scripted_server_t *ss = arg;
+    int fd = accept(ss->listen_fd, NULL, NULL);
+    char in[4096], out[2048];
+    ssize_t n;
+    size_t tail_len = ss->reply_len - ss->head_len;
+    assert_true(tail_len + ss->head_len <= sizeof out);
+    memcpy(out, ss->reply + ss->head_len, tail_len);
+    memcpy(out + tail_len, ss->reply, ss->head_len);
+    while (fd >= 0 && (n = read(fd, in, sizeof in)) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            if (in[i] != '\n')
+                continue;
+            /* One write: the previous reply's tail and this one's head. */
+            int is_first = ss->n_lines++ == 0;
+            if (ts_write_all(fd, is_first ? out + tail_len : out,
+                             is_first ? ss->head_len : ss->reply_len) != 0)
+                break;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static int
+scripted_server_listen(const char *path)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path)
+        return -1;
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 8) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Bytes allocated with malloc in this process, mmapped blocks included. */
+static size_t
+heap_bytes(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+/* A long-lived connection must not keep every reply it ever received: the client's input
+ * buffer holds at most what is unanswered, whatever the boundaries of the server's writes. */
+static void
+test_client_memory_stays_bounded_on_a_long_connection(void **state)
+{
+    (void)state;
+    enum { ROUND_TRIPS = 10000, BOUND_BYTES = 1 << 20 };
+    char dir[256], sock[300], reply[1024];
+    ts_make_dir(dir, sizeof dir, "clientmem");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    char message[201], hint[151];
+    memset(message, 'm', sizeof message - 1);
+    message[sizeof message - 1] = '\0';
+    memset(hint, 'h', sizeof hint - 1);
+    hint[sizeof hint - 1] = '\0';
+    int reply_len = snprintf(reply, sizeof reply,
+                             "{\"error\":{\"code\":%d,\"name\":\"STELE_EJSON\",\"message\":\"%s\","
+                             "\"hint\":\"%s\"}}\n",
+                             STELE_EJSON, message, hint);
+    scripted_server_t ss = {.listen_fd = scripted_server_listen(sock),
+                            .reply = reply,
+                            .reply_len = (size_t)reply_len,
+                            .head_len = 10};
+    assert_true(ss.listen_fd >= 0);
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, scripted_server_main, &ss), 0);
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
+    /* One request always ahead of the replies: each recv finds the previous head waiting. */
+    assert_int_equal(stele_client_send_json(c, "{\"i\":0}", 7, STELE_WAIT_NONE, &err), 0);
+    size_t before = 0;
+    for (int i = 1; i <= ROUND_TRIPS; i++) {
+        assert_int_equal(stele_client_send_json(c, "{\"i\":1}", 7, STELE_WAIT_NONE, &err), 0);
+        assert_int_equal(stele_client_recv(c, NULL, &err), STELE_EJSON);
+        assert_string_equal(err.message, message);
+        if (i == 100)
+            before = heap_bytes();
+    }
+    size_t after = heap_bytes();
+    size_t grown = after > before ? after - before : 0;
+    printf("client heap over %d round trips of %d-byte replies: %zu -> %zu bytes\n",
+           ROUND_TRIPS - 100, reply_len, before, after);
+    stele_client_close(c);
+    pthread_join(thread, NULL);
+    close(ss.listen_fd);
+    unlink(sock);
+    ts_remove_dir(dir);
+    if (!RSS_BOUND_HOLDS(grown < BOUND_BYTES))
+        fail_msg("client heap grew by %zu bytes (bound %d)", grown, BOUND_BYTES);
+}
+
 static void
 test_client_sees_server_death_as_error_not_ack(void **state)
 {
@@ -842,6 +961,7 @@ main(void)
         cmocka_unit_test(test_client_reaches_server_on_a_socket_path_of_its_own),
         cmocka_unit_test(test_client_pipelines_and_reports_server_errors),
         cmocka_unit_test(test_client_sees_server_death_as_error_not_ack),
+        cmocka_unit_test(test_client_memory_stays_bounded_on_a_long_connection),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(tests, NULL, NULL);
