@@ -73,6 +73,20 @@ client_reserve(char **buf, size_t *cap, size_t need)
     return 0;
 }
 
+/* connect() waits while the server's listen backlog is full (a busy server, or one that
+ * paused accepting at its descriptor limit); a signal handler installed without SA_RESTART
+ * interrupts that wait with EINTR. The connection was not made and the socket is still
+ * unconnected, so trying again is right: EINTR is not "no server". Returns 0 or -1. */
+static int
+client_connect_retrying(int fd, const struct sockaddr_un *addr)
+{
+    int rc;
+    do {
+        rc = connect(fd, (const struct sockaddr *)addr, sizeof *addr);
+    } while (rc != 0 && errno == EINTR);
+    return rc;
+}
+
 int
 stele_client_connect(const char *dir, const char *socket_path, stele_client_t **out,
                      stele_error_t *err)
@@ -101,7 +115,7 @@ stele_client_connect(const char *dir, const char *socket_path, stele_client_t **
     }
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int rc = 0;
-    if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+    if (c->fd < 0 || client_connect_retrying(c->fd, &addr) != 0 ||
         fcntl(c->fd, F_SETFL, O_NONBLOCK) != 0) {
         rc = -errno;
         client_fail(err, rc, "could not connect to stele server at %s: %s", path, strerror(-rc));

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -920,6 +921,74 @@ test_client_memory_stays_bounded_on_a_long_connection(void **state)
 }
 
 static void
+on_test_signal(int signo)
+{
+    (void)signo;
+}
+
+typedef struct interrupter {
+    pthread_t target;
+    int listen_fd;
+    atomic_int is_done;
+} interrupter_t;
+
+/* Interrupts the target thread with signals for a while, then makes room in the listen
+ * backlog until told to stop. */
+static void *
+interrupter_main(void *arg)
+{
+    interrupter_t *it = arg;
+    enum { N_SIGNALS = 20, PAUSE_US = 10000 };
+    for (int i = 0; i < N_SIGNALS && !atomic_load(&it->is_done); i++) {
+        usleep(PAUSE_US);
+        pthread_kill(it->target, SIGUSR1);
+    }
+    while (!atomic_load(&it->is_done)) {
+        int fd = accept4(it->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0)
+            close(fd);
+        usleep(1000);
+    }
+    return NULL;
+}
+
+/* connect() waits while the server's listen backlog is full (a busy or paused server); a
+ * signal handler installed without SA_RESTART then interrupts it with EINTR, which means
+ * "not connected yet", not "no server". */
+static void
+test_client_connect_survives_signals_while_the_backlog_is_full(void **state)
+{
+    (void)state;
+    char dir[256], sock[300];
+    ts_make_dir(dir, sizeof dir, "clientintr");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    int listen_fd = scripted_server_listen(sock);
+    assert_true(listen_fd >= 0);
+    assert_int_equal(listen(listen_fd, 0), 0); /* one queued connection fills it */
+    int filler = ts_connect(sock);
+    assert_true(filler >= 0);
+    struct sigaction sa = {.sa_handler = on_test_signal}, old;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+    interrupter_t it = {.target = pthread_self(), .listen_fd = listen_fd};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, interrupter_main, &it), 0);
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    int rc = stele_client_connect(NULL, sock, &c, &err);
+    atomic_store(&it.is_done, 1);
+    pthread_join(thread, NULL);
+    sigaction(SIGUSR1, &old, NULL);
+    stele_client_close(c);
+    close(filler);
+    close(listen_fd);
+    unlink(sock);
+    ts_remove_dir(dir);
+    if (rc != 0)
+        fail_msg("connect gave %s: %s", stele_errname(rc), err.message);
+}
+
+static void
 test_client_sees_server_death_as_error_not_ack(void **state)
 {
     (void)state;
@@ -962,6 +1031,7 @@ main(void)
         cmocka_unit_test(test_client_pipelines_and_reports_server_errors),
         cmocka_unit_test(test_client_sees_server_death_as_error_not_ack),
         cmocka_unit_test(test_client_memory_stays_bounded_on_a_long_connection),
+        cmocka_unit_test(test_client_connect_survives_signals_while_the_backlog_is_full),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(tests, NULL, NULL);
