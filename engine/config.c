@@ -44,7 +44,8 @@ typedef enum knob_type {
     KNOB_ENUM,
 } knob_type_t;
 
-/* X(name, type, unit_ns for durations (else 0), min, max, choices, default, help) */
+/* X(name, type, unit_ns for durations (else 0), min, max, choices, default, help)
+ * retention_seconds stops at INT64_MAX: the engine subtracts it from the clock's seconds. */
 #define CONFIG_KNOBS(X)                                                                            \
     X(source, KNOB_STRING, 0, 1, CONFIG_SOURCE_MAX, NULL, "(host name)",                           \
       "this journal's name in MongoDB _id.src; fixed when the journal is created")                 \
@@ -76,7 +77,7 @@ typedef enum knob_type {
       "what an append does when the quota is reached")                                             \
     X(retention_bytes, KNOB_SIZE64, 0, 0, UINT64_MAX, NULL, "0",                                   \
       "keep at most this much shipped data; 0 = keep all")                                         \
-    X(retention_seconds, KNOB_DURATION64, 1000000000, 0, UINT64_MAX, NULL, "0",                    \
+    X(retention_seconds, KNOB_DURATION64, 1000000000, 0, INT64_MAX, NULL, "0",                     \
       "delete shipped data older than this; 0 = keep all")
 
 typedef struct knob_def {

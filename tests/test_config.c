@@ -399,6 +399,35 @@ test_config_load_env_reads_upper_case_knobs(void **state)
     stele_options_release(&o);
 }
 
+/* The engine compares retention_seconds with the clock as a signed count of seconds
+ * (stele.c, the retention cut-off): a value above INT64_MAX turned negative there, and
+ * 18446744073709551615 ("keep for ever") deleted every shipped segment at once. */
+static void
+test_config_retention_seconds_stays_within_int64(void **state)
+{
+    (void)state;
+    stele_options_t o;
+    stele_options_init(&o);
+    assert_int_equal(stele_options_set(&o, "retention_seconds", "9223372036854775807", NULL), 0);
+    assert_true(o.retention_seconds == INT64_MAX);
+    static const char *const too_big[] = {"9223372036854775808", "18446744073709551615",
+                                          "2562047788015216h"};
+    for (size_t i = 0; i < sizeof too_big / sizeof too_big[0]; i++) {
+        stele_options_t before = o;
+        stele_error_t err = {0};
+        if (stele_options_set(&o, "retention_seconds", too_big[i], &err) != STELE_ECONFIG)
+            fail_msg("retention_seconds=%s was accepted", too_big[i]);
+        assert_non_null(strstr(err.message, "9223372036854775807"));
+        assert_memory_equal(&o, &before, sizeof o);
+    }
+    stele_options_release(&o);
+    stele_options_init(&o);
+    o.retention_seconds = UINT64_MAX;
+    stele_error_t err = {0};
+    assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "retention_seconds"));
+}
+
 static void
 test_config_check_rejects_inconsistent_options(void **state)
 {
@@ -450,6 +479,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_config_load_file_reports_a_missing_file, setup,
                                         teardown),
         cmocka_unit_test(test_config_load_env_reads_upper_case_knobs),
+        cmocka_unit_test(test_config_retention_seconds_stays_within_int64),
         cmocka_unit_test(test_config_check_rejects_inconsistent_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
