@@ -268,6 +268,33 @@ cli_parse_u64(const char *text, uint64_t *out)
 
 #define NS_PER_SEC INT64_C(1000000000)
 
+/*
+ * Times are int64 nanoseconds since the epoch, which hold the years 1677 to 2262. A time
+ * given outside them ("9999-12-31T23:59:59Z" meaning for ever, "--since 1000000d") is
+ * saturated to the nearest end: it still sorts before or after every record's time, which
+ * is all --since and --until ask of it, where the unchecked product wrapped around to an
+ * arbitrary date (and was undefined behaviour).
+ */
+static int64_t
+ns_from_seconds(int64_t seconds, int64_t frac_ns)
+{
+    if (seconds > (INT64_MAX - frac_ns) / NS_PER_SEC)
+        return INT64_MAX;
+    if (seconds < INT64_MIN / NS_PER_SEC)
+        return INT64_MIN;
+    return seconds * NS_PER_SEC + frac_ns;
+}
+
+static int64_t
+ns_add_saturating(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
 static int
 parse_relative(const char *text, int64_t now_ns, int64_t *ts_ns_out)
 {
@@ -294,7 +321,8 @@ parse_relative(const char *text, int64_t now_ns, int64_t *ts_ns_out)
         unit_s = 7 * 86400;
     else
         return -1;
-    *ts_ns_out = now_ns - (int64_t)amount * unit_s * NS_PER_SEC;
+    /* at most 12 digits of weeks: the seconds fit an int64, their nanoseconds may not */
+    *ts_ns_out = ns_add_saturating(now_ns, ns_from_seconds(-(int64_t)amount * unit_s, 0));
     return 0;
 }
 
@@ -377,7 +405,7 @@ parse_rfc3339(const char *text, int64_t *ts_ns_out)
     struct tm check;
     if (gmtime_r(&t, &check) == NULL || check.tm_mday != mday || check.tm_mon != mon - 1)
         return -1;
-    *ts_ns_out = ((int64_t)t - offset_s) * NS_PER_SEC + frac_ns;
+    *ts_ns_out = ns_from_seconds((int64_t)t - offset_s, frac_ns);
     return 0;
 }
 
