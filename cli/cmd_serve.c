@@ -153,6 +153,42 @@ serve_parse_args(cli_args_t *args, int argc, char **argv, serve_args_t *a)
     return cli_mongo_check(&a->mongo, "serve", 0);
 }
 
+/* Removes a socket file that nothing listens on (left by a crashed server). Only a refused
+ * connect() proves that: a live server answers, and a live socket of another kind (a
+ * datagram socket such as /dev/log given by mistake) says EPROTOTYPE; neither is touched.
+ * Never unlinks what is not a socket: --socket may be a typo for a real file. Returns 0
+ * when the path is free, else an error (logged). */
+static int
+serve_remove_stale_socket(const char *path, const struct sockaddr_un *addr, const serve_log_t *log)
+{
+    char quoted[PATH_MAX + 8];
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        serve_logf(log, SERVE_LOG_ERROR, "socket path exists and is not a socket", "socket=%s",
+                   stele_log_quote(quoted, sizeof quoted, path));
+        return -EEXIST;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int rc = connect(fd, (const struct sockaddr *)addr, sizeof *addr) == 0 ? 0 : -errno;
+    close(fd);
+    if (rc == 0) {
+        serve_logf(log, SERVE_LOG_ERROR, "another server answers on the socket", "socket=%s",
+                   stele_log_quote(quoted, sizeof quoted, path));
+        return STELE_ELOCKED;
+    }
+    if (rc != -ECONNREFUSED && rc != -ENOENT) {
+        serve_logf(log, SERVE_LOG_ERROR, "socket path is in use", "socket=%s errno=%s",
+                   stele_log_quote(quoted, sizeof quoted, path), stele_errname(rc));
+        return rc;
+    }
+    if (unlink(path) == 0)
+        serve_logf(log, SERVE_LOG_WARN, "removed stale socket", "socket=%s",
+                   stele_log_quote(quoted, sizeof quoted, path));
+    return 0;
+}
+
 /* Binds the listening socket. A socket file left by a crashed server is replaced; one a
  * live server answers on is not. */
 static int
@@ -166,30 +202,12 @@ serve_listen(const char *path, const serve_log_t *log, int *out_fd)
         return STELE_EINVAL;
     }
     memcpy(addr.sun_path, path, strlen(path) + 1);
-    struct stat st;
-    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-        /* Never unlink what is not a socket: --socket may be a typo for a real file. */
-        serve_logf(log, SERVE_LOG_ERROR, "socket path exists and is not a socket", "socket=%s",
-                   stele_log_quote(quoted, sizeof quoted, path));
-        return -EEXIST;
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int rc = serve_remove_stale_socket(path, &addr, log);
+    if (rc != 0)
+        return rc;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0) {
-        serve_logf(log, SERVE_LOG_ERROR, "another server answers on the socket", "socket=%s",
-                   stele_log_quote(quoted, sizeof quoted, path));
-        close(fd);
-        return STELE_ELOCKED;
-    }
-    close(fd);
-    if (unlink(path) == 0)
-        serve_logf(log, SERVE_LOG_WARN, "removed stale socket", "socket=%s",
-                   stele_log_quote(quoted, sizeof quoted, path));
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    int rc = 0;
     if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
         chmod(path, SERVE_SOCKET_MODE) != 0 || listen(fd, SERVE_LISTEN_BACKLOG) != 0) {
         rc = -errno;

@@ -337,6 +337,43 @@ test_serve_second_server_on_same_journal_fails_with_locked(void **state)
     ts_remove_dir(other);
 }
 
+/* A socket file is replaced only when nothing listens on it (connect() refused). A live
+ * socket of another kind at the --socket path (a datagram socket such as /dev/log, given by
+ * mistake) answers connect() with EPROTOTYPE, not "refused": it must be left to its owner,
+ * not unlinked and replaced. */
+static void
+test_serve_leaves_a_live_socket_of_another_kind_alone(void **state)
+{
+    (void)state;
+    char dir[256], sock[300];
+    ts_server_t srv;
+    ts_make_dir(dir, sizeof dir, "dgram");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    assert_true(strlen(sock) < sizeof addr.sun_path);
+    memcpy(addr.sun_path, sock, strlen(sock) + 1);
+    int dgram = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_true(dgram >= 0);
+    assert_int_equal(bind(dgram, (struct sockaddr *)&addr, sizeof addr), 0);
+    struct stat before, after;
+    assert_int_equal(stat(sock, &before), 0);
+    const char *const extra[] = {"--socket", sock, NULL};
+    int exit_code = -1;
+    int started = ts_server_start(&srv, dir, &exit_code, extra);
+    if (started == 0)
+        ts_server_stop(&srv, SIGTERM);
+    int is_left_alone = stat(sock, &after) == 0 && after.st_ino == before.st_ino;
+    int is_logged = log_contains(srv.log_path, "socket path is in use");
+    close(dgram);
+    unlink(sock);
+    ts_remove_dir(dir);
+    if (started == 0 || !is_left_alone)
+        fail_msg("the server %s and the datagram socket was %s",
+                 started == 0 ? "started" : "exited", is_left_alone ? "left alone" : "replaced");
+    assert_int_equal(exit_code, 3);
+    assert_true(is_logged);
+}
+
 static void
 test_serve_sigterm_answers_received_requests_and_cleans_up(void **state)
 {
@@ -1020,6 +1057,7 @@ main(void)
         cmocka_unit_test(test_serve_answers_half_closed_client_then_closes),
         cmocka_unit_test(test_serve_rejects_bad_requests_and_keeps_connection_usable),
         cmocka_unit_test(test_serve_second_server_on_same_journal_fails_with_locked),
+        cmocka_unit_test(test_serve_leaves_a_live_socket_of_another_kind_alone),
         cmocka_unit_test(test_serve_sigterm_answers_received_requests_and_cleans_up),
         cmocka_unit_test(test_serve_drain_timeout_fails_only_requests_short_of_their_level),
         cmocka_unit_test(test_serve_pauses_accept_when_out_of_descriptors_and_resumes),
