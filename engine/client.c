@@ -306,9 +306,9 @@ stele_client_recv(stele_client_t *c, uint64_t *seq_out, stele_error_t *err)
         client_fail(err, STELE_EINVAL, "stele_client_recv: no request is waiting for a reply");
         return STELE_EINVAL;
     }
-    if (c->broken_code)
-        return client_broken(c, c->broken_code, err);
-    int rc = client_flush(c);
+    /* Replies the server sent before the connection broke are still good: they are
+     * returned before the error, also when a send saw the break first (broken_code). */
+    int rc = c->broken_code ? c->broken_code : client_flush(c);
     for (;;) {
         char *start = c->in + c->in_off;
         char *nl = c->in_len > c->in_off ? memchr(start, '\n', c->in_len - c->in_off) : NULL;
@@ -319,10 +319,11 @@ stele_client_recv(stele_client_t *c, uint64_t *seq_out, stele_error_t *err)
             return client_parse_reply(start, line_len, seq_out, err);
         }
         if (rc != 0) {
-            /* Replies the server sent before the connection broke are still good. */
-            size_t had = c->in_len;
+            /* What is left in the socket; client_read_some() moves the unreturned bytes to
+             * the front, so progress is counted in unreturned bytes. */
+            size_t had = c->in_len - c->in_off;
             client_read_some(c);
-            if (c->in_len > had)
+            if (c->in_len - c->in_off > had)
                 continue;
             return client_broken(c, rc, err);
         }

@@ -957,6 +957,115 @@ test_client_memory_stays_bounded_on_a_long_connection(void **state)
         fail_msg("client heap grew by %zu bytes (bound %d)", grown, BOUND_BYTES);
 }
 
+/* A server that answers a fixed number of request lines, then goes away. */
+typedef struct vanishing_server {
+    int listen_fd;
+    int n_lines;        /* requests to read before answering */
+    const char *answer; /* sent in one write once n_lines came in */
+    const char *last;   /* then, when go_fd becomes readable, this; then close */
+    int go_fd;          /* -1: close at once after `answer` */
+} vanishing_server_t;
+
+static void *
+vanishing_server_main(void *arg)
+{
+    vanishing_server_t *vs = arg;
+    int fd = accept(vs->listen_fd, NULL, NULL);
+    char in[4096], go;
+    int n_lines = 0;
+    ssize_t n;
+    while (fd >= 0 && n_lines < vs->n_lines && (n = read(fd, in, sizeof in)) > 0) {
+        for (ssize_t i = 0; i < n; i++)
+            n_lines += in[i] == '\n';
+    }
+    if (fd >= 0 && ts_write_all(fd, vs->answer, strlen(vs->answer)) == 0 && vs->go_fd >= 0 &&
+        read(vs->go_fd, &go, 1) == 1)
+        ts_write_all(fd, vs->last, strlen(vs->last));
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+/* A reply the server sent before it went away is an acknowledgement: the client returns
+ * it, even when the send of a later request already failed, and even when the reply's
+ * first bytes were read before and its last bytes after the break. */
+static void
+test_client_returns_replies_that_came_before_the_server_went_away(void **state)
+{
+    (void)state;
+    char dir[256], sock[300], answer[1024];
+    ts_make_dir(dir, sizeof dir, "clientgone");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    uint64_t seq = 0;
+    pthread_t thread;
+
+    /* 1. A long error reply and the head of a short one; the tail comes, then the close,
+     *    only once the client has read the head. The next send fails (EPIPE). */
+    char message[401];
+    memset(message, 'm', sizeof message - 1);
+    message[sizeof message - 1] = '\0';
+    snprintf(answer, sizeof answer, "{\"error\":{\"code\":%d,\"message\":\"%s\"}}\n{\"se",
+             STELE_EJSON, message);
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    vanishing_server_t vs = {.listen_fd = scripted_server_listen(sock),
+                             .n_lines = 2,
+                             .answer = answer,
+                             .last = "q\":5}\n",
+                             .go_fd = go[0]};
+    assert_true(vs.listen_fd >= 0);
+    assert_int_equal(pthread_create(&thread, NULL, vanishing_server_main, &vs), 0);
+    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
+    assert_int_equal(stele_client_send_json(c, "{\"i\":0}", 7, STELE_WAIT_NONE, &err), 0);
+    assert_int_equal(stele_client_send_json(c, "{\"i\":1}", 7, STELE_WAIT_NONE, &err), 0);
+    assert_int_equal(stele_client_recv(c, &seq, &err), STELE_EJSON);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    pthread_join(thread, NULL);
+    assert_int_equal(stele_client_send_json(c, "{\"i\":2}", 7, STELE_WAIT_NONE, &err), 0);
+    int rc = stele_client_recv(c, &seq, &err);
+    if (rc != 0 || seq != 5)
+        fail_msg("reply split across the break: got %s (%s), seq %llu", stele_errname(rc),
+                 err.message, (unsigned long long)seq);
+    rc = stele_client_recv(c, &seq, &err);
+    assert_true(rc == -EPIPE || rc == -ECONNRESET);
+    stele_client_close(c);
+    close(go[0]);
+    close(go[1]);
+    close(vs.listen_fd);
+    unlink(sock);
+
+    /* 2. Ten replies, then the server closes while the client is still sending: the send
+     *    that fails makes the handle fail, but the ten replies are still returned. */
+    char replies[256] = "";
+    for (int i = 1; i <= 10; i++)
+        snprintf(replies + strlen(replies), sizeof replies - strlen(replies), "{\"seq\":%d}\n", i);
+    vanishing_server_t vs2 = {
+        .listen_fd = scripted_server_listen(sock), .n_lines = 10, .answer = replies, .go_fd = -1};
+    assert_true(vs2.listen_fd >= 0);
+    assert_int_equal(pthread_create(&thread, NULL, vanishing_server_main, &vs2), 0);
+    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
+    int send_rc = 0;
+    for (int i = 0; i < 1000000 && send_rc == 0; i++)
+        send_rc = stele_client_send_json(c, "{\"i\":0}", 7, STELE_WAIT_NONE, &err);
+    assert_true(send_rc == -EPIPE || send_rc == -ECONNRESET);
+    pthread_join(thread, NULL);
+    for (uint64_t i = 1; i <= 10; i++) {
+        rc = stele_client_recv(c, &seq, &err);
+        if (rc != 0 || seq != i)
+            fail_msg("reply %llu of 10 sent before the close: got %s, seq %llu",
+                     (unsigned long long)i, stele_errname(rc), (unsigned long long)seq);
+    }
+    rc = stele_client_recv(c, &seq, &err);
+    assert_true(rc == -EPIPE || rc == -ECONNRESET);
+    assert_non_null(strstr(err.hint, "may or may not"));
+    stele_client_close(c);
+    close(vs2.listen_fd);
+    unlink(sock);
+    ts_remove_dir(dir);
+}
+
 static void
 on_test_signal(int signo)
 {
@@ -1070,6 +1179,7 @@ main(void)
         cmocka_unit_test(test_client_sees_server_death_as_error_not_ack),
         cmocka_unit_test(test_client_memory_stays_bounded_on_a_long_connection),
         cmocka_unit_test(test_client_connect_survives_signals_while_the_backlog_is_full),
+        cmocka_unit_test(test_client_returns_replies_that_came_before_the_server_went_away),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(tests, NULL, NULL);
