@@ -445,49 +445,36 @@ config_bad_value(const knob_def_t *k, const char *value, const char *where, stel
     return STELE_ECONFIG;
 }
 
-/* Parses `value` for knob k and stores it into *opts. Leaves opts unchanged on error. */
-static int
-config_apply(stele_options_t *opts, const knob_def_t *k, const char *value, const char *where,
-             stele_error_t *err)
+/* Parses `value` as knob k's type (not its range) into *out. */
+static bool
+config_parse_value(const knob_def_t *k, const char *value, uint64_t *out)
 {
-    uint64_t v = 0;
-    bool ok = false;
-    char *field = (char *)opts + k->offset;
+    const char *rest;
     switch (k->type) {
-    case KNOB_STRING: {
-        if (!config_source_ok(value))
-            return config_bad_value(k, value, where, err);
-        const char *copy = config_own_string(opts, value);
-        if (!copy)
-            return error_set(err, -ENOMEM, "out of memory setting %s", k->name);
-        memcpy(field, &copy, sizeof copy);
-        return 0;
-    }
     case KNOB_BOOL:
-        ok = config_parse_bool(value, &v);
-        break;
+        return config_parse_bool(value, out);
     case KNOB_MODE:
-        ok = config_parse_mode(value, &v);
-        break;
+        return config_parse_mode(value, out);
     case KNOB_ENUM:
-        ok = config_parse_enum(value, k->choices, &v);
-        break;
+        return config_parse_enum(value, k->choices, out);
     case KNOB_SIZE32:
     case KNOB_SIZE64:
-        ok = config_parse_size(value, &v);
-        break;
-    case KNOB_U32: {
-        const char *rest;
-        ok = config_parse_u64(value, &rest, &v) && *rest == '\0';
-        break;
-    }
+        return config_parse_size(value, out);
+    case KNOB_U32:
+        return config_parse_u64(value, &rest, out) && *rest == '\0';
     case KNOB_DURATION32:
     case KNOB_DURATION64:
-        ok = config_parse_duration(value, k->unit_ns, &v);
+        return config_parse_duration(value, k->unit_ns, out);
+    case KNOB_STRING:
         break;
     }
-    if (!ok || v < k->min || v > k->max)
-        return config_bad_value(k, value, where, err);
+    return false;
+}
+
+/* Stores an in-range value into the field at `field`, at the width of knob k's type. */
+static void
+config_store_value(const knob_def_t *k, char *field, uint64_t v)
+{
     switch (k->type) {
     case KNOB_SIZE64:
     case KNOB_DURATION64: {
@@ -512,6 +499,27 @@ config_apply(stele_options_t *opts, const knob_def_t *k, const char *value, cons
         break;
     }
     }
+}
+
+/* Parses `value` for knob k and stores it into *opts. Leaves opts unchanged on error. */
+static int
+config_apply(stele_options_t *opts, const knob_def_t *k, const char *value, const char *where,
+             stele_error_t *err)
+{
+    char *field = (char *)opts + k->offset;
+    if (k->type == KNOB_STRING) {
+        if (!config_source_ok(value))
+            return config_bad_value(k, value, where, err);
+        const char *copy = config_own_string(opts, value);
+        if (!copy)
+            return error_set(err, -ENOMEM, "out of memory setting %s", k->name);
+        memcpy(field, &copy, sizeof copy);
+        return 0;
+    }
+    uint64_t v = 0;
+    if (!config_parse_value(k, value, &v) || v < k->min || v > k->max)
+        return config_bad_value(k, value, where, err);
+    config_store_value(k, field, v);
     return 0;
 }
 
@@ -574,13 +582,11 @@ config_sink_u32(const char *key, const char *value, uint64_t max, uint32_t *out,
     return 0;
 }
 
+/* Sets a sink's uri, database or collection; returns 1 when `key` is none of them. */
 static int
-config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, const char *value,
-                const char *where, stele_error_t *err)
+config_sink_set_string(stele_options_t *opts, stele_sink_options_t *s, const char *key,
+                       const char *value, const char *where, stele_error_t *err)
 {
-    stele_sink_options_t *s = config_sink_slot(opts, sink_name, err);
-    if (!s)
-        return err ? err->code : STELE_ECONFIG;
     const char **str = NULL;
     if (strcmp(key, "uri") == 0)
         str = &s->uri;
@@ -588,18 +594,25 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         str = &s->database;
     else if (strcmp(key, "collection") == 0)
         str = &s->collection;
-    if (str) {
-        if (!*value)
-            return error_set(err, STELE_ECONFIG, "%sempty value for sink %s", where, key);
-        const char *copy = config_own_string(opts, value);
-        if (!copy)
-            return error_set(err, -ENOMEM, "out of memory");
-        *str = copy;
-        return 0;
-    }
+    if (!str)
+        return 1;
+    if (!*value)
+        return error_set(err, STELE_ECONFIG, "%sempty value for sink %s", where, key);
+    const char *copy = config_own_string(opts, value);
+    if (!copy)
+        return error_set(err, -ENOMEM, "out of memory");
+    *str = copy;
+    return 0;
+}
+
+/* Sets a sink's w or journaled; returns 1 when `key` is neither. */
+static int
+config_sink_set_concern(stele_sink_options_t *s, const char *key, const char *value,
+                        const char *where, stele_error_t *err)
+{
+    uint64_t v;
+    const char *rest;
     if (strcmp(key, "w") == 0) {
-        uint64_t v;
-        const char *rest;
         if (strcasecmp(value, "majority") == 0)
             return (s->w = -1), 0;
         if (!config_parse_u64(value, &rest, &v) || *rest || v > 50)
@@ -610,7 +623,6 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         return 0;
     }
     if (strcmp(key, "journaled") == 0) {
-        uint64_t v;
         if (!config_parse_bool(value, &v))
             return error_set(err, STELE_ECONFIG,
                              "%sinvalid value \"%.64s\" for sink journaled: expected true or false",
@@ -618,6 +630,14 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         s->journaled = (int)v;
         return 0;
     }
+    return 1;
+}
+
+/* Sets one of a sink's uint32 fields; returns 1 when `key` is none of them. */
+static int
+config_sink_set_number(stele_sink_options_t *s, const char *key, const char *value,
+                       const char *where, stele_error_t *err)
+{
     static const struct {
         const char *key;
         size_t offset;
@@ -636,6 +656,23 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
             memcpy((char *)s + ints[i].offset, &v, sizeof v);
         return rc;
     }
+    return 1;
+}
+
+static int
+config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, const char *value,
+                const char *where, stele_error_t *err)
+{
+    stele_sink_options_t *s = config_sink_slot(opts, sink_name, err);
+    if (!s)
+        return err ? err->code : STELE_ECONFIG;
+    int rc = config_sink_set_string(opts, s, key, value, where, err);
+    if (rc == 1)
+        rc = config_sink_set_concern(s, key, value, where, err);
+    if (rc == 1)
+        rc = config_sink_set_number(s, key, value, where, err);
+    if (rc != 1)
+        return rc;
     error_set(err, STELE_ECONFIG, "%sunknown sink key \"%.64s\"", where, key);
     error_set_hint(err, "sink keys: uri, database, collection, w, journaled, wtimeout_ms, "
                         "batch_docs, batch_bytes, linger_ms, backoff_min_ms, backoff_max_ms");
@@ -856,13 +893,10 @@ stele_options_load_file(stele_options_t *opts, const char *path, stele_error_t *
 
 /* -- whole-struct checks at open -------------------------------------------------------- */
 
-int
-config_check(const stele_options_t *opts, stele_error_t *err)
+/* Every numeric knob within its table range (the struct may have been filled by hand). */
+static int
+config_check_ranges(const stele_options_t *opts, stele_error_t *err)
 {
-    if (opts->source && !config_source_ok(opts->source))
-        return error_set(err, STELE_ECONFIG,
-                         "invalid source \"%.64s\": expected 1 to %d letters, digits or . _ : -",
-                         opts->source, CONFIG_SOURCE_MAX);
     for (size_t i = 0; i < CONFIG_N_KNOBS; i++) {
         const knob_def_t *k = &config_knob_defs[i];
         const char *field = (const char *)opts + k->offset;
@@ -891,12 +925,13 @@ config_check(const stele_options_t *opts, stele_error_t *err)
                              (unsigned long long)v, accepts);
         }
     }
-    if (opts->max_journal_bytes && opts->max_journal_bytes < 2 * opts->segment_bytes)
-        return error_set(err, STELE_ECONFIG,
-                         "max_journal_bytes (%llu) must hold at least two segments of "
-                         "segment_bytes (%llu)",
-                         (unsigned long long)opts->max_journal_bytes,
-                         (unsigned long long)opts->segment_bytes);
+    return 0;
+}
+
+/* At most STELE_MAX_SINKS sinks, each named (uniquely) and with a uri. */
+static int
+config_check_sinks(const stele_options_t *opts, stele_error_t *err)
+{
     if (opts->n_sinks > STELE_MAX_SINKS || (opts->n_sinks && !opts->sinks))
         return error_set(err, STELE_ECONFIG, "at most %d sinks", STELE_MAX_SINKS);
     for (size_t i = 0; i < opts->n_sinks; i++) {
@@ -910,4 +945,23 @@ config_check(const stele_options_t *opts, stele_error_t *err)
                 return error_set(err, STELE_ECONFIG, "two sinks are named %s", name);
     }
     return 0;
+}
+
+int
+config_check(const stele_options_t *opts, stele_error_t *err)
+{
+    if (opts->source && !config_source_ok(opts->source))
+        return error_set(err, STELE_ECONFIG,
+                         "invalid source \"%.64s\": expected 1 to %d letters, digits or . _ : -",
+                         opts->source, CONFIG_SOURCE_MAX);
+    int rc = config_check_ranges(opts, err);
+    if (rc)
+        return rc;
+    if (opts->max_journal_bytes && opts->max_journal_bytes < 2 * opts->segment_bytes)
+        return error_set(err, STELE_ECONFIG,
+                         "max_journal_bytes (%llu) must hold at least two segments of "
+                         "segment_bytes (%llu)",
+                         (unsigned long long)opts->max_journal_bytes,
+                         (unsigned long long)opts->segment_bytes);
+    return config_check_sinks(opts, err);
 }
