@@ -707,6 +707,45 @@ serve_loop_teardown(serve_loop_t *loop)
     free(loop->scratch);
 }
 
+/* A signal: the first starts the drain, a second stops waiting and fails what is left.
+ * Returns 1 when the rest of the epoll batch must be skipped: it may name connections
+ * that were closed here. A failed final flush is stored in *rc. */
+static int
+serve_on_signal(serve_loop_t *loop, int *rc)
+{
+    struct signalfd_siginfo si;
+    if (read(loop->cfg->signal_fd, &si, sizeof si) != (ssize_t)sizeof si)
+        return 0;
+    if (loop->is_draining) {
+        serve_fail_remaining(loop);
+        return 1;
+    }
+    int flush_rc = serve_begin_drain(loop, (int)si.ssi_signo);
+    if (flush_rc != 0)
+        *rc = flush_rc;
+    return 1;
+}
+
+/* Handles one epoll batch. */
+static void
+serve_on_events(serve_loop_t *loop, const struct epoll_event *events, int n, int *rc)
+{
+    for (int i = 0; i < n; i++) {
+        void *tag = events[i].data.ptr;
+        if (tag == &loop->tag_listen) {
+            if (!loop->is_draining)
+                serve_accept(loop);
+        } else if (tag == &loop->tag_wake) {
+            serve_on_acks(loop);
+        } else if (tag == &loop->tag_signal) {
+            if (serve_on_signal(loop, rc))
+                break;
+        } else {
+            serve_on_conn_event(loop, tag, events[i].events);
+        }
+    }
+}
+
 int
 serve_loop_run(const serve_config_t *cfg)
 {
@@ -736,30 +775,7 @@ serve_loop_run(const serve_config_t *cfg)
                        stele_errname(rc));
             break;
         }
-        for (int i = 0; i < n; i++) {
-            void *tag = events[i].data.ptr;
-            if (tag == &loop.tag_listen) {
-                if (!loop.is_draining)
-                    serve_accept(&loop);
-            } else if (tag == &loop.tag_wake) {
-                serve_on_acks(&loop);
-            } else if (tag == &loop.tag_signal) {
-                struct signalfd_siginfo si;
-                if (read(cfg->signal_fd, &si, sizeof si) != (ssize_t)sizeof si)
-                    continue;
-                if (loop.is_draining) {
-                    /* A second signal: stop waiting, fail what is left. */
-                    serve_fail_remaining(&loop);
-                    break;
-                }
-                int flush_rc = serve_begin_drain(&loop, (int)si.ssi_signo);
-                if (flush_rc != 0)
-                    rc = flush_rc;
-                break; /* the remaining events may name connections closed by the drain */
-            } else {
-                serve_on_conn_event(&loop, tag, events[i].events);
-            }
-        }
+        serve_on_events(&loop, events, n, &rc);
         serve_flush_wants(&loop);
         serve_free_dead(&loop);
     }
