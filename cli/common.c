@@ -351,59 +351,82 @@ take_char(const char **p, const char *allowed)
     return 0;
 }
 
+/* "2026-11-30T20:44:50" (a 't' or a space may replace the T) into *tm; advances *p. */
+static int
+take_date_time(const char **p, struct tm *tm)
+{
+    int year, mon, mday, hour, min, sec;
+    if (take_digits(p, 4, &year) || take_char(p, "-") || take_digits(p, 2, &mon) ||
+        take_char(p, "-") || take_digits(p, 2, &mday) || take_char(p, "Tt ") ||
+        take_digits(p, 2, &hour) || take_char(p, ":") || take_digits(p, 2, &min) ||
+        take_char(p, ":") || take_digits(p, 2, &sec))
+        return -1;
+    if (mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour > 23 || min > 59 || sec > 60)
+        return -1;
+    tm->tm_year = year - 1900;
+    tm->tm_mon = mon - 1;
+    tm->tm_mday = mday;
+    tm->tm_hour = hour;
+    tm->tm_min = min;
+    tm->tm_sec = sec;
+    return 0;
+}
+
+/* An optional ".123456" into nanoseconds (digits beyond the ninth are ignored). */
+static int
+take_fraction(const char **p, int64_t *frac_ns)
+{
+    *frac_ns = 0;
+    if (**p != '.')
+        return 0;
+    (*p)++;
+    int n_digits = 0;
+    int64_t scale = NS_PER_SEC / 10;
+    while (**p >= '0' && **p <= '9') {
+        *frac_ns += (**p - '0') * scale;
+        scale /= 10;
+        (*p)++;
+        n_digits++;
+    }
+    return n_digits == 0 ? -1 : 0;
+}
+
+/* "Z" (or "z"), "+02:00" or "-05:30" into seconds east of UTC. */
+static int
+take_utc_offset(const char **p, int *offset_s)
+{
+    *offset_s = 0;
+    if (**p == 'Z' || **p == 'z') {
+        (*p)++;
+        return 0;
+    }
+    if (**p != '+' && **p != '-')
+        return -1;
+    int sign = (**p == '-') ? -1 : 1;
+    int off_h, off_m;
+    (*p)++;
+    if (take_digits(p, 2, &off_h) || take_char(p, ":") || take_digits(p, 2, &off_m) || off_h > 23 ||
+        off_m > 59)
+        return -1;
+    *offset_s = sign * (off_h * 3600 + off_m * 60);
+    return 0;
+}
+
 static int
 parse_rfc3339(const char *text, int64_t *ts_ns_out)
 {
     const char *p = text;
     struct tm tm = {0};
-    int year, mon, mday, hour, min, sec;
-    if (take_digits(&p, 4, &year) || take_char(&p, "-") || take_digits(&p, 2, &mon) ||
-        take_char(&p, "-") || take_digits(&p, 2, &mday) || take_char(&p, "Tt ") ||
-        take_digits(&p, 2, &hour) || take_char(&p, ":") || take_digits(&p, 2, &min) ||
-        take_char(&p, ":") || take_digits(&p, 2, &sec))
+    int64_t frac_ns;
+    int offset_s;
+    if (take_date_time(&p, &tm) || take_fraction(&p, &frac_ns) || take_utc_offset(&p, &offset_s) ||
+        *p != '\0')
         return -1;
-    if (mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour > 23 || min > 59 || sec > 60)
-        return -1;
-    int64_t frac_ns = 0;
-    if (*p == '.') {
-        p++;
-        int n_digits = 0;
-        int64_t scale = NS_PER_SEC / 10;
-        while (*p >= '0' && *p <= '9') {
-            frac_ns += (*p - '0') * scale;
-            scale /= 10;
-            p++;
-            n_digits++;
-        }
-        if (n_digits == 0)
-            return -1;
-    }
-    int offset_s = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int sign = (*p == '-') ? -1 : 1;
-        int off_h, off_m;
-        p++;
-        if (take_digits(&p, 2, &off_h) || take_char(&p, ":") || take_digits(&p, 2, &off_m) ||
-            off_h > 23 || off_m > 59)
-            return -1;
-        offset_s = sign * (off_h * 3600 + off_m * 60);
-    } else {
-        return -1;
-    }
-    if (*p != '\0')
-        return -1;
-    tm.tm_year = year - 1900;
-    tm.tm_mon = mon - 1;
-    tm.tm_mday = mday;
-    tm.tm_hour = hour;
-    tm.tm_min = min;
-    tm.tm_sec = sec;
+    int mday = tm.tm_mday, mon = tm.tm_mon;
     time_t t = timegm(&tm);
     /* timegm normalises 2026-02-31 into March: reject dates that do not exist */
     struct tm check;
-    if (gmtime_r(&t, &check) == NULL || check.tm_mday != mday || check.tm_mon != mon - 1)
+    if (gmtime_r(&t, &check) == NULL || check.tm_mday != mday || check.tm_mon != mon)
         return -1;
     *ts_ns_out = ns_from_seconds((int64_t)t - offset_s, frac_ns);
     return 0;
