@@ -633,6 +633,22 @@ serve_begin_drain(serve_loop_t *loop, int signo)
     return rc;
 }
 
+/* What the ack threads reported, raised to what the engine itself says each level reached
+ * (stele_reached_seq: every seq up to it did). The final flush made everything appended
+ * durable, but the ack threads may not have reported it yet, or not run at all with
+ * --drain-timeout-ms 0: without this, such a request would be refused as short of its
+ * level, which is false, and a client that retries would append it twice. */
+static void
+serve_refresh_acked(serve_loop_t *loop)
+{
+    serve_acks_snapshot(loop->acks, &loop->acked);
+    for (int level = STELE_WAIT_WRITTEN; level <= STELE_WAIT_SHIPPED; level++) {
+        uint64_t engine_seq = stele_reached_seq(loop->cfg->db, (stele_wait_t)level);
+        if (engine_seq > loop->acked.reached_seq[level])
+            loop->acked.reached_seq[level] = engine_seq;
+    }
+}
+
 /* The drain deadline passed: whoever still waits gets an error, never a silent close. A
  * request that did reach its level behind one that did not still gets its seq. */
 static void
@@ -641,7 +657,7 @@ serve_fail_remaining(serve_loop_t *loop)
     char reply[SERVE_REPLY_MAX_BYTES];
     serve_conn_t *next;
     size_t n_failed = 0;
-    serve_acks_snapshot(loop->acks, &loop->acked);
+    serve_refresh_acked(loop);
     for (serve_conn_t *c = loop->all; c; c = next) {
         next = c->all_next;
         while (c->fifo_count > 0) {

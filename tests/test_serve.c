@@ -415,6 +415,55 @@ test_serve_sigterm_answers_received_requests_and_cleans_up(void **state)
     ts_remove_dir(dir);
 }
 
+/* The final flush makes every appended event durable. With --drain-timeout-ms 0 the server
+ * does not wait for its ack threads to notice, but a written or durable request the flush
+ * covered must still get its seq: STELE_ECLOSED ("stopped before seq N reached wait level
+ * durable") would be false, and a client that retries would append the event twice. */
+static void
+test_serve_drain_timeout_zero_still_acknowledges_what_the_flush_made_durable(void **state)
+{
+    (void)state;
+    char dir[256], line[1024];
+    ts_server_t srv;
+    enum { N = 2000 };
+    const char *const extra[] = {"--drain-timeout-ms", "0", NULL};
+    ts_make_dir(dir, sizeof dir, "drain0");
+    start_server(&srv, dir, extra);
+    int fd = ts_connect(srv.socket_path);
+    assert_true(fd >= 0);
+    bson_string_t *burst = bson_string_new(NULL);
+    for (int i = 0; i < N; i++) {
+        if (i % 2)
+            bson_string_append_printf(burst, "{\"i\":%d}\n", i);
+        else
+            bson_string_append_printf(burst, "{\"$event\":{\"i\":%d},\"$wait\":\"written\"}\n", i);
+    }
+    assert_int_equal(ts_write_all(fd, burst->str, burst->len), 0);
+    bson_string_free(burst, true);
+    kill(srv.pid, SIGTERM); /* before reading a single reply */
+    long n_acked = 0, n_closed = 0;
+    for (int i = 0; i < N; i++) {
+        uint64_t seq;
+        if (ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) < 0)
+            break;
+        int code = ts_reply_code(line, &seq);
+        if (code == 0)
+            n_acked++;
+        else if (code == STELE_ECLOSED)
+            n_closed++;
+        else
+            fail_msg("reply %d: %s", i, line);
+    }
+    close(fd);
+    assert_int_equal(ts_server_stop(&srv, 0), 0);
+    long n_records = ts_read_journal(dir, NULL, NULL);
+    ts_remove_dir(dir);
+    if (n_acked != N)
+        fail_msg("%ld of %d acknowledged, %ld refused as not durable; %ld in the journal", n_acked,
+                 N, n_closed, n_records);
+    assert_int_equal(n_records, N);
+}
+
 static void
 test_serve_drain_timeout_fails_only_requests_short_of_their_level(void **state)
 {
@@ -1168,6 +1217,8 @@ main(void)
         cmocka_unit_test(test_serve_second_server_on_same_journal_fails_with_locked),
         cmocka_unit_test(test_serve_leaves_a_live_socket_of_another_kind_alone),
         cmocka_unit_test(test_serve_sigterm_answers_received_requests_and_cleans_up),
+        cmocka_unit_test(
+            test_serve_drain_timeout_zero_still_acknowledges_what_the_flush_made_durable),
         cmocka_unit_test(test_serve_drain_timeout_fails_only_requests_short_of_their_level),
         cmocka_unit_test(test_serve_pauses_accept_when_out_of_descriptors_and_resumes),
         cmocka_unit_test(test_serve_client_that_stops_reading_stalls_only_itself),
