@@ -88,6 +88,49 @@ typedef struct serve_args {
     serve_log_level_t log_level;
 } serve_args_t;
 
+/* One of serve's own flags. Returns 0 or an exit code after printing the usage error. */
+static int
+serve_take_flag(serve_args_t *a, int c, const char *arg)
+{
+    uint64_t number = 0;
+    switch (c) {
+    case OPT_SOCKET:
+        a->socket_path = arg;
+        return 0;
+    case OPT_PID_FILE:
+        a->pid_path = arg;
+        return 0;
+    case OPT_WAIT:
+        if (serve_wait_parse(arg, strlen(arg), &a->default_wait) != 0)
+            return cli_usage_error("serve",
+                                   "--wait '%s' is not one of none, written, "
+                                   "durable, shipped",
+                                   arg);
+        return 0;
+    case OPT_MAX_LINE:
+        if (cli_parse_u64(arg, &number) != 0 || number < 2 || number > SERVE_MAX_LINE_LIMIT)
+            return cli_usage_error("serve", "--max-line-bytes '%s' is not in 2 .. %u", arg,
+                                   SERVE_MAX_LINE_LIMIT);
+        a->max_line_bytes = (size_t)number;
+        return 0;
+    case OPT_DRAIN_TIMEOUT:
+        if (cli_parse_u64(arg, &number) != 0 || number > SERVE_MAX_DRAIN_TIMEOUT_MS)
+            return cli_usage_error("serve", "--drain-timeout-ms '%s' is not in 0 .. %u", arg,
+                                   SERVE_MAX_DRAIN_TIMEOUT_MS);
+        a->drain_timeout_ms = (uint32_t)number;
+        return 0;
+    case OPT_LOG_LEVEL:
+        if (serve_log_parse_level(arg, &a->log_level) != 0)
+            return cli_usage_error("serve",
+                                   "--log-level '%s' is not one of debug, info, "
+                                   "warn, error",
+                                   arg);
+        return 0;
+    default:
+        return CLI_EXIT_USAGE;
+    }
+}
+
 /* Reads serve's own flags (cli_args_next() takes the common ones). Returns 0 or an exit
  * code after printing the usage error. */
 static int
@@ -95,7 +138,6 @@ serve_parse_args(cli_args_t *args, int argc, char **argv, serve_args_t *a)
 {
     const char *arg;
     int c, first_operand = argc;
-    uint64_t number = 0;
     memset(a, 0, sizeof *a);
     cli_mongo_init(&a->mongo);
     a->default_wait = STELE_WAIT_DURABLE;
@@ -104,53 +146,52 @@ serve_parse_args(cli_args_t *args, int argc, char **argv, serve_args_t *a)
     a->log_level = SERVE_LOG_INFO;
     while ((c = cli_args_next(args, argc, argv, &arg, &first_operand)) != -1) {
         int taken = cli_mongo_take(&a->mongo, "serve", c, arg);
-        if (taken != CLI_MONGO_NOT_MINE) {
-            if (taken != 0)
-                return taken;
-            continue;
-        }
-        switch (c) {
-        case OPT_SOCKET:
-            a->socket_path = arg;
-            break;
-        case OPT_PID_FILE:
-            a->pid_path = arg;
-            break;
-        case OPT_WAIT:
-            if (serve_wait_parse(arg, strlen(arg), &a->default_wait) != 0)
-                return cli_usage_error("serve",
-                                       "--wait '%s' is not one of none, written, "
-                                       "durable, shipped",
-                                       arg);
-            break;
-        case OPT_MAX_LINE:
-            if (cli_parse_u64(arg, &number) != 0 || number < 2 || number > SERVE_MAX_LINE_LIMIT)
-                return cli_usage_error("serve", "--max-line-bytes '%s' is not in 2 .. %u", arg,
-                                       SERVE_MAX_LINE_LIMIT);
-            a->max_line_bytes = (size_t)number;
-            break;
-        case OPT_DRAIN_TIMEOUT:
-            if (cli_parse_u64(arg, &number) != 0 || number > SERVE_MAX_DRAIN_TIMEOUT_MS)
-                return cli_usage_error("serve", "--drain-timeout-ms '%s' is not in 0 .. %u", arg,
-                                       SERVE_MAX_DRAIN_TIMEOUT_MS);
-            a->drain_timeout_ms = (uint32_t)number;
-            break;
-        case OPT_LOG_LEVEL:
-            if (serve_log_parse_level(arg, &a->log_level) != 0)
-                return cli_usage_error("serve",
-                                       "--log-level '%s' is not one of debug, info, "
-                                       "warn, error",
-                                       arg);
-            break;
-        default:
-            return CLI_EXIT_USAGE;
-        }
+        if (taken == CLI_MONGO_NOT_MINE)
+            taken = serve_take_flag(a, c, arg);
+        if (taken != 0)
+            return taken;
     }
     if (args->want_help)
         return 0;
     if (first_operand < argc)
         return cli_usage_error("serve", "unexpected argument '%s'", argv[first_operand]);
     return cli_mongo_check(&a->mongo, "serve", 0);
+}
+
+/* Removes a socket file that nothing listens on (left by a crashed server). Only a refused
+ * connect() proves that: a live server answers, and a live socket of another kind (a
+ * datagram socket such as /dev/log given by mistake) says EPROTOTYPE; neither is touched.
+ * Never unlinks what is not a socket: --socket may be a typo for a real file. Returns 0
+ * when the path is free, else an error (logged). */
+static int
+serve_remove_stale_socket(const char *path, const struct sockaddr_un *addr, const serve_log_t *log)
+{
+    char quoted[PATH_MAX + 8];
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        serve_logf(log, SERVE_LOG_ERROR, "socket path exists and is not a socket", "socket=%s",
+                   stele_log_quote(quoted, sizeof quoted, path));
+        return -EEXIST;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int rc = connect(fd, (const struct sockaddr *)addr, sizeof *addr) == 0 ? 0 : -errno;
+    close(fd);
+    if (rc == 0) {
+        serve_logf(log, SERVE_LOG_ERROR, "another server answers on the socket", "socket=%s",
+                   stele_log_quote(quoted, sizeof quoted, path));
+        return STELE_ELOCKED;
+    }
+    if (rc != -ECONNREFUSED && rc != -ENOENT) {
+        serve_logf(log, SERVE_LOG_ERROR, "socket path is in use", "socket=%s errno=%s",
+                   stele_log_quote(quoted, sizeof quoted, path), stele_errname(rc));
+        return rc;
+    }
+    if (unlink(path) == 0)
+        serve_logf(log, SERVE_LOG_WARN, "removed stale socket", "socket=%s",
+                   stele_log_quote(quoted, sizeof quoted, path));
+    return 0;
 }
 
 /* Binds the listening socket. A socket file left by a crashed server is replaced; one a
@@ -166,30 +207,12 @@ serve_listen(const char *path, const serve_log_t *log, int *out_fd)
         return STELE_EINVAL;
     }
     memcpy(addr.sun_path, path, strlen(path) + 1);
-    struct stat st;
-    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-        /* Never unlink what is not a socket: --socket may be a typo for a real file. */
-        serve_logf(log, SERVE_LOG_ERROR, "socket path exists and is not a socket", "socket=%s",
-                   stele_log_quote(quoted, sizeof quoted, path));
-        return -EEXIST;
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int rc = serve_remove_stale_socket(path, &addr, log);
+    if (rc != 0)
+        return rc;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0) {
-        serve_logf(log, SERVE_LOG_ERROR, "another server answers on the socket", "socket=%s",
-                   stele_log_quote(quoted, sizeof quoted, path));
-        close(fd);
-        return STELE_ELOCKED;
-    }
-    close(fd);
-    if (unlink(path) == 0)
-        serve_logf(log, SERVE_LOG_WARN, "removed stale socket", "socket=%s",
-                   stele_log_quote(quoted, sizeof quoted, path));
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    int rc = 0;
     if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
         chmod(path, SERVE_SOCKET_MODE) != 0 || listen(fd, SERVE_LISTEN_BACKLOG) != 0) {
         rc = -errno;

@@ -268,6 +268,33 @@ cli_parse_u64(const char *text, uint64_t *out)
 
 #define NS_PER_SEC INT64_C(1000000000)
 
+/*
+ * Times are int64 nanoseconds since the epoch, which hold the years 1677 to 2262. A time
+ * given outside them ("9999-12-31T23:59:59Z" meaning for ever, "--since 1000000d") is
+ * saturated to the nearest end: it still sorts before or after every record's time, which
+ * is all --since and --until ask of it, where the unchecked product wrapped around to an
+ * arbitrary date (and was undefined behaviour).
+ */
+static int64_t
+ns_from_seconds(int64_t seconds, int64_t frac_ns)
+{
+    if (seconds > (INT64_MAX - frac_ns) / NS_PER_SEC)
+        return INT64_MAX;
+    if (seconds < INT64_MIN / NS_PER_SEC)
+        return INT64_MIN;
+    return seconds * NS_PER_SEC + frac_ns;
+}
+
+static int64_t
+ns_add_saturating(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
 static int
 parse_relative(const char *text, int64_t now_ns, int64_t *ts_ns_out)
 {
@@ -294,7 +321,8 @@ parse_relative(const char *text, int64_t now_ns, int64_t *ts_ns_out)
         unit_s = 7 * 86400;
     else
         return -1;
-    *ts_ns_out = now_ns - (int64_t)amount * unit_s * NS_PER_SEC;
+    /* at most 12 digits of weeks: the seconds fit an int64, their nanoseconds may not */
+    *ts_ns_out = ns_add_saturating(now_ns, ns_from_seconds(-(int64_t)amount * unit_s, 0));
     return 0;
 }
 
@@ -323,61 +351,84 @@ take_char(const char **p, const char *allowed)
     return 0;
 }
 
+/* "2026-11-30T20:44:50" (a 't' or a space may replace the T) into *tm; advances *p. */
+static int
+take_date_time(const char **p, struct tm *tm)
+{
+    int year, mon, mday, hour, min, sec;
+    if (take_digits(p, 4, &year) || take_char(p, "-") || take_digits(p, 2, &mon) ||
+        take_char(p, "-") || take_digits(p, 2, &mday) || take_char(p, "Tt ") ||
+        take_digits(p, 2, &hour) || take_char(p, ":") || take_digits(p, 2, &min) ||
+        take_char(p, ":") || take_digits(p, 2, &sec))
+        return -1;
+    if (mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour > 23 || min > 59 || sec > 60)
+        return -1;
+    tm->tm_year = year - 1900;
+    tm->tm_mon = mon - 1;
+    tm->tm_mday = mday;
+    tm->tm_hour = hour;
+    tm->tm_min = min;
+    tm->tm_sec = sec;
+    return 0;
+}
+
+/* An optional ".123456" into nanoseconds (digits beyond the ninth are ignored). */
+static int
+take_fraction(const char **p, int64_t *frac_ns)
+{
+    *frac_ns = 0;
+    if (**p != '.')
+        return 0;
+    (*p)++;
+    int n_digits = 0;
+    int64_t scale = NS_PER_SEC / 10;
+    while (**p >= '0' && **p <= '9') {
+        *frac_ns += (**p - '0') * scale;
+        scale /= 10;
+        (*p)++;
+        n_digits++;
+    }
+    return n_digits == 0 ? -1 : 0;
+}
+
+/* "Z" (or "z"), "+02:00" or "-05:30" into seconds east of UTC. */
+static int
+take_utc_offset(const char **p, int *offset_s)
+{
+    *offset_s = 0;
+    if (**p == 'Z' || **p == 'z') {
+        (*p)++;
+        return 0;
+    }
+    if (**p != '+' && **p != '-')
+        return -1;
+    int sign = (**p == '-') ? -1 : 1;
+    int off_h, off_m;
+    (*p)++;
+    if (take_digits(p, 2, &off_h) || take_char(p, ":") || take_digits(p, 2, &off_m) || off_h > 23 ||
+        off_m > 59)
+        return -1;
+    *offset_s = sign * (off_h * 3600 + off_m * 60);
+    return 0;
+}
+
 static int
 parse_rfc3339(const char *text, int64_t *ts_ns_out)
 {
     const char *p = text;
     struct tm tm = {0};
-    int year, mon, mday, hour, min, sec;
-    if (take_digits(&p, 4, &year) || take_char(&p, "-") || take_digits(&p, 2, &mon) ||
-        take_char(&p, "-") || take_digits(&p, 2, &mday) || take_char(&p, "Tt ") ||
-        take_digits(&p, 2, &hour) || take_char(&p, ":") || take_digits(&p, 2, &min) ||
-        take_char(&p, ":") || take_digits(&p, 2, &sec))
+    int64_t frac_ns;
+    int offset_s;
+    if (take_date_time(&p, &tm) || take_fraction(&p, &frac_ns) || take_utc_offset(&p, &offset_s) ||
+        *p != '\0')
         return -1;
-    if (mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour > 23 || min > 59 || sec > 60)
-        return -1;
-    int64_t frac_ns = 0;
-    if (*p == '.') {
-        p++;
-        int n_digits = 0;
-        int64_t scale = NS_PER_SEC / 10;
-        while (*p >= '0' && *p <= '9') {
-            frac_ns += (*p - '0') * scale;
-            scale /= 10;
-            p++;
-            n_digits++;
-        }
-        if (n_digits == 0)
-            return -1;
-    }
-    int offset_s = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int sign = (*p == '-') ? -1 : 1;
-        int off_h, off_m;
-        p++;
-        if (take_digits(&p, 2, &off_h) || take_char(&p, ":") || take_digits(&p, 2, &off_m) ||
-            off_h > 23 || off_m > 59)
-            return -1;
-        offset_s = sign * (off_h * 3600 + off_m * 60);
-    } else {
-        return -1;
-    }
-    if (*p != '\0')
-        return -1;
-    tm.tm_year = year - 1900;
-    tm.tm_mon = mon - 1;
-    tm.tm_mday = mday;
-    tm.tm_hour = hour;
-    tm.tm_min = min;
-    tm.tm_sec = sec;
+    int mday = tm.tm_mday, mon = tm.tm_mon;
     time_t t = timegm(&tm);
     /* timegm normalises 2026-02-31 into March: reject dates that do not exist */
     struct tm check;
-    if (gmtime_r(&t, &check) == NULL || check.tm_mday != mday || check.tm_mon != mon - 1)
+    if (gmtime_r(&t, &check) == NULL || check.tm_mday != mday || check.tm_mon != mon)
         return -1;
-    *ts_ns_out = ((int64_t)t - offset_s) * NS_PER_SEC + frac_ns;
+    *ts_ns_out = ns_from_seconds((int64_t)t - offset_s, frac_ns);
     return 0;
 }
 

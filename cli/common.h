@@ -90,7 +90,9 @@ int cli_parse_u64(const char *text, uint64_t *out);
 
 /*
  * Parses a time: RFC 3339 ("2026-11-30T20:44:50Z", fraction and offset optional, a space may
- * replace the T), or a duration before now_ns ("10m", "2h", "3d", "90s", "1w").
+ * replace the T), or a duration before now_ns ("10m", "2h", "3d", "90s", "1w"). A time
+ * outside what int64 nanoseconds hold (before 1677, after 2262) saturates to INT64_MIN or
+ * INT64_MAX, so it still compares right with every record's time.
  * Returns 0 or -1.
  */
 int cli_parse_time(const char *text, int64_t now_ns, int64_t *ts_ns_out);

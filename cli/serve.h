@@ -47,23 +47,25 @@ void serve_log(const serve_log_t *log, serve_log_level_t level, const char *msg)
  * JSON may grow (escapes, number text), so twice that. */
 #define SERVE_DEFAULT_MAX_LINE_BYTES (2u * 1024u * 1024u)
 
-/* One parsed request line. An event travels either as the original JSON text (a bare event,
- * borrowed from the line) or as BSON taken out of an envelope (owned). */
+/* One parsed request line. The event is always the client's JSON text, borrowed from the
+ * line: the whole line for a bare event, the $event object's text for an envelope, so the
+ * engine validates both alike (stele_append_json). */
 typedef struct serve_request {
     stele_wait_t wait;
-    const char *json; /* bare event: points into the line; NULL for an envelope */
+    const char *json; /* points into the line */
     size_t json_len;
-    bson_t *bson; /* envelope's $event: owned, freed by serve_request_release() */
+    bson_t *bson; /* always NULL; kept for callers that still check it */
 } serve_request_t;
 
 /*
  * Parses one request line (without its '\n'; a trailing '\r' is ignored). A line is either
  * a bare event (a JSON object, appended at default_wait) or an envelope
- * {"$event": {...}, "$wait": "none|written|durable|shipped"}. Only the envelope is parsed
- * here; a bare event is validated by the engine when appended.
- * Returns 0 and fills *out, or STELE_EEMPTY (blank line), STELE_EJSON, STELE_ENOTOBJECT
- * ($event not an object), STELE_EPROTOCOL (unknown or repeated envelope key, unknown wait
- * level, missing $event), with err filled. Call serve_request_release() either way.
+ * {"$event": {...}, "$wait": "none|written|durable|shipped"}. Only the envelope's top level
+ * is read here; the event itself is validated by the engine when appended.
+ * Returns 0 and fills *out, or STELE_EEMPTY (blank line), STELE_EJSON (an envelope that is
+ * not one JSON object), STELE_ENOTOBJECT ($event not an object), STELE_EPROTOCOL (unknown or
+ * repeated envelope key, unknown wait level, missing $event), with err filled. Call
+ * serve_request_release() either way.
  */
 int serve_request_parse(const char *line, size_t len, stele_wait_t default_wait,
                         serve_request_t *out, stele_error_t *err);

@@ -304,11 +304,8 @@ serve_handle_request(serve_loop_t *loop, serve_conn_t *c, const char *line, size
                  "start the server with --mongo URI or a [sink] "
                  "section in its config");
     }
-    if (rc == 0 && req.json)
+    if (rc == 0)
         rc = stele_append_json(cfg->db, req.json, req.json_len, STELE_WAIT_NONE, &seq, &err);
-    else if (rc == 0)
-        rc = stele_append_bson(cfg->db, bson_get_data(req.bson), req.bson->len, STELE_WAIT_NONE,
-                               &seq, &err);
     stele_wait_t level = req.wait;
     serve_request_release(&req);
     if (rc == STELE_EHALTED && !loop->has_logged_halt) {
@@ -636,6 +633,22 @@ serve_begin_drain(serve_loop_t *loop, int signo)
     return rc;
 }
 
+/* What the ack threads reported, raised to what the engine itself says each level reached
+ * (stele_reached_seq: every seq up to it did). The final flush made everything appended
+ * durable, but the ack threads may not have reported it yet, or not run at all with
+ * --drain-timeout-ms 0: without this, such a request would be refused as short of its
+ * level, which is false, and a client that retries would append it twice. */
+static void
+serve_refresh_acked(serve_loop_t *loop)
+{
+    serve_acks_snapshot(loop->acks, &loop->acked);
+    for (int level = STELE_WAIT_WRITTEN; level <= STELE_WAIT_SHIPPED; level++) {
+        uint64_t engine_seq = stele_reached_seq(loop->cfg->db, (stele_wait_t)level);
+        if (engine_seq > loop->acked.reached_seq[level])
+            loop->acked.reached_seq[level] = engine_seq;
+    }
+}
+
 /* The drain deadline passed: whoever still waits gets an error, never a silent close. A
  * request that did reach its level behind one that did not still gets its seq. */
 static void
@@ -644,7 +657,7 @@ serve_fail_remaining(serve_loop_t *loop)
     char reply[SERVE_REPLY_MAX_BYTES];
     serve_conn_t *next;
     size_t n_failed = 0;
-    serve_acks_snapshot(loop->acks, &loop->acked);
+    serve_refresh_acked(loop);
     for (serve_conn_t *c = loop->all; c; c = next) {
         next = c->all_next;
         while (c->fifo_count > 0) {
@@ -710,6 +723,45 @@ serve_loop_teardown(serve_loop_t *loop)
     free(loop->scratch);
 }
 
+/* A signal: the first starts the drain, a second stops waiting and fails what is left.
+ * Returns 1 when the rest of the epoll batch must be skipped: it may name connections
+ * that were closed here. A failed final flush is stored in *rc. */
+static int
+serve_on_signal(serve_loop_t *loop, int *rc)
+{
+    struct signalfd_siginfo si;
+    if (read(loop->cfg->signal_fd, &si, sizeof si) != (ssize_t)sizeof si)
+        return 0;
+    if (loop->is_draining) {
+        serve_fail_remaining(loop);
+        return 1;
+    }
+    int flush_rc = serve_begin_drain(loop, (int)si.ssi_signo);
+    if (flush_rc != 0)
+        *rc = flush_rc;
+    return 1;
+}
+
+/* Handles one epoll batch. */
+static void
+serve_on_events(serve_loop_t *loop, const struct epoll_event *events, int n, int *rc)
+{
+    for (int i = 0; i < n; i++) {
+        void *tag = events[i].data.ptr;
+        if (tag == &loop->tag_listen) {
+            if (!loop->is_draining)
+                serve_accept(loop);
+        } else if (tag == &loop->tag_wake) {
+            serve_on_acks(loop);
+        } else if (tag == &loop->tag_signal) {
+            if (serve_on_signal(loop, rc))
+                break;
+        } else {
+            serve_on_conn_event(loop, tag, events[i].events);
+        }
+    }
+}
+
 int
 serve_loop_run(const serve_config_t *cfg)
 {
@@ -739,30 +791,7 @@ serve_loop_run(const serve_config_t *cfg)
                        stele_errname(rc));
             break;
         }
-        for (int i = 0; i < n; i++) {
-            void *tag = events[i].data.ptr;
-            if (tag == &loop.tag_listen) {
-                if (!loop.is_draining)
-                    serve_accept(&loop);
-            } else if (tag == &loop.tag_wake) {
-                serve_on_acks(&loop);
-            } else if (tag == &loop.tag_signal) {
-                struct signalfd_siginfo si;
-                if (read(cfg->signal_fd, &si, sizeof si) != (ssize_t)sizeof si)
-                    continue;
-                if (loop.is_draining) {
-                    /* A second signal: stop waiting, fail what is left. */
-                    serve_fail_remaining(&loop);
-                    break;
-                }
-                int flush_rc = serve_begin_drain(&loop, (int)si.ssi_signo);
-                if (flush_rc != 0)
-                    rc = flush_rc;
-                break; /* the remaining events may name connections closed by the drain */
-            } else {
-                serve_on_conn_event(&loop, tag, events[i].events);
-            }
-        }
+        serve_on_events(&loop, events, n, &rc);
         serve_flush_wants(&loop);
         serve_free_dead(&loop);
     }

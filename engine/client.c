@@ -73,6 +73,20 @@ client_reserve(char **buf, size_t *cap, size_t need)
     return 0;
 }
 
+/* connect() waits while the server's listen backlog is full (a busy server, or one that
+ * paused accepting at its descriptor limit); a signal handler installed without SA_RESTART
+ * interrupts that wait with EINTR. The connection was not made and the socket is still
+ * unconnected, so trying again is right: EINTR is not "no server". Returns 0 or -1. */
+static int
+client_connect_retrying(int fd, const struct sockaddr_un *addr)
+{
+    int rc;
+    do {
+        rc = connect(fd, (const struct sockaddr *)addr, sizeof *addr);
+    } while (rc != 0 && errno == EINTR);
+    return rc;
+}
+
 int
 stele_client_connect(const char *dir, const char *socket_path, stele_client_t **out,
                      stele_error_t *err)
@@ -101,7 +115,7 @@ stele_client_connect(const char *dir, const char *socket_path, stele_client_t **
     }
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int rc = 0;
-    if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+    if (c->fd < 0 || client_connect_retrying(c->fd, &addr) != 0 ||
         fcntl(c->fd, F_SETFL, O_NONBLOCK) != 0) {
         rc = -errno;
         client_fail(err, rc, "could not connect to stele server at %s: %s", path, strerror(-rc));
@@ -135,8 +149,14 @@ client_broken(stele_client_t *c, int code, stele_error_t *err)
 static int
 client_read_some(stele_client_t *c)
 {
-    if (c->in_off > 0 && c->in_off == c->in_len)
-        c->in_off = c->in_len = 0;
+    /* The bytes not yet returned move to the front first: otherwise a reply line split
+     * across reads (a server's write or this read stopping mid-line) keeps every byte the
+     * connection ever received, and the buffer grows for as long as it lives. */
+    if (c->in_off > 0) {
+        memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+        c->in_len -= c->in_off;
+        c->in_off = 0;
+    }
     if (client_reserve(&c->in, &c->in_cap, c->in_len + CLIENT_READ_BYTES) != 0)
         return -ENOMEM;
     ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
@@ -286,9 +306,9 @@ stele_client_recv(stele_client_t *c, uint64_t *seq_out, stele_error_t *err)
         client_fail(err, STELE_EINVAL, "stele_client_recv: no request is waiting for a reply");
         return STELE_EINVAL;
     }
-    if (c->broken_code)
-        return client_broken(c, c->broken_code, err);
-    int rc = client_flush(c);
+    /* Replies the server sent before the connection broke are still good: they are
+     * returned before the error, also when a send saw the break first (broken_code). */
+    int rc = c->broken_code ? c->broken_code : client_flush(c);
     for (;;) {
         char *start = c->in + c->in_off;
         char *nl = c->in_len > c->in_off ? memchr(start, '\n', c->in_len - c->in_off) : NULL;
@@ -299,10 +319,11 @@ stele_client_recv(stele_client_t *c, uint64_t *seq_out, stele_error_t *err)
             return client_parse_reply(start, line_len, seq_out, err);
         }
         if (rc != 0) {
-            /* Replies the server sent before the connection broke are still good. */
-            size_t had = c->in_len;
+            /* What is left in the socket; client_read_some() moves the unreturned bytes to
+             * the front, so progress is counted in unreturned bytes. */
+            size_t had = c->in_len - c->in_off;
             client_read_some(c);
-            if (c->in_len > had)
+            if (c->in_len - c->in_off > had)
                 continue;
             return client_broken(c, rc, err);
         }

@@ -44,7 +44,8 @@ typedef enum knob_type {
     KNOB_ENUM,
 } knob_type_t;
 
-/* X(name, type, unit_ns for durations (else 0), min, max, choices, default, help) */
+/* X(name, type, unit_ns for durations (else 0), min, max, choices, default, help)
+ * retention_seconds stops at INT64_MAX: the engine subtracts it from the clock's seconds. */
 #define CONFIG_KNOBS(X)                                                                            \
     X(source, KNOB_STRING, 0, 1, CONFIG_SOURCE_MAX, NULL, "(host name)",                           \
       "this journal's name in MongoDB _id.src; fixed when the journal is created")                 \
@@ -76,7 +77,7 @@ typedef enum knob_type {
       "what an append does when the quota is reached")                                             \
     X(retention_bytes, KNOB_SIZE64, 0, 0, UINT64_MAX, NULL, "0",                                   \
       "keep at most this much shipped data; 0 = keep all")                                         \
-    X(retention_seconds, KNOB_DURATION64, 1000000000, 0, UINT64_MAX, NULL, "0",                    \
+    X(retention_seconds, KNOB_DURATION64, 1000000000, 0, INT64_MAX, NULL, "0",                     \
       "delete shipped data older than this; 0 = keep all")
 
 typedef struct knob_def {
@@ -444,49 +445,36 @@ config_bad_value(const knob_def_t *k, const char *value, const char *where, stel
     return STELE_ECONFIG;
 }
 
-/* Parses `value` for knob k and stores it into *opts. Leaves opts unchanged on error. */
-static int
-config_apply(stele_options_t *opts, const knob_def_t *k, const char *value, const char *where,
-             stele_error_t *err)
+/* Parses `value` as knob k's type (not its range) into *out. */
+static bool
+config_parse_value(const knob_def_t *k, const char *value, uint64_t *out)
 {
-    uint64_t v = 0;
-    bool ok = false;
-    char *field = (char *)opts + k->offset;
+    const char *rest;
     switch (k->type) {
-    case KNOB_STRING: {
-        if (!config_source_ok(value))
-            return config_bad_value(k, value, where, err);
-        const char *copy = config_own_string(opts, value);
-        if (!copy)
-            return error_set(err, -ENOMEM, "out of memory setting %s", k->name);
-        memcpy(field, &copy, sizeof copy);
-        return 0;
-    }
     case KNOB_BOOL:
-        ok = config_parse_bool(value, &v);
-        break;
+        return config_parse_bool(value, out);
     case KNOB_MODE:
-        ok = config_parse_mode(value, &v);
-        break;
+        return config_parse_mode(value, out);
     case KNOB_ENUM:
-        ok = config_parse_enum(value, k->choices, &v);
-        break;
+        return config_parse_enum(value, k->choices, out);
     case KNOB_SIZE32:
     case KNOB_SIZE64:
-        ok = config_parse_size(value, &v);
-        break;
-    case KNOB_U32: {
-        const char *rest;
-        ok = config_parse_u64(value, &rest, &v) && *rest == '\0';
-        break;
-    }
+        return config_parse_size(value, out);
+    case KNOB_U32:
+        return config_parse_u64(value, &rest, out) && *rest == '\0';
     case KNOB_DURATION32:
     case KNOB_DURATION64:
-        ok = config_parse_duration(value, k->unit_ns, &v);
+        return config_parse_duration(value, k->unit_ns, out);
+    case KNOB_STRING:
         break;
     }
-    if (!ok || v < k->min || v > k->max)
-        return config_bad_value(k, value, where, err);
+    return false;
+}
+
+/* Stores an in-range value into the field at `field`, at the width of knob k's type. */
+static void
+config_store_value(const knob_def_t *k, char *field, uint64_t v)
+{
     switch (k->type) {
     case KNOB_SIZE64:
     case KNOB_DURATION64: {
@@ -511,6 +499,27 @@ config_apply(stele_options_t *opts, const knob_def_t *k, const char *value, cons
         break;
     }
     }
+}
+
+/* Parses `value` for knob k and stores it into *opts. Leaves opts unchanged on error. */
+static int
+config_apply(stele_options_t *opts, const knob_def_t *k, const char *value, const char *where,
+             stele_error_t *err)
+{
+    char *field = (char *)opts + k->offset;
+    if (k->type == KNOB_STRING) {
+        if (!config_source_ok(value))
+            return config_bad_value(k, value, where, err);
+        const char *copy = config_own_string(opts, value);
+        if (!copy)
+            return error_set(err, -ENOMEM, "out of memory setting %s", k->name);
+        memcpy(field, &copy, sizeof copy);
+        return 0;
+    }
+    uint64_t v = 0;
+    if (!config_parse_value(k, value, &v) || v < k->min || v > k->max)
+        return config_bad_value(k, value, where, err);
+    config_store_value(k, field, v);
     return 0;
 }
 
@@ -573,13 +582,11 @@ config_sink_u32(const char *key, const char *value, uint64_t max, uint32_t *out,
     return 0;
 }
 
+/* Sets a sink's uri, database or collection; returns 1 when `key` is none of them. */
 static int
-config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, const char *value,
-                const char *where, stele_error_t *err)
+config_sink_set_string(stele_options_t *opts, stele_sink_options_t *s, const char *key,
+                       const char *value, const char *where, stele_error_t *err)
 {
-    stele_sink_options_t *s = config_sink_slot(opts, sink_name, err);
-    if (!s)
-        return err ? err->code : STELE_ECONFIG;
     const char **str = NULL;
     if (strcmp(key, "uri") == 0)
         str = &s->uri;
@@ -587,18 +594,25 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         str = &s->database;
     else if (strcmp(key, "collection") == 0)
         str = &s->collection;
-    if (str) {
-        if (!*value)
-            return error_set(err, STELE_ECONFIG, "%sempty value for sink %s", where, key);
-        const char *copy = config_own_string(opts, value);
-        if (!copy)
-            return error_set(err, -ENOMEM, "out of memory");
-        *str = copy;
-        return 0;
-    }
+    if (!str)
+        return 1;
+    if (!*value)
+        return error_set(err, STELE_ECONFIG, "%sempty value for sink %s", where, key);
+    const char *copy = config_own_string(opts, value);
+    if (!copy)
+        return error_set(err, -ENOMEM, "out of memory");
+    *str = copy;
+    return 0;
+}
+
+/* Sets a sink's w or journaled; returns 1 when `key` is neither. */
+static int
+config_sink_set_concern(stele_sink_options_t *s, const char *key, const char *value,
+                        const char *where, stele_error_t *err)
+{
+    uint64_t v;
+    const char *rest;
     if (strcmp(key, "w") == 0) {
-        uint64_t v;
-        const char *rest;
         if (strcasecmp(value, "majority") == 0)
             return (s->w = -1), 0;
         if (!config_parse_u64(value, &rest, &v) || *rest || v > 50)
@@ -609,7 +623,6 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         return 0;
     }
     if (strcmp(key, "journaled") == 0) {
-        uint64_t v;
         if (!config_parse_bool(value, &v))
             return error_set(err, STELE_ECONFIG,
                              "%sinvalid value \"%.64s\" for sink journaled: expected true or false",
@@ -617,6 +630,14 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         s->journaled = (int)v;
         return 0;
     }
+    return 1;
+}
+
+/* Sets one of a sink's uint32 fields; returns 1 when `key` is none of them. */
+static int
+config_sink_set_number(stele_sink_options_t *s, const char *key, const char *value,
+                       const char *where, stele_error_t *err)
+{
     static const struct {
         const char *key;
         size_t offset;
@@ -635,6 +656,23 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
             memcpy((char *)s + ints[i].offset, &v, sizeof v);
         return rc;
     }
+    return 1;
+}
+
+static int
+config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, const char *value,
+                const char *where, stele_error_t *err)
+{
+    stele_sink_options_t *s = config_sink_slot(opts, sink_name, err);
+    if (!s)
+        return err ? err->code : STELE_ECONFIG;
+    int rc = config_sink_set_string(opts, s, key, value, where, err);
+    if (rc == 1)
+        rc = config_sink_set_concern(s, key, value, where, err);
+    if (rc == 1)
+        rc = config_sink_set_number(s, key, value, where, err);
+    if (rc != 1)
+        return rc;
     error_set(err, STELE_ECONFIG, "%sunknown sink key \"%.64s\"", where, key);
     error_set_hint(err, "sink keys: uri, database, collection, w, journaled, wtimeout_ms, "
                         "batch_docs, batch_bytes, linger_ms, backoff_min_ms, backoff_max_ms");
@@ -714,6 +752,74 @@ stele_options_load_env(stele_options_t *opts, stele_error_t *err)
     return config_finish(opts, &scratch, rc);
 }
 
+/* One INI file as inih reads it: a line per call of config_ini_read_line(). */
+typedef struct config_ini_file {
+    FILE *fp;
+    char *line; /* getline's buffer: the whole line, however long */
+    size_t line_cap;
+    int lineno;
+    int bad_lineno; /* the line refused here (0: none); the parse stopped there */
+    char bad_why[96];
+    const char *bad_hint;
+    int read_errno; /* a read failed (a directory: EISDIR); the parse stopped there */
+} config_ini_file_t;
+
+/* UTF-8 byte order mark, which some editors put at the start of a file. */
+static const char config_bom[] = "\xEF\xBB\xBF";
+
+/*
+ * inih's line reader (fgets-like), which settles per line what inih itself would get wrong:
+ *  - inih reads a line into a fixed buffer of `cap` bytes (INI_MAX_LINE, 200 in the usual
+ *    builds) and parses the rest of a longer line as a line of its own: a long value was
+ *    cut, or the tail of a long comment was taken as a setting. A line that does not fit is
+ *    refused here, with its own number;
+ *  - inih takes a line that starts with whitespace as the continuation of the previous
+ *    key's value (Python's multi-line values) and hands it over as a new value of that key,
+ *    so an indented key replaced the value above it. No knob has a multi-line value: the
+ *    leading whitespace (and a BOM) is dropped and the line is read as it looks;
+ *  - a NUL byte would end the line early for inih and hide the rest: refused.
+ * Returns NULL at the end of the file or on a refusal (bad_lineno set) or read error.
+ */
+static char *
+config_ini_read_line(char *out, int cap, void *stream)
+{
+    config_ini_file_t *f = stream;
+    ssize_t n = getline(&f->line, &f->line_cap, f->fp);
+    if (n < 0) {
+        if (ferror(f->fp))
+            f->read_errno = errno ? errno : EIO;
+        return NULL;
+    }
+    f->lineno++;
+    const char *text = f->line;
+    size_t len = (size_t)n;
+    if (memchr(text, '\0', len)) {
+        f->bad_lineno = f->lineno;
+        snprintf(f->bad_why, sizeof f->bad_why, "NUL byte in the line");
+        f->bad_hint = "a config file is text: check how it was written";
+        return NULL;
+    }
+    size_t start = 0;
+    if (f->lineno == 1 && len >= 3 && memcmp(text, config_bom, 3) == 0)
+        start = 3;
+    while (start < len && isspace((unsigned char)text[start]))
+        start++;
+    while (len > start && isspace((unsigned char)text[len - 1]))
+        len--;
+    text += start;
+    len -= start;
+    if (cap < 1 || len >= (size_t)cap) {
+        f->bad_lineno = f->lineno;
+        snprintf(f->bad_why, sizeof f->bad_why, "line longer than %d bytes", cap - 1);
+        f->bad_hint = "a longer value (such as a sink uri) can be given with "
+                      "stele_options_set() or a command-line flag";
+        return NULL;
+    }
+    memcpy(out, text, len);
+    out[len] = '\0';
+    return out;
+}
+
 typedef struct config_ini_ctx {
     stele_options_t *scratch;
     stele_error_t *err;
@@ -737,40 +843,60 @@ config_ini_handler(void *user, const char *section, const char *name, const char
     return ctx->rc == 0;
 }
 
+/* Runs inih over the open file; returns 0 or the error, with path and line. */
+static int
+config_ini_parse(config_ini_file_t *f, const char *path, stele_options_t *scratch,
+                 stele_error_t *err)
+{
+    stele_error_t local;
+    error_clear(&local);
+    config_ini_ctx_t ctx = {.scratch = scratch, .err = &local, .rc = 0};
+    int line = ini_parse_stream(config_ini_read_line, f, config_ini_handler, &ctx);
+    if (line == -2)
+        return error_set(err, -ENOMEM, "out of memory reading config file %s", path);
+    if (line > 0) {
+        /* inih's first error comes before a line refused by the reader, which stopped it */
+        int rc =
+            error_set(err, STELE_ECONFIG, "%s:%d: %s", path, line,
+                      ctx.rc ? local.message : "syntax error (expected key = value or [section])");
+        if (ctx.rc && err)
+            snprintf(err->hint, sizeof err->hint, "%s", local.hint);
+        return rc;
+    }
+    if (f->bad_lineno) {
+        error_set(err, STELE_ECONFIG, "%s:%d: %s", path, f->bad_lineno, f->bad_why);
+        error_set_hint(err, "%s", f->bad_hint);
+        return STELE_ECONFIG;
+    }
+    if (f->read_errno)
+        return error_set(err, -f->read_errno, "could not read config file %s: %s", path,
+                         strerror(f->read_errno));
+    return 0;
+}
+
 int
 stele_options_load_file(stele_options_t *opts, const char *path, stele_error_t *err)
 {
     if (!opts || !path)
         return error_set(err, STELE_EINVAL, "stele_options_load_file: opts and path required");
-    stele_options_t scratch = *opts;
-    stele_error_t local;
-    error_clear(&local);
-    config_ini_ctx_t ctx = {.scratch = &scratch, .err = &local, .rc = 0};
-    int line = ini_parse(path, config_ini_handler, &ctx);
-    int rc = 0;
-    if (line == -1) {
-        rc = error_set(err, -errno ? -errno : -ENOENT, "could not open config file %s: %s", path,
-                       strerror(errno ? errno : ENOENT));
-    } else if (line == -2) {
-        rc = error_set(err, -ENOMEM, "out of memory reading config file %s", path);
-    } else if (line > 0) {
-        rc = error_set(err, STELE_ECONFIG, "%s:%d: %s", path, line,
-                       ctx.rc ? local.message : "syntax error (expected key = value or [section])");
-        if (ctx.rc && err)
-            snprintf(err->hint, sizeof err->hint, "%s", local.hint);
+    config_ini_file_t f = {.fp = fopen(path, "re")};
+    if (!f.fp) {
+        int e = errno ? errno : ENOENT;
+        return error_set(err, -e, "could not open config file %s: %s", path, strerror(e));
     }
+    stele_options_t scratch = *opts;
+    int rc = config_ini_parse(&f, path, &scratch, err);
+    free(f.line);
+    fclose(f.fp);
     return config_finish(opts, &scratch, rc);
 }
 
 /* -- whole-struct checks at open -------------------------------------------------------- */
 
-int
-config_check(const stele_options_t *opts, stele_error_t *err)
+/* Every numeric knob within its table range (the struct may have been filled by hand). */
+static int
+config_check_ranges(const stele_options_t *opts, stele_error_t *err)
 {
-    if (opts->source && !config_source_ok(opts->source))
-        return error_set(err, STELE_ECONFIG,
-                         "invalid source \"%.64s\": expected 1 to %d letters, digits or . _ : -",
-                         opts->source, CONFIG_SOURCE_MAX);
     for (size_t i = 0; i < CONFIG_N_KNOBS; i++) {
         const knob_def_t *k = &config_knob_defs[i];
         const char *field = (const char *)opts + k->offset;
@@ -799,12 +925,13 @@ config_check(const stele_options_t *opts, stele_error_t *err)
                              (unsigned long long)v, accepts);
         }
     }
-    if (opts->max_journal_bytes && opts->max_journal_bytes < 2 * opts->segment_bytes)
-        return error_set(err, STELE_ECONFIG,
-                         "max_journal_bytes (%llu) must hold at least two segments of "
-                         "segment_bytes (%llu)",
-                         (unsigned long long)opts->max_journal_bytes,
-                         (unsigned long long)opts->segment_bytes);
+    return 0;
+}
+
+/* At most STELE_MAX_SINKS sinks, each named (uniquely) and with a uri. */
+static int
+config_check_sinks(const stele_options_t *opts, stele_error_t *err)
+{
     if (opts->n_sinks > STELE_MAX_SINKS || (opts->n_sinks && !opts->sinks))
         return error_set(err, STELE_ECONFIG, "at most %d sinks", STELE_MAX_SINKS);
     for (size_t i = 0; i < opts->n_sinks; i++) {
@@ -818,4 +945,23 @@ config_check(const stele_options_t *opts, stele_error_t *err)
                 return error_set(err, STELE_ECONFIG, "two sinks are named %s", name);
     }
     return 0;
+}
+
+int
+config_check(const stele_options_t *opts, stele_error_t *err)
+{
+    if (opts->source && !config_source_ok(opts->source))
+        return error_set(err, STELE_ECONFIG,
+                         "invalid source \"%.64s\": expected 1 to %d letters, digits or . _ : -",
+                         opts->source, CONFIG_SOURCE_MAX);
+    int rc = config_check_ranges(opts, err);
+    if (rc)
+        return rc;
+    if (opts->max_journal_bytes && opts->max_journal_bytes < 2 * opts->segment_bytes)
+        return error_set(err, STELE_ECONFIG,
+                         "max_journal_bytes (%llu) must hold at least two segments of "
+                         "segment_bytes (%llu)",
+                         (unsigned long long)opts->max_journal_bytes,
+                         (unsigned long long)opts->segment_bytes);
+    return config_check_sinks(opts, err);
 }

@@ -240,6 +240,128 @@ test_config_load_file_names_file_and_line_and_changes_nothing(void **state)
     }
 }
 
+/* Writes `len` bytes (NULs included). */
+static void
+write_bytes(const char *path, const char *data, size_t len)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, len, fp), len);
+    fclose(fp);
+}
+
+/* The INI parser reads a line into a fixed buffer (200 bytes in the usual libinih builds)
+ * and parses the rest of a longer line as a line of its own. A line of any length must be
+ * either read whole or refused with its own line number, never cut in two: the tail of a
+ * long comment must not become a setting, and a long value must not be truncated. */
+static void
+test_config_load_file_never_cuts_a_long_line_in_two(void **state)
+{
+    fixture_t *f = *state;
+    char text[1200];
+    for (size_t pad = 100; pad < 1000; pad++) {
+        /* "; xxx...x sync = never": whatever the buffer size, some pad puts the cut right
+         * before "sync". */
+        memset(text, 'x', pad);
+        text[0] = ';';
+        text[1] = ' ';
+        snprintf(text + pad, sizeof text - pad, "sync = never\n");
+        write_file(f->path, text);
+        stele_options_t o;
+        stele_options_init(&o);
+        stele_error_t err = {0};
+        int rc = stele_options_load_file(&o, f->path, &err);
+        if (rc == 0 && o.sync != STELE_SYNC_ALWAYS)
+            fail_msg("a %zu-byte comment line changed sync", pad + 12);
+        if (rc != 0 && (!strstr(err.message, ":1: ") || !strstr(err.message, "longer than")))
+            fail_msg("a %zu-byte comment line: \"%s\"", pad + 12, err.message);
+        stele_options_release(&o);
+    }
+    /* A sink uri of 230 bytes: refused on its own line, options unchanged. */
+    char uri[240];
+    memset(uri, 'h', sizeof uri);
+    memcpy(uri, "mongodb://", 10);
+    snprintf(uri + 230, sizeof uri - 230, "/audit");
+    snprintf(text, sizeof text, "[sink a]\nuri = %s\ncollection = events\n", uri);
+    write_file(f->path, text);
+    stele_options_t o, before;
+    stele_options_init(&o);
+    before = o;
+    stele_error_t err = {0};
+    int rc = stele_options_load_file(&o, f->path, &err);
+    if (rc == 0)
+        assert_string_equal(o.sinks[0].uri, uri); /* read whole, or ... */
+    else if (rc != STELE_ECONFIG || !strstr(err.message, ":2: line longer than"))
+        fail_msg("a 236-byte uri line: %s \"%s\"", stele_errname(rc), err.message); /* refused */
+    else
+        assert_memory_equal(&o, &before, sizeof o);
+    stele_options_release(&o);
+}
+
+/* inih reads a line that starts with whitespace as a continuation of the previous key's
+ * value (Python's multi-line values), which made an indented key silently replace the value
+ * above it, or refused an indented but otherwise valid file with a misleading message. No
+ * knob has a multi-line value: an indented line is the line it looks like. */
+static void
+test_config_load_file_reads_indented_lines_as_written(void **state)
+{
+    fixture_t *f = *state;
+    write_file(f->path, "\xEF\xBB\xBF; BOM, CRLF and indentation\r\n"
+                        "[journal]\r\n"
+                        "    sync = interval\r\n"
+                        "    sync_interval_ms = 250\r\n"
+                        "[sink main]\n"
+                        "\turi = mongodb://127.0.0.1:27017/audit\n"
+                        "\tcollection = events\n");
+    stele_options_t o;
+    stele_options_init(&o);
+    stele_error_t err = {0};
+    int rc = stele_options_load_file(&o, f->path, &err);
+    if (rc)
+        fail_msg("%s", err.message);
+    assert_int_equal(o.sync, STELE_SYNC_INTERVAL);
+    assert_int_equal(o.sync_interval_ms, 250);
+    assert_int_equal(o.n_sinks, 1);
+    assert_string_equal(o.sinks[0].uri, "mongodb://127.0.0.1:27017/audit");
+    assert_string_equal(o.sinks[0].collection, "events");
+    stele_options_release(&o);
+
+    /* A stray indented word is an error of its own line, not a new value for sync. */
+    write_file(f->path, "sync = always\n  never\n");
+    stele_options_init(&o);
+    stele_options_t before = o;
+    rc = stele_options_load_file(&o, f->path, &err);
+    if (rc != STELE_ECONFIG || !strstr(err.message, ":2: "))
+        fail_msg("stray indented value: %s \"%s\", sync=%d", stele_errname(rc), err.message,
+                 (int)o.sync);
+    assert_memory_equal(&o, &before, sizeof o);
+    stele_options_release(&o);
+}
+
+/* Text after a NUL byte would be ignored without a word, and a directory read as an empty
+ * file: both are refused. */
+static void
+test_config_load_file_refuses_nul_bytes_and_directories(void **state)
+{
+    fixture_t *f = *state;
+    static const char with_nul[] = "sync = never\0 ; and the rest\nmax_depth = 5\n";
+    write_bytes(f->path, with_nul, sizeof with_nul - 1);
+    stele_options_t o, before;
+    stele_options_init(&o);
+    before = o;
+    stele_error_t err = {0};
+    int rc = stele_options_load_file(&o, f->path, &err);
+    if (rc != STELE_ECONFIG || !strstr(err.message, ":1: ") || !strstr(err.message, "NUL"))
+        fail_msg("NUL byte: %s \"%s\"", stele_errname(rc), err.message);
+    assert_memory_equal(&o, &before, sizeof o);
+
+    rc = stele_options_load_file(&o, f->dir, &err);
+    if (rc != -EISDIR || !strstr(err.message, f->dir))
+        fail_msg("directory: %s \"%s\"", stele_errname(rc), err.message);
+    assert_memory_equal(&o, &before, sizeof o);
+    stele_options_release(&o);
+}
+
 static void
 test_config_load_file_reports_a_missing_file(void **state)
 {
@@ -275,6 +397,35 @@ test_config_load_env_reads_upper_case_knobs(void **state)
     unsetenv("STELE_MAX_QUEUE_BYTES");
     unsetenv("STELE_ON_FULL");
     stele_options_release(&o);
+}
+
+/* The engine compares retention_seconds with the clock as a signed count of seconds
+ * (stele.c, the retention cut-off): a value above INT64_MAX turned negative there, and
+ * 18446744073709551615 ("keep for ever") deleted every shipped segment at once. */
+static void
+test_config_retention_seconds_stays_within_int64(void **state)
+{
+    (void)state;
+    stele_options_t o;
+    stele_options_init(&o);
+    assert_int_equal(stele_options_set(&o, "retention_seconds", "9223372036854775807", NULL), 0);
+    assert_true(o.retention_seconds == INT64_MAX);
+    static const char *const too_big[] = {"9223372036854775808", "18446744073709551615",
+                                          "2562047788015216h"};
+    for (size_t i = 0; i < sizeof too_big / sizeof too_big[0]; i++) {
+        stele_options_t before = o;
+        stele_error_t err = {0};
+        if (stele_options_set(&o, "retention_seconds", too_big[i], &err) != STELE_ECONFIG)
+            fail_msg("retention_seconds=%s was accepted", too_big[i]);
+        assert_non_null(strstr(err.message, "9223372036854775807"));
+        assert_memory_equal(&o, &before, sizeof o);
+    }
+    stele_options_release(&o);
+    stele_options_init(&o);
+    o.retention_seconds = UINT64_MAX;
+    stele_error_t err = {0};
+    assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "retention_seconds"));
 }
 
 static void
@@ -319,9 +470,16 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_config_load_file_names_file_and_line_and_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_load_file_never_cuts_a_long_line_in_two, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_config_load_file_reads_indented_lines_as_written,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_load_file_refuses_nul_bytes_and_directories,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_load_file_reports_a_missing_file, setup,
                                         teardown),
         cmocka_unit_test(test_config_load_env_reads_upper_case_knobs),
+        cmocka_unit_test(test_config_retention_seconds_stays_within_int64),
         cmocka_unit_test(test_config_check_rejects_inconsistent_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

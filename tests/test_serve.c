@@ -11,14 +11,17 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,6 +224,18 @@ test_serve_rejects_bad_requests_and_keeps_connection_usable(void **state)
             STELE_EPROTOCOL),
         ROW("envelope repeating $event", "{\"$event\":{\"a\":1},\"$event\":{\"b\":2}}",
             STELE_EPROTOCOL, 0),
+        /* Envelopes not spelled as the client library writes them: the event is still
+         * checked as JSON text, as a bare event is (extended JSON, int64 range, NaN). */
+        ROW("envelope event with an extended-JSON date",
+            "{\"$wait\":\"none\",\"$event\":{\"a\":{\"$date\":\"2020-01-01T00:00:00Z\"}}}",
+            STELE_EDOLLARKEY, 0),
+        ROW("envelope event with an integer beyond int64",
+            "{\"$wait\":\"none\",\"$event\":{\"n\":99999999999999999999}}", STELE_ENUMBER, 0),
+        ROW("envelope event with NaN", "{\"$wait\":\"none\",\"$event\":{\"n\":NaN}}", STELE_ENUMBER,
+            STELE_EJSON),
+        ROW("two envelopes on one line",
+            "{\"$wait\":\"none\",\"$event\":{\"a\":1}}{\"$wait\":\"none\",\"$event\":{\"a\":2}}",
+            STELE_EJSON, 0),
         ROW("wait=shipped without a sink", "{\"$event\":{\"a\":1},\"$wait\":\"shipped\"}",
             STELE_ENOSINK, 0),
         ROW("binary garbage", "\x00\x01\x02\xfe\xff\x7f", STELE_EJSON, STELE_ENOTOBJECT),
@@ -322,6 +337,43 @@ test_serve_second_server_on_same_journal_fails_with_locked(void **state)
     ts_remove_dir(other);
 }
 
+/* A socket file is replaced only when nothing listens on it (connect() refused). A live
+ * socket of another kind at the --socket path (a datagram socket such as /dev/log, given by
+ * mistake) answers connect() with EPROTOTYPE, not "refused": it must be left to its owner,
+ * not unlinked and replaced. */
+static void
+test_serve_leaves_a_live_socket_of_another_kind_alone(void **state)
+{
+    (void)state;
+    char dir[256], sock[300];
+    ts_server_t srv;
+    ts_make_dir(dir, sizeof dir, "dgram");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    assert_true(strlen(sock) < sizeof addr.sun_path);
+    memcpy(addr.sun_path, sock, strlen(sock) + 1);
+    int dgram = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_true(dgram >= 0);
+    assert_int_equal(bind(dgram, (struct sockaddr *)&addr, sizeof addr), 0);
+    struct stat before, after;
+    assert_int_equal(stat(sock, &before), 0);
+    const char *const extra[] = {"--socket", sock, NULL};
+    int exit_code = -1;
+    int started = ts_server_start(&srv, dir, &exit_code, extra);
+    if (started == 0)
+        ts_server_stop(&srv, SIGTERM);
+    int is_left_alone = stat(sock, &after) == 0 && after.st_ino == before.st_ino;
+    int is_logged = log_contains(srv.log_path, "socket path is in use");
+    close(dgram);
+    unlink(sock);
+    ts_remove_dir(dir);
+    if (started == 0 || !is_left_alone)
+        fail_msg("the server %s and the datagram socket was %s",
+                 started == 0 ? "started" : "exited", is_left_alone ? "left alone" : "replaced");
+    assert_int_equal(exit_code, 3);
+    assert_true(is_logged);
+}
+
 static void
 test_serve_sigterm_answers_received_requests_and_cleans_up(void **state)
 {
@@ -361,6 +413,55 @@ test_serve_sigterm_answers_received_requests_and_cleans_up(void **state)
     assert_true(log_contains(srv.log_path, "msg=\"stopped\""));
     assert_int_equal(ts_read_journal(dir, NULL, NULL), N);
     ts_remove_dir(dir);
+}
+
+/* The final flush makes every appended event durable. With --drain-timeout-ms 0 the server
+ * does not wait for its ack threads to notice, but a written or durable request the flush
+ * covered must still get its seq: STELE_ECLOSED ("stopped before seq N reached wait level
+ * durable") would be false, and a client that retries would append the event twice. */
+static void
+test_serve_drain_timeout_zero_still_acknowledges_what_the_flush_made_durable(void **state)
+{
+    (void)state;
+    char dir[256], line[1024];
+    ts_server_t srv;
+    enum { N = 2000 };
+    const char *const extra[] = {"--drain-timeout-ms", "0", NULL};
+    ts_make_dir(dir, sizeof dir, "drain0");
+    start_server(&srv, dir, extra);
+    int fd = ts_connect(srv.socket_path);
+    assert_true(fd >= 0);
+    bson_string_t *burst = bson_string_new(NULL);
+    for (int i = 0; i < N; i++) {
+        if (i % 2)
+            bson_string_append_printf(burst, "{\"i\":%d}\n", i);
+        else
+            bson_string_append_printf(burst, "{\"$event\":{\"i\":%d},\"$wait\":\"written\"}\n", i);
+    }
+    assert_int_equal(ts_write_all(fd, burst->str, burst->len), 0);
+    bson_string_free(burst, true);
+    kill(srv.pid, SIGTERM); /* before reading a single reply */
+    long n_acked = 0, n_closed = 0;
+    for (int i = 0; i < N; i++) {
+        uint64_t seq;
+        if (ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) < 0)
+            break;
+        int code = ts_reply_code(line, &seq);
+        if (code == 0)
+            n_acked++;
+        else if (code == STELE_ECLOSED)
+            n_closed++;
+        else
+            fail_msg("reply %d: %s", i, line);
+    }
+    close(fd);
+    assert_int_equal(ts_server_stop(&srv, 0), 0);
+    long n_records = ts_read_journal(dir, NULL, NULL);
+    ts_remove_dir(dir);
+    if (n_acked != N)
+        fail_msg("%ld of %d acknowledged, %ld refused as not durable; %ld in the journal", n_acked,
+                 N, n_closed, n_records);
+    assert_int_equal(n_records, N);
 }
 
 static void
@@ -788,6 +889,300 @@ test_client_pipelines_and_reports_server_errors(void **state)
     ts_remove_dir(dir);
 }
 
+/* ---- a scripted server, for what a real one does only by chance ------------------------------
+ */
+
+typedef struct scripted_server {
+    int listen_fd;
+    const char *reply; /* sent once per request line */
+    size_t reply_len;
+    size_t head_len; /* the reply is sent in two parts: [0, head_len) and the rest */
+    long n_lines;
+} scripted_server_t;
+
+/* Answers every request line, sending the head of each reply with the tail of the previous
+ * one: what it has sent always ends inside a reply line, as happens whenever a server's
+ * write or a client's read stops mid-line. */
+static void *
+scripted_server_main(void *arg)
+{
+    scripted_server_t *ss = arg;
+    int fd = accept(ss->listen_fd, NULL, NULL);
+    char in[4096], out[2048];
+    ssize_t n;
+    size_t tail_len = ss->reply_len - ss->head_len;
+    assert_true(tail_len + ss->head_len <= sizeof out);
+    memcpy(out, ss->reply + ss->head_len, tail_len);
+    memcpy(out + tail_len, ss->reply, ss->head_len);
+    while (fd >= 0 && (n = read(fd, in, sizeof in)) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            if (in[i] != '\n')
+                continue;
+            /* One write: the previous reply's tail and this one's head. */
+            int is_first = ss->n_lines++ == 0;
+            if (ts_write_all(fd, is_first ? out + tail_len : out,
+                             is_first ? ss->head_len : ss->reply_len) != 0)
+                break;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static int
+scripted_server_listen(const char *path)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path)
+        return -1;
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 8) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Bytes allocated with malloc in this process, mmapped blocks included. */
+static size_t
+heap_bytes(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+/* A long-lived connection must not keep every reply it ever received: the client's input
+ * buffer holds at most what is unanswered, whatever the boundaries of the server's writes. */
+static void
+test_client_memory_stays_bounded_on_a_long_connection(void **state)
+{
+    (void)state;
+    enum { ROUND_TRIPS = 10000, BOUND_BYTES = 1 << 20 };
+    char dir[256], sock[300], reply[1024];
+    ts_make_dir(dir, sizeof dir, "clientmem");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    char message[201], hint[151];
+    memset(message, 'm', sizeof message - 1);
+    message[sizeof message - 1] = '\0';
+    memset(hint, 'h', sizeof hint - 1);
+    hint[sizeof hint - 1] = '\0';
+    int reply_len = snprintf(reply, sizeof reply,
+                             "{\"error\":{\"code\":%d,\"name\":\"STELE_EJSON\",\"message\":\"%s\","
+                             "\"hint\":\"%s\"}}\n",
+                             STELE_EJSON, message, hint);
+    scripted_server_t ss = {.listen_fd = scripted_server_listen(sock),
+                            .reply = reply,
+                            .reply_len = (size_t)reply_len,
+                            .head_len = 10};
+    assert_true(ss.listen_fd >= 0);
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, scripted_server_main, &ss), 0);
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
+    /* One request always ahead of the replies: each recv finds the previous head waiting. */
+    assert_int_equal(stele_client_send_json(c, "{\"i\":0}", 7, STELE_WAIT_NONE, &err), 0);
+    size_t before = 0;
+    for (int i = 1; i <= ROUND_TRIPS; i++) {
+        assert_int_equal(stele_client_send_json(c, "{\"i\":1}", 7, STELE_WAIT_NONE, &err), 0);
+        assert_int_equal(stele_client_recv(c, NULL, &err), STELE_EJSON);
+        assert_string_equal(err.message, message);
+        if (i == 100)
+            before = heap_bytes();
+    }
+    size_t after = heap_bytes();
+    size_t grown = after > before ? after - before : 0;
+    printf("client heap over %d round trips of %d-byte replies: %zu -> %zu bytes\n",
+           ROUND_TRIPS - 100, reply_len, before, after);
+    stele_client_close(c);
+    pthread_join(thread, NULL);
+    close(ss.listen_fd);
+    unlink(sock);
+    ts_remove_dir(dir);
+    if (!RSS_BOUND_HOLDS(grown < BOUND_BYTES))
+        fail_msg("client heap grew by %zu bytes (bound %d)", grown, BOUND_BYTES);
+}
+
+/* A server that answers a fixed number of request lines, then goes away. */
+typedef struct vanishing_server {
+    int listen_fd;
+    int n_lines;        /* requests to read before answering */
+    const char *answer; /* sent in one write once n_lines came in */
+    const char *last;   /* then, when go_fd becomes readable, this; then close */
+    int go_fd;          /* -1: close at once after `answer` */
+} vanishing_server_t;
+
+static void *
+vanishing_server_main(void *arg)
+{
+    vanishing_server_t *vs = arg;
+    int fd = accept(vs->listen_fd, NULL, NULL);
+    char in[4096], go;
+    int n_lines = 0;
+    ssize_t n;
+    while (fd >= 0 && n_lines < vs->n_lines && (n = read(fd, in, sizeof in)) > 0) {
+        for (ssize_t i = 0; i < n; i++)
+            n_lines += in[i] == '\n';
+    }
+    if (fd >= 0 && ts_write_all(fd, vs->answer, strlen(vs->answer)) == 0 && vs->go_fd >= 0 &&
+        read(vs->go_fd, &go, 1) == 1)
+        ts_write_all(fd, vs->last, strlen(vs->last));
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+/* A reply the server sent before it went away is an acknowledgement: the client returns
+ * it, even when the send of a later request already failed, and even when the reply's
+ * first bytes were read before and its last bytes after the break. */
+static void
+test_client_returns_replies_that_came_before_the_server_went_away(void **state)
+{
+    (void)state;
+    char dir[256], sock[300], answer[1024];
+    ts_make_dir(dir, sizeof dir, "clientgone");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    uint64_t seq = 0;
+    pthread_t thread;
+
+    /* 1. A long error reply and the head of a short one; the tail comes, then the close,
+     *    only once the client has read the head. The next send fails (EPIPE). */
+    char message[401];
+    memset(message, 'm', sizeof message - 1);
+    message[sizeof message - 1] = '\0';
+    snprintf(answer, sizeof answer, "{\"error\":{\"code\":%d,\"message\":\"%s\"}}\n{\"se",
+             STELE_EJSON, message);
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    vanishing_server_t vs = {.listen_fd = scripted_server_listen(sock),
+                             .n_lines = 2,
+                             .answer = answer,
+                             .last = "q\":5}\n",
+                             .go_fd = go[0]};
+    assert_true(vs.listen_fd >= 0);
+    assert_int_equal(pthread_create(&thread, NULL, vanishing_server_main, &vs), 0);
+    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
+    assert_int_equal(stele_client_send_json(c, "{\"i\":0}", 7, STELE_WAIT_NONE, &err), 0);
+    assert_int_equal(stele_client_send_json(c, "{\"i\":1}", 7, STELE_WAIT_NONE, &err), 0);
+    assert_int_equal(stele_client_recv(c, &seq, &err), STELE_EJSON);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    pthread_join(thread, NULL);
+    assert_int_equal(stele_client_send_json(c, "{\"i\":2}", 7, STELE_WAIT_NONE, &err), 0);
+    int rc = stele_client_recv(c, &seq, &err);
+    if (rc != 0 || seq != 5)
+        fail_msg("reply split across the break: got %s (%s), seq %llu", stele_errname(rc),
+                 err.message, (unsigned long long)seq);
+    rc = stele_client_recv(c, &seq, &err);
+    assert_true(rc == -EPIPE || rc == -ECONNRESET);
+    stele_client_close(c);
+    close(go[0]);
+    close(go[1]);
+    close(vs.listen_fd);
+    unlink(sock);
+
+    /* 2. Ten replies, then the server closes while the client is still sending: the send
+     *    that fails makes the handle fail, but the ten replies are still returned. */
+    char replies[256] = "";
+    for (int i = 1; i <= 10; i++)
+        snprintf(replies + strlen(replies), sizeof replies - strlen(replies), "{\"seq\":%d}\n", i);
+    vanishing_server_t vs2 = {
+        .listen_fd = scripted_server_listen(sock), .n_lines = 10, .answer = replies, .go_fd = -1};
+    assert_true(vs2.listen_fd >= 0);
+    assert_int_equal(pthread_create(&thread, NULL, vanishing_server_main, &vs2), 0);
+    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
+    int send_rc = 0;
+    for (int i = 0; i < 1000000 && send_rc == 0; i++)
+        send_rc = stele_client_send_json(c, "{\"i\":0}", 7, STELE_WAIT_NONE, &err);
+    assert_true(send_rc == -EPIPE || send_rc == -ECONNRESET);
+    pthread_join(thread, NULL);
+    for (uint64_t i = 1; i <= 10; i++) {
+        rc = stele_client_recv(c, &seq, &err);
+        if (rc != 0 || seq != i)
+            fail_msg("reply %llu of 10 sent before the close: got %s, seq %llu",
+                     (unsigned long long)i, stele_errname(rc), (unsigned long long)seq);
+    }
+    rc = stele_client_recv(c, &seq, &err);
+    assert_true(rc == -EPIPE || rc == -ECONNRESET);
+    assert_non_null(strstr(err.hint, "may or may not"));
+    stele_client_close(c);
+    close(vs2.listen_fd);
+    unlink(sock);
+    ts_remove_dir(dir);
+}
+
+static void
+on_test_signal(int signo)
+{
+    (void)signo;
+}
+
+typedef struct interrupter {
+    pthread_t target;
+    int listen_fd;
+    atomic_int is_done;
+} interrupter_t;
+
+/* Interrupts the target thread with signals for a while, then makes room in the listen
+ * backlog until told to stop. */
+static void *
+interrupter_main(void *arg)
+{
+    interrupter_t *it = arg;
+    enum { N_SIGNALS = 20, PAUSE_US = 10000 };
+    for (int i = 0; i < N_SIGNALS && !atomic_load(&it->is_done); i++) {
+        usleep(PAUSE_US);
+        pthread_kill(it->target, SIGUSR1);
+    }
+    while (!atomic_load(&it->is_done)) {
+        int fd = accept4(it->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0)
+            close(fd);
+        usleep(1000);
+    }
+    return NULL;
+}
+
+/* connect() waits while the server's listen backlog is full (a busy or paused server); a
+ * signal handler installed without SA_RESTART then interrupts it with EINTR, which means
+ * "not connected yet", not "no server". */
+static void
+test_client_connect_survives_signals_while_the_backlog_is_full(void **state)
+{
+    (void)state;
+    char dir[256], sock[300];
+    ts_make_dir(dir, sizeof dir, "clientintr");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    int listen_fd = scripted_server_listen(sock);
+    assert_true(listen_fd >= 0);
+    assert_int_equal(listen(listen_fd, 0), 0); /* one queued connection fills it */
+    int filler = ts_connect(sock);
+    assert_true(filler >= 0);
+    struct sigaction sa = {.sa_handler = on_test_signal}, old;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+    interrupter_t it = {.target = pthread_self(), .listen_fd = listen_fd};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, interrupter_main, &it), 0);
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    int rc = stele_client_connect(NULL, sock, &c, &err);
+    atomic_store(&it.is_done, 1);
+    pthread_join(thread, NULL);
+    sigaction(SIGUSR1, &old, NULL);
+    stele_client_close(c);
+    close(filler);
+    close(listen_fd);
+    unlink(sock);
+    ts_remove_dir(dir);
+    if (rc != 0)
+        fail_msg("connect gave %s: %s", stele_errname(rc), err.message);
+}
+
 static void
 test_client_sees_server_death_as_error_not_ack(void **state)
 {
@@ -820,7 +1215,10 @@ main(void)
         cmocka_unit_test(test_serve_answers_half_closed_client_then_closes),
         cmocka_unit_test(test_serve_rejects_bad_requests_and_keeps_connection_usable),
         cmocka_unit_test(test_serve_second_server_on_same_journal_fails_with_locked),
+        cmocka_unit_test(test_serve_leaves_a_live_socket_of_another_kind_alone),
         cmocka_unit_test(test_serve_sigterm_answers_received_requests_and_cleans_up),
+        cmocka_unit_test(
+            test_serve_drain_timeout_zero_still_acknowledges_what_the_flush_made_durable),
         cmocka_unit_test(test_serve_drain_timeout_fails_only_requests_short_of_their_level),
         cmocka_unit_test(test_serve_pauses_accept_when_out_of_descriptors_and_resumes),
         cmocka_unit_test(test_serve_client_that_stops_reading_stalls_only_itself),
@@ -830,6 +1228,9 @@ main(void)
         cmocka_unit_test(test_client_reaches_server_on_a_socket_path_of_its_own),
         cmocka_unit_test(test_client_pipelines_and_reports_server_errors),
         cmocka_unit_test(test_client_sees_server_death_as_error_not_ack),
+        cmocka_unit_test(test_client_memory_stays_bounded_on_a_long_connection),
+        cmocka_unit_test(test_client_connect_survives_signals_while_the_backlog_is_full),
+        cmocka_unit_test(test_client_returns_replies_that_came_before_the_server_went_away),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(tests, NULL, NULL);

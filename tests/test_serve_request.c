@@ -118,12 +118,10 @@ test_request_envelope_carries_event_and_wait(void **state)
     serve_request_t req;
     const char line[] = "{\"$wait\":\"none\",\"$event\":{\"who\":\"bob\",\"n\":3}}\r";
     assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
-    assert_null(req.json);
-    assert_non_null(req.bson);
+    assert_null(req.bson);
     assert_int_equal(req.wait, STELE_WAIT_NONE);
-    bson_iter_t it;
-    assert_true(bson_iter_init_find(&it, req.bson, "who"));
-    assert_string_equal(bson_iter_utf8(&it, NULL), "bob");
+    assert_int_equal(req.json_len, strlen("{\"who\":\"bob\",\"n\":3}"));
+    assert_memory_equal(req.json, "{\"who\":\"bob\",\"n\":3}", req.json_len);
     serve_request_release(&req);
 }
 
@@ -154,7 +152,8 @@ test_request_escaped_envelope_key_is_an_envelope(void **state)
     serve_request_t req;
     const char line[] = "{\"\\u0024event\":{\"a\":1}}";
     assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
-    assert_non_null(req.bson);
+    assert_int_equal(req.json_len, 7);
+    assert_memory_equal(req.json, "{\"a\":1}", 7);
     assert_int_equal(req.wait, STELE_WAIT_DURABLE);
     serve_request_release(&req);
 }
@@ -168,6 +167,50 @@ test_request_dollar_inside_a_value_is_a_bare_event(void **state)
     assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
     assert_ptr_equal(req.json, line);
     serve_request_release(&req);
+}
+
+/* Whatever the envelope's spelling, its $event must reach the engine as the client's JSON
+ * text, so that the engine's JSON checks apply exactly as to a bare event. A JSON parser
+ * reading the whole envelope would turn {"$date":...} and the other extended-JSON wrappers
+ * into BSON types, wrap integers beyond int64, accept NaN, and stop after the first object
+ * of the line: events the engine refuses as text would then reach the journal. */
+static void
+test_request_envelope_in_any_spelling_passes_event_text_through(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line, *event;
+        stele_wait_t wait;
+        int is_refused; /* by the engine's validation of the event text */
+    } cases[] = {
+        {"{\"$wait\":\"none\",\"$event\":{\"a\":{\"$date\":\"2020-01-01T00:00:00Z\"}}}",
+         "{\"a\":{\"$date\":\"2020-01-01T00:00:00Z\"}}", STELE_WAIT_NONE, 1},
+        {"{ \"$event\" : {\"n\":99999999999999999999} ,\t\"$wait\" : \"written\" }",
+         "{\"n\":99999999999999999999}", STELE_WAIT_WRITTEN, 1},
+        {"{\"\\u0024event\":{\"a\":NaN}}", "{\"a\":NaN}", STELE_WAIT_DURABLE, 1},
+        {"{\"$wait\":\"none\",\"$event\":{\"b\":{\"$binary\":{\"base64\":\"AA==\",\"subType\":"
+         "\"00\"}}}}",
+         "{\"b\":{\"$binary\":{\"base64\":\"AA==\",\"subType\":\"00\"}}}", STELE_WAIT_NONE, 1},
+        {"{\"$wait\":\"n\\u006fne\",\"$event\":{\"s\":\"}\\\"{]\",\"l\":[{},[]]}}",
+         "{\"s\":\"}\\\"{]\",\"l\":[{},[]]}", STELE_WAIT_NONE, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        serve_request_t req;
+        stele_error_t err = {0};
+        const char *line = cases[i].line;
+        int rc = serve_request_parse(line, strlen(line), STELE_WAIT_DURABLE, &req, &err);
+        if (rc != 0)
+            fail_msg("case %zu (%s): %s %s", i, line, stele_errname(rc), err.message);
+        if (!req.json || req.json_len != strlen(cases[i].event) ||
+            memcmp(req.json, cases[i].event, req.json_len) != 0)
+            fail_msg("case %zu (%s): the event did not come through as its text", i, line);
+        assert_null(req.bson);
+        assert_int_equal(req.wait, cases[i].wait);
+        rc = stele_validate_json(req.json, req.json_len, NULL, &err);
+        if ((rc != 0) != cases[i].is_refused)
+            fail_msg("case %zu (%s): the engine's validation gave %s", i, line, stele_errname(rc));
+        serve_request_release(&req);
+    }
 }
 
 typedef struct bad_request {
@@ -191,6 +234,13 @@ test_request_rejects_malformed_envelopes(void **state)
         {"{\"$wait\":\"none\",\"$wait\":\"none\",\"$event\":{}}", STELE_EPROTOCOL},
         {"{\"$wait\":\"none\"}", STELE_EPROTOCOL},
         {"{\"$event\":{},\"user\":\"x\"}", STELE_EPROTOCOL},
+        {"{\"$event\":{\"a\":1}} x", STELE_EJSON},
+        {"{\"$wait\":\"none\",\"$event\":{\"a\":1}}{\"$wait\":\"none\",\"$event\":{\"a\":2}}",
+         STELE_EJSON},
+        {"{\"$wait\":\"none\",\"$event\":{\"a\":1}", STELE_EJSON},
+        {"{\"$wait\":\"none\" \"$event\":{}}", STELE_EJSON},
+        {"{\"$wait\":none,\"$event\":{}}", STELE_EJSON},
+        {"{\"$event\":{},\"$wait\":\"none\",}", STELE_EJSON},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         serve_request_t req;
@@ -330,6 +380,7 @@ main(void)
         cmocka_unit_test(test_request_client_envelope_passes_event_text_through),
         cmocka_unit_test(test_request_escaped_envelope_key_is_an_envelope),
         cmocka_unit_test(test_request_dollar_inside_a_value_is_a_bare_event),
+        cmocka_unit_test(test_request_envelope_in_any_spelling_passes_event_text_through),
         cmocka_unit_test(test_request_rejects_malformed_envelopes),
         cmocka_unit_test(test_wait_names_round_trip),
         cmocka_unit_test(test_reply_success_carries_seq),

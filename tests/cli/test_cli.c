@@ -548,6 +548,41 @@ test_tail_since_and_until_split_at_a_time(void **state)
     harness_result_free(&r);
 }
 
+/* Times are nanoseconds in an int64, which holds 1677 to 2262: a time outside that (a
+ * "for ever" such as 9999-12-31, a relative time of a million days) must still sort before
+ * or after every record, not wrap around to an arbitrary date. */
+static void
+test_tail_times_beyond_the_nanosecond_range_keep_their_order(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    static const struct {
+        const char *flag, *time;
+        size_t want;
+    } cases[] = {
+        {"--until", "9999-12-31T23:59:59Z", 3},
+        {"--until", "2262-04-12T00:00:00Z", 3},
+        {"--since", "1000000d", 3},
+        {"--since", "999999999999w", 3},
+        {"--since", "0001-01-01T00:00:00Z", 3},
+        {"--since", "1600-01-01T00:00:00+23:59", 3},
+        {"--since", "2500-01-01T00:00:00Z", 0},
+        {"--since", "9999-12-31T23:59:59.5Z", 0},
+        {"--until", "1600-01-01T00:00:00Z", 0},
+        {"--until", "999999999999w", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t seqs[16];
+        harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", cases[i].flag,
+                                         cases[i].time, NULL);
+        size_t got = tail_seqs(r.out, seqs, 16);
+        if (got != cases[i].want)
+            fail_msg("tail %s %s: %zu records, want %zu", cases[i].flag, cases[i].time, got,
+                     cases[i].want);
+        harness_result_free(&r);
+    }
+}
+
 static void
 test_tail_where_matches_dotted_paths_by_type(void **state)
 {
@@ -831,6 +866,8 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_tail_from_starts_at_the_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_since_and_until_split_at_a_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_tail_times_beyond_the_nanosecond_range_keep_their_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_where_matches_dotted_paths_by_type, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_tail_pretty_output_is_one_readable_line_per_record,
