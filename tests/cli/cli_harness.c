@@ -57,8 +57,11 @@ child_drop_dac_override(void)
         _exit(126);
 }
 
+/* In the forked child: nothing here may return into the test runner (a failed cmocka
+ * assertion would longjmp the child back into the tests, and it would fork in turn), so
+ * the binary was looked up by the parent and every failure is _exit. */
 static void
-child_exec(const harness_run_t *run, int in_fd, int out_fd, int err_fd)
+child_exec(const char *bin, const harness_run_t *run, int in_fd, int out_fd, int err_fd)
 {
     dup2(in_fd, STDIN_FILENO);
     dup2(out_fd, STDOUT_FILENO);
@@ -72,7 +75,7 @@ child_exec(const harness_run_t *run, int in_fd, int out_fd, int err_fd)
     const char *argv[HARNESS_MAX_ARGS + 2] = {"stele"};
     for (int i = 0; i < HARNESS_MAX_ARGS && run->args[i] != NULL; i++)
         argv[i + 1] = run->args[i];
-    execv(harness_bin(), (char *const *)argv);
+    execv(bin, (char *const *)argv);
     _exit(127);
 }
 
@@ -109,13 +112,14 @@ harness_exec(const harness_run_t *run, harness_result_t *res)
     assert_int_equal(pipe2(in_pipe, O_CLOEXEC), 0);
     assert_int_equal(pipe2(out_pipe, O_CLOEXEC), 0);
     assert_int_equal(pipe2(err_pipe, O_CLOEXEC), 0);
+    const char *bin = harness_bin();
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         int in_fd = in_pipe[0];
         if (run->stdin_data == NULL)
             in_fd = open("/dev/null", O_RDONLY);
-        child_exec(run, in_fd, out_pipe[1], err_pipe[1]);
+        child_exec(bin, run, in_fd, out_pipe[1], err_pipe[1]);
     }
     close(in_pipe[0]);
     close(out_pipe[1]);
@@ -201,13 +205,14 @@ harness_spawn(const char *const *args, int stdin_fd, int *stdout_fd, int *stderr
     int out_pipe[2], err_pipe[2];
     assert_int_equal(pipe2(out_pipe, O_CLOEXEC), 0);
     assert_int_equal(pipe2(err_pipe, O_CLOEXEC), 0);
+    const char *bin = harness_bin();
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         harness_run_t run = {0};
         for (int i = 0; i < HARNESS_MAX_ARGS - 1 && args[i] != NULL; i++)
             run.args[i] = args[i];
-        child_exec(&run, stdin_fd >= 0 ? stdin_fd : open("/dev/null", O_RDONLY), out_pipe[1],
+        child_exec(bin, &run, stdin_fd >= 0 ? stdin_fd : open("/dev/null", O_RDONLY), out_pipe[1],
                    err_pipe[1]);
     }
     close(out_pipe[1]);
