@@ -54,7 +54,6 @@ typedef struct serve_request {
     stele_wait_t wait;
     const char *json; /* points into the line */
     size_t json_len;
-    bson_t *bson; /* always NULL; kept for callers that still check it */
 } serve_request_t;
 
 /*
@@ -64,13 +63,11 @@ typedef struct serve_request {
  * is read here; the event itself is validated by the engine when appended.
  * Returns 0 and fills *out, or STELE_EEMPTY (blank line), STELE_EJSON (an envelope that is
  * not one JSON object), STELE_ENOTOBJECT ($event not an object), STELE_EPROTOCOL (unknown or
- * repeated envelope key, unknown wait level, missing $event), with err filled. Call
- * serve_request_release() either way.
+ * repeated envelope key, unknown wait level, missing $event), with err filled. Nothing
+ * is allocated: *out borrows from the line.
  */
 int serve_request_parse(const char *line, size_t len, stele_wait_t default_wait,
                         serve_request_t *out, stele_error_t *err);
-
-void serve_request_release(serve_request_t *req);
 
 /* Parses a wait level name; returns 0 or STELE_EINVAL. */
 int serve_wait_parse(const char *text, size_t len, stele_wait_t *out);

@@ -307,7 +307,6 @@ serve_handle_request(serve_loop_t *loop, serve_conn_t *c, const char *line, size
     if (rc == 0)
         rc = stele_append_json(cfg->db, req.json, req.json_len, STELE_WAIT_NONE, &seq, &err);
     stele_wait_t level = req.wait;
-    serve_request_release(&req);
     if (rc == STELE_EHALTED && !loop->has_logged_halt) {
         char quoted[300];
         loop->has_logged_halt = 1;

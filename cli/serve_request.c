@@ -52,14 +52,6 @@ serve_wait_name(stele_wait_t wait)
     return (unsigned)wait < 4 ? serve_wait_names[wait] : "?";
 }
 
-void
-serve_request_release(serve_request_t *req)
-{
-    if (req->bson)
-        bson_destroy(req->bson);
-    req->bson = NULL;
-}
-
 static int
 serve_is_blank(const char *p, size_t n)
 {
