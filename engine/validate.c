@@ -462,6 +462,29 @@ json_path_at(const char *s, size_t len, size_t pos, char *out, size_t cap)
     }
 }
 
+/* Notes whether the container opened at `depth` (1..VALIDATE_MAX_DEPTH_LIMIT) is an array. */
+static void
+json_mark_container(uint64_t in_array[2], uint32_t depth, bool is_array)
+{
+    uint64_t bit = 1ull << (depth % 64);
+    if (is_array)
+        in_array[depth / 64] |= bit;
+    else
+        in_array[depth / 64] &= ~bit;
+}
+
+/* A string element of an array followed by something other than ',' or ']': libbson's
+ * parser takes ["x" "y"] for ["x", "y"] (it refuses the same with numbers, or in objects). */
+static bool
+json_array_string_unfollowed(const char *s, size_t len, size_t end, const uint64_t in_array[2],
+                             uint32_t depth)
+{
+    if (depth == 0 || !(in_array[depth / 64] & (1ull << (depth % 64))))
+        return false;
+    size_t next = json_skip_space(s, len, end);
+    return next < len && s[next] != ',' && s[next] != ']';
+}
+
 /* The scan of step 1 (see the top of the file). Syntax errors it does not care about are
  * left for libbson's parser to report. */
 static int
@@ -473,10 +496,16 @@ validate_json_scan(const char *s, size_t len, uint32_t max_depth, stele_error_t 
     if (s[i] != '{')
         return json_not_object(s, len, i, err);
     uint32_t depth = 0;
+    uint64_t in_array[2] = {0, 0}; /* bit d: the container at depth d is an array */
     while (i < len) {
         char c = s[i];
         if (c == '"') {
             size_t end = json_skip_string(s, len, i);
+            if (json_array_string_unfollowed(s, len, end, in_array, depth))
+                return error_set(err, STELE_EJSON,
+                                 "malformed json at byte %zu: ',' or ']' expected after an "
+                                 "array element",
+                                 json_skip_space(s, len, end));
             if (json_is_dollar_key(s, len, i, end)) {
                 char path[VALIDATE_PATH_BYTES];
                 json_path_at(s, len, i, path, sizeof path);
@@ -490,6 +519,7 @@ validate_json_scan(const char *s, size_t len, uint32_t max_depth, stele_error_t 
             if (++depth > max_depth)
                 return error_set(err, STELE_EDEPTH,
                                  "event nested deeper than %u levels at byte %zu", max_depth, i);
+            json_mark_container(in_array, depth, c == '[');
         } else if (c == '}' || c == ']') {
             if (--depth == 0) {
                 i = json_skip_space(s, len, i + 1);

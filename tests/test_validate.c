@@ -41,6 +41,8 @@ static const json_case_t json_cases[] = {
     {"truncated before brace", "{\"a\":1", STELE_EJSON, "ends inside"},
     {"truncated inside string", "{\"a\":\"abc", STELE_EJSON, "ends inside"},
     {"missing colon", "{\"a\" 1}", STELE_EJSON, "position"},
+    {"array strings without a comma", "{\"a\":[\"x\" \"y\"]}", STELE_EJSON, "byte 10: ','"},
+    {"array string then a number", "{\"a\":[\"x\" 1]}", STELE_EJSON, "byte 10: ','"},
     {"single quotes", "{'a':1}", STELE_EJSON, "position"},
     {"two objects", "{\"a\":1}{\"b\":2}", STELE_EJSON, "byte 7: data after the event"},
     {"trailing garbage", "{\"a\":1} x", STELE_EJSON, "byte 8"},
