@@ -353,8 +353,9 @@ serve_stop(serve_run_t *run, int exit_code)
 }
 
 static int
-serve_run(serve_run_t *run, const serve_args_t *args, size_t n_sinks)
+serve_run(serve_run_t *run, const serve_args_t *args, const stele_options_t *opts)
 {
+    size_t n_sinks = opts->n_sinks;
     char quoted[PATH_MAX + 8];
     serve_logf(&run->log, SERVE_LOG_INFO, "listening", "socket=%s pid=%ld wait=%s sinks=%zu",
                stele_log_quote(quoted, sizeof quoted, run->socket_path), (long)getpid(),
@@ -365,6 +366,7 @@ serve_run(serve_run_t *run, const serve_args_t *args, size_t n_sinks)
         .listen_fd = run->listen_fd,
         .signal_fd = run->signal_fd,
         .default_wait = args->default_wait,
+        .is_sync_never = opts->sync == STELE_SYNC_NEVER,
         .max_line_bytes = args->max_line_bytes,
         .drain_timeout_ms = args->drain_timeout_ms,
         .log = &run->log,
@@ -397,7 +399,7 @@ cmd_serve(int argc, char **argv)
         serve_run_init(&run, &args, cli.dir);
         exit_code = serve_start(&run, cli.dir, &opts);
         if (exit_code == CLI_EXIT_OK)
-            exit_code = serve_run(&run, &args, opts.n_sinks);
+            exit_code = serve_run(&run, &args, &opts);
         exit_code = serve_stop(&run, exit_code);
     }
     stele_options_release(&opts);

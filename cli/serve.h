@@ -117,8 +117,9 @@ typedef struct serve_ack_state {
 } serve_ack_state_t;
 
 /* Starts the three ack threads; each writes 1 to wake_fd (an eventfd) when it progresses.
- * `db` must outlive serve_acks_stop(). Returns 0 or -errno. */
-int serve_acks_start(stele_t *db, int wake_fd, serve_acks_t **out);
+ * With flush_for_durable (the journal's sync=never) the durable thread flushes before it
+ * waits. `db` must outlive serve_acks_stop(). Returns 0 or -errno. */
+int serve_acks_start(stele_t *db, int wake_fd, int flush_for_durable, serve_acks_t **out);
 
 /* Asks for `seq` to be waited for at `level` (WRITTEN..SHIPPED). Non-blocking. */
 void serve_acks_want(serve_acks_t *a, stele_wait_t level, uint64_t seq);
@@ -137,6 +138,7 @@ typedef struct serve_config {
     int listen_fd;             /* bound, listening, non-blocking */
     int signal_fd;             /* signalfd for SIGTERM/SIGINT */
     stele_wait_t default_wait; /* for bare events */
+    int is_sync_never;         /* the journal's sync=never: durable waits flush first */
     size_t max_line_bytes;
     uint32_t drain_timeout_ms; /* at shutdown: how long replies may still wait */
     const serve_log_t *log;

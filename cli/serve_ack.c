@@ -42,6 +42,7 @@ typedef struct serve_ack_thread {
 struct serve_acks {
     stele_t *db;
     int wake_fd;
+    int flush_for_durable;         /* sync=never: nothing becomes durable unless flushed */
     serve_ack_thread_t threads[4]; /* [WRITTEN..SHIPPED] used */
 
     pthread_mutex_t mu;
@@ -109,7 +110,13 @@ serve_acks_thread_main(void *arg)
         pthread_mutex_unlock(&a->mu);
 
         stele_error_t err = {0};
-        int rc = stele_wait(a->db, target, level, SERVE_ACK_POLL_MS, &err);
+        int rc = 0;
+        /* As `stele insert` does in-process: with sync=never a durable wait would last
+         * until shutdown; one flush makes everything appended so far durable. */
+        if (level == STELE_WAIT_DURABLE && a->flush_for_durable)
+            rc = stele_flush(a->db, &err);
+        if (rc == 0)
+            rc = stele_wait(a->db, target, level, SERVE_ACK_POLL_MS, &err);
         uint64_t engine_seq = 0;
         if (rc == 0)
             engine_seq = stele_reached_seq(a->db, level);
@@ -143,7 +150,7 @@ serve_acks_thread_main(void *arg)
 }
 
 int
-serve_acks_start(stele_t *db, int wake_fd, serve_acks_t **out)
+serve_acks_start(stele_t *db, int wake_fd, int flush_for_durable, serve_acks_t **out)
 {
     struct serve_acks *a = calloc(1, sizeof *a);
     int rc = 0;
@@ -151,6 +158,7 @@ serve_acks_start(stele_t *db, int wake_fd, serve_acks_t **out)
         return -ENOMEM;
     a->db = db;
     a->wake_fd = wake_fd;
+    a->flush_for_durable = flush_for_durable;
     pthread_mutex_init(&a->mu, NULL);
     for (int level = 0; level < 4; level++)
         pthread_cond_init(&a->cv[level], NULL);

@@ -703,7 +703,7 @@ serve_loop_setup(serve_loop_t *loop, const serve_config_t *cfg)
         epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, cfg->signal_fd, &ev_signal) != 0 ||
         epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->wake_fd, &ev_wake) != 0)
         return -errno;
-    return serve_acks_start(cfg->db, loop->wake_fd, &loop->acks);
+    return serve_acks_start(cfg->db, loop->wake_fd, cfg->is_sync_never, &loop->acks);
 }
 
 static void

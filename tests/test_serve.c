@@ -133,6 +133,38 @@ test_serve_acknowledges_pipelined_requests_in_order(void **state)
     ts_remove_dir(dir);
 }
 
+/* With sync=never nothing becomes durable until a flush: the server flushes for a durable
+ * request, as `stele insert` does in-process, instead of answering it only at shutdown. */
+static void
+test_serve_answers_durable_requests_with_sync_never(void **state)
+{
+    (void)state;
+    char dir[256], config[300], line[256];
+    ts_server_t srv;
+    ts_make_dir(dir, sizeof dir, "syncnever");
+    snprintf(config, sizeof config, "%s.ini", dir);
+    FILE *f = fopen(config, "w");
+    assert_non_null(f);
+    fputs("sync = never\n", f);
+    fclose(f);
+    const char *const extra[] = {"--config", config, NULL};
+    start_server(&srv, dir, extra);
+    int fd = ts_connect(srv.socket_path);
+    assert_true(fd >= 0);
+    for (int i = 0; i < 3; i++) {
+        const char req[] = "{\"$event\":{\"who\":\"alice\"},\"$wait\":\"durable\"}\n";
+        assert_int_equal(ts_write_all(fd, req, sizeof req - 1), 0);
+        uint64_t seq = 0;
+        assert_true(ts_read_line(fd, line, sizeof line, REPLY_TIMEOUT_MS) >= 0);
+        assert_int_equal(ts_reply_code(line, &seq), 0);
+        assert_int_equal(seq, (uint64_t)i + 1);
+    }
+    close(fd);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    unlink(config);
+    ts_remove_dir(dir);
+}
+
 static void
 test_serve_answers_half_closed_client_then_closes(void **state)
 {
@@ -1212,6 +1244,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_serve_acknowledges_pipelined_requests_in_order),
+        cmocka_unit_test(test_serve_answers_durable_requests_with_sync_never),
         cmocka_unit_test(test_serve_answers_half_closed_client_then_closes),
         cmocka_unit_test(test_serve_rejects_bad_requests_and_keeps_connection_usable),
         cmocka_unit_test(test_serve_second_server_on_same_journal_fails_with_locked),
