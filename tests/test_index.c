@@ -615,31 +615,48 @@ test_index_reader_in_another_process_follows_the_map_the_writer_grew(void **stat
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-/* The lock LMDB's users hold on byte 0 of the lock file, as another process sees it:
- * F_RDLCK while an environment on it is open in this process, F_UNLCK once none holds it
- * (then another process may take the environment for unused and reset its lock table). */
+/* Runs fn(dir) in a forked child and returns the int it computed, or -1000 minus the signal
+ * that killed the child: what another process sees of the index. */
 static int
-lock_file_lock_seen_by_another_process(const char *dir)
+int_from_child(int (*fn)(const char *dir), const char *dir)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/index/lock.mdb", dir);
     int fds[2];
     assert_int_equal(pipe(fds), 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
-        int fd = open(path, O_RDWR);
-        int seen = fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 ? fl.l_type : -1;
-        _exit(write(fds[1], &seen, sizeof seen) == (ssize_t)sizeof seen ? 0 : 1);
+        int v = fn(dir);
+        _exit(write(fds[1], &v, sizeof v) == (ssize_t)sizeof v ? 0 : 1);
     }
-    int seen = -1;
-    assert_int_equal(read(fds[0], &seen, sizeof seen), (ssize_t)sizeof seen);
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
+    int v = 0;
+    if (WIFSIGNALED(status))
+        v = -1000 - WTERMSIG(status);
+    else
+        assert_int_equal(read(fds[0], &v, sizeof v), (ssize_t)sizeof v);
     close(fds[0]);
     close(fds[1]);
-    return seen;
+    return v;
+}
+
+/* The lock LMDB's users hold on byte 0 of the lock file, as another process sees it:
+ * F_RDLCK while an environment on it is open in this process, F_UNLCK once none holds it
+ * (then another process may take the environment for unused and reset its lock table). */
+static int
+lock_file_lock_seen(const char *dir)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/index/lock.mdb", dir);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    int fd = open(path, O_RDWR);
+    return fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 ? fl.l_type : -1;
+}
+
+static int
+lock_file_lock_seen_by_another_process(const char *dir)
+{
+    return int_from_child(lock_file_lock_seen, dir);
 }
 
 /* A writable open while this process holds the index only read-only cannot use the
@@ -706,29 +723,22 @@ killed_reader_child(const char *dir, int ready_fd)
 /* How many reader slots of dead processes the lock table holds, as a process that opens
  * the index now finds them. */
 static int
+stale_reader_slots_seen(const char *dir)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/index", dir);
+    MDB_env *env = NULL;
+    int n_dead = -1;
+    if (mdb_env_create(&env) == 0 && mdb_env_set_maxdbs(env, 5) == 0 &&
+        mdb_env_open(env, path, MDB_RDONLY, 0600) == 0 && mdb_reader_check(env, &n_dead) != 0)
+        n_dead = -1;
+    return n_dead;
+}
+
+static int
 stale_reader_slots(const char *dir)
 {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        char path[256];
-        snprintf(path, sizeof path, "%s/index", dir);
-        MDB_env *env = NULL;
-        int n_dead = -1;
-        if (mdb_env_create(&env) == 0 && mdb_env_set_maxdbs(env, 5) == 0 &&
-            mdb_env_open(env, path, MDB_RDONLY, 0600) == 0 && mdb_reader_check(env, &n_dead) != 0)
-            n_dead = -1;
-        _exit(write(fds[1], &n_dead, sizeof n_dead) == (ssize_t)sizeof n_dead ? 0 : 1);
-    }
-    int n_dead = -2;
-    assert_int_equal(read(fds[0], &n_dead, sizeof n_dead), (ssize_t)sizeof n_dead);
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    close(fds[0]);
-    close(fds[1]);
-    return n_dead;
+    return int_from_child(stale_reader_slots_seen, dir);
 }
 
 /* A writer runs for days; readers come and go, and one killed mid-transaction must not pin
@@ -1096,27 +1106,18 @@ test_index_corrupt_tables_are_moved_aside_and_marked_rebuilt(void **state)
     assert_int_equal(stat(moved, &st), 0);
 }
 
-/* Opens the index read-only in a child process; returns what the open returned, or -1000
- * minus the signal that killed the child (a map read past the end of the file is SIGBUS). */
+/* A read-only open, and a read of the tree's pages through it: 0 when the open says the
+ * index is corrupt, 1 when both succeed, 2 for any other error. */
 static int
-read_only_open_in_child(const char *dir)
+read_only_open_verdict(const char *dir)
 {
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        index_t *ix = NULL;
-        int rc = index_open(dir, 0, 0, &ix, NULL);
-        index_batch_t b;
-        if (rc == 0)
-            rc = index_last_batch(ix, &b, NULL); /* touches the tree's pages */
-        index_close(ix);
-        _exit(rc == STELE_ECORRUPT ? 0 : rc == 0 ? 1 : 2);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status))
-        return -1000 - WTERMSIG(status);
-    return WEXITSTATUS(status);
+    index_t *ix = NULL;
+    int rc = index_open(dir, 0, 0, &ix, NULL);
+    index_batch_t b;
+    if (rc == 0)
+        rc = index_last_batch(ix, &b, NULL);
+    index_close(ix);
+    return rc == STELE_ECORRUPT ? 0 : rc == 0 ? 1 : 2;
 }
 
 /* A power failure may keep the index's meta page and lose the growth of its data file (it
@@ -1146,7 +1147,7 @@ test_index_data_file_shorter_than_its_pages_is_corrupt(void **state)
     assert_true(st.st_size > 16 * page);
     assert_int_equal(truncate(data, (st.st_size / 2 / page) * page), 0);
 
-    assert_int_equal(read_only_open_in_child(f->dir), 0);
+    assert_int_equal(int_from_child(read_only_open_verdict, f->dir), 0); /* not SIGBUS */
     stele_error_t err;
     assert_int_equal(index_open(f->dir, 1, 0600, &f->ix, &err), 0);
     index_batch_t last;
