@@ -462,6 +462,8 @@ json_path_at(const char *s, size_t len, size_t pos, char *out, size_t cap)
     }
 }
 
+_Static_assert(VALIDATE_MAX_DEPTH_LIMIT < 128, "json_mark_container keeps 128 depth bits");
+
 /* Notes whether the container opened at `depth` (1..VALIDATE_MAX_DEPTH_LIMIT) is an array. */
 static void
 json_mark_container(uint64_t in_array[2], uint32_t depth, bool is_array)
