@@ -8,19 +8,17 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ftw.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "mongo_server.h"
 #include "ship_fixture.h"
 #include "stele.h"
+#include "test_util.h"
 
 #define RETENTION_RECORDS 200
 /* Past one retention pass of the index writer (it looks every second). */
@@ -42,32 +40,6 @@ group_teardown(void **state)
     (void)state;
     mongo_server_destroy(&server);
     return 0;
-}
-
-static char *
-make_dir(void)
-{
-    const char *tmp = getenv("TMPDIR");
-    char *dir = malloc(PATH_MAX);
-    assert_non_null(dir);
-    snprintf(dir, PATH_MAX, "%s/stele-retention-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    assert_non_null(mkdtemp(dir));
-    return dir;
-}
-
-static int
-remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void
-remove_dir(char *dir)
-{
-    if (!getenv("STELE_TEST_KEEP"))
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(dir);
 }
 
 /* Small segments and the smallest byte budget: every wholly shipped segment but the
@@ -133,7 +105,8 @@ test_retention_deletes_what_every_sink_shipped(void **state)
     ship_drop_collection(&sinks[1]);
     stele_options_t o;
     retention_options(&o, sinks, 2);
-    char *dir = make_dir();
+    char *dir = test_tmpdir_new("retention");
+    assert_non_null(dir);
     stele_t *db = NULL;
     stele_error_t err = {0};
     assert_int_equal(stele_open(dir, &o, &db, &err), 0);
@@ -156,7 +129,10 @@ test_retention_deletes_what_every_sink_shipped(void **state)
     assert_int_equal(stele_verify(dir, 0, 0, &rep, &err), 0);
     assert_int_equal(rep.first_seq, first);
     assert_int_equal(rep.last_seq, last);
-    remove_dir(dir);
+    if (!getenv("STELE_TEST_KEEP"))
+        assert_int_equal(test_tmpdir_remove(dir), 0);
+    else
+        free(dir);
 }
 
 /* One sink shipped everything, the other cannot reach its server: nothing is deleted,
@@ -173,7 +149,8 @@ test_retention_waits_for_the_slowest_sink(void **state)
     sinks[1].uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100&connectTimeoutMS=100";
     stele_options_t o;
     retention_options(&o, sinks, 2);
-    char *dir = make_dir();
+    char *dir = test_tmpdir_new("retention");
+    assert_non_null(dir);
     stele_t *db = NULL;
     stele_error_t err = {0};
     assert_int_equal(stele_open(dir, &o, &db, &err), 0);
@@ -190,7 +167,10 @@ test_retention_waits_for_the_slowest_sink(void **state)
     assert_int_equal(st.n_sinks, 2);
     assert_int_equal(st.sinks[1].shipped_seq, 0);
     assert_int_equal(stele_close(db, NULL), 0);
-    remove_dir(dir);
+    if (!getenv("STELE_TEST_KEEP"))
+        assert_int_equal(test_tmpdir_remove(dir), 0);
+    else
+        free(dir);
 }
 
 int
