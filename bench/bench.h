@@ -163,6 +163,16 @@ extern const bench_target_t bench_target_json_parse;
 /* N threads that only sleep until one thread wakes them: the CPU ceiling of N blocking
  * durable writers on this machine (bench_wakeup.c). */
 extern const bench_target_t bench_target_thread_wakeup;
+/* The same, each writer first parsing its JSON event with libbson: the ceiling of N
+ * blocking durable writers of JSON events, whatever the engine does after the parse. */
+extern const bench_target_t bench_target_parse_wakeup;
+
+/* libbson's JSON reader as stele's validation feeds it (bench_parse.c), for the references
+ * that parse: one per writer thread. bench_json_parse returns 0 or -1 (not one object). */
+typedef struct bench_json_parser bench_json_parser_t;
+bench_json_parser_t *bench_json_parser_new(void);
+int bench_json_parse(bench_json_parser_t *p, const bench_event_t *ev);
+void bench_json_parser_free(bench_json_parser_t *p);
 
 /* Peers: filled in by bench_peers.c; each is optional and reports itself skipped. */
 const bench_target_t *bench_peer_find(const char *system);

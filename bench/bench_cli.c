@@ -39,7 +39,8 @@ cli_usage(FILE *out)
             "  --sync-interval-ms N    for sync=interval (default: stele's)\n"
             "  --record-bytes N[,N..]  event size (default 200)\n"
             "  --input json|bson[,..]  event encoding handed to stele (default json)\n"
-            "  --system NAME[,..]      stele, fsync-loop, libbson-json, thread-wakeup, or a peer\n"
+            "  --system NAME[,..]      stele, fsync-loop, libbson-json, thread-wakeup,\n"
+            "                          parse-wakeup, or a peer\n"
             "  --device ssd|hdd[,..]   ssd: --dir itself; hdd: the emulated 7200 rpm disk\n"
             "  --repeat N              run the whole plan N times (noise)\n"
             "  --no-reference          do not run the fsync loop first\n"
@@ -236,7 +237,7 @@ static const struct option cli_options[] = {
 static void
 cli_list_systems(void)
 {
-    printf("stele\nfsync-loop\nlibbson-json\nthread-wakeup\n");
+    printf("stele\nfsync-loop\nlibbson-json\nthread-wakeup\nparse-wakeup\n");
     for (const char *const *p = bench_peer_names(); *p; p++)
         printf("%s\n", *p);
 }

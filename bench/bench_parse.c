@@ -20,11 +20,11 @@
 
 enum { PARSE_TEXT_MAX = 64 << 10 };
 
-typedef struct parse_writer {
+struct bench_json_parser {
     bson_json_reader_t *reader;
     int holds_open_brace;
     char text[PARSE_TEXT_MAX + 1];
-} parse_writer_t;
+};
 
 static int
 parse_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_cap)
@@ -37,17 +37,58 @@ parse_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_c
     return 0;
 }
 
+bench_json_parser_t *
+bench_json_parser_new(void)
+{
+    return calloc(1, sizeof(bench_json_parser_t));
+}
+
+int
+bench_json_parse(bench_json_parser_t *p, const bench_event_t *ev)
+{
+    const char *json = (const char *)ev->data;
+    size_t from = 0;
+    while (from < ev->len && json[from] != '{')
+        from++;
+    if (from == ev->len || ev->len - from > PARSE_TEXT_MAX)
+        return -1;
+    from += p->holds_open_brace ? 1 : 0;
+    size_t n = ev->len - from;
+    memcpy(p->text, json + from, n);
+    p->text[n++] = '{';
+    if (!p->reader)
+        p->reader = bson_json_data_reader_new(true, 16 << 10);
+    bson_json_data_reader_ingest(p->reader, (const uint8_t *)p->text, n);
+    bson_t doc = BSON_INITIALIZER;
+    int rc = bson_json_reader_read(p->reader, &doc, NULL);
+    bson_destroy(&doc);
+    p->holds_open_brace = rc == 1;
+    if (rc == 1)
+        return 0;
+    bson_json_reader_destroy(p->reader);
+    p->reader = NULL;
+    return -1;
+}
+
+void
+bench_json_parser_free(bench_json_parser_t *p)
+{
+    if (p)
+        bson_json_reader_destroy(p->reader);
+    free(p);
+}
+
 static int
 parse_writer_open(void *state, int writer_id, void **wstate_out, char *note, size_t note_cap)
 {
     (void)state;
     (void)writer_id;
-    parse_writer_t *w = calloc(1, sizeof *w);
-    if (!w) {
+    bench_json_parser_t *p = bench_json_parser_new();
+    if (!p) {
         snprintf(note, note_cap, "out of memory");
         return BENCH_FAILED;
     }
-    *wstate_out = w;
+    *wstate_out = p;
     return 0;
 }
 
@@ -55,39 +96,14 @@ static int
 parse_append(void *state, void *wstate, const bench_event_t *ev)
 {
     (void)state;
-    parse_writer_t *w = wstate;
-    const char *json = (const char *)ev->data;
-    size_t from = 0;
-    while (from < ev->len && json[from] != '{')
-        from++;
-    if (from == ev->len || ev->len - from > PARSE_TEXT_MAX)
-        return -1;
-    from += w->holds_open_brace ? 1 : 0;
-    size_t n = ev->len - from;
-    memcpy(w->text, json + from, n);
-    w->text[n++] = '{';
-    if (!w->reader)
-        w->reader = bson_json_data_reader_new(true, 16 << 10);
-    bson_json_data_reader_ingest(w->reader, (const uint8_t *)w->text, n);
-    bson_t doc = BSON_INITIALIZER;
-    int rc = bson_json_reader_read(w->reader, &doc, NULL);
-    bson_destroy(&doc);
-    w->holds_open_brace = rc == 1;
-    if (rc == 1)
-        return 0;
-    bson_json_reader_destroy(w->reader);
-    w->reader = NULL;
-    return -1;
+    return bench_json_parse(wstate, ev);
 }
 
 static void
 parse_writer_close(void *state, void *wstate)
 {
     (void)state;
-    parse_writer_t *w = wstate;
-    if (w)
-        bson_json_reader_destroy(w->reader);
-    free(w);
+    bench_json_parser_free(wstate);
 }
 
 static int

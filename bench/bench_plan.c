@@ -48,6 +48,8 @@ plan_target(const char *system)
         return &bench_target_json_parse;
     if (strcmp(system, "thread-wakeup") == 0)
         return &bench_target_thread_wakeup;
+    if (strcmp(system, "parse-wakeup") == 0)
+        return &bench_target_parse_wakeup;
     return bench_peer_find(system);
 }
 

@@ -11,6 +11,10 @@
  * of stele's durable rate with N writers on this machine, the way the fsync loop is the
  * ceiling of a lone writer's, and it is reported beside stele's N-writer cell.
  *
+ * `parse-wakeup` adds the one other cost no engine built on libbson avoids for a JSON
+ * event: each writer first parses its event the way stele's validation feeds libbson, then
+ * hands off and sleeps. Its rate is the ceiling of N blocking writers of JSON events.
+ *
  * Lost wake-ups: a writer publishes the seq it waits for and that it sleeps, then reads
  * the futex word, then re-reads `committed`; the committer stores `committed`, then reads
  * each writer's seq and sleeping flag and, if asleep in the batch, changes its word before
@@ -31,11 +35,14 @@ typedef struct wakeup_writer {
     _Atomic uint64_t waits_for; /* 0 when not waiting */
     _Atomic uint32_t word;
     _Atomic int is_asleep;
-    char pad[64 - 2 * sizeof(uint64_t)]; /* one writer per cache line */
+    bench_json_parser_t *parser; /* parse-wakeup only */
+    char pad[64 - 2 * sizeof(uint64_t) - sizeof(void *)]; /* one writer per cache line */
 } wakeup_writer_t;
+_Static_assert(sizeof(wakeup_writer_t) == 64, "one writer per cache line");
 
 typedef struct wakeup {
     int n_writers;
+    int parses_json;
     wakeup_writer_t *writers;
     _Atomic uint64_t appended;
     _Atomic uint64_t committed;
@@ -95,7 +102,8 @@ wakeup_kick(wakeup_t *w)
 }
 
 static int
-wakeup_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_cap)
+wakeup_open_as(const bench_cell_t *cell, int parses_json, void **state_out, char *note,
+               size_t note_cap)
 {
     wakeup_t *w = calloc(1, sizeof *w);
     if (w)
@@ -107,6 +115,7 @@ wakeup_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_
         return BENCH_FAILED;
     }
     w->n_writers = cell->writers;
+    w->parses_json = parses_json;
     if (pthread_create(&w->committer, NULL, wakeup_committer_main, w) != 0) {
         free(w->writers);
         free(w);
@@ -118,6 +127,22 @@ wakeup_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_
 }
 
 static int
+wakeup_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_cap)
+{
+    return wakeup_open_as(cell, 0, state_out, note, note_cap);
+}
+
+static int
+parse_wakeup_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_cap)
+{
+    if (cell->input != BENCH_INPUT_JSON) {
+        snprintf(note, note_cap, "only JSON input is parsed");
+        return BENCH_SKIPPED;
+    }
+    return wakeup_open_as(cell, 1, state_out, note, note_cap);
+}
+
+static int
 wakeup_writer_open(void *state, int writer_id, void **wstate_out, char *note, size_t note_cap)
 {
     wakeup_t *w = state;
@@ -125,16 +150,31 @@ wakeup_writer_open(void *state, int writer_id, void **wstate_out, char *note, si
         snprintf(note, note_cap, "writer %d of %d", writer_id, w->n_writers);
         return BENCH_FAILED;
     }
-    *wstate_out = &w->writers[writer_id];
+    wakeup_writer_t *wr = &w->writers[writer_id];
+    if (w->parses_json && !(wr->parser = bench_json_parser_new())) {
+        snprintf(note, note_cap, "out of memory");
+        return BENCH_FAILED;
+    }
+    *wstate_out = wr;
     return 0;
+}
+
+static void
+wakeup_writer_close(void *state, void *wstate)
+{
+    (void)state;
+    wakeup_writer_t *wr = wstate;
+    bench_json_parser_free(wr->parser);
+    wr->parser = NULL;
 }
 
 static int
 wakeup_append(void *state, void *wstate, const bench_event_t *ev)
 {
-    (void)ev;
     wakeup_t *w = state;
     wakeup_writer_t *wr = wstate;
+    if (wr->parser && bench_json_parse(wr->parser, ev) != 0)
+        return -1;
     uint64_t seq = atomic_fetch_add(&w->appended, 1) + 1;
     atomic_store(&wr->waits_for, seq);
     if (atomic_load(&w->is_committer_asleep))
@@ -161,8 +201,10 @@ wakeup_close(void *state, bench_result_t *r)
     r->is_durable = 0;
     r->counted_back = -1;
     r->mean_batch = w->n_batches ? (double)appended / (double)w->n_batches : 0;
-    snprintf(r->note, sizeof r->note,
-             "NOT A STORE: thread wake-up ceiling (sleep until woken; no parse, no disk)");
+    snprintf(r->note, sizeof r->note, "%s",
+             w->parses_json ? "NOT A STORE: libbson parse + thread wake-up ceiling (no disk)"
+                            : "NOT A STORE: thread wake-up ceiling (sleep until woken; no "
+                              "parse, no disk)");
     free(w->writers);
     free(w);
     return 0;
@@ -173,5 +215,15 @@ const bench_target_t bench_target_thread_wakeup = {
     .open = wakeup_open,
     .writer_open = wakeup_writer_open,
     .append = wakeup_append,
+    .writer_close = wakeup_writer_close,
+    .close = wakeup_close,
+};
+
+const bench_target_t bench_target_parse_wakeup = {
+    .system = "parse-wakeup",
+    .open = parse_wakeup_open,
+    .writer_open = wakeup_writer_open,
+    .append = wakeup_append,
+    .writer_close = wakeup_writer_close,
     .close = wakeup_close,
 };

@@ -404,6 +404,14 @@ commit_wake_done(commit_t *c)
     c->woken_durable = durable;
 }
 
+static void
+commit_wake_waker(commit_t *c)
+{
+    atomic_fetch_add(&c->waker_word, 1);
+    if (atomic_load(&c->is_waker_asleep))
+        syscall(SYS_futex, &c->waker_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
+
 /* After storing a position: has the waker wake whoever sleeps for it. No sleeper at all
  * (a lone writer, spinning or leading) costs two atomic loads. See seqwait.c for why a
  * sleeper is never missed; the waker re-reads the positions after every kick. */
@@ -412,9 +420,18 @@ commit_kick_waker(commit_t *c)
 {
     if (seqwait_sleepers(&c->written_wait) == 0 && seqwait_sleepers(&c->durable_wait) == 0)
         return;
-    atomic_fetch_add(&c->waker_word, 1);
-    if (atomic_load(&c->is_waker_asleep))
-        syscall(SYS_futex, &c->waker_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+    commit_wake_waker(c);
+}
+
+/* After storing written_seq alone, with the sync still to come: only its own sleepers
+ * need the waker. Waking it for the durable ones too would cost a round trip of the waker
+ * per batch for nothing (durable has not moved) and delay the sync by a futex call. */
+static void
+commit_kick_waker_for_written(commit_t *c)
+{
+    if (seqwait_sleepers(&c->written_wait) == 0)
+        return;
+    commit_wake_waker(c);
 }
 
 static void *
@@ -684,7 +701,7 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     }
     if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS) {
         /* wait=written is reached now: do not make those waiters sit through the sync. */
-        commit_kick_waker(c);
+        commit_kick_waker_for_written(c);
         /* Sync right here rather than through the loop: the batch's own latency. */
         stele_error_t serr;
         uint64_t start_ns = clock_mono_ns();
