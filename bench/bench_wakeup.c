@@ -35,7 +35,7 @@ typedef struct wakeup_writer {
     _Atomic uint64_t waits_for; /* 0 when not waiting */
     _Atomic uint32_t word;
     _Atomic int is_asleep;
-    bench_json_parser_t *parser; /* parse-wakeup only */
+    bench_json_parser_t *parser;                          /* parse-wakeup only */
     char pad[64 - 2 * sizeof(uint64_t) - sizeof(void *)]; /* one writer per cache line */
 } wakeup_writer_t;
 _Static_assert(sizeof(wakeup_writer_t) == 64, "one writer per cache line");

@@ -44,6 +44,7 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -532,6 +533,15 @@ index_dir_mode(unsigned file_mode)
     return m | ((m & 0444) >> 2) | S_IRWXU;
 }
 
+/* mkdir with exactly index_dir_mode (not narrowed by the umask). 0, or -1 with errno. */
+static int
+index_make_dir(const index_t *ix, unsigned file_mode)
+{
+    if (mkdir(ix->path, index_dir_mode(file_mode)) != 0)
+        return -1;
+    return chmod(ix->path, index_dir_mode(file_mode));
+}
+
 /* MDB_CORRUPTED when the data file is shorter than the pages its meta page counts: the
  * index is written without fsync (MDB_NOSYNC), so a power failure can keep the meta page's
  * update and lose the file's growth, and LMDB would then read pages past the end of the
@@ -557,6 +567,30 @@ index_check_data_size(const index_t *ix)
     return (uint64_t)fs.st_size < counted ? MDB_CORRUPTED : 0;
 }
 
+static bool
+index_file_is_missing(const index_t *ix, const char *name)
+{
+    char path[sizeof ix->path + 16];
+    snprintf(path, sizeof path, "%s/%s", ix->path, name);
+    struct stat st;
+    return stat(path, &st) != 0 && errno == ENOENT;
+}
+
+/* LMDB creates its files with the mode narrowed by the umask; a new environment's files get
+ * exactly the journal's file_mode, like the segments. Returns 0 or errno. */
+static int
+index_set_file_modes(const index_t *ix, mode_t mode)
+{
+    static const char *const names[] = {"data.mdb", "lock.mdb"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[sizeof ix->path + 16];
+        snprintf(path, sizeof path, "%s/%s", ix->path, names[i]);
+        if (chmod(path, mode) != 0)
+            return errno;
+    }
+    return 0;
+}
+
 static int
 index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *err)
 {
@@ -568,8 +602,12 @@ index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *
     if (rc == 0)
         rc = mdb_env_set_maxreaders(ix->env, INDEX_MAX_READERS);
     unsigned flags = MDB_NOSYNC | MDB_NOTLS | (ix->is_writable ? 0 : MDB_RDONLY);
+    mode_t mode = (mode_t)(file_mode ? file_mode : 0600);
+    bool is_new = ix->is_writable && index_file_is_missing(ix, "data.mdb");
     if (rc == 0)
-        rc = mdb_env_open(ix->env, ix->path, flags, (mdb_mode_t)(file_mode ? file_mode : 0600));
+        rc = mdb_env_open(ix->env, ix->path, flags, mode);
+    if (rc == 0 && is_new)
+        rc = index_set_file_modes(ix, mode);
     if (rc == 0)
         rc = index_check_data_size(ix);
     /* Readers killed mid-transaction leave their slots taken; the writer clears them so
@@ -622,7 +660,7 @@ index_replace_corrupt(index_t *ix, unsigned file_mode, int mdb_rc, stele_error_t
     if (rc)
         return error_set_hinted(err, rc, NULL, "could not move corrupt index %s aside: %s",
                                 ix->path, strerror(-rc));
-    if (mkdir(ix->path, index_dir_mode(file_mode)) != 0)
+    if (index_make_dir(ix, file_mode) != 0)
         return error_set_hinted(err, -errno, NULL, "could not create index %s: %s", ix->path,
                                 strerror(errno));
     int ignored;
@@ -686,7 +724,7 @@ index_prepare_dir(index_t *ix, unsigned file_mode, stele_error_t *err)
             return error_set_hinted(err, rc, NULL, "could not open index %s: %s", ix->path,
                                     strerror(errno));
         }
-        if (mkdir(ix->path, index_dir_mode(file_mode)) != 0 && errno != EEXIST)
+        if (index_make_dir(ix, file_mode) != 0 && errno != EEXIST)
             return error_set_hinted(err, -errno, NULL, "could not create index %s: %s", ix->path,
                                     strerror(errno));
     }

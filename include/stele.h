@@ -144,8 +144,9 @@ typedef struct stele_options {
     const char *source;          /* this journal's name in MongoDB `_id.src`; fixed when the
                                     journal is created. Default: the host name */
     int create_if_missing;       /* 1 (default): create the directory and journal */
-    unsigned file_mode;          /* journal files; default 0600 */
-    unsigned dir_mode;           /* journal directory; default 0700 */
+    unsigned file_mode;          /* journal and index files stele creates, exactly (the
+                                    umask does not narrow it); default 0600 */
+    unsigned dir_mode;           /* journal directory it creates, exactly; default 0700 */
     uint64_t segment_bytes;      /* preallocated segment size; default 64 MiB */
     uint32_t max_record_bytes;   /* largest event (BSON bytes); default 1 MiB, max 16 MiB
                                     less the shipped document's envelope */

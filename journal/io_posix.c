@@ -31,7 +31,16 @@ io_posix_open(void *ctx, const char *path, int flags, mode_t mode)
     do {
         fd = open(path, oflags, mode);
     } while (fd < 0 && errno == EINTR);
-    return fd < 0 ? -errno : fd;
+    if (fd < 0)
+        return -errno;
+    /* A file this call made gets exactly `mode`: the process umask must not take away what
+     * the journal's file_mode grants (a group that reads the journal). */
+    if ((flags & JOURNAL_IO_CREATE) && (flags & JOURNAL_IO_EXCLUSIVE) && fchmod(fd, mode) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
 }
 
 static ssize_t

@@ -27,14 +27,40 @@ shared_lock_path(char *out, size_t cap, const char *dir)
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+/* Creates the lock file with exactly file_mode (the umask must not narrow what the journal's
+ * file_mode grants). Returns the descriptor, -EEXIST or -errno. */
 static int
-shared_open_lock_file(const char *path, unsigned file_mode)
+shared_create_lock_file(const char *path, unsigned file_mode)
 {
     int fd;
     do {
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, (mode_t)file_mode);
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)file_mode);
     } while (fd < 0 && errno == EINTR);
-    return fd < 0 ? -errno : fd;
+    if (fd < 0)
+        return -errno;
+    if (fchmod(fd, (mode_t)file_mode) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+/* Opens the lock file, creating it when missing; an existing one keeps its mode. */
+static int
+shared_open_lock_file(const char *path, unsigned file_mode)
+{
+    for (;;) {
+        int fd = shared_create_lock_file(path, file_mode);
+        if (fd != -EEXIST)
+            return fd;
+        do {
+            fd = open(path, O_RDWR | O_CLOEXEC);
+        } while (fd < 0 && errno == EINTR);
+        if (fd >= 0 || errno != ENOENT)
+            return fd < 0 ? -errno : fd;
+        /* removed between the two opens: create it after all */
+    }
 }
 
 /* Takes the OFD write lock without waiting. Returns 0, STELE_ELOCKED with *holder_pid read

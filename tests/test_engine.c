@@ -4,7 +4,9 @@
  * the disk quota, rejected events and configuration errors, and an open that fails after
  * starting its threads.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -320,6 +322,62 @@ test_engine_close_drains_the_queue(void **state)
     assert_int_equal(n, 2000);
     assert_null(fixture_check_chain(recs, n));
     fixture_records_free(recs, n);
+}
+
+/* Walks `dir`, checking every directory has dir_mode and every file file_mode; returns the
+ * files seen. */
+static int
+check_modes_under(const char *dir, mode_t dir_mode, mode_t file_mode)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n_files = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        assert_int_equal(lstat(path, &st), 0);
+        if (S_ISDIR(st.st_mode)) {
+            if ((st.st_mode & 07777) != dir_mode)
+                fail_msg("%s: mode %o, not %o", path, st.st_mode & 07777, dir_mode);
+            n_files += check_modes_under(path, dir_mode, file_mode);
+            continue;
+        }
+        if ((st.st_mode & 07777) != file_mode)
+            fail_msg("%s: mode %o, not %o", path, st.st_mode & 07777, file_mode);
+        n_files++;
+    }
+    closedir(d);
+    return n_files;
+}
+
+/* A umask of 077 must not take away the group's read access that file_mode 0640 grants
+ * (a log collector's group reading the journal): every file and directory stele makes has
+ * exactly the modes asked for. */
+static void
+test_engine_creates_files_with_exactly_the_configured_modes(void **state)
+{
+    fixture_t *f = *state;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/journal", f->dir);
+    stele_options_t o;
+    fixture_options(&o);
+    o.file_mode = 0640;
+    o.dir_mode = 0750;
+    mode_t old_umask = umask(077);
+    stele_t *db = open_or_fail(dir, &o, NULL);
+    for (int i = 0; i < 200; i++)
+        append_or_fail(db, STELE_WAIT_WRITTEN);
+    assert_int_equal(stele_close(db, NULL), 0);
+    umask(old_umask);
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0750);
+    /* segments, the lock file, the index's data and lock files */
+    assert_true(check_modes_under(dir, 0750, 0640) >= 4);
 }
 
 static void
@@ -779,6 +837,7 @@ main(void)
         T(test_engine_halts_after_a_failed_sync),
         T(test_engine_halts_after_a_failed_write),
         T(test_engine_close_drains_the_queue),
+        T(test_engine_creates_files_with_exactly_the_configured_modes),
         T(test_engine_reopen_continues_the_seq_and_the_chain),
         T(test_engine_second_writer_is_refused),
         T(test_engine_full_queue_blocks_then_times_out),
