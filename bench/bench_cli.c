@@ -424,6 +424,7 @@ cli_plan_quick(const bench_cli_t *cli, bench_plan_t *plan)
     for (size_t i = 0; i < 3 && !rc; i++)
         rc = cli_add(plan, c, "stele", "ssd", quick_writers[i]);
     rc = rc ? rc : cli_add(plan, c, "thread-wakeup", "ssd", 64);
+    rc = rc ? rc : cli_add(plan, c, "parse-wakeup", "ssd", 64);
     bench_cell_t lone = c;
     lone.commit_interval_us = 100000; /* a lone writer must not pay it */
     rc = rc ? rc : cli_add(plan, lone, "stele", "ssd", 1);

@@ -82,8 +82,10 @@ sweep_grid_writers(bench_plan_t *plan, const bench_cell_t *base, const char *dev
         }
         rc = rc ? rc : sweep_add(plan, *base, "fsync-loop", device, sweep_writers[w]);
         /* The wake-up ceiling uses no disk: once, beside the SSD cells. */
-        if (strcmp(device, "ssd") == 0 && sweep_writers[w] >= SWEEP_CPU_BOUND_WRITERS)
+        if (strcmp(device, "ssd") == 0 && sweep_writers[w] >= SWEEP_CPU_BOUND_WRITERS) {
             rc = rc ? rc : sweep_add(plan, *base, "thread-wakeup", device, sweep_writers[w]);
+            rc = rc ? rc : sweep_add(plan, *base, "parse-wakeup", device, sweep_writers[w]);
+        }
         rc = rc ? rc : sweep_add_peers(plan, base, device, sweep_writers[w]);
         int is_disk_bound =
             strcmp(device, "ssd") == 0 && sweep_writers[w] < SWEEP_CPU_BOUND_WRITERS;
@@ -222,6 +224,26 @@ summary_best_peer(const bench_result_t *res, size_t n, const char *device, int w
     return best;
 }
 
+/* Beside the writer counts where the CPUs, not the disk, bound a durable append: the
+ * references that only sleep and get woken, without and with libbson's parse. */
+static void
+summary_cpu_ceilings(FILE *out, const bench_result_t *res, size_t n, int writers,
+                     const bench_result_t *s)
+{
+    static const struct {
+        const char *system, *label;
+    } ceilings[] = {{"thread-wakeup", "thread wake-up ceiling"},
+                    {"parse-wakeup", "with libbson's parse"}};
+    for (size_t i = 0; i < SWEEP_N(ceilings); i++) {
+        const bench_result_t *c =
+            summary_find(res, n, ceilings[i].system, "ssd", writers, STELE_WAIT_DURABLE, 0,
+                         STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+        if (c && c->appends_per_s > 0)
+            fprintf(out, "; %s %.0f/s (stele at %.0f%% of it)", ceilings[i].label, c->appends_per_s,
+                    100.0 * s->appends_per_s / c->appends_per_s);
+    }
+}
+
 static void
 summary_device(FILE *out, const bench_result_t *res, size_t n, const char *device)
 {
@@ -249,15 +271,8 @@ summary_device(FILE *out, const bench_result_t *res, size_t n, const char *devic
         if (peer)
             fprintf(out, "; best durable peer %s %.0f/s (stele %.2fx)", peer->cell.system,
                     peer->appends_per_s, s->appends_per_s / peer->appends_per_s);
-        /* Beside the counts where the CPUs, not the disk, bound a durable append. */
-        const bench_result_t *wake =
-            strcmp(device, "ssd") || sweep_writers[w] < SWEEP_CPU_BOUND_WRITERS
-                ? NULL
-                : summary_find(res, n, "thread-wakeup", device, sweep_writers[w],
-                               STELE_WAIT_DURABLE, 0, STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
-        if (wake && wake->appends_per_s > 0)
-            fprintf(out, "; thread wake-up ceiling %.0f/s (stele at %.0f%% of it)",
-                    wake->appends_per_s, 100.0 * s->appends_per_s / wake->appends_per_s);
+        if (strcmp(device, "ssd") == 0 && sweep_writers[w] >= SWEEP_CPU_BOUND_WRITERS)
+            summary_cpu_ceilings(out, res, n, sweep_writers[w], s);
         fprintf(out, "\n");
     }
 }
