@@ -24,7 +24,22 @@
 static seqwait_slot_t *
 seqwait_slot(seqwait_t *w, uint64_t seq)
 {
-    return &w->slot[seq % SEQWAIT_SLOTS];
+    return &w->slot[(seq / SEQWAIT_BLOCK_SEQS) % SEQWAIT_SLOTS];
+}
+
+/* The futex bitset of seq's waiters in its block's slot. */
+static uint32_t
+seqwait_bit(uint64_t seq)
+{
+    return 1u << (seq % SEQWAIT_BLOCK_SEQS);
+}
+
+/* The bits of the seqs whose offsets in their block run from `lo` to `hi`, inclusive. */
+static uint32_t
+seqwait_bits(unsigned lo, unsigned hi)
+{
+    uint32_t up_to_hi = hi + 1 >= SEQWAIT_BLOCK_SEQS ? UINT32_MAX : (1u << (hi + 1)) - 1;
+    return up_to_hi & ~((1u << lo) - 1);
 }
 
 void
@@ -56,7 +71,7 @@ seqwait_sleep(seqwait_t *w, uint64_t seq, uint32_t word, uint64_t deadline_ns)
     /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a retried sleep
      * does not stretch the caller's timeout. */
     long rc = syscall(SYS_futex, &s->word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, word,
-                      deadline_ns ? &abs : NULL, NULL, FUTEX_BITSET_MATCH_ANY);
+                      deadline_ns ? &abs : NULL, NULL, seqwait_bit(seq));
     if (rc < 0 && errno == ETIMEDOUT)
         return ETIMEDOUT;
     return 0; /* woken, EAGAIN (the word moved) or EINTR: the caller re-checks */
@@ -77,12 +92,12 @@ seqwait_sleepers(seqwait_t *w)
 }
 
 static void
-seqwait_wake_slot(seqwait_slot_t *s)
+seqwait_wake_slot(seqwait_slot_t *s, uint32_t bits)
 {
     if (atomic_load(&s->sleepers) == 0)
         return;
     atomic_fetch_add(&s->word, 1);
-    syscall(SYS_futex, &s->word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+    syscall(SYS_futex, &s->word, FUTEX_WAKE_BITSET | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, bits);
 }
 
 void
@@ -91,9 +106,19 @@ seqwait_wake_range(seqwait_t *w, uint64_t from, uint64_t to)
     if (to <= from)
         return;
     atomic_thread_fence(memory_order_seq_cst); /* see the top comment */
-    uint64_t n = to - from < SEQWAIT_SLOTS ? to - from : SEQWAIT_SLOTS;
-    for (uint64_t k = 1; k <= n; k++)
-        seqwait_wake_slot(seqwait_slot(w, from + k));
+    if (to - from >= (uint64_t)SEQWAIT_SLOTS * SEQWAIT_BLOCK_SEQS) {
+        for (unsigned k = 0; k < SEQWAIT_SLOTS; k++)
+            seqwait_wake_slot(&w->slot[k], FUTEX_BITSET_MATCH_ANY);
+        return;
+    }
+    /* One wake per block the range touches, with the bits of the range's seqs in it. */
+    for (uint64_t seq = from + 1; seq <= to;) {
+        uint64_t block_last = seq - seq % SEQWAIT_BLOCK_SEQS + SEQWAIT_BLOCK_SEQS - 1;
+        uint64_t last = block_last < to ? block_last : to;
+        seqwait_wake_slot(seqwait_slot(w, seq),
+                          seqwait_bits(seq % SEQWAIT_BLOCK_SEQS, last % SEQWAIT_BLOCK_SEQS));
+        seq = last + 1;
+    }
 }
 
 void
@@ -101,5 +126,5 @@ seqwait_wake_all(seqwait_t *w)
 {
     atomic_thread_fence(memory_order_seq_cst); /* see the top comment */
     for (unsigned k = 0; k < SEQWAIT_SLOTS; k++)
-        seqwait_wake_slot(&w->slot[k]);
+        seqwait_wake_slot(&w->slot[k], FUTEX_BITSET_MATCH_ANY);
 }

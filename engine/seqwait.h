@@ -1,11 +1,14 @@
 /*
  * seqwait.h: sleeping until a position reaches a seq, without a mutex.
  *
- * Waiters for seq s sleep on a futex word of slot s % SEQWAIT_SLOTS; whoever advances a
- * position wakes the slots of the seqs it passed. A slot's sleeper count tells the waker
- * whether the wake-up syscall is needed at all. Waiters never take a lock, so a batch's
- * wake-ups do not all queue on one mutex behind the appenders (which a condition variable
- * under the committer's mutex made them do).
+ * Seqs are grouped in blocks of SEQWAIT_BLOCK_SEQS consecutive seqs; the waiters of every
+ * seq of a block sleep on that block's slot, one futex word, each with the bit of its own
+ * seq in the block as its futex bitset. Whoever advances a position wakes, per block the
+ * passed range touches, exactly the bits of the seqs it passed, with one FUTEX_WAKE_BITSET:
+ * a batch of N records costs one or two wake-up syscalls, not N, and wakes nobody else. A
+ * slot's sleeper count tells the waker whether the syscall is needed at all. Waiters never
+ * take a lock, so a batch's wake-ups do not all queue on one mutex behind the appenders
+ * (which a condition variable under the committer's mutex made them do).
  */
 #ifndef STELE_ENGINE_SEQWAIT_H
 #define STELE_ENGINE_SEQWAIT_H
@@ -13,8 +16,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* A power of two; more slots than concurrent waiters keeps wake-ups targeted. */
-#define SEQWAIT_SLOTS 256
+/* A futex bitset has 32 bits: one per seq of a block. */
+#define SEQWAIT_BLOCK_SEQS 32
+/* A power of two; a slot's bits come back every SEQWAIT_SLOTS blocks (2,048 seqs), so only
+ * waiters that far apart can share a bit (and then one is woken early and sleeps again). */
+#define SEQWAIT_SLOTS 64
 
 typedef struct seqwait_slot {
     _Atomic uint32_t word;     /* bumped by every wake of this slot */

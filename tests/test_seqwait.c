@@ -1,7 +1,8 @@
 /*
  * test_seqwait.c: the futex slots of engine/seqwait.c: a wake between prepare and sleep is
- * never lost, a deadline ends a sleep with ETIMEDOUT, a range wakes exactly its slots'
- * sleepers, the sleeper count, and a many-thread run where every waiter sees its seq.
+ * never lost, a deadline ends a sleep with ETIMEDOUT, a range wakes exactly the sleepers of
+ * its seqs (asleep in the kernel beside others of the same block), the sleeper count, and a
+ * many-thread run where every waiter sees its seq.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -10,8 +11,13 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -65,34 +71,129 @@ test_sleep_ends_with_etimedout_at_the_deadline(void **state)
     free(w);
 }
 
+/* -- a range wakes exactly the waiters of its seqs ------------------------------------- */
+
+typedef struct target {
+    seqwait_t w;
+    _Atomic uint64_t pos;
+} target_t;
+
+typedef struct target_waiter {
+    target_t *t;
+    uint64_t seq;
+    _Atomic pid_t tid;
+    _Atomic int returns; /* from seqwait_sleep: wake-ups, spurious or not */
+    _Atomic int is_done;
+} target_waiter_t;
+
+static void *
+target_waiter_main(void *arg)
+{
+    target_waiter_t *me = arg;
+    atomic_store(&me->tid, (pid_t)syscall(SYS_gettid));
+    while (atomic_load(&me->t->pos) < me->seq) {
+        uint32_t word = seqwait_prepare(&me->t->w, me->seq);
+        if (atomic_load(&me->t->pos) < me->seq) {
+            seqwait_sleep(&me->t->w, me->seq, word, 0);
+            atomic_fetch_add(&me->returns, 1);
+        }
+        seqwait_finish(&me->t->w, me->seq);
+    }
+    atomic_store(&me->is_done, 1);
+    return NULL;
+}
+
+/* Whether the thread is asleep in the kernel (its only blocking call is the futex wait). */
+static int
+thread_is_asleep(pid_t tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *after_name = strrchr(buf, ')');
+    return after_name && after_name[1] == ' ' && after_name[2] == 'S';
+}
+
 static void
-test_wake_range_changes_only_the_slots_it_covers(void **state)
+wait_until_asleep(target_waiter_t *waiters, int n)
+{
+    uint64_t deadline = mono_ns() + 10000 * NS_PER_MS;
+    for (int i = 0; i < n; i++) {
+        while (atomic_load(&waiters[i].tid) == 0 ||
+               !thread_is_asleep(atomic_load(&waiters[i].tid))) {
+            assert_true(mono_ns() < deadline);
+            nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+        }
+        assert_int_equal(atomic_load(&waiters[i].returns), 0);
+    }
+}
+
+/* Waiters of seq 11 (in the range), 13 (same block, above it) and 40 (another block) all
+ * asleep; advancing from 10 to 12 wakes the first only: the others' sleeps do not even
+ * return. Then advancing to 40 wakes both. */
+static void
+test_wake_range_wakes_exactly_the_waiters_of_its_seqs(void **state)
 {
     (void)state;
-    seqwait_t *w = malloc(sizeof *w);
-    assert_non_null(w);
-    seqwait_init(w);
-    uint32_t in_range = seqwait_prepare(w, 11);
-    uint32_t above = seqwait_prepare(w, 13);
-    uint32_t below = seqwait_prepare(w, 10);
-    seqwait_wake_range(w, 10, 12); /* seqs 11 and 12 */
-    /* The woken slot's word moved (a sleep on the old word returns at once); the others
-     * did not, so their sleeps run to the (short) deadline. */
-    assert_int_equal(seqwait_sleep(w, 11, in_range, mono_ns() + 5000 * NS_PER_MS), 0);
-    int rc;
-    do
-        rc = seqwait_sleep(w, 13, above, mono_ns() + 5 * NS_PER_MS);
-    while (rc == 0);
-    assert_int_equal(rc, ETIMEDOUT);
-    do
-        rc = seqwait_sleep(w, 10, below, mono_ns() + 5 * NS_PER_MS);
-    while (rc == 0);
-    assert_int_equal(rc, ETIMEDOUT);
-    seqwait_finish(w, 11);
-    seqwait_finish(w, 13);
-    seqwait_finish(w, 10);
-    assert_int_equal(seqwait_sleepers(w), 0);
-    free(w);
+    target_t *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    seqwait_init(&t->w);
+    atomic_store(&t->pos, 10);
+    static const uint64_t seqs[] = {11, 13, 40};
+    target_waiter_t waiters[3];
+    pthread_t threads[3];
+    for (int i = 0; i < 3; i++) {
+        waiters[i] = (target_waiter_t){.t = t, .seq = seqs[i]};
+        assert_int_equal(pthread_create(&threads[i], NULL, target_waiter_main, &waiters[i]), 0);
+    }
+    wait_until_asleep(waiters, 3);
+    atomic_store(&t->pos, 12);
+    seqwait_wake_range(&t->w, 10, 12);
+    pthread_join(threads[0], NULL);
+    assert_int_equal(atomic_load(&waiters[0].returns), 1);
+    nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL); /* a stray wake-up would show */
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(atomic_load(&waiters[i].returns), 0);
+        assert_false(atomic_load(&waiters[i].is_done));
+    }
+    atomic_store(&t->pos, 40);
+    seqwait_wake_range(&t->w, 12, 40);
+    for (int i = 1; i < 3; i++) {
+        pthread_join(threads[i], NULL);
+        assert_true(atomic_load(&waiters[i].is_done));
+    }
+    assert_int_equal(seqwait_sleepers(&t->w), 0);
+    free(t);
+}
+
+/* A range longer than the slots' ring wakes every slot, whatever bits repeat in it. */
+static void
+test_wake_range_longer_than_the_ring_wakes_everyone(void **state)
+{
+    (void)state;
+    target_t *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    seqwait_init(&t->w);
+    const uint64_t ring = (uint64_t)SEQWAIT_SLOTS * SEQWAIT_BLOCK_SEQS;
+    const uint64_t seqs[] = {5, 5 + ring / 2, 5 + ring - 1};
+    target_waiter_t waiters[3];
+    pthread_t threads[3];
+    for (int i = 0; i < 3; i++) {
+        waiters[i] = (target_waiter_t){.t = t, .seq = seqs[i]};
+        assert_int_equal(pthread_create(&threads[i], NULL, target_waiter_main, &waiters[i]), 0);
+    }
+    wait_until_asleep(waiters, 3);
+    atomic_store(&t->pos, 4 + ring);
+    seqwait_wake_range(&t->w, 4, 4 + ring);
+    for (int i = 0; i < 3; i++)
+        pthread_join(threads[i], NULL);
+    assert_int_equal(seqwait_sleepers(&t->w), 0);
+    free(t);
 }
 
 /* -- many waiters, one advancing position ---------------------------------------------- */
@@ -168,7 +269,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wake_after_prepare_makes_the_sleep_return_at_once),
         cmocka_unit_test(test_sleep_ends_with_etimedout_at_the_deadline),
-        cmocka_unit_test(test_wake_range_changes_only_the_slots_it_covers),
+        cmocka_unit_test(test_wake_range_wakes_exactly_the_waiters_of_its_seqs),
+        cmocka_unit_test(test_wake_range_longer_than_the_ring_wakes_everyone),
         cmocka_unit_test(test_many_waiters_all_see_their_seq_with_no_lost_wakeup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
