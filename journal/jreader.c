@@ -101,7 +101,7 @@ reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h
                     uint64_t *bytes_out, stele_error_t *err)
 {
     char path[PATH_MAX], name[SEG_NAME_BYTES];
-    const char *why = "";
+    segment_header_fault_t fault = {0};
     reader_seg_name(name, first_seq);
     int rc = segment_path(path, sizeof path, r->dir, first_seq);
     if (rc)
@@ -112,7 +112,7 @@ reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h
     if (fd < 0)
         return reader_fail_errno(err, fd, "open segment", name);
     off_t size = 0;
-    rc = segment_header_read(r->io, fd, h, &why);
+    rc = segment_header_read(r->io, fd, h, &fault);
     if (!rc)
         rc = r->io->file_size(r->io->ctx, fd, &size);
     if (rc == STELE_EVERSION) {
@@ -120,7 +120,8 @@ reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h
                  "segment %s has format version %u; this stele reads up to %u", name, h->version,
                  FORMAT_VERSION);
     } else if (rc == STELE_ECORRUPT) {
-        jerr_set(err, rc, JERR_HINT_VERIFY, "segment %s offset 0: %s", name, why);
+        jerr_set(err, rc, JERR_HINT_VERIFY, "segment %s offset %" PRIu32 ": %s", name, fault.offset,
+                 fault.why);
     } else if (!rc && h->first_seq != first_seq) {
         rc = jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
                       "segment %s offset 0: header says first seq %" PRIu64, name, h->first_seq);

@@ -358,8 +358,8 @@ make_empty_newest_segment(const char *dir, uint64_t n_records)
     size_t len = 0;
     uint8_t *page = jtest_read_file(seg, &len);
     segment_header_t h;
-    const char *why = "";
-    assert_int_equal(segment_header_decode(page, len, &h, &why), 0);
+    segment_header_fault_t fault = {0};
+    assert_int_equal(segment_header_decode(page, len, &h, &fault), 0);
     h.first_seq = n_records + 1;
     h.prev_ts_ns = rec.ts_ns;
     memcpy(h.prev_hash, rec.hash, HASH_BYTES);
