@@ -9,7 +9,7 @@
  * checks it, and a time seek re-checks the batch the index named before trusting it.
  * Verify alone also reads segment files directly (read-only, through the POSIX I/O table and
  * journal/record.h's decoder): the journal reader names a damaged batch, and verify finds
- * the frame inside it; and it checks header bytes the reader has no reason to look at.
+ * the frame inside it (or the header byte: segment_header_decode is the one header check).
  *
  * LMDB forbids opening one environment twice in a process (closing either drops the other's
  * fcntl locks), so a reader or status call in the process that holds the journal for
@@ -960,10 +960,10 @@ static int
 verify_pinpoint_header(verify_state_t *v, verify_cursor_t *c)
 {
     segment_header_t h;
-    const char *why = NULL;
-    if (segment_header_read(c->io, c->fd, &h, &why) != 0) {
-        verify_bad(v, c->segment_seq, c->segment_seq, 0, "segment header: %s",
-                   why ? why : "unreadable");
+    segment_header_fault_t fault = {.why = "unreadable"};
+    if (segment_header_read(c->io, c->fd, &h, &fault) != 0) {
+        verify_bad(v, c->segment_seq, c->segment_seq, fault.offset, "segment header: %s",
+                   fault.why);
         return 1;
     }
     if (c->have_hash && memcmp(h.prev_hash, c->prev_hash, HASH_BYTES) != 0) {
@@ -1111,46 +1111,6 @@ verify_read_failed(verify_state_t *v, const char *dir, int rc, stele_error_t *je
     return verify_bad(v, seq, segment_seq, offset, "%s", jerr->message);
 }
 
-/* Bytes the format requires to be zero in a segment header (FORMAT.md): nothing reads them,
- * so without this check they could be changed unnoticed. */
-static int
-verify_segment_headers(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_seq,
-                       stele_error_t *err)
-{
-    const journal_io_t *io = journal_io_posix();
-    journal_segment_info_t *segs = NULL;
-    int n = reader_list_segments(v->jr, &segs, err);
-    if (n < 0)
-        return n;
-    uint8_t *tail = malloc(SEG_HEADER_BYTES - SEG_USED_BYTES);
-    int rc = tail ? 0 : -ENOMEM;
-    for (int i = 0; i < n && rc == 0; i++) {
-        uint64_t end = i + 1 < n ? segs[i + 1].first_seq - 1 : UINT64_MAX;
-        if ((to_seq && segs[i].first_seq > to_seq) || end < from_seq)
-            continue;
-        char path[4096];
-        if (segment_path(path, sizeof path, dir, segs[i].first_seq) != 0)
-            continue;
-        int fd = io->open_file(io->ctx, path, JOURNAL_IO_READ, 0);
-        if (fd < 0)
-            continue; /* removed by retention meanwhile; the walk reports real gaps */
-        ssize_t got =
-            io->pread(io->ctx, fd, tail, SEG_HEADER_BYTES - SEG_USED_BYTES, SEG_USED_BYTES);
-        io->close(io->ctx, fd);
-        for (ssize_t k = 0; k < got; k++) {
-            if (tail[k]) {
-                rc = verify_bad(v, segs[i].first_seq, segs[i].first_seq,
-                                SEG_USED_BYTES + (uint64_t)k,
-                                "segment header: reserved byte is not zero");
-                break;
-            }
-        }
-    }
-    free(tail);
-    free(segs);
-    return rc;
-}
-
 /* Reads from the record before from_seq (it anchors the chain) to to_seq or the end of the
  * journal, checking each record; *is_at_to says the walk reached to_seq. */
 static int
@@ -1242,6 +1202,27 @@ verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_s
     return verify_walk_end(v, dir, from_seq, to_seq, live_before.durable_seq, err);
 }
 
+/* journal_reader_open refused the journal. Opening decodes the oldest segment's header (to
+ * learn the journal's genesis); when that header is what failed, the report says where. */
+static void
+verify_oldest_header(verify_state_t *v, const char *dir)
+{
+    segment_dir_t d;
+    if (segment_dir_list(dir, &d) != 0)
+        return;
+    verify_cursor_t c = {.io = journal_io_posix(), .dir = dir, .fd = -1};
+    char path[4096];
+    if (d.n > 0 && segment_path(path, sizeof path, dir, d.seqs[0]) == 0) {
+        c.segment_seq = d.seqs[0];
+        c.fd = c.io->open_file(c.io->ctx, path, JOURNAL_IO_READ, 0);
+    }
+    segment_dir_free(&d);
+    if (c.fd < 0)
+        return;
+    verify_pinpoint_header(v, &c);
+    c.io->close(c.io->ctx, c.fd);
+}
+
 int
 stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_report_t *report,
              stele_error_t *err)
@@ -1255,8 +1236,10 @@ stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_r
     memset(report, 0, sizeof *report);
     verify_state_t v = {.report = report};
     int rc = journal_reader_open(dir, NULL, &v.jr, err);
+    if (rc == STELE_ECORRUPT)
+        verify_oldest_header(&v, dir);
     if (rc)
-        return rc;
+        goto done;
     v.ix = reader_open_index(dir, v.jr);
     v.hasher = chain_hasher_new();
     if (!v.hasher) {
@@ -1264,8 +1247,7 @@ stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_r
         goto done;
     }
     rc = verify_walk(&v, dir, from_seq, to_seq, err);
-    if (rc == 0)
-        rc = verify_segment_headers(&v, dir, from_seq, to_seq, err);
+done:
     if (rc == STELE_ECORRUPT && report->bad_seq)
         error_set_hinted(err, rc, "back up the journal directory before repairing anything",
                          "verification failed at seq %" PRIu64 " (%s, offset %" PRIu64 "): %s",
@@ -1275,7 +1257,6 @@ stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_r
         report->records_checked--;
         report->first_seq = from_seq;
     }
-done:
     chain_hasher_free(v.hasher);
     index_close(v.ix);
     journal_reader_close(v.jr);

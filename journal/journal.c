@@ -560,7 +560,7 @@ journal_check_headers(journal_t *j, const segment_dir_t *d, segment_header_t *ne
     char name[SEG_NAME_BYTES], path[PATH_MAX];
     for (size_t i = 0; i < d->n; i++) {
         segment_header_t h;
-        const char *why = "";
+        segment_header_fault_t fault = {0};
         journal_seg_name(name, d->seqs[i]);
         int rc = segment_path(path, sizeof path, j->dir, d->seqs[i]);
         if (rc)
@@ -571,7 +571,7 @@ journal_check_headers(journal_t *j, const segment_dir_t *d, segment_header_t *ne
             j->io->open_file(j->io->ctx, path, is_newest ? JOURNAL_IO_WRITE : JOURNAL_IO_READ, 0);
         if (fd < 0)
             return journal_fail_errno(err, fd, "open segment", name);
-        rc = segment_header_read(j->io, fd, &h, &why);
+        rc = segment_header_read(j->io, fd, &h, &fault);
         if (is_newest)
             j->active_fd = fd;
         else
@@ -581,7 +581,8 @@ journal_check_headers(journal_t *j, const segment_dir_t *d, segment_header_t *ne
                             "segment %s has format version %u; this stele reads up to %u", name,
                             h.version, FORMAT_VERSION);
         if (rc == STELE_ECORRUPT)
-            return jerr_set(err, rc, JERR_HINT_VERIFY, "segment %s offset 0: %s", name, why);
+            return jerr_set(err, rc, JERR_HINT_VERIFY, "segment %s offset %" PRIu32 ": %s", name,
+                            fault.offset, fault.why);
         if (rc)
             return journal_fail_errno(err, rc, "read the header of segment", name);
         if (h.first_seq != d->seqs[i])

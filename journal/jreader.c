@@ -8,8 +8,10 @@
  *  - with no writer: records up to the last complete batch (BATCH_END) on disk; a torn
  *    tail is left for the next writer's recovery.
  * Corruption (a bad frame that must be valid, a seq gap, a broken chain, damage in a sealed
- * segment) is reported with segment and offset. A reader belongs to one thread; it has no
- * locks. The LOCK page is mapped read-only and never written.
+ * segment) is reported with segment and offset. A current segment with no record read from
+ * it is opened again by name when it shows no frame: a roll may have replaced that empty
+ * newest file (FORMAT.md, "Writing"). A reader belongs to one thread; it has no locks. The
+ * LOCK page is mapped read-only and never written.
  */
 #include "journal.h"
 
@@ -99,7 +101,7 @@ reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h
                     uint64_t *bytes_out, stele_error_t *err)
 {
     char path[PATH_MAX], name[SEG_NAME_BYTES];
-    const char *why = "";
+    segment_header_fault_t fault = {0};
     reader_seg_name(name, first_seq);
     int rc = segment_path(path, sizeof path, r->dir, first_seq);
     if (rc)
@@ -110,7 +112,7 @@ reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h
     if (fd < 0)
         return reader_fail_errno(err, fd, "open segment", name);
     off_t size = 0;
-    rc = segment_header_read(r->io, fd, h, &why);
+    rc = segment_header_read(r->io, fd, h, &fault);
     if (!rc)
         rc = r->io->file_size(r->io->ctx, fd, &size);
     if (rc == STELE_EVERSION) {
@@ -118,7 +120,8 @@ reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h
                  "segment %s has format version %u; this stele reads up to %u", name, h->version,
                  FORMAT_VERSION);
     } else if (rc == STELE_ECORRUPT) {
-        jerr_set(err, rc, JERR_HINT_VERIFY, "segment %s offset 0: %s", name, why);
+        jerr_set(err, rc, JERR_HINT_VERIFY, "segment %s offset %" PRIu32 ": %s", name, fault.offset,
+                 fault.why);
     } else if (!rc && h->first_seq != first_seq) {
         rc = jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
                       "segment %s offset 0: header says first seq %" PRIu64, name, h->first_seq);
@@ -353,14 +356,43 @@ reader_corrupt(const journal_reader_t *r, stele_error_t *err, const char *what)
     return reader_corrupt_at(r, r->off, err, what);
 }
 
-/* The end of the current segment was reached: go on to the segment starting at next_seq.
- * Returns 0 (moved), STELE_EAGAIN (not there yet) or an error. */
+/*
+ * The current segment has no record yet, so it is the newest, and a roll can replace it with
+ * a new file of the same name (journal_install_next: the power failed right after a roll,
+ * and the next writer's first batch does not fit that file); the descriptor would go on
+ * reading the replaced file, empty for ever. Nothing has been read from it, so entering it
+ * again by name loses nothing. *has_frame says the file now under the name does not start
+ * with zeros (a frame, or damage the caller judges).
+ */
+static int
+reader_reenter_empty_segment(journal_reader_t *r, int *has_frame, stele_error_t *err)
+{
+    *has_frame = 0;
+    int rc = reader_enter_segment(r, r->seg_first_seq, err);
+    if (rc == -ENOENT) /* gone meanwhile: the caller's verdict on the old file stands */
+        return 0;
+    if (rc)
+        return rc;
+    record_status_t st;
+    record_view_t v;
+    rc = reader_decode(r, &st, &v);
+    if (rc)
+        return reader_fail_errno(err, rc, "read journal", r->dir);
+    *has_frame = st != RECORD_ZERO;
+    return 0;
+}
+
+/* The end of the current segment was reached: go on to the segment starting at next_seq
+ * (or to the file that replaced an empty current one). Returns 0 (moved), STELE_EAGAIN
+ * (not there yet) or an error. */
 static int
 reader_next_segment(journal_reader_t *r, int must_exist, stele_error_t *err)
 {
     if (r->seg_fd >= 0 && r->next_seq == r->seg_first_seq) {
-        /* The current segment has no records yet: it is the newest, and its successor
-         * would be named after the same seq. */
+        int has_frame = 0;
+        int rc = reader_reenter_empty_segment(r, &has_frame, err);
+        if (rc || has_frame)
+            return rc;
         if (must_exist)
             return reader_corrupt(r, err, "committed record missing");
         return STELE_EAGAIN;

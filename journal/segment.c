@@ -68,54 +68,71 @@ segment_header_encode(const segment_header_t *h, uint8_t buf[SEG_HEADER_BYTES])
     format_store_u32(buf + SEG_OFF_CRC, crc32c(buf, SEG_CRC_COVERED_BYTES));
 }
 
-int
-segment_header_decode(const uint8_t *buf, size_t len, segment_header_t *h, const char **why)
+/* Sets *fault and returns STELE_ECORRUPT. */
+static int
+segment_header_refuse(segment_header_fault_t *fault, const char *why, uint32_t offset)
 {
-    if (len < SEG_HEADER_BYTES) {
-        *why = "header cut short";
-        return STELE_ECORRUPT;
-    }
-    if (memcmp(buf + SEG_OFF_MAGIC, SEG_MAGIC, SEG_MAGIC_BYTES) != 0) { /* rule H1 */
-        *why = "bad segment magic";
-        return STELE_ECORRUPT;
-    }
-    if (format_load_u32(buf + SEG_OFF_CRC) != crc32c(buf, SEG_CRC_COVERED_BYTES)) { /* H2 */
-        *why = "bad header crc";
-        return STELE_ECORRUPT;
-    }
+    fault->why = why;
+    fault->offset = offset;
+    return STELE_ECORRUPT;
+}
+
+/* Rule H5: the offset of the first non-zero reserved byte, or 0 when they are all zero. */
+static uint32_t
+segment_first_nonzero_reserved(const uint8_t *buf)
+{
+    for (uint32_t off = SEG_USED_BYTES; off < SEG_HEADER_BYTES; off++)
+        if (buf[off] != 0)
+            return off;
+    return 0;
+}
+
+int
+segment_header_decode(const uint8_t *buf, size_t len, segment_header_t *h,
+                      segment_header_fault_t *fault)
+{
+    if (len < SEG_HEADER_BYTES)
+        return segment_header_refuse(fault, "header cut short", 0);
+    if (memcmp(buf + SEG_OFF_MAGIC, SEG_MAGIC, SEG_MAGIC_BYTES) != 0) /* rule H1 */
+        return segment_header_refuse(fault, "bad segment magic", 0);
+    if (format_load_u32(buf + SEG_OFF_CRC) != crc32c(buf, SEG_CRC_COVERED_BYTES)) /* H2 */
+        return segment_header_refuse(fault, "bad header crc", 0);
     h->version = format_load_u32(buf + SEG_OFF_VERSION);
-    if (h->version > FORMAT_VERSION) { /* H3 */
-        *why = "written by a newer format version";
+    if (h->version > FORMAT_VERSION) { /* H3, before H5: a newer format may use those bytes */
+        fault->why = "written by a newer format version";
+        fault->offset = 0;
         return STELE_EVERSION;
     }
     if (h->version == 0 || format_load_u32(buf + SEG_OFF_HEADER_BYTES) != SEG_HEADER_BYTES ||
-        buf[SEG_OFF_SOURCE + SEG_SOURCE_BYTES - 1] != 0) { /* H4 */
-        *why = "bad header fields";
-        return STELE_ECORRUPT;
-    }
+        buf[SEG_OFF_SOURCE + SEG_SOURCE_BYTES - 1] != 0) /* H4 */
+        return segment_header_refuse(fault, "bad header fields", 0);
     h->first_seq = format_load_u64(buf + SEG_OFF_FIRST_SEQ);
     h->created_ns = format_load_i64(buf + SEG_OFF_CREATED_NS);
     h->prev_ts_ns = format_load_i64(buf + SEG_OFF_PREV_TS_NS);
     memcpy(h->source, buf + SEG_OFF_SOURCE, SEG_SOURCE_BYTES);
     memcpy(h->genesis, buf + SEG_OFF_GENESIS, HASH_BYTES);
     memcpy(h->prev_hash, buf + SEG_OFF_PREV_HASH, HASH_BYTES);
-    if (h->first_seq == 0) {
-        *why = "first seq is 0";
-        return STELE_ECORRUPT;
-    }
+    if (h->first_seq == 0)
+        return segment_header_refuse(fault, "first seq is 0", 0);
+    /* The CRC does not cover the reserved bytes, so this is all that guards them. */
+    uint32_t reserved_off = segment_first_nonzero_reserved(buf);
+    if (reserved_off)
+        return segment_header_refuse(fault, "reserved header byte is not zero", reserved_off);
     return 0;
 }
 
 int
-segment_header_read(const journal_io_t *io, int fd, segment_header_t *h, const char **why)
+segment_header_read(const journal_io_t *io, int fd, segment_header_t *h,
+                    segment_header_fault_t *fault)
 {
     uint8_t buf[SEG_HEADER_BYTES];
     ssize_t n = io->pread(io->ctx, fd, buf, sizeof buf, 0);
     if (n < 0) {
-        *why = "could not read header";
+        fault->why = "could not read header";
+        fault->offset = 0;
         return (int)n;
     }
-    return segment_header_decode(buf, (size_t)n, h, why);
+    return segment_header_decode(buf, (size_t)n, h, fault);
 }
 
 static int

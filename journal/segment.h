@@ -28,14 +28,25 @@ int segment_parse_name(const char *name, uint64_t *first_seq);
 /* dir + "/" + name. Returns 0 or -ENAMETOOLONG. */
 int segment_path(char *out, size_t cap, const char *dir, uint64_t first_seq);
 
+/* Why a header was refused, for a "segment X offset Y: why" message. */
+typedef struct segment_header_fault {
+    const char *why; /* a short reason; static storage */
+    /* The first non-zero reserved byte (rule H5); 0 for the other rules, which condemn the
+     * header as a whole. */
+    uint32_t offset;
+} segment_header_fault_t;
+
 void segment_header_encode(const segment_header_t *h, uint8_t buf[SEG_HEADER_BYTES]);
 /*
- * Decodes and checks a header (FORMAT.md rules H1-H4). Returns 0, STELE_EVERSION (a newer
- * format) or STELE_ECORRUPT, with *why set to a short reason.
+ * Decodes and checks a header (FORMAT.md rules H1-H5): the one check recovery, readers and
+ * verify share. Returns 0, STELE_EVERSION (a newer format; its reserved bytes are not
+ * looked at) or STELE_ECORRUPT, with *fault set when not 0.
  */
-int segment_header_decode(const uint8_t *buf, size_t len, segment_header_t *h, const char **why);
+int segment_header_decode(const uint8_t *buf, size_t len, segment_header_t *h,
+                          segment_header_fault_t *fault);
 /* Reads and decodes the header of an open segment. As above, or -errno. */
-int segment_header_read(const journal_io_t *io, int fd, segment_header_t *h, const char **why);
+int segment_header_read(const journal_io_t *io, int fd, segment_header_t *h,
+                        segment_header_fault_t *fault);
 
 /* What a journal directory holds. */
 typedef struct segment_dir {

@@ -72,8 +72,8 @@ test_format_decodes_worked_example_header(void **state)
     size_t n = read_hex_block("header", page, sizeof page);
     assert_int_equal(n, SEG_USED_BYTES);
     segment_header_t h;
-    const char *why = NULL;
-    assert_int_equal(segment_header_decode(page, sizeof page, &h, &why), 0);
+    segment_header_fault_t fault = {0};
+    assert_int_equal(segment_header_decode(page, sizeof page, &h, &fault), 0);
     assert_int_equal(h.version, 1);
     assert_int_equal(h.first_seq, 1);
     assert_int_equal(h.created_ns, example_ts_ns);
@@ -145,7 +145,7 @@ test_format_zero_frame_never_validates(void **state)
                      RECORD_BAD_LENGTH);
 }
 
-/* One row per way a segment header breaks FORMAT.md's rules H1-H4 (the example header with
+/* One row per way a segment header breaks FORMAT.md's rules H1-H5 (the example header with
  * one field changed, its CRC recomputed unless the row is about the CRC): the code and the
  * reason segment_header_decode gives. */
 typedef struct header_case {
@@ -156,6 +156,7 @@ typedef struct header_case {
     int keep_crc; /* leave the old CRC: the change must be caught by H2 */
     int expect_rc;
     const char *expect_why;
+    uint32_t expect_off; /* the offset the refusal names */
 } header_case_t;
 
 static void
@@ -163,16 +164,20 @@ test_format_header_rules_each_refuse_their_case(void **state)
 {
     (void)state;
     static const header_case_t cases[] = {
-        {"H1 magic", SEG_OFF_MAGIC, 4, 0x58585858, 0, STELE_ECORRUPT, "bad segment magic"},
-        {"H2 crc", SEG_OFF_CREATED_NS, 8, 1, 1, STELE_ECORRUPT, "bad header crc"},
+        {"H1 magic", SEG_OFF_MAGIC, 4, 0x58585858, 0, STELE_ECORRUPT, "bad segment magic", 0},
+        {"H2 crc", SEG_OFF_CREATED_NS, 8, 1, 1, STELE_ECORRUPT, "bad header crc", 0},
         {"H3 newer version", SEG_OFF_VERSION, 4, FORMAT_VERSION + 1, 0, STELE_EVERSION,
-         "written by a newer format version"},
-        {"H4 version 0", SEG_OFF_VERSION, 4, 0, 0, STELE_ECORRUPT, "bad header fields"},
+         "written by a newer format version", 0},
+        {"H4 version 0", SEG_OFF_VERSION, 4, 0, 0, STELE_ECORRUPT, "bad header fields", 0},
         {"H4 header_bytes", SEG_OFF_HEADER_BYTES, 4, 2 * SEG_HEADER_BYTES, 0, STELE_ECORRUPT,
-         "bad header fields"},
+         "bad header fields", 0},
         {"H4 source not NUL-terminated", SEG_OFF_SOURCE + SEG_SOURCE_BYTES - 4, 4, 0x41414141, 0,
-         STELE_ECORRUPT, "bad header fields"},
-        {"H4 first_seq 0", SEG_OFF_FIRST_SEQ, 8, 0, 0, STELE_ECORRUPT, "first seq is 0"},
+         STELE_ECORRUPT, "bad header fields", 0},
+        {"H4 first_seq 0", SEG_OFF_FIRST_SEQ, 8, 0, 0, STELE_ECORRUPT, "first seq is 0", 0},
+        {"H5 first reserved byte", SEG_USED_BYTES, 4, 0x80, 0, STELE_ECORRUPT,
+         "reserved header byte is not zero", SEG_USED_BYTES},
+        {"H5 last reserved byte", SEG_HEADER_BYTES - 4, 4, 0x01000000, 0, STELE_ECORRUPT,
+         "reserved header byte is not zero", SEG_HEADER_BYTES - 1},
     };
     uint8_t example[SEG_HEADER_BYTES] = {0};
     read_hex_block("header", example, sizeof example);
@@ -187,17 +192,25 @@ test_format_header_rules_each_refuse_their_case(void **state)
         if (!c->keep_crc)
             format_store_u32(page + SEG_OFF_CRC, crc32c(page, SEG_CRC_COVERED_BYTES));
         segment_header_t h;
-        const char *why = "";
-        int rc = segment_header_decode(page, sizeof page, &h, &why);
-        if (rc != c->expect_rc || strcmp(why, c->expect_why) != 0)
-            fail_msg("%s: got %d \"%s\", want %d \"%s\"", c->what, rc, why, c->expect_rc,
-                     c->expect_why);
+        segment_header_fault_t fault = {.why = ""};
+        int rc = segment_header_decode(page, sizeof page, &h, &fault);
+        if (rc != c->expect_rc || strcmp(fault.why, c->expect_why) != 0 ||
+            fault.offset != c->expect_off)
+            fail_msg("%s: got %d \"%s\" at %u, want %d \"%s\" at %u", c->what, rc, fault.why,
+                     fault.offset, c->expect_rc, c->expect_why, c->expect_off);
     }
     segment_header_t h;
-    const char *why = "";
-    assert_int_equal(segment_header_decode(example, SEG_HEADER_BYTES - 1, &h, &why),
+    segment_header_fault_t fault = {0};
+    assert_int_equal(segment_header_decode(example, SEG_HEADER_BYTES - 1, &h, &fault),
                      STELE_ECORRUPT);
-    assert_string_equal(why, "header cut short");
+    assert_string_equal(fault.why, "header cut short");
+    /* A newer version may give the reserved bytes a meaning: H3 answers before H5. */
+    uint8_t page[SEG_HEADER_BYTES];
+    memcpy(page, example, sizeof page);
+    format_store_u32(page + SEG_OFF_VERSION, FORMAT_VERSION + 1);
+    format_store_u32(page + SEG_OFF_CRC, crc32c(page, SEG_CRC_COVERED_BYTES));
+    page[SEG_USED_BYTES + 100] = 0x01;
+    assert_int_equal(segment_header_decode(page, sizeof page, &h, &fault), STELE_EVERSION);
 }
 
 /* Rules F4 and F5, which only a frame with a correct CRC reaches: a reserved flag bit (the

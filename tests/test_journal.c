@@ -297,6 +297,79 @@ test_open_refuses_newer_format_version(void **state)
     jtest_rmtree(dir);
 }
 
+/* Sets (or, called again, clears) a reserved header byte of segment first_seq: outside the
+ * header CRC, so only rule H5 can catch it. */
+static void
+flip_reserved_header_byte(const char *dir, uint64_t first_seq, uint64_t off)
+{
+    char seg[4200];
+    jtest_seg_path(seg, sizeof seg, dir, first_seq);
+    size_t len = 0;
+    uint8_t *file = jtest_read_file(seg, &len);
+    uint8_t byte = file[off] ^ 0x5a;
+    jtest_poke(seg, off, &byte, 1);
+    free(file);
+}
+
+/* Open (recovery) and readers refuse a header whose reserved bytes are not zero (rule H5),
+ * in a sealed segment and in the newest, naming the segment and the byte's offset, and
+ * change nothing; with the byte cleared again everything reads. They used to accept it
+ * (only stele verify looked at those bytes). */
+static void
+test_open_and_readers_refuse_a_non_zero_reserved_header_byte(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("reserved");
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    journal_batch_info_t info = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    while (!info.rolled)
+        assert_int_equal(jtest_append(j, 3, &info, &err), 0);
+    uint64_t newest = info.segment_seq, last = journal_last_seq(j);
+    assert_int_equal(journal_close(j, &err), 0);
+    char seg_path[2][4200];
+    jtest_seg_path(seg_path[0], sizeof seg_path[0], dir, 1);
+    jtest_seg_path(seg_path[1], sizeof seg_path[1], dir, newest);
+    const struct {
+        uint64_t first_seq, off;
+        const char *message;
+    } cases[] = {
+        {1, SEG_USED_BYTES,
+         "segment 00000000000000000001.seg offset 172: reserved header byte is not zero"},
+        {newest, SEG_HEADER_BYTES - 1, "offset 4095: reserved header byte is not zero"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        size_t len[2], len_after = 0;
+        uint8_t *before[2] = {jtest_read_file(seg_path[0], &len[0]),
+                              jtest_read_file(seg_path[1], &len[1])};
+        flip_reserved_header_byte(dir, cases[i].first_seq, cases[i].off);
+        assert_int_equal(journal_open(dir, &o, &j, NULL, &err), STELE_ECORRUPT);
+        print_message("open: %s\n", err.message);
+        assert_non_null(strstr(err.message, cases[i].message));
+        assert_non_null(strstr(err.hint, "stele verify"));
+        memset(&err, 0, sizeof err);
+        assert_int_equal(jtest_read_all(dir, 1, &err), STELE_ECORRUPT);
+        assert_non_null(strstr(err.message, cases[i].message));
+        flip_reserved_header_byte(dir, cases[i].first_seq, cases[i].off);
+        for (int k = 0; k < 2; k++) { /* nothing else was changed */
+            uint8_t *after = jtest_read_file(seg_path[k], &len_after);
+            assert_int_equal(len_after, len[k]);
+            assert_memory_equal(after, before[k], len[k]);
+            free(after);
+            free(before[k]);
+        }
+    }
+    journal_recovery_t rec;
+    assert_int_equal(journal_open(dir, &o, &j, &rec, &err), 0);
+    assert_int_equal(rec.last_seq, last);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(jtest_read_all(dir, 1, &err), (int64_t)last);
+    jtest_rmtree(dir);
+}
+
 /* Opening for writing fails with a clear error; reading works. Run in a process without
  * write access: root ignores permissions, so as root a child drops to "nobody" first. */
 static int
@@ -1021,6 +1094,7 @@ main(void)
         cmocka_unit_test(test_append_rejects_oversize_record_and_changes_nothing),
         cmocka_unit_test(test_open_refuses_non_journal_directory_and_creates_nothing),
         cmocka_unit_test(test_open_refuses_newer_format_version),
+        cmocka_unit_test(test_open_and_readers_refuse_a_non_zero_reserved_header_byte),
         cmocka_unit_test(test_open_read_only_directory_gives_clear_error_and_readers_work),
         cmocka_unit_test(test_delete_before_removes_only_whole_sealed_segments),
         cmocka_unit_test(test_files_are_owner_only_by_default_and_modes_follow_options),

@@ -23,6 +23,7 @@
 #include "format.h"
 #include "jtest_util.h"
 #include "record.h"
+#include "segment.h"
 
 enum { SMALL_SEGMENT_BYTES = 16 * 1024 };
 
@@ -334,6 +335,109 @@ test_reader_in_another_process_follows_writer_across_rolls(void **state)
     jtest_rmtree(dir);
 }
 
+/* The state a power failure right after a roll leaves (see
+ * test_roll_from_an_empty_newest_segment_replaces_it in test_journal.c): records 1..n_records
+ * in segment 1, synced, and a newest segment n_records+1 with its header and no record, as
+ * large as the small segments it was prepared with. */
+static void
+make_empty_newest_segment(const char *dir, uint64_t n_records)
+{
+    journal_t *j = open_writer(dir);
+    stele_error_t err = {0};
+    assert_int_equal(jtest_append(j, n_records, NULL, &err), 0);
+    assert_int_equal(journal_sync(j, &err), 0);
+    assert_int_equal(journal_close(j, &err), 0);
+    journal_reader_t *r = NULL;
+    journal_record_t rec;
+    assert_int_equal(journal_reader_open(dir, NULL, &r, &err), 0);
+    assert_int_equal(journal_reader_seek(r, n_records, 0, 0, &err), 0);
+    assert_int_equal(journal_reader_next(r, &rec, &err), 0);
+    assert_int_equal(rec.seq, n_records);
+    char seg[4200];
+    jtest_seg_path(seg, sizeof seg, dir, 1);
+    size_t len = 0;
+    uint8_t *page = jtest_read_file(seg, &len);
+    segment_header_t h;
+    segment_header_fault_t fault = {0};
+    assert_int_equal(segment_header_decode(page, len, &h, &fault), 0);
+    h.first_seq = n_records + 1;
+    h.prev_ts_ns = rec.ts_ns;
+    memcpy(h.prev_hash, rec.hash, HASH_BYTES);
+    journal_reader_close(r);
+    memset(page, 0, SMALL_SEGMENT_BYTES);
+    segment_header_encode(&h, page);
+    jtest_seg_path(seg, sizeof seg, dir, n_records + 1);
+    FILE *f = fopen(seg, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(page, 1, SMALL_SEGMENT_BYTES, f), SMALL_SEGMENT_BYTES);
+    assert_int_equal(fclose(f), 0);
+    free(page);
+}
+
+/* Reads records from `expect` on until EAGAIN, checking each (as jtest_read_all does);
+ * returns the seq after the last one read. */
+static uint64_t
+read_until_eagain(journal_reader_t *r, uint64_t expect)
+{
+    stele_error_t err = {0};
+    uint8_t payload[512];
+    journal_record_t rec;
+    int rc;
+    while ((rc = journal_reader_next(r, &rec, &err)) == 0) {
+        assert_int_equal(rec.seq, expect);
+        jtest_payload(rec.seq, payload);
+        assert_int_equal(rec.payload_len, jtest_payload_len(rec.seq));
+        assert_memory_equal(rec.payload, payload, rec.payload_len);
+        expect++;
+    }
+    if (rc != STELE_EAGAIN)
+        fail_msg("reader stopped before seq %llu: %s", (unsigned long long)expect, err.message);
+    return expect;
+}
+
+/* A reader waiting at the end of an empty newest segment, which the writer's next roll
+ * replaces with a new file of the same name: it must follow into the new file and return
+ * every record once, in order, while the writer lives (it used to report "committed record
+ * missing", reading the replaced file) and after it is gone (it used to see nothing, or
+ * records missing at the end of a sealed segment once a later roll had happened). */
+static void
+test_reader_follows_a_roll_that_replaces_an_empty_newest_segment(void **state)
+{
+    (void)state;
+    enum { N_BEFORE = 6, N_BATCH = 120 };
+    char *dir = jtest_tmpdir("replaced");
+    make_empty_newest_segment(dir, N_BEFORE);
+    stele_error_t err = {0};
+    journal_reader_t *live_r = NULL, *late_r = NULL;
+    assert_int_equal(journal_reader_open(dir, NULL, &live_r, &err), 0);
+    assert_int_equal(journal_reader_open(dir, NULL, &late_r, &err), 0);
+    assert_int_equal(read_until_eagain(live_r, 1), N_BEFORE + 1);
+    assert_int_equal(read_until_eagain(late_r, 1), N_BEFORE + 1);
+
+    journal_options_t o;
+    jtest_options(&o, 4 * SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    journal_batch_info_t info;
+    uint64_t expect = N_BEFORE + 1;
+    int rolls = 0;
+    for (int b = 0; b < 4; b++) {
+        assert_int_equal(jtest_append(j, N_BATCH, &info, &err), 0); /* the first one replaces */
+        rolls += info.rolled;
+        assert_int_equal(journal_sync(j, &err), 0);
+        journal_publish(j, info.last_seq, info.last_seq);
+        expect = read_until_eagain(live_r, expect);
+        assert_int_equal(expect, info.last_seq + 1);
+    }
+    assert_true(rolls >= 2);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(read_until_eagain(late_r, N_BEFORE + 1), expect);
+    assert_int_equal(read_until_eagain(live_r, expect), expect);
+    journal_reader_close(live_r);
+    journal_reader_close(late_r);
+    jtest_rmtree(dir);
+}
+
 static void
 test_reader_seek_uses_good_hint_and_survives_bad_one(void **state)
 {
@@ -470,6 +574,7 @@ main(void)
         cmocka_unit_test(test_reader_reports_broken_segment_link_again_when_asked_again),
         cmocka_unit_test(test_reader_wait_times_out_without_busy_polling),
         cmocka_unit_test(test_reader_in_another_process_follows_writer_across_rolls),
+        cmocka_unit_test(test_reader_follows_a_roll_that_replaces_an_empty_newest_segment),
         cmocka_unit_test(test_reader_seek_uses_good_hint_and_survives_bad_one),
         cmocka_unit_test(test_reader_returns_records_larger_than_its_read_chunk),
     };

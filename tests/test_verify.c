@@ -198,6 +198,36 @@ test_verify_detects_a_flipped_header_byte(void **state)
     expect_failure_at(f, seq, at(f, seq)->segment_seq, at(f, seq)->offset, NULL);
 }
 
+/* A non-zero reserved segment-header byte (rule H5, checked where every header is decoded)
+ * is reported at its segment and offset: in the oldest segment, which opening a reader
+ * decodes, and in a later one, which the walk enters. */
+static void
+test_verify_reports_a_reserved_header_byte_at_its_offset(void **state)
+{
+    fixture_t *f = *state;
+    enum { MORE_BATCHES = 150, MAX_RECORDS = N_RECORDS + MORE_BATCHES * PER_BATCH };
+    fx_writer_t w;
+    fx_writer_open(&w, f->dir, 1);
+    for (int b = 0; b < MORE_BATCHES; b++)
+        fx_writer_batch(&w, PER_BATCH, NULL, 1);
+    fx_writer_close(&w);
+    fx_record_t *pos = calloc(MAX_RECORDS + 1, sizeof *pos);
+    assert_non_null(pos);
+    size_t n = fx_read_positions(f->dir, pos, MAX_RECORDS + 1);
+    assert_int_equal(n, MAX_RECORDS);
+    const uint64_t off = 3000;
+    uint64_t segs[2] = {1, pos[n - 1].segment_seq};
+    free(pos);
+    assert_true(segs[1] > 1);
+    for (int i = 0; i < 2; i++) {
+        char path[400];
+        fx_segment_path(path, sizeof path, f->dir, segs[i]);
+        fx_flip_byte(path, off, 0x10);
+        expect_failure_at(f, segs[i], segs[i], off, "reserved header byte is not zero");
+        fx_flip_byte(path, off, 0x10);
+    }
+}
+
 static void
 remove_index(const fixture_t *f)
 {
@@ -451,6 +481,7 @@ main(void)
         T(test_verify_refuses_a_directory_that_is_not_a_journal),
         T(test_verify_detects_a_flipped_payload_byte),
         T(test_verify_detects_a_flipped_header_byte),
+        T(test_verify_reports_a_reserved_header_byte_at_its_offset),
         T(test_verify_without_the_index_finds_damage_that_intact_records_follow),
         T(test_verify_without_the_index_finds_damage_in_the_last_durable_batch),
         T(test_verify_detects_reordered_records),
