@@ -14,6 +14,13 @@
  *    client that stops reading stops being served, and only it;
  *  - fairness: one read of at most SERVE_READ_CHUNK_BYTES per connection per wakeup.
  *
+ * Out of descriptors: when accept() fails with EMFILE/ENFILE (or ENOMEM/ENOBUFS) the
+ * listening socket leaves the epoll interest, or the pending connection would wake the loop
+ * at once for ever. Accepting resumes when a connection closes, and also after a backoff
+ * (SERVE_ACCEPT_RETRY_MIN_MS doubling to SERVE_ACCEPT_RETRY_MAX_MS), since what took the
+ * descriptors may be another part of the process or a passing spike, and no connection
+ * need ever close.
+ *
  * Order: each connection keeps a FIFO of unanswered requests; a reply leaves only when
  * every earlier one on that connection has. Errors found before the append (bad JSON,
  * validation) are formatted at once and wait their turn in the FIFO.
@@ -37,6 +44,10 @@ enum {
     SERVE_EPOLL_BATCH = 256,   /* events per epoll_wait */
     SERVE_ACCEPT_BATCH = 256,  /* accepts per wakeup, so a connect storm cannot starve I/O */
     SERVE_PENDING_MIN_CAP = 8, /* first FIFO allocation */
+    /* Accept retries while out of descriptors: soon enough that a passing spike costs new
+     * clients well under a second, spaced out while it lasts so the retries cost nothing. */
+    SERVE_ACCEPT_RETRY_MIN_MS = 250,
+    SERVE_ACCEPT_RETRY_MAX_MS = 4000,
 };
 
 /* One unanswered request. */
@@ -78,7 +89,9 @@ typedef struct serve_loop {
     serve_conn_t *dead; /* closed during this epoll batch; freed when it is done */
     size_t n_conns;
     uint64_t next_conn_id;
-    int is_accept_paused; /* out of file descriptors: resume when one closes */
+    int is_accept_paused;            /* listening socket out of the epoll interest */
+    uint32_t accept_retry_ms;        /* backoff while short of descriptors; 0 when not */
+    struct timespec accept_retry_at; /* when a paused accept is tried again */
     int is_draining;
     int has_logged_halt;
     uint64_t want_seq[4]; /* per wait level: the newest seq a request waits for */
@@ -90,6 +103,32 @@ typedef struct serve_loop {
 } serve_loop_t;
 
 static void conn_close(serve_loop_t *loop, serve_conn_t *c);
+static void serve_accept_resume(serve_loop_t *loop);
+
+/* ---- time ---------------------------------------------------------------------------------- */
+
+/* Milliseconds from now until a CLOCK_MONOTONIC deadline; 0 once it has passed. */
+static int64_t
+ms_until(const struct timespec *deadline)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ms = (int64_t)(deadline->tv_sec - now.tv_sec) * 1000 +
+                 (deadline->tv_nsec - now.tv_nsec) / 1000000;
+    return ms < 0 ? 0 : ms;
+}
+
+static void
+deadline_after_ms(struct timespec *out, uint32_t ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, out);
+    out->tv_sec += (time_t)(ms / 1000);
+    out->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (out->tv_nsec >= 1000000000L) {
+        out->tv_sec++;
+        out->tv_nsec -= 1000000000L;
+    }
+}
 
 /* ---- buffers ------------------------------------------------------------------------------ */
 
@@ -480,11 +519,49 @@ conn_close(serve_loop_t *loop, serve_conn_t *c)
     loop->n_conns--;
     c->dead_next = loop->dead;
     loop->dead = c;
-    if (loop->is_accept_paused && !loop->is_draining) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &loop->tag_listen};
-        if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, loop->cfg->listen_fd, &ev) == 0)
-            loop->is_accept_paused = 0;
+    serve_accept_resume(loop); /* a descriptor came free */
+}
+
+/* Takes the listening socket back into the epoll interest after a pause; the pending
+ * connections then wake the loop as usual (level-triggered). */
+static void
+serve_accept_resume(serve_loop_t *loop)
+{
+    if (!loop->is_accept_paused || loop->is_draining)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &loop->tag_listen};
+    if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, loop->cfg->listen_fd, &ev) == 0)
+        loop->is_accept_paused = 0;
+}
+
+/* accept() failed for lack of descriptors or memory: stop watching the listening socket
+ * (level-triggered, the pending connection would wake us at once for ever) and retry after
+ * the backoff, doubled on each failure in a row. Logged once per shortage. */
+static void
+serve_accept_pause(serve_loop_t *loop, int error)
+{
+    struct epoll_event ev = {.events = 0, .data.ptr = &loop->tag_listen};
+    epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, loop->cfg->listen_fd, &ev);
+    loop->is_accept_paused = 1;
+    if (loop->accept_retry_ms == 0) {
+        loop->accept_retry_ms = SERVE_ACCEPT_RETRY_MIN_MS;
+        serve_logf(loop->cfg->log, SERVE_LOG_WARN, "accept paused: out of file descriptors",
+                   "connections=%zu errno=%s retry_ms=%" PRIu32, loop->n_conns,
+                   stele_errname(-error), loop->accept_retry_ms);
+    } else if (loop->accept_retry_ms < SERVE_ACCEPT_RETRY_MAX_MS) {
+        loop->accept_retry_ms *= 2;
     }
+    deadline_after_ms(&loop->accept_retry_at, loop->accept_retry_ms);
+}
+
+/* Every pending connection was taken: a shortage of descriptors, if any, is over. */
+static void
+serve_accept_drained(serve_loop_t *loop)
+{
+    if (loop->accept_retry_ms == 0)
+        return;
+    loop->accept_retry_ms = 0;
+    serve_logf(loop->cfg->log, SERVE_LOG_INFO, "accept resumed", "connections=%zu", loop->n_conns);
 }
 
 static void
@@ -495,14 +572,10 @@ serve_accept(serve_loop_t *loop)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
-                /* Level-triggered: without pausing, the pending connection would spin us. */
-                struct epoll_event ev = {.events = 0, .data.ptr = &loop->tag_listen};
-                epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, loop->cfg->listen_fd, &ev);
-                loop->is_accept_paused = 1;
-                serve_logf(loop->cfg->log, SERVE_LOG_WARN, "accept paused: out of file descriptors",
-                           "connections=%zu errno=%s", loop->n_conns, stele_errname(-errno));
-            }
+            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
+                serve_accept_pause(loop, errno);
+            else if (errno == EAGAIN || errno == EWOULDBLOCK)
+                serve_accept_drained(loop);
             return;
         }
         serve_conn_t *c = calloc(1, sizeof *c);
@@ -580,16 +653,6 @@ serve_on_acks(serve_loop_t *loop)
 
 /* ---- shutdown ------------------------------------------------------------------------------ */
 
-static int64_t
-ms_until(const struct timespec *deadline)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t ms = (int64_t)(deadline->tv_sec - now.tv_sec) * 1000 +
-                 (deadline->tv_nsec - now.tv_nsec) / 1000000;
-    return ms < 0 ? 0 : ms;
-}
-
 /* Stop accepting, take in what clients already sent, make it durable. The loop then runs
  * until every reply is out or the drain deadline passes. */
 static int
@@ -622,13 +685,7 @@ serve_begin_drain(serve_loop_t *loop, int signo)
         serve_logf(cfg->log, SERVE_LOG_ERROR, "final flush failed", "error=%s code=%d",
                    stele_log_quote(quoted, sizeof quoted, err.message), rc);
     }
-    clock_gettime(CLOCK_MONOTONIC, &loop->drain_deadline);
-    loop->drain_deadline.tv_sec += cfg->drain_timeout_ms / 1000;
-    loop->drain_deadline.tv_nsec += (long)(cfg->drain_timeout_ms % 1000) * 1000000L;
-    if (loop->drain_deadline.tv_nsec >= 1000000000L) {
-        loop->drain_deadline.tv_sec++;
-        loop->drain_deadline.tv_nsec -= 1000000000L;
-    }
+    deadline_after_ms(&loop->drain_deadline, cfg->drain_timeout_ms);
     return rc;
 }
 
@@ -761,6 +818,30 @@ serve_on_events(serve_loop_t *loop, const struct epoll_event *events, int n, int
     }
 }
 
+/* A paused accept whose backoff ran out is tried now rather than at the next readiness,
+ * so that, with nobody pending, the shortage is known to be over (EAGAIN). */
+static void
+serve_accept_retry_if_due(serve_loop_t *loop)
+{
+    if (!loop->is_accept_paused || loop->is_draining || ms_until(&loop->accept_retry_at) > 0)
+        return;
+    serve_accept_resume(loop);
+    if (!loop->is_accept_paused)
+        serve_accept(loop);
+}
+
+/* How long epoll_wait may block: until the drain deadline, or until a paused accept is due
+ * to be retried, else for ever. */
+static int
+serve_loop_timeout_ms(const serve_loop_t *loop)
+{
+    if (loop->is_draining)
+        return (int)ms_until(&loop->drain_deadline);
+    if (loop->is_accept_paused)
+        return (int)ms_until(&loop->accept_retry_at);
+    return -1;
+}
+
 int
 serve_loop_run(const serve_config_t *cfg)
 {
@@ -776,7 +857,7 @@ serve_loop_run(const serve_config_t *cfg)
     for (;;) {
         if (loop.is_draining && loop.n_conns == 0)
             break;
-        int timeout_ms = loop.is_draining ? (int)ms_until(&loop.drain_deadline) : -1;
+        int timeout_ms = serve_loop_timeout_ms(&loop);
         if (loop.is_draining && timeout_ms == 0) {
             serve_fail_remaining(&loop);
             break;
@@ -791,6 +872,7 @@ serve_loop_run(const serve_config_t *cfg)
             break;
         }
         serve_on_events(&loop, events, n, &rc);
+        serve_accept_retry_if_due(&loop);
         serve_flush_wants(&loop);
         serve_free_dead(&loop);
     }

@@ -1,6 +1,9 @@
 /*
- * config.c: the one knob table (name, type, default, range, help) and everything that sets
- * options from text: stele_options_set, the STELE_<KNOB> environment, INI files via inih.
+ * config.c: the one knob table (name, type, default, range, help), the table of a sink's
+ * numeric keys and their ranges, and everything that sets options from text:
+ * stele_options_set, the STELE_<KNOB> environment, INI files via inih. The same ranges are
+ * checked again on a whole struct at open (config_check) and by the shipper
+ * (config_check_sink_numbers), since a struct may be filled by hand.
  *
  * Invariants:
  *   - a failed call leaves the caller's stele_options_t exactly as it was: every setter
@@ -16,6 +19,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -566,18 +570,53 @@ config_sink_slot(stele_options_t *opts, const char *name, stele_error_t *err)
     return &grown[n - 1];
 }
 
+/* A sink's uint32 keys and their ranges: the one place both the setters and the check at
+ * open read them. */
+typedef struct config_sink_number {
+    const char *key;
+    size_t offset;
+    uint32_t min, max;
+    bool is_size; /* takes the K, M, G, T suffixes */
+} config_sink_number_t;
+
+static const config_sink_number_t config_sink_numbers[] = {
+    {"wtimeout_ms", offsetof(stele_sink_options_t, wtimeout_ms), 0, INT32_MAX, false},
+    {"batch_docs", offsetof(stele_sink_options_t, batch_docs), 1, CONFIG_SINK_MAX_BATCH_DOCS,
+     false},
+    {"batch_bytes", offsetof(stele_sink_options_t, batch_bytes), CONFIG_SINK_MIN_BATCH_BYTES,
+     CONFIG_SINK_MAX_BATCH_BYTES, true},
+    {"linger_ms", offsetof(stele_sink_options_t, linger_ms), 0, CONFIG_SINK_MAX_DELAY_MS, false},
+    {"backoff_min_ms", offsetof(stele_sink_options_t, backoff_min_ms), 1, CONFIG_SINK_MAX_DELAY_MS,
+     false},
+    {"backoff_max_ms", offsetof(stele_sink_options_t, backoff_max_ms), 1, CONFIG_SINK_MAX_DELAY_MS,
+     false},
+};
+
+#define CONFIG_N_SINK_NUMBERS (sizeof config_sink_numbers / sizeof config_sink_numbers[0])
+
+/* What a sink number accepts, for error messages. */
+static void
+config_sink_accepts(const config_sink_number_t *n, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s from %" PRIu32 " to %" PRIu32 "%s", n->is_size ? "a size" : "an integer",
+             n->min, n->max, n->is_size ? " bytes (suffixes K, M, G, T)" : "");
+}
+
 static int
-config_sink_u32(const char *key, const char *value, uint64_t max, uint32_t *out, const char *where,
-                stele_error_t *err)
+config_sink_u32(const config_sink_number_t *n, const char *sink_name, const char *value,
+                uint32_t *out, const char *where, stele_error_t *err)
 {
     uint64_t v;
     const char *rest;
-    bool ok = strcmp(key, "batch_bytes") == 0 ? config_parse_size(value, &v)
-                                              : config_parse_u64(value, &rest, &v) && !*rest;
-    if (!ok || v > max)
+    bool ok =
+        n->is_size ? config_parse_size(value, &v) : config_parse_u64(value, &rest, &v) && !*rest;
+    if (!ok || v < n->min || v > n->max) {
+        char accepts[96];
+        config_sink_accepts(n, accepts, sizeof accepts);
         return error_set(err, STELE_ECONFIG,
-                         "%sinvalid value \"%.64s\" for sink %s: expected an integer up to %llu",
-                         where, value, key, (unsigned long long)max);
+                         "%sinvalid value \"%.64s\" for sink %s %s: expected %s", where, value,
+                         sink_name, n->key, accepts);
+    }
     *out = (uint32_t)v;
     return 0;
 }
@@ -615,10 +654,10 @@ config_sink_set_concern(stele_sink_options_t *s, const char *key, const char *va
     if (strcmp(key, "w") == 0) {
         if (strcasecmp(value, "majority") == 0)
             return (s->w = -1), 0;
-        if (!config_parse_u64(value, &rest, &v) || *rest || v > 50)
+        if (!config_parse_u64(value, &rest, &v) || *rest || v > CONFIG_SINK_MAX_W)
             return error_set(err, STELE_ECONFIG,
-                             "%sinvalid value \"%.64s\" for sink w: expected majority or 0..50",
-                             where, value);
+                             "%sinvalid value \"%.64s\" for sink w: expected majority or 0..%d",
+                             where, value, CONFIG_SINK_MAX_W);
         s->w = (int)v;
         return 0;
     }
@@ -635,25 +674,17 @@ config_sink_set_concern(stele_sink_options_t *s, const char *key, const char *va
 
 /* Sets one of a sink's uint32 fields; returns 1 when `key` is none of them. */
 static int
-config_sink_set_number(stele_sink_options_t *s, const char *key, const char *value,
-                       const char *where, stele_error_t *err)
+config_sink_set_number(stele_sink_options_t *s, const char *sink_name, const char *key,
+                       const char *value, const char *where, stele_error_t *err)
 {
-    static const struct {
-        const char *key;
-        size_t offset;
-    } ints[] = {{"wtimeout_ms", offsetof(stele_sink_options_t, wtimeout_ms)},
-                {"batch_docs", offsetof(stele_sink_options_t, batch_docs)},
-                {"batch_bytes", offsetof(stele_sink_options_t, batch_bytes)},
-                {"linger_ms", offsetof(stele_sink_options_t, linger_ms)},
-                {"backoff_min_ms", offsetof(stele_sink_options_t, backoff_min_ms)},
-                {"backoff_max_ms", offsetof(stele_sink_options_t, backoff_max_ms)}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        if (strcmp(key, ints[i].key) != 0)
+    for (size_t i = 0; i < CONFIG_N_SINK_NUMBERS; i++) {
+        const config_sink_number_t *n = &config_sink_numbers[i];
+        if (strcmp(key, n->key) != 0)
             continue;
         uint32_t v = 0;
-        int rc = config_sink_u32(key, value, UINT32_MAX, &v, where, err);
+        int rc = config_sink_u32(n, sink_name, value, &v, where, err);
         if (rc == 0)
-            memcpy((char *)s + ints[i].offset, &v, sizeof v);
+            memcpy((char *)s + n->offset, &v, sizeof v);
         return rc;
     }
     return 1;
@@ -670,7 +701,7 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
     if (rc == 1)
         rc = config_sink_set_concern(s, key, value, where, err);
     if (rc == 1)
-        rc = config_sink_set_number(s, key, value, where, err);
+        rc = config_sink_set_number(s, sink_name, key, value, where, err);
     if (rc != 1)
         return rc;
     error_set(err, STELE_ECONFIG, "%sunknown sink key \"%.64s\"", where, key);
@@ -928,7 +959,36 @@ config_check_ranges(const stele_options_t *opts, stele_error_t *err)
     return 0;
 }
 
-/* At most STELE_MAX_SINKS sinks, each named (uniquely) and with a uri. */
+int
+config_check_sink_numbers(const stele_sink_options_t *sink, const char *name, stele_error_t *err)
+{
+    if (sink->w < -1 || sink->w > CONFIG_SINK_MAX_W)
+        return error_set(err, STELE_ECONFIG,
+                         "sink %s: invalid w %d: expected -1 (majority) or 0 to %d", name, sink->w,
+                         CONFIG_SINK_MAX_W);
+    if (sink->journaled != 0 && sink->journaled != 1)
+        return error_set(err, STELE_ECONFIG, "sink %s: invalid journaled %d: expected 0 or 1", name,
+                         sink->journaled);
+    for (size_t i = 0; i < CONFIG_N_SINK_NUMBERS; i++) {
+        const config_sink_number_t *n = &config_sink_numbers[i];
+        uint32_t v;
+        memcpy(&v, (const char *)sink + n->offset, sizeof v);
+        if (v < n->min || v > n->max) {
+            char accepts[96];
+            config_sink_accepts(n, accepts, sizeof accepts);
+            return error_set(err, STELE_ECONFIG, "sink %s: invalid %s %" PRIu32 ": expected %s",
+                             name, n->key, v, accepts);
+        }
+    }
+    if (sink->backoff_max_ms < sink->backoff_min_ms)
+        return error_set(err, STELE_ECONFIG,
+                         "sink %s: backoff_max_ms (%" PRIu32 ") is below backoff_min_ms (%" PRIu32
+                         ")",
+                         name, sink->backoff_max_ms, sink->backoff_min_ms);
+    return 0;
+}
+
+/* At most STELE_MAX_SINKS sinks, each named (uniquely), with a uri and numbers in range. */
 static int
 config_check_sinks(const stele_options_t *opts, stele_error_t *err)
 {
@@ -943,6 +1003,9 @@ config_check_sinks(const stele_options_t *opts, stele_error_t *err)
         for (size_t j = 0; j < i; j++)
             if (strcmp(opts->sinks[j].name, name) == 0)
                 return error_set(err, STELE_ECONFIG, "two sinks are named %s", name);
+        int rc = config_check_sink_numbers(&opts->sinks[i], name, err);
+        if (rc)
+            return rc;
     }
     return 0;
 }

@@ -16,6 +16,27 @@
 /* Source names appear in MongoDB _id values and file names: keep them short and plain. */
 #define CONFIG_SOURCE_MAX 63
 
+/* Sink limits. w counts members, and a replica set has at most 50. */
+#define CONFIG_SINK_MAX_W 50
+/* MongoDB's maxWriteBatchSize: the most documents one insert command may carry. */
+#define CONFIG_SINK_MAX_BATCH_DOCS 100000u
+/* MongoDB's maxMessageSizeBytes; a batch is held in memory whole, so this also bounds what
+ * one shipper holds. */
+#define CONFIG_SINK_MAX_BATCH_BYTES 48000000u
+#define CONFIG_SINK_MIN_BATCH_BYTES 1024u
+/* Batch linger and retry delays: an hour is already far past any use, and keeps every
+ * conversion of these delays to an int of milliseconds safe. */
+#define CONFIG_SINK_MAX_DELAY_MS 3600000u
+
+/*
+ * Checks a sink's numbers: w, journaled, each uint32 key within its range (wtimeout_ms fits
+ * libmongoc's int32, batch_docs 1 to CONFIG_SINK_MAX_BATCH_DOCS, ...), backoff_min_ms <=
+ * backoff_max_ms. `name` is the sink's name for the message. Returns 0 or STELE_ECONFIG
+ * naming the sink, the key, the value and the range.
+ */
+int config_check_sink_numbers(const stele_sink_options_t *sink, const char *name,
+                              stele_error_t *err);
+
 /*
  * Checks the relations between knobs that no single knob can check (segment large enough for
  * the largest record, quota large enough for two segments, sink names unique, ...).

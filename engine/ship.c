@@ -31,6 +31,7 @@
  */
 #include "ship.h"
 #include "clock.h"
+#include "config.h"   /* config_check_sink_numbers: one table of sink ranges */
 #include "validate.h" /* STELE_META_FIELD */
 
 #include <errno.h>
@@ -307,21 +308,6 @@ ship_target_copy_names(ship_target_t *t, const stele_sink_options_t *sink, const
     return 0;
 }
 
-static int
-ship_sink_check_numbers(const stele_sink_options_t *sink, const char *name, stele_error_t *err)
-{
-    if (sink->w < -1 || sink->journaled < 0 || sink->journaled > 1 || sink->batch_docs == 0 ||
-        sink->batch_bytes < 1024 || sink->backoff_min_ms == 0 ||
-        sink->backoff_max_ms < sink->backoff_min_ms) {
-        ship_set_error(err, STELE_ECONFIG,
-                       "w >= -1, journaled 0 or 1, batch_docs >= 1, batch_bytes >= 1024, "
-                       "0 < backoff_min_ms <= backoff_max_ms",
-                       "sink %s: write concern, batch or backoff out of range", name);
-        return STELE_ECONFIG;
-    }
-    return 0;
-}
-
 static void
 ship_target_set_concerns(ship_target_t *t, const stele_sink_options_t *sink)
 {
@@ -374,7 +360,7 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->opts = *sink;
     int rc = ship_target_copy_names(t, sink, name, err);
     if (rc == 0)
-        rc = ship_sink_check_numbers(sink, name, err);
+        rc = config_check_sink_numbers(sink, name, err);
     if (rc != 0) {
         ship_target_free(t);
         return rc;

@@ -126,14 +126,14 @@ typedef struct stele_sink_options {
     const char *uri;         /* mongodb:// URI; required */
     const char *database;    /* default: the URI's path, else "audit" */
     const char *collection;  /* default "events" */
-    int w;                   /* write concern w: -1 = majority (default), 0..n nodes */
+    int w;                   /* write concern w: -1 = majority (default), 0..50 nodes */
     int journaled;           /* write concern j: 1 (default) or 0 */
-    uint32_t wtimeout_ms;    /* write concern timeout; default 10000 */
-    uint32_t batch_docs;     /* max documents per insert; default 1000 */
-    uint32_t batch_bytes;    /* max bytes per insert; default 8 MiB */
-    uint32_t linger_ms;      /* wait this long to fill a batch; default 5 */
-    uint32_t backoff_min_ms; /* first retry delay; default 50 */
-    uint32_t backoff_max_ms; /* retry delay cap (with jitter); default 5000 */
+    uint32_t wtimeout_ms;    /* write concern timeout; default 10000; 0..INT32_MAX */
+    uint32_t batch_docs;     /* max documents per insert; default 1000; 1..100000 */
+    uint32_t batch_bytes;    /* max bytes per insert; default 8 MiB; 1024..48000000 */
+    uint32_t linger_ms;      /* wait this long to fill a batch; default 5; 0..3600000 */
+    uint32_t backoff_min_ms; /* first retry delay; default 50; 1..3600000 */
+    uint32_t backoff_max_ms; /* retry delay cap (jitter); default 5000; min..3600000 */
 } stele_sink_options_t;
 
 void stele_sink_options_init(stele_sink_options_t *sink);

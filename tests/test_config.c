@@ -131,6 +131,23 @@ test_config_set_rejects_bad_values_and_changes_nothing(void **state)
         {"file_mode", "0999", "octal"},
         {"source", "has space", "letters"},
         {"sync_interval_ms", "0", "1 to"},
+        /* libmongoc takes the write concern timeout as an int32 */
+        {"sink.main.wtimeout_ms", "2147483648", "from 0 to 2147483647"},
+        {"sink.main.wtimeout_ms", "4294967295", "from 0 to 2147483647"},
+        {"sink.main.wtimeout_ms", "4294967296", "from 0 to 2147483647"},
+        /* MongoDB's maxWriteBatchSize is 100,000 documents */
+        {"sink.main.batch_docs", "0", "from 1 to 100000"},
+        {"sink.main.batch_docs", "100001", "from 1 to 100000"},
+        {"sink.main.batch_docs", "4294967295", "from 1 to 100000"},
+        /* MongoDB's maxMessageSizeBytes; the shipper holds a whole batch in memory */
+        {"sink.main.batch_bytes", "1023", "from 1024 to 48000000 bytes"},
+        {"sink.main.batch_bytes", "1G", "from 1024 to 48000000 bytes"},
+        /* delays longer than an hour */
+        {"sink.main.linger_ms", "3600001", "from 0 to 3600000"},
+        {"sink.main.linger_ms", "4294967295", "from 0 to 3600000"},
+        {"sink.main.backoff_min_ms", "0", "from 1 to 3600000"},
+        {"sink.main.backoff_max_ms", "0", "from 1 to 3600000"},
+        {"sink.main.backoff_max_ms", "3600001", "from 1 to 3600000"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         stele_options_t o, before;
@@ -139,7 +156,8 @@ test_config_set_rejects_bad_values_and_changes_nothing(void **state)
         stele_error_t err = {0};
         assert_int_equal(stele_options_set(&o, bad[i].name, bad[i].value, &err), STELE_ECONFIG);
         assert_int_equal(err.code, STELE_ECONFIG);
-        if (!strstr(err.message, bad[i].name) || !strstr(err.message, bad[i].value) ||
+        const char *key = strrchr(bad[i].name, '.') ? strrchr(bad[i].name, '.') + 1 : bad[i].name;
+        if (!strstr(err.message, key) || !strstr(err.message, bad[i].value) ||
             !strstr(err.message, bad[i].accepts))
             fail_msg("%s=%s: message \"%s\" lacks name, value or \"%s\"", bad[i].name, bad[i].value,
                      err.message, bad[i].accepts);
@@ -177,6 +195,15 @@ test_config_set_configures_sinks_by_dotted_name(void **state)
     assert_string_equal(o.sinks[1].uri, "mongodb://127.0.0.1:27018");
     assert_int_equal(o.sinks[1].batch_bytes, 1 << 20);
     assert_int_equal(o.sinks[1].linger_ms, 5);
+    assert_int_equal(config_check(&o, NULL), 0);
+    /* each range includes its ends */
+    assert_int_equal(stele_options_set(&o, "sink.main.wtimeout_ms", "2147483647", NULL), 0);
+    assert_int_equal(stele_options_set(&o, "sink.main.batch_docs", "100000", NULL), 0);
+    assert_int_equal(stele_options_set(&o, "sink.main.batch_bytes", "48000000", NULL), 0);
+    assert_int_equal(stele_options_set(&o, "sink.main.linger_ms", "0", NULL), 0);
+    assert_int_equal(stele_options_set(&o, "sink.main.backoff_max_ms", "3600000", NULL), 0);
+    assert_int_equal(o.sinks[0].wtimeout_ms, INT32_MAX);
+    assert_int_equal(o.sinks[0].batch_docs, 100000);
     assert_int_equal(config_check(&o, NULL), 0);
     stele_options_release(&o);
 }
@@ -224,6 +251,16 @@ test_config_load_file_names_file_and_line_and_changes_nothing(void **state)
         {"[journal]\nsync = never\n[replication]\nx = 1\n", ":4: unknown section [replication]"},
         {"sync = never\nthis line is not ini\n", ":2: syntax error"},
         {"[journal]\nbogus = 1\n", ":2: unknown knob \"bogus\""},
+        {"[sink a]\nuri = mongodb://x\nwtimeout_ms = 2147483648\n",
+         ":3: invalid value \"2147483648\" for sink a wtimeout_ms: expected an integer from 0 to "
+         "2147483647"},
+        {"[sink a]\nuri = mongodb://x\nbatch_docs = 100001\n",
+         ":3: invalid value \"100001\" for sink a batch_docs: expected an integer from 1 to "
+         "100000"},
+        {"[sink a]\nuri = mongodb://x\nbatch_docs = 0\n",
+         ":3: invalid value \"0\" for sink a batch_docs: expected an integer from 1 to 100000"},
+        {"[sink a]\nuri = mongodb://x\nlinger_ms = 4000000000\n",
+         ":3: invalid value \"4000000000\" for sink a linger_ms"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_file(f->path, bad[i].text);
@@ -428,6 +465,30 @@ test_config_retention_seconds_stays_within_int64(void **state)
     assert_non_null(strstr(err.message, "retention_seconds"));
 }
 
+/* Sets the uint32 sink field called `key`. */
+static void
+set_sink_u32(stele_sink_options_t *sink, const char *key, uint32_t value)
+{
+    static const struct {
+        const char *key;
+        size_t offset;
+    } fields[] = {
+        {"wtimeout_ms", offsetof(stele_sink_options_t, wtimeout_ms)},
+        {"batch_docs", offsetof(stele_sink_options_t, batch_docs)},
+        {"batch_bytes", offsetof(stele_sink_options_t, batch_bytes)},
+        {"linger_ms", offsetof(stele_sink_options_t, linger_ms)},
+        {"backoff_min_ms", offsetof(stele_sink_options_t, backoff_min_ms)},
+        {"backoff_max_ms", offsetof(stele_sink_options_t, backoff_max_ms)},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (strcmp(fields[i].key, key) == 0) {
+            memcpy((char *)sink + fields[i].offset, &value, sizeof value);
+            return;
+        }
+    }
+    fail_msg("no sink field %s", key);
+}
+
 static void
 test_config_check_rejects_inconsistent_options(void **state)
 {
@@ -457,6 +518,56 @@ test_config_check_rejects_inconsistent_options(void **state)
     assert_non_null(strstr(err.message, "two sinks are named default"));
 }
 
+/* What stele_open refuses in a sink filled by hand (config_check; the shipper runs the same
+ * check): each out-of-range number, named with its sink, value and range. */
+static void
+test_config_check_rejects_out_of_range_sink_numbers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *key;
+        int64_t value;
+        const char *fragment;
+    } bad[] = {
+        {"wtimeout_ms", 2147483648,
+         "sink main: invalid wtimeout_ms 2147483648: expected an "
+         "integer from 0 to 2147483647"},
+        {"wtimeout_ms", UINT32_MAX, "invalid wtimeout_ms 4294967295"},
+        {"batch_docs", 0, "sink main: invalid batch_docs 0: expected an integer from 1 to 100000"},
+        {"batch_docs", 100001, "invalid batch_docs 100001: expected an integer from 1 to 100000"},
+        {"batch_docs", UINT32_MAX, "invalid batch_docs 4294967295"},
+        {"batch_bytes", 1023, "invalid batch_bytes 1023: expected a size from 1024 to 48000000"},
+        {"batch_bytes", UINT32_MAX, "invalid batch_bytes 4294967295"},
+        {"linger_ms", 3600001, "invalid linger_ms 3600001: expected an integer from 0 to 3600000"},
+        {"backoff_min_ms", 0, "invalid backoff_min_ms 0: expected an integer from 1 to 3600000"},
+        {"backoff_max_ms", UINT32_MAX, "invalid backoff_max_ms 4294967295"},
+        {"backoff_max_ms", 10, "backoff_max_ms (10) is below backoff_min_ms (50)"},
+        {"w", 51, "sink main: invalid w 51: expected -1 (majority) or 0 to 50"},
+        {"w", -2, "invalid w -2"},
+        {"journaled", 2, "invalid journaled 2: expected 0 or 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        stele_sink_options_t sink;
+        stele_sink_options_init(&sink);
+        sink.name = "main";
+        sink.uri = "mongodb://127.0.0.1";
+        if (strcmp(bad[i].key, "w") == 0)
+            sink.w = (int)bad[i].value;
+        else if (strcmp(bad[i].key, "journaled") == 0)
+            sink.journaled = (int)bad[i].value;
+        else
+            set_sink_u32(&sink, bad[i].key, (uint32_t)bad[i].value);
+        stele_options_t o;
+        stele_options_init(&o);
+        o.sinks = &sink;
+        o.n_sinks = 1;
+        stele_error_t err = {0};
+        if (config_check(&o, &err) != STELE_ECONFIG || !strstr(err.message, bad[i].fragment))
+            fail_msg("%s=%lld: \"%s\" lacks \"%s\"", bad[i].key, (long long)bad[i].value,
+                     err.message, bad[i].fragment);
+    }
+}
+
 int
 main(void)
 {
@@ -481,6 +592,7 @@ main(void)
         cmocka_unit_test(test_config_load_env_reads_upper_case_knobs),
         cmocka_unit_test(test_config_retention_seconds_stays_within_int64),
         cmocka_unit_test(test_config_check_rejects_inconsistent_options),
+        cmocka_unit_test(test_config_check_rejects_out_of_range_sink_numbers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

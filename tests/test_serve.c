@@ -569,6 +569,100 @@ test_serve_pauses_accept_when_out_of_descriptors_and_resumes(void **state)
     ts_remove_dir(dir);
 }
 
+/* Polls the server's log until it contains `needle`; 1 when it did within timeout_ms. */
+static int
+wait_for_log(const char *path, const char *needle, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    while (!log_contains(path, needle)) {
+        if (now_ms() > deadline)
+            return 0;
+        usleep(10 * 1000);
+    }
+    return 1;
+}
+
+/* CPU time (user + system) a process has used so far, in ms; -1 when unreadable. */
+static long
+proc_cpu_ms(pid_t pid)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *p = strrchr(text, ')'); /* the command name may hold spaces */
+    unsigned long utime, stime;
+    if (!p ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+        return -1;
+    return (long)((utime + stime) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
+}
+
+/* The descriptors come back without any connection closing (here the limit is raised from
+ * outside, as when another part of the process or a transient spike released them): the
+ * paused accept must be retried on its own, not only when a connection closes. */
+static void
+test_serve_resumes_accept_when_descriptors_free_up_without_a_close(void **state)
+{
+    (void)state;
+    char dir[256], line[256];
+    ts_server_t srv;
+    enum { FD_LIMIT = 64, N_CONNS = 100, PAUSED_MS = 1500, RESUME_BOUND_MS = 10000 };
+    struct rlimit saved, low;
+    int fds[N_CONNS];
+    ts_make_dir(dir, sizeof dir, "emfile-noclose");
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    low = saved;
+    low.rlim_cur = FD_LIMIT;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int started = ts_server_start(&srv, dir, NULL, NULL);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    assert_int_equal(started, 0);
+    for (int i = 0; i < N_CONNS; i++) {
+        fds[i] = ts_connect(srv.socket_path);
+        assert_true(fds[i] >= 0);
+        char req[64];
+        int n = snprintf(req, sizeof req, "{\"conn\":%d}\n", i);
+        assert_int_equal(ts_write_all(fds[i], req, (size_t)n), 0);
+    }
+    if (!wait_for_log(srv.log_path, "accept paused", REPLY_TIMEOUT_MS))
+        fail_msg("the server never ran out of descriptors; see %s", srv.log_path);
+    /* Paused long enough for a few retries, and they must not spin. */
+    long cpu_before = proc_cpu_ms(srv.pid);
+    usleep(PAUSED_MS * 1000);
+    long paused_cpu_ms = proc_cpu_ms(srv.pid) - cpu_before;
+    printf("server CPU while paused %d ms: %ld ms\n", (int)PAUSED_MS, paused_cpu_ms);
+    assert_true(cpu_before >= 0 && paused_cpu_ms < PAUSED_MS / 4);
+    assert_int_equal(prlimit(srv.pid, RLIMIT_NOFILE, &saved, NULL), 0);
+    /* No connection is closed before every one of them is answered. */
+    int64_t freed_at = now_ms();
+    int n_answered = 0;
+    uint64_t seq;
+    while (n_answered < N_CONNS) {
+        int left_ms = (int)(freed_at + RESUME_BOUND_MS - now_ms());
+        if (ts_read_line(fds[n_answered], line, sizeof line, left_ms > 0 ? left_ms : 1) < 0 ||
+            ts_reply_code(line, &seq) != 0)
+            break;
+        n_answered++;
+    }
+    if (n_answered < N_CONNS) {
+        ts_server_stop(&srv, SIGKILL);
+        fail_msg("connection %d not answered %d ms after descriptors were freed", n_answered,
+                 (int)RESUME_BOUND_MS);
+    }
+    printf("all %d connections answered %lld ms after descriptors were freed\n", N_CONNS,
+           (long long)(now_ms() - freed_at));
+    for (int i = 0; i < N_CONNS; i++)
+        close(fds[i]);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    assert_int_equal(ts_read_journal(dir, NULL, NULL), N_CONNS);
+    ts_remove_dir(dir);
+}
+
 /* ---- memory bounds -----------------------------------------------------------------------------
  */
 
@@ -1254,6 +1348,7 @@ main(void)
             test_serve_drain_timeout_zero_still_acknowledges_what_the_flush_made_durable),
         cmocka_unit_test(test_serve_drain_timeout_fails_only_requests_short_of_their_level),
         cmocka_unit_test(test_serve_pauses_accept_when_out_of_descriptors_and_resumes),
+        cmocka_unit_test(test_serve_resumes_accept_when_descriptors_free_up_without_a_close),
         cmocka_unit_test(test_serve_client_that_stops_reading_stalls_only_itself),
         cmocka_unit_test(test_serve_discards_oversize_line_without_buffering_it),
         cmocka_unit_test(test_serve_sigkill_during_load_never_acknowledges_falsely),

@@ -140,6 +140,15 @@ test_shipper_start_rejects_invalid_sinks_naming_the_field(void **state)
     base_sink(&so);
     so.batch_docs = 0;
     assert_int_equal(start_with(&so, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "sink main: invalid batch_docs 0"));
+    base_sink(&so);
+    so.batch_docs = 100001; /* above MongoDB's maxWriteBatchSize */
+    assert_int_equal(start_with(&so, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "invalid batch_docs 100001"));
+    base_sink(&so);
+    so.wtimeout_ms = (uint32_t)INT32_MAX + 1; /* libmongoc takes an int32 */
+    assert_int_equal(start_with(&so, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "invalid wtimeout_ms 2147483648"));
     base_sink(&so);
     so.backoff_max_ms = 1;
     assert_int_equal(start_with(&so, &err), STELE_ECONFIG);
@@ -147,6 +156,7 @@ test_shipper_start_rejects_invalid_sinks_naming_the_field(void **state)
     base_sink(&so);
     so.w = -2;
     assert_int_equal(start_with(&so, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "invalid w -2"));
     shipper_config_t cfg = {.sink = &so, .journal_dir = NULL, .source = "src", .index = NULL};
     shipper_t *s = NULL;
     assert_int_equal(shipper_start(&cfg, &s, &err), STELE_EINVAL);

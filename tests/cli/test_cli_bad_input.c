@@ -245,6 +245,15 @@ static const bad_input_case_t cases[] = {
      0,
      1,
      "frobnicate"},
+    {"config file with a sink wtimeout_ms beyond int32",
+     {"insert", "-d", "@J", "--config", "@SINKCONF", "{\"a\":1}"},
+     IN_NONE,
+     NULL,
+     NULL,
+     0,
+     1,
+     "invalid value \"2147483648\" for sink a wtimeout_ms: expected an integer from 0 to "
+     "2147483647"},
     {"missing config file",
      {"insert", "-d", "@J", "--config", "@MISSINGCONF", "{\"a\":1}"},
      IN_NONE,
@@ -528,7 +537,7 @@ static const bad_input_case_t cases[] = {
 typedef struct bad_fixture {
     char *root;
     char journal[4096], missing[4096], not_journal[4096], file[4096];
-    char bad_conf[4096], unknown_conf[4096], missing_conf[4096];
+    char bad_conf[4096], unknown_conf[4096], missing_conf[4096], sink_conf[4096];
 } bad_fixture_t;
 
 static void
@@ -559,6 +568,8 @@ expand_arg(const bad_fixture_t *f, const char *arg)
         return f->unknown_conf;
     if (strcmp(arg, "@MISSINGCONF") == 0)
         return f->missing_conf;
+    if (strcmp(arg, "@SINKCONF") == 0)
+        return f->sink_conf;
     fail_msg("unknown placeholder %s", arg);
     return NULL;
 }
@@ -574,6 +585,7 @@ fixture_make(bad_fixture_t *f)
     snprintf(f->bad_conf, sizeof f->bad_conf, "%s/bad.ini", f->root);
     snprintf(f->unknown_conf, sizeof f->unknown_conf, "%s/unknown.ini", f->root);
     snprintf(f->missing_conf, sizeof f->missing_conf, "%s/missing.ini", f->root);
+    snprintf(f->sink_conf, sizeof f->sink_conf, "%s/sink.ini", f->root);
     assert_int_equal(mkdir(f->not_journal, 0700), 0);
     char notes[4200];
     snprintf(notes, sizeof notes, "%s/notes.txt", f->not_journal);
@@ -582,6 +594,9 @@ fixture_make(bad_fixture_t *f)
     write_file(f->file, "plain file\n", 11);
     write_file(f->bad_conf, bad_conf, sizeof bad_conf - 1);
     write_file(f->unknown_conf, "frobnicate = 1\n", 15);
+    static const char sink_conf[] = "[sink a]\nuri = mongodb://127.0.0.1:1/audit\n"
+                                    "wtimeout_ms = 2147483648\n";
+    write_file(f->sink_conf, sink_conf, sizeof sink_conf - 1);
 
     harness_run_t seed = {.args = {"insert", "-d", f->journal},
                           .stdin_data = "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n"};
