@@ -640,6 +640,7 @@ struct shipper {
     index_t *index;
     shipper_progress_fn on_progress;
     void *progress_ctx;
+    const shipper_faults_t *faults; /* tests only; NULL = none */
 
     mongoc_client_pool_t *pool;
     pthread_t thread;
@@ -1239,12 +1240,26 @@ shipper_acknowledge(shipper_t *s, uint64_t last_seq)
         s->on_progress(s->progress_ctx, s->target.name, last_seq);
 }
 
+/* 1 when a test's fault table fails the thread's next allocation. */
 static int
-shipper_batch_reserve(ship_batch_t *b, size_t want)
+shipper_alloc_fails(shipper_t *s)
+{
+    return s->faults && s->faults->fail_alloc && s->faults->fail_alloc(s->faults->ctx);
+}
+
+/* calloc, unless a test's fault table fails it. */
+static void *
+shipper_calloc(shipper_t *s, size_t n, size_t size)
+{
+    return shipper_alloc_fails(s) ? NULL : calloc(n, size);
+}
+
+static int
+shipper_batch_reserve(shipper_t *s, ship_batch_t *b, size_t want)
 {
     if (want <= b->cap)
         return 0;
-    ship_doc_t *docs = realloc(b->docs, want * sizeof *docs);
+    ship_doc_t *docs = shipper_alloc_fails(s) ? NULL : realloc(b->docs, want * sizeof *docs);
     if (!docs)
         return -ENOMEM;
     b->docs = docs;
@@ -1290,7 +1305,7 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
                                s->target.name, next_seq - 1, rec.seq);
             return STELE_ECORRUPT;
         }
-        if (shipper_batch_reserve(b, b->n + 1) != 0)
+        if (shipper_batch_reserve(s, b, b->n + 1) != 0)
             return -ENOMEM;
         b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
         if (b->n == 1) {
@@ -1401,8 +1416,8 @@ shipper_main(void *arg)
     shipper_t *s = arg;
     journal_reader_t *reader = NULL;
     ship_batch_t batch = {0};
-    const bson_t **ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
-    size_t *map = calloc(s->target.opts.batch_docs, sizeof *map);
+    const bson_t **ptrs = shipper_calloc(s, s->target.opts.batch_docs, sizeof *ptrs);
+    size_t *map = shipper_calloc(s, s->target.opts.batch_docs, sizeof *map);
     uint64_t after_seq = 0;
     if (!ptrs || !map) {
         shipper_note_error(s, 1, "sink %s: out of memory", s->target.name);
@@ -1498,6 +1513,7 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     s->index = cfg->index;
     s->on_progress = cfg->on_progress;
     s->progress_ctx = cfg->progress_ctx;
+    s->faults = cfg->faults;
     s->jitter_seed = (unsigned)clock_wall_ms() ^ (unsigned)(uintptr_t)s;
     stele_error_t ierr = {0};
     if (index_count_dead_letters(s->index, s->target.name, &s->dead_letters, &ierr) != 0)
@@ -1915,7 +1931,7 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
             return rc;
         if (rec.seq > to_seq)
             return 0;
-        if (shipper_batch_reserve(b, b->n + 1) != 0)
+        if (shipper_batch_reserve(s, b, b->n + 1) != 0)
             return -ENOMEM;
         b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
     }
@@ -2082,7 +2098,7 @@ ship_dead_read(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch_t *b,
         return STELE_ENOTFOUND;
     if (rc != 0)
         return rc;
-    if (shipper_batch_reserve(b, 1) != 0)
+    if (shipper_batch_reserve(s, b, 1) != 0)
         return -ENOMEM;
     b->n = 1;
     b->bytes = shipper_doc_fill(s, &b->docs[0], &rec);
