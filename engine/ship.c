@@ -19,7 +19,10 @@
  *    plus at most one in-flight batch, and a retry never duplicates (deterministic _id).
  *  - Retryable errors are retried forever with capped exponential backoff and jitter, with
  *    the same pool; nothing is dropped or reordered. Only an integrity mismatch, an
- *    authentication failure or a corrupt journal stops a sink.
+ *    authentication failure, a corrupt journal, or an index that will not list a dead letter
+ *    stops a sink.
+ *  - A document the sink refuses for good is done only once its dead letter is in the index:
+ *    a failed write is retried with backoff, then stops the sink before that record.
  *  - Credentials never leave this file: errors and stats name the sink by host/db.coll, and
  *    every message is scrubbed of the URI's password.
  *  - A dead letter leaves the index's list only when its document is acknowledged or found
@@ -534,8 +537,9 @@ typedef struct ship_doc {
     uint64_t seq;
     int64_t ts_ns;
     uint8_t hash[SHIP_HASH_BYTES];
-    bson_t *doc; /* heap: bson_t wants 128-byte alignment a realloc'd array lacks */
-    int is_done; /* acknowledged, found stored with the same hash, or dead-lettered */
+    bson_t *doc;        /* heap: bson_t wants 128-byte alignment a realloc'd array lacks */
+    int is_done;        /* acknowledged, found stored with the same hash, or dead-lettered */
+    int is_unbuildable; /* the record cannot become a document: a dead letter before sending */
 } ship_doc_t;
 
 typedef struct ship_batch {
@@ -1010,33 +1014,76 @@ ship_insert_pending(const ship_target_t *t, mongoc_client_t *client, ship_batch_
     mongoc_collection_destroy(coll);
 }
 
-static void
+/* Writes of one dead letter before a shipper gives up on its index: with the default backoff
+ * 8 to 16 s, long enough to ride out a brief failure (a full disk being cleaned up), short
+ * enough that the stop soon shows in status. */
+#define SHIP_DEAD_LETTER_TRIES 10
+
+/*
+ * Lists seq as a dead letter in the index, retrying a failed write with the sink's backoff.
+ * Returns 0; the index's code once the tries are used up (the sink is stopped: the record is
+ * neither in the sink nor listed, so nothing may count it as shipped); STELE_ECLOSED when the
+ * thread must quit.
+ */
+static int
+shipper_put_dead_letter(shipper_t *s, uint64_t seq, const char *why)
+{
+    unsigned tries = s->max_attempts ? s->max_attempts : SHIP_DEAD_LETTER_TRIES;
+    for (unsigned attempt = 0;; attempt++) {
+        stele_error_t ierr = {0};
+        int rc = index_put_dead_letter(s->index, s->target.name, seq, why, &ierr);
+        if (rc == 0)
+            return 0;
+        if (attempt + 1 >= tries) {
+            shipper_note_error(s, 1,
+                               "sink %s: seq %" PRIu64 " rejected by %s, but could not be "
+                               "listed as a dead letter, stopped before it: %s",
+                               s->target.name, seq, s->target.where, ierr.message);
+            return rc;
+        }
+        shipper_note_error(s, 0, "sink %s: could not record dead letter %" PRIu64 ", retrying: %s",
+                           s->target.name, seq, ierr.message);
+        shipper_count_retry(s);
+        if (shipper_backoff(s, attempt))
+            return STELE_ECLOSED;
+    }
+}
+
+/*
+ * Dead-letters a document the sink refuses for good, and marks it done only once it is
+ * listed. Returns 0, or shipper_put_dead_letter's failure (d stays not done, so its batch
+ * is never acknowledged). A one-shot re-ship without an index only notes the first rejected
+ * seq (the re-ship then fails).
+ */
+static int
 shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
 {
-    stele_error_t ierr = {0};
     char msg[STELE_ERROR_MESSAGE_BYTES];
     snprintf(msg, sizeof msg, "%s", why);
     ship_scrub(&s->target, msg, sizeof msg);
-    d->is_done = 1;
     if (!s->index) {
+        d->is_done = 1;
         shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s: %s", s->target.name,
                            d->seq, s->target.where, msg);
         if (!s->rejected_seq)
             s->rejected_seq = d->seq;
-        return;
+        return 0;
     }
-    if (index_put_dead_letter(s->index, s->target.name, d->seq, msg, &ierr) != 0)
-        shipper_note_error(s, 0, "sink %s: could not record dead letter %" PRIu64 ": %s",
-                           s->target.name, d->seq, ierr.message);
+    int rc = shipper_put_dead_letter(s, d->seq, msg);
+    if (rc != 0)
+        return rc;
+    d->is_done = 1;
     pthread_mutex_lock(&s->mu);
     s->dead_letters++;
     pthread_mutex_unlock(&s->mu);
     shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s, dead-lettered: %s",
                        s->target.name, d->seq, s->target.where, msg);
+    return 0;
 }
 
 /* Makes the document of a record read from the journal into d; a record that cannot become
- * a document is dead-lettered at once (d->is_done). Returns the document's size in bytes. */
+ * a document is marked for shipper_send_batch to dead-letter. Returns the document's size in
+ * bytes. */
 static size_t
 shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
 {
@@ -1045,8 +1092,7 @@ shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
     d->is_done = 0;
     memcpy(d->hash, rec->hash, SHIP_HASH_BYTES);
     d->doc = bson_new();
-    if (ship_doc_build(s->source, rec, d->doc) != 0)
-        shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
+    d->is_unbuildable = ship_doc_build(s->source, rec, d->doc) != 0;
     return d->doc->len;
 }
 
@@ -1111,15 +1157,31 @@ ship_batch_is_done(const ship_batch_t *b)
 }
 
 /* Dead-letters a document the sink refuses for good; a one-shot re-ship (no index) ends at
- * it instead. */
+ * it instead, and so does the batch when the index cannot list it. */
 static ship_step_t
 shipper_reject(shipper_t *s, ship_doc_t *d, const char *why, int *rc_out)
 {
-    shipper_dead_letter(s, d, why);
-    if (!s->rejected_seq)
+    int rc = shipper_dead_letter(s, d, why);
+    if (rc == 0 && !s->rejected_seq)
         return SHIP_STEP_SEND;
-    *rc_out = STELE_EREMOTE;
+    *rc_out = rc ? rc : STELE_EREMOTE;
     return SHIP_STEP_END;
+}
+
+/* Dead-letters the records of b that cannot become documents, before anything is sent.
+ * Returns 0, or the code that ends the batch (as shipper_reject). */
+static int
+shipper_reject_unbuildable(shipper_t *s, ship_batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        ship_doc_t *d = &b->docs[i];
+        int rc = 0;
+        if (d->is_unbuildable && !d->is_done &&
+            shipper_reject(s, d, "event is not a document or uses a reserved key", &rc) ==
+                SHIP_STEP_END)
+            return rc;
+    }
+    return 0;
 }
 
 /* Acts on a duplicate-key refusal whose lookup succeeded. */
@@ -1194,13 +1256,17 @@ shipper_insert_backoff(shipper_t *s, ship_send_t *st, const ship_attempt_t *at)
 
 /*
  * Delivers a whole batch: every document ends acknowledged, found stored with its hash, or
- * dead-lettered. Returns 0, STELE_EINTEGRITY / STELE_EAUTH (sink stopped), or
- * STELE_ECLOSED (stop deadline passed; the batch stays unacknowledged).
+ * dead-lettered. Returns 0, STELE_EINTEGRITY / STELE_EAUTH / the index's code when a dead
+ * letter could not be listed (sink stopped), or STELE_ECLOSED (stop deadline passed); the
+ * batch stays unacknowledged on any failure.
  */
 static int
 shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map)
 {
     ship_send_t st = {.b = b, .ptrs = ptrs, .map = map, .max_docs = b->n};
+    int rc = shipper_reject_unbuildable(s, b);
+    if (rc != 0)
+        return rc;
     for (;;) {
         ship_attempt_t at;
         shipper_attempt(s, &st, &at);
@@ -1209,7 +1275,6 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
                 return 0;
             continue;
         }
-        int rc = 0;
         ship_step_t step = shipper_on_failure(s, &st, &at, &rc);
         if (step == SHIP_STEP_END)
             return rc;
@@ -1972,7 +2037,7 @@ ship_reship_batches(shipper_t *s, journal_reader_t *r, uint64_t to_seq, stele_er
         if (rc != 0 || batch.n == 0)
             break;
         /* Without an index a refused document is not dead-lettered: it fails the re-ship. */
-        rc = s->rejected_seq ? STELE_EREMOTE : shipper_send_batch(s, &batch, ptrs, map);
+        rc = shipper_send_batch(s, &batch, ptrs, map);
         if (rc != 0)
             shipper_last_error_to(s, rc, err);
     }
@@ -2125,10 +2190,11 @@ ship_dead_reship_one(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch
         *outcome = SHIP_DEAD_MISSING;
         return 0;
     }
-    if (rc == 0)
+    if (rc == 0) {
         rc = shipper_send_batch(s, b, ptrs, map);
-    if (rc == STELE_EREMOTE || rc == STELE_EINTEGRITY || rc == STELE_EAUTH)
-        shipper_last_error_to(s, rc, err);
+        if (rc != 0) /* remote, integrity, authentication, or the index refused the letter */
+            shipper_last_error_to(s, rc, err);
+    }
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&s->mu);
