@@ -12,7 +12,10 @@
  *
  * Invariants:
  *  - Records are read back from the journal, never queued in memory: memory is one batch
- *    (batch_docs / batch_bytes) whatever the backlog.
+ *    (batch_docs / batch_bytes) whatever the backlog, its array allocated once when the
+ *    thread starts (ship_scratch_t), so reading records never fails for memory.
+ *  - A shipper's thread never ends unnoticed: unless asked to stop, it leaves its sink
+ *    stopped with the reason in last_error (shipper_note_exit), as status shows.
  *  - A batch is sent with one ordered insert_many; the checkpoint advances only after every
  *    document of the batch is acknowledged with the write concern, dead-lettered, or found
  *    already stored with the same chain hash. So the remote holds a prefix of the journal
@@ -537,15 +540,16 @@ typedef struct ship_doc {
     uint64_t seq;
     int64_t ts_ns;
     uint8_t hash[SHIP_HASH_BYTES];
-    bson_t *doc;        /* heap: bson_t wants 128-byte alignment a realloc'd array lacks */
+    bson_t *doc;        /* heap: bson_t wants 128-byte alignment the docs array lacks */
     int is_done;        /* acknowledged, found stored with the same hash, or dead-lettered */
     int is_unbuildable; /* the record cannot become a document: a dead letter before sending */
 } ship_doc_t;
 
+/* Documents read for one delivery. docs has room for batch_docs of them (1 for a dead
+ * letter's re-ship), allocated once: the fills stop at batch_docs and never allocate. */
 typedef struct ship_batch {
     ship_doc_t *docs;
     size_t n;
-    size_t cap;
     size_t bytes;
 } ship_batch_t;
 
@@ -1319,23 +1323,39 @@ shipper_calloc(shipper_t *s, size_t n, size_t size)
     return shipper_alloc_fails(s) ? NULL : calloc(n, size);
 }
 
+/* A batch of batch_docs documents and the scratch of its sends, allocated once before any
+ * record is read: an allocation that fails later could only end the thread in the middle of
+ * a batch. */
+typedef struct ship_scratch {
+    ship_batch_t batch;
+    const bson_t **ptrs; /* for ship_insert_pending */
+    size_t *map;
+} ship_scratch_t;
+
+/* Returns 0 or -ENOMEM (free what was allocated with shipper_scratch_free either way). */
 static int
-shipper_batch_reserve(shipper_t *s, ship_batch_t *b, size_t want)
+shipper_scratch_init(shipper_t *s, ship_scratch_t *sc)
 {
-    if (want <= b->cap)
-        return 0;
-    ship_doc_t *docs = shipper_alloc_fails(s) ? NULL : realloc(b->docs, want * sizeof *docs);
-    if (!docs)
-        return -ENOMEM;
-    b->docs = docs;
-    b->cap = want;
-    return 0;
+    size_t n = s->target.opts.batch_docs;
+    memset(sc, 0, sizeof *sc);
+    sc->batch.docs = shipper_calloc(s, n, sizeof *sc->batch.docs);
+    sc->ptrs = shipper_calloc(s, n, sizeof *sc->ptrs);
+    sc->map = shipper_calloc(s, n, sizeof *sc->map);
+    return sc->batch.docs && sc->ptrs && sc->map ? 0 : -ENOMEM;
+}
+
+static void
+shipper_scratch_free(ship_scratch_t *sc)
+{
+    ship_batch_free(&sc->batch);
+    free(sc->ptrs);
+    free(sc->map);
 }
 
 /*
  * Fills b with the records after `after_seq`: up to batch_docs / batch_bytes, waiting up to
  * linger_ms after the first record for more. Returns 0 (b may be empty when nothing came
- * within the idle wait), STELE_ECORRUPT or -errno (sink stops).
+ * within the idle wait), or STELE_ECORRUPT or a journal read's code (the sink is stopped).
  */
 static int
 shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_batch_t *b)
@@ -1370,8 +1390,6 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
                                s->target.name, next_seq - 1, rec.seq);
             return STELE_ECORRUPT;
         }
-        if (shipper_batch_reserve(s, b, b->n + 1) != 0)
-            return -ENOMEM;
         b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
         if (b->n == 1) {
             linger_until_ms = clock_mono_ms() + o->linger_ms;
@@ -1475,47 +1493,68 @@ shipper_open_reader(shipper_t *s, uint64_t after_seq, journal_reader_t **out)
     return rc;
 }
 
+/* Ships batch after batch from after_seq on. Returns 0 when asked to stop, else the code
+ * that stopped the sink (or STELE_ECLOSED: the stop's drain deadline passed). */
+static int
+shipper_ship_loop(shipper_t *s, journal_reader_t *reader, uint64_t after_seq, ship_scratch_t *sc)
+{
+    ship_batch_t *b = &sc->batch;
+    for (;;) {
+        int rc = shipper_fill_batch(s, reader, after_seq, b);
+        if (rc != 0)
+            return rc;
+        if (b->n == 0) {
+            if (shipper_stop_requested(s))
+                return 0;
+            continue;
+        }
+        rc = shipper_send_batch(s, b, sc->ptrs, sc->map);
+        if (rc != 0)
+            return rc;
+        after_seq = b->docs[b->n - 1].seq;
+        shipper_acknowledge(s, after_seq);
+        ship_batch_clear(b);
+        if (shipper_must_quit(s))
+            return 0;
+    }
+}
+
+/* A thread that ends unasked must never leave its sink looking alive: if no stop was
+ * requested and nothing stopped the sink with its own reason, stop it with rc's. */
+static void
+shipper_note_exit(shipper_t *s, int rc)
+{
+    pthread_mutex_lock(&s->mu);
+    int is_explained = s->stop_requested || s->is_stopped;
+    pthread_mutex_unlock(&s->mu);
+    if (!is_explained)
+        shipper_note_error(s, 1, "sink %s: shipper ended: %s", s->target.name, stele_strerror(rc));
+}
+
 static void *
 shipper_main(void *arg)
 {
     shipper_t *s = arg;
     journal_reader_t *reader = NULL;
-    ship_batch_t batch = {0};
-    const bson_t **ptrs = shipper_calloc(s, s->target.opts.batch_docs, sizeof *ptrs);
-    size_t *map = shipper_calloc(s, s->target.opts.batch_docs, sizeof *map);
+    ship_scratch_t sc;
     uint64_t after_seq = 0;
-    if (!ptrs || !map) {
-        shipper_note_error(s, 1, "sink %s: out of memory", s->target.name);
-        goto done;
+    int rc = shipper_scratch_init(s, &sc);
+    if (rc != 0)
+        shipper_note_error(s, 1, "sink %s: out of memory for a batch of %" PRIu32 " documents",
+                           s->target.name, s->target.opts.batch_docs);
+    if (rc == 0)
+        rc = shipper_retry_step(s, "index creation", shipper_step_ensure_index, NULL);
+    if (rc == 0)
+        rc = shipper_resume_seq(s, &after_seq);
+    if (rc == 0) {
+        atomic_store(&s->shipped_seq, after_seq);
+        rc = shipper_open_reader(s, after_seq, &reader);
     }
-    if (shipper_retry_step(s, "index creation", shipper_step_ensure_index, NULL) != 0)
-        goto done;
-    if (shipper_resume_seq(s, &after_seq) != 0)
-        goto done;
-    atomic_store(&s->shipped_seq, after_seq);
-    if (shipper_open_reader(s, after_seq, &reader) != 0)
-        goto done;
-    for (;;) {
-        if (shipper_fill_batch(s, reader, after_seq, &batch) != 0)
-            break;
-        if (batch.n == 0) {
-            if (shipper_stop_requested(s))
-                break;
-            continue;
-        }
-        if (shipper_send_batch(s, &batch, ptrs, map) != 0)
-            break;
-        after_seq = batch.docs[batch.n - 1].seq;
-        shipper_acknowledge(s, after_seq);
-        ship_batch_clear(&batch);
-        if (shipper_must_quit(s))
-            break;
-    }
-done:
+    if (rc == 0)
+        rc = shipper_ship_loop(s, reader, after_seq, &sc);
+    shipper_note_exit(s, rc);
     journal_reader_close(reader);
-    ship_batch_free(&batch);
-    free(ptrs);
-    free(map);
+    shipper_scratch_free(&sc);
     return NULL;
 }
 
@@ -1996,8 +2035,6 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
             return rc;
         if (rec.seq > to_seq)
             return 0;
-        if (shipper_batch_reserve(s, b, b->n + 1) != 0)
-            return -ENOMEM;
         b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
     }
     return 0;
@@ -2025,25 +2062,21 @@ ship_reship_init(shipper_t *s, journal_reader_t *r, stele_error_t *err)
 static int
 ship_reship_batches(shipper_t *s, journal_reader_t *r, uint64_t to_seq, stele_error_t *err)
 {
-    ship_batch_t batch = {0};
-    const bson_t **ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
-    size_t *map = calloc(s->target.opts.batch_docs, sizeof *map);
-    int rc = ptrs && map ? 0 : -ENOMEM;
+    ship_scratch_t sc;
+    int rc = shipper_scratch_init(s, &sc);
     if (rc != 0)
         ship_set_error(err, rc, NULL, "re-ship: out of memory");
     while (rc == 0) {
-        ship_batch_clear(&batch);
-        rc = ship_fill_range(s, r, to_seq, &batch, err);
-        if (rc != 0 || batch.n == 0)
+        ship_batch_clear(&sc.batch);
+        rc = ship_fill_range(s, r, to_seq, &sc.batch, err);
+        if (rc != 0 || sc.batch.n == 0)
             break;
         /* Without an index a refused document is not dead-lettered: it fails the re-ship. */
-        rc = shipper_send_batch(s, &batch, ptrs, map);
+        rc = shipper_send_batch(s, &sc.batch, sc.ptrs, sc.map);
         if (rc != 0)
             shipper_last_error_to(s, rc, err);
     }
-    ship_batch_free(&batch);
-    free(ptrs);
-    free(map);
+    shipper_scratch_free(&sc);
     return rc;
 }
 
@@ -2163,8 +2196,6 @@ ship_dead_read(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch_t *b,
         return STELE_ENOTFOUND;
     if (rc != 0)
         return rc;
-    if (shipper_batch_reserve(s, b, 1) != 0)
-        return -ENOMEM;
     b->n = 1;
     b->bytes = shipper_doc_fill(s, &b->docs[0], &rec);
     return 0;
@@ -2241,7 +2272,8 @@ static int
 ship_dead_reship_pass(shipper_t *s, journal_reader_t *r, uint64_t seq,
                       stele_dead_letter_report_t *report, stele_error_t *err)
 {
-    ship_batch_t batch = {0};
+    ship_doc_t doc; /* one letter at a time: nothing to allocate */
+    ship_batch_t batch = {.docs = &doc};
     const bson_t *ptrs[1];
     size_t map[1];
     uint64_t page[SHIP_DEAD_PAGE];
@@ -2264,7 +2296,7 @@ ship_dead_reship_pass(shipper_t *s, journal_reader_t *r, uint64_t seq,
             break;
         from_seq = page[n - 1] + 1;
     }
-    ship_batch_free(&batch);
+    ship_batch_clear(&batch);
     return rc;
 }
 
