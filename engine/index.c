@@ -34,6 +34,9 @@
  * table pages it finds corrupt when the tables are opened) is moved aside by a writable open
  * and replaced by an empty one; the "rebuilt" meta key then says why, and
  * stele_index_catch_up() refills it from the segments.
+ *
+ * Test seam: index_fail_writes arms a handle's next writes to fail before they reach LMDB
+ * (the shipper tests fail a dead letter's write that way).
  */
 #include "index.h"
 
@@ -44,6 +47,7 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +105,10 @@ struct index {
     index_shared_t *shared; /* the entry of the environment this handle uses */
     size_t map_bytes;       /* the map of an environment this handle opens */
     char path[4096];
+    /* Test seam (index_fail_writes): write transactions of this handle left to fail, and
+     * the errno they fail with. Atomics: a test arms them while another thread writes. */
+    _Atomic uint32_t n_failing_writes;
+    _Atomic int failing_write_errno;
 };
 
 /*
@@ -445,12 +453,35 @@ index_read_end(index_t *ix, MDB_txn *txn)
  * that sees nothing of the last, so it must set its outputs afresh. */
 typedef int (*index_write_fn)(index_t *ix, MDB_txn *txn, void *arg);
 
+/* The errno a write armed by index_fail_writes fails with, counting it; 0 when none is. */
+static int
+index_take_write_fault(index_t *ix)
+{
+    uint32_t n = atomic_load(&ix->n_failing_writes);
+    while (n != 0) {
+        uint32_t left = n == INDEX_FAIL_FOREVER ? n : n - 1;
+        if (atomic_compare_exchange_weak(&ix->n_failing_writes, &n, left))
+            return atomic_load(&ix->failing_write_errno);
+    }
+    return 0;
+}
+
+void
+index_fail_writes(index_t *ix, uint32_t n_writes, int errno_code)
+{
+    atomic_store(&ix->failing_write_errno, errno_code > 0 ? errno_code : EIO);
+    atomic_store(&ix->n_failing_writes, n_writes);
+}
+
 /* Runs fn in a write transaction and commits it. When the map is full (fn's writes or the
  * commit answered MDB_MAP_FULL, which leaves the transaction good only for an abort), grows
  * the map and runs fn again. Returns an LMDB code. */
 static int
 index_write(index_t *ix, index_write_fn fn, void *arg)
 {
+    int fault_errno = index_take_write_fault(ix);
+    if (fault_errno)
+        return fault_errno; /* as LMDB reports a failed system call */
     for (;;) {
         MDB_txn *txn = NULL;
         int mrc = index_txn_begin(ix, 0, &txn);

@@ -109,4 +109,12 @@ int index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, ste
  * second after writing. A no-op on a read-only handle. */
 int index_sync(index_t *ix, stele_error_t *err);
 
+/* Test seam, like the journal's faulting I/O table (tests/support/io_fault.h): the next
+ * n_writes write calls through this handle (INDEX_FAIL_FOREVER: every one, until armed
+ * again; 0 disarms) fail with -errno_code (EIO when not positive) as a failed LMDB write
+ * would, writing nothing. Other handles, even on the same environment, are unaffected, so a
+ * test can fail a shipper's index writes while its own go on. Any thread. */
+#define INDEX_FAIL_FOREVER UINT32_MAX
+void index_fail_writes(index_t *ix, uint32_t n_writes, int errno_code);
+
 #endif /* STELE_ENGINE_INDEX_H */

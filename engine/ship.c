@@ -12,14 +12,20 @@
  *
  * Invariants:
  *  - Records are read back from the journal, never queued in memory: memory is one batch
- *    (batch_docs / batch_bytes) whatever the backlog.
+ *    (batch_docs / batch_bytes) whatever the backlog, its array allocated once when the
+ *    thread starts (ship_scratch_t), so reading records never fails for memory.
+ *  - A shipper's thread never ends unnoticed: unless asked to stop, it leaves its sink
+ *    stopped with the reason in last_error (shipper_note_exit), as status shows.
  *  - A batch is sent with one ordered insert_many; the checkpoint advances only after every
  *    document of the batch is acknowledged with the write concern, dead-lettered, or found
  *    already stored with the same chain hash. So the remote holds a prefix of the journal
  *    plus at most one in-flight batch, and a retry never duplicates (deterministic _id).
  *  - Retryable errors are retried forever with capped exponential backoff and jitter, with
  *    the same pool; nothing is dropped or reordered. Only an integrity mismatch, an
- *    authentication failure or a corrupt journal stops a sink.
+ *    authentication failure, a corrupt journal, or an index that will not list a dead letter
+ *    stops a sink.
+ *  - A document the sink refuses for good is done only once its dead letter is in the index:
+ *    a failed write is retried with backoff, then stops the sink before that record.
  *  - Credentials never leave this file: errors and stats name the sink by host/db.coll, and
  *    every message is scrubbed of the URI's password.
  *  - A dead letter leaves the index's list only when its document is acknowledged or found
@@ -520,14 +526,16 @@ typedef struct ship_doc {
     uint64_t seq;
     int64_t ts_ns;
     uint8_t hash[SHIP_HASH_BYTES];
-    bson_t *doc; /* heap: bson_t wants 128-byte alignment a realloc'd array lacks */
-    int is_done; /* acknowledged, found stored with the same hash, or dead-lettered */
+    bson_t *doc;        /* heap: bson_t wants 128-byte alignment the docs array lacks */
+    int is_done;        /* acknowledged, found stored with the same hash, or dead-lettered */
+    int is_unbuildable; /* the record cannot become a document: a dead letter before sending */
 } ship_doc_t;
 
+/* Documents read for one delivery. docs has room for batch_docs of them (1 for a dead
+ * letter's re-ship), allocated once: the fills stop at batch_docs and never allocate. */
 typedef struct ship_batch {
     ship_doc_t *docs;
     size_t n;
-    size_t cap;
     size_t bytes;
 } ship_batch_t;
 
@@ -626,6 +634,7 @@ struct shipper {
     index_t *index;
     shipper_progress_fn on_progress;
     void *progress_ctx;
+    const shipper_faults_t *faults; /* tests only; NULL = none */
 
     mongoc_client_pool_t *pool;
     pthread_t thread;
@@ -995,33 +1004,76 @@ ship_insert_pending(const ship_target_t *t, mongoc_client_t *client, ship_batch_
     mongoc_collection_destroy(coll);
 }
 
-static void
+/* Writes of one dead letter before a shipper gives up on its index: with the default backoff
+ * 8 to 16 s, long enough to ride out a brief failure (a full disk being cleaned up), short
+ * enough that the stop soon shows in status. */
+#define SHIP_DEAD_LETTER_TRIES 10
+
+/*
+ * Lists seq as a dead letter in the index, retrying a failed write with the sink's backoff.
+ * Returns 0; the index's code once the tries are used up (the sink is stopped: the record is
+ * neither in the sink nor listed, so nothing may count it as shipped); STELE_ECLOSED when the
+ * thread must quit.
+ */
+static int
+shipper_put_dead_letter(shipper_t *s, uint64_t seq, const char *why)
+{
+    unsigned tries = s->max_attempts ? s->max_attempts : SHIP_DEAD_LETTER_TRIES;
+    for (unsigned attempt = 0;; attempt++) {
+        stele_error_t ierr = {0};
+        int rc = index_put_dead_letter(s->index, s->target.name, seq, why, &ierr);
+        if (rc == 0)
+            return 0;
+        if (attempt + 1 >= tries) {
+            shipper_note_error(s, 1,
+                               "sink %s: seq %" PRIu64 " rejected by %s, but could not be "
+                               "listed as a dead letter, stopped before it: %s",
+                               s->target.name, seq, s->target.where, ierr.message);
+            return rc;
+        }
+        shipper_note_error(s, 0, "sink %s: could not record dead letter %" PRIu64 ", retrying: %s",
+                           s->target.name, seq, ierr.message);
+        shipper_count_retry(s);
+        if (shipper_backoff(s, attempt))
+            return STELE_ECLOSED;
+    }
+}
+
+/*
+ * Dead-letters a document the sink refuses for good, and marks it done only once it is
+ * listed. Returns 0, or shipper_put_dead_letter's failure (d stays not done, so its batch
+ * is never acknowledged). A one-shot re-ship without an index only notes the first rejected
+ * seq (the re-ship then fails).
+ */
+static int
 shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
 {
-    stele_error_t ierr = {0};
     char msg[STELE_ERROR_MESSAGE_BYTES];
     snprintf(msg, sizeof msg, "%s", why);
     ship_scrub(&s->target, msg, sizeof msg);
-    d->is_done = 1;
     if (!s->index) {
+        d->is_done = 1;
         shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s: %s", s->target.name,
                            d->seq, s->target.where, msg);
         if (!s->rejected_seq)
             s->rejected_seq = d->seq;
-        return;
+        return 0;
     }
-    if (index_put_dead_letter(s->index, s->target.name, d->seq, msg, &ierr) != 0)
-        shipper_note_error(s, 0, "sink %s: could not record dead letter %" PRIu64 ": %s",
-                           s->target.name, d->seq, ierr.message);
+    int rc = shipper_put_dead_letter(s, d->seq, msg);
+    if (rc != 0)
+        return rc;
+    d->is_done = 1;
     pthread_mutex_lock(&s->mu);
     s->dead_letters++;
     pthread_mutex_unlock(&s->mu);
     shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s, dead-lettered: %s",
                        s->target.name, d->seq, s->target.where, msg);
+    return 0;
 }
 
 /* Makes the document of a record read from the journal into d; a record that cannot become
- * a document is dead-lettered at once (d->is_done). Returns the document's size in bytes. */
+ * a document is marked for shipper_send_batch to dead-letter. Returns the document's size in
+ * bytes. */
 static size_t
 shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
 {
@@ -1030,8 +1082,7 @@ shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
     d->is_done = 0;
     memcpy(d->hash, rec->hash, SHIP_HASH_BYTES);
     d->doc = bson_new();
-    if (ship_doc_build(s->source, rec, d->doc) != 0)
-        shipper_dead_letter(s, d, "event is not a document or uses a reserved key");
+    d->is_unbuildable = ship_doc_build(s->source, rec, d->doc) != 0;
     return d->doc->len;
 }
 
@@ -1096,15 +1147,31 @@ ship_batch_is_done(const ship_batch_t *b)
 }
 
 /* Dead-letters a document the sink refuses for good; a one-shot re-ship (no index) ends at
- * it instead. */
+ * it instead, and so does the batch when the index cannot list it. */
 static ship_step_t
 shipper_reject(shipper_t *s, ship_doc_t *d, const char *why, int *rc_out)
 {
-    shipper_dead_letter(s, d, why);
-    if (!s->rejected_seq)
+    int rc = shipper_dead_letter(s, d, why);
+    if (rc == 0 && !s->rejected_seq)
         return SHIP_STEP_SEND;
-    *rc_out = STELE_EREMOTE;
+    *rc_out = rc ? rc : STELE_EREMOTE;
     return SHIP_STEP_END;
+}
+
+/* Dead-letters the records of b that cannot become documents, before anything is sent.
+ * Returns 0, or the code that ends the batch (as shipper_reject). */
+static int
+shipper_reject_unbuildable(shipper_t *s, ship_batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        ship_doc_t *d = &b->docs[i];
+        int rc = 0;
+        if (d->is_unbuildable && !d->is_done &&
+            shipper_reject(s, d, "event is not a document or uses a reserved key", &rc) ==
+                SHIP_STEP_END)
+            return rc;
+    }
+    return 0;
 }
 
 /* Acts on a duplicate-key refusal whose lookup succeeded. */
@@ -1179,13 +1246,17 @@ shipper_insert_backoff(shipper_t *s, ship_send_t *st, const ship_attempt_t *at)
 
 /*
  * Delivers a whole batch: every document ends acknowledged, found stored with its hash, or
- * dead-lettered. Returns 0, STELE_EINTEGRITY / STELE_EAUTH (sink stopped), or
- * STELE_ECLOSED (stop deadline passed; the batch stays unacknowledged).
+ * dead-lettered. Returns 0, STELE_EINTEGRITY / STELE_EAUTH / the index's code when a dead
+ * letter could not be listed (sink stopped), or STELE_ECLOSED (stop deadline passed); the
+ * batch stays unacknowledged on any failure.
  */
 static int
 shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map)
 {
     ship_send_t st = {.b = b, .ptrs = ptrs, .map = map, .max_docs = b->n};
+    int rc = shipper_reject_unbuildable(s, b);
+    if (rc != 0)
+        return rc;
     for (;;) {
         ship_attempt_t at;
         shipper_attempt(s, &st, &at);
@@ -1194,7 +1265,6 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
                 return 0;
             continue;
         }
-        int rc = 0;
         ship_step_t step = shipper_on_failure(s, &st, &at, &rc);
         if (step == SHIP_STEP_END)
             return rc;
@@ -1225,23 +1295,53 @@ shipper_acknowledge(shipper_t *s, uint64_t last_seq)
         s->on_progress(s->progress_ctx, s->target.name, last_seq);
 }
 
+/* 1 when a test's fault table fails the thread's next allocation. */
 static int
-shipper_batch_reserve(ship_batch_t *b, size_t want)
+shipper_alloc_fails(shipper_t *s)
 {
-    if (want <= b->cap)
-        return 0;
-    ship_doc_t *docs = realloc(b->docs, want * sizeof *docs);
-    if (!docs)
-        return -ENOMEM;
-    b->docs = docs;
-    b->cap = want;
-    return 0;
+    return s->faults && s->faults->fail_alloc && s->faults->fail_alloc(s->faults->ctx);
+}
+
+/* calloc, unless a test's fault table fails it. */
+static void *
+shipper_calloc(shipper_t *s, size_t n, size_t size)
+{
+    return shipper_alloc_fails(s) ? NULL : calloc(n, size);
+}
+
+/* A batch of batch_docs documents and the scratch of its sends, allocated once before any
+ * record is read: an allocation that fails later could only end the thread in the middle of
+ * a batch. */
+typedef struct ship_scratch {
+    ship_batch_t batch;
+    const bson_t **ptrs; /* for ship_insert_pending */
+    size_t *map;
+} ship_scratch_t;
+
+/* Returns 0 or -ENOMEM (free what was allocated with shipper_scratch_free either way). */
+static int
+shipper_scratch_init(shipper_t *s, ship_scratch_t *sc)
+{
+    size_t n = s->target.opts.batch_docs;
+    memset(sc, 0, sizeof *sc);
+    sc->batch.docs = shipper_calloc(s, n, sizeof *sc->batch.docs);
+    sc->ptrs = shipper_calloc(s, n, sizeof *sc->ptrs);
+    sc->map = shipper_calloc(s, n, sizeof *sc->map);
+    return sc->batch.docs && sc->ptrs && sc->map ? 0 : -ENOMEM;
+}
+
+static void
+shipper_scratch_free(ship_scratch_t *sc)
+{
+    ship_batch_free(&sc->batch);
+    free(sc->ptrs);
+    free(sc->map);
 }
 
 /*
  * Fills b with the records after `after_seq`: up to batch_docs / batch_bytes, waiting up to
  * linger_ms after the first record for more. Returns 0 (b may be empty when nothing came
- * within the idle wait), STELE_ECORRUPT or -errno (sink stops).
+ * within the idle wait), or STELE_ECORRUPT or a journal read's code (the sink is stopped).
  */
 static int
 shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_batch_t *b)
@@ -1276,8 +1376,6 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
                                s->target.name, next_seq - 1, rec.seq);
             return STELE_ECORRUPT;
         }
-        if (shipper_batch_reserve(b, b->n + 1) != 0)
-            return -ENOMEM;
         b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
         if (b->n == 1) {
             linger_until_ms = clock_mono_ms() + o->linger_ms;
@@ -1381,47 +1479,68 @@ shipper_open_reader(shipper_t *s, uint64_t after_seq, journal_reader_t **out)
     return rc;
 }
 
+/* Ships batch after batch from after_seq on. Returns 0 when asked to stop, else the code
+ * that stopped the sink (or STELE_ECLOSED: the stop's drain deadline passed). */
+static int
+shipper_ship_loop(shipper_t *s, journal_reader_t *reader, uint64_t after_seq, ship_scratch_t *sc)
+{
+    ship_batch_t *b = &sc->batch;
+    for (;;) {
+        int rc = shipper_fill_batch(s, reader, after_seq, b);
+        if (rc != 0)
+            return rc;
+        if (b->n == 0) {
+            if (shipper_stop_requested(s))
+                return 0;
+            continue;
+        }
+        rc = shipper_send_batch(s, b, sc->ptrs, sc->map);
+        if (rc != 0)
+            return rc;
+        after_seq = b->docs[b->n - 1].seq;
+        shipper_acknowledge(s, after_seq);
+        ship_batch_clear(b);
+        if (shipper_must_quit(s))
+            return 0;
+    }
+}
+
+/* A thread that ends unasked must never leave its sink looking alive: if no stop was
+ * requested and nothing stopped the sink with its own reason, stop it with rc's. */
+static void
+shipper_note_exit(shipper_t *s, int rc)
+{
+    pthread_mutex_lock(&s->mu);
+    int is_explained = s->stop_requested || s->is_stopped;
+    pthread_mutex_unlock(&s->mu);
+    if (!is_explained)
+        shipper_note_error(s, 1, "sink %s: shipper ended: %s", s->target.name, stele_strerror(rc));
+}
+
 static void *
 shipper_main(void *arg)
 {
     shipper_t *s = arg;
     journal_reader_t *reader = NULL;
-    ship_batch_t batch = {0};
-    const bson_t **ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
-    size_t *map = calloc(s->target.opts.batch_docs, sizeof *map);
+    ship_scratch_t sc;
     uint64_t after_seq = 0;
-    if (!ptrs || !map) {
-        shipper_note_error(s, 1, "sink %s: out of memory", s->target.name);
-        goto done;
+    int rc = shipper_scratch_init(s, &sc);
+    if (rc != 0)
+        shipper_note_error(s, 1, "sink %s: out of memory for a batch of %" PRIu32 " documents",
+                           s->target.name, s->target.opts.batch_docs);
+    if (rc == 0)
+        rc = shipper_retry_step(s, "index creation", shipper_step_ensure_index, NULL);
+    if (rc == 0)
+        rc = shipper_resume_seq(s, &after_seq);
+    if (rc == 0) {
+        atomic_store(&s->shipped_seq, after_seq);
+        rc = shipper_open_reader(s, after_seq, &reader);
     }
-    if (shipper_retry_step(s, "index creation", shipper_step_ensure_index, NULL) != 0)
-        goto done;
-    if (shipper_resume_seq(s, &after_seq) != 0)
-        goto done;
-    atomic_store(&s->shipped_seq, after_seq);
-    if (shipper_open_reader(s, after_seq, &reader) != 0)
-        goto done;
-    for (;;) {
-        if (shipper_fill_batch(s, reader, after_seq, &batch) != 0)
-            break;
-        if (batch.n == 0) {
-            if (shipper_stop_requested(s))
-                break;
-            continue;
-        }
-        if (shipper_send_batch(s, &batch, ptrs, map) != 0)
-            break;
-        after_seq = batch.docs[batch.n - 1].seq;
-        shipper_acknowledge(s, after_seq);
-        ship_batch_clear(&batch);
-        if (shipper_must_quit(s))
-            break;
-    }
-done:
+    if (rc == 0)
+        rc = shipper_ship_loop(s, reader, after_seq, &sc);
+    shipper_note_exit(s, rc);
     journal_reader_close(reader);
-    ship_batch_free(&batch);
-    free(ptrs);
-    free(map);
+    shipper_scratch_free(&sc);
     return NULL;
 }
 
@@ -1484,6 +1603,7 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     s->index = cfg->index;
     s->on_progress = cfg->on_progress;
     s->progress_ctx = cfg->progress_ctx;
+    s->faults = cfg->faults;
     s->jitter_seed = (unsigned)clock_wall_ms() ^ (unsigned)(uintptr_t)s;
     stele_error_t ierr = {0};
     if (index_count_dead_letters(s->index, s->target.name, &s->dead_letters, &ierr) != 0)
@@ -1901,8 +2021,6 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
             return rc;
         if (rec.seq > to_seq)
             return 0;
-        if (shipper_batch_reserve(b, b->n + 1) != 0)
-            return -ENOMEM;
         b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
     }
     return 0;
@@ -1930,25 +2048,21 @@ ship_reship_init(shipper_t *s, journal_reader_t *r, stele_error_t *err)
 static int
 ship_reship_batches(shipper_t *s, journal_reader_t *r, uint64_t to_seq, stele_error_t *err)
 {
-    ship_batch_t batch = {0};
-    const bson_t **ptrs = calloc(s->target.opts.batch_docs, sizeof *ptrs);
-    size_t *map = calloc(s->target.opts.batch_docs, sizeof *map);
-    int rc = ptrs && map ? 0 : -ENOMEM;
+    ship_scratch_t sc;
+    int rc = shipper_scratch_init(s, &sc);
     if (rc != 0)
         ship_set_error(err, rc, NULL, "re-ship: out of memory");
     while (rc == 0) {
-        ship_batch_clear(&batch);
-        rc = ship_fill_range(s, r, to_seq, &batch, err);
-        if (rc != 0 || batch.n == 0)
+        ship_batch_clear(&sc.batch);
+        rc = ship_fill_range(s, r, to_seq, &sc.batch, err);
+        if (rc != 0 || sc.batch.n == 0)
             break;
         /* Without an index a refused document is not dead-lettered: it fails the re-ship. */
-        rc = s->rejected_seq ? STELE_EREMOTE : shipper_send_batch(s, &batch, ptrs, map);
+        rc = shipper_send_batch(s, &sc.batch, sc.ptrs, sc.map);
         if (rc != 0)
             shipper_last_error_to(s, rc, err);
     }
-    ship_batch_free(&batch);
-    free(ptrs);
-    free(map);
+    shipper_scratch_free(&sc);
     return rc;
 }
 
@@ -2068,8 +2182,6 @@ ship_dead_read(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch_t *b,
         return STELE_ENOTFOUND;
     if (rc != 0)
         return rc;
-    if (shipper_batch_reserve(b, 1) != 0)
-        return -ENOMEM;
     b->n = 1;
     b->bytes = shipper_doc_fill(s, &b->docs[0], &rec);
     return 0;
@@ -2095,10 +2207,11 @@ ship_dead_reship_one(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch
         *outcome = SHIP_DEAD_MISSING;
         return 0;
     }
-    if (rc == 0)
+    if (rc == 0) {
         rc = shipper_send_batch(s, b, ptrs, map);
-    if (rc == STELE_EREMOTE || rc == STELE_EINTEGRITY || rc == STELE_EAUTH)
-        shipper_last_error_to(s, rc, err);
+        if (rc != 0) /* remote, integrity, authentication, or the index refused the letter */
+            shipper_last_error_to(s, rc, err);
+    }
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&s->mu);
@@ -2145,7 +2258,8 @@ static int
 ship_dead_reship_pass(shipper_t *s, journal_reader_t *r, uint64_t seq,
                       stele_dead_letter_report_t *report, stele_error_t *err)
 {
-    ship_batch_t batch = {0};
+    ship_doc_t doc; /* one letter at a time: nothing to allocate */
+    ship_batch_t batch = {.docs = &doc};
     const bson_t *ptrs[1];
     size_t map[1];
     uint64_t page[SHIP_DEAD_PAGE];
@@ -2168,7 +2282,7 @@ ship_dead_reship_pass(shipper_t *s, journal_reader_t *r, uint64_t seq,
             break;
         from_seq = page[n - 1] + 1;
     }
-    ship_batch_free(&batch);
+    ship_batch_clear(&batch);
     return rc;
 }
 

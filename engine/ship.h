@@ -25,6 +25,14 @@ typedef struct shipper shipper_t;
 /* Called from the shipper's thread each time its checkpoint advances (for wait=shipped). */
 typedef void (*shipper_progress_fn)(void *ctx, const char *sink_name, uint64_t shipped_seq);
 
+/* Failures a test makes a shipper's thread meet, as journal_io_t fails the journal's I/O
+ * (tests/test_ship_faults.c); NULL in production. */
+typedef struct shipper_faults {
+    /* Called before each allocation the thread makes; nonzero fails it as out of memory. */
+    int (*fail_alloc)(void *ctx);
+    void *ctx;
+} shipper_faults_t;
+
 typedef struct shipper_config {
     const stele_sink_options_t *sink; /* copied */
     const char *journal_dir;          /* copied */
@@ -33,6 +41,7 @@ typedef struct shipper_config {
     index_t *index;                   /* shared, thread-safe; outlives the shipper */
     shipper_progress_fn on_progress;  /* may be NULL */
     void *progress_ctx;
+    const shipper_faults_t *faults; /* tests only; NULL = none. Borrowed: outlives the shipper */
 } shipper_config_t;
 
 /* Validates the sink (STELE_ECONFIG naming the field), creates the pool, starts the thread.

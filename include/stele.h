@@ -300,7 +300,8 @@ typedef struct stele_sink_stats {
     uint64_t dead_letters;      /* records the remote rejected permanently */
     int64_t last_error_unix_ms; /* 0 when none */
     char last_error[STELE_ERROR_MESSAGE_BYTES];
-    int is_stopped; /* stopped by an integrity or authentication error */
+    int is_stopped; /* stopped for good (integrity, authentication, a dead letter the index
+                       could not list, ...): last_error says why; restart to resume */
 } stele_sink_stats_t;
 
 #define STELE_MAX_SINKS 16

@@ -1,7 +1,7 @@
 /*
  * test_index.c: the LMDB index (engine/index.c): batch starts by seq and by time, truncation
  * and deletion keeping both tables in step, meta, checkpoints, dead letters, reopening,
- * read-only opens and a corrupt environment being moved aside.
+ * read-only opens, a corrupt environment being moved aside, and the write-fault seam.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <lmdb.h>
@@ -937,6 +938,34 @@ test_index_read_only_open_sees_writes_and_refuses_to_write(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* The seam the shipper tests fail dead-letter writes with: armed writes of one handle fail
+ * with the errno and write nothing; another handle on the same environment writes on. */
+static void
+test_index_fail_writes_fails_only_the_armed_writes_of_one_handle(void **state)
+{
+    fixture_t *f = *state;
+    index_t *other = NULL;
+    assert_int_equal(index_open(f->dir, 1, 0600, &other, NULL), 0);
+    index_fail_writes(f->ix, 2, ENOSPC);
+    stele_error_t err = {0};
+    assert_int_equal(index_put_dead_letter(f->ix, "s", 7, "refused", &err), -ENOSPC);
+    assert_non_null(strstr(err.message, "dead letter"));
+    assert_int_equal(index_put_checkpoint(other, "s", 5, NULL), 0);
+    assert_int_equal(index_put_checkpoint(f->ix, "s", 6, NULL), -ENOSPC);
+    uint64_t seq = 0, count = 9;
+    assert_int_equal(index_get_checkpoint(f->ix, "s", &seq, NULL), 0);
+    assert_int_equal(seq, 5);
+    assert_int_equal(index_count_dead_letters(f->ix, "s", &count, NULL), 0);
+    assert_int_equal(count, 0);
+    assert_int_equal(index_put_dead_letter(f->ix, "s", 7, "refused", NULL), 0);
+    index_fail_writes(f->ix, INDEX_FAIL_FOREVER, 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(index_put_checkpoint(f->ix, "s", 8, NULL), -EIO);
+    index_fail_writes(f->ix, 0, 0);
+    assert_int_equal(index_put_checkpoint(f->ix, "s", 8, NULL), 0);
+    index_close(other);
+}
+
 static void
 test_index_read_only_open_of_missing_index_says_not_found(void **state)
 {
@@ -1212,6 +1241,8 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_read_only_open_of_missing_index_says_not_found,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_fail_writes_fails_only_the_armed_writes_of_one_handle, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_index_read_only_open_of_an_uninitialised_index_says_not_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_applies_file_mode, setup, teardown),

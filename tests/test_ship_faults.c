@@ -1,13 +1,14 @@
 /*
  * test_ship_faults.c: shipping through failures of the server, the network and the shipper
- * itself. Each test runs its own test server, appends throughout (appends never depend on
- * MongoDB), and ends with the exactly-once check. Tests that freeze, kill or replace the
- * server skip when STELE_TEST_MONGO_URI names an external server (they cannot control it).
- * Randomised moments print their seed and honour STELE_TEST_SEED.
+ * itself (its process killed, its allocations failing). Each test runs its own test server, appends
+ * throughout (appends never depend on MongoDB), and ends with the exactly-once check. Tests that
+ * freeze, kill or replace the server skip when STELE_TEST_MONGO_URI names an external server (they
+ * cannot control it). Randomised moments print their seed and honour STELE_TEST_SEED.
  */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,9 @@
 #define FAULT_SOCKET_TIMEOUT_MS 5000
 #define FAULT_STALL_MS 7000
 #define FAULT_BATCH_DOCS 200
+/* How long the out-of-memory loop waits for a run to stop or finish; a run that does
+ * neither is a silent exit. */
+#define OOM_WAIT_MS 20000
 
 typedef struct fault_test {
     mongo_server_t server;
@@ -347,6 +351,79 @@ test_ship_survives_shipper_process_kill_mid_batch(void **state)
     assert_int_equal(ship_check_exactly_once(&t->sj, &direct, n), 0);
 }
 
+/* Counts the allocations of a shipper's thread and fails the fail_at-th (shipper_faults_t). */
+typedef struct alloc_fault {
+    atomic_uint n_calls;
+    unsigned fail_at;
+} alloc_fault_t;
+
+static int
+fail_nth_alloc(void *ctx)
+{
+    alloc_fault_t *f = ctx;
+    return atomic_fetch_add(&f->n_calls, 1) + 1 == f->fail_at;
+}
+
+/* Waits until the shipper stops or ships all n records; returns its statistics. */
+static void
+wait_stopped_or_shipped(shipper_t *s, uint64_t n, stele_sink_stats_t *st)
+{
+    int64_t deadline = ship_fixture_now_ms() + OOM_WAIT_MS;
+    do {
+        usleep(10 * 1000);
+        shipper_stats(s, n, st);
+    } while (!st->is_stopped && st->shipped_seq < n && ship_fixture_now_ms() < deadline);
+}
+
+/* A fault loop over the shipper thread's allocations: the n-th fails, n = 1, 2, ... until a
+ * run meets no failure and ships everything. A failed allocation must never end the thread
+ * silently (status showing a running sink that ships nothing): the sink stops, says "out of
+ * memory", and has shipped nothing it had not; the next run resumes from the checkpoint. */
+static void
+test_ship_out_of_memory_in_the_shipper_stops_it_visibly(void **state)
+{
+    fault_test_t *t = *state;
+    const uint64_t n = 300;
+    assert_int_equal(ship_journal_create(&t->sj, "oom"), 0);
+    assert_int_equal(ship_journal_append(&t->sj, n, 100, 16), 0);
+    ship_sink_options(&t->so, "main", t->uri, "oom");
+    t->so.batch_docs = 100;
+    ship_drop_collection(&t->so);
+    unsigned n_failed_runs = 0;
+    for (unsigned fail_at = 1;; fail_at++) {
+        alloc_fault_t fault = {.fail_at = fail_at};
+        shipper_faults_t faults = {.fail_alloc = fail_nth_alloc, .ctx = &fault};
+        shipper_config_t cfg = {.sink = &t->so,
+                                .journal_dir = t->sj.dir,
+                                .source = t->sj.source,
+                                .index = t->sj.index,
+                                .faults = &faults};
+        stele_error_t err = {0};
+        assert_int_equal(shipper_start(&cfg, &t->shipper, &err), 0);
+        stele_sink_stats_t st;
+        wait_stopped_or_shipped(t->shipper, n, &st);
+        int is_failed = atomic_load(&fault.n_calls) >= fail_at;
+        printf("# allocation %u: %s, shipped %llu, stopped %d: %s\n", fail_at,
+               is_failed ? "failed" : "not reached", (unsigned long long)st.shipped_seq,
+               st.is_stopped, st.last_error);
+        shipper_stop(t->shipper, 1000);
+        t->shipper = NULL;
+        if (!is_failed) {
+            assert_int_equal(st.is_stopped, 0);
+            assert_int_equal(st.shipped_seq, n);
+            break;
+        }
+        assert_true(st.is_stopped);
+        assert_non_null(strstr(st.last_error, "out of memory"));
+        uint64_t checkpoint = 0;
+        assert_int_equal(index_get_checkpoint(t->sj.index, "main", &checkpoint, NULL), 0);
+        assert_int_equal(st.shipped_seq, checkpoint);
+        n_failed_runs++;
+    }
+    assert_true(n_failed_runs >= 1);
+    assert_int_equal(ship_check_exactly_once(&t->sj, &t->so, n), 0);
+}
+
 /* Ships n records of a fresh journal through `proxy` to a sink with write concern w, and
  * returns how often the commands it sent named a read concern. */
 static uint64_t
@@ -413,6 +490,8 @@ main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_ship_survives_connection_resets_and_refusals,
                                         fault_setup, fault_teardown),
         cmocka_unit_test_setup_teardown(test_ship_survives_shipper_process_kill_mid_batch,
+                                        fault_setup, fault_teardown),
+        cmocka_unit_test_setup_teardown(test_ship_out_of_memory_in_the_shipper_stops_it_visibly,
                                         fault_setup, fault_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,11 +1,13 @@
 /*
  * test_ship_mongo.c: shipping to the test server (FerretDB, or STELE_TEST_MONGO_URI):
  * exactly-once delivery, resume from the checkpoint and from the remote, integrity stop,
- * dead letters, fan-in, remote check and re-ship, credential redaction.
+ * dead letters (and an index that cannot list one), fan-in, remote check and re-ship,
+ * credential redaction.
  * Every test ends with the exactly-once check (ship_check_exactly_once) where it applies.
  * STELE_TEST_SHIP_RECORDS overrides the record count of the bulk test (default 20000; the
  * test_ship_100k ctest entry, in the default suite, runs it with 100000).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,11 +55,11 @@ group_teardown(void **state)
     return 0;
 }
 
+/* A shipper of sj's journal that writes through index handle ix. */
 static shipper_t *
-start_shipper(ship_journal_t *sj, const stele_sink_options_t *so)
+start_shipper_on(ship_journal_t *sj, index_t *ix, const stele_sink_options_t *so)
 {
-    shipper_config_t cfg = {
-        .sink = so, .journal_dir = sj->dir, .source = sj->source, .index = sj->index};
+    shipper_config_t cfg = {.sink = so, .journal_dir = sj->dir, .source = sj->source, .index = ix};
     shipper_t *s = NULL;
     stele_error_t err = {0};
     int rc = shipper_start(&cfg, &s, &err);
@@ -65,6 +67,12 @@ start_shipper(ship_journal_t *sj, const stele_sink_options_t *so)
         fprintf(stderr, "shipper_start: %s\n", err.message);
     assert_int_equal(rc, 0);
     return s;
+}
+
+static shipper_t *
+start_shipper(ship_journal_t *sj, const stele_sink_options_t *so)
+{
+    return start_shipper_on(sj, sj->index, so);
 }
 
 static uint64_t
@@ -321,6 +329,129 @@ test_ship_dead_letters_rejected_record_and_goes_on(void **state)
     assert_int_equal(rep.missing[0].first_seq, 51);
     /* Re-shipping the dead letter fails loudly while the server still rejects it. */
     assert_int_equal(stele_reship(sj.dir, &so, 51, 51, NULL, NULL), STELE_EREMOTE);
+    ship_journal_destroy(&sj, 0);
+}
+
+/* A handle of the shipper's own on sj's index, so that a test can fail its writes while the
+ * journal's go on (index_fail_writes). */
+static index_t *
+open_shipper_index(ship_journal_t *sj)
+{
+    index_t *ix = NULL;
+    assert_int_equal(index_open(sj->dir, 1, 0600, &ix, NULL), 0);
+    return ix;
+}
+
+/* 100 records into collection `coll`, seq 51 poison: n_before records, the poison, the rest. */
+static void
+journal_with_poison(ship_test_t *t, ship_journal_t *sj, stele_sink_options_t *so, const char *coll,
+                    uint64_t n_before)
+{
+    assert_int_equal(ship_journal_create(sj, coll), 0);
+    ship_sink_options(so, "main", t->server.uri, coll);
+    ship_drop_collection(so);
+    create_validated_collection(so);
+    if (n_before)
+        assert_int_equal(ship_journal_append(sj, n_before, (uint32_t)n_before, 8), 0);
+    append_poison(sj);
+    assert_int_equal(ship_journal_append(sj, 99 - n_before, (uint32_t)(99 - n_before), 8), 0);
+}
+
+static void
+assert_listed_dead_letter(ship_journal_t *sj, uint64_t seq)
+{
+    uint64_t seqs[2];
+    assert_int_equal(index_list_dead_letters(sj->index, "main", 0, seqs, 2, NULL), 1);
+    assert_int_equal(seqs[0], seq);
+}
+
+/* An event with a top-level "_id": a foreign journal's record that cannot become a
+ * document, dead-lettered by the shipper itself before anything is sent. */
+static void
+append_unbuildable(ship_journal_t *sj)
+{
+    bson_t *doc = BCON_NEW("_id", BCON_INT32(7), "who", BCON_UTF8("mallory"));
+    assert_int_equal(ship_journal_append_bson(sj, bson_get_data(doc), doc->len), 0);
+    bson_destroy(doc);
+}
+
+/* A dead letter whose index write fails is written again after the sink's backoff: it is
+ * listed once the index takes it, and only then does shipping go past it. Both kinds: a
+ * record that cannot become a document (seq 101) and one the server refuses (seq 1). */
+static void
+test_ship_retries_a_dead_letter_write_until_the_index_takes_it(void **state)
+{
+    ship_journal_t sj;
+    stele_sink_options_t so;
+    journal_with_poison(*state, &sj, &so, "dlretry", 0); /* poison at seq 1 */
+    append_unbuildable(&sj);                             /* seq 101 */
+    index_t *ix = open_shipper_index(&sj);
+    /* The shipper's first writes are dead letters (no checkpoint comes before them). */
+    index_fail_writes(ix, 3, EIO);
+    shipper_t *s = start_shipper_on(&sj, ix, &so);
+    assert_int_equal(ship_wait_for(get_shipped, s, 101, SHIP_TEST_WAIT_MS), 0);
+    stele_sink_stats_t st;
+    shipper_stats(s, 101, &st);
+    assert_int_equal(st.is_stopped, 0);
+    assert_true(st.retries >= 3);
+    assert_int_equal(st.dead_letters, 2);
+    shipper_stop(s, 1000);
+    index_close(ix);
+    uint64_t seqs[3];
+    assert_int_equal(index_list_dead_letters(sj.index, "main", 0, seqs, 3, NULL), 2);
+    assert_int_equal(seqs[0], 1);
+    assert_int_equal(seqs[1], 101);
+    assert_int_equal(ship_count_docs(&so, "dlretry"), 99);
+    ship_journal_destroy(&sj, 0);
+}
+
+/* Polls until the shipper stops or ships past seq `past`. */
+static void
+wait_stopped_or_past(shipper_t *s, uint64_t past, stele_sink_stats_t *st)
+{
+    int64_t deadline = ship_fixture_now_ms() + SHIP_TEST_WAIT_MS;
+    do {
+        usleep(10 * 1000);
+        shipper_stats(s, 100, st);
+    } while (!st->is_stopped && st->shipped_seq <= past && ship_fixture_now_ms() < deadline);
+}
+
+/* While the index stays unwritable, a record the sink refuses for good can be neither
+ * shipped nor listed: the sink stops before it, saying why, and a restart (the index
+ * writable again) resumes at it, lists it and ships the rest. */
+static void
+test_ship_stops_before_a_dead_letter_the_index_cannot_list(void **state)
+{
+    ship_journal_t sj;
+    stele_sink_options_t so;
+    journal_with_poison(*state, &sj, &so, "dlstuck", 50);
+    index_t *ix = open_shipper_index(&sj);
+    index_fail_writes(ix, INDEX_FAIL_FOREVER, EIO);
+    shipper_t *s = start_shipper_on(&sj, ix, &so);
+    stele_sink_stats_t st;
+    wait_stopped_or_past(s, 50, &st);
+    if (!st.is_stopped || !strstr(st.last_error, "seq 51"))
+        fprintf(stderr, "shipped %llu, stopped %d, last error: %s\n",
+                (unsigned long long)st.shipped_seq, st.is_stopped, st.last_error);
+    assert_true(st.is_stopped);
+    assert_true(st.shipped_seq <= 50);
+    assert_non_null(strstr(st.last_error, "seq 51"));
+    assert_non_null(strstr(st.last_error, "dead letter"));
+    assert_int_equal(st.dead_letters, 0);
+    usleep(200 * 1000); /* the stop is sticky: nothing moves */
+    shipper_stats(s, 100, &st);
+    assert_true(st.is_stopped);
+    assert_true(st.shipped_seq <= 50);
+    shipper_stop(s, 0);
+    index_close(ix);
+    assert_int_equal(ship_count_docs(&so, "dlstuck"), 50);
+    s = start_shipper(&sj, &so);
+    assert_int_equal(ship_wait_for(get_shipped, s, 100, SHIP_TEST_WAIT_MS), 0);
+    shipper_stats(s, 100, &st);
+    assert_int_equal(st.is_stopped, 0);
+    shipper_stop(s, 1000);
+    assert_listed_dead_letter(&sj, 51);
+    assert_int_equal(ship_count_docs(&so, "dlstuck"), 99);
     ship_journal_destroy(&sj, 0);
 }
 
@@ -630,6 +761,8 @@ main(void)
         cmocka_unit_test(test_ship_treats_stored_duplicate_with_same_hash_as_shipped),
         cmocka_unit_test(test_ship_stops_sink_when_stored_hash_differs),
         cmocka_unit_test(test_ship_dead_letters_rejected_record_and_goes_on),
+        cmocka_unit_test(test_ship_retries_a_dead_letter_write_until_the_index_takes_it),
+        cmocka_unit_test(test_ship_stops_before_a_dead_letter_the_index_cannot_list),
         cmocka_unit_test(test_dead_letters_are_listed_reshipped_and_leave_the_list),
         cmocka_unit_test(test_dead_letter_discard_removes_it_without_shipping),
         cmocka_unit_test(test_ship_fans_in_four_sources_into_one_collection),
