@@ -88,12 +88,13 @@ typedef struct bench_cell {
     const char *mongo_uri;     /* for wait=shipped; NULL = none (borrowed) */
     int keep_data;             /* leave the cell's files behind (tests count them back) */
     atomic_int *interrupted;   /* set by the signal thread: cut the cell short (may be NULL) */
-    double stop_grace_seconds; /* how long writers may take to return after the stop; 0 =
-                                  BENCH_STOP_GRACE_SECONDS */
+    double stop_grace_seconds; /* how long writers may go without one returning after the
+                                  stop; 0 = BENCH_STOP_GRACE_SECONDS */
 } bench_cell_t;
 
-/* After a cell's time is up, each writer only finishes the append it is in: an append still
- * blocked this long after means the store hangs, and the cell is abandoned. */
+/* After a cell's time is up, each writer only finishes the append it is in: when none of
+ * the writers still blocked returns for this long, the store hangs, and the cell is
+ * abandoned (a slow store that keeps returning them is waited for). */
 #define BENCH_STOP_GRACE_SECONDS 30.0
 /* Once interrupted, the run waits at most this long for blocked writers. */
 #define BENCH_STOP_GRACE_INTERRUPTED_SECONDS 3.0

@@ -40,6 +40,7 @@ typedef struct run_shared {
     pthread_barrier_t start;
     atomic_int measuring;
     atomic_int stop;
+    _Atomic uint64_t last_return_ns; /* when a writer last came back from its final append */
 } run_shared_t;
 
 typedef struct run_writer {
@@ -109,6 +110,7 @@ run_writer_main(void *arg)
     pthread_barrier_wait(&w->sh->start);
     if (w->open_rc == 0)
         run_writer_loop(w, wstate, ev);
+    atomic_store(&w->sh->last_return_ns, bench_now_ns());
     if (w->open_rc == 0 && w->sh->target->writer_close)
         w->sh->target->writer_close(w->sh->state, wstate);
     bench_events_free(ev);
@@ -163,13 +165,31 @@ run_start_writers(run_shared_t *sh, run_writer_t *ws, int n)
     return started;
 }
 
-/* The moment the writers must have returned by, measured from the stop. */
+/* How long writers may go without one of them returning after the stop. */
 static uint64_t
-run_stop_deadline_ns(const bench_cell_t *cell, uint64_t stop_ns)
+run_stop_grace_ns(const bench_cell_t *cell)
 {
     double grace =
         cell->stop_grace_seconds > 0 ? cell->stop_grace_seconds : BENCH_STOP_GRACE_SECONDS;
-    return stop_ns + (uint64_t)(grace * 1e9);
+    return (uint64_t)(grace * 1e9);
+}
+
+/* The moment the writers must have returned by: the grace after the stop, or after the last
+ * writer that returned, since a store that is only slow (SQLite's writers queued one at a
+ * time behind an emulated disk's flushes) keeps returning them; a hung one returns none.
+ * Once interrupted, a short grace from the interrupt, extended no more. */
+static uint64_t
+run_stop_deadline_ns(run_shared_t *sh, uint64_t stop_ns, uint64_t deadline_ns, uint64_t now)
+{
+    const bench_cell_t *cell = &sh->cell;
+    if (cell->interrupted && atomic_load(cell->interrupted)) {
+        uint64_t soon = now + (uint64_t)(BENCH_STOP_GRACE_INTERRUPTED_SECONDS * 1e9);
+        return deadline_ns < soon ? deadline_ns : soon;
+    }
+    uint64_t last = atomic_load(&sh->last_return_ns);
+    uint64_t from = last > stop_ns ? last : stop_ns;
+    uint64_t deadline = from + run_stop_grace_ns(cell);
+    return deadline > deadline_ns ? deadline : deadline_ns;
 }
 
 /* The CLOCK_REALTIME moment `ns` from now, as pthread_timedjoin_np wants it. */
@@ -184,20 +204,18 @@ run_realtime_in(uint64_t ns)
     return ts;
 }
 
-/* Joins every started writer by the deadline, which an interrupt brings closer. Returns
- * how many are still running (their is_started stays set). */
+/* Joins every started writer by the deadline (run_stop_deadline_ns). Returns how many are
+ * still running (their is_started stays set). */
 static int
-run_join_writers(run_writer_t *ws, int n, const bench_cell_t *cell, uint64_t deadline_ns)
+run_join_writers(run_writer_t *ws, int n, run_shared_t *sh, uint64_t stop_ns)
 {
     const uint64_t slice_ns = 100000000ull; /* an interrupt is noticed within a slice */
+    uint64_t deadline_ns = 0;
     int running = 0;
     for (int i = 0; i < n; i++) {
         while (ws[i].is_started) {
             uint64_t now = bench_now_ns();
-            if (cell->interrupted && atomic_load(cell->interrupted)) {
-                uint64_t soon = now + (uint64_t)(BENCH_STOP_GRACE_INTERRUPTED_SECONDS * 1e9);
-                deadline_ns = deadline_ns < soon ? deadline_ns : soon;
-            }
+            deadline_ns = run_stop_deadline_ns(sh, stop_ns, deadline_ns, now);
             if (now >= deadline_ns) { /* one last look: it may have returned meanwhile */
                 if (pthread_tryjoin_np(ws[i].thread, NULL) == 0)
                     ws[i].is_started = 0;
@@ -231,14 +249,14 @@ run_collect(run_writer_t *ws, int n, bench_result_t *r)
 /* Writers that never returned still use the store, their histograms and the barrier: all
  * of it is left allocated, and the result says why the run cannot go on. */
 static void
-run_abandon(bench_result_t *r, int blocked, int n, double waited_s)
+run_abandon(bench_result_t *r, int blocked, int n, double waited_s, double grace_s)
 {
     r->status = BENCH_FAILED;
     r->is_abandoned = 1;
     snprintf(r->note, sizeof r->note,
-             "%d of %d writers still blocked in an append %.1f s after the stop: the store "
-             "hangs; cell abandoned, run ends",
-             blocked, n, waited_s);
+             "%d of %d writers still blocked in an append %.1f s after the stop, none returned "
+             "for %.1f s: the store hangs; cell abandoned, run ends",
+             blocked, n, waited_s, grace_s);
 }
 
 /* Runs the writers from the start barrier to the stop; the timed window's start time. */
@@ -321,9 +339,10 @@ bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_res
         return;
     }
     uint64_t t_start = run_timed_window(sh, ws, n, r);
-    int blocked = run_join_writers(ws, n, cell, run_stop_deadline_ns(cell, bench_now_ns()));
+    int blocked = run_join_writers(ws, n, sh, bench_now_ns());
     if (blocked) {
-        run_abandon(r, blocked, n, (double)(bench_now_ns() - t_start) / 1e9 - cell->seconds);
+        run_abandon(r, blocked, n, (double)(bench_now_ns() - t_start) / 1e9 - cell->seconds,
+                    run_stop_grace_ns(cell) / 1e9);
         return;
     }
     run_collect(ws, n, r);

@@ -373,6 +373,60 @@ test_bench_abandons_a_cell_whose_store_hangs(void **state)
     bench_result_release(&r);
 }
 
+/* -- a store that is slow, not hung -------------------------------------------------------
+ * Appends take turns behind one lock, 150 ms each: at the stop three writers wait their
+ * turn, and the last returns ~0.6 s later, longer than the 0.3 s grace, but one returns
+ * every 150 ms. Like SQLite's writers queued behind an emulated disk's flushes, that store
+ * is slow, not hung: the cell must wait for it and count it, not abandon the run. */
+
+static pthread_mutex_t slow_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int
+slow_open(const bench_cell_t *cell, void **state_out, char *note, size_t cap)
+{
+    (void)cell, (void)note, (void)cap;
+    *state_out = NULL;
+    return 0;
+}
+
+static int
+slow_append(void *state, void *wstate, const bench_event_t *ev)
+{
+    (void)state, (void)wstate, (void)ev;
+    pthread_mutex_lock(&slow_mu);
+    usleep(150000);
+    pthread_mutex_unlock(&slow_mu);
+    return 0;
+}
+
+static int
+slow_close(void *state, bench_result_t *r)
+{
+    (void)state;
+    r->is_durable = 1;
+    return 0;
+}
+
+static void
+test_bench_waits_for_a_slow_store_that_keeps_returning_writers(void **state)
+{
+    (void)state;
+    const bench_target_t target = {
+        .system = "slow", .open = slow_open, .append = slow_append, .close = slow_close};
+    bench_cell_t cell = {.writers = 4,
+                         .seconds = 0.2,
+                         .stop_grace_seconds = 0.3,
+                         .record_bytes = 200,
+                         .input = BENCH_INPUT_JSON};
+    bench_result_t r;
+    bench_run_cell(&target, &cell, &r);
+    assert_int_equal(r.is_abandoned, 0);
+    assert_int_equal(r.status, BENCH_OK);
+    assert_true(r.appends >= 4); /* each writer's last append counted */
+    assert_true(r.elapsed_s >= 0.6);
+    bench_result_release(&r);
+}
+
 static void
 test_hist_quantiles_are_within_resolution(void **state)
 {
@@ -445,6 +499,7 @@ main(void)
         cmocka_unit_test(test_events_are_json_objects_of_the_exact_size),
         cmocka_unit_test(test_bson_events_are_valid_documents),
         cmocka_unit_test(test_bench_rejects_zero_writers),
+        cmocka_unit_test(test_bench_waits_for_a_slow_store_that_keeps_returning_writers),
         cmocka_unit_test(test_bench_abandons_a_cell_whose_store_hangs),
         cmocka_unit_test(test_bench_durable_count_equals_journal_records),
         cmocka_unit_test(test_bench_unwaited_bson_count_equals_journal_records),
