@@ -133,6 +133,17 @@ wait_until_asleep(target_waiter_t *waiters, int n)
     }
 }
 
+/* Starts a waiter for each of seqs[0..n) and returns once all are asleep in the kernel. */
+static void
+start_asleep(target_t *t, const uint64_t *seqs, int n, target_waiter_t *waiters, pthread_t *threads)
+{
+    for (int i = 0; i < n; i++) {
+        waiters[i] = (target_waiter_t){.t = t, .seq = seqs[i]};
+        assert_int_equal(pthread_create(&threads[i], NULL, target_waiter_main, &waiters[i]), 0);
+    }
+    wait_until_asleep(waiters, n);
+}
+
 /* Waiters of seq 11 (in the range), 13 (same block, above it) and 40 (another block) all
  * asleep; advancing from 10 to 12 wakes the first only: the others' sleeps do not even
  * return. Then advancing to 40 wakes both. */
@@ -147,11 +158,7 @@ test_wake_range_wakes_exactly_the_waiters_of_its_seqs(void **state)
     static const uint64_t seqs[] = {11, 13, 40};
     target_waiter_t waiters[3];
     pthread_t threads[3];
-    for (int i = 0; i < 3; i++) {
-        waiters[i] = (target_waiter_t){.t = t, .seq = seqs[i]};
-        assert_int_equal(pthread_create(&threads[i], NULL, target_waiter_main, &waiters[i]), 0);
-    }
-    wait_until_asleep(waiters, 3);
+    start_asleep(t, seqs, 3, waiters, threads);
     atomic_store(&t->pos, 12);
     seqwait_wake_range(&t->w, 10, 12);
     pthread_join(threads[0], NULL);
@@ -183,11 +190,7 @@ test_wake_range_longer_than_the_ring_wakes_everyone(void **state)
     const uint64_t seqs[] = {5, 5 + ring / 2, 5 + ring - 1};
     target_waiter_t waiters[3];
     pthread_t threads[3];
-    for (int i = 0; i < 3; i++) {
-        waiters[i] = (target_waiter_t){.t = t, .seq = seqs[i]};
-        assert_int_equal(pthread_create(&threads[i], NULL, target_waiter_main, &waiters[i]), 0);
-    }
-    wait_until_asleep(waiters, 3);
+    start_asleep(t, seqs, 3, waiters, threads);
     atomic_store(&t->pos, 4 + ring);
     seqwait_wake_range(&t->w, 4, 4 + ring);
     for (int i = 0; i < 3; i++)

@@ -529,6 +529,30 @@ test_serve_drain_timeout_fails_only_requests_short_of_their_level(void **state)
     ts_remove_dir(dir);
 }
 
+/* Starts a server whose descriptor limit is fd_limit (the test keeps its own) and opens
+ * n_conns connections, each sending one request: more than the server has descriptors for,
+ * so the rest wait in the listen backlog. */
+static void
+start_server_short_of_descriptors(ts_server_t *srv, const char *dir, int fd_limit, int *fds,
+                                  int n_conns)
+{
+    struct rlimit saved, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    low = saved;
+    low.rlim_cur = (rlim_t)fd_limit;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int started = ts_server_start(srv, dir, NULL, NULL);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    assert_int_equal(started, 0);
+    for (int i = 0; i < n_conns; i++) {
+        fds[i] = ts_connect(srv->socket_path);
+        assert_true(fds[i] >= 0);
+        char req[64];
+        int n = snprintf(req, sizeof req, "{\"conn\":%d}\n", i);
+        assert_int_equal(ts_write_all(fds[i], req, (size_t)n), 0);
+    }
+}
+
 static void
 test_serve_pauses_accept_when_out_of_descriptors_and_resumes(void **state)
 {
@@ -536,25 +560,9 @@ test_serve_pauses_accept_when_out_of_descriptors_and_resumes(void **state)
     char dir[256], line[256];
     ts_server_t srv;
     enum { FD_LIMIT = 64, N_CONNS = 100 };
-    struct rlimit saved, low;
     int fds[N_CONNS];
     ts_make_dir(dir, sizeof dir, "emfile");
-    /* The server inherits a small descriptor limit; the test keeps its own afterwards. */
-    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
-    low = saved;
-    low.rlim_cur = FD_LIMIT;
-    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-    int started = ts_server_start(&srv, dir, NULL, NULL);
-    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
-    assert_int_equal(started, 0);
-    /* More connections than the server has descriptors: the rest wait in the backlog. */
-    for (int i = 0; i < N_CONNS; i++) {
-        fds[i] = ts_connect(srv.socket_path);
-        assert_true(fds[i] >= 0);
-        char req[64];
-        int n = snprintf(req, sizeof req, "{\"conn\":%d}\n", i);
-        assert_int_equal(ts_write_all(fds[i], req, (size_t)n), 0);
-    }
+    start_server_short_of_descriptors(&srv, dir, FD_LIMIT, fds, N_CONNS);
     /* Each answered connection that closes lets the server accept one more. */
     for (int i = 0; i < N_CONNS; i++) {
         uint64_t seq;
@@ -612,23 +620,11 @@ test_serve_resumes_accept_when_descriptors_free_up_without_a_close(void **state)
     char dir[256], line[256];
     ts_server_t srv;
     enum { FD_LIMIT = 64, N_CONNS = 100, PAUSED_MS = 1500, RESUME_BOUND_MS = 10000 };
-    struct rlimit saved, low;
+    struct rlimit saved;
     int fds[N_CONNS];
     ts_make_dir(dir, sizeof dir, "emfile-noclose");
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
-    low = saved;
-    low.rlim_cur = FD_LIMIT;
-    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-    int started = ts_server_start(&srv, dir, NULL, NULL);
-    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
-    assert_int_equal(started, 0);
-    for (int i = 0; i < N_CONNS; i++) {
-        fds[i] = ts_connect(srv.socket_path);
-        assert_true(fds[i] >= 0);
-        char req[64];
-        int n = snprintf(req, sizeof req, "{\"conn\":%d}\n", i);
-        assert_int_equal(ts_write_all(fds[i], req, (size_t)n), 0);
-    }
+    start_server_short_of_descriptors(&srv, dir, FD_LIMIT, fds, N_CONNS);
     if (!wait_for_log(srv.log_path, "accept paused", REPLY_TIMEOUT_MS))
         fail_msg("the server never ran out of descriptors; see %s", srv.log_path);
     /* Paused long enough for a few retries, and they must not spin. */
