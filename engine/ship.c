@@ -1685,6 +1685,23 @@ shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out)
     pthread_mutex_unlock(&s->mu);
 }
 
+int
+shipper_stopped(shipper_t *s, stele_error_t *err)
+{
+    const char *hint = "`stele status` shows the sink; it ships again only after a restart";
+    char self[sizeof s->target.name + 8];
+    snprintf(self, sizeof self, "sink %s:", s->target.name);
+    pthread_mutex_lock(&s->mu);
+    int stopped = s->is_stopped;
+    if (stopped && strncmp(s->last_error, self, strlen(self)) == 0)
+        ship_set_error(err, STELE_ESINKSTOPPED, hint, "%s; it stopped shipping", s->last_error);
+    else if (stopped)
+        ship_set_error(err, STELE_ESINKSTOPPED, hint, "sink %s stopped shipping: %s",
+                       s->target.name, s->last_error);
+    pthread_mutex_unlock(&s->mu);
+    return stopped;
+}
+
 /* ------------------------------------------------------------------------------------------
  * Remote consistency check and re-ship (one-shot, from any process)
  * ------------------------------------------------------------------------------------------ */

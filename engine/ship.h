@@ -73,6 +73,10 @@ void shipper_stop(shipper_t *s, int drain_timeout_ms);
 
 /* Last seq acknowledged by the sink (atomic read; any thread). */
 uint64_t shipper_shipped_seq(const shipper_t *s);
+/* 1 when the sink stopped for good (integrity, authentication, a dead letter it could not
+ * list, ...): then *err (may be NULL) gets STELE_ESINKSTOPPED naming the sink and its last
+ * error. 0 while it ships or retries. Thread-safe. */
+int shipper_stopped(shipper_t *s, stele_error_t *err);
 
 /* Snapshot of the sink's statistics; `committed_seq` is the engine's, for the lag. */
 void shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out);

@@ -428,6 +428,17 @@ stele_min_shipped(stele_t *db)
     return stele_min_shipped_of(db, db->n_shippers);
 }
 
+/* STELE_ESINKSTOPPED when a sink that has not shipped seq stopped for good: it will not
+ * ship it before a restart, so waiting out the caller's timeout would only hide why. */
+static int
+stele_sink_stopped_before(stele_t *db, uint64_t seq, stele_error_t *err)
+{
+    for (size_t i = 0; i < db->n_shippers; i++)
+        if (shipper_shipped_seq(db->shippers[i]) < seq && shipper_stopped(db->shippers[i], err))
+            return STELE_ESINKSTOPPED;
+    return 0;
+}
+
 static int
 stele_wait_shipped(stele_t *db, uint64_t seq, int64_t timeout_ms, stele_error_t *err)
 {
@@ -441,6 +452,8 @@ stele_wait_shipped(stele_t *db, uint64_t seq, int64_t timeout_ms, stele_error_t 
     pthread_mutex_lock(&db->ship_mu);
     while (stele_min_shipped(db) < seq) {
         if ((rc = commit_halted(db->commit, err)) != 0)
+            break;
+        if ((rc = stele_sink_stopped_before(db, seq, err)) != 0)
             break;
         if (atomic_load(&db->is_closing)) {
             rc = error_set(err, STELE_ECLOSED, "journal closed before seq %llu was shipped",

@@ -62,6 +62,7 @@ extern "C" {
     X(STELE_EREMOTE, -1050, "remote store error")                                                  \
     X(STELE_EINTEGRITY, -1051, "remote copy does not match the journal")                           \
     X(STELE_EAUTH, -1052, "remote store refused authentication or authorization")                  \
+    X(STELE_ESINKSTOPPED, -1053, "a sink stopped shipping for good")                               \
     X(STELE_EPROTOCOL, -1060, "malformed request")
 
 typedef enum stele_code {

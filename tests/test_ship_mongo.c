@@ -24,6 +24,7 @@
 #include "mongo_server.h"
 #include "ship.h"
 #include "ship_fixture.h"
+#include "test_util.h"
 
 #define SHIP_TEST_WAIT_MS 120000
 
@@ -270,6 +271,50 @@ test_ship_stops_sink_when_stored_hash_differs(void **state)
     assert_int_equal(stele_reship(b.dir, &so, 1, 100, NULL, NULL), STELE_EINTEGRITY);
     ship_journal_destroy(&a, 0);
     ship_journal_destroy(&b, 0);
+}
+
+/* A sink that stops for good (here: its collection holds another journal's records under
+ * this journal's source name) fails a wait=shipped at once, naming the sink and why, rather
+ * than leaving the caller to wait out its timeout (or for ever, without one). */
+static void
+test_wait_shipped_fails_at_once_when_its_sink_stops(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t other;
+    assert_int_equal(ship_journal_create(&other, "stopped"), 0);
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "stopped");
+    ship_drop_collection(&so);
+    assert_int_equal(ship_journal_append(&other, 20, 20, 8), 0);
+    assert_int_equal(stele_reship(other.dir, &so, 0, 0, NULL, NULL), 0);
+    stele_options_t o;
+    stele_options_init(&o);
+    o.source = "stopped";
+    o.sinks = &so;
+    o.n_sinks = 1;
+    char *dir = test_tmpdir_new("stopped");
+    assert_non_null(dir);
+    stele_t *db = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(stele_open(dir, &o, &db, &err), 0);
+    uint64_t seq = 0;
+    for (int i = 0; i < 25; i++)
+        assert_int_equal(stele_append_json(db, "{\"a\":1}", 7, STELE_WAIT_DURABLE, &seq, &err), 0);
+    const int64_t timeout_ms = 30000;
+    int64_t start = ship_fixture_now_ms();
+    int rc = stele_wait(db, seq, STELE_WAIT_SHIPPED, timeout_ms, &err);
+    int64_t waited_ms = ship_fixture_now_ms() - start;
+    printf("# wait=shipped: %s after %lld ms: %s\n", stele_errname(rc), (long long)waited_ms,
+           err.message);
+    assert_int_equal(rc, STELE_ESINKSTOPPED);
+    assert_non_null(strstr(err.message, "sink main"));
+    assert_non_null(strstr(err.message, "another hash"));
+    assert_true(waited_ms < timeout_ms / 2);
+    /* The journal is unaffected: appends that do not wait for the sink go on. */
+    assert_int_equal(stele_append_json(db, "{\"a\":2}", 7, STELE_WAIT_DURABLE, &seq, &err), 0);
+    assert_int_equal(stele_close(db, NULL), 0);
+    test_tmpdir_remove(dir);
+    ship_journal_destroy(&other, 0);
 }
 
 /* An event the server rejects for good: a dotted key (FerretDB refuses it) and, for a real
@@ -754,6 +799,7 @@ main(void)
     if (getenv("STELE_TEST_FILTER"))
         cmocka_set_test_filter(getenv("STELE_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wait_shipped_fails_at_once_when_its_sink_stops),
         cmocka_unit_test(test_ship_delivers_every_record_exactly_once),
         cmocka_unit_test(test_ship_delivers_the_largest_records),
         cmocka_unit_test(test_ship_resumes_from_checkpoint_after_restart),
