@@ -244,7 +244,8 @@ int stele_close(stele_t *db, stele_error_t *err);
  * STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY / STELE_ERESERVEDKEY with the key path,
  * STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG, STELE_EEMPTY); STELE_EFULL; STELE_ETIMEDOUT
  * (queue or quota stayed full for queue_timeout_ms: nothing appended); STELE_EHALTED;
- * STELE_ECLOSED; STELE_ENOSINK for STELE_WAIT_SHIPPED without sinks.
+ * STELE_ECLOSED; STELE_ENOSINK for STELE_WAIT_SHIPPED without sinks, STELE_ESINKSTOPPED
+ * when a sink stopped for good before shipping it (naming the sink and why).
  * If the record was appended but the wait failed, *seq_out is still set.
  * Thread-safe; blocks up to the wait level. With STELE_WAIT_DURABLE (and the default
  * sync=always, adaptive policy) the calling thread may itself write and fdatasync the
@@ -281,7 +282,8 @@ int stele_validate_json(const char *json, size_t len, const stele_options_t *opt
 /*
  * Blocks until record `seq` has reached `level`, or timeout_ms passes (-1 = forever).
  * Returns 0, STELE_ETIMEDOUT, STELE_EHALTED, STELE_ECLOSED, STELE_EINVAL (seq never
- * appended), STELE_ENOSINK. Thread-safe.
+ * appended), STELE_ENOSINK, STELE_ESINKSTOPPED (level shipped: a sink that has not shipped
+ * seq stopped for good; returned at once, not at the timeout). Thread-safe.
  */
 int stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms,
                stele_error_t *err);
