@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "seqwait.h"
+#include "test_util.h"
 
 #define NS_PER_MS 1000000ull
 
@@ -107,16 +108,9 @@ target_waiter_main(void *arg)
 static int
 thread_is_asleep(pid_t tid)
 {
-    char path[64], buf[256];
+    char path[64], fields[1024];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *after_name = strrchr(buf, ')');
-    return after_name && after_name[1] == ' ' && after_name[2] == 'S';
+    return test_proc_stat_fields(path, fields, sizeof fields) == 0 && fields[0] == 'S';
 }
 
 static void

@@ -30,6 +30,7 @@
 
 #include "stele.h"
 #include "test_serve_util.h"
+#include "test_util.h"
 
 enum { REPLY_TIMEOUT_MS = 20000 };
 
@@ -594,18 +595,11 @@ wait_for_log(const char *path, const char *needle, int timeout_ms)
 static long
 proc_cpu_ms(pid_t pid)
 {
-    char path[64], text[1024];
+    char path[64], fields[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    const char *p = strrchr(text, ')'); /* the command name may hold spaces */
     unsigned long utime, stime;
-    if (!p ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+    if (test_proc_stat_fields(path, fields, sizeof fields) != 0 ||
+        sscanf(fields, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
         return -1;
     return (long)((utime + stime) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
 }

@@ -110,6 +110,23 @@ test_path_join(const char *dir, const char *name)
     return path;
 }
 
+int
+test_proc_stat_fields(const char *stat_path, char *out, size_t cap)
+{
+    char text[1024];
+    FILE *f = fopen(stat_path, "re");
+    if (!f)
+        return -1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *end_of_name = strrchr(text, ')');
+    if (!end_of_name || end_of_name[1] != ' ')
+        return -1;
+    snprintf(out, cap, "%s", end_of_name + 2);
+    return 0;
+}
+
 static int
 remove_tree(const char *path)
 {

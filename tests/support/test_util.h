@@ -47,6 +47,11 @@ int test_tmpdir_remove(char *path);
 /* Path `dir`/`name` in a malloc'd string (NULL when out of memory). */
 char *test_path_join(const char *dir, const char *name);
 
+/* The fields of a /proc .../stat file after the command name (which may hold spaces and
+ * parentheses), starting with the state letter, into out (NUL-terminated). Returns 0, or -1
+ * when the file cannot be read. */
+int test_proc_stat_fields(const char *stat_path, char *out, size_t cap);
+
 /* ---------------------------------------------------------------------------------------
  * PRNG: splitmix64, small and good enough to drive workloads and crash choices.
  * --------------------------------------------------------------------------------------- */
