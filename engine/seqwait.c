@@ -111,12 +111,15 @@ seqwait_wake_range(seqwait_t *w, uint64_t from, uint64_t to)
             seqwait_wake_slot(&w->slot[k], FUTEX_BITSET_MATCH_ANY);
         return;
     }
-    /* One wake per block the range touches, with the bits of the range's seqs in it. */
-    for (uint64_t seq = from + 1; seq <= to;) {
+    /* One wake per block the range touches, with the bits of the range's seqs in it. Ends
+     * on reaching `to` rather than on passing it, which UINT64_MAX could not. */
+    for (uint64_t seq = from + 1;;) {
         uint64_t block_last = seq - seq % SEQWAIT_BLOCK_SEQS + SEQWAIT_BLOCK_SEQS - 1;
         uint64_t last = block_last < to ? block_last : to;
         seqwait_wake_slot(seqwait_slot(w, seq),
                           seqwait_bits(seq % SEQWAIT_BLOCK_SEQS, last % SEQWAIT_BLOCK_SEQS));
+        if (last == to)
+            return;
         seq = last + 1;
     }
 }

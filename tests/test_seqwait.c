@@ -193,6 +193,28 @@ test_wake_range_longer_than_the_ring_wakes_everyone(void **state)
     free(t);
 }
 
+/* A range ending at the last seq there is: the wake of its final block must end the loop
+ * (a loop that stopped only once past `to` would wrap to seq 0 and never end). */
+static void
+test_wake_range_ending_at_the_largest_seq_ends(void **state)
+{
+    (void)state;
+    target_t *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    seqwait_init(&t->w);
+    atomic_store(&t->pos, UINT64_MAX - 40);
+    const uint64_t seqs[] = {UINT64_MAX - 1, UINT64_MAX};
+    target_waiter_t waiters[2];
+    pthread_t threads[2];
+    start_asleep(t, seqs, 2, waiters, threads);
+    atomic_store(&t->pos, UINT64_MAX);
+    seqwait_wake_range(&t->w, UINT64_MAX - 40, UINT64_MAX);
+    for (int i = 0; i < 2; i++)
+        pthread_join(threads[i], NULL);
+    assert_int_equal(seqwait_sleepers(&t->w), 0);
+    free(t);
+}
+
 /* -- many waiters, one advancing position ---------------------------------------------- */
 
 #define RACE_WAITERS 16
@@ -268,6 +290,7 @@ main(void)
         cmocka_unit_test(test_sleep_ends_with_etimedout_at_the_deadline),
         cmocka_unit_test(test_wake_range_wakes_exactly_the_waiters_of_its_seqs),
         cmocka_unit_test(test_wake_range_longer_than_the_ring_wakes_everyone),
+        cmocka_unit_test(test_wake_range_ending_at_the_largest_seq_ends),
         cmocka_unit_test(test_many_waiters_all_see_their_seq_with_no_lost_wakeup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
