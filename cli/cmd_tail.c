@@ -611,6 +611,9 @@ cmd_tail(int argc, char **argv)
             cli_print_help(&args, stdout);
         goto done;
     }
+    code = cli_options_check(&args);
+    if (code != 0)
+        goto done;
     if (q->mongo.sink.uri != NULL) {
         code = tail_remote_source(q, args.dir, source, sizeof source);
         if (code != 0)
