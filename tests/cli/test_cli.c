@@ -105,6 +105,13 @@ test_help_on_every_command_lists_knob_flags(void **state)
     harness_result_t r = harness_run(0, NULL, "--help", NULL);
     assert_non_null(strstr(r.out, "insert"));
     harness_result_free(&r);
+    /* "stele help" alone is "stele --help", as with git */
+    r = harness_run(0, NULL, "help", NULL);
+    assert_non_null(strstr(r.out, "usage: stele [--version]"));
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "help", "tail", NULL);
+    assert_non_null(strstr(r.out, "usage: stele tail"));
+    harness_result_free(&r);
 }
 
 /* ---- insert -------------------------------------------------------------------------- */
