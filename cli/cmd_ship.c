@@ -218,9 +218,27 @@ ship_dead_list(const char *dir, const ship_query_t *q)
 }
 
 /* --reship-dead-letters / --discard-dead-letter; the re-ship prints its counts as JSON. */
+/* The dead-letter calls answer "no dead letters" for a journal without an index, and so also
+ * for a mistyped -d: make sure DIR is a journal first (a missing or non-journal directory
+ * is exit 3 for every command). Returns 0 or the exit code, reported. */
+static int
+ship_check_journal(const char *dir)
+{
+    stele_status_t st;
+    stele_error_t err = {0};
+    int rc = stele_status_read(dir, &st, &err);
+    if (rc == 0)
+        return CLI_EXIT_OK;
+    cli_report("ship", rc, &err);
+    return cli_exit_for(rc) == CLI_EXIT_OK ? CLI_EXIT_ENGINE : cli_exit_for(rc);
+}
+
 static int
 ship_dead_act(const char *dir, const ship_query_t *q)
 {
+    int code = ship_check_journal(dir);
+    if (code != 0)
+        return code;
     if (q->dead_action == OPT_DEAD_LIST)
         return ship_dead_list(dir, q);
     stele_error_t err = {0};

@@ -315,6 +315,9 @@ cmd_status(int argc, char **argv)
         code = cli_usage_error("status", "unexpected argument '%s'", argv[first_operand]);
         goto done;
     }
+    code = cli_options_check(&args);
+    if (code != 0)
+        goto done;
     stele_status_t st;
     stele_error_t err = {0};
     int rc = stele_status_read(args.dir, &st, &err);

@@ -5,8 +5,8 @@
  *
  * How it reads:
  *  - -n N without --since/--until/--where seeks straight to committed_seq - N + 1; with any
- *    of them it scans the range and keeps the last N matching lines in a ring (memory: N
- *    lines).
+ *    of them it scans the range and keeps the last N matching lines in a ring (memory: at
+ *    most N lines, growing with the matches).
  *  - Following waits inside stele_reader_next() (the library wakes it when a batch commits:
  *    no busy polling). Output is flushed whenever no record is ready, so a line appears as
  *    soon as its record is committed.
@@ -35,6 +35,8 @@
 #define TAIL_DEFAULT_LINES 10
 #define TAIL_MAX_WHERE 32
 #define TAIL_ALL (-1)
+/* Slots of the first allocation of the line ring; it doubles from there up to -n N. */
+#define TAIL_RING_FIRST_SLOTS 64
 
 typedef struct where_clause {
     const char *path;  /* dotted path into the event */
@@ -56,10 +58,12 @@ typedef struct tail_query {
     char where_storage[TAIL_MAX_WHERE][256];
 } tail_query_t;
 
-/* The last `cap` formatted lines, oldest at head. */
+/* The last `cap` formatted lines, oldest at head. `lines` grows with the matches up to `cap`
+ * (a count like -n 99999999999 means "all", not that much memory); it wraps only once full,
+ * so until then head is 0 and the lines are contiguous. */
 typedef struct line_ring {
     char **lines;
-    size_t cap, head, count;
+    size_t cap, n_alloc, head, count;
 } line_ring_t;
 
 typedef struct tailer {
@@ -205,21 +209,42 @@ flush_stdout(tailer_t *t)
     return 0;
 }
 
-static void
+/* Room for one more line in a ring that is not full yet. Returns 0 or -ENOMEM. */
+static int
+ring_grow(line_ring_t *ring)
+{
+    size_t n_alloc = ring->n_alloc == 0 ? TAIL_RING_FIRST_SLOTS : ring->n_alloc * 2;
+    if (n_alloc > ring->cap || n_alloc < ring->n_alloc)
+        n_alloc = ring->cap;
+    char **lines = realloc(ring->lines, n_alloc * sizeof *lines);
+    if (lines == NULL)
+        return -ENOMEM;
+    ring->lines = lines;
+    ring->n_alloc = n_alloc;
+    return 0;
+}
+
+/* Takes ownership of `line`. Returns 0 or -ENOMEM (the line is freed either way). */
+static int
 ring_push(line_ring_t *ring, char *line)
 {
     if (ring->cap == 0) {
         bson_free(line);
-        return;
+        return 0;
     }
     if (ring->count == ring->cap) {
         bson_free(ring->lines[ring->head]);
         ring->lines[ring->head] = line;
         ring->head = (ring->head + 1) % ring->cap;
-        return;
+        return 0;
     }
-    ring->lines[(ring->head + ring->count) % ring->cap] = line;
+    if (ring->count == ring->n_alloc && ring_grow(ring) != 0) {
+        bson_free(line);
+        return -ENOMEM;
+    }
+    ring->lines[ring->count] = line; /* not full: head is 0 */
     ring->count++;
+    return 0;
 }
 
 static int
@@ -234,6 +259,7 @@ ring_drain(tailer_t *t)
         bson_free(line);
         ring->head = (ring->head + 1) % ring->cap;
     }
+    ring->head = 0;
     return rc;
 }
 
@@ -271,10 +297,8 @@ tailer_take(tailer_t *t, const stele_record_t *rec, int is_catching_up)
     char *line = format_record(t, rec, &event);
     if (line == NULL)
         return STELE_EBSON;
-    if (is_catching_up && t->use_ring) {
-        ring_push(&t->ring, line);
-        return 0;
-    }
+    if (is_catching_up && t->use_ring)
+        return ring_push(&t->ring, line);
     int rc = write_line(t, line);
     bson_free(line);
     return rc;
@@ -390,9 +414,6 @@ tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
     } else if (q->n_last != TAIL_ALL) {
         t->use_ring = 1;
         t->ring.cap = (size_t)q->n_last;
-        t->ring.lines = calloc(t->ring.cap ? t->ring.cap : 1, sizeof *t->ring.lines);
-        if (t->ring.lines == NULL)
-            return -ENOMEM;
     }
     if (t->remote != NULL)
         return start_seq > q->from_seq ? stele_remote_reader_seek_seq(t->remote, start_seq, err)
@@ -590,6 +611,9 @@ cmd_tail(int argc, char **argv)
             cli_print_help(&args, stdout);
         goto done;
     }
+    code = cli_options_check(&args);
+    if (code != 0)
+        goto done;
     if (q->mongo.sink.uri != NULL) {
         code = tail_remote_source(q, args.dir, source, sizeof source);
         if (code != 0)

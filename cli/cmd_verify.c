@@ -133,6 +133,9 @@ cmd_verify(int argc, char **argv)
             cli_print_help(&args, stdout);
         goto done;
     }
+    code = cli_options_check(&args);
+    if (code != 0)
+        goto done;
     stele_verify_report_t report;
     memset(&report, 0, sizeof report);
     stele_error_t err = {0};

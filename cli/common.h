@@ -74,6 +74,13 @@ void cli_print_help(const cli_args_t *a, FILE *out);
  */
 int cli_options_build(const cli_args_t *a, stele_options_t *opts);
 
+/*
+ * For commands that only read (tail, status, verify): builds the options as above and drops
+ * them, so a missing config file or a bad knob value is the same usage error (exit 1) for
+ * every command rather than silently ignored. Returns CLI_EXIT_OK or CLI_EXIT_USAGE (printed).
+ */
+int cli_options_check(const cli_args_t *a);
+
 /* Prints "stele CMD: message" and "hint: ..." for a failed call, to stderr. */
 void cli_report(const char *command, int rc, const stele_error_t *err);
 

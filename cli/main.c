@@ -48,7 +48,8 @@ main(int argc, char **argv)
         printf("stele %s\n", STELE_VERSION_STRING);
         return CLI_EXIT_OK;
     }
-    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
+        (strcmp(name, "help") == 0 && argc == 2)) {
         print_usage(stdout);
         return CLI_EXIT_OK;
     }

@@ -105,6 +105,13 @@ test_help_on_every_command_lists_knob_flags(void **state)
     harness_result_t r = harness_run(0, NULL, "--help", NULL);
     assert_non_null(strstr(r.out, "insert"));
     harness_result_free(&r);
+    /* "stele help" alone is "stele --help", as with git */
+    r = harness_run(0, NULL, "help", NULL);
+    assert_non_null(strstr(r.out, "usage: stele [--version]"));
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "help", "tail", NULL);
+    assert_non_null(strstr(r.out, "usage: stele tail"));
+    harness_result_free(&r);
 }
 
 /* ---- insert -------------------------------------------------------------------------- */
@@ -620,6 +627,32 @@ test_tail_where_matches_dotted_paths_by_type(void **state)
     }
 }
 
+/* The ring that keeps the last N matching lines grows with the matches: a count far beyond
+ * memory ("-n 99999999999", as good as all) must not be allocated up front. */
+static void
+test_tail_huge_count_with_a_filter_keeps_only_the_matches(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 9);
+    uint64_t seqs[16];
+    static const char *const filters[][2] = {
+        {"--where", "who=user-1"}, {"--since", "1h"}, {"--until", "2262-01-01T00:00:00Z"}};
+    for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++) {
+        harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "99999999999",
+                                         filters[i][0], filters[i][1], NULL);
+        size_t want = strcmp(filters[i][0], "--where") == 0 ? 3 : 9;
+        assert_int_equal(tail_seqs(r.out, seqs, 16), want);
+        assert_int_equal(seqs[want - 1], strcmp(filters[i][0], "--where") == 0 ? 8 : 9);
+        harness_result_free(&r);
+    }
+    harness_result_t r =
+        harness_run(0, NULL, "tail", "-d", f->dir, "-n", "2", "--where", "who=user-1", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 16), 2);
+    assert_int_equal(seqs[0], 5);
+    assert_int_equal(seqs[1], 8);
+    harness_result_free(&r);
+}
+
 static void
 test_tail_pretty_output_is_one_readable_line_per_record(void **state)
 {
@@ -870,6 +903,8 @@ main(void)
             test_tail_times_beyond_the_nanosecond_range_keep_their_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_where_matches_dotted_paths_by_type, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_tail_huge_count_with_a_filter_keeps_only_the_matches,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_pretty_output_is_one_readable_line_per_record,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
