@@ -5,8 +5,9 @@
  *
  * How it reads:
  *  - -n N without --since/--until/--where seeks straight to committed_seq - N + 1; with any
- *    of them it scans the range and keeps the last N matching lines in a ring (memory: at
- *    most N lines, growing with the matches).
+ *    of them it scans the range up to the seq committed at the start and keeps the last N
+ *    matching lines in a ring (memory: at most N lines, growing with the matches); records
+ *    committed after the start end the scan (and are printed whole with -f).
  *  - Following waits inside stele_reader_next() (the library wakes it when a batch commits:
  *    no busy polling). Output is flushed whenever no record is ready, so a line appears as
  *    soon as its record is committed.
@@ -74,6 +75,7 @@ typedef struct tailer {
     const tail_query_t *q;
     line_ring_t ring; /* used while catching up when the range must be scanned */
     int use_ring;
+    uint64_t history_last_seq; /* with the ring: the newest seq when the tail started */
     sigset_t stop_signals;
     int stopped;        /* a stop signal arrived or stdout failed */
     int is_remote_down; /* following --mongo: the last poll failed, retrying */
@@ -320,6 +322,19 @@ tailer_note_outage(tailer_t *t, const stele_error_t *err)
     }
 }
 
+/* A record committed after the tail started ends the scanned history: the last N lines of
+ * the history are printed, then, with -f, that record and every later one (kept in the ring
+ * they would have pushed out all but the last N of the records a busy writer committed
+ * during the scan). Returns 1 to stop (no -f), 0 to go on following, or a negative code. */
+static int
+tailer_end_history(tailer_t *t)
+{
+    int rc = ring_drain(t);
+    if (rc == 0 && !t->q->follow)
+        rc = flush_stdout(t);
+    return rc != 0 ? rc : !t->q->follow;
+}
+
 /*
  * Reads records until the reader has nothing committed (catching up), then, with -f, goes
  * on waiting for new ones. Returns 0 or a negative code (details in *err).
@@ -366,6 +381,11 @@ tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
             return rc;
         tailer_note_outage(t, NULL);
         timeout_ms = 0;
+        if (is_catching_up && t->use_ring && rec.seq > t->history_last_seq) {
+            is_catching_up = 0;
+            if ((rc = tailer_end_history(t)) != 0)
+                return rc < 0 ? rc : 0;
+        }
         rc = tailer_take(t, &rec, is_catching_up);
         if (rc == 1) {
             if (is_catching_up)
@@ -414,6 +434,9 @@ tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
     } else if (q->n_last != TAIL_ALL) {
         t->use_ring = 1;
         t->ring.cap = (size_t)q->n_last;
+        rc = tailer_last_seq(t, dir, &t->history_last_seq, err);
+        if (rc != 0)
+            return rc;
     }
     if (t->remote != NULL)
         return start_seq > q->from_seq ? stele_remote_reader_seek_seq(t->remote, start_seq, err)

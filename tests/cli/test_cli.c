@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bson/bson.h>
 #include <cmocka.h>
 
 #include <stele.h>
@@ -694,6 +695,73 @@ test_tail_follow_prints_records_of_a_concurrent_writer_and_exits_on_sigint(void 
     close(err_fd);
 }
 
+/* Appends n events {"who":who} in-process (BSON: fast enough for a long history). */
+static void
+append_who(stele_t *db, const char *who, size_t n, stele_wait_t wait)
+{
+    bson_t *doc = BCON_NEW("who", BCON_UTF8(who));
+    for (size_t i = 0; i < n; i++) {
+        stele_error_t err = {0};
+        if (stele_append_bson(db, bson_get_data(doc), doc->len, wait, NULL, &err) != 0)
+            fail_msg("append: %s", err.message);
+    }
+    bson_destroy(doc);
+}
+
+/* Whether process pid has a journal segment open (its reader is open, so it has positioned
+ * or is about to). */
+static int
+has_segment_open(pid_t pid)
+{
+    char link[64], target[512];
+    for (int fd = 0; fd < 64; fd++) {
+        snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)pid, fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 4)
+            continue;
+        target[n] = '\0';
+        if (strcmp(target + n - 4, ".seg") == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* `tail -f -n 1 --where` scans a long history for the last match; records a busy writer
+ * commits during that scan are new, and every matching one must be printed: the ring that
+ * keeps the last N lines of the history must not absorb them (it kept only the last one). */
+static void
+test_tail_follow_with_a_filter_prints_every_match_committed_during_its_scan(void **state)
+{
+    fixture_t *f = *state;
+    enum { HISTORY = 1000000, NEW_MATCHES = 50 };
+    stele_t *db = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(stele_open(f->dir, NULL, &db, &err), 0);
+    append_who(db, "other", HISTORY - 1, STELE_WAIT_NONE);
+    append_who(db, "target", 1, STELE_WAIT_DURABLE); /* seq HISTORY: the history's last match */
+    const char *args[] = {"tail", "-d", f->dir, "-f", "-n", "1", "--where", "who=target", NULL};
+    int out_fd, err_fd;
+    pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
+    for (int tries = 0; !has_segment_open(tail) && tries < 10000; tries++)
+        usleep(1000);
+    usleep(20 * 1000);
+    append_who(db, "target", NEW_MATCHES, STELE_WAIT_WRITTEN);
+    char *lines = harness_read_lines(out_fd, 1 + NEW_MATCHES, 20000);
+    uint64_t seqs[1 + NEW_MATCHES + 1];
+    size_t n = tail_seqs(lines, seqs, 1 + NEW_MATCHES + 1);
+    printf("# tail printed %zu lines, the first seq %llu\n", n,
+           n ? (unsigned long long)seqs[0] : 0ull);
+    assert_int_equal(n, 1 + NEW_MATCHES);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(seqs[i], HISTORY + i);
+    free(lines);
+    kill(tail, SIGINT);
+    assert_int_equal(harness_wait(tail), 0);
+    close(out_fd);
+    close(err_fd);
+    assert_int_equal(stele_close(db, NULL), 0);
+}
+
 static void
 test_tail_follow_exits_zero_when_its_reader_goes_away(void **state)
 {
@@ -909,6 +977,9 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_tail_follow_prints_records_of_a_concurrent_writer_and_exits_on_sigint, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_tail_follow_with_a_filter_prints_every_match_committed_during_its_scan, setup,
             teardown),
         cmocka_unit_test_setup_teardown(test_tail_follow_exits_zero_when_its_reader_goes_away,
                                         setup, teardown),
