@@ -653,6 +653,38 @@ reader_catch_up_batches(index_t *ix, journal_reader_t *jr, const struct journal_
     return 0;
 }
 
+/* Lowers every sink checkpoint past the journal's end to that end. With sync=interval or never
+ * a sink may ship records that a machine crash then takes from the journal; recovery gives
+ * their seqs to new records, which a sink keeping its checkpoint would skip and report
+ * shipped. Lowered, the sink sends them, and the remote's stale copies stop it with an
+ * integrity error instead. */
+static int
+reader_lower_checkpoints(index_t *ix, uint64_t last_seq, char *note, size_t note_cap,
+                         stele_error_t *err)
+{
+    int n = index_list_checkpoints(ix, NULL, NULL, 0, err);
+    if (n <= 0)
+        return n;
+    char(*names)[64] = calloc((size_t)n, sizeof *names);
+    uint64_t *seqs = calloc((size_t)n, sizeof *seqs);
+    int rc = names && seqs ? 0 : error_set(err, -ENOMEM, "index catch-up: out of memory");
+    int n_listed = rc ? 0 : index_list_checkpoints(ix, names, seqs, (size_t)n, err);
+    if (n_listed < 0)
+        rc = n_listed;
+    for (int i = 0; rc == 0 && i < n_listed && i < n; i++) {
+        if (seqs[i] <= last_seq)
+            continue;
+        rc = index_put_checkpoint(ix, names[i], last_seq, err);
+        reader_note(note, note_cap,
+                    "checkpoint of sink %s lowered from seq %" PRIu64 " to %" PRIu64
+                    " (the journal ends there)",
+                    names[i], seqs[i], last_seq);
+    }
+    free(names);
+    free(seqs);
+    return rc;
+}
+
 int
 stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
                      const struct journal_recovery *rec, char *note, size_t note_cap,
@@ -671,6 +703,8 @@ stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
         rc = reader_empty_index(ix, note, note_cap, err);
     else
         rc = reader_catch_up_batches(ix, jr, rec, note, note_cap, err);
+    if (rc == 0)
+        rc = reader_lower_checkpoints(ix, rec->last_seq, note, note_cap, err);
     /* The marker goes only once the index is whole: a failed catch-up reports it again. */
     if (rc == 0 && was_replaced)
         rc = index_delete_meta(ix, "rebuilt", err);
