@@ -364,29 +364,58 @@ reader_record_age_s(journal_reader_t *jr, index_t *ix, uint64_t seq)
     return 0.0;
 }
 
-/* Sinks known from checkpoints, then those the writer published without one yet (a sink
- * that never shipped). Lag comes from the journal; counters from what the writer published. */
+static int
+reader_name_in(char (*names)[64], size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Sinks known from checkpoints, in name order, then those the writer published without one
+ * yet (a sink that never shipped). Checkpoints outlive their sinks, so there may be more than
+ * fit: the writer's own sinks always get a place, retired ones fill the rest. */
+static size_t
+reader_pick_sinks(index_t *ix, char (*names)[64], uint64_t *seqs)
+{
+    char live[STELE_MAX_SINKS][64];
+    size_t n_live = published_get_sink_names(ix, live, STELE_MAX_SINKS);
+    int n_all = ix ? index_list_checkpoints(ix, NULL, NULL, 0, NULL) : 0;
+    char(*all_names)[64] = n_all > 0 ? calloc((size_t)n_all, sizeof *all_names) : NULL;
+    uint64_t *all_seqs = n_all > 0 ? calloc((size_t)n_all, sizeof *all_seqs) : NULL;
+    if (!all_names || !all_seqs ||
+        index_list_checkpoints(ix, all_names, all_seqs, (size_t)n_all, NULL) < n_all)
+        n_all = 0;
+    size_t n = 0, retired_room = STELE_MAX_SINKS - n_live;
+    for (int i = 0; i < n_all && n < STELE_MAX_SINKS; i++) {
+        if (!reader_name_in(live, n_live, all_names[i])) {
+            if (retired_room == 0)
+                continue;
+            retired_room--;
+        }
+        memcpy(names[n], all_names[i], sizeof names[n]);
+        seqs[n++] = all_seqs[i];
+    }
+    for (size_t i = 0; i < n_live && n < STELE_MAX_SINKS; i++) {
+        if (!reader_name_in(names, n, live[i])) {
+            memcpy(names[n], live[i], sizeof names[n]);
+            seqs[n++] = 0;
+        }
+    }
+    free(all_names);
+    free(all_seqs);
+    return n;
+}
+
+/* The sinks status shows (reader_pick_sinks). Lag comes from the journal; counters from
+ * what the writer published. */
 static void
 reader_status_sinks(journal_reader_t *jr, index_t *ix, stele_status_t *out)
 {
     char names[STELE_MAX_SINKS][64];
     uint64_t seqs[STELE_MAX_SINKS];
-    int n = ix ? index_list_checkpoints(ix, names, seqs, STELE_MAX_SINKS, NULL) : 0;
-    if (n < 0)
-        n = 0;
-    if (n > STELE_MAX_SINKS)
-        n = STELE_MAX_SINKS;
-    char live_names[STELE_MAX_SINKS][64];
-    size_t n_live = published_get_sink_names(ix, live_names, STELE_MAX_SINKS);
-    for (size_t i = 0; i < n_live && n < STELE_MAX_SINKS; i++) {
-        int known = 0;
-        for (int j = 0; j < n && !known; j++)
-            known = strcmp(names[j], live_names[i]) == 0;
-        if (!known) {
-            memcpy(names[n], live_names[i], sizeof names[n]);
-            seqs[n++] = 0;
-        }
-    }
+    int n = (int)reader_pick_sinks(ix, names, seqs);
     out->n_sinks = (size_t)n;
     for (int i = 0; i < n; i++) {
         _Static_assert(sizeof out->sinks[i].name == sizeof names[i], "sink name sizes");
@@ -653,6 +682,38 @@ reader_catch_up_batches(index_t *ix, journal_reader_t *jr, const struct journal_
     return 0;
 }
 
+/* Lowers every sink checkpoint past the journal's end to that end. With sync=interval or never
+ * a sink may ship records that a machine crash then takes from the journal; recovery gives
+ * their seqs to new records, which a sink keeping its checkpoint would skip and report
+ * shipped. Lowered, the sink sends them, and the remote's stale copies stop it with an
+ * integrity error instead. */
+static int
+reader_lower_checkpoints(index_t *ix, uint64_t last_seq, char *note, size_t note_cap,
+                         stele_error_t *err)
+{
+    int n = index_list_checkpoints(ix, NULL, NULL, 0, err);
+    if (n <= 0)
+        return n;
+    char(*names)[64] = calloc((size_t)n, sizeof *names);
+    uint64_t *seqs = calloc((size_t)n, sizeof *seqs);
+    int rc = names && seqs ? 0 : error_set(err, -ENOMEM, "index catch-up: out of memory");
+    int n_listed = rc ? 0 : index_list_checkpoints(ix, names, seqs, (size_t)n, err);
+    if (n_listed < 0)
+        rc = n_listed;
+    for (int i = 0; rc == 0 && i < n_listed && i < n; i++) {
+        if (seqs[i] <= last_seq)
+            continue;
+        rc = index_put_checkpoint(ix, names[i], last_seq, err);
+        reader_note(note, note_cap,
+                    "checkpoint of sink %s lowered from seq %" PRIu64 " to %" PRIu64
+                    " (the journal ends there)",
+                    names[i], seqs[i], last_seq);
+    }
+    free(names);
+    free(seqs);
+    return rc;
+}
+
 int
 stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
                      const struct journal_recovery *rec, char *note, size_t note_cap,
@@ -671,6 +732,8 @@ stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
         rc = reader_empty_index(ix, note, note_cap, err);
     else
         rc = reader_catch_up_batches(ix, jr, rec, note, note_cap, err);
+    if (rc == 0)
+        rc = reader_lower_checkpoints(ix, rec->last_seq, note, note_cap, err);
     /* The marker goes only once the index is whole: a failed catch-up reports it again. */
     if (rc == 0 && was_replaced)
         rc = index_delete_meta(ix, "rebuilt", err);

@@ -35,7 +35,7 @@
 
 #include "clock.h"
 #include "error.h"
-#include "ship.h"     /* shipper_classify: the one classifier of MongoDB errors */
+#include "ship.h"     /* shipper_classify, ship_scrub_password: shared with the shippers */
 #include "validate.h" /* STELE_META_FIELD, STELE_ID_FIELD */
 
 #define REMOTE_HASH_BYTES 32
@@ -180,24 +180,6 @@ remote_doc_to_record(const bson_t *doc, const char *source, const char *where, b
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
-/* Replaces every occurrence of the password in msg by "***". */
-static void
-remote_scrub(const stele_remote_reader_t *r, char *msg, size_t cap)
-{
-    if (r->password == NULL || r->password[0] == '\0')
-        return;
-    size_t pw_len = strlen(r->password);
-    char *hit;
-    while ((hit = strstr(msg, r->password)) != NULL) {
-        size_t tail = strlen(hit + pw_len) + 1;
-        if ((size_t)(hit - msg) + 3 + tail > cap)
-            tail = cap - (size_t)(hit - msg) - 3;
-        memmove(hit + 3, hit + pw_len, tail);
-        memcpy(hit, "***", 3);
-        msg[cap - 1] = '\0';
-    }
-}
-
 /* A failed command or cursor, as STELE_EAUTH or STELE_EREMOTE. */
 static int
 remote_fail(const stele_remote_reader_t *r, const char *what, const bson_error_t *berr,
@@ -207,7 +189,7 @@ remote_fail(const stele_remote_reader_t *r, const char *what, const bson_error_t
     int is_auth = shipper_classify(berr, reply, &index) == SHIPPER_STOP_AUTH;
     char msg[STELE_ERROR_MESSAGE_BYTES];
     ship_fmt(msg, sizeof msg, "%s on %s failed: %s", what, r->where, berr->message);
-    remote_scrub(r, msg, sizeof msg);
+    ship_scrub_password(r->password, msg, sizeof msg);
     return error_set_hinted(err, is_auth ? STELE_EAUTH : STELE_EREMOTE,
                             is_auth ? "check the user, password and roles in the URI"
                                     : "check that the server is reachable",

@@ -224,22 +224,35 @@ ship_target_free(ship_target_t *t)
     memset(t, 0, sizeof *t);
 }
 
-/* Replaces every occurrence of the password in msg by "***". */
-static void
-ship_scrub(const ship_target_t *t, char *msg, size_t cap)
+void
+ship_scrub_password(const char *password, char *msg, size_t cap)
 {
-    if (!t->password || !t->password[0])
+    if (!password || !password[0] || cap == 0)
         return;
-    size_t pw_len = strlen(t->password);
+    size_t pw_len = strlen(password);
+    char *from = msg;
     char *hit;
-    while ((hit = strstr(msg, t->password)) != NULL) {
+    while ((hit = strstr(from, password)) != NULL) {
+        size_t at = (size_t)(hit - msg);
+        if (at + 3 >= cap) { /* no room for the mask and the NUL: the text ends here */
+            *hit = '\0';
+            break;
+        }
         size_t tail = strlen(hit + pw_len) + 1;
-        if ((size_t)(hit - msg) + 3 + tail > cap)
-            tail = cap - (size_t)(hit - msg) - 3;
+        if (at + 3 + tail > cap)
+            tail = cap - at - 3;
         memmove(hit + 3, hit + pw_len, tail);
         memcpy(hit, "***", 3);
         msg[cap - 1] = '\0';
+        from = hit + 3;
     }
+}
+
+/* Replaces every occurrence of the sink's password in msg by "***". */
+static void
+ship_scrub(const ship_target_t *t, char *msg, size_t cap)
+{
+    ship_scrub_password(t->password, msg, cap);
 }
 
 static int

@@ -59,6 +59,11 @@ int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const 
  * by shippers and remote readers. */
 void ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll);
 
+/* Replaces every occurrence of password (NULL or "" = none) in the NUL-terminated msg of
+ * capacity cap by "***", cutting the text at cap. Scans forward past each mask, so a password
+ * the mask contains ("*") ends too. Shared by shippers and remote readers. */
+void ship_scrub_password(const char *password, char *msg, size_t cap);
+
 /* snprintf that truncates on purpose (messages and names are bounded by design). */
 void ship_fmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

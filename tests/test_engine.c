@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "engine_fixture.h"
+#include "index.h"
 #include "io_fault.h"
 #include "stele.h"
 #include "stele_internal.h"
@@ -719,6 +720,48 @@ test_engine_open_failing_at_a_sink_undoes_what_it_started(void **state)
     assert_int_equal(stele_close(db, NULL), 0);
 }
 
+/* With sync=interval or never a sink ships records before they are durable, so a machine
+ * crash can take the journal's tail while the index keeps a checkpoint past it (set here
+ * by hand: the same state). The seqs recovery gives out again name new records; a sink
+ * that kept its checkpoint would skip them and report them shipped. */
+static void
+test_engine_open_lowers_a_checkpoint_past_the_end_of_the_journal(void **state)
+{
+    fixture_t *f = *state;
+    stele_options_t o;
+    fixture_options(&o);
+    stele_t *db = open_or_fail(f->dir, &o, NULL);
+    uint64_t last = 0;
+    for (int i = 0; i < 5; i++)
+        last = append_or_fail(db, STELE_WAIT_DURABLE);
+    assert_int_equal(stele_close(db, NULL), 0);
+    index_t *ix = NULL;
+    assert_int_equal(index_open(f->dir, 1, 0600, &ix, NULL), 0);
+    assert_int_equal(index_put_checkpoint(ix, "unreachable", last + 100, NULL), 0);
+    index_close(ix);
+
+    stele_sink_options_t sink;
+    stele_sink_options_init(&sink);
+    sink.name = "unreachable";
+    sink.uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100&connectTimeoutMS=100";
+    o.sinks = &sink;
+    o.n_sinks = 1;
+    stele_error_t err = {0};
+    db = NULL;
+    int rc = stele_open(f->dir, &o, &db, &err);
+    if (rc == STELE_ENOSINK) { /* shipping not built in this tree */
+        print_message("skipped: %s\n", err.message);
+        skip();
+    }
+    assert_int_equal(rc, 0);
+    stele_stats_t st = stats_of(db);
+    assert_int_equal(st.sinks[0].shipped_seq, last);
+    assert_non_null(strstr(st.recovery_note, "unreachable"));
+    uint64_t seq = append_or_fail(db, STELE_WAIT_DURABLE);
+    assert_int_equal(stele_wait(db, seq, STELE_WAIT_SHIPPED, 100, &err), STELE_ETIMEDOUT);
+    assert_int_equal(stele_close(db, NULL), 0);
+}
+
 /* A BSON event {"pad": "<c repeated>"} of exactly `bytes` bytes (15 bytes of framing). */
 static bson_t *
 padded_event(uint32_t bytes, char c)
@@ -848,6 +891,7 @@ main(void)
         T(test_engine_retention_never_deletes_without_sinks),
         T(test_engine_retention_keeps_what_a_sink_has_not_shipped),
         T(test_engine_open_failing_at_a_sink_undoes_what_it_started),
+        T(test_engine_open_lowers_a_checkpoint_past_the_end_of_the_journal),
         T(test_engine_largest_records_round_trip),
         T(test_engine_null_arguments_are_errors),
 #undef T

@@ -323,6 +323,46 @@ test_open_refuses_a_bad_uri_or_name_without_quoting_the_password(void **state)
     }
 }
 
+/* A failed command's message names the collection, and every occurrence of the password in
+ * it is masked with "***": a password of asterisks must not mask its own mask for ever, and a
+ * one-byte password that the masks push to the end of a full message must not underflow the
+ * copy that makes room. Port 1 refuses at once. */
+static void
+test_a_server_error_masks_any_password_and_ends(void **state)
+{
+    (void)state;
+    char long_coll[121];
+    memset(long_coll, 'q', sizeof long_coll - 1);
+    long_coll[sizeof long_coll - 1] = '\0';
+    static const char *const uris[] = {
+        "mongodb://auditor:*@127.0.0.1:1/?serverSelectionTimeoutMS=100",
+        "mongodb://auditor:**@127.0.0.1:1/?serverSelectionTimeoutMS=100",
+        "mongodb://auditor:q@127.0.0.1:1/?serverSelectionTimeoutMS=100",
+    };
+    const char *colls[] = {"***", "a**b", long_coll};
+    stele_remote_query_t query = {.source = SOURCE};
+    for (size_t i = 0; i < sizeof uris / sizeof uris[0]; i++) {
+        stele_sink_options_t sink;
+        stele_sink_options_init(&sink);
+        sink.uri = uris[i];
+        sink.collection = colls[i];
+        stele_remote_reader_t *r = NULL;
+        stele_error_t err = {0};
+        assert_int_equal(stele_remote_reader_open(&sink, &query, &r, &err), STELE_EREMOTE);
+        assert_null(r);
+        assert_true(strlen(err.message) < sizeof err.message);
+        assert_non_null(strstr(err.message, "ping on 127.0.0.1:1/"));
+    }
+    stele_sink_options_t sink;
+    stele_sink_options_init(&sink);
+    sink.uri = uris[2];
+    sink.collection = long_coll;
+    stele_error_t err = {0};
+    stele_remote_reader_t *r = NULL;
+    assert_int_equal(stele_remote_reader_open(&sink, &query, &r, &err), STELE_EREMOTE);
+    assert_null(strchr(err.message, 'q'));
+}
+
 static void
 test_calls_on_a_null_reader_are_refused_and_close_is_a_no_op(void **state)
 {
@@ -351,6 +391,7 @@ main(void)
         cmocka_unit_test(test_a_document_with_no_event_fields_is_refused),
         cmocka_unit_test(test_open_refuses_a_missing_or_overlong_source_before_connecting),
         cmocka_unit_test(test_open_refuses_a_bad_uri_or_name_without_quoting_the_password),
+        cmocka_unit_test(test_a_server_error_masks_any_password_and_ends),
         cmocka_unit_test(test_calls_on_a_null_reader_are_refused_and_close_is_a_no_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -245,6 +245,46 @@ test_status_counts_lag_of_a_checkpoint_behind_in_records_and_seconds(void **stat
     assert_string_equal(st.sinks[0].last_error, "");
 }
 
+/* Checkpoints outlive the sinks that wrote them: a journal whose sinks were renamed over the
+ * years holds more of them than status has room for. The writer's own sinks always get a
+ * place; retired ones fill what room is left. */
+static void
+test_status_always_shows_the_writers_sinks_past_its_capacity(void **state)
+{
+    fixture_t *f = *state;
+    stele_options_t opts;
+    stele_options_init(&opts);
+    opts.source = "status-test";
+    stele_t *db = NULL;
+    stele_error_t err;
+    assert_int_equal(stele_open(f->dir, &opts, &db, &err), 0);
+    assert_int_equal(stele_close(db, &err), 0);
+    index_t *ix = NULL;
+    assert_int_equal(index_open(f->dir, 1, 0600, &ix, NULL), 0);
+    for (int i = 0; i < STELE_MAX_SINKS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "retired-%02d", i);
+        assert_int_equal(index_put_checkpoint(ix, name, 0, NULL), 0);
+    }
+    index_close(ix);
+
+    stele_sink_options_t sink;
+    stele_sink_options_init(&sink);
+    sink.name = "zeta";
+    sink.uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100";
+    opts.sinks = &sink;
+    opts.n_sinks = 1;
+    assert_int_equal(stele_open(f->dir, &opts, &db, &err), 0);
+    assert_int_equal(stele_close(db, &err), 0);
+
+    stele_status_t st;
+    assert_int_equal(stele_status_read(f->dir, &st, NULL), 0);
+    assert_int_equal(st.n_sinks, STELE_MAX_SINKS);
+    assert_string_equal(st.sinks[0].name, "retired-00");
+    assert_string_equal(st.sinks[STELE_MAX_SINKS - 1].name, "zeta");
+    assert_true(st.sinks[STELE_MAX_SINKS - 1].stats_unix_ms > 0);
+}
+
 int
 main(void)
 {
@@ -257,6 +297,8 @@ main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_status_counts_lag_of_a_checkpoint_behind_in_records_and_seconds, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_status_always_shows_the_writers_sinks_past_its_capacity, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
