@@ -224,28 +224,48 @@ ship_target_free(ship_target_t *t)
     memset(t, 0, sizeof *t);
 }
 
+/* A message cut at its capacity may end inside an occurrence of the password, where no scan
+ * can find it whole: drops the longest end of msg that is a beginning of the password. */
+static void
+ship_strip_password_prefix(const char *password, size_t pw_len, char *msg)
+{
+    size_t len = strlen(msg);
+    for (size_t k = pw_len - 1 < len ? pw_len - 1 : len; k > 0; k--) {
+        if (memcmp(msg + len - k, password, k) == 0) {
+            msg[len - k] = '\0';
+            return;
+        }
+    }
+}
+
 void
 ship_scrub_password(const char *password, char *msg, size_t cap)
 {
     if (!password || !password[0] || cap == 0)
         return;
     size_t pw_len = strlen(password);
+    int is_cut = strlen(msg) + 1 >= cap; /* vsnprintf filled it: it may have cut the text */
     char *from = msg;
     char *hit;
     while ((hit = strstr(from, password)) != NULL) {
         size_t at = (size_t)(hit - msg);
         if (at + 3 >= cap) { /* no room for the mask and the NUL: the text ends here */
             *hit = '\0';
+            is_cut = 1;
             break;
         }
         size_t tail = strlen(hit + pw_len) + 1;
-        if (at + 3 + tail > cap)
+        if (at + 3 + tail > cap) {
             tail = cap - at - 3;
+            is_cut = 1;
+        }
         memmove(hit + 3, hit + pw_len, tail);
         memcpy(hit, "***", 3);
         msg[cap - 1] = '\0';
         from = hit + 3;
     }
+    if (is_cut)
+        ship_strip_password_prefix(password, pw_len, msg);
 }
 
 /* Replaces every occurrence of the sink's password in msg by "***". */

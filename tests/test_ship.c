@@ -173,11 +173,45 @@ test_shipper_stop_and_stats_accept_null(void **state)
     assert_int_equal(st.shipped_seq, 0);
 }
 
+/* A message cut at its capacity must not end in the first characters of the password: the
+ * cut can fall inside an occurrence, before the scan could mask it. */
+static void
+test_scrub_leaves_no_part_of_the_password_at_a_cut(void **state)
+{
+    (void)state;
+    static const char *const passwords[] = {"hunter2hunter2", "ab", "x"};
+    for (size_t p = 0; p < sizeof passwords / sizeof passwords[0]; p++) {
+        const char *pw = passwords[p];
+        size_t pw_len = strlen(pw);
+        for (size_t cut = 1; cut < pw_len + 8; cut++) {
+            /* The password repeated, cut at every length around the second occurrence. */
+            char text[256], msg[40];
+            snprintf(text, sizeof text, "e %s %s %s %s", pw, pw, pw, pw);
+            size_t cap = 9 + cut < sizeof msg ? 9 + cut : sizeof msg;
+            size_t n = strlen(text) < cap - 1 ? strlen(text) : cap - 1;
+            memcpy(msg, text, n); /* the message as vsnprintf cut it at its capacity */
+            msg[n] = '\0';
+            ship_scrub_password(pw, msg, cap);
+            for (size_t k = pw_len > 1 ? pw_len - 1 : 1; k >= 1; k--) {
+                size_t len = strlen(msg);
+                if (len >= k && strncmp(msg + len - k, pw, k) == 0 && k < pw_len)
+                    fail_msg("password %s, cap %zu: \"%s\" ends in its first %zu chars", pw, cap,
+                             msg, k);
+                if (k == 1)
+                    break;
+            }
+            if (strstr(msg, pw))
+                fail_msg("password %s, cap %zu: \"%s\" holds it", pw, cap, msg);
+        }
+    }
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classify_maps_every_failure_class_to_its_verdict),
+        cmocka_unit_test(test_scrub_leaves_no_part_of_the_password_at_a_cut),
         cmocka_unit_test(test_shipper_start_rejects_invalid_sinks_naming_the_field),
         cmocka_unit_test(test_shipper_stop_and_stats_accept_null),
     };
