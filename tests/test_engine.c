@@ -647,7 +647,9 @@ test_engine_retention_keeps_what_a_sink_has_not_shipped(void **state)
 {
     fixture_t *f = *state;
     stele_sink_options_t sink;
-    test_unreachable_sink(&sink, "unreachable");
+    stele_sink_options_init(&sink);
+    sink.name = "unreachable";
+    sink.uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100&connectTimeoutMS=100";
     stele_options_t o;
     fixture_options(&o);
     o.segment_bytes = 64u << 10;
@@ -691,7 +693,9 @@ test_engine_open_failing_at_a_sink_undoes_what_it_started(void **state)
     assert_int_equal(stele_close(db, NULL), 0);
 
     stele_sink_options_t sinks[2];
-    test_unreachable_sink(&sinks[0], "unreachable");
+    stele_sink_options_init(&sinks[0]);
+    sinks[0].name = "unreachable";
+    sinks[0].uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100&connectTimeoutMS=100";
     stele_sink_options_init(&sinks[1]);
     sinks[1].name = "misnamed";
     sinks[1].uri = "mongodb://127.0.0.1:1/";
@@ -737,7 +741,9 @@ test_engine_open_lowers_a_checkpoint_past_the_end_of_the_journal(void **state)
     index_close(ix);
 
     stele_sink_options_t sink;
-    test_unreachable_sink(&sink, "unreachable");
+    stele_sink_options_init(&sink);
+    sink.name = "unreachable";
+    sink.uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100&connectTimeoutMS=100";
     o.sinks = &sink;
     o.n_sinks = 1;
     stele_error_t err = {0};

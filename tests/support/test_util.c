@@ -110,14 +110,6 @@ test_path_join(const char *dir, const char *name)
     return path;
 }
 
-void
-test_unreachable_sink(stele_sink_options_t *sink, const char *name)
-{
-    stele_sink_options_init(sink);
-    sink->name = name;
-    sink->uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100&connectTimeoutMS=100";
-}
-
 int
 test_proc_stat_fields(const char *stat_path, char *out, size_t cap)
 {

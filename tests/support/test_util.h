@@ -10,7 +10,6 @@
 #include <stdint.h>
 
 #include "journal.h"
-#include "stele.h"
 
 /* ---------------------------------------------------------------------------------------
  * Environment
@@ -47,10 +46,6 @@ int test_tmpdir_remove(char *path);
 
 /* Path `dir`/`name` in a malloc'd string (NULL when out of memory). */
 char *test_path_join(const char *dir, const char *name);
-
-/* Sink options for `name` pointing at 127.0.0.1:1, where nothing listens: connections are
- * refused at once and server selection gives up within 100 ms. */
-void test_unreachable_sink(stele_sink_options_t *sink, const char *name);
 
 /* The fields of a /proc .../stat file after the command name (which may hold spaces and
  * parentheses), starting with the state letter, into out (NUL-terminated). Returns 0, or -1
