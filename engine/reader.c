@@ -1204,6 +1204,20 @@ verify_read_range(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_
     return 0;
 }
 
+/* A walk that starts past the end checked nothing, so the last seq it checked is no end to
+ * name: the message gives the journal's own, as `stele status` finds it. */
+static int
+verify_past_the_end(const char *dir, uint64_t from_seq, uint64_t last, stele_error_t *err)
+{
+    stele_status_t *st = calloc(1, sizeof *st);
+    if (st && stele_status_read(dir, st, NULL) == 0 && st->last_seq > last)
+        last = st->last_seq;
+    free(st);
+    return error_set_hinted(err, STELE_ENOTFOUND, NULL,
+                            "seq %" PRIu64 " is past the end of the journal (last %" PRIu64 ")",
+                            from_seq, last);
+}
+
 /*
  * Judges where a walk that did not reach to_seq ended. The index is updated after a batch
  * is written, so with a live writer it may name a batch the walk stopped short of; with
@@ -1243,9 +1257,7 @@ verify_walk_end(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t 
                           "): records are missing",
                           v->index_next.first_seq, last);
     if (from_seq && last < from_seq)
-        return error_set_hinted(err, STELE_ENOTFOUND, NULL,
-                                "seq %" PRIu64 " is past the end of the journal (last %" PRIu64 ")",
-                                from_seq, last);
+        return verify_past_the_end(dir, from_seq, last, err);
     return 0;
 }
 
