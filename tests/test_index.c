@@ -470,6 +470,18 @@ expect_many(index_t *ix)
     assert_int_equal(b.first_seq, last_seq);
 }
 
+/* A writable index in <fixture>/small (its path into dir) whose map starts at
+ * SMALL_MAP_BYTES, so a few thousand batches fill it. */
+static index_t *
+open_small_map(const fixture_t *f, char *dir, size_t cap)
+{
+    snprintf(dir, cap, "%s/small", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    index_t *ix = NULL;
+    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    return ix;
+}
+
 /* An index that outgrows its map (retention is off by default, so a busy journal's index
  * keeps growing) grows the map rather than refusing every later write with MDB_MAP_FULL,
  * and keeps what it had. */
@@ -478,10 +490,7 @@ test_index_full_map_grows_and_keeps_every_batch(void **state)
 {
     fixture_t *f = *state;
     char dir[128];
-    snprintf(dir, sizeof dir, "%s/small", f->dir);
-    assert_int_equal(mkdir(dir, 0700), 0);
-    index_t *ix = NULL;
-    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    index_t *ix = open_small_map(f, dir, sizeof dir);
     put_many(ix, 0, MANY_BATCHES);
     expect_many(ix);
     assert_int_equal(index_put_checkpoint(ix, "s", 99, NULL), 0);
@@ -535,10 +544,7 @@ test_index_map_grows_while_other_threads_read(void **state)
 {
     fixture_t *f = *state;
     char dir[128];
-    snprintf(dir, sizeof dir, "%s/small", f->dir);
-    assert_int_equal(mkdir(dir, 0700), 0);
-    index_t *ix = NULL, *ro = NULL;
-    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    index_t *ix = open_small_map(f, dir, sizeof dir), *ro = NULL;
     assert_int_equal(index_open(dir, 0, 0, &ro, NULL), 0); /* shares ix's environment */
     put_many(ix, 0, 1);
     _Atomic int is_done = 0;
@@ -586,10 +592,7 @@ test_index_reader_in_another_process_follows_the_map_the_writer_grew(void **stat
 {
     fixture_t *f = *state;
     char dir[128];
-    snprintf(dir, sizeof dir, "%s/small", f->dir);
-    assert_int_equal(mkdir(dir, 0700), 0);
-    index_t *ix = NULL;
-    assert_int_equal(index_open_mapped(dir, 1, 0600, SMALL_MAP_BYTES, &ix, NULL), 0);
+    index_t *ix = open_small_map(f, dir, sizeof dir);
     put_many(ix, 0, 1);
     int ready[2], go[2];
     assert_int_equal(pipe(ready), 0);

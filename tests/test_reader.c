@@ -604,17 +604,24 @@ test_catch_up_rebuilds_a_missing_index_and_says_so(void **state)
     expect_index_matches_journal(f->dir);
 }
 
+/* Overwrites the index's two meta pages with junk: LMDB then refuses it as unreadable. */
 static void
-test_catch_up_rebuilds_a_corrupt_index_and_says_so(void **state)
+garble_index(const fixture_t *f)
 {
-    fixture_t *f = *state;
-    fx_write_journal(f->dir, N_BATCHES, PER_BATCH, 1);
     char data[400];
     snprintf(data, sizeof data, "%s/data.mdb", f->index_dir);
     uint8_t junk[4096];
     memset(junk, 0xA5, sizeof junk);
     fx_write_bytes(data, 0, junk, sizeof junk);
     fx_write_bytes(data, 4096, junk, sizeof junk);
+}
+
+static void
+test_catch_up_rebuilds_a_corrupt_index_and_says_so(void **state)
+{
+    fixture_t *f = *state;
+    fx_write_journal(f->dir, N_BATCHES, PER_BATCH, 1);
+    garble_index(f);
 
     char note[STELE_ERROR_MESSAGE_BYTES];
     catch_up(f->dir, note, sizeof note);
@@ -631,12 +638,7 @@ test_catch_up_of_an_empty_journal_reports_a_corrupt_index_once(void **state)
 {
     fixture_t *f = *state;
     fx_write_journal(f->dir, 0, PER_BATCH, 1);
-    char data[400];
-    snprintf(data, sizeof data, "%s/data.mdb", f->index_dir);
-    uint8_t junk[4096];
-    memset(junk, 0xA5, sizeof junk);
-    fx_write_bytes(data, 0, junk, sizeof junk);
-    fx_write_bytes(data, 4096, junk, sizeof junk);
+    garble_index(f);
 
     char note[STELE_ERROR_MESSAGE_BYTES];
     catch_up(f->dir, note, sizeof note);
