@@ -545,7 +545,10 @@ serve_accept_pause(serve_loop_t *loop, int error)
     loop->is_accept_paused = 1;
     if (loop->accept_retry_ms == 0) {
         loop->accept_retry_ms = SERVE_ACCEPT_RETRY_MIN_MS;
-        serve_logf(loop->cfg->log, SERVE_LOG_WARN, "accept paused: out of file descriptors",
+        const char *what = error == ENOMEM || error == ENOBUFS
+                               ? "accept paused: out of memory"
+                               : "accept paused: out of file descriptors";
+        serve_logf(loop->cfg->log, SERVE_LOG_WARN, what,
                    "connections=%zu errno=%s retry_ms=%" PRIu32, loop->n_conns,
                    stele_errname(-error), loop->accept_retry_ms);
     } else if (loop->accept_retry_ms < SERVE_ACCEPT_RETRY_MAX_MS) {
