@@ -39,6 +39,8 @@ print_usage(FILE *out)
 int
 main(int argc, char **argv)
 {
+    /* Every command may die by a signal (tail -f | head, a kill): leave no counters file. */
+    stele_forget_driver_counters();
     if (argc < 2) {
         print_usage(stderr);
         return CLI_EXIT_USAGE;

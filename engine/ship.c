@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h> /* shm_unlink */
 #include <time.h>
 #include <unistd.h>
 
@@ -142,6 +143,16 @@ ship_mongoc_log(mongoc_log_level_t level, const char *domain, const char *messag
 static pthread_once_t ship_mongoc_once = PTHREAD_ONCE_INIT;
 
 static void ship_mongoc_init(void);
+
+void
+stele_forget_driver_counters(void)
+{
+    /* libmongoc's own name for the file (mongoc-counters.c); ENOENT when its counters are
+     * not in shared memory (disabled, or built without them). */
+    char name[32];
+    snprintf(name, sizeof name, "/mongoc-%u", (unsigned)getpid());
+    (void)shm_unlink(name);
+}
 
 void
 ship_mongoc_init_once(void)

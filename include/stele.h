@@ -736,6 +736,19 @@ size_t stele_client_pending(const stele_client_t *c);
 /* Closes the connection; unanswered requests are abandoned. NULL is a no-op. */
 void stele_client_close(stele_client_t *c);
 
+/*
+ * Process housekeeping. libmongoc (which stele links for its sinks) keeps per-process
+ * counters in a shared-memory file, /dev/shm/mongoc-PID, for its mongoc-stat tool; a
+ * process that dies by a signal (SIGKILL, or SIGPIPE in `... | head`) leaves that file
+ * behind, and a later process that gets the same PID prints "Falling back to malloc for
+ * counters" on stderr. This removes the calling process's file now: the counters keep
+ * working in memory, only mongoc-stat can no longer read them. Meant for short-lived
+ * programs, early in main(); setting MONGOC_DISABLE_SHM=1 in the environment before the
+ * program starts avoids the file altogether. Thread-safe, never fails (nothing to remove is
+ * not an error).
+ */
+void stele_forget_driver_counters(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -259,6 +259,36 @@ test_insert_while_another_writer_holds_the_journal_names_its_pid(void **state)
     close(err_fd);
 }
 
+/* libmongoc keeps counters in /dev/shm/mongoc-PID; a `stele` that dies by a signal must not
+ * leave its file behind (hundreds piled up here, and a later process with a reused PID
+ * printed "Falling back to malloc for counters" on stderr). */
+static void
+test_a_killed_stele_leaves_no_driver_counters_file(void **state)
+{
+    fixture_t *f = *state;
+    harness_result_t r = harness_run(0, NULL, "insert", "-d", f->dir, "{\"a\":1}", NULL);
+    harness_result_free(&r);
+    unsetenv("MONGOC_DISABLE_SHM"); /* the child gets libmongoc's default */
+    const char *args[] = {"tail", "-d", f->dir, "-f", NULL};
+    int out_fd, err_fd;
+    pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
+    char *line = harness_read_lines(out_fd, 1, 30000); /* running, libmongoc loaded */
+    assert_int_equal(harness_count_lines(line), 1);
+    free(line);
+    char path[64];
+    snprintf(path, sizeof path, "/dev/shm/mongoc-%d", (int)tail);
+    int present_alive = access(path, F_OK) == 0;
+    kill(tail, SIGKILL);
+    assert_int_equal(harness_wait(tail), -SIGKILL);
+    int present_dead = access(path, F_OK) == 0;
+    if (present_dead)
+        unlink(path); /* the test's own mess, not the next run's */
+    assert_false(present_alive);
+    assert_false(present_dead);
+    close(out_fd);
+    close(err_fd);
+}
+
 static void
 test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line(void **state)
 {
@@ -995,6 +1025,8 @@ main(void)
         cmocka_unit_test_setup_teardown(
             test_verify_exits_2_and_names_the_seq_after_a_byte_is_flipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ship_needs_a_mongo_uri, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_killed_stele_leaves_no_driver_counters_file, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
