@@ -184,7 +184,8 @@ run_stop_deadline_ns(run_shared_t *sh, uint64_t stop_ns, uint64_t deadline_ns, u
     const bench_cell_t *cell = &sh->cell;
     if (cell->interrupted && atomic_load(cell->interrupted)) {
         uint64_t soon = now + (uint64_t)(BENCH_STOP_GRACE_INTERRUPTED_SECONDS * 1e9);
-        return deadline_ns < soon ? deadline_ns : soon;
+        /* 0: no deadline yet (the first look), not one that has passed */
+        return deadline_ns != 0 && deadline_ns < soon ? deadline_ns : soon;
     }
     uint64_t last = atomic_load(&sh->last_return_ns);
     uint64_t from = last > stop_ns ? last : stop_ns;

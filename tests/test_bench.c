@@ -17,6 +17,7 @@
 #include <bson/bson.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +428,59 @@ test_bench_waits_for_a_slow_store_that_keeps_returning_writers(void **state)
     bench_result_release(&r);
 }
 
+/* -- an interrupt during an append -------------------------------------------------------
+ * SIGINT arrives while the only writer is inside an append that takes 300 ms. The run must
+ * give that writer its short interrupted grace (BENCH_STOP_GRACE_INTERRUPTED_SECONDS), then
+ * close the store and count the cell; it once took the interrupt as a hung store at once:
+ * cell abandoned, store never closed (a peer's server left running), its appends lost. */
+
+static atomic_int interrupt_flag;
+static atomic_int interrupt_appends;
+static atomic_int interrupt_closed;
+
+static int
+interrupt_append(void *state, void *wstate, const bench_event_t *ev)
+{
+    (void)state, (void)wstate, (void)ev;
+    atomic_store(&interrupt_flag, 1); /* what the signal thread does on SIGINT */
+    usleep(300000);
+    atomic_fetch_add(&interrupt_appends, 1);
+    return 0;
+}
+
+static int
+interrupt_close(void *state, bench_result_t *r)
+{
+    (void)state;
+    atomic_store(&interrupt_closed, 1);
+    r->counted_back = atomic_load(&interrupt_appends);
+    return 0;
+}
+
+static void
+test_bench_interrupt_closes_the_store_and_counts_the_cell(void **state)
+{
+    (void)state;
+    const bench_target_t target = {.system = "interrupted",
+                                   .open = slow_open,
+                                   .append = interrupt_append,
+                                   .close = interrupt_close};
+    bench_cell_t cell = {.writers = 1,
+                         .seconds = 60,
+                         .record_bytes = 200,
+                         .input = BENCH_INPUT_JSON,
+                         .interrupted = &interrupt_flag};
+    bench_result_t r;
+    bench_run_cell(&target, &cell, &r);
+    print_message("note: %s\n", r.note);
+    assert_int_equal(r.is_abandoned, 0);
+    assert_int_equal(atomic_load(&interrupt_closed), 1);
+    assert_int_equal(r.status, BENCH_OK);
+    assert_int_equal(r.appends, 1);
+    assert_int_equal(r.counted_back, r.appends);
+    bench_result_release(&r);
+}
+
 static void
 test_hist_quantiles_are_within_resolution(void **state)
 {
@@ -501,6 +555,7 @@ main(void)
         cmocka_unit_test(test_bench_rejects_zero_writers),
         cmocka_unit_test(test_bench_waits_for_a_slow_store_that_keeps_returning_writers),
         cmocka_unit_test(test_bench_abandons_a_cell_whose_store_hangs),
+        cmocka_unit_test(test_bench_interrupt_closes_the_store_and_counts_the_cell),
         cmocka_unit_test(test_bench_durable_count_equals_journal_records),
         cmocka_unit_test(test_bench_unwaited_bson_count_equals_journal_records),
         cmocka_unit_test(test_bench_warmup_appends_are_reported_apart),
