@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -481,6 +482,83 @@ test_bench_interrupt_closes_the_store_and_counts_the_cell(void **state)
     bench_result_release(&r);
 }
 
+/* -- fewer writer threads than asked for ---------------------------------------------------
+ * When the system refuses threads (a container's pids limit; here an address-space limit
+ * in a child process), the cell must fail with a note and return. It once waited forever
+ * at the start barrier for the writers that were never created, deaf to SIGINT. The
+ * child's alarm turns that hang into a failure instead of a stuck test. */
+
+static int
+noop_open(const bench_cell_t *cell, void **state_out, char *note, size_t cap)
+{
+    (void)cell, (void)note, (void)cap;
+    *state_out = NULL;
+    return 0;
+}
+
+static int
+noop_append(void *state, void *wstate, const bench_event_t *ev)
+{
+    (void)state, (void)wstate, (void)ev;
+    return 0;
+}
+
+static int
+noop_close(void *state, bench_result_t *r)
+{
+    (void)state, (void)r;
+    return 0;
+}
+
+/* Bytes of address space this process maps now (/proc/self/statm, first field). */
+static uint64_t
+mapped_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long pages = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void
+run_cell_short_of_threads(void)
+{
+    const bench_target_t target = {
+        .system = "noop", .open = noop_open, .append = noop_append, .close = noop_close};
+    bench_cell_t cell = {
+        .writers = 4096, .seconds = 0.1, .record_bytes = 200, .input = BENCH_INPUT_JSON};
+    /* Room for a few dozen writer stacks, not for 4096. */
+    struct rlimit lim = {.rlim_cur = mapped_bytes() + 64ull * 1024 * 1024,
+                         .rlim_max = RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &lim) != 0)
+        _exit(2);
+    alarm(30);
+    bench_result_t r;
+    bench_run_cell(&target, &cell, &r);
+    int ok = r.status == BENCH_FAILED && strstr(r.note, "could only start") != NULL;
+    _exit(ok ? 0 : 1);
+}
+
+static void
+test_bench_fails_a_cell_whose_writer_threads_cannot_all_start(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        run_cell_short_of_threads();
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        fail_msg("the cell did not return (signal %d): stuck at the start barrier",
+                 WTERMSIG(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void
 test_hist_quantiles_are_within_resolution(void **state)
 {
@@ -556,6 +634,7 @@ main(void)
         cmocka_unit_test(test_bench_waits_for_a_slow_store_that_keeps_returning_writers),
         cmocka_unit_test(test_bench_abandons_a_cell_whose_store_hangs),
         cmocka_unit_test(test_bench_interrupt_closes_the_store_and_counts_the_cell),
+        cmocka_unit_test(test_bench_fails_a_cell_whose_writer_threads_cannot_all_start),
         cmocka_unit_test(test_bench_durable_count_equals_journal_records),
         cmocka_unit_test(test_bench_unwaited_bson_count_equals_journal_records),
         cmocka_unit_test(test_bench_warmup_appends_are_reported_apart),
