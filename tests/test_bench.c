@@ -277,6 +277,30 @@ test_bench_rejects_zero_writers(void **state)
     remove_dir(dir);
 }
 
+/* Durations that are not numbers are refused like any bad value (exit 1, nothing run). NaN
+ * once passed every range check: --seconds nan made the cell sleep for ever, and both
+ * printed "seconds":nan, which is not JSON. The cells here would otherwise be skipped at
+ * once (sync=never cannot wait=durable), so a missed refusal does not hang the test. */
+static void
+test_bench_rejects_durations_that_are_not_numbers(void **state)
+{
+    (void)state;
+    static const char *const flags[][2] = {
+        {"--seconds", "nan"}, {"--warmup", "nan"}, {"--warmup", "''"}, {"--seconds", "-nan"}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        char *dir = make_temp_dir();
+        bench_output_t out;
+        const char *args[] = {flags[i][0], flags[i][1], "--sync",         "never",
+                              "--wait",    "durable",   "--no-reference", NULL};
+        run_bench(dir, args, &out);
+        print_message("%s %s: exit %d, %zu cells\n", flags[i][0], flags[i][1], out.exit_code,
+                      out.n);
+        assert_int_equal(out.exit_code, 1);
+        assert_int_equal(out.n, 0);
+        remove_dir(dir);
+    }
+}
+
 /* -- a store that hangs ------------------------------------------------------------------
  * Writer 0's first append blocks until the test opens the gate; writer 1 appends normally.
  * The harness must give up on writer 0 after the stop grace instead of joining it forever
@@ -631,6 +655,7 @@ main(void)
         cmocka_unit_test(test_events_are_json_objects_of_the_exact_size),
         cmocka_unit_test(test_bson_events_are_valid_documents),
         cmocka_unit_test(test_bench_rejects_zero_writers),
+        cmocka_unit_test(test_bench_rejects_durations_that_are_not_numbers),
         cmocka_unit_test(test_bench_waits_for_a_slow_store_that_keeps_returning_writers),
         cmocka_unit_test(test_bench_abandons_a_cell_whose_store_hangs),
         cmocka_unit_test(test_bench_interrupt_closes_the_store_and_counts_the_cell),
