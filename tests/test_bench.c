@@ -194,6 +194,17 @@ test_bench_warmup_appends_are_reported_apart(void **state)
     check_stele_count(args);
 }
 
+/* An event just under stele's default max_record_bytes (1 MiB) is larger than that once
+ * encoded as BSON (a few bytes per field): the limit must be raised for it, or every
+ * append fails with STELE_ETOOBIG ("no append succeeded") and the cell reports nothing. */
+static void
+test_bench_counts_events_just_under_the_default_record_limit(void **state)
+{
+    (void)state;
+    const char *args[] = {"--record-bytes", "1048570", "--seconds", "0.5", "--no-reference", NULL};
+    check_stele_count(args);
+}
+
 static void
 test_bench_peer_rows_are_counted_back(void **state)
 {
@@ -663,6 +674,7 @@ main(void)
         cmocka_unit_test(test_bench_durable_count_equals_journal_records),
         cmocka_unit_test(test_bench_unwaited_bson_count_equals_journal_records),
         cmocka_unit_test(test_bench_warmup_appends_are_reported_apart),
+        cmocka_unit_test(test_bench_counts_events_just_under_the_default_record_limit),
         cmocka_unit_test(test_bench_peer_rows_are_counted_back),
         cmocka_unit_test(test_bench_reference_cells_say_what_they_are),
         cmocka_unit_test(test_bench_skips_durable_waits_without_sync),
