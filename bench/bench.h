@@ -61,8 +61,9 @@ bench_events_t *bench_events_new(bench_input_t input, uint32_t record_bytes, int
                                  uint32_t n, char *errbuf, size_t errcap);
 const bench_event_t *bench_events_get(const bench_events_t *ev, uint64_t i);
 void bench_events_free(bench_events_t *ev);
-/* The smallest record_bytes an event can have. */
+/* The smallest and the largest record_bytes an event can have. */
 uint32_t bench_events_min_bytes(void);
+uint32_t bench_events_max_bytes(void);
 
 /* ------------------------------------------------------------------------------------------
  * Cells and results

@@ -340,9 +340,10 @@ cli_check(const bench_cli_t *cli)
             return 1;
         }
     for (size_t i = 0; i < cli->n_record_bytes; i++)
-        if (cli->record_bytes[i] < bench_events_min_bytes()) {
-            fprintf(stderr, "stele-bench: --record-bytes must be at least %u\n",
-                    bench_events_min_bytes());
+        if (cli->record_bytes[i] < bench_events_min_bytes() ||
+            cli->record_bytes[i] > bench_events_max_bytes()) {
+            fprintf(stderr, "stele-bench: --record-bytes must be %u to %u\n",
+                    bench_events_min_bytes(), bench_events_max_bytes());
             return 1;
         }
     if (cli->plot && !cli->out_dir) {

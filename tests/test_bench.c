@@ -312,6 +312,21 @@ test_bench_rejects_durations_that_are_not_numbers(void **state)
     }
 }
 
+/* A record size the event pool cannot build is a usage error, like one too small. */
+static void
+test_bench_rejects_record_bytes_above_the_event_limit(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_output_t out;
+    const char *args[] = {"--record-bytes", "16760000", "--seconds", "0.2", "--no-reference", NULL};
+    run_bench(dir, args, &out);
+    print_message("--record-bytes 16760000: exit %d, %zu cells\n", out.exit_code, out.n);
+    assert_int_equal(out.exit_code, 1);
+    assert_int_equal(out.n, 0);
+    remove_dir(dir);
+}
+
 /* -- a store that hangs ------------------------------------------------------------------
  * Writer 0's first append blocks until the test opens the gate; writer 1 appends normally.
  * The harness must give up on writer 0 after the stop grace instead of joining it forever
@@ -667,6 +682,7 @@ main(void)
         cmocka_unit_test(test_bson_events_are_valid_documents),
         cmocka_unit_test(test_bench_rejects_zero_writers),
         cmocka_unit_test(test_bench_rejects_durations_that_are_not_numbers),
+        cmocka_unit_test(test_bench_rejects_record_bytes_above_the_event_limit),
         cmocka_unit_test(test_bench_waits_for_a_slow_store_that_keeps_returning_writers),
         cmocka_unit_test(test_bench_abandons_a_cell_whose_store_hangs),
         cmocka_unit_test(test_bench_interrupt_closes_the_store_and_counts_the_cell),
