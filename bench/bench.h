@@ -248,8 +248,9 @@ const char *bench_hdd_path(const bench_hdd_t *h);
 void bench_hdd_unmount(bench_hdd_t *h);
 
 /* --probe DIR: fsync latency distribution and sequential bandwidth for about `seconds`,
- * with recommended knobs. Returns 0 or -errno. */
-int bench_probe(const char *dir, double seconds);
+ * with recommended knobs. Stops early, removing its files, once *interrupted is set (may
+ * be NULL). Returns 0, -EINTR when interrupted, or -errno. */
+int bench_probe(const char *dir, double seconds, atomic_int *interrupted);
 
 /* Renders gnuplot plots (PNG and SVG) from the results into out_dir; reports on stderr
  * and returns 0 when gnuplot is missing (nothing faked). */

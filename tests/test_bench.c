@@ -16,7 +16,9 @@
 
 #include <bson/bson.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,6 +326,48 @@ test_bench_rejects_record_bytes_above_the_event_limit(void **state)
     print_message("--record-bytes 16760000: exit %d, %zu cells\n", out.exit_code, out.n);
     assert_int_equal(out.exit_code, 1);
     assert_int_equal(out.n, 0);
+    remove_dir(dir);
+}
+
+/* --probe DIR writes a 64 MiB file into a scratch directory under DIR; an interrupt must
+ * remove it like a plan's cleanup does (exit 130). It once took SIGINT's default action,
+ * leaving DIR/stele-probe-XXXXXX/probe.dat behind. */
+
+/* Whether dir holds an entry (the probe's scratch directory). */
+static int
+dir_has_entries(const char *dir)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "[ -n \"$(ls -A '%s')\" ]", dir);
+    return system(cmd) == 0;
+}
+
+static void
+test_bench_interrupted_probe_removes_its_files(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null_fd = open("/dev/null", O_WRONLY);
+        dup2(null_fd, STDOUT_FILENO);
+        dup2(null_fd, STDERR_FILENO);
+        execl(STELE_BENCH_EXE, STELE_BENCH_EXE, "--probe", dir, "--seconds", "60", (char *)NULL);
+        _exit(127);
+    }
+    while (!dir_has_entries(dir)) /* the probe has started writing */
+        usleep(10000);
+    assert_int_equal(kill(pid, SIGINT), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    int leftover = dir_has_entries(dir);
+    print_message(
+        "probe after SIGINT: %s %d, leftover files: %s\n", WIFEXITED(status) ? "exit" : "signal",
+        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), leftover ? "yes" : "no");
+    assert_false(leftover);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 130);
     remove_dir(dir);
 }
 
@@ -683,6 +727,7 @@ main(void)
         cmocka_unit_test(test_bench_rejects_zero_writers),
         cmocka_unit_test(test_bench_rejects_durations_that_are_not_numbers),
         cmocka_unit_test(test_bench_rejects_record_bytes_above_the_event_limit),
+        cmocka_unit_test(test_bench_interrupted_probe_removes_its_files),
         cmocka_unit_test(test_bench_waits_for_a_slow_store_that_keeps_returning_writers),
         cmocka_unit_test(test_bench_abandons_a_cell_whose_store_hangs),
         cmocka_unit_test(test_bench_interrupt_closes_the_store_and_counts_the_cell),
