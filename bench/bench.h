@@ -61,8 +61,9 @@ bench_events_t *bench_events_new(bench_input_t input, uint32_t record_bytes, int
                                  uint32_t n, char *errbuf, size_t errcap);
 const bench_event_t *bench_events_get(const bench_events_t *ev, uint64_t i);
 void bench_events_free(bench_events_t *ev);
-/* The smallest record_bytes an event can have. */
+/* The smallest and the largest record_bytes an event can have. */
 uint32_t bench_events_min_bytes(void);
+uint32_t bench_events_max_bytes(void);
 
 /* ------------------------------------------------------------------------------------------
  * Cells and results
@@ -247,8 +248,9 @@ const char *bench_hdd_path(const bench_hdd_t *h);
 void bench_hdd_unmount(bench_hdd_t *h);
 
 /* --probe DIR: fsync latency distribution and sequential bandwidth for about `seconds`,
- * with recommended knobs. Returns 0 or -errno. */
-int bench_probe(const char *dir, double seconds);
+ * with recommended knobs. Stops early, removing its files, once *interrupted is set (may
+ * be NULL). Returns 0, -EINTR when interrupted, or -errno. */
+int bench_probe(const char *dir, double seconds, atomic_int *interrupted);
 
 /* Renders gnuplot plots (PNG and SVG) from the results into out_dir; reports on stderr
  * and returns 0 when gnuplot is missing (nothing faked). */

@@ -270,18 +270,29 @@ cli_parse_list_option(bench_cli_t *cli, int opt, char *arg)
     }
 }
 
+/* A duration in seconds within [min_s, max_s] (min_s itself only when min_is_allowed).
+ * Written so that NaN, which fails every comparison, fails the range too. */
+static int
+cli_parse_seconds(const char *arg, double *out, double min_s, int min_is_allowed, double max_s)
+{
+    char *end = NULL;
+    double v = strtod(arg, &end);
+    int is_in_range = (min_is_allowed ? v >= min_s : v > min_s) && v <= max_s;
+    if (end == arg || *end || !is_in_range)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 static int
 cli_parse_scalar_option(bench_cli_t *cli, int opt, char *arg)
 {
-    char *end = NULL;
     switch (opt) {
     case OPT_SECONDS:
-        cli->seconds = strtod(arg, &end);
         cli->seconds_given = 1;
-        return (*end || cli->seconds <= 0 || cli->seconds > 86400) ? -1 : 0;
+        return cli_parse_seconds(arg, &cli->seconds, 0, 0, 86400);
     case OPT_WARMUP:
-        cli->warmup_seconds = strtod(arg, &end);
-        return (*end || cli->warmup_seconds < 0 || cli->warmup_seconds > 3600) ? -1 : 0;
+        return cli_parse_seconds(arg, &cli->warmup_seconds, 0, 1, 3600);
     case OPT_SYNC_INTERVAL:
         return cli_parse_u32(arg, &cli->sync_interval_ms, 0);
     case OPT_REPEAT:
@@ -329,9 +340,10 @@ cli_check(const bench_cli_t *cli)
             return 1;
         }
     for (size_t i = 0; i < cli->n_record_bytes; i++)
-        if (cli->record_bytes[i] < bench_events_min_bytes()) {
-            fprintf(stderr, "stele-bench: --record-bytes must be at least %u\n",
-                    bench_events_min_bytes());
+        if (cli->record_bytes[i] < bench_events_min_bytes() ||
+            cli->record_bytes[i] > bench_events_max_bytes()) {
+            fprintf(stderr, "stele-bench: --record-bytes must be %u to %u\n",
+                    bench_events_min_bytes(), bench_events_max_bytes());
             return 1;
         }
     if (cli->plot && !cli->out_dir) {

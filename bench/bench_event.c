@@ -147,6 +147,12 @@ bench_events_min_bytes(void)
     return fixed > 0 ? (uint32_t)fixed : 0;
 }
 
+uint32_t
+bench_events_max_bytes(void)
+{
+    return EVENT_MAX_BYTES;
+}
+
 bench_events_t *
 bench_events_new(bench_input_t input, uint32_t record_bytes, int writer_id, uint32_t n,
                  char *errbuf, size_t errcap)

@@ -167,12 +167,16 @@ main(int argc, char **argv)
     int rc = bench_cli_parse(&cli, argc, argv);
     if (rc)
         return rc < 0 ? 0 : 1; /* -1: --help printed */
-    if (cli.probe_dir)
-        return bench_probe(cli.probe_dir, cli.seconds_given ? cli.seconds : 60.0) ? 3 : 0;
     main_signals_t sig;
     if (main_block_signals(&sig)) {
         fprintf(stderr, "stele-bench: could not set up signal handling\n");
         return 3;
+    }
+    if (cli.probe_dir) {
+        /* Under the same signal thread as a plan, so an interrupt still removes its file. */
+        rc = bench_probe(cli.probe_dir, cli.seconds_given ? cli.seconds : 60.0, &sig.interrupted);
+        main_stop_signal_thread(&sig);
+        return rc == -EINTR ? 130 : rc ? 3 : 0;
     }
     bench_plan_t plan = {0};
     int exit_code = 3;

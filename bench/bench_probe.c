@@ -25,7 +25,13 @@
 
 /* pwrite + fdatasync of `chunk` bytes, sequentially, for `seconds`. */
 static int
-probe_sync_loop(int fd, size_t chunk, double seconds, bench_hist_t *h)
+probe_is_interrupted(atomic_int *interrupted)
+{
+    return interrupted && atomic_load(interrupted);
+}
+
+static int
+probe_sync_loop(int fd, size_t chunk, double seconds, bench_hist_t *h, atomic_int *interrupted)
 {
     char *buf = malloc(chunk);
     if (!buf)
@@ -40,6 +46,8 @@ probe_sync_loop(int fd, size_t chunk, double seconds, bench_hist_t *h)
             rc = -errno;
         bench_hist_record(h, bench_now_ns() - t0);
         off = (off + chunk) % (PROBE_FILE_BYTES - chunk);
+        if (probe_is_interrupted(interrupted))
+            rc = -EINTR;
     }
     free(buf);
     return rc;
@@ -47,7 +55,7 @@ probe_sync_loop(int fd, size_t chunk, double seconds, bench_hist_t *h)
 
 /* Sequential 1 MiB writes for about `seconds`, then one fdatasync; MB/s. */
 static double
-probe_bandwidth(const char *path, double seconds)
+probe_bandwidth(const char *path, double seconds, atomic_int *interrupted)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     char *buf = malloc(PROBE_SEQ_CHUNK);
@@ -56,6 +64,7 @@ probe_bandwidth(const char *path, double seconds)
         memset(buf, 's', PROBE_SEQ_CHUNK);
         uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), written = 0;
         while (bench_now_ns() < end && written < PROBE_SEQ_MAX_BYTES &&
+               !probe_is_interrupted(interrupted) &&
                write(fd, buf, PROBE_SEQ_CHUNK) == PROBE_SEQ_CHUNK)
             written += PROBE_SEQ_CHUNK;
         if (fdatasync(fd) == 0)
@@ -136,7 +145,7 @@ probe_report_hist(const char *what, const bench_hist_t *h)
 }
 
 int
-bench_probe(const char *dir, double seconds)
+bench_probe(const char *dir, double seconds, atomic_int *interrupted)
 {
     char scratch[BENCH_PATH_BYTES], path[BENCH_PATH_BYTES + 32];
     int rc = bench_make_temp_dir(dir, "stele-probe", scratch, sizeof scratch);
@@ -150,12 +159,14 @@ bench_probe(const char *dir, double seconds)
     int fd = (small && big) ? probe_prealloc(path) : -ENOMEM;
     rc = fd < 0 ? fd : 0;
     printf("probing %s for ~%.0f s\n", dir, seconds);
-    rc = rc ? rc : probe_sync_loop(fd, PROBE_SMALL_BYTES, seconds * 0.5, small);
-    rc = rc ? rc : probe_sync_loop(fd, PROBE_BIG_BYTES, seconds * 0.25, big);
+    rc = rc ? rc : probe_sync_loop(fd, PROBE_SMALL_BYTES, seconds * 0.5, small, interrupted);
+    rc = rc ? rc : probe_sync_loop(fd, PROBE_BIG_BYTES, seconds * 0.25, big, interrupted);
     if (fd >= 0)
         close(fd);
     unlink(path);
-    double mb_s = rc ? 0 : probe_bandwidth(path, seconds * 0.25);
+    double mb_s = rc ? 0 : probe_bandwidth(path, seconds * 0.25, interrupted);
+    if (!rc && probe_is_interrupted(interrupted))
+        rc = -EINTR;
     if (!rc) {
         probe_report_hist("4 KiB write + fdatasync:", small);
         probe_report_hist("256 KiB write + fdatasync:", big);
@@ -163,7 +174,7 @@ bench_probe(const char *dir, double seconds)
         double p50 = bench_hist_quantile(small, 0.5) / 1e3;
         printf("\ndevice: %s\n", probe_classify(p50, bench_hist_quantile(small, 0.99) / 1e3));
         probe_advise(p50 > 1 ? p50 : 1, bench_hist_quantile(big, 0.5) / 1e3, mb_s);
-    } else {
+    } else if (rc != -EINTR) {
         fprintf(stderr, "stele-bench: probe of %s failed: %s\n", dir, strerror(-rc));
     }
     free(small);

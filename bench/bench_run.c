@@ -2,12 +2,12 @@
  * bench_run.c: the writer harness every system runs in, and small shared helpers.
  *
  * bench_run_cell() opens the target, starts cell->writers threads that each open their own
- * connection/handle and build their own event pool *before* a start barrier, then append
+ * connection/handle and build their own event pool *before* a start gate, then append
  * back to back until the main thread raises `stop` after cell->seconds. Each writer times
  * every append with the monotonic clock into its own histogram; the histograms are merged
  * after join, so the hot loop shares nothing but the target itself and relaxed atomic
  * loads of `stop` and `measuring`. With a warm-up (cell->warmup_seconds), writers append
- * from the barrier on but count and time nothing until `measuring` rises; those appends
+ * from the gate on but count and time nothing until `measuring` rises; those appends
  * are reported apart (warmup_appends). The timed window runs from then to the last
  * writer's exit, so an append in flight when `stop` rises is counted with its time.
  */
@@ -33,11 +33,21 @@
 /* A writer whose store keeps failing stops after this many errors instead of spinning. */
 #define RUN_MAX_ERRORS_PER_WRITER 1000u
 
+/* Writers wait here until the main thread opens it. Unlike a barrier, the number of parties
+ * is known only once the threads are created: when fewer start than asked for, the gate
+ * opens for those that did rather than waiting for ones that never will. */
+typedef struct run_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n_arrived; /* protected by mu, as is is_open */
+    int is_open;
+} run_gate_t;
+
 typedef struct run_shared {
     const bench_target_t *target;
     bench_cell_t cell; /* a copy: writers may outlive the caller's (see run_abandon) */
     void *state;
-    pthread_barrier_t start;
+    run_gate_t start;
     atomic_int measuring;
     atomic_int stop;
     _Atomic uint64_t last_return_ns; /* when a writer last came back from its final append */
@@ -55,6 +65,51 @@ typedef struct run_writer {
     int open_rc;
     char note[BENCH_NOTE_BYTES];
 } run_writer_t;
+
+static int
+run_gate_init(run_gate_t *g)
+{
+    g->n_arrived = 0;
+    g->is_open = 0;
+    if (pthread_mutex_init(&g->mu, NULL))
+        return -1;
+    if (pthread_cond_init(&g->cv, NULL)) {
+        pthread_mutex_destroy(&g->mu);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+run_gate_destroy(run_gate_t *g)
+{
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+}
+
+/* A writer: says it is ready, then waits for the gate to open. */
+static void
+run_gate_pass(run_gate_t *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->n_arrived++;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->is_open)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* The main thread: waits until `n_writers` are ready, then lets them all go. */
+static void
+run_gate_open(run_gate_t *g, int n_writers)
+{
+    pthread_mutex_lock(&g->mu);
+    while (g->n_arrived < n_writers)
+        pthread_cond_wait(&g->cv, &g->mu);
+    g->is_open = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
 
 uint64_t
 bench_now_ns(void)
@@ -107,7 +162,7 @@ run_writer_main(void *arg)
     if (ev && w->sh->target->writer_open)
         w->open_rc =
             w->sh->target->writer_open(w->sh->state, w->id, &wstate, w->note, sizeof w->note);
-    pthread_barrier_wait(&w->sh->start);
+    run_gate_pass(&w->sh->start);
     if (w->open_rc == 0)
         run_writer_loop(w, wstate, ev);
     atomic_store(&w->sh->last_return_ns, bench_now_ns());
@@ -184,7 +239,8 @@ run_stop_deadline_ns(run_shared_t *sh, uint64_t stop_ns, uint64_t deadline_ns, u
     const bench_cell_t *cell = &sh->cell;
     if (cell->interrupted && atomic_load(cell->interrupted)) {
         uint64_t soon = now + (uint64_t)(BENCH_STOP_GRACE_INTERRUPTED_SECONDS * 1e9);
-        return deadline_ns < soon ? deadline_ns : soon;
+        /* 0: no deadline yet (the first look), not one that has passed */
+        return deadline_ns != 0 && deadline_ns < soon ? deadline_ns : soon;
     }
     uint64_t last = atomic_load(&sh->last_return_ns);
     uint64_t from = last > stop_ns ? last : stop_ns;
@@ -246,7 +302,7 @@ run_collect(run_writer_t *ws, int n, bench_result_t *r)
     }
 }
 
-/* Writers that never returned still use the store, their histograms and the barrier: all
+/* Writers that never returned still use the store, their histograms and the gate: all
  * of it is left allocated, and the result says why the run cannot go on. */
 static void
 run_abandon(bench_result_t *r, int blocked, int n, double waited_s, double grace_s)
@@ -259,21 +315,18 @@ run_abandon(bench_result_t *r, int blocked, int n, double waited_s, double grace
              blocked, n, waited_s, grace_s);
 }
 
-/* Runs the writers from the start barrier to the stop; the timed window's start time. */
+/* Runs the writers from the start gate to the stop; the timed window's start time. */
 static uint64_t
 run_timed_window(run_shared_t *sh, run_writer_t *ws, int n, bench_result_t *r)
 {
     const bench_cell_t *cell = &sh->cell;
     int started = run_start_writers(sh, ws, n);
     if (started < n) {
-        /* The barrier counts n+1 parties: stand in for the writers that never started. */
-        atomic_store(&sh->stop, 1);
-        for (int i = started; i < n; i++)
-            pthread_barrier_wait(&sh->start);
+        atomic_store(&sh->stop, 1); /* those that did start leave at once */
         snprintf(r->note, sizeof r->note, "could only start %d of %d writer threads", started, n);
         r->status = BENCH_FAILED;
     }
-    pthread_barrier_wait(&sh->start);
+    run_gate_open(&sh->start, started);
     if (cell->warmup_seconds > 0) {
         run_sleep_ns((uint64_t)(cell->warmup_seconds * 1e9), cell->interrupted);
         if (sh->target->measure_start)
@@ -330,7 +383,7 @@ bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_res
     }
     int n = cell->writers;
     run_writer_t *ws = calloc((size_t)n, sizeof *ws);
-    if (!ws || pthread_barrier_init(&sh->start, NULL, (unsigned)n + 1)) {
+    if (!ws || run_gate_init(&sh->start)) {
         free(ws);
         snprintf(r->note, sizeof r->note, "out of memory for %d writers", n);
         target->close(sh->state, r);
@@ -347,7 +400,7 @@ bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_res
     }
     run_collect(ws, n, r);
     r->elapsed_s = (double)(bench_now_ns() - t_start) / 1e9;
-    pthread_barrier_destroy(&sh->start);
+    run_gate_destroy(&sh->start);
     free(ws);
     run_fill_rates(r, target->close(sh->state, r));
     free(sh);

@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* stele stores an event as BSON, which spends a few bytes per field more than the JSON
+ * text record_bytes counts (a 200-byte event is 214 bytes): ample room for that. */
+#define STELE_BSON_SLACK_BYTES 1024u
 /* Longest an append waits for its sink's acknowledgement before it counts as failed. */
 #define SHIPPED_TIMEOUT_MS 10000
 
@@ -39,8 +42,8 @@ stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_op
     o->commit_policy = cell->policy;
     if (cell->sync_interval_ms)
         o->sync_interval_ms = cell->sync_interval_ms;
-    if (cell->record_bytes > o->max_record_bytes)
-        o->max_record_bytes = cell->record_bytes + 1024;
+    if (cell->record_bytes + STELE_BSON_SLACK_BYTES > o->max_record_bytes)
+        o->max_record_bytes = cell->record_bytes + STELE_BSON_SLACK_BYTES;
     if (cell->wait == STELE_WAIT_SHIPPED) {
         if (!cell->mongo_uri)
             return -1;

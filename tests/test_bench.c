@@ -16,10 +16,14 @@
 
 #include <bson/bson.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -192,6 +196,17 @@ test_bench_warmup_appends_are_reported_apart(void **state)
     check_stele_count(args);
 }
 
+/* An event just under stele's default max_record_bytes (1 MiB) is larger than that once
+ * encoded as BSON (a few bytes per field): the limit must be raised for it, or every
+ * append fails with STELE_ETOOBIG ("no append succeeded") and the cell reports nothing. */
+static void
+test_bench_counts_events_just_under_the_default_record_limit(void **state)
+{
+    (void)state;
+    const char *args[] = {"--record-bytes", "1048570", "--seconds", "0.5", "--no-reference", NULL};
+    check_stele_count(args);
+}
+
 static void
 test_bench_peer_rows_are_counted_back(void **state)
 {
@@ -272,6 +287,87 @@ test_bench_rejects_zero_writers(void **state)
     run_bench(dir, args, &out);
     assert_int_equal(out.exit_code, 1);
     assert_int_equal(out.n, 0);
+    remove_dir(dir);
+}
+
+/* Durations that are not numbers are refused like any bad value (exit 1, nothing run). NaN
+ * once passed every range check: --seconds nan made the cell sleep for ever, and both
+ * printed "seconds":nan, which is not JSON. The cells here would otherwise be skipped at
+ * once (sync=never cannot wait=durable), so a missed refusal does not hang the test. */
+static void
+test_bench_rejects_durations_that_are_not_numbers(void **state)
+{
+    (void)state;
+    static const char *const flags[][2] = {
+        {"--seconds", "nan"}, {"--warmup", "nan"}, {"--warmup", "''"}, {"--seconds", "-nan"}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        char *dir = make_temp_dir();
+        bench_output_t out;
+        const char *args[] = {flags[i][0], flags[i][1], "--sync",         "never",
+                              "--wait",    "durable",   "--no-reference", NULL};
+        run_bench(dir, args, &out);
+        print_message("%s %s: exit %d, %zu cells\n", flags[i][0], flags[i][1], out.exit_code,
+                      out.n);
+        assert_int_equal(out.exit_code, 1);
+        assert_int_equal(out.n, 0);
+        remove_dir(dir);
+    }
+}
+
+/* A record size the event pool cannot build is a usage error, like one too small. */
+static void
+test_bench_rejects_record_bytes_above_the_event_limit(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_output_t out;
+    const char *args[] = {"--record-bytes", "16760000", "--seconds", "0.2", "--no-reference", NULL};
+    run_bench(dir, args, &out);
+    print_message("--record-bytes 16760000: exit %d, %zu cells\n", out.exit_code, out.n);
+    assert_int_equal(out.exit_code, 1);
+    assert_int_equal(out.n, 0);
+    remove_dir(dir);
+}
+
+/* --probe DIR writes a 64 MiB file into a scratch directory under DIR; an interrupt must
+ * remove it like a plan's cleanup does (exit 130). It once took SIGINT's default action,
+ * leaving DIR/stele-probe-XXXXXX/probe.dat behind. */
+
+/* Whether dir holds an entry (the probe's scratch directory). */
+static int
+dir_has_entries(const char *dir)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "[ -n \"$(ls -A '%s')\" ]", dir);
+    return system(cmd) == 0;
+}
+
+static void
+test_bench_interrupted_probe_removes_its_files(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null_fd = open("/dev/null", O_WRONLY);
+        dup2(null_fd, STDOUT_FILENO);
+        dup2(null_fd, STDERR_FILENO);
+        execl(STELE_BENCH_EXE, STELE_BENCH_EXE, "--probe", dir, "--seconds", "60", (char *)NULL);
+        _exit(127);
+    }
+    while (!dir_has_entries(dir)) /* the probe has started writing */
+        usleep(10000);
+    assert_int_equal(kill(pid, SIGINT), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    int leftover = dir_has_entries(dir);
+    print_message(
+        "probe after SIGINT: %s %d, leftover files: %s\n", WIFEXITED(status) ? "exit" : "signal",
+        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), leftover ? "yes" : "no");
+    assert_false(leftover);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 130);
     remove_dir(dir);
 }
 
@@ -427,6 +523,136 @@ test_bench_waits_for_a_slow_store_that_keeps_returning_writers(void **state)
     bench_result_release(&r);
 }
 
+/* -- an interrupt during an append -------------------------------------------------------
+ * SIGINT arrives while the only writer is inside an append that takes 300 ms. The run must
+ * give that writer its short interrupted grace (BENCH_STOP_GRACE_INTERRUPTED_SECONDS), then
+ * close the store and count the cell; it once took the interrupt as a hung store at once:
+ * cell abandoned, store never closed (a peer's server left running), its appends lost. */
+
+static atomic_int interrupt_flag;
+static atomic_int interrupt_appends;
+static atomic_int interrupt_closed;
+
+static int
+interrupt_append(void *state, void *wstate, const bench_event_t *ev)
+{
+    (void)state, (void)wstate, (void)ev;
+    atomic_store(&interrupt_flag, 1); /* what the signal thread does on SIGINT */
+    usleep(300000);
+    atomic_fetch_add(&interrupt_appends, 1);
+    return 0;
+}
+
+static int
+interrupt_close(void *state, bench_result_t *r)
+{
+    (void)state;
+    atomic_store(&interrupt_closed, 1);
+    r->counted_back = atomic_load(&interrupt_appends);
+    return 0;
+}
+
+static void
+test_bench_interrupt_closes_the_store_and_counts_the_cell(void **state)
+{
+    (void)state;
+    const bench_target_t target = {.system = "interrupted",
+                                   .open = slow_open,
+                                   .append = interrupt_append,
+                                   .close = interrupt_close};
+    bench_cell_t cell = {.writers = 1,
+                         .seconds = 60,
+                         .record_bytes = 200,
+                         .input = BENCH_INPUT_JSON,
+                         .interrupted = &interrupt_flag};
+    bench_result_t r;
+    bench_run_cell(&target, &cell, &r);
+    print_message("note: %s\n", r.note);
+    assert_int_equal(r.is_abandoned, 0);
+    assert_int_equal(atomic_load(&interrupt_closed), 1);
+    assert_int_equal(r.status, BENCH_OK);
+    assert_int_equal(r.appends, 1);
+    assert_int_equal(r.counted_back, r.appends);
+    bench_result_release(&r);
+}
+
+/* -- fewer writer threads than asked for ---------------------------------------------------
+ * When the system refuses threads (a container's pids limit; here an address-space limit
+ * in a child process), the cell must fail with a note and return. It once waited forever
+ * at the start barrier for the writers that were never created, deaf to SIGINT. The
+ * child's alarm turns that hang into a failure instead of a stuck test. */
+
+static int
+noop_open(const bench_cell_t *cell, void **state_out, char *note, size_t cap)
+{
+    (void)cell, (void)note, (void)cap;
+    *state_out = NULL;
+    return 0;
+}
+
+static int
+noop_append(void *state, void *wstate, const bench_event_t *ev)
+{
+    (void)state, (void)wstate, (void)ev;
+    return 0;
+}
+
+static int
+noop_close(void *state, bench_result_t *r)
+{
+    (void)state, (void)r;
+    return 0;
+}
+
+/* Bytes of address space this process maps now (/proc/self/statm, first field). */
+static uint64_t
+mapped_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long pages = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void
+run_cell_short_of_threads(void)
+{
+    const bench_target_t target = {
+        .system = "noop", .open = noop_open, .append = noop_append, .close = noop_close};
+    bench_cell_t cell = {
+        .writers = 4096, .seconds = 0.1, .record_bytes = 200, .input = BENCH_INPUT_JSON};
+    /* Room for a few dozen writer stacks, not for 4096. */
+    struct rlimit lim = {.rlim_cur = mapped_bytes() + 64ull * 1024 * 1024,
+                         .rlim_max = RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &lim) != 0)
+        _exit(2);
+    alarm(30);
+    bench_result_t r;
+    bench_run_cell(&target, &cell, &r);
+    int ok = r.status == BENCH_FAILED && strstr(r.note, "could only start") != NULL;
+    _exit(ok ? 0 : 1);
+}
+
+static void
+test_bench_fails_a_cell_whose_writer_threads_cannot_all_start(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        run_cell_short_of_threads();
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        fail_msg("the cell did not return (signal %d): stuck at the start barrier",
+                 WTERMSIG(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void
 test_hist_quantiles_are_within_resolution(void **state)
 {
@@ -499,11 +725,17 @@ main(void)
         cmocka_unit_test(test_events_are_json_objects_of_the_exact_size),
         cmocka_unit_test(test_bson_events_are_valid_documents),
         cmocka_unit_test(test_bench_rejects_zero_writers),
+        cmocka_unit_test(test_bench_rejects_durations_that_are_not_numbers),
+        cmocka_unit_test(test_bench_rejects_record_bytes_above_the_event_limit),
+        cmocka_unit_test(test_bench_interrupted_probe_removes_its_files),
         cmocka_unit_test(test_bench_waits_for_a_slow_store_that_keeps_returning_writers),
         cmocka_unit_test(test_bench_abandons_a_cell_whose_store_hangs),
+        cmocka_unit_test(test_bench_interrupt_closes_the_store_and_counts_the_cell),
+        cmocka_unit_test(test_bench_fails_a_cell_whose_writer_threads_cannot_all_start),
         cmocka_unit_test(test_bench_durable_count_equals_journal_records),
         cmocka_unit_test(test_bench_unwaited_bson_count_equals_journal_records),
         cmocka_unit_test(test_bench_warmup_appends_are_reported_apart),
+        cmocka_unit_test(test_bench_counts_events_just_under_the_default_record_limit),
         cmocka_unit_test(test_bench_peer_rows_are_counted_back),
         cmocka_unit_test(test_bench_reference_cells_say_what_they_are),
         cmocka_unit_test(test_bench_skips_durable_waits_without_sync),
