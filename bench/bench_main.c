@@ -163,6 +163,7 @@ main_run(const bench_cli_t *cli, bench_plan_t *plan, main_signals_t *sig)
 int
 main(int argc, char **argv)
 {
+    stele_forget_driver_counters(); /* a killed run leaves no /dev/shm/mongoc-PID behind */
     bench_cli_t cli;
     int rc = bench_cli_parse(&cli, argc, argv);
     if (rc)
