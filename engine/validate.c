@@ -342,6 +342,12 @@ json_check_number(const char *s, size_t start, size_t end, stele_error_t *err)
 {
     const char *tok = s + start;
     size_t n = end - start;
+    /* libbson's parser refuses "01" but reads "-01" as 0 and "-00.5" as -0.5. */
+    size_t lead = tok[0] == '-' ? 1 : 0;
+    if (n > lead + 1 && tok[lead] == '0' && tok[lead + 1] >= '0' && tok[lead + 1] <= '9')
+        return error_set(err, STELE_EJSON,
+                         "malformed json at byte %zu: a number has a leading zero: %.*s", start,
+                         (int)(n > 40 ? 40 : n), tok);
     bool is_float = false;
     for (size_t k = 0; k < n; k++)
         if (tok[k] == '.' || tok[k] == 'e' || tok[k] == 'E')

@@ -440,6 +440,42 @@ test_validate_accepts_ordinary_bson_events(void **state)
     bson_destroy(b);
 }
 
+/* JSON allows no leading zero in a number. libbson's parser refuses "01" but reads "-01",
+ * "-012" and "-07" as 0 and "-00.5" as -0.5: an event that is not JSON, stored with another
+ * value than the one written. */
+static void
+test_validate_refuses_numbers_with_a_leading_zero(void **state)
+{
+    (void)state;
+    static const json_case_t cases[] = {
+        {"negative integer", "{\"n\":-01}", STELE_EJSON, "byte 5: a number has a leading zero"},
+        {"negative integer in an array", "{\"n\":[1,-012]}", STELE_EJSON,
+         "byte 8: a number has a leading zero"},
+        {"negative decimal", "{\"n\":-00.5}", STELE_EJSON, "byte 5: a number has a leading zero"},
+        {"positive integer", "{\"n\":07}", STELE_EJSON, "byte 5: a number has a leading zero"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const json_case_t *c = &cases[i];
+        stele_error_t err = {0};
+        bson_t doc;
+        int rc = validate_json(c->json, strlen(c->json), &test_limits, &doc, &err);
+        if (rc == 0)
+            bson_destroy(&doc);
+        if (rc != c->code || !strstr(err.message, c->fragment))
+            fail_msg("case \"%s\": got %s \"%s\", want %s with \"%s\"", c->name, stele_errname(rc),
+                     err.message, stele_errname(c->code), c->fragment);
+    }
+    static const char *const good[] = {"{\"n\":0}",     "{\"n\":-0}", "{\"n\":-0.5}", "{\"n\":0e5}",
+                                       "{\"n\":-0E-2}", "{\"n\":10}", "{\"n\":-100}"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        bson_t doc;
+        stele_error_t err = {0};
+        if (validate_json(good[i], strlen(good[i]), &test_limits, &doc, &err) != 0)
+            fail_msg("\"%s\" refused: %s", good[i], err.message);
+        bson_destroy(&doc);
+    }
+}
+
 int
 main(void)
 {
@@ -455,6 +491,7 @@ main(void)
         cmocka_unit_test(test_validate_rejects_bson_nested_too_deeply),
         cmocka_unit_test(test_validate_rejects_bson_over_max_record_bytes),
         cmocka_unit_test(test_validate_accepts_ordinary_bson_events),
+        cmocka_unit_test(test_validate_refuses_numbers_with_a_leading_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
