@@ -86,7 +86,11 @@ walk_utf8_ok(const char *s, size_t len, bool allow_nul)
     }
     if (!any_high && (allow_nul || !any_nul))
         return true;
-    return bson_utf8_validate(s, len, allow_nul);
+    if (!bson_utf8_validate(s, len, allow_nul))
+        return false;
+    /* Allowing NUL, libbson also takes C0 80, the overlong U+0000 of "modified UTF-8"; no
+     * other sequence it accepts holds a 0xC0 byte. */
+    return !allow_nul || !memchr(s, 0xC0, len);
 }
 
 static int walk_document(walk_t *w, bson_iter_t *it, uint32_t depth);
@@ -756,7 +760,11 @@ validate_json(const char *json, size_t len, const validate_limits_t *lim, bson_t
         return rc;
     if (!json_to_bson(json, len, out, &berr))
         return json_classify_failure(json, len, &berr, err);
-    if (out->len > lim->max_record_bytes) {
+    /* The parser checks string values as walk_utf8_ok would without its C0 80 rule; JSON
+     * text holds no 0xC0 byte outside strings, and valid UTF-8 none at all. */
+    if (memchr(json, 0xC0, len)) {
+        rc = json_diagnose_utf8(json, len, err);
+    } else if (out->len > lim->max_record_bytes) {
         rc = error_set(err, STELE_ETOOBIG, "event of %u bytes exceeds max_record_bytes (%u)",
                        out->len, lim->max_record_bytes);
     } else if (out->len == 5) {

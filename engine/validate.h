@@ -6,7 +6,8 @@
  * path for documents):
  *   - an event is a JSON object / BSON document with at least one field (STELE_EEMPTY,
  *     STELE_ENOTOBJECT); JSON must be exactly one object, nothing after it (STELE_EJSON);
- *   - keys and strings are valid UTF-8 (STELE_EUTF8); no NUL inside a key (STELE_EKEYNUL);
+ *   - keys and strings are valid UTF-8, without overlong forms (C0 80 too), surrogates or
+ *     code points above U+10FFFF (STELE_EUTF8); no NUL inside a key (STELE_EKEYNUL);
  *   - no key at any depth starts with '$' (STELE_EDOLLARKEY): MongoDB reserves them, and
  *     extended-JSON wrappers ({"$date": ...}) are therefore not accepted either;
  *   - the top-level keys "_id" and STELE_META_FIELD are reserved for the shipped document's

@@ -476,6 +476,33 @@ test_validate_refuses_numbers_with_a_leading_zero(void **state)
     }
 }
 
+/* 0xC0 0x80 is an overlong encoding of U+0000 ("modified UTF-8"), not UTF-8. libbson's
+ * validator lets it through whenever it allows NUL, which it does for string values (a BSON
+ * string is length-prefixed), so both inputs took it in a value. */
+static void
+test_validate_refuses_an_overlong_nul_in_a_string(void **state)
+{
+    (void)state;
+    const char *json = "{\"ok\":\"caf\xc3\xa9\",\"a\":\"x\xc0\x80y\"}";
+    stele_error_t err = {0};
+    bson_t doc;
+    int rc = validate_json(json, strlen(json), &test_limits, &doc, &err);
+    if (rc == 0)
+        bson_destroy(&doc);
+    if (rc != STELE_EUTF8 || !strstr(err.message, "string at byte 18"))
+        fail_msg("json: got %s \"%s\"", stele_errname(rc), err.message);
+
+    bson_t *b = bson_new();
+    bson_append_utf8(b, "ok", -1, "caf\xc3\xa9", 5);
+    bson_append_utf8(b, "who", -1, "x\xc0\x80y", 4);
+    test_expect_bson("overlong NUL in a value", bson_get_data(b), b->len, STELE_EUTF8, "\"who\"");
+    bson_destroy(b);
+    b = bson_new();
+    bson_append_regex(b, "re", -1, "a\xc0\x80", "i");
+    test_expect_bson("overlong NUL in a regex", bson_get_data(b), b->len, STELE_EUTF8, "\"re\"");
+    bson_destroy(b);
+}
+
 int
 main(void)
 {
@@ -492,6 +519,7 @@ main(void)
         cmocka_unit_test(test_validate_rejects_bson_over_max_record_bytes),
         cmocka_unit_test(test_validate_accepts_ordinary_bson_events),
         cmocka_unit_test(test_validate_refuses_numbers_with_a_leading_zero),
+        cmocka_unit_test(test_validate_refuses_an_overlong_nul_in_a_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
