@@ -485,16 +485,25 @@ json_mark_container(uint64_t in_array[2], uint32_t depth, bool is_array)
         in_array[depth / 64] &= ~bit;
 }
 
-/* A string element of an array followed by something other than ',' or ']': libbson's
- * parser takes ["x" "y"] for ["x", "y"] (it refuses the same with numbers, or in objects). */
+/* An element of an array (ending at s[end]) followed by something other than ',' or ']'.
+ * libbson's parser takes ["x" "y"] for ["x", "y"], and calls [{} {}] "Incomplete JSON",
+ * which would be reported as a text that ends inside the event. */
 static bool
-json_array_string_unfollowed(const char *s, size_t len, size_t end, const uint64_t in_array[2],
-                             uint32_t depth)
+json_array_element_unfollowed(const char *s, size_t len, size_t end, const uint64_t in_array[2],
+                              uint32_t depth)
 {
     if (depth == 0 || !(in_array[depth / 64] & (1ull << (depth % 64))))
         return false;
     size_t next = json_skip_space(s, len, end);
     return next < len && s[next] != ',' && s[next] != ']';
+}
+
+static int
+json_missing_comma(const char *s, size_t len, size_t end, stele_error_t *err)
+{
+    return error_set(err, STELE_EJSON,
+                     "malformed json at byte %zu: ',' or ']' expected after an array element",
+                     json_skip_space(s, len, end));
 }
 
 /* The scan of step 1 (see the top of the file). Syntax errors it does not care about are
@@ -513,11 +522,8 @@ validate_json_scan(const char *s, size_t len, uint32_t max_depth, stele_error_t 
         char c = s[i];
         if (c == '"') {
             size_t end = json_skip_string(s, len, i);
-            if (json_array_string_unfollowed(s, len, end, in_array, depth))
-                return error_set(err, STELE_EJSON,
-                                 "malformed json at byte %zu: ',' or ']' expected after an "
-                                 "array element",
-                                 json_skip_space(s, len, end));
+            if (json_array_element_unfollowed(s, len, end, in_array, depth))
+                return json_missing_comma(s, len, end, err);
             if (json_is_dollar_key(s, len, i, end)) {
                 char path[VALIDATE_PATH_BYTES];
                 json_path_at(s, len, i, path, sizeof path);
@@ -540,6 +546,8 @@ validate_json_scan(const char *s, size_t len, uint32_t max_depth, stele_error_t 
                                      "malformed json at byte %zu: data after the event", i);
                 return 0;
             }
+            if (json_array_element_unfollowed(s, len, i + 1, in_array, depth))
+                return json_missing_comma(s, len, i + 1, err);
         } else if (c == '-' || (c >= '0' && c <= '9')) {
             size_t end = i + 1;
             while (end < len && json_is_number_char(s[end]))

@@ -503,6 +503,39 @@ test_validate_refuses_an_overlong_nul_in_a_string(void **state)
     bson_destroy(b);
 }
 
+/* An object or array element of an array followed by neither ',' nor ']': libbson calls
+ * [{} {}] "Incomplete JSON", which the message turned into "the text ends inside the event"
+ * for a text that goes on; the message must name the byte where the ',' is missing. */
+static void
+test_validate_names_the_missing_comma_after_an_array_element(void **state)
+{
+    (void)state;
+    static const json_case_t cases[] = {
+        {"objects", "{\"a\":[{} {}]}", STELE_EJSON, "byte 9: ',' or ']' expected"},
+        {"object then object", "{\"a\":[{\"b\":1}{\"c\":2}]}", STELE_EJSON,
+         "byte 13: ',' or ']' expected"},
+        {"arrays", "{\"a\":[[1] [2]]}", STELE_EJSON, "byte 10: ',' or ']' expected"},
+        {"object then number", "{\"a\":[{} 1]}", STELE_EJSON, "byte 9: ',' or ']' expected"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const json_case_t *c = &cases[i];
+        stele_error_t err = {0};
+        bson_t doc;
+        int rc = validate_json(c->json, strlen(c->json), &test_limits, &doc, &err);
+        if (rc == 0)
+            bson_destroy(&doc);
+        if (rc != c->code || !strstr(err.message, c->fragment))
+            fail_msg("case \"%s\": got %s \"%s\", want %s with \"%s\"", c->name, stele_errname(rc),
+                     err.message, stele_errname(c->code), c->fragment);
+    }
+    const char *good = "{\"a\":[{} , [ ] ,{\"b\":[1]}\n],\"c\":{\"d\":[]} }";
+    bson_t doc;
+    stele_error_t err = {0};
+    if (validate_json(good, strlen(good), &test_limits, &doc, &err) != 0)
+        fail_msg("\"%s\" refused: %s", good, err.message);
+    bson_destroy(&doc);
+}
+
 int
 main(void)
 {
@@ -520,6 +553,7 @@ main(void)
         cmocka_unit_test(test_validate_accepts_ordinary_bson_events),
         cmocka_unit_test(test_validate_refuses_numbers_with_a_leading_zero),
         cmocka_unit_test(test_validate_refuses_an_overlong_nul_in_a_string),
+        cmocka_unit_test(test_validate_names_the_missing_comma_after_an_array_element),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
