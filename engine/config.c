@@ -993,8 +993,10 @@ config_check_sink_numbers(const stele_sink_options_t *sink, const char *name, st
 static int
 config_check_sinks(const stele_options_t *opts, stele_error_t *err)
 {
-    if (opts->n_sinks > STELE_MAX_SINKS || (opts->n_sinks && !opts->sinks))
+    if (opts->n_sinks > STELE_MAX_SINKS)
         return error_set(err, STELE_ECONFIG, "at most %d sinks", STELE_MAX_SINKS);
+    if (opts->n_sinks && !opts->sinks)
+        return error_set(err, STELE_ECONFIG, "n_sinks is %zu but sinks is NULL", opts->n_sinks);
     for (size_t i = 0; i < opts->n_sinks; i++) {
         const char *name = opts->sinks[i].name;
         if (!name || !*name || strlen(name) >= 64)
