@@ -31,6 +31,9 @@
 #define VALIDATE_NUMBER_TOKEN_MAX 400
 /* Integers with at most this many digits always fit int64 (max is 9223372036854775807). */
 #define VALIDATE_SAFE_INT_DIGITS 18
+/* libbson's JSON parser refuses deeper nesting ("LEVELS_EXCEEDED"), below max_depth's largest
+ * value: the scan refuses it first, as the depth error it is, with its byte. */
+#define VALIDATE_JSON_PARSER_MAX_DEPTH 98
 /* Largest JSON parse buffer; a longer event is fed to the parser in pieces of this size. */
 #define JSON_PARSE_BUF_MAX ((size_t)16 << 10)
 /* Events up to this size go through the thread's reused reader (json_parser_t), which keeps
@@ -516,6 +519,8 @@ validate_json_scan(const char *s, size_t len, uint32_t max_depth, stele_error_t 
         return error_set(err, STELE_EEMPTY, "event is empty (%zu bytes of whitespace)", len);
     if (s[i] != '{')
         return json_not_object(s, len, i, err);
+    uint32_t limit =
+        max_depth < VALIDATE_JSON_PARSER_MAX_DEPTH ? max_depth : VALIDATE_JSON_PARSER_MAX_DEPTH;
     uint32_t depth = 0;
     uint64_t in_array[2] = {0, 0}; /* bit d: the container at depth d is an array */
     while (i < len) {
@@ -534,9 +539,10 @@ validate_json_scan(const char *s, size_t len, uint32_t max_depth, stele_error_t 
             continue;
         }
         if (c == '{' || c == '[') {
-            if (++depth > max_depth)
+            if (++depth > limit)
                 return error_set(err, STELE_EDEPTH,
-                                 "event nested deeper than %u levels at byte %zu", max_depth, i);
+                                 "event nested deeper than %u levels at byte %zu%s", limit, i,
+                                 limit < max_depth ? " (the most json input can nest)" : "");
             json_mark_container(in_array, depth, c == '[');
         } else if (c == '}' || c == ']') {
             if (--depth == 0) {

@@ -151,7 +151,8 @@ typedef struct stele_options {
     uint64_t segment_bytes;      /* preallocated segment size; default 64 MiB */
     uint32_t max_record_bytes;   /* largest event (BSON bytes); default 1 MiB, max 16 MiB
                                     less the shipped document's envelope */
-    uint32_t max_depth;          /* deepest nesting of an event; default 100 */
+    uint32_t max_depth;          /* deepest nesting of an event; default 100 (JSON events:
+                                    at most 98 whatever the setting) */
     uint32_t commit_interval_us; /* longest wait to grow a batch, only while other writers are
                                     active; 0 (default) = adaptive: no wait on a disk that
                                     flushes in under 1 ms, up to half a flush on a slower one

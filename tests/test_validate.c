@@ -536,6 +536,54 @@ test_validate_names_the_missing_comma_after_an_array_element(void **state)
     bson_destroy(&doc);
 }
 
+/* An event of `depth` levels of objects, innermost {"x":1}. Caller frees. */
+static char *
+test_nested_json(int depth)
+{
+    char *json = malloc((size_t)depth * 6 + 8);
+    assert_non_null(json);
+    size_t n = 0;
+    json[n++] = '{';
+    for (int d = 2; d <= depth; d++) {
+        memcpy(json + n, "\"a\":{", 5);
+        n += 5;
+    }
+    memcpy(json + n, "\"x\":1", 5);
+    n += 5;
+    for (int d = 1; d <= depth; d++)
+        json[n++] = '}';
+    json[n] = '\0';
+    return json;
+}
+
+/* libbson's JSON parser stops at 98 levels ("LEVELS_EXCEEDED"), below the default and largest
+ * max_depth (100): an event of 99 or 100 levels, well-formed and within max_depth, was
+ * refused as malformed json (STELE_EJSON). It is an event nested too deeply for JSON input,
+ * and the message must say at which byte and what the limit is. */
+static void
+test_validate_json_nested_past_the_parser_limit_is_a_depth_error(void **state)
+{
+    (void)state;
+    static const validate_limits_t limits = {.max_record_bytes = 1 << 20, .max_depth = 100};
+    char *json = test_nested_json(98);
+    bson_t doc;
+    stele_error_t err = {0};
+    if (validate_json(json, strlen(json), &limits, &doc, &err) != 0)
+        fail_msg("98 levels refused: %s", err.message);
+    bson_destroy(&doc);
+    free(json);
+    for (int depth = 99; depth <= 100; depth++) {
+        json = test_nested_json(depth);
+        int rc = validate_json(json, strlen(json), &limits, &doc, &err);
+        if (rc == 0)
+            bson_destroy(&doc);
+        /* the 99th '{' opens at byte 1 + 98 * 5 - 1 */
+        if (rc != STELE_EDEPTH || !strstr(err.message, "deeper than 98 levels at byte 490"))
+            fail_msg("%d levels: got %s \"%s\"", depth, stele_errname(rc), err.message);
+        free(json);
+    }
+}
+
 int
 main(void)
 {
@@ -554,6 +602,7 @@ main(void)
         cmocka_unit_test(test_validate_refuses_numbers_with_a_leading_zero),
         cmocka_unit_test(test_validate_refuses_an_overlong_nul_in_a_string),
         cmocka_unit_test(test_validate_names_the_missing_comma_after_an_array_element),
+        cmocka_unit_test(test_validate_json_nested_past_the_parser_limit_is_a_depth_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
