@@ -337,7 +337,8 @@ typedef struct stele_stats {
     stele_sink_stats_t sinks[STELE_MAX_SINKS];
 } stele_stats_t;
 
-/* Fills *out. Never blocks on I/O. Thread-safe. Returns 0 or STELE_EINVAL. */
+/* Fills *out. Never blocks on I/O. Thread-safe. Returns 0, STELE_EINVAL (db or out NULL) or
+ * STELE_ECLOSED (the handle is closing: *out untouched). */
 int stele_stats(stele_t *db, stele_stats_t *out);
 
 /* The highest seq that has reached `level` (every lower seq has too): appended for
