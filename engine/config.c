@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "journal.h" /* journal_frame_bytes */
 
 #define KIB ((uint64_t)1 << 10)
 #define MIB ((uint64_t)1 << 20)
@@ -992,8 +993,10 @@ config_check_sink_numbers(const stele_sink_options_t *sink, const char *name, st
 static int
 config_check_sinks(const stele_options_t *opts, stele_error_t *err)
 {
-    if (opts->n_sinks > STELE_MAX_SINKS || (opts->n_sinks && !opts->sinks))
+    if (opts->n_sinks > STELE_MAX_SINKS)
         return error_set(err, STELE_ECONFIG, "at most %d sinks", STELE_MAX_SINKS);
+    if (opts->n_sinks && !opts->sinks)
+        return error_set(err, STELE_ECONFIG, "n_sinks is %zu but sinks is NULL", opts->n_sinks);
     for (size_t i = 0; i < opts->n_sinks; i++) {
         const char *name = opts->sinks[i].name;
         if (!name || !*name || strlen(name) >= 64)
@@ -1007,6 +1010,23 @@ config_check_sinks(const stele_options_t *opts, stele_error_t *err)
         if (rc)
             return rc;
     }
+    return 0;
+}
+
+/* The largest record must fit a batch in a segment twice over, and the queue once. */
+static int
+config_check_sizes(const stele_options_t *o, stele_error_t *err)
+{
+    size_t frame = journal_frame_bytes(o->max_record_bytes);
+    if ((uint64_t)frame * 2 > o->segment_bytes)
+        return error_set(err, STELE_ECONFIG,
+                         "segment_bytes (%llu) must hold two records of max_record_bytes (%u): "
+                         "raise segment_bytes or lower max_record_bytes",
+                         (unsigned long long)o->segment_bytes, o->max_record_bytes);
+    if (frame > o->max_queue_bytes)
+        return error_set(err, STELE_ECONFIG,
+                         "max_queue_bytes (%llu) must hold one record of max_record_bytes (%u)",
+                         (unsigned long long)o->max_queue_bytes, o->max_record_bytes);
     return 0;
 }
 
@@ -1026,5 +1046,6 @@ config_check(const stele_options_t *opts, stele_error_t *err)
                          "segment_bytes (%llu)",
                          (unsigned long long)opts->max_journal_bytes,
                          (unsigned long long)opts->segment_bytes);
-    return config_check_sinks(opts, err);
+    rc = config_check_sinks(opts, err);
+    return rc ? rc : config_check_sizes(opts, err);
 }

@@ -546,22 +546,6 @@ stele_recovery_hint(const char *dir, unsigned file_mode, journal_options_t *jo)
     index_close(ix);
 }
 
-static int
-stele_check_sizes(const stele_options_t *o, stele_error_t *err)
-{
-    size_t frame = journal_frame_bytes(o->max_record_bytes);
-    if ((uint64_t)frame * 2 > o->segment_bytes)
-        return error_set(err, STELE_ECONFIG,
-                         "segment_bytes (%llu) must hold two records of max_record_bytes (%u): "
-                         "raise segment_bytes or lower max_record_bytes",
-                         (unsigned long long)o->segment_bytes, o->max_record_bytes);
-    if (frame > o->max_queue_bytes)
-        return error_set(err, STELE_ECONFIG,
-                         "max_queue_bytes (%llu) must hold one record of max_record_bytes (%u)",
-                         (unsigned long long)o->max_queue_bytes, o->max_record_bytes);
-    return 0;
-}
-
 static size_t
 stele_batch_bytes(const stele_options_t *o)
 {
@@ -742,8 +726,6 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
         opts_in = &defaults;
     }
     int rc = config_check(opts_in, err);
-    if (rc == 0)
-        rc = stele_check_sizes(opts_in, err);
     if (rc)
         return rc;
     stele_t *db = stele_alloc(dir, opts_in, io);

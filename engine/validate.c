@@ -31,6 +31,9 @@
 #define VALIDATE_NUMBER_TOKEN_MAX 400
 /* Integers with at most this many digits always fit int64 (max is 9223372036854775807). */
 #define VALIDATE_SAFE_INT_DIGITS 18
+/* libbson's JSON parser refuses deeper nesting ("LEVELS_EXCEEDED"), below max_depth's largest
+ * value: the scan refuses it first, as the depth error it is, with its byte. */
+#define VALIDATE_JSON_PARSER_MAX_DEPTH 98
 /* Largest JSON parse buffer; a longer event is fed to the parser in pieces of this size. */
 #define JSON_PARSE_BUF_MAX ((size_t)16 << 10)
 /* Events up to this size go through the thread's reused reader (json_parser_t), which keeps
@@ -86,7 +89,11 @@ walk_utf8_ok(const char *s, size_t len, bool allow_nul)
     }
     if (!any_high && (allow_nul || !any_nul))
         return true;
-    return bson_utf8_validate(s, len, allow_nul);
+    if (!bson_utf8_validate(s, len, allow_nul))
+        return false;
+    /* Allowing NUL, libbson also takes C0 80, the overlong U+0000 of "modified UTF-8"; no
+     * other sequence it accepts holds a 0xC0 byte. */
+    return !allow_nul || !memchr(s, 0xC0, len);
 }
 
 static int walk_document(walk_t *w, bson_iter_t *it, uint32_t depth);
@@ -342,6 +349,12 @@ json_check_number(const char *s, size_t start, size_t end, stele_error_t *err)
 {
     const char *tok = s + start;
     size_t n = end - start;
+    /* libbson's parser refuses "01" but reads "-01" as 0 and "-00.5" as -0.5. */
+    size_t lead = tok[0] == '-' ? 1 : 0;
+    if (n > lead + 1 && tok[lead] == '0' && tok[lead + 1] >= '0' && tok[lead + 1] <= '9')
+        return error_set(err, STELE_EJSON,
+                         "malformed json at byte %zu: a number has a leading zero: %.*s", start,
+                         (int)(n > 40 ? 40 : n), tok);
     bool is_float = false;
     for (size_t k = 0; k < n; k++)
         if (tok[k] == '.' || tok[k] == 'e' || tok[k] == 'E')
@@ -475,16 +488,25 @@ json_mark_container(uint64_t in_array[2], uint32_t depth, bool is_array)
         in_array[depth / 64] &= ~bit;
 }
 
-/* A string element of an array followed by something other than ',' or ']': libbson's
- * parser takes ["x" "y"] for ["x", "y"] (it refuses the same with numbers, or in objects). */
+/* An element of an array (ending at s[end]) followed by something other than ',' or ']'.
+ * libbson's parser takes ["x" "y"] for ["x", "y"], and calls [{} {}] "Incomplete JSON",
+ * which would be reported as a text that ends inside the event. */
 static bool
-json_array_string_unfollowed(const char *s, size_t len, size_t end, const uint64_t in_array[2],
-                             uint32_t depth)
+json_array_element_unfollowed(const char *s, size_t len, size_t end, const uint64_t in_array[2],
+                              uint32_t depth)
 {
     if (depth == 0 || !(in_array[depth / 64] & (1ull << (depth % 64))))
         return false;
     size_t next = json_skip_space(s, len, end);
     return next < len && s[next] != ',' && s[next] != ']';
+}
+
+static int
+json_missing_comma(const char *s, size_t len, size_t end, stele_error_t *err)
+{
+    return error_set(err, STELE_EJSON,
+                     "malformed json at byte %zu: ',' or ']' expected after an array element",
+                     json_skip_space(s, len, end));
 }
 
 /* The scan of step 1 (see the top of the file). Syntax errors it does not care about are
@@ -497,17 +519,16 @@ validate_json_scan(const char *s, size_t len, uint32_t max_depth, stele_error_t 
         return error_set(err, STELE_EEMPTY, "event is empty (%zu bytes of whitespace)", len);
     if (s[i] != '{')
         return json_not_object(s, len, i, err);
+    uint32_t limit =
+        max_depth < VALIDATE_JSON_PARSER_MAX_DEPTH ? max_depth : VALIDATE_JSON_PARSER_MAX_DEPTH;
     uint32_t depth = 0;
     uint64_t in_array[2] = {0, 0}; /* bit d: the container at depth d is an array */
     while (i < len) {
         char c = s[i];
         if (c == '"') {
             size_t end = json_skip_string(s, len, i);
-            if (json_array_string_unfollowed(s, len, end, in_array, depth))
-                return error_set(err, STELE_EJSON,
-                                 "malformed json at byte %zu: ',' or ']' expected after an "
-                                 "array element",
-                                 json_skip_space(s, len, end));
+            if (json_array_element_unfollowed(s, len, end, in_array, depth))
+                return json_missing_comma(s, len, end, err);
             if (json_is_dollar_key(s, len, i, end)) {
                 char path[VALIDATE_PATH_BYTES];
                 json_path_at(s, len, i, path, sizeof path);
@@ -518,9 +539,10 @@ validate_json_scan(const char *s, size_t len, uint32_t max_depth, stele_error_t 
             continue;
         }
         if (c == '{' || c == '[') {
-            if (++depth > max_depth)
+            if (++depth > limit)
                 return error_set(err, STELE_EDEPTH,
-                                 "event nested deeper than %u levels at byte %zu", max_depth, i);
+                                 "event nested deeper than %u levels at byte %zu%s", limit, i,
+                                 limit < max_depth ? " (the most json input can nest)" : "");
             json_mark_container(in_array, depth, c == '[');
         } else if (c == '}' || c == ']') {
             if (--depth == 0) {
@@ -530,6 +552,8 @@ validate_json_scan(const char *s, size_t len, uint32_t max_depth, stele_error_t 
                                      "malformed json at byte %zu: data after the event", i);
                 return 0;
             }
+            if (json_array_element_unfollowed(s, len, i + 1, in_array, depth))
+                return json_missing_comma(s, len, i + 1, err);
         } else if (c == '-' || (c >= '0' && c <= '9')) {
             size_t end = i + 1;
             while (end < len && json_is_number_char(s[end]))
@@ -750,7 +774,11 @@ validate_json(const char *json, size_t len, const validate_limits_t *lim, bson_t
         return rc;
     if (!json_to_bson(json, len, out, &berr))
         return json_classify_failure(json, len, &berr, err);
-    if (out->len > lim->max_record_bytes) {
+    /* The parser checks string values as walk_utf8_ok would without its C0 80 rule; JSON
+     * text holds no 0xC0 byte outside strings, and valid UTF-8 none at all. */
+    if (memchr(json, 0xC0, len)) {
+        rc = json_diagnose_utf8(json, len, err);
+    } else if (out->len > lim->max_record_bytes) {
         rc = error_set(err, STELE_ETOOBIG, "event of %u bytes exceeds max_record_bytes (%u)",
                        out->len, lim->max_record_bytes);
     } else if (out->len == 5) {

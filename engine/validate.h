@@ -6,13 +6,14 @@
  * path for documents):
  *   - an event is a JSON object / BSON document with at least one field (STELE_EEMPTY,
  *     STELE_ENOTOBJECT); JSON must be exactly one object, nothing after it (STELE_EJSON);
- *   - keys and strings are valid UTF-8 (STELE_EUTF8); no NUL inside a key (STELE_EKEYNUL);
+ *   - keys and strings are valid UTF-8, without overlong forms (C0 80 too), surrogates or
+ *     code points above U+10FFFF (STELE_EUTF8); no NUL inside a key (STELE_EKEYNUL);
  *   - no key at any depth starts with '$' (STELE_EDOLLARKEY): MongoDB reserves them, and
  *     extended-JSON wrappers ({"$date": ...}) are therefore not accepted either;
  *   - the top-level keys "_id" and STELE_META_FIELD are reserved for the shipped document's
  *     envelope (STELE_ERESERVEDKEY);
- *   - nesting (objects and arrays, the event itself is level 1) is at most max_depth
- *     (STELE_EDEPTH);
+ *   - nesting (objects and arrays, the event itself is level 1) is at most max_depth, and at
+ *     most 98 for JSON input, the most libbson's parser takes (STELE_EDEPTH);
  *   - a JSON number is an int64 or a finite double: integers beyond int64 and exponents that
  *     overflow (or underflow to zero) are refused (STELE_ENUMBER) rather than wrapped or
  *     rounded the way libbson would; NaN and Infinity are not JSON (STELE_EJSON);

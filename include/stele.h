@@ -151,7 +151,8 @@ typedef struct stele_options {
     uint64_t segment_bytes;      /* preallocated segment size; default 64 MiB */
     uint32_t max_record_bytes;   /* largest event (BSON bytes); default 1 MiB, max 16 MiB
                                     less the shipped document's envelope */
-    uint32_t max_depth;          /* deepest nesting of an event; default 100 */
+    uint32_t max_depth;          /* deepest nesting of an event; default 100 (JSON events:
+                                    at most 98 whatever the setting) */
     uint32_t commit_interval_us; /* longest wait to grow a batch, only while other writers are
                                     active; 0 (default) = adaptive: no wait on a disk that
                                     flushes in under 1 ms, up to half a flush on a slower one
@@ -336,7 +337,8 @@ typedef struct stele_stats {
     stele_sink_stats_t sinks[STELE_MAX_SINKS];
 } stele_stats_t;
 
-/* Fills *out. Never blocks on I/O. Thread-safe. Returns 0 or STELE_EINVAL. */
+/* Fills *out. Never blocks on I/O. Thread-safe. Returns 0, STELE_EINVAL (db or out NULL) or
+ * STELE_ECLOSED (the handle is closing: *out untouched). */
 int stele_stats(stele_t *db, stele_stats_t *out);
 
 /* The highest seq that has reached `level` (every lower seq has too): appended for

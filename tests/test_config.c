@@ -568,6 +568,24 @@ test_config_check_rejects_out_of_range_sink_numbers(void **state)
     }
 }
 
+/* A struct filled by hand with n_sinks but no sinks array: the refusal must say so, not
+ * that there are too many sinks. */
+static void
+test_config_check_names_a_missing_sinks_array(void **state)
+{
+    (void)state;
+    stele_options_t o;
+    stele_options_init(&o);
+    o.n_sinks = 1;
+    stele_error_t err = {0};
+    assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+    if (!strstr(err.message, "n_sinks is 1 but sinks is NULL"))
+        fail_msg("message: %s", err.message);
+    o.n_sinks = STELE_MAX_SINKS + 1;
+    assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "at most 16 sinks"));
+}
+
 int
 main(void)
 {
@@ -592,6 +610,7 @@ main(void)
         cmocka_unit_test(test_config_load_env_reads_upper_case_knobs),
         cmocka_unit_test(test_config_retention_seconds_stays_within_int64),
         cmocka_unit_test(test_config_check_rejects_inconsistent_options),
+        cmocka_unit_test(test_config_check_names_a_missing_sinks_array),
         cmocka_unit_test(test_config_check_rejects_out_of_range_sink_numbers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

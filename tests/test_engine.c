@@ -505,6 +505,8 @@ test_engine_rejected_events_append_nothing(void **state)
         {"{\"_id\":1}", STELE_ERESERVEDKEY},
         {"{\"n\":1e999}", STELE_ENUMBER},
         {"{\"a\":1}{}", STELE_EJSON},
+        {"{\"n\":-01}", STELE_EJSON},
+        {"{\"a\":\"\xc0\x80\"}", STELE_EUTF8},
     };
     stele_options_t o;
     fixture_options(&o);
@@ -524,6 +526,12 @@ test_engine_rejected_events_append_nothing(void **state)
     assert_int_equal(
         stele_append_bson(db, short_bson, sizeof short_bson, STELE_WAIT_NONE, NULL, NULL),
         STELE_EBSON);
+    bson_t *overlong = bson_new();
+    bson_append_utf8(overlong, "a", -1, "\xc0\x80", 2);
+    assert_int_equal(
+        stele_append_bson(db, bson_get_data(overlong), overlong->len, STELE_WAIT_NONE, NULL, NULL),
+        STELE_EUTF8);
+    bson_destroy(overlong);
     const char *deep = "{\"a\":{\"b\":{\"c\":{\"d\":{}}}}}";
     assert_int_equal(stele_append_json(db, deep, strlen(deep), STELE_WAIT_NONE, NULL, NULL),
                      STELE_EDEPTH);

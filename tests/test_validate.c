@@ -440,6 +440,150 @@ test_validate_accepts_ordinary_bson_events(void **state)
     bson_destroy(b);
 }
 
+/* JSON allows no leading zero in a number. libbson's parser refuses "01" but reads "-01",
+ * "-012" and "-07" as 0 and "-00.5" as -0.5: an event that is not JSON, stored with another
+ * value than the one written. */
+static void
+test_validate_refuses_numbers_with_a_leading_zero(void **state)
+{
+    (void)state;
+    static const json_case_t cases[] = {
+        {"negative integer", "{\"n\":-01}", STELE_EJSON, "byte 5: a number has a leading zero"},
+        {"negative integer in an array", "{\"n\":[1,-012]}", STELE_EJSON,
+         "byte 8: a number has a leading zero"},
+        {"negative decimal", "{\"n\":-00.5}", STELE_EJSON, "byte 5: a number has a leading zero"},
+        {"positive integer", "{\"n\":07}", STELE_EJSON, "byte 5: a number has a leading zero"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const json_case_t *c = &cases[i];
+        stele_error_t err = {0};
+        bson_t doc;
+        int rc = validate_json(c->json, strlen(c->json), &test_limits, &doc, &err);
+        if (rc == 0)
+            bson_destroy(&doc);
+        if (rc != c->code || !strstr(err.message, c->fragment))
+            fail_msg("case \"%s\": got %s \"%s\", want %s with \"%s\"", c->name, stele_errname(rc),
+                     err.message, stele_errname(c->code), c->fragment);
+    }
+    static const char *const good[] = {"{\"n\":0}",     "{\"n\":-0}", "{\"n\":-0.5}", "{\"n\":0e5}",
+                                       "{\"n\":-0E-2}", "{\"n\":10}", "{\"n\":-100}"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        bson_t doc;
+        stele_error_t err = {0};
+        if (validate_json(good[i], strlen(good[i]), &test_limits, &doc, &err) != 0)
+            fail_msg("\"%s\" refused: %s", good[i], err.message);
+        bson_destroy(&doc);
+    }
+}
+
+/* 0xC0 0x80 is an overlong encoding of U+0000 ("modified UTF-8"), not UTF-8. libbson's
+ * validator lets it through whenever it allows NUL, which it does for string values (a BSON
+ * string is length-prefixed), so both inputs took it in a value. */
+static void
+test_validate_refuses_an_overlong_nul_in_a_string(void **state)
+{
+    (void)state;
+    const char *json = "{\"ok\":\"caf\xc3\xa9\",\"a\":\"x\xc0\x80y\"}";
+    stele_error_t err = {0};
+    bson_t doc;
+    int rc = validate_json(json, strlen(json), &test_limits, &doc, &err);
+    if (rc == 0)
+        bson_destroy(&doc);
+    if (rc != STELE_EUTF8 || !strstr(err.message, "string at byte 18"))
+        fail_msg("json: got %s \"%s\"", stele_errname(rc), err.message);
+
+    bson_t *b = bson_new();
+    bson_append_utf8(b, "ok", -1, "caf\xc3\xa9", 5);
+    bson_append_utf8(b, "who", -1, "x\xc0\x80y", 4);
+    test_expect_bson("overlong NUL in a value", bson_get_data(b), b->len, STELE_EUTF8, "\"who\"");
+    bson_destroy(b);
+    b = bson_new();
+    bson_append_regex(b, "re", -1, "a\xc0\x80", "i");
+    test_expect_bson("overlong NUL in a regex", bson_get_data(b), b->len, STELE_EUTF8, "\"re\"");
+    bson_destroy(b);
+}
+
+/* An object or array element of an array followed by neither ',' nor ']': libbson calls
+ * [{} {}] "Incomplete JSON", which the message turned into "the text ends inside the event"
+ * for a text that goes on; the message must name the byte where the ',' is missing. */
+static void
+test_validate_names_the_missing_comma_after_an_array_element(void **state)
+{
+    (void)state;
+    static const json_case_t cases[] = {
+        {"objects", "{\"a\":[{} {}]}", STELE_EJSON, "byte 9: ',' or ']' expected"},
+        {"object then object", "{\"a\":[{\"b\":1}{\"c\":2}]}", STELE_EJSON,
+         "byte 13: ',' or ']' expected"},
+        {"arrays", "{\"a\":[[1] [2]]}", STELE_EJSON, "byte 10: ',' or ']' expected"},
+        {"object then number", "{\"a\":[{} 1]}", STELE_EJSON, "byte 9: ',' or ']' expected"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const json_case_t *c = &cases[i];
+        stele_error_t err = {0};
+        bson_t doc;
+        int rc = validate_json(c->json, strlen(c->json), &test_limits, &doc, &err);
+        if (rc == 0)
+            bson_destroy(&doc);
+        if (rc != c->code || !strstr(err.message, c->fragment))
+            fail_msg("case \"%s\": got %s \"%s\", want %s with \"%s\"", c->name, stele_errname(rc),
+                     err.message, stele_errname(c->code), c->fragment);
+    }
+    const char *good = "{\"a\":[{} , [ ] ,{\"b\":[1]}\n],\"c\":{\"d\":[]} }";
+    bson_t doc;
+    stele_error_t err = {0};
+    if (validate_json(good, strlen(good), &test_limits, &doc, &err) != 0)
+        fail_msg("\"%s\" refused: %s", good, err.message);
+    bson_destroy(&doc);
+}
+
+/* An event of `depth` levels of objects, innermost {"x":1}. Caller frees. */
+static char *
+test_nested_json(int depth)
+{
+    char *json = malloc((size_t)depth * 6 + 8);
+    assert_non_null(json);
+    size_t n = 0;
+    json[n++] = '{';
+    for (int d = 2; d <= depth; d++) {
+        memcpy(json + n, "\"a\":{", 5);
+        n += 5;
+    }
+    memcpy(json + n, "\"x\":1", 5);
+    n += 5;
+    for (int d = 1; d <= depth; d++)
+        json[n++] = '}';
+    json[n] = '\0';
+    return json;
+}
+
+/* libbson's JSON parser stops at 98 levels ("LEVELS_EXCEEDED"), below the default and largest
+ * max_depth (100): an event of 99 or 100 levels, well-formed and within max_depth, was
+ * refused as malformed json (STELE_EJSON). It is an event nested too deeply for JSON input,
+ * and the message must say at which byte and what the limit is. */
+static void
+test_validate_json_nested_past_the_parser_limit_is_a_depth_error(void **state)
+{
+    (void)state;
+    static const validate_limits_t limits = {.max_record_bytes = 1 << 20, .max_depth = 100};
+    char *json = test_nested_json(98);
+    bson_t doc;
+    stele_error_t err = {0};
+    if (validate_json(json, strlen(json), &limits, &doc, &err) != 0)
+        fail_msg("98 levels refused: %s", err.message);
+    bson_destroy(&doc);
+    free(json);
+    for (int depth = 99; depth <= 100; depth++) {
+        json = test_nested_json(depth);
+        int rc = validate_json(json, strlen(json), &limits, &doc, &err);
+        if (rc == 0)
+            bson_destroy(&doc);
+        /* the 99th '{' opens at byte 1 + 98 * 5 - 1 */
+        if (rc != STELE_EDEPTH || !strstr(err.message, "deeper than 98 levels at byte 490"))
+            fail_msg("%d levels: got %s \"%s\"", depth, stele_errname(rc), err.message);
+        free(json);
+    }
+}
+
 int
 main(void)
 {
@@ -455,6 +599,10 @@ main(void)
         cmocka_unit_test(test_validate_rejects_bson_nested_too_deeply),
         cmocka_unit_test(test_validate_rejects_bson_over_max_record_bytes),
         cmocka_unit_test(test_validate_accepts_ordinary_bson_events),
+        cmocka_unit_test(test_validate_refuses_numbers_with_a_leading_zero),
+        cmocka_unit_test(test_validate_refuses_an_overlong_nul_in_a_string),
+        cmocka_unit_test(test_validate_names_the_missing_comma_after_an_array_element),
+        cmocka_unit_test(test_validate_json_nested_past_the_parser_limit_is_a_depth_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -118,6 +118,37 @@ test_validate_json_accepts_a_null_error_and_a_null_text(void **state)
     assert_int_equal(stele_validate_json(NULL, 0, NULL, NULL), STELE_EEMPTY);
 }
 
+/* stele_open also refuses sizes that do not fit together (a segment must hold two of the
+ * largest records, the queue one): the same options must get the same refusal here. */
+static void
+test_validate_json_refuses_sizes_that_open_would_refuse(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir_new("validate-sizes");
+    assert_non_null(dir);
+    char *never = test_path_join(dir, "never-created");
+    assert_non_null(never);
+    stele_options_t opts;
+    for (int i = 0; i < 2; i++) {
+        stele_options_init(&opts);
+        if (i == 0)
+            opts.segment_bytes = 64u << 10; /* max_record_bytes stays 1 MiB */
+        else
+            opts.max_queue_bytes = 64u << 10;
+        stele_error_t open_err = {0}, v_err = {0};
+        stele_t *db = NULL;
+        int open_rc = stele_open(never, &opts, &db, &open_err);
+        assert_int_equal(open_rc, STELE_ECONFIG);
+        int v_rc = stele_validate_json("{\"a\":1}", 7, &opts, &v_err);
+        if (v_rc != open_rc)
+            fail_msg("case %d: stele_open refuses (%s) but stele_validate_json returns %s", i,
+                     open_err.message, stele_errname(v_rc));
+        assert_string_equal(v_err.message, open_err.message);
+    }
+    free(never);
+    test_tmpdir_remove(dir);
+}
+
 int
 main(void)
 {
@@ -127,6 +158,7 @@ main(void)
         cmocka_unit_test(test_validate_json_honours_the_limits_it_is_given),
         cmocka_unit_test(test_validate_json_refuses_limits_that_open_would_refuse),
         cmocka_unit_test(test_validate_json_accepts_a_null_error_and_a_null_text),
+        cmocka_unit_test(test_validate_json_refuses_sizes_that_open_would_refuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
