@@ -42,7 +42,8 @@
 
 /* Within this distance of the head, a flush needs no seek (same or adjacent track). */
 #define HDDFS_SEQ_WINDOW_BYTES (1024 * 1024)
-/* Files with pending writes the model can track at once; more are charged a full seek. */
+/* Files with unflushed writes the model can track at once; past that, flushes of files it
+ * does not know are charged a seek plus half a turn (hddfs_delay_flush). */
 #define HDDFS_DIRTY_SLOTS 8192
 #define HDDFS_PATH_BYTES 4096
 
@@ -65,6 +66,8 @@ typedef struct hddfs {
     uint64_t head_ino;
     uint64_t head_off;
     uint64_t n_flushes;
+    uint64_t n_lost_writes;       /* writes that found the dirty table full */
+    uint64_t n_untracked_flushes; /* flushes charged a flat cost for that reason */
     hddfs_dirty_t dirty[HDDFS_DIRTY_SLOTS];
 } hddfs_t;
 
@@ -88,26 +91,68 @@ hddfs_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The dirty-table slot for ino (open addressing); NULL when the table is full. */
-static hddfs_dirty_t *
-hddfs_slot(hddfs_t *fs, uint64_t ino, int create)
+/* The dirty table: files with writes not yet flushed, by inode, open addressing with linear
+ * probing. A flush removes its file's entry, so the table holds only what is dirty now (not
+ * every file ever written: a sweep writes tens of thousands). */
+static size_t
+hddfs_home(uint64_t ino)
 {
-    size_t start = (size_t)(ino * 11400714819323198485ull >> 51) % HDDFS_DIRTY_SLOTS;
+    return (size_t)(ino * 11400714819323198485ull >> 51) % HDDFS_DIRTY_SLOTS;
+}
+
+/* ino's entry, or NULL: the file has no unflushed write. */
+static hddfs_dirty_t *
+hddfs_find(hddfs_t *fs, uint64_t ino)
+{
+    size_t start = hddfs_home(ino);
+    for (size_t k = 0; k < HDDFS_DIRTY_SLOTS; k++) {
+        hddfs_dirty_t *d = &fs->dirty[(start + k) % HDDFS_DIRTY_SLOTS];
+        if (d->ino == ino)
+            return d;
+        if (d->ino == 0)
+            return NULL;
+    }
+    return NULL;
+}
+
+/* ino's entry, made when missing; NULL when HDDFS_DIRTY_SLOTS files are dirty at once. */
+static hddfs_dirty_t *
+hddfs_claim(hddfs_t *fs, uint64_t ino)
+{
+    size_t start = hddfs_home(ino);
     for (size_t k = 0; k < HDDFS_DIRTY_SLOTS; k++) {
         hddfs_dirty_t *d = &fs->dirty[(start + k) % HDDFS_DIRTY_SLOTS];
         if (d->ino == ino)
             return d;
         if (d->ino == 0) {
-            if (!create)
-                return NULL;
-            d->ino = ino;
-            d->lo = UINT64_MAX;
-            d->hi = 0;
-            d->bytes = 0;
+            *d = (hddfs_dirty_t){.ino = ino, .lo = UINT64_MAX, .hi = 0, .bytes = 0};
             return d;
         }
     }
     return NULL;
+}
+
+/* Whether slot h lies in the cyclic range (from, to]. */
+static int
+hddfs_cyclic_between(size_t from, size_t h, size_t to)
+{
+    return from < to ? (from < h && h <= to) : (from < h || h <= to);
+}
+
+/* Removes an entry; later entries of its probe run move up so every lookup still finds them
+ * (backward-shift deletion: no tombstones to pile up). */
+static void
+hddfs_forget(hddfs_t *fs, hddfs_dirty_t *d)
+{
+    size_t hole = (size_t)(d - fs->dirty);
+    for (size_t i = (hole + 1) % HDDFS_DIRTY_SLOTS; fs->dirty[i].ino != 0;
+         i = (i + 1) % HDDFS_DIRTY_SLOTS) {
+        if (!hddfs_cyclic_between(hole, hddfs_home(fs->dirty[i].ino), i)) {
+            fs->dirty[hole] = fs->dirty[i];
+            hole = i;
+        }
+    }
+    fs->dirty[hole].ino = 0;
 }
 
 static void
@@ -115,13 +160,15 @@ hddfs_note_write(uint64_t ino, uint64_t off, uint64_t len)
 {
     hddfs_t *fs = hddfs_get();
     pthread_mutex_lock(&fs->model_mu);
-    hddfs_dirty_t *d = hddfs_slot(fs, ino, 1);
+    hddfs_dirty_t *d = hddfs_claim(fs, ino);
     if (d) {
         if (off < d->lo)
             d->lo = off;
         if (off + len > d->hi)
             d->hi = off + len;
         d->bytes += len;
+    } else {
+        fs->n_lost_writes++;
     }
     pthread_mutex_unlock(&fs->model_mu);
 }
@@ -158,16 +205,19 @@ hddfs_delay_flush(uint64_t ino)
     hddfs_t *fs = hddfs_get();
     uint64_t finish = 0;
     pthread_mutex_lock(&fs->model_mu);
-    hddfs_dirty_t *d = hddfs_slot(fs, ino, 0);
-    if (d && d->bytes > 0) {
+    hddfs_dirty_t *d = hddfs_find(fs, ino);
+    if (d) {
         finish = hddfs_schedule_flush(fs, ino, d->lo, d->hi, d->bytes);
-        d->lo = UINT64_MAX;
-        d->hi = 0;
-        d->bytes = 0;
-    } else if (!d) {
-        /* Untracked (table full): charge a seek plus half a turn. */
-        fs->busy_until_ns = hddfs_now_ns() + (uint64_t)(fs->seek_ns + fs->period_ns / 2);
+        hddfs_forget(fs, d);
+    } else if (fs->n_lost_writes > 0) {
+        /* Some write found the table full, maybe this file's: charge a seek plus half a turn
+         * after whatever the disk is doing. A file with nothing to flush costs nothing. */
+        uint64_t now = hddfs_now_ns();
+        uint64_t start = now > fs->busy_until_ns ? now : fs->busy_until_ns;
+        fs->busy_until_ns = start + (uint64_t)(fs->seek_ns + fs->period_ns / 2);
         finish = fs->busy_until_ns;
+        fs->n_flushes++;
+        fs->n_untracked_flushes++;
     }
     pthread_mutex_unlock(&fs->model_mu);
     if (finish == 0)
@@ -556,7 +606,8 @@ main(int argc, char **argv)
     }
     umask(0);
     int rc = fuse_main(argc, argv, &hddfs_ops, fs);
-    fprintf(stderr, "stele-hddfs: %llu flushes modelled\n", (unsigned long long)fs->n_flushes);
+    fprintf(stderr, "stele-hddfs: %llu flushes modelled, %llu of them of untracked files\n",
+            (unsigned long long)fs->n_flushes, (unsigned long long)fs->n_untracked_flushes);
     pthread_mutex_destroy(&fs->model_mu);
     free(fs);
     return rc;

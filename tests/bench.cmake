@@ -16,3 +16,10 @@ if(TARGET stele-bench)
     add_dependencies(test_bench stele-hddfs)
   endif()
 endif()
+
+# The emulated disk's model (skipped without /dev/fuse and root).
+if(TARGET stele-hddfs)
+  stele_add_test(test_hddfs SOURCES test_hddfs.c TIMEOUT 300 LABELS bench)
+  target_compile_definitions(test_hddfs PRIVATE STELE_HDDFS_EXE="$<TARGET_FILE:stele-hddfs>")
+  add_dependencies(test_hddfs stele-hddfs)
+endif()
