@@ -213,6 +213,81 @@ test_insert_skip_invalid_reports_each_bad_line_and_goes_on(void **state)
     harness_result_free(&r);
 }
 
+/* ---- closed standard streams --------------------------------------------------------- */
+
+/* The first bytes of the journal's LOCK page (journal/FORMAT.md, section 5). */
+#define LOCK_PAGE_MAGIC "STELELCK"
+
+/* Asserts that the LOCK page still starts with its magic: nothing meant for a closed
+ * standard stream was written into it. */
+static void
+assert_lock_page_intact(const fixture_t *f)
+{
+    char path[4200], head[sizeof LOCK_PAGE_MAGIC] = "";
+    snprintf(path, sizeof path, "%s/LOCK", f->dir);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    assert_int_equal(fread(head, 1, sizeof head - 1, fp), sizeof head - 1);
+    fclose(fp);
+    assert_string_equal(head, LOCK_PAGE_MAGIC);
+}
+
+/* Runs `stele insert -d DIR [event]` with standard stream `fd` closed. */
+static harness_result_t
+insert_with_stream_closed(const fixture_t *f, int fd, const char *event)
+{
+    harness_run_t run = {.args = {"insert", "-d", f->dir, event}};
+    run.stream[fd] = HARNESS_STREAM_CLOSED;
+    harness_result_t r;
+    harness_exec(&run, &r);
+    return r;
+}
+
+static void
+test_insert_with_stdout_closed_exits_3_and_writes_no_seq_into_the_journal(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    harness_result_t r = insert_with_stream_closed(f, STDOUT_FILENO, "{\"a\":1}");
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "could not write to stdout"));
+    harness_result_free(&r);
+    assert_lock_page_intact(f);
+    r = harness_run(0, NULL, "insert", "-d", f->dir, "{\"a\":2}", NULL);
+    assert_string_equal(r.out, "5\n");
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "verify", "-d", f->dir, NULL);
+    harness_result_free(&r);
+}
+
+static void
+test_insert_with_stdin_closed_exits_3_and_reads_no_journal_file(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    harness_result_t r = insert_with_stream_closed(f, STDIN_FILENO, NULL);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "could not read stdin"));
+    assert_string_equal(r.out, "");
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    assert_int_equal(harness_count_lines(r.out), 3);
+    harness_result_free(&r);
+}
+
+static void
+test_insert_with_stderr_closed_writes_no_message_into_the_journal(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    harness_result_t r = insert_with_stream_closed(f, STDERR_FILENO, "{\"a\":");
+    assert_int_equal(r.exit_code, 2);
+    harness_result_free(&r);
+    assert_lock_page_intact(f);
+    r = harness_run(0, NULL, "verify", "-d", f->dir, NULL);
+    harness_result_free(&r);
+}
+
 static void
 test_insert_takes_the_directory_from_stele_dir(void **state)
 {
@@ -954,6 +1029,13 @@ main(void)
             test_insert_bad_line_commits_what_came_before_and_nothing_after, setup, teardown),
         cmocka_unit_test_setup_teardown(test_insert_skip_invalid_reports_each_bad_line_and_goes_on,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_with_stdout_closed_exits_3_and_writes_no_seq_into_the_journal, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_with_stdin_closed_exits_3_and_reads_no_journal_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_with_stderr_closed_writes_no_message_into_the_journal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_insert_takes_the_directory_from_stele_dir, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
