@@ -151,9 +151,10 @@ cli_args_next(cli_args_t *a, int argc, char **argv, const char **optarg_out, int
     }
 }
 
-void
-cli_print_help(const cli_args_t *a, FILE *out)
+int
+cli_print_help(const cli_args_t *a)
 {
+    FILE *out = stdout;
     fputs(a->usage, out);
     fputs("\nCommon options:\n"
           "  -d, --dir DIR          journal directory (default: $STELE_DIR, else " CLI_DEFAULT_DIR
@@ -173,6 +174,20 @@ cli_print_help(const cli_args_t *a, FILE *out)
     fputs("\nExit status: 0 ok, 1 usage error, 2 invalid input or failed check, 3 I/O or "
           "engine error.\n",
           out);
+    return cli_stdout_done(a->command);
+}
+
+int
+cli_stdout_done(const char *command)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return CLI_EXIT_OK;
+    /* errno is the failed write's when fflush failed; an earlier failed write (a buffer
+     * that filled up) left only the error flag */
+    fprintf(stderr, "stele%s%s: could not write to stdout%s%s\n", command ? " " : "",
+            command ? command : "", errno ? ": " : "", errno ? strerror(errno) : "");
+    return CLI_EXIT_ENGINE;
 }
 
 int

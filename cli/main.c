@@ -82,12 +82,12 @@ main(int argc, char **argv)
     const char *name = argv[1];
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
         printf("stele %s\n", STELE_VERSION_STRING);
-        return CLI_EXIT_OK;
+        return cli_stdout_done(NULL);
     }
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
         (strcmp(name, "help") == 0 && argc == 2)) {
         print_usage(stdout);
-        return CLI_EXIT_OK;
+        return cli_stdout_done(NULL);
     }
     /* "stele help insert" is "stele insert --help" */
     if (strcmp(name, "help") == 0 && argc >= 3) {

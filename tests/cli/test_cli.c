@@ -1001,6 +1001,55 @@ test_verify_exits_2_and_names_the_seq_after_a_byte_is_flipped(void **state)
     harness_result_free(&r);
 }
 
+/* ---- output that cannot be written ---------------------------------------------------- */
+
+/* A command whose output is lost (a full disk, here /dev/full) must not exit 0: a script
+ * would take the missing output for the answer. Each row is one command; "@J" is a journal
+ * of three records. */
+static void
+test_every_command_exits_3_and_says_so_when_stdout_is_full(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    static const struct {
+        const char *args[8];
+        const char *stdin_data;
+    } rows[] = {
+        {{"--version"}, NULL},
+        {{"--help"}, NULL},
+        {{"help", "status"}, NULL},
+        {{"insert", "--help"}, NULL},
+        {{"tail", "--help"}, NULL},
+        {{"verify", "--help"}, NULL},
+        {{"ship", "--help"}, NULL},
+        {{"status", "-d", "@J"}, NULL},
+        {{"status", "-d", "@J", "--json"}, NULL},
+        {{"status", "-d", "@J", "--prometheus"}, NULL},
+        {{"verify", "-d", "@J"}, NULL},
+        {{"tail", "-d", "@J", "-n", "all"}, NULL},
+        {{"tail", "-d", "@J", "-n", "1", "--where", "who=user-1"}, NULL},
+        {{"insert", "-d", "@J", "{\"a\":1}"}, NULL},
+        /* the bad line is reported, then why its predecessor's seq is missing */
+        {{"insert", "-d", "@J"}, "{\"a\":2}\n{\"a\":\n"},
+    };
+    size_t n_failed = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        harness_run_t run = {.stdin_data = rows[i].stdin_data};
+        run.stream[STDOUT_FILENO] = HARNESS_STREAM_DEV_FULL;
+        for (size_t a = 0; rows[i].args[a] != NULL; a++)
+            run.args[a] = strcmp(rows[i].args[a], "@J") == 0 ? f->dir : rows[i].args[a];
+        harness_result_t r;
+        harness_exec(&run, &r);
+        int is_ok = r.exit_code == 3 && strstr(r.err, "could not write to stdout") != NULL;
+        printf("%s stele %s %s: exit %d, stderr: %s\n", is_ok ? "ok  " : "FAIL", run.args[0],
+               run.args[1] ? run.args[1] : "", r.exit_code, r.err);
+        n_failed += !is_ok;
+        harness_result_free(&r);
+    }
+    if (n_failed > 0)
+        fail_msg("%zu commands did not exit 3 with 'could not write to stdout'", n_failed);
+}
+
 /* ---- ship ---------------------------------------------------------------------------- */
 
 static void
@@ -1076,6 +1125,8 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_verify_exits_2_and_names_the_seq_after_a_byte_is_flipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_command_exits_3_and_says_so_when_stdout_is_full,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_ship_needs_a_mongo_uri, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
