@@ -13,7 +13,8 @@
  *    chunk, and the ring. A longer line is skipped to its newline without being kept.
  *  - On a bad line everything before it is settled and printed, nothing after it is
  *    appended (unless --skip-invalid), and the error names the line and the library's
- *    reason.
+ *    reason. An append that fails for another reason (a full quota) settles and prints what
+ *    came before it too, then stops with exit 3.
  *  - When `stele serve` owns the journal (its socket answers), events go through it with
  *    stele_client_send_json()/stele_client_recv(), up to INSERT_CLIENT_WINDOW unanswered.
  *    Each line is validated here first (stele_validate_json, with this command's knobs), so
@@ -397,6 +398,26 @@ client_insert_one(inserter_t *ins, const char *where, uint64_t number, const cha
 }
 
 /*
+ * An append failed for a reason other than the event (a full quota with on_full=fail, a
+ * halted engine, stdout gone): the events before it are in the journal, so print the seqs
+ * of those that reach the level (a rerun resumes after the last one; a halted engine
+ * confirms none), then say why insert stopped.
+ */
+static void
+report_stop(inserter_t *ins, int rc, const stele_error_t *err)
+{
+    if (ins->stdout_failed) {
+        report_settle_failure(ins, rc, err);
+        return;
+    }
+    stele_error_t settle_err = {0};
+    int settle_rc = inserter_settle_all(ins, &settle_err);
+    cli_report(ins->command, rc, err);
+    if (settle_rc != 0 && ins->stdout_failed)
+        report_settle_failure(ins, settle_rc, &settle_err);
+}
+
+/*
  * Handles one input event. Returns 0 to go on, or the exit code to stop with; *n_skipped
  * counts invalid events skipped under --skip-invalid.
  */
@@ -419,7 +440,7 @@ insert_one(inserter_t *ins, const char *where, uint64_t number, const char *json
     }
     int code = cli_exit_for(rc);
     if (code != CLI_EXIT_INVALID) {
-        report_settle_failure(ins, rc, &err);
+        report_stop(ins, rc, &err);
         return code == CLI_EXIT_OK ? CLI_EXIT_ENGINE : code;
     }
     if (skip_invalid) {

@@ -213,6 +213,37 @@ test_insert_skip_invalid_reports_each_bad_line_and_goes_on(void **state)
     harness_result_free(&r);
 }
 
+/* A full quota (on_full=fail) stops insert mid-stream: the events before it are in the
+ * journal, so their seqs are printed (a rerun resumes after the last), then the error. */
+static void
+test_insert_stopped_by_a_full_quota_prints_the_seqs_it_appended(void **state)
+{
+    fixture_t *f = *state;
+    enum { N_LINES = 6000, PAD_BYTES = 400 }; /* 2.6 MB of events for a 2 MiB quota */
+    char *lines = malloc((size_t)N_LINES * (PAD_BYTES + 32));
+    assert_non_null(lines);
+    size_t len = 0;
+    for (int i = 0; i < N_LINES; i++)
+        len += (size_t)sprintf(lines + len, "{\"i\":%d,\"pad\":\"%0*d\"}\n", i, PAD_BYTES, 0);
+    harness_result_t r =
+        harness_run(3, lines, "insert", "-d", f->dir, "--segment-bytes", "1M", "--max-record-bytes",
+                    "64K", "--max-journal-bytes", "2M", "--on-full", "fail", NULL);
+    free(lines);
+    assert_non_null(strstr(r.err, "quota"));
+    size_t n_printed = harness_count_lines(r.out);
+    uint64_t expect = 1;
+    for (const char *p = r.out; *p; p = strchr(p, '\n') + 1)
+        assert_int_equal(strtoull(p, NULL, 10), expect++);
+    harness_result_free(&r);
+
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "1", NULL);
+    uint64_t last_seq = 0;
+    assert_int_equal(tail_seqs(r.out, &last_seq, 1), 1);
+    harness_result_free(&r);
+    assert_true(last_seq > 0 && last_seq < N_LINES);
+    assert_int_equal(n_printed, last_seq);
+}
+
 /* ---- closed standard streams --------------------------------------------------------- */
 
 /* The first bytes of the journal's LOCK page (journal/FORMAT.md, section 5). */
@@ -1078,6 +1109,8 @@ main(void)
             test_insert_bad_line_commits_what_came_before_and_nothing_after, setup, teardown),
         cmocka_unit_test_setup_teardown(test_insert_skip_invalid_reports_each_bad_line_and_goes_on,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_stopped_by_a_full_quota_prints_the_seqs_it_appended, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_insert_with_stdout_closed_exits_3_and_writes_no_seq_into_the_journal, setup,
             teardown),
