@@ -219,15 +219,18 @@ static void
 test_insert_stopped_by_a_full_quota_prints_the_seqs_it_appended(void **state)
 {
     fixture_t *f = *state;
-    enum { N_LINES = 6000, PAD_BYTES = 400 }; /* 2.6 MB of events for a 2 MiB quota */
+    /* 4.3 MB of events for a 2 MiB quota of 1 MiB segments. The quota is checked against
+     * the disk usage the committer last saw, so the queue (bounded here) may overshoot it,
+     * never by the 3 MB past the second segment. */
+    enum { N_LINES = 10000, PAD_BYTES = 400 };
     char *lines = malloc((size_t)N_LINES * (PAD_BYTES + 32));
     assert_non_null(lines);
     size_t len = 0;
     for (int i = 0; i < N_LINES; i++)
         len += (size_t)sprintf(lines + len, "{\"i\":%d,\"pad\":\"%0*d\"}\n", i, PAD_BYTES, 0);
-    harness_result_t r =
-        harness_run(3, lines, "insert", "-d", f->dir, "--segment-bytes", "1M", "--max-record-bytes",
-                    "64K", "--max-journal-bytes", "2M", "--on-full", "fail", NULL);
+    harness_result_t r = harness_run(3, lines, "insert", "-d", f->dir, "--segment-bytes", "1M",
+                                     "--max-record-bytes", "64K", "--max-journal-bytes", "2M",
+                                     "--on-full", "fail", "--max-queue-bytes", "256K", NULL);
     free(lines);
     assert_non_null(strstr(r.err, "quota"));
     size_t n_printed = harness_count_lines(r.out);
