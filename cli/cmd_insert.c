@@ -13,7 +13,8 @@
  *    chunk, and the ring. A longer line is skipped to its newline without being kept.
  *  - On a bad line everything before it is settled and printed, nothing after it is
  *    appended (unless --skip-invalid), and the error names the line and the library's
- *    reason.
+ *    reason. An append that fails for another reason (a full quota) settles and prints what
+ *    came before it too, then stops with exit 3.
  *  - When `stele serve` owns the journal (its socket answers), events go through it with
  *    stele_client_send_json()/stele_client_recv(), up to INSERT_CLIENT_WINDOW unanswered.
  *    Each line is validated here first (stele_validate_json, with this command's knobs), so
@@ -78,6 +79,7 @@ typedef struct inserter {
     uint64_t pending[INSERT_PENDING_CAP]; /* ring of appended, unprinted seqs */
     size_t head, count;
     int stdout_failed;
+    int stdout_errno; /* why, when fflush said so */
 } inserter_t;
 
 static const char insert_usage[] =
@@ -224,11 +226,25 @@ inserter_settle(inserter_t *ins, size_t n, stele_error_t *err)
         printf("%" PRIu64 "\n", pending_at(ins, i));
     ins->head = (ins->head + n) % INSERT_PENDING_CAP;
     ins->count -= n;
+    errno = 0; /* a buffer that filled earlier left only the error flag, no errno */
     if (!ins->quiet && (fflush(stdout) != 0 || ferror(stdout))) {
         ins->stdout_failed = 1;
+        ins->stdout_errno = errno;
         return -EPIPE;
     }
     return 0;
+}
+
+/* Says why settling stopped: stdout could not take the seqs, or the library's error. */
+static void
+report_settle_failure(const inserter_t *ins, int rc, const stele_error_t *err)
+{
+    if (!ins->stdout_failed) {
+        cli_report(ins->command, rc, err);
+        return;
+    }
+    fprintf(stderr, "stele insert: could not write to stdout%s%s\n", ins->stdout_errno ? ": " : "",
+            ins->stdout_errno ? strerror(ins->stdout_errno) : "");
 }
 
 static int
@@ -316,8 +332,10 @@ client_settle(inserter_t *ins, size_t keep, const char *where, int skip_invalid,
         if (client_recv_one(ins, where, skip_invalid, n_skipped) != 0)
             return -1;
     }
-    if (!ins->quiet && fflush(stdout) != 0) {
+    errno = 0; /* a buffer that filled earlier left only the error flag, no errno */
+    if (!ins->quiet && (fflush(stdout) != 0 || ferror(stdout))) {
         ins->stdout_failed = 1;
+        ins->stdout_errno = errno;
         return -1;
     }
     return 0;
@@ -380,6 +398,26 @@ client_insert_one(inserter_t *ins, const char *where, uint64_t number, const cha
 }
 
 /*
+ * An append failed for a reason other than the event (a full quota with on_full=fail, a
+ * halted engine, stdout gone): the events before it are in the journal, so print the seqs
+ * of those that reach the level (a rerun resumes after the last one; a halted engine
+ * confirms none), then say why insert stopped.
+ */
+static void
+report_stop(inserter_t *ins, int rc, const stele_error_t *err)
+{
+    if (ins->stdout_failed) {
+        report_settle_failure(ins, rc, err);
+        return;
+    }
+    stele_error_t settle_err = {0};
+    int settle_rc = inserter_settle_all(ins, &settle_err);
+    cli_report(ins->command, rc, err);
+    if (settle_rc != 0 && ins->stdout_failed)
+        report_settle_failure(ins, settle_rc, &settle_err);
+}
+
+/*
  * Handles one input event. Returns 0 to go on, or the exit code to stop with; *n_skipped
  * counts invalid events skipped under --skip-invalid.
  */
@@ -402,10 +440,7 @@ insert_one(inserter_t *ins, const char *where, uint64_t number, const char *json
     }
     int code = cli_exit_for(rc);
     if (code != CLI_EXIT_INVALID) {
-        if (!ins->stdout_failed)
-            cli_report(ins->command, rc, &err);
-        else
-            fprintf(stderr, "stele insert: could not write to stdout\n");
+        report_stop(ins, rc, &err);
         return code == CLI_EXIT_OK ? CLI_EXIT_ENGINE : code;
     }
     if (skip_invalid) {
@@ -417,7 +452,7 @@ insert_one(inserter_t *ins, const char *where, uint64_t number, const char *json
     int settle_rc = inserter_settle_all(ins, &settle_err);
     report_bad_event(where, number, rc, &err, own_message);
     if (settle_rc != 0) {
-        cli_report(ins->command, settle_rc, &settle_err);
+        report_settle_failure(ins, settle_rc, &settle_err);
         return CLI_EXIT_ENGINE;
     }
     return CLI_EXIT_INVALID;
@@ -435,17 +470,14 @@ inserter_drain(inserter_t *ins, int skip_invalid, uint64_t *n_skipped)
         if (ins->client_failed)
             return ins->client_code;
         if (rc != 0 && ins->stdout_failed)
-            fprintf(stderr, "stele insert: could not write to stdout\n");
+            report_settle_failure(ins, rc, NULL);
         return rc != 0 ? CLI_EXIT_ENGINE : 0;
     }
     stele_error_t err = {0};
     int rc = inserter_settle_all(ins, &err);
     if (rc == 0)
         return 0;
-    if (ins->stdout_failed)
-        fprintf(stderr, "stele insert: could not write to stdout\n");
-    else
-        cli_report(ins->command, rc, &err);
+    report_settle_failure(ins, rc, &err);
     return CLI_EXIT_ENGINE;
 }
 
@@ -613,7 +645,7 @@ cmd_insert(int argc, char **argv)
     int code = insert_parse(&args, argc, argv, &level, &quiet, &skip_invalid, &first_operand);
     if (code != 0 || args.want_help) {
         if (args.want_help)
-            cli_print_help(&args, stdout);
+            code = cli_print_help(&args);
         goto done;
     }
     code = cli_options_build(&args, &opts);

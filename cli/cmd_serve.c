@@ -387,7 +387,7 @@ cmd_serve(int argc, char **argv)
     stele_options_init(&opts);
     int exit_code = serve_parse_args(&cli, argc, argv, &args);
     if (exit_code == 0 && cli.want_help)
-        cli_print_help(&cli, stdout);
+        exit_code = cli_print_help(&cli);
     else if (exit_code == 0)
         exit_code = cli_options_build(&cli, &opts);
     if (exit_code == 0 && !cli.want_help) {

@@ -272,7 +272,7 @@ cmd_ship(int argc, char **argv)
     int code = ship_parse(&args, argc, argv, &q);
     if (code != 0 || args.want_help) {
         if (code == 0)
-            cli_print_help(&args, stdout);
+            code = cli_print_help(&args);
         goto done;
     }
     code = cli_options_build(&args, &opts);
@@ -313,6 +313,8 @@ cmd_ship(int argc, char **argv)
         }
     }
 done:
+    if (code == 0) /* --once, a range, the dead-letter flags: what they printed must arrive */
+        code = cli_stdout_done("ship");
     stele_options_release(&opts);
     cli_args_end(&args);
     return code;

@@ -304,7 +304,7 @@ cmd_status(int argc, char **argv)
     if (code != 0)
         goto done;
     if (args.want_help) {
-        cli_print_help(&args, stdout);
+        code = cli_print_help(&args);
         goto done;
     }
     if (formats_seen == 3u) {
@@ -334,8 +334,8 @@ cmd_status(int argc, char **argv)
     } else if (format == STATUS_TEXT) {
         print_text(args.dir, &st);
     }
-    if (fflush(stdout) != 0)
-        code = CLI_EXIT_ENGINE;
+    if (code == CLI_EXIT_OK)
+        code = cli_stdout_done("status");
 done:
     cli_args_end(&args);
     return code;

@@ -631,7 +631,7 @@ cmd_tail(int argc, char **argv)
     int code = q == NULL ? CLI_EXIT_ENGINE : tail_parse(&args, argc, argv, q);
     if (code != 0 || args.want_help) {
         if (code == 0)
-            cli_print_help(&args, stdout);
+            code = cli_print_help(&args);
         goto done;
     }
     code = cli_options_check(&args);

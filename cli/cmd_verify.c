@@ -130,7 +130,7 @@ cmd_verify(int argc, char **argv)
     int code = verify_parse(&args, argc, argv, &q);
     if (code != 0 || args.want_help) {
         if (code == 0)
-            cli_print_help(&args, stdout);
+            code = cli_print_help(&args);
         goto done;
     }
     code = cli_options_check(&args);
@@ -159,6 +159,8 @@ cmd_verify(int argc, char **argv)
     }
     if (code == 0 && q.mongo.sink.uri != NULL)
         code = verify_remote(&args, &q);
+    if (code == 0)
+        code = cli_stdout_done("verify");
 done:
     cli_args_end(&args);
     return code;

@@ -98,18 +98,41 @@ cli_args_end(cli_args_t *a)
     a->longopts = NULL;
 }
 
-/* getopt's '?' (unknown, or a value given to a flag that takes none) and ':' (no value). */
+/* Whether `given` is "--NAME=VALUE" for a flag (or an abbreviation of one) that takes no
+ * value and has option code `val`: what getopt_long's '?' with optopt == val means then. */
+static int
+is_value_for_flag_without_one(const cli_args_t *a, const char *given, int val)
+{
+    const char *eq = strchr(given, '=');
+    if (strncmp(given, "--", 2) != 0 || eq == NULL)
+        return 0;
+    size_t name_len = (size_t)(eq - (given + 2));
+    for (const struct option *o = a->longopts; o->name != NULL; o++) {
+        if (o->has_arg == no_argument && o->val == val &&
+            strncmp(o->name, given + 2, name_len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * getopt's '?' (unknown, or a value given to a flag that takes none) and ':' (no value).
+ * `given` is argv[optind - 1], the element getopt finished with, which is not the culprit
+ * when an unknown short option sits inside a group ("-zq": optind stays on it), so that
+ * case is told apart by optopt: getopt_long sets it to 0 for an unknown long option and to
+ * the flag's code for a value given to a long flag that takes none.
+ */
 static void
 report_option_error(const cli_args_t *a, int c, const char *given)
 {
     if (c == ':')
         cli_usage_error(a->command, "option '%s' needs a value", given);
-    else if (strncmp(given, "--", 2) == 0 && strchr(given, '=') != NULL)
-        cli_usage_error(a->command, "option '%s' is unknown or takes no value", given);
-    else if (optopt != 0 && strncmp(given, "--", 2) != 0)
-        cli_usage_error(a->command, "unknown option '-%c'", optopt);
-    else
+    else if (optopt == 0)
         cli_usage_error(a->command, "unknown option '%s'", given);
+    else if (is_value_for_flag_without_one(a, given, optopt))
+        cli_usage_error(a->command, "option '%s' takes no value", given);
+    else
+        cli_usage_error(a->command, "unknown option '-%c'", optopt);
 }
 
 int
@@ -151,9 +174,10 @@ cli_args_next(cli_args_t *a, int argc, char **argv, const char **optarg_out, int
     }
 }
 
-void
-cli_print_help(const cli_args_t *a, FILE *out)
+int
+cli_print_help(const cli_args_t *a)
 {
+    FILE *out = stdout;
     fputs(a->usage, out);
     fputs("\nCommon options:\n"
           "  -d, --dir DIR          journal directory (default: $STELE_DIR, else " CLI_DEFAULT_DIR
@@ -173,6 +197,20 @@ cli_print_help(const cli_args_t *a, FILE *out)
     fputs("\nExit status: 0 ok, 1 usage error, 2 invalid input or failed check, 3 I/O or "
           "engine error.\n",
           out);
+    return cli_stdout_done(a->command);
+}
+
+int
+cli_stdout_done(const char *command)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return CLI_EXIT_OK;
+    /* errno is the failed write's when fflush failed; an earlier failed write (a buffer
+     * that filled up) left only the error flag */
+    fprintf(stderr, "stele%s%s: could not write to stdout%s%s\n", command ? " " : "",
+            command ? command : "", errno ? ": " : "", errno ? strerror(errno) : "");
+    return CLI_EXIT_ENGINE;
 }
 
 int

@@ -63,8 +63,17 @@ int cli_args_next(cli_args_t *a, int argc, char **argv, const char **optarg_out,
 
 void cli_args_end(cli_args_t *a);
 
-/* Prints `usage`, the common flags and the knob flags to `out`. */
-void cli_print_help(const cli_args_t *a, FILE *out);
+/* Prints `usage`, the common flags and the knob flags to stdout. Returns CLI_EXIT_OK, or
+ * CLI_EXIT_ENGINE (reported) when stdout could not take them (see cli_stdout_done). */
+int cli_print_help(const cli_args_t *a);
+
+/*
+ * Call once a command printed its last line: flushes stdout and checks that no write to it
+ * failed (a full disk, a closed stdout), so that lost output is never exit 0. Returns
+ * CLI_EXIT_OK, or CLI_EXIT_ENGINE after printing "stele CMD: could not write to stdout: why"
+ * (command NULL: "stele: ...").
+ */
+int cli_stdout_done(const char *command);
 
 /*
  * Fills *opts: defaults, then the config file, then STELE_* environment variables, then the

@@ -1,12 +1,16 @@
 /*
  * main.c: `stele COMMAND [options]`: finds the subcommand and hands it argv from the command
- * name on (so each command parses its own flags with getopt from argv[1]). Owns nothing
- * else: flags, exit codes and helpers shared by the commands live in common.c.
+ * name on (so each command parses its own flags with getopt from argv[1]). Before that it
+ * makes sure descriptors 0, 1 and 2 are taken (see hold_closed_standard_streams). Owns
+ * nothing else: flags, exit codes and helpers shared by the commands live in common.c.
  */
 #include "cmd.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct cli_command {
     const char *name;
@@ -36,9 +40,41 @@ print_usage(FILE *out)
           out);
 }
 
+/*
+ * A standard stream the caller closed (`stele insert >&-`, `<&-`, `2>&-`) must not leave its
+ * number free: the journal's next open() would take it, and printf would write seqs into
+ * the LOCK page, a message would land in a journal file, or insert would read the LOCK file
+ * as its input. /dev/null opened the wrong way round keeps the number taken and fails every
+ * read (stdin) or write (stdout, stderr) with EBADF, so the commands still see, and report,
+ * a closed stream. Returns 0, or -1 when /dev/null cannot be opened.
+ */
+static int
+hold_closed_standard_streams(void)
+{
+    for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        /* the lower numbers are taken by now, so open() returns fd */
+        int held = open("/dev/null", fd == STDIN_FILENO ? O_WRONLY : O_RDONLY);
+        if (held != fd) {
+            if (held >= 0)
+                close(held);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
+    if (hold_closed_standard_streams() != 0) {
+        fprintf(stderr,
+                "stele: could not open /dev/null in place of a closed standard stream: "
+                "%s\n",
+                strerror(errno));
+        return CLI_EXIT_ENGINE;
+    }
     /* Every command may die by a signal (tail -f | head, a kill): leave no counters file. */
     stele_forget_driver_counters();
     if (argc < 2) {
@@ -48,12 +84,12 @@ main(int argc, char **argv)
     const char *name = argv[1];
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
         printf("stele %s\n", STELE_VERSION_STRING);
-        return CLI_EXIT_OK;
+        return cli_stdout_done(NULL);
     }
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
         (strcmp(name, "help") == 0 && argc == 2)) {
         print_usage(stdout);
-        return CLI_EXIT_OK;
+        return cli_stdout_done(NULL);
     }
     /* "stele help insert" is "stele insert --help" */
     if (strcmp(name, "help") == 0 && argc >= 3) {

@@ -66,6 +66,19 @@ child_exec(const char *bin, const harness_run_t *run, int in_fd, int out_fd, int
     dup2(in_fd, STDIN_FILENO);
     dup2(out_fd, STDOUT_FILENO);
     dup2(err_fd, STDERR_FILENO);
+    /* /dev/full first: it must not take the number of a stream closed here */
+    for (int fd = 0; fd < 3; fd++) {
+        if (run->stream[fd] == HARNESS_STREAM_DEV_FULL) {
+            int full = open("/dev/full", O_WRONLY);
+            if (full < 0 || dup2(full, fd) != fd)
+                _exit(126);
+            close(full);
+        }
+    }
+    for (int fd = 0; fd < 3; fd++) {
+        if (run->stream[fd] == HARNESS_STREAM_CLOSED)
+            close(fd);
+    }
     for (int i = 0; i < HARNESS_MAX_ENV && run->env[i] != NULL; i++)
         putenv((char *)run->env[i]);
     if (run->cwd != NULL && chdir(run->cwd) != 0)

@@ -12,6 +12,13 @@
 #define HARNESS_MAX_ARGS 32
 #define HARNESS_MAX_ENV 8
 
+/* What a standard stream of the child is instead of the usual (a pipe; stdin /dev/null). */
+typedef enum harness_stream {
+    HARNESS_STREAM_USUAL = 0,
+    HARNESS_STREAM_CLOSED,   /* closed before exec, as by `>&-` */
+    HARNESS_STREAM_DEV_FULL, /* /dev/full: every write fails with ENOSPC */
+} harness_stream_t;
+
 typedef struct harness_run {
     const char *args[HARNESS_MAX_ARGS]; /* after "stele"; NULL-terminated */
     const char *stdin_data;             /* NULL: stdin is /dev/null */
@@ -20,6 +27,7 @@ typedef struct harness_run {
     int drop_dac_override;              /* root: drop CAP_DAC_OVERRIDE so modes apply */
     int timeout_ms;                     /* 0: 60 s; the child is killed after it */
     const char *cwd;                    /* NULL: the test's own */
+    harness_stream_t stream[3];         /* by fd: [0] stdin, [1] stdout, [2] stderr */
 } harness_run_t;
 
 typedef struct harness_result {

@@ -213,6 +213,115 @@ test_insert_skip_invalid_reports_each_bad_line_and_goes_on(void **state)
     harness_result_free(&r);
 }
 
+/* A full quota (on_full=fail) stops insert mid-stream: the events before it are in the
+ * journal, so their seqs are printed (a rerun resumes after the last), then the error. */
+static void
+test_insert_stopped_by_a_full_quota_prints_the_seqs_it_appended(void **state)
+{
+    fixture_t *f = *state;
+    /* 4.3 MB of events for a 2 MiB quota of 1 MiB segments. The quota is checked against
+     * the disk usage the committer last saw, so the queue (bounded here) may overshoot it,
+     * never by the 3 MB past the second segment. */
+    enum { N_LINES = 10000, PAD_BYTES = 400 };
+    char *lines = malloc((size_t)N_LINES * (PAD_BYTES + 32));
+    assert_non_null(lines);
+    size_t len = 0;
+    for (int i = 0; i < N_LINES; i++)
+        len += (size_t)sprintf(lines + len, "{\"i\":%d,\"pad\":\"%0*d\"}\n", i, PAD_BYTES, 0);
+    harness_result_t r = harness_run(3, lines, "insert", "-d", f->dir, "--segment-bytes", "1M",
+                                     "--max-record-bytes", "64K", "--max-journal-bytes", "2M",
+                                     "--on-full", "fail", "--max-queue-bytes", "256K", NULL);
+    free(lines);
+    assert_non_null(strstr(r.err, "quota"));
+    size_t n_printed = harness_count_lines(r.out);
+    uint64_t expect = 1;
+    for (const char *p = r.out; *p; p = strchr(p, '\n') + 1)
+        assert_int_equal(strtoull(p, NULL, 10), expect++);
+    harness_result_free(&r);
+
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "1", NULL);
+    uint64_t last_seq = 0;
+    assert_int_equal(tail_seqs(r.out, &last_seq, 1), 1);
+    harness_result_free(&r);
+    assert_true(last_seq > 0 && last_seq < N_LINES);
+    assert_int_equal(n_printed, last_seq);
+}
+
+/* ---- closed standard streams --------------------------------------------------------- */
+
+/* The first bytes of the journal's LOCK page (journal/FORMAT.md, section 5). */
+#define LOCK_PAGE_MAGIC "STELELCK"
+
+/* Asserts that the LOCK page still starts with its magic: nothing meant for a closed
+ * standard stream was written into it. */
+static void
+assert_lock_page_intact(const fixture_t *f)
+{
+    char path[4200], head[sizeof LOCK_PAGE_MAGIC] = "";
+    snprintf(path, sizeof path, "%s/LOCK", f->dir);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    assert_int_equal(fread(head, 1, sizeof head - 1, fp), sizeof head - 1);
+    fclose(fp);
+    assert_string_equal(head, LOCK_PAGE_MAGIC);
+}
+
+/* Runs `stele insert -d DIR [event]` with standard stream `fd` closed. */
+static harness_result_t
+insert_with_stream_closed(const fixture_t *f, int fd, const char *event)
+{
+    harness_run_t run = {.args = {"insert", "-d", f->dir, event}};
+    run.stream[fd] = HARNESS_STREAM_CLOSED;
+    harness_result_t r;
+    harness_exec(&run, &r);
+    return r;
+}
+
+static void
+test_insert_with_stdout_closed_exits_3_and_writes_no_seq_into_the_journal(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    harness_result_t r = insert_with_stream_closed(f, STDOUT_FILENO, "{\"a\":1}");
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "could not write to stdout"));
+    harness_result_free(&r);
+    assert_lock_page_intact(f);
+    r = harness_run(0, NULL, "insert", "-d", f->dir, "{\"a\":2}", NULL);
+    assert_string_equal(r.out, "5\n");
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "verify", "-d", f->dir, NULL);
+    harness_result_free(&r);
+}
+
+static void
+test_insert_with_stdin_closed_exits_3_and_reads_no_journal_file(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    harness_result_t r = insert_with_stream_closed(f, STDIN_FILENO, NULL);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "could not read stdin"));
+    assert_string_equal(r.out, "");
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
+    assert_int_equal(harness_count_lines(r.out), 3);
+    harness_result_free(&r);
+}
+
+static void
+test_insert_with_stderr_closed_writes_no_message_into_the_journal(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    harness_result_t r = insert_with_stream_closed(f, STDERR_FILENO, "{\"a\":");
+    assert_int_equal(r.exit_code, 2);
+    harness_result_free(&r);
+    assert_lock_page_intact(f);
+    r = harness_run(0, NULL, "verify", "-d", f->dir, NULL);
+    harness_result_free(&r);
+}
+
 static void
 test_insert_takes_the_directory_from_stele_dir(void **state)
 {
@@ -958,6 +1067,55 @@ test_verify_exits_2_and_names_the_seq_after_a_byte_is_flipped(void **state)
     harness_result_free(&r);
 }
 
+/* ---- output that cannot be written ---------------------------------------------------- */
+
+/* A command whose output is lost (a full disk, here /dev/full) must not exit 0: a script
+ * would take the missing output for the answer. Each row is one command; "@J" is a journal
+ * of three records. */
+static void
+test_every_command_exits_3_and_says_so_when_stdout_is_full(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    static const struct {
+        const char *args[8];
+        const char *stdin_data;
+    } rows[] = {
+        {{"--version"}, NULL},
+        {{"--help"}, NULL},
+        {{"help", "status"}, NULL},
+        {{"insert", "--help"}, NULL},
+        {{"tail", "--help"}, NULL},
+        {{"verify", "--help"}, NULL},
+        {{"ship", "--help"}, NULL},
+        {{"status", "-d", "@J"}, NULL},
+        {{"status", "-d", "@J", "--json"}, NULL},
+        {{"status", "-d", "@J", "--prometheus"}, NULL},
+        {{"verify", "-d", "@J"}, NULL},
+        {{"tail", "-d", "@J", "-n", "all"}, NULL},
+        {{"tail", "-d", "@J", "-n", "1", "--where", "who=user-1"}, NULL},
+        {{"insert", "-d", "@J", "{\"a\":1}"}, NULL},
+        /* the bad line is reported, then why its predecessor's seq is missing */
+        {{"insert", "-d", "@J"}, "{\"a\":2}\n{\"a\":\n"},
+    };
+    size_t n_failed = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        harness_run_t run = {.stdin_data = rows[i].stdin_data};
+        run.stream[STDOUT_FILENO] = HARNESS_STREAM_DEV_FULL;
+        for (size_t a = 0; rows[i].args[a] != NULL; a++)
+            run.args[a] = strcmp(rows[i].args[a], "@J") == 0 ? f->dir : rows[i].args[a];
+        harness_result_t r;
+        harness_exec(&run, &r);
+        int is_ok = r.exit_code == 3 && strstr(r.err, "could not write to stdout") != NULL;
+        printf("%s stele %s %s: exit %d, stderr: %s\n", is_ok ? "ok  " : "FAIL", run.args[0],
+               run.args[1] ? run.args[1] : "", r.exit_code, r.err);
+        n_failed += !is_ok;
+        harness_result_free(&r);
+    }
+    if (n_failed > 0)
+        fail_msg("%zu commands did not exit 3 with 'could not write to stdout'", n_failed);
+}
+
 /* ---- ship ---------------------------------------------------------------------------- */
 
 static void
@@ -986,6 +1144,15 @@ main(void)
             test_insert_bad_line_commits_what_came_before_and_nothing_after, setup, teardown),
         cmocka_unit_test_setup_teardown(test_insert_skip_invalid_reports_each_bad_line_and_goes_on,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_stopped_by_a_full_quota_prints_the_seqs_it_appended, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_with_stdout_closed_exits_3_and_writes_no_seq_into_the_journal, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_with_stdin_closed_exits_3_and_reads_no_journal_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_with_stderr_closed_writes_no_message_into_the_journal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_insert_takes_the_directory_from_stele_dir, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
@@ -1026,6 +1193,8 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_verify_exits_2_and_names_the_seq_after_a_byte_is_flipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_command_exits_3_and_says_so_when_stdout_is_full,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_ship_needs_a_mongo_uri, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_killed_stele_leaves_no_driver_counters_file, setup,
                                         teardown),

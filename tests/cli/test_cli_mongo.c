@@ -392,6 +392,43 @@ test_insert_wait_shipped_then_verify_mongo_then_ship_catches_up(void **state)
     harness_result_free(&r);
 }
 
+/* Runs stele with stdout on /dev/full; asserts exit 3 and that stderr says so. */
+static void
+assert_lost_output_is_exit_3(const char *const *args)
+{
+    harness_run_t run = {0};
+    run.stream[STDOUT_FILENO] = HARNESS_STREAM_DEV_FULL;
+    for (int i = 0; args[i] != NULL; i++)
+        run.args[i] = args[i];
+    harness_result_t r;
+    harness_exec(&run, &r);
+    if (r.exit_code != 3 || strstr(r.err, "could not write to stdout") == NULL)
+        fail_msg("stele %s %s with stdout on /dev/full: exit %d (want 3), stderr: %s", args[0],
+                 args[3], r.exit_code, r.err);
+    harness_result_free(&r);
+}
+
+/* What ship --once, ship --from/--to and verify --mongo print is their answer: lost to a full
+ * disk, it must not be exit 0. */
+static void
+test_ship_and_verify_mongo_exit_3_when_stdout_is_full(void **state)
+{
+    mongo_fixture_t *f = *state;
+    char db_name[64];
+    snprintf(db_name, sizeof db_name, "stele_cli_test_%d", (int)getpid());
+    const char *insert[] = {"insert", "-d", f->dir, "{\"n\":1}", "{\"n\":2}", NULL};
+    harness_result_t r = harness_run_argv(0, NULL, insert);
+    harness_result_free(&r);
+    const char *ship_once[] = {"ship", "-d",    f->dir,   "--mongo", f->uri,
+                               "--db", db_name, "--once", NULL};
+    assert_lost_output_is_exit_3(ship_once);
+    const char *verify[] = {"verify", "-d", f->dir, "--mongo", f->uri, "--db", db_name, NULL};
+    assert_lost_output_is_exit_3(verify);
+    const char *reship[] = {"ship",  "-d",     f->dir, "--mongo", f->uri, "--db",
+                            db_name, "--from", "1",    "--to",    "2",    NULL};
+    assert_lost_output_is_exit_3(reship);
+}
+
 static void
 test_verify_mongo_reports_an_unreachable_server_as_an_engine_error(void **state)
 {
@@ -416,6 +453,8 @@ main(void)
             test_insert_wait_shipped_then_verify_mongo_then_ship_catches_up, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_verify_mongo_reports_an_unreachable_server_as_an_engine_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ship_and_verify_mongo_exit_3_when_stdout_is_full,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_mongo_prints_the_same_lines_as_the_local_tail,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
