@@ -112,9 +112,21 @@ read_text(const char *path)
 static char *
 unmount_hddfs(hddfs_mount_t *m)
 {
-    assert_int_equal(umount2(m->mount, 0), 0);
+    int rc = -1;
+    for (int tries = 0; rc != 0 && tries < 100; tries++) {
+        rc = umount2(m->mount, 0);
+        if (rc != 0 && errno != EBUSY)
+            break;
+        if (rc != 0)
+            usleep(50 * 1000); /* a release still in flight */
+    }
+    if (rc != 0)
+        print_message("umount %s: %s\n", m->mount, strerror(errno));
+    assert_int_equal(rc, 0);
     int status = 0;
     assert_int_equal(waitpid(m->pid, &status, 0), m->pid);
+    if (!WIFEXITED(status))
+        print_message("stele-hddfs ended by signal %d\n", WTERMSIG(status));
     assert_true(WIFEXITED(status));
     char *log = read_text(m->log);
     test_tmpdir_remove(m->run_dir);
