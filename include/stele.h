@@ -318,7 +318,8 @@ typedef struct stele_stats {
     uint64_t written_seq;  /* last seq handed to the OS */
     uint64_t durable_seq;  /* last seq fdatasynced */
     uint64_t batches;
-    uint64_t syncs;
+    uint64_t syncs;       /* fdatasyncs of the journal */
+    uint64_t index_syncs; /* flushes of the LMDB index (a cache, flushed lazily) */
     uint64_t bytes_written;
     uint64_t queue_bytes; /* queued, not yet written */
     uint64_t queue_records;
