@@ -755,9 +755,10 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
                    stele_t **out, stele_error_t *err)
 {
     stele_options_t defaults;
+    if (out)
+        *out = NULL;
     if (!out || !dir || !*dir)
         return error_set(err, STELE_EINVAL, "stele_open: dir and out are required");
-    *out = NULL;
     if (!opts_in) {
         stele_options_init(&defaults);
         opts_in = &defaults;
@@ -942,6 +943,9 @@ stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms, st
 {
     if (!db)
         return error_set(err, STELE_EINVAL, "stele_wait: no handle");
+    if (timeout_ms < -1)
+        return error_set(err, STELE_EINVAL, "stele_wait: timeout_ms %lld (-1 waits for ever)",
+                         (long long)timeout_ms);
     int rc = stele_enter(db, err);
     if (rc)
         return rc;

@@ -220,7 +220,7 @@ typedef struct stele stele_t;
  * and one shipper per sink. Blocks for recovery.
  *   dir:  journal directory (borrowed).
  *   opts: NULL for defaults (borrowed).
- *   out:  receives the handle; free with stele_close().
+ *   out:  receives the handle; free with stele_close(). NULL on any failure.
  * Returns 0, STELE_ELOCKED (the message names the holder's pid), STELE_ENOTJOURNAL,
  * STELE_EVERSION, STELE_ECORRUPT (with segment and offset), STELE_ECONFIG, or -errno.
  * Recovery that truncated a torn tail or rebuilt the index succeeds and says so in
@@ -283,7 +283,7 @@ int stele_validate_json(const char *json, size_t len, const stele_options_t *opt
 /*
  * Blocks until record `seq` has reached `level`, or timeout_ms passes (-1 = forever).
  * Returns 0, STELE_ETIMEDOUT, STELE_EHALTED, STELE_ECLOSED, STELE_EINVAL (seq never
- * appended), STELE_ENOSINK, STELE_ESINKSTOPPED (level shipped: a sink that has not shipped
+ * appended, or timeout_ms below -1), STELE_ENOSINK, STELE_ESINKSTOPPED (level shipped: a sink that has not shipped
  * seq stopped for good; returned at once, not at the timeout). Thread-safe.
  */
 int stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms,

@@ -108,6 +108,9 @@ test_engine_acknowledges_each_wait_level(void **state)
     assert_int_equal(stele_wait(db, 1, STELE_WAIT_DURABLE, 1000, &err), 0);
     assert_int_equal(stele_wait(db, 99, STELE_WAIT_WRITTEN, 0, &err), STELE_EINVAL);
     assert_int_equal(stele_wait(db, 1, STELE_WAIT_SHIPPED, 0, &err), STELE_ENOSINK);
+    /* -1 is "forever"; any other negative timeout is a mistake, not a longer forever */
+    assert_int_equal(stele_wait(db, 2, STELE_WAIT_DURABLE, -2, &err), STELE_EINVAL);
+    assert_non_null(strstr(err.message, "timeout_ms"));
 
     uint64_t seq = 0;
     assert_int_equal(
@@ -897,6 +900,9 @@ test_engine_null_arguments_are_errors(void **state)
     assert_int_equal(stele_close(NULL, NULL), 0);
     assert_int_equal(stele_append_json(NULL, "{}", 2, STELE_WAIT_NONE, NULL, &err), STELE_EINVAL);
     assert_int_equal(stele_open(NULL, NULL, NULL, &err), STELE_EINVAL);
+    stele_t *db = (stele_t *)&err; /* a caller's stale value: must not survive a failed open */
+    assert_int_equal(stele_open(NULL, NULL, &db, &err), STELE_EINVAL);
+    assert_null(db);
     stele_stats_t st;
     assert_int_equal(stele_stats(NULL, &st), STELE_EINVAL);
 }
