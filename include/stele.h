@@ -283,8 +283,9 @@ int stele_validate_json(const char *json, size_t len, const stele_options_t *opt
 /*
  * Blocks until record `seq` has reached `level`, or timeout_ms passes (-1 = forever).
  * Returns 0, STELE_ETIMEDOUT, STELE_EHALTED, STELE_ECLOSED, STELE_EINVAL (seq never
- * appended, or timeout_ms below -1), STELE_ENOSINK, STELE_ESINKSTOPPED (level shipped: a sink that has not shipped
- * seq stopped for good; returned at once, not at the timeout). Thread-safe.
+ * appended, or timeout_ms below -1), STELE_ENOSINK, STELE_ESINKSTOPPED (level shipped: a
+ * sink that has not shipped seq stopped for good; returned at once, not at the timeout).
+ * Thread-safe.
  */
 int stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms,
                stele_error_t *err);
