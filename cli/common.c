@@ -469,13 +469,17 @@ parse_rfc3339(const char *text, int64_t *ts_ns_out)
     if (take_date_time(&p, &tm) || take_fraction(&p, &frac_ns) || take_utc_offset(&p, &offset_s) ||
         *p != '\0')
         return -1;
+    /* A leap second, 23:59:60, is the instant after :59 (Unix time has none); it must not
+     * roll the date over before the check below. */
+    int leap = tm.tm_sec == 60;
+    tm.tm_sec -= leap;
     int mday = tm.tm_mday, mon = tm.tm_mon;
     time_t t = timegm(&tm);
     /* timegm normalises 2026-02-31 into March: reject dates that do not exist */
     struct tm check;
     if (gmtime_r(&t, &check) == NULL || check.tm_mday != mday || check.tm_mon != mon)
         return -1;
-    *ts_ns_out = ns_from_seconds((int64_t)t - offset_s, frac_ns);
+    *ts_ns_out = ns_from_seconds((int64_t)t + leap - offset_s, frac_ns);
     return 0;
 }
 

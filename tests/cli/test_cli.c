@@ -717,6 +717,10 @@ test_tail_times_beyond_the_nanosecond_range_keep_their_order(void **state)
         {"--since", "9999-12-31T23:59:59.5Z", 0},
         {"--until", "1600-01-01T00:00:00Z", 0},
         {"--until", "999999999999w", 0},
+        /* a leap second (RFC 3339 allows :60) is the second after :59 */
+        {"--since", "2016-12-31T23:59:60Z", 3},
+        {"--until", "2016-12-31T23:59:60Z", 0},
+        {"--since", "2017-01-01T05:29:60.5+05:30", 3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t seqs[16];
