@@ -176,8 +176,9 @@ void stele_options_init(stele_options_t *opts);
 /*
  * Knobs by name: the one table (engine/config.c) that the CLI flags, the STELE_* environment
  * variables and the INI config file all go through, so the names are the same everywhere.
- * Names are the field names above ("commit_interval_us", "sync", ...); sizes accept K/M/G
- * suffixes, durations ms/s/m/h where the unit is not in the name.
+ * Names are the field names above ("commit_interval_us", "sync", ...); sizes accept K/M/G/T
+ * suffixes; durations a plain number in the unit of the name, or a number with a unit
+ * (us, ms, s, m, h) that makes a whole number of it ("5ms" for commit_interval_us).
  */
 typedef struct stele_knob {
     const char *name;
@@ -199,8 +200,9 @@ int stele_options_set(stele_options_t *opts, const char *name, const char *value
 /*
  * Loads an INI file: knobs at top level or under [journal]; one [sink NAME] section per sink
  * with keys uri, database, collection, w, journaled, wtimeout_ms, batch_docs, batch_bytes,
- * linger_ms, backoff_min_ms, backoff_max_ms. Returns 0 or STELE_ECONFIG with file:line;
- * `opts` is unchanged on error.
+ * linger_ms, backoff_min_ms, backoff_max_ms. Returns 0, STELE_ECONFIG with file:line, or
+ * -errno when the file cannot be opened or read (-ENOENT, -EISDIR, ...); `opts` is unchanged
+ * on error.
  */
 int stele_options_load_file(stele_options_t *opts, const char *path, stele_error_t *err);
 
