@@ -162,7 +162,9 @@ typedef struct stele_options {
     uint32_t sync_interval_ms;           /* for STELE_SYNC_INTERVAL; default 1000 */
     uint64_t max_queue_bytes;            /* bound on queued, uncommitted bytes; default 64 MiB */
     uint32_t queue_timeout_ms;  /* how long a full queue/quota blocks an append; 0 = forever */
-    uint64_t max_journal_bytes; /* disk quota incl. preallocated segments; 0 = none */
+    uint64_t max_journal_bytes; /* disk quota incl. preallocated segments; 0 = none. Checked
+                                   against the size after the last batch: records queued
+                                   meanwhile may pass it (engine/README.md) */
     stele_on_full_t on_full;    /* default STELE_ON_FULL_BLOCK */
     uint64_t retention_bytes;   /* keep at most this much shipped data; 0 = keep all */
     uint64_t retention_seconds; /* keep shipped data at least/at most this old; 0 = keep all */
@@ -176,8 +178,9 @@ void stele_options_init(stele_options_t *opts);
 /*
  * Knobs by name: the one table (engine/config.c) that the CLI flags, the STELE_* environment
  * variables and the INI config file all go through, so the names are the same everywhere.
- * Names are the field names above ("commit_interval_us", "sync", ...); sizes accept K/M/G
- * suffixes, durations ms/s/m/h where the unit is not in the name.
+ * Names are the field names above ("commit_interval_us", "sync", ...); sizes accept K/M/G/T
+ * suffixes; durations a plain number in the unit of the name, or a number with a unit
+ * (us, ms, s, m, h) that makes a whole number of it ("5ms" for commit_interval_us).
  */
 typedef struct stele_knob {
     const char *name;
@@ -199,8 +202,9 @@ int stele_options_set(stele_options_t *opts, const char *name, const char *value
 /*
  * Loads an INI file: knobs at top level or under [journal]; one [sink NAME] section per sink
  * with keys uri, database, collection, w, journaled, wtimeout_ms, batch_docs, batch_bytes,
- * linger_ms, backoff_min_ms, backoff_max_ms. Returns 0 or STELE_ECONFIG with file:line;
- * `opts` is unchanged on error.
+ * linger_ms, backoff_min_ms, backoff_max_ms. Returns 0, STELE_ECONFIG with file:line, or
+ * -errno when the file cannot be opened or read (-ENOENT, -EISDIR, ...); `opts` is unchanged
+ * on error.
  */
 int stele_options_load_file(stele_options_t *opts, const char *path, stele_error_t *err);
 

@@ -15,7 +15,7 @@ stele_add_test(test_io_crash SOURCES test_io_crash.c LABELS durability)
 # Fault loop: every I/O call of a create/append/roll/sync/delete/close/reopen workload
 # failed in turn (EIO, ENOSPC, short write; once and forever).
 stele_add_test(test_journal_faults SOURCES test_journal_faults.c LABELS durability)
-# >= 1,000 simulated power losses (100,000 in long mode).
+# 1,400 simulated power losses (140,000 in long mode).
 stele_add_test(test_journal_powerloss SOURCES test_journal_powerloss.c LABELS durability
                TIMEOUT 3600)
 

@@ -13,3 +13,9 @@ add_test(NAME example_append
 # PASS_REGULAR_EXPRESSION replaces the exit-code check, so the exit code is echoed too.
 set_tests_properties(example_append PROPERTIES TIMEOUT 60
                      PASS_REGULAR_EXPRESSION "rejected as STELE_EDOLLARKEY.*example-exit-ok")
+# An application links against the installed libraries with examples/append.c's command.
+stele_add_test(test_pkgconfig SOURCES test_pkgconfig.c TIMEOUT 120)
+target_compile_definitions(test_pkgconfig PRIVATE
+  STELE_CMAKE_COMMAND="${CMAKE_COMMAND}" STELE_BUILD_DIR="${PROJECT_BINARY_DIR}"
+  STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STELE_C_COMPILER="${CMAKE_C_COMPILER}"
+  STELE_INSTALL_LIBDIR="${CMAKE_INSTALL_LIBDIR}")

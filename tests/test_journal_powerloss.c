@@ -9,7 +9,7 @@
  * returned 0, or a clean close) must be present, intact and chained. Records that survived
  * recovery count as durable from then on: a later crash must not take them back.
  *
- * 1,000 power losses by default; 100,000 with STELE_TEST_LONG=1 (or the CMake option);
+ * 1,400 power losses by default; 140,000 with STELE_TEST_LONG=1 (or the CMake option);
  * STELE_TEST_ITERATIONS overrides. The seed is printed; STELE_TEST_SEED replays it.
  */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/setup.sh: installs stele's dependencies on Debian 12 and builds it.
-#   tools/setup.sh           runtime + build dependencies, Release build in build/
+#   tools/setup.sh           runtime + build dependencies, RelWithDebInfo build in build/
 #   tools/setup.sh --test    also test dependencies (cmocka, clang for fuzzing, the
 #                            MongoDB-compatible test server), build with tests
 #   tools/setup.sh --peers   also the benchmark's peers (SQLite, PostgreSQL, Redis,
