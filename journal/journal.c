@@ -607,7 +607,13 @@ journal_check_headers(journal_t *j, const segment_dir_t *d, segment_header_t *ne
 }
 
 /* Where the tail scan may start: the hint if it names a valid frame of the newest segment
- * with the seq it claims, else the segment's first frame. */
+ * with the seq it claims, written when every record before it was durable (its synced_seq),
+ * else the segment's first frame. The index learns of a batch when it is written, not when
+ * it is synced, and keeps it across a power loss that may take unsynced batches before it
+ * in part: a scan from such a hint would keep the hinted batch on top of a torn one. What
+ * was durable when the hinted frame was written is intact now. (The scan checks that frame's
+ * CRC, and a frame that fails it leaves no batch: then the scan starts again from the
+ * segment's first frame, so its synced_seq is trusted only once it is known good.) */
 static void
 journal_pick_scan_start(journal_t *j, recover_scan_t *s, const segment_header_t *h)
 {
@@ -622,7 +628,8 @@ journal_pick_scan_start(journal_t *j, recover_scan_t *s, const segment_header_t 
     uint8_t head[FRAME_HEADER_BYTES];
     ssize_t n = j->io->pread(j->io->ctx, s->fd, head, sizeof head, (off_t)o->hint_offset);
     if (n != (ssize_t)sizeof head || format_load_u32(head) != FRAME_MAGIC ||
-        format_load_u64(head + FRAME_OFF_SEQ) != o->hint_seq)
+        format_load_u64(head + FRAME_OFF_SEQ) != o->hint_seq ||
+        format_load_u64(head + FRAME_OFF_SYNCED_SEQ) + 1 < o->hint_seq)
         return;
     s->start_off = o->hint_offset;
     s->expect_seq = o->hint_seq;

@@ -71,7 +71,8 @@ typedef struct journal_options {
      * writeback to do. Default 0. */
     int direct_writes;
     /* Where recovery may start its tail scan: a batch start known to the index (0 = none).
-     * The journal checks it and falls back to the newest segment's start if it is wrong. */
+     * The journal checks it and falls back to the newest segment's start if it is wrong, or
+     * if the batch was written before every record ahead of it was synced (FORMAT.md 7). */
     uint64_t hint_seq;
     uint64_t hint_segment_seq;
     uint64_t hint_offset;

@@ -331,7 +331,7 @@ perf_recovery(const perf_args_t *a)
     uint64_t segments = 1, written = 0;
     journal_batch_info_t info = {0}, last_batch = {0};
     double t0 = now_s();
-    for (;;) {
+    for (int is_last = 0;;) {
         uint64_t seq = journal_last_seq(j) + 1;
         for (int i = 0; i < BATCH; i++)
             journal_frame_prepare(batch + (size_t)i * frame_bytes, seq + (uint64_t)i,
@@ -342,10 +342,18 @@ perf_recovery(const perf_args_t *a)
         written += BATCH * frame_bytes;
         segments += info.rolled ? 1 : 0;
         last_batch = info;
-        /* Stop with the newest segment nearly full: recovery scans all of it. */
-        if (segments >= n_segments_target &&
-            info.offset + 2 * BATCH * frame_bytes > PERF_SEGMENT_BYTES)
+        if (is_last)
             break;
+        /* Stop with the newest segment nearly full: recovery scans all of it. The last
+         * batch follows a sync, as with sync=always: a hint to a batch written before the
+         * records ahead of it were synced is refused (FORMAT.md 7). */
+        if (segments >= n_segments_target &&
+            info.offset + 3 * BATCH * frame_bytes > PERF_SEGMENT_BYTES) {
+            rc = journal_sync(j, &err);
+            if (rc)
+                die("sync", rc, &err);
+            is_last = 1;
+        }
     }
     rc = journal_close(j, &err);
     if (rc)
