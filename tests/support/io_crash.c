@@ -81,6 +81,8 @@ struct io_crash {
     test_rng_t rng;
     uint64_t n_calls;
     uint64_t crash_at_call; /* 0 = not armed */
+    io_crash_method_t crash_method;
+    uint64_t method_calls_left; /* calls of crash_method until the crash; 0 = not armed */
     int has_crashed;
     inode_t **inodes;
     size_t n_inodes, cap_inodes;
@@ -314,10 +316,12 @@ dir_op_free(dir_op_t *op)
 
 /* Counts the call; returns -EIO once the power has failed (the nth call included). */
 static int
-crash_gate(io_crash_t *c)
+crash_gate(io_crash_t *c, io_crash_method_t method)
 {
     c->n_calls++;
     if (c->crash_at_call && c->n_calls >= c->crash_at_call)
+        c->has_crashed = 1;
+    if (c->method_calls_left && method == c->crash_method && --c->method_calls_left == 0)
         c->has_crashed = 1;
     return c->has_crashed ? -EIO : 0;
 }
@@ -331,7 +335,7 @@ crash_open_file(void *ctx, const char *path, int flags, mode_t mode)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
-    int rc = crash_gate(c);
+    int rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (rc)
         goto out;
     struct stat st;
@@ -357,7 +361,7 @@ crash_pread(void *ctx, int fd, void *buf, size_t len, off_t off)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
-    ssize_t rc = crash_gate(c);
+    ssize_t rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (!rc)
         rc = c->inner->pread(c->inner->ctx, fd, buf, len, off);
     pthread_mutex_unlock(&c->mu);
@@ -369,7 +373,7 @@ crash_pwritev(void *ctx, int fd, const struct iovec *iov, int iovcnt, off_t off)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
-    int rc = crash_gate(c);
+    int rc = crash_gate(c, IO_CRASH_AT_PWRITEV);
     if (rc)
         goto out;
     size_t total_bytes = 0;
@@ -404,7 +408,7 @@ static int
 crash_sync_file(io_crash_t *c, int fd, int is_full)
 {
     pthread_mutex_lock(&c->mu);
-    int rc = crash_gate(c);
+    int rc = crash_gate(c, is_full ? IO_CRASH_AT_ANY : IO_CRASH_AT_FDATASYNC);
     if (!rc && c->syncs_reach_disk)
         rc = is_full ? c->inner->fsync(c->inner->ctx, fd) : c->inner->fdatasync(c->inner->ctx, fd);
     if (!rc) {
@@ -435,7 +439,7 @@ crash_truncate(void *ctx, int fd, off_t len)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
-    int rc = crash_gate(c);
+    int rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (rc)
         goto out;
     file_op_t op = {.kind = FILE_OP_TRUNCATE, .off = len};
@@ -455,7 +459,7 @@ crash_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
-    int rc = crash_gate(c);
+    int rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (rc)
         goto out;
     file_op_t op = {.kind = FILE_OP_ALLOCATE, .off = off, .len_bytes = len, .zero_fill = zero_fill};
@@ -476,7 +480,7 @@ crash_rename(void *ctx, const char *from, const char *to)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
-    int rc = crash_gate(c);
+    int rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (rc)
         goto out;
     /* The file a rename replaces must come back if the rename is lost. */
@@ -494,7 +498,7 @@ crash_unlink(void *ctx, const char *path)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
-    int rc = crash_gate(c);
+    int rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (rc)
         goto out;
     inode_t *removed = inode_of_path(c, path);
@@ -511,7 +515,7 @@ crash_sync_dir(void *ctx, const char *dir)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
-    int rc = crash_gate(c);
+    int rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (!rc && c->syncs_reach_disk)
         rc = c->inner->sync_dir(c->inner->ctx, dir);
     char *canon = rc ? NULL : realpath(dir, NULL);
@@ -537,7 +541,7 @@ crash_file_size(void *ctx, int fd, off_t *size_out)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
-    int rc = crash_gate(c);
+    int rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (!rc)
         rc = c->inner->file_size(c->inner->ctx, fd, size_out);
     pthread_mutex_unlock(&c->mu);
@@ -796,6 +800,7 @@ forget_all(io_crash_t *c)
     c->n_inodes = 0;
     c->has_crashed = 0;
     c->crash_at_call = 0;
+    c->method_calls_left = 0;
 }
 
 int
@@ -884,6 +889,17 @@ io_crash_arm(io_crash_t *c, uint64_t nth)
 {
     pthread_mutex_lock(&c->mu);
     c->crash_at_call = nth ? c->n_calls + nth : 0;
+    c->method_calls_left = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void
+io_crash_arm_method(io_crash_t *c, io_crash_method_t method, uint64_t nth)
+{
+    pthread_mutex_lock(&c->mu);
+    c->crash_at_call = 0;
+    c->crash_method = method;
+    c->method_calls_left = method == IO_CRASH_AT_ANY ? 0 : nth;
     pthread_mutex_unlock(&c->mu);
 }
 

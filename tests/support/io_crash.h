@@ -19,7 +19,8 @@
  *    the same bytes; page-cache writeback does the same with whole pages, unseen here).
  *
  * Use: hand io_crash_io() to the journal; io_crash_arm() picks the call at which the power
- * fails (or call io_crash_trigger() at any moment). From then on every call fails with -EIO
+ * fails, io_crash_arm_method() the nth call of one method (or call io_crash_trigger() at any
+ * moment). From then on every call fails with -EIO
  * except close, which releases the descriptor. Close the journal, then io_crash_apply()
  * rewrites the files on disk to one possible post-crash state, and the journal is reopened
  * with the real POSIX table. The table can be reused for the next cycle after apply.
@@ -59,6 +60,17 @@ const journal_io_t *io_crash_io(io_crash_t *c);
 
 /* The power fails at the `nth` call from now (1 = the next one); 0 disarms. */
 void io_crash_arm(io_crash_t *c, uint64_t nth);
+
+/* The calls io_crash_arm_method counts: all of them (which disarms it), or one method. */
+typedef enum io_crash_method {
+    IO_CRASH_AT_ANY,
+    IO_CRASH_AT_PWRITEV,
+    IO_CRASH_AT_FDATASYNC,
+} io_crash_method_t;
+/* The power fails at the `nth` call of `method` from now, whatever calls come between: a
+ * point of a workload a call count cannot aim at (the one sync of a recovery among the
+ * header reads of every segment). Replaces io_crash_arm's arming, and it replaces this. */
+void io_crash_arm_method(io_crash_t *c, io_crash_method_t method, uint64_t nth);
 /* The power fails now. */
 void io_crash_trigger(io_crash_t *c);
 int io_crash_has_crashed(io_crash_t *c);
