@@ -66,6 +66,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "format.h" /* SEG_HEADER_BYTES, for the quota check */
 #include "seqwait.h"
 
 /* Enqueue times sampled per batch for the latency histogram; later records in a large
@@ -179,7 +180,11 @@ struct commit {
     _Atomic uint64_t appended_seq;
     _Atomic uint64_t written_seq;
     _Atomic uint64_t durable_seq;
-    _Atomic uint64_t disk_bytes;    /* journal_stats after the last batch */
+    _Atomic uint64_t disk_bytes; /* journal_stats after the last batch */
+    /* -- for the quota check, refreshed with disk_bytes (commit_refresh_disk_bytes) -- */
+    _Atomic uint64_t sealed_bytes;  /* allocated by the segments before the active one */
+    _Atomic uint64_t active_bytes;  /* the active segment's size */
+    _Atomic uint64_t write_off;     /* where the next batch starts in it */
     _Atomic int n_active;           /* writers inside append/wait */
     _Atomic uint64_t inflight_seq;  /* last seq of the batch being written/synced, else 0 */
     _Atomic uint64_t waited_seq;    /* newest seq whose appender waits for it */
@@ -611,6 +616,7 @@ commit_publish(commit_t *c)
     journal_publish(c->cfg.journal, visible, durable);
 }
 
+/* io_mu held (or before the threads start): the journal's writer state is read. */
 static void
 commit_refresh_disk_bytes(commit_t *c)
 {
@@ -618,7 +624,12 @@ commit_refresh_disk_bytes(commit_t *c)
         return;
     journal_stats_t js;
     journal_stats(c->cfg.journal, &js);
+    uint64_t write_off, active_bytes;
+    journal_active_position(c->cfg.journal, &write_off, &active_bytes);
     atomic_store(&c->disk_bytes, js.disk_bytes);
+    atomic_store(&c->sealed_bytes, js.sealed_bytes);
+    atomic_store(&c->active_bytes, active_bytes);
+    atomic_store(&c->write_off, write_off);
 }
 
 static void
@@ -921,12 +932,37 @@ commit_free(commit_t *c)
 
 /* -- the append path -------------------------------------------------------------------- */
 
+/* Whether queuing frame_bytes more could take the journal past its quota (mu held). The
+ * quota holds every segment but the one prepared ahead (stele.h), so what is queued must
+ * fit the active segment and the new segments the quota leaves room for: queued bytes
+ * count too, not only what is on disk (a wait=none burst queued below the quota was
+ * written whole, past it by up to max_queue_bytes). Conservative: a batch that does not
+ * fit a segment's rest starts the next one, so each segment may lose up to a batch. */
+static bool
+commit_over_quota(const commit_t *c, size_t frame_bytes)
+{
+    uint64_t sealed = atomic_load_explicit(&c->sealed_bytes, memory_order_relaxed);
+    uint64_t active = atomic_load_explicit(&c->active_bytes, memory_order_relaxed);
+    uint64_t write_off = atomic_load_explicit(&c->write_off, memory_order_relaxed);
+    uint64_t pending = c->queue_bytes + frame_bytes;
+    uint64_t room =
+        active > write_off + c->cfg.batch_bytes ? active - write_off - c->cfg.batch_bytes : 0;
+    uint64_t rolls = 0;
+    if (pending > room) {
+        uint64_t seg = c->cfg.segment_bytes;
+        uint64_t usable = seg > SEG_HEADER_BYTES + c->cfg.batch_bytes
+                              ? seg - SEG_HEADER_BYTES - c->cfg.batch_bytes
+                              : 1;
+        rolls = (pending - room + usable - 1) / usable;
+    }
+    return sealed + active + rolls * c->cfg.segment_bytes > c->cfg.max_journal_bytes;
+}
+
 /* Why an append cannot go in now (mu held): 0 = it can, else the code to wait on or return. */
 static int
 commit_blocked(commit_t *c, size_t frame_bytes)
 {
-    if (c->cfg.max_journal_bytes &&
-        atomic_load_explicit(&c->disk_bytes, memory_order_relaxed) >= c->cfg.max_journal_bytes)
+    if (c->cfg.max_journal_bytes && commit_over_quota(c, frame_bytes))
         return STELE_EFULL;
     if (c->queue_bytes > 0 && c->queue_bytes + frame_bytes > c->cfg.max_queue_bytes)
         return STELE_ETIMEDOUT;
@@ -1335,7 +1371,9 @@ commit_durable_seq(const commit_t *c)
 void
 commit_space_freed(commit_t *c)
 {
+    pthread_mutex_lock(&c->io_mu);
     commit_refresh_disk_bytes(c);
+    pthread_mutex_unlock(&c->io_mu);
     pthread_mutex_lock(&c->mu);
     pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);

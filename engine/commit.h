@@ -35,6 +35,7 @@ typedef struct commit_config {
     uint32_t queue_timeout_ms;  /* 0 = block forever when full */
     size_t batch_bytes;         /* capacity of one batch buffer (>= largest frame) */
     uint64_t max_journal_bytes; /* 0 = no quota */
+    uint64_t segment_bytes;     /* size of new segments, for the quota check */
     stele_on_full_t on_full;
     commit_batch_fn on_batch; /* may be NULL */
     void *batch_ctx;

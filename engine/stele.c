@@ -725,6 +725,7 @@ stele_start_committer(stele_t *db, const stele_options_t *o, const journal_recov
                           .queue_timeout_ms = o->queue_timeout_ms,
                           .batch_bytes = stele_batch_bytes(o),
                           .max_journal_bytes = o->max_journal_bytes,
+                          .segment_bytes = journal_segment_bytes(db->journal),
                           .on_full = o->on_full,
                           .on_batch = stele_on_batch,
                           .batch_ctx = db};

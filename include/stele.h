@@ -162,9 +162,9 @@ typedef struct stele_options {
     uint32_t sync_interval_ms;           /* for STELE_SYNC_INTERVAL; default 1000 */
     uint64_t max_queue_bytes;            /* bound on queued, uncommitted bytes; default 64 MiB */
     uint32_t queue_timeout_ms;  /* how long a full queue/quota blocks an append; 0 = forever */
-    uint64_t max_journal_bytes; /* disk quota incl. preallocated segments; 0 = none. Checked
-                                   against the size after the last batch: records queued
-                                   meanwhile may pass it (engine/README.md) */
+    uint64_t max_journal_bytes; /* disk quota of the segment files; 0 = none. Queued records
+                                   count; only the segment prepared ahead may pass it
+                                   (engine/README.md) */
     stele_on_full_t on_full;    /* default STELE_ON_FULL_BLOCK */
     uint64_t retention_bytes;   /* keep at most this much shipped data; 0 = keep all */
     uint64_t retention_seconds; /* keep shipped data at least/at most this old; 0 = keep all */

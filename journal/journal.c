@@ -1077,6 +1077,19 @@ journal_last_seq(const journal_t *j)
     return j ? atomic_load_explicit(&((journal_t *)j)->last_seq, memory_order_acquire) : 0;
 }
 
+void
+journal_active_position(const journal_t *j, uint64_t *write_off, uint64_t *size)
+{
+    *write_off = j ? j->write_off : 0;
+    *size = j ? j->active_bytes : 0;
+}
+
+uint64_t
+journal_segment_bytes(const journal_t *j)
+{
+    return j ? j->opts.segment_bytes : 0;
+}
+
 const char *
 journal_source(const journal_t *j)
 {
@@ -1176,8 +1189,11 @@ journal_stats(journal_t *j, journal_stats_t *out)
     out->first_seq = n && out->last_seq >= seqs[0] ? seqs[0] : 0;
     for (size_t i = 0; i < n; i++) {
         struct stat st;
-        if (segment_path(path, sizeof path, j->dir, seqs[i]) == 0 && stat(path, &st) == 0)
-            out->disk_bytes += (uint64_t)st.st_blocks * 512u;
+        if (segment_path(path, sizeof path, j->dir, seqs[i]) != 0 || stat(path, &st) != 0)
+            continue;
+        out->disk_bytes += (uint64_t)st.st_blocks * 512u;
+        if (i + 1 < n)
+            out->sealed_bytes += (uint64_t)st.st_blocks * 512u;
     }
     if (prepared &&
         snprintf(path, sizeof path, "%s/%s", j->dir, SEG_PREPARED_NAME) < (int)sizeof path) {

@@ -152,6 +152,13 @@ void journal_publish(journal_t *j, uint64_t visible_seq, uint64_t durable_seq);
 
 uint64_t journal_last_seq(const journal_t *j);
 
+/* Where the next batch would start in the active segment, and that segment's size: what a
+ * quota check needs to tell when queued bytes roll into new segments. Only the thread that
+ * writes, or one holding the writer's lock: the writer moves them. */
+void journal_active_position(const journal_t *j, uint64_t *write_off, uint64_t *size);
+/* The size new segments are created with (journal_options_t.segment_bytes). */
+uint64_t journal_segment_bytes(const journal_t *j);
+
 /* Deletes whole segments whose records all have seq < `seq` (never the active one), oldest
  * first: unlink each, then fsync the directory. Returns the number of segments deleted, or
  * -errno when none could be. It stops at the first failed unlink and still returns the count
@@ -162,8 +169,9 @@ int journal_delete_before(journal_t *j, uint64_t seq, stele_error_t *err);
 typedef struct journal_stats {
     uint64_t first_seq;
     uint64_t last_seq;
-    uint64_t segments;   /* sealed + active + prepared */
-    uint64_t disk_bytes; /* allocated size of all segment files */
+    uint64_t segments;     /* sealed + active + prepared */
+    uint64_t disk_bytes;   /* allocated size of all segment files */
+    uint64_t sealed_bytes; /* of them, the segments before the active one */
     uint64_t syncs;
 } journal_stats_t;
 
