@@ -67,22 +67,29 @@ static const json_case_t json_cases[] = {
     {"int64 min minus one", "{\"n\":-9223372036854775809}", STELE_ENUMBER, "int64"},
 };
 
+/* Each case refused with its code and a message holding its fragment. */
+static void
+expect_json_cases(const json_case_t *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const json_case_t *c = &cases[i];
+        stele_error_t err = {0};
+        bson_t doc;
+        int rc = validate_json(c->json, strlen(c->json), &test_limits, &doc, &err);
+        if (rc == 0)
+            bson_destroy(&doc);
+        if (rc != c->code || !strstr(err.message, c->fragment))
+            fail_msg("case \"%s\": got %s \"%s\", want %s with \"%s\"", c->name, stele_errname(rc),
+                     err.message, stele_errname(c->code), c->fragment);
+        assert_int_equal(err.code, rc);
+    }
+}
+
 static void
 test_validate_rejects_each_malformed_json_event(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof json_cases / sizeof json_cases[0]; i++) {
-        const json_case_t *c = &json_cases[i];
-        stele_error_t err = {0};
-        bson_t doc;
-        int rc = validate_json(c->json, strlen(c->json), &test_limits, &doc, &err);
-        if (rc != c->code || !strstr(err.message, c->fragment)) {
-            print_error("case \"%s\": got %s \"%s\", want %s with \"%s\"\n", c->name,
-                        stele_errname(rc), err.message, stele_errname(c->code), c->fragment);
-            fail();
-        }
-        assert_int_equal(err.code, rc);
-    }
+    expect_json_cases(json_cases, sizeof json_cases / sizeof json_cases[0]);
 }
 
 static void
@@ -454,17 +461,7 @@ test_validate_refuses_numbers_with_a_leading_zero(void **state)
         {"negative decimal", "{\"n\":-00.5}", STELE_EJSON, "byte 5: a number has a leading zero"},
         {"positive integer", "{\"n\":07}", STELE_EJSON, "byte 5: a number has a leading zero"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const json_case_t *c = &cases[i];
-        stele_error_t err = {0};
-        bson_t doc;
-        int rc = validate_json(c->json, strlen(c->json), &test_limits, &doc, &err);
-        if (rc == 0)
-            bson_destroy(&doc);
-        if (rc != c->code || !strstr(err.message, c->fragment))
-            fail_msg("case \"%s\": got %s \"%s\", want %s with \"%s\"", c->name, stele_errname(rc),
-                     err.message, stele_errname(c->code), c->fragment);
-    }
+    expect_json_cases(cases, sizeof cases / sizeof cases[0]);
     static const char *const good[] = {"{\"n\":0}",     "{\"n\":-0}", "{\"n\":-0.5}", "{\"n\":0e5}",
                                        "{\"n\":-0E-2}", "{\"n\":10}", "{\"n\":-100}"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
@@ -517,17 +514,7 @@ test_validate_names_the_missing_comma_after_an_array_element(void **state)
         {"arrays", "{\"a\":[[1] [2]]}", STELE_EJSON, "byte 10: ',' or ']' expected"},
         {"object then number", "{\"a\":[{} 1]}", STELE_EJSON, "byte 9: ',' or ']' expected"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const json_case_t *c = &cases[i];
-        stele_error_t err = {0};
-        bson_t doc;
-        int rc = validate_json(c->json, strlen(c->json), &test_limits, &doc, &err);
-        if (rc == 0)
-            bson_destroy(&doc);
-        if (rc != c->code || !strstr(err.message, c->fragment))
-            fail_msg("case \"%s\": got %s \"%s\", want %s with \"%s\"", c->name, stele_errname(rc),
-                     err.message, stele_errname(c->code), c->fragment);
-    }
+    expect_json_cases(cases, sizeof cases / sizeof cases[0]);
     const char *good = "{\"a\":[{} , [ ] ,{\"b\":[1]}\n],\"c\":{\"d\":[]} }";
     bson_t doc;
     stele_error_t err = {0};
