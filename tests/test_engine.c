@@ -85,6 +85,18 @@ stats_of(stele_t *db)
     return st;
 }
 
+/* Opens the fixture's journal with the fixture's options and appends n durable events. */
+static stele_t *
+open_with_durable_appends(const fixture_t *f, int n)
+{
+    stele_options_t o;
+    fixture_options(&o);
+    stele_t *db = open_or_fail(f->dir, &o, NULL);
+    for (int i = 0; i < n; i++)
+        append_or_fail(db, STELE_WAIT_DURABLE);
+    return db;
+}
+
 static void
 test_engine_acknowledges_each_wait_level(void **state)
 {
@@ -607,12 +619,7 @@ test_engine_open_refuses_bad_options_and_creates_nothing(void **state)
 static void
 test_engine_stats_report_latency_and_batches(void **state)
 {
-    fixture_t *f = *state;
-    stele_options_t o;
-    fixture_options(&o);
-    stele_t *db = open_or_fail(f->dir, &o, NULL);
-    for (int i = 0; i < 20; i++)
-        append_or_fail(db, STELE_WAIT_DURABLE);
+    stele_t *db = open_with_durable_appends(*state, 20);
     stele_stats_t st = stats_of(db);
     assert_true(st.batches >= 1 && st.batches <= 20);
     assert_true(st.mean_batch_records >= 1.0);
@@ -633,12 +640,7 @@ test_engine_stats_report_latency_and_batches(void **state)
 static void
 test_engine_flushes_the_index_by_volume_not_every_second(void **state)
 {
-    fixture_t *f = *state;
-    stele_options_t o;
-    fixture_options(&o);
-    stele_t *db = open_or_fail(f->dir, &o, NULL);
-    for (int i = 0; i < 20; i++)
-        append_or_fail(db, STELE_WAIT_DURABLE);
+    stele_t *db = open_with_durable_appends(*state, 20);
     usleep(1500 * 1000); /* the index writer applied them and would have flushed by now */
     assert_int_equal(stats_of(db).index_syncs, 0);
     for (int i = 0; i < 120000; i++)
