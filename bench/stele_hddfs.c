@@ -100,36 +100,35 @@ hddfs_home(uint64_t ino)
     return (size_t)(ino * 11400714819323198485ull >> 51) % HDDFS_DIRTY_SLOTS;
 }
 
-/* ino's entry, or NULL: the file has no unflushed write. */
+/* ino's slot, or the empty one where it would go; NULL when the table is full without it. */
 static hddfs_dirty_t *
-hddfs_find(hddfs_t *fs, uint64_t ino)
+hddfs_probe(hddfs_t *fs, uint64_t ino)
 {
     size_t start = hddfs_home(ino);
     for (size_t k = 0; k < HDDFS_DIRTY_SLOTS; k++) {
         hddfs_dirty_t *d = &fs->dirty[(start + k) % HDDFS_DIRTY_SLOTS];
-        if (d->ino == ino)
+        if (d->ino == ino || d->ino == 0)
             return d;
-        if (d->ino == 0)
-            return NULL;
     }
     return NULL;
+}
+
+/* ino's entry, or NULL: the file has no unflushed write. */
+static hddfs_dirty_t *
+hddfs_find(hddfs_t *fs, uint64_t ino)
+{
+    hddfs_dirty_t *d = hddfs_probe(fs, ino);
+    return d && d->ino == ino ? d : NULL;
 }
 
 /* ino's entry, made when missing; NULL when HDDFS_DIRTY_SLOTS files are dirty at once. */
 static hddfs_dirty_t *
 hddfs_claim(hddfs_t *fs, uint64_t ino)
 {
-    size_t start = hddfs_home(ino);
-    for (size_t k = 0; k < HDDFS_DIRTY_SLOTS; k++) {
-        hddfs_dirty_t *d = &fs->dirty[(start + k) % HDDFS_DIRTY_SLOTS];
-        if (d->ino == ino)
-            return d;
-        if (d->ino == 0) {
-            *d = (hddfs_dirty_t){.ino = ino, .lo = UINT64_MAX, .hi = 0, .bytes = 0};
-            return d;
-        }
-    }
-    return NULL;
+    hddfs_dirty_t *d = hddfs_probe(fs, ino);
+    if (d && d->ino == 0)
+        *d = (hddfs_dirty_t){.ino = ino, .lo = UINT64_MAX, .hi = 0, .bytes = 0};
+    return d;
 }
 
 /* Whether slot h lies in the cyclic range (from, to]. */
