@@ -9,6 +9,7 @@
  */
 #include "bench.h"
 #include "bench_cli.h"
+#include "bench_peers.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -153,6 +154,7 @@ main_run(const bench_cli_t *cli, bench_plan_t *plan, main_signals_t *sig)
         bench_result_release(&res[i]);
     free(res);
     bench_hdd_unmount(hdd);
+    bench_server_stop_all(); /* a hung cell's server, never closed */
     if (!cli->keep)
         bench_remove_tree(run_dir);
     else

@@ -33,6 +33,9 @@ int bench_server_run(char *const argv[], const char *log_path, const char *run_a
 /* Sends sig to pid and waits for it up to timeout_ms, then SIGKILL. Only for PIDs we
  * spawned. */
 void bench_server_stop(pid_t pid, int sig, int timeout_ms);
+/* SIGKILLs and reaps every server still running: those of a cell abandoned because its
+ * store hung, which was not closed (closing could hang too). Called as the run ends. */
+void bench_server_stop_all(void);
 /* Sleeps ms milliseconds. */
 void bench_sleep_ms(int ms);
 

@@ -3,12 +3,14 @@
  *
  * Servers are children of stele-bench: started with fork/exec (never through a shell or a
  * service manager), known only by the PID fork() returned, and stopped by signalling that
- * PID and reaping it. When stele-bench runs as root and a server refuses root (PostgreSQL),
- * the child drops to a named unprivileged user before exec.
+ * PID and reaping it; every PID is kept until it is reaped, so a server a hung cell never
+ * stopped is still killed as the run ends (bench_server_stop_all). When stele-bench runs as root
+ * and a server refuses root (PostgreSQL), the child drops to a named unprivileged user before exec.
  */
 #include "bench_peers.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -98,6 +100,24 @@ server_child(char *const argv[], const char *log_path, const char *run_as)
     _exit(127);
 }
 
+/* Servers spawned and not yet reaped. A run starts a few at a time (one peer, the HDD). */
+#define SERVER_MAX_LIVE 64
+static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
+static pid_t server_live[SERVER_MAX_LIVE];
+
+static void
+server_note(pid_t pid, pid_t replace)
+{
+    pthread_mutex_lock(&server_mu);
+    for (size_t i = 0; i < SERVER_MAX_LIVE; i++) {
+        if (server_live[i] == replace) {
+            server_live[i] = pid;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&server_mu);
+}
+
 pid_t
 bench_server_spawn(char *const argv[], const char *log_path, const char *run_as)
 {
@@ -106,6 +126,7 @@ bench_server_spawn(char *const argv[], const char *log_path, const char *run_as)
         return -errno;
     if (pid == 0)
         server_child(argv, log_path, run_as);
+    server_note(pid, 0);
     return pid;
 }
 
@@ -116,9 +137,12 @@ bench_server_run(char *const argv[], const char *log_path, const char *run_as)
     if (pid < 0)
         return pid;
     int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -errno;
+    pid_t got;
+    while ((got = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    server_note(0, pid);
+    if (got < 0)
+        return -errno;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -129,10 +153,25 @@ bench_server_stop(pid_t pid, int sig, int timeout_ms)
         return;
     kill(pid, sig);
     for (int waited = 0; waited < timeout_ms; waited += 20) {
-        if (waitpid(pid, NULL, WNOHANG) == pid)
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            server_note(0, pid);
             return;
+        }
         bench_sleep_ms(20);
     }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
+    server_note(0, pid);
+}
+
+void
+bench_server_stop_all(void)
+{
+    for (size_t i = 0; i < SERVER_MAX_LIVE; i++) {
+        pthread_mutex_lock(&server_mu);
+        pid_t pid = server_live[i];
+        pthread_mutex_unlock(&server_mu);
+        if (pid > 0)
+            bench_server_stop(pid, SIGKILL, 1000);
+    }
 }

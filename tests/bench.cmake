@@ -4,7 +4,7 @@ if(TARGET stele-bench)
   stele_add_test(test_bench
     SOURCES test_bench.c ${PROJECT_SOURCE_DIR}/bench/bench_hist.c
             ${PROJECT_SOURCE_DIR}/bench/bench_event.c ${PROJECT_SOURCE_DIR}/bench/bench_output.c
-            ${PROJECT_SOURCE_DIR}/bench/bench_run.c
+            ${PROJECT_SOURCE_DIR}/bench/bench_run.c ${PROJECT_SOURCE_DIR}/bench/bench_server.c
     LIBS stele PkgConfig::BSON
     TIMEOUT 300
     LABELS bench)

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_peers.h"
 #include <stele.h>
 
 #define TEST_MAX_LINES 16
@@ -717,6 +718,30 @@ test_bson_events_are_valid_documents(void **state)
     bench_events_free(ev);
 }
 
+/* A cell abandoned because its store hung is not closed (closing could hang too), so its
+ * server was never stopped and outlived stele-bench; every server spawned and not reaped
+ * must go as the run ends. */
+static void
+test_bench_stop_all_ends_servers_never_stopped(void **state)
+{
+    (void)state;
+    char sleep_path[BENCH_PATH_BYTES];
+    assert_int_equal(bench_server_find("sleep", NULL, sleep_path, sizeof sleep_path), 0);
+    char *argv[] = {sleep_path, "600", NULL};
+    pid_t stopped = bench_server_spawn(argv, "/dev/null", NULL);
+    pid_t forgotten = bench_server_spawn(argv, "/dev/null", NULL);
+    assert_true(stopped > 0 && forgotten > 0);
+    bench_server_stop(stopped, SIGTERM, 1000);
+    bench_server_stop_all();
+    errno = 0;
+    int gone = waitpid(forgotten, NULL, WNOHANG) == -1 && errno == ECHILD; /* reaped */
+    if (!gone) {
+        kill(forgotten, SIGKILL);
+        waitpid(forgotten, NULL, 0);
+    }
+    assert_true(gone);
+}
+
 int
 main(void)
 {
@@ -725,6 +750,7 @@ main(void)
         cmocka_unit_test(test_events_are_json_objects_of_the_exact_size),
         cmocka_unit_test(test_bson_events_are_valid_documents),
         cmocka_unit_test(test_bench_rejects_zero_writers),
+        cmocka_unit_test(test_bench_stop_all_ends_servers_never_stopped),
         cmocka_unit_test(test_bench_rejects_durations_that_are_not_numbers),
         cmocka_unit_test(test_bench_rejects_record_bytes_above_the_event_limit),
         cmocka_unit_test(test_bench_interrupted_probe_removes_its_files),
