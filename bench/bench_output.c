@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include <bson/bson.h>
+
 const char *
 bench_sync_name(stele_sync_t s)
 {
@@ -55,19 +57,36 @@ output_status_name(bench_status_t s)
     return s == BENCH_OK ? "ok" : s == BENCH_SKIPPED ? "skipped" : "failed";
 }
 
-/* Writes s as a JSON string body (quotes and control characters escaped). */
+/* Bytes in the UTF-8 sequence that starts with c (1 for a byte no sequence starts with). */
+static size_t
+output_utf8_length(unsigned char c)
+{
+    return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+}
+
+/* Writes s as a JSON string (quotes and control characters escaped). JSON is UTF-8: a byte
+ * that does not start a valid sequence (a note cut in the middle of a character, a peer's
+ * message in another encoding) becomes U+FFFD, as libbson judges the sequence. */
 static void
 output_json_string(FILE *out, const char *s)
 {
     fputc('"', out);
-    for (; *s; s++) {
+    while (*s) {
         unsigned char c = (unsigned char)*s;
+        size_t n = c < 0x80 ? 1 : output_utf8_length(c);
         if (c == '"' || c == '\\')
             fprintf(out, "\\%c", c);
         else if (c < 0x20)
             fprintf(out, "\\u%04x", c);
-        else
+        else if (c < 0x80)
             fputc(c, out);
+        else if (n > 1 && strnlen(s, n) == n && bson_utf8_validate(s, n, false))
+            fwrite(s, 1, n, out);
+        else {
+            fputs("\\ufffd", out);
+            n = 1;
+        }
+        s += n;
     }
     fputc('"', out);
 }

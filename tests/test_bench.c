@@ -742,6 +742,37 @@ test_bench_stop_all_ends_servers_never_stopped(void **state)
     assert_true(gone);
 }
 
+/* The JSON lines must be UTF-8 whatever a note holds: a note cut at its 256 bytes in the
+ * middle of a character, or a peer's message in another encoding, made the line invalid
+ * JSON (libbson refused it). Such bytes become U+FFFD; valid characters stay. */
+static void
+test_bench_json_output_stays_utf8_when_a_note_is_cut(void **state)
+{
+    (void)state;
+    bench_result_t r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.cell.system, sizeof r.cell.system, "stele");
+    snprintf(r.cell.device, sizeof r.cell.device, "ssd");
+    snprintf(r.note, sizeof r.note, "caf\xc3\xa9 \"q\" \xe2\x82 cut \xff end \xc3");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    bench_print_json(out, &r);
+    fclose(out);
+    bson_error_t berr;
+    bson_t *doc = bson_new_from_json((const uint8_t *)text, -1, &berr);
+    if (!doc)
+        fail_msg("not JSON: %s: %s", berr.message, text);
+    bson_iter_t it;
+    assert_true(bson_iter_init_find(&it, doc, "note"));
+    assert_string_equal(
+        bson_iter_utf8(&it, NULL),
+        "caf\xc3\xa9 \"q\" \xef\xbf\xbd\xef\xbf\xbd cut \xef\xbf\xbd end \xef\xbf\xbd");
+    bson_destroy(doc);
+    free(text);
+}
+
 int
 main(void)
 {
@@ -751,6 +782,7 @@ main(void)
         cmocka_unit_test(test_bson_events_are_valid_documents),
         cmocka_unit_test(test_bench_rejects_zero_writers),
         cmocka_unit_test(test_bench_stop_all_ends_servers_never_stopped),
+        cmocka_unit_test(test_bench_json_output_stays_utf8_when_a_note_is_cut),
         cmocka_unit_test(test_bench_rejects_durations_that_are_not_numbers),
         cmocka_unit_test(test_bench_rejects_record_bytes_above_the_event_limit),
         cmocka_unit_test(test_bench_interrupted_probe_removes_its_files),
