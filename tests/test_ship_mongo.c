@@ -83,16 +83,25 @@ records_from_env(const char *name, uint64_t dflt)
     return v && v[0] ? strtoull(v, NULL, 10) : dflt;
 }
 
+/* A new journal whose source is `name`, and sink options ("main") for a collection of that
+ * name emptied for the test. */
+static void
+fresh_journal_and_sink(ship_test_t *t, const char *name, ship_journal_t *sj,
+                       stele_sink_options_t *so)
+{
+    assert_int_equal(ship_journal_create(sj, name), 0);
+    ship_sink_options(so, "main", t->server.uri, name);
+    ship_drop_collection(so);
+}
+
 static void
 test_ship_delivers_every_record_exactly_once(void **state)
 {
     ship_test_t *t = *state;
     uint64_t n = records_from_env("STELE_TEST_SHIP_RECORDS", 20000);
     ship_journal_t sj;
-    assert_int_equal(ship_journal_create(&sj, "bulk"), 0);
     stele_sink_options_t so;
-    ship_sink_options(&so, "main", t->server.uri, "bulk");
-    ship_drop_collection(&so);
+    fresh_journal_and_sink(t, "bulk", &sj, &so);
     shipper_t *s = start_shipper(&sj, &so);
     int64_t start_ms = ship_fixture_now_ms();
     assert_int_equal(ship_journal_append(&sj, n, 500, 64), 0);
@@ -123,10 +132,8 @@ test_ship_delivers_the_largest_records(void **state)
     ship_test_t *t = *state;
     const uint64_t n = 40;
     ship_journal_t sj;
-    assert_int_equal(ship_journal_create(&sj, "large"), 0);
     stele_sink_options_t so;
-    ship_sink_options(&so, "main", t->server.uri, "large");
-    ship_drop_collection(&so);
+    fresh_journal_and_sink(t, "large", &sj, &so);
     shipper_t *s = start_shipper(&sj, &so);
     assert_int_equal(ship_journal_append(&sj, n, 4, (1u << 20) - 256), 0);
     assert_int_equal(ship_wait_for(get_shipped, s, n, SHIP_TEST_WAIT_MS), 0);
@@ -144,10 +151,8 @@ test_ship_resumes_from_checkpoint_after_restart(void **state)
 {
     ship_test_t *t = *state;
     ship_journal_t sj;
-    assert_int_equal(ship_journal_create(&sj, "resume"), 0);
     stele_sink_options_t so;
-    ship_sink_options(&so, "main", t->server.uri, "resume");
-    ship_drop_collection(&so);
+    fresh_journal_and_sink(t, "resume", &sj, &so);
     shipper_t *s = start_shipper(&sj, &so);
     assert_int_equal(ship_journal_append(&sj, 3000, 100, 16), 0);
     assert_int_equal(ship_wait_for(get_shipped, s, 3000, SHIP_TEST_WAIT_MS), 0);
@@ -168,10 +173,8 @@ test_ship_resumes_from_remote_when_checkpoint_is_lost(void **state)
 {
     ship_test_t *t = *state;
     ship_journal_t sj;
-    assert_int_equal(ship_journal_create(&sj, "lostckpt"), 0);
     stele_sink_options_t so;
-    ship_sink_options(&so, "main", t->server.uri, "lostckpt");
-    ship_drop_collection(&so);
+    fresh_journal_and_sink(t, "lostckpt", &sj, &so);
     shipper_t *s = start_shipper(&sj, &so);
     assert_int_equal(ship_journal_append(&sj, 2500, 250, 16), 0);
     assert_int_equal(ship_wait_for(get_shipped, s, 2500, SHIP_TEST_WAIT_MS), 0);
@@ -194,10 +197,8 @@ test_ship_treats_stored_duplicate_with_same_hash_as_shipped(void **state)
 {
     ship_test_t *t = *state;
     ship_journal_t sj;
-    assert_int_equal(ship_journal_create(&sj, "dupsame"), 0);
     stele_sink_options_t so;
-    ship_sink_options(&so, "main", t->server.uri, "dupsame");
-    ship_drop_collection(&so);
+    fresh_journal_and_sink(t, "dupsame", &sj, &so);
     assert_int_equal(ship_journal_append(&sj, 1000, 100, 16), 0);
     /* Records 1..400 and 601..700 are already stored but the checkpoint says 300 (as if an
      * earlier run died before saving its later checkpoints): re-sending them must neither
@@ -281,10 +282,8 @@ test_wait_shipped_fails_at_once_when_its_sink_stops(void **state)
 {
     ship_test_t *t = *state;
     ship_journal_t other;
-    assert_int_equal(ship_journal_create(&other, "stopped"), 0);
     stele_sink_options_t so;
-    ship_sink_options(&so, "main", t->server.uri, "stopped");
-    ship_drop_collection(&so);
+    fresh_journal_and_sink(t, "stopped", &other, &so);
     assert_int_equal(ship_journal_append(&other, 20, 20, 8), 0);
     assert_int_equal(stele_reship(other.dir, &so, 0, 0, NULL, NULL), 0);
     stele_options_t o;
@@ -348,10 +347,8 @@ test_ship_dead_letters_rejected_record_and_goes_on(void **state)
 {
     ship_test_t *t = *state;
     ship_journal_t sj;
-    assert_int_equal(ship_journal_create(&sj, "poison"), 0);
     stele_sink_options_t so;
-    ship_sink_options(&so, "main", t->server.uri, "poison");
-    ship_drop_collection(&so);
+    fresh_journal_and_sink(t, "poison", &sj, &so);
     create_validated_collection(&so);
     assert_int_equal(ship_journal_append(&sj, 50, 50, 8), 0);
     append_poison(&sj); /* seq 51 */
@@ -702,10 +699,8 @@ test_remote_check_names_deleted_range_and_reship_restores_it(void **state)
 {
     ship_test_t *t = *state;
     ship_journal_t sj;
-    assert_int_equal(ship_journal_create(&sj, "holes"), 0);
     stele_sink_options_t so;
-    ship_sink_options(&so, "main", t->server.uri, "holes");
-    ship_drop_collection(&so);
+    fresh_journal_and_sink(t, "holes", &sj, &so);
     assert_int_equal(ship_journal_append(&sj, 4000, 400, 16), 0);
     assert_int_equal(stele_reship(sj.dir, &so, 0, 0, NULL, NULL), 0);
     assert_int_equal(ship_delete_range(&so, "holes", 1001, 1500), 500);
