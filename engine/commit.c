@@ -180,11 +180,12 @@ struct commit {
     _Atomic uint64_t appended_seq;
     _Atomic uint64_t written_seq;
     _Atomic uint64_t durable_seq;
-    _Atomic uint64_t disk_bytes; /* journal_stats after the last batch */
+    _Atomic uint64_t disk_bytes; /* journal_stats as of the last roll or retention */
     /* -- for the quota check, refreshed with disk_bytes (commit_refresh_disk_bytes) -- */
     _Atomic uint64_t sealed_bytes;  /* allocated by the segments before the active one */
     _Atomic uint64_t active_bytes;  /* the active segment's size */
     _Atomic uint64_t write_off;     /* where the next batch starts in it */
+    uint64_t quota_active_seq;      /* the active segment they were read for (io_mu) */
     _Atomic int n_active;           /* writers inside append/wait */
     _Atomic uint64_t inflight_seq;  /* last seq of the batch being written/synced, else 0 */
     _Atomic uint64_t waited_seq;    /* newest seq whose appender waits for it */
@@ -616,20 +617,25 @@ commit_publish(commit_t *c)
     journal_publish(c->cfg.journal, visible, durable);
 }
 
-/* io_mu held (or before the threads start): the journal's writer state is read. */
+/* io_mu held (or before the threads start): the journal's writer state is read. The
+ * segment sizes (a stat of every segment) are read again only when the active segment
+ * changed or `all` asks (retention deleted some), not after every batch. */
 static void
-commit_refresh_disk_bytes(commit_t *c)
+commit_refresh_disk_bytes(commit_t *c, bool all)
 {
     if (c->cfg.max_journal_bytes == 0)
         return;
+    journal_active_t active;
+    journal_active_position(c->cfg.journal, &active);
+    atomic_store(&c->write_off, active.write_off);
+    if (!all && active.first_seq == c->quota_active_seq)
+        return;
+    c->quota_active_seq = active.first_seq;
     journal_stats_t js;
     journal_stats(c->cfg.journal, &js);
-    uint64_t write_off, active_bytes;
-    journal_active_position(c->cfg.journal, &write_off, &active_bytes);
     atomic_store(&c->disk_bytes, js.disk_bytes);
     atomic_store(&c->sealed_bytes, js.sealed_bytes);
-    atomic_store(&c->active_bytes, active_bytes);
-    atomic_store(&c->write_off, write_off);
+    atomic_store(&c->active_bytes, active.size);
 }
 
 static void
@@ -706,7 +712,7 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     if (rc == 0) {
         if (c->cfg.sync != STELE_SYNC_ALWAYS)
             commit_record_latency(c, ch, done_ns);
-        commit_refresh_disk_bytes(c);
+        commit_refresh_disk_bytes(c, false);
         if (c->cfg.sync != STELE_SYNC_ALWAYS)
             commit_publish(c);
     }
@@ -874,7 +880,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     seqwait_init(&c->written_wait);
     seqwait_init(&c->durable_wait);
     pthread_condattr_destroy(&attr);
-    commit_refresh_disk_bytes(c);
+    commit_refresh_disk_bytes(c, true);
     int rc = pthread_create(&c->waker, NULL, commit_waker_main, c);
     if (rc == 0) {
         rc = pthread_create(&c->thread, NULL, commit_main, c);
@@ -1372,7 +1378,7 @@ void
 commit_space_freed(commit_t *c)
 {
     pthread_mutex_lock(&c->io_mu);
-    commit_refresh_disk_bytes(c);
+    commit_refresh_disk_bytes(c, true);
     pthread_mutex_unlock(&c->io_mu);
     pthread_mutex_lock(&c->mu);
     pthread_cond_broadcast(&c->space_cv);

@@ -1078,10 +1078,10 @@ journal_last_seq(const journal_t *j)
 }
 
 void
-journal_active_position(const journal_t *j, uint64_t *write_off, uint64_t *size)
+journal_active_position(const journal_t *j, journal_active_t *out)
 {
-    *write_off = j ? j->write_off : 0;
-    *size = j ? j->active_bytes : 0;
+    *out = j ? (journal_active_t){j->active_first_seq, j->write_off, j->active_bytes}
+             : (journal_active_t){0, 0, 0};
 }
 
 uint64_t

@@ -152,10 +152,15 @@ void journal_publish(journal_t *j, uint64_t visible_seq, uint64_t durable_seq);
 
 uint64_t journal_last_seq(const journal_t *j);
 
-/* Where the next batch would start in the active segment, and that segment's size: what a
- * quota check needs to tell when queued bytes roll into new segments. Only the thread that
- * writes, or one holding the writer's lock: the writer moves them. */
-void journal_active_position(const journal_t *j, uint64_t *write_off, uint64_t *size);
+/* The active segment: its first seq (its name), where the next batch would start in it, and
+ * its size: what a quota check needs to tell when queued bytes roll into new segments. Only
+ * the thread that writes, or one holding the writer's lock: the writer moves them. */
+typedef struct journal_active {
+    uint64_t first_seq;
+    uint64_t write_off;
+    uint64_t size;
+} journal_active_t;
+void journal_active_position(const journal_t *j, journal_active_t *out);
 /* The size new segments are created with (journal_options_t.segment_bytes). */
 uint64_t journal_segment_bytes(const journal_t *j);
 
