@@ -334,8 +334,8 @@ journal_sync(journal_t *j, stele_error_t *err)
 void
 journal_publish(journal_t *j, uint64_t visible_seq, uint64_t durable_seq)
 {
-    if (j && j->shared)
-        shared_publish(j->shared, visible_seq, durable_seq);
+    if (j && j->lock_page)
+        lockfile_publish(j->lock_page, visible_seq, durable_seq);
 }
 
 uint64_t
@@ -380,7 +380,7 @@ journal_close(journal_t *j, stele_error_t *err)
         rc = journal_sync(j, err);
         if (!rc) {
             uint64_t last = atomic_load(&j->last_seq);
-            shared_publish(j->shared, last, last);
+            lockfile_publish(j->lock_page, last, last);
         }
         if (!rc && j->prep_rc) {
             /* The log is fine, but the next segment could not be made: say so, or a full
@@ -398,7 +398,7 @@ journal_close(journal_t *j, stele_error_t *err)
         journal_close_fd(j, j->active_fd, "the active segment");
     if (!rc && j->is_open && j->deferred.code)
         rc = jerr_copy(err, &j->deferred);
-    shared_close_writer(j->lock_fd, j->shared);
+    lockfile_close_writer(j->lock_fd, j->lock_page);
     chain_hasher_free(j->hasher);
     pthread_cond_destroy(&j->prep_cv);
     pthread_mutex_destroy(&j->retention_mu);

@@ -147,7 +147,7 @@ int journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_i
 int journal_sync(journal_t *j, stele_error_t *err);
 
 /*
- * Publishes positions to readers in other processes (shared state file) and wakes readers
+ * Publishes positions to readers in other processes (the LOCK file's page) and wakes readers
  * waiting for new records: `visible_seq` is the last record readers may return, `durable_seq`
  * the last fdatasynced. Cheap (memory stores and a futex wake); never does file I/O.
  */
@@ -221,11 +221,11 @@ int journal_reader_seek(journal_reader_t *r, uint64_t seq, uint64_t hint_segment
 int journal_reader_next(journal_reader_t *r, journal_record_t *rec, stele_error_t *err);
 
 /* Waits until a record after `after_seq` becomes visible or timeout_ms passes (-1 forever),
- * without busy polling (futex on the shared state; bounded re-checks if no writer).
+ * without busy polling (futex on the LOCK file's page; bounded re-checks if no writer).
  * Returns 0 or STELE_ETIMEDOUT. */
 int journal_reader_wait(journal_reader_t *r, uint64_t after_seq, int timeout_ms);
 
-/* Live positions from the shared state; writer_pid 0 when no writer holds the lock. */
+/* Live positions from the LOCK file's page; writer_pid 0 when no writer holds the lock. */
 typedef struct journal_live {
     int writer_pid;
     uint64_t visible_seq;

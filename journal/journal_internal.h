@@ -34,7 +34,7 @@
 #include "format.h"
 #include "journal.h"
 #include "segment.h"
-#include "shared.h"
+#include "lockfile.h"
 
 struct journal {
     char *dir;
@@ -43,7 +43,7 @@ struct journal {
     char source[SEG_SOURCE_BYTES];
     uint8_t genesis[HASH_BYTES];
     int lock_fd;
-    journal_shared_t *shared;
+    lockfile_page_t *lock_page;
 
     /* -- writer: one thread at a time, under the caller's lock -- */
     chain_hasher_t *hasher;

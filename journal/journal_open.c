@@ -312,7 +312,8 @@ journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_
         return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s holds no journal segments", j->dir);
     }
     int holder = 0;
-    rc = shared_open_writer(j->io, j->dir, j->opts.file_mode, &j->lock_fd, &j->shared, &holder);
+    rc =
+        lockfile_open_writer(j->io, j->dir, j->opts.file_mode, &j->lock_fd, &j->lock_page, &holder);
     if (rc == STELE_ELOCKED) {
         segment_dir_free(&d);
         if (holder > 0)
@@ -372,7 +373,7 @@ journal_go_live(journal_t *j, stele_error_t *err)
     journal_direct_attach(j);
     uint64_t last = atomic_load(&j->last_seq);
     atomic_store(&j->durable_seq, last);
-    shared_publish(j->shared, last, last);
+    lockfile_publish(j->lock_page, last, last);
     journal_maybe_want_prepared(j); /* an existing journal may be past the mark already */
     int rc = journal_preparer_start(j);
     if (rc)
