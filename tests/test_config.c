@@ -1,5 +1,5 @@
 /*
- * test_config.c: the knob table and its setters (engine/config.c): stele_options_set, the
+ * test_config.c: the knob table and its setters (engine/config*.c): stele_options_set, the
  * STELE_<KNOB> environment, INI files, and the whole-struct checks stele_open runs. Every
  * failure must name the knob, the value and what is accepted, and leave the options as
  * they were.
@@ -393,7 +393,8 @@ test_config_load_file_refuses_nul_bytes_and_directories(void **state)
     assert_memory_equal(&o, &before, sizeof o);
 
     rc = stele_options_load_file(&o, f->dir, &err);
-    if (rc != -EISDIR || !strstr(err.message, f->dir))
+    if (rc != -EISDIR || !strstr(err.message, f->dir) ||
+        !strstr(err.message, stele_strerror(-EISDIR)))
         fail_msg("directory: %s \"%s\"", stele_errname(rc), err.message);
     assert_memory_equal(&o, &before, sizeof o);
     stele_options_release(&o);
@@ -409,6 +410,7 @@ test_config_load_file_reports_a_missing_file(void **state)
     unlink(f->path);
     assert_int_equal(stele_options_load_file(&o, f->path, &err), -ENOENT);
     assert_non_null(strstr(err.message, f->path));
+    assert_non_null(strstr(err.message, stele_strerror(-ENOENT)));
 }
 
 static void
