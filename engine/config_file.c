@@ -122,18 +122,15 @@ config_ini_parse(config_ini_file_t *f, const char *path, stele_options_t *scratc
         return error_set(err, -ENOMEM, "out of memory reading config file %s", path);
     if (line > 0) {
         /* inih's first error comes before a line refused by the reader, which stopped it */
-        int rc =
-            error_set(err, STELE_ECONFIG, "%s:%d: %s", path, line,
-                      ctx.rc ? local.message : "syntax error (expected key = value or [section])");
-        if (ctx.rc && err)
-            snprintf(err->hint, sizeof err->hint, "%s", local.hint);
-        return rc;
+        if (!ctx.rc)
+            return error_set(err, STELE_ECONFIG,
+                             "%s:%d: syntax error (expected key = value or [section])", path, line);
+        return error_set_hinted(err, STELE_ECONFIG, local.hint, "%s:%d: %s", path, line,
+                                local.message);
     }
-    if (f->bad_lineno) {
-        error_set(err, STELE_ECONFIG, "%s:%d: %s", path, f->bad_lineno, f->bad_why);
-        error_set_hint(err, "%s", f->bad_hint);
-        return STELE_ECONFIG;
-    }
+    if (f->bad_lineno)
+        return error_set_hinted(err, STELE_ECONFIG, f->bad_hint, "%s:%d: %s", path, f->bad_lineno,
+                                f->bad_why);
     if (f->read_errno)
         return error_set(err, -f->read_errno, "could not read config file %s: %s", path,
                          stele_strerror(-f->read_errno));
