@@ -14,3 +14,8 @@ stele_add_test(test_trust_interop SOURCES test_trust_interop.c LABELS "trust;int
 target_compile_definitions(test_trust_interop PRIVATE
   STELE_TRUST_INTEROP_BUILD="${CMAKE_CURRENT_SOURCE_DIR}/interop/build-trust-interop.sh")
 set_tests_properties(test_trust_interop PROPERTIES SKIP_RETURN_CODE 77)
+
+# FORMAT.md section 10's worked example, decoded from the document itself.
+stele_add_test(test_trust_format SOURCES test_trust_format.c LABELS "journal;trust")
+target_compile_definitions(test_trust_format PRIVATE
+  STELE_FORMAT_MD="${PROJECT_SOURCE_DIR}/journal/FORMAT.md")
