@@ -2,7 +2,7 @@
  * status.c: stele_status_read(), what `stele status` shows, read from any process without
  * opening the journal for writing: the journal's extent and positions (from the segments and
  * the writer's shared positions), each sink's checkpoint, lag and dead letters (from the
- * index and the journal), and what the writer published in the index (published.h).
+ * index and the journal), and what the writer published in the index (status_publish.h).
  *
  * It never writes. Without a usable index (read_side_open_index: none, unreadable, or this
  * process writes the journal) the end of the journal is found by scanning the newest
@@ -21,8 +21,8 @@
 #include "error.h"
 #include "index.h"
 #include "journal.h"
-#include "published.h"
 #include "read_side.h"
+#include "status_publish.h"
 
 /* Scans from `start` (with an optional hint) to the visible end; *last_out stays put when
  * nothing is there. */
@@ -101,7 +101,7 @@ static size_t
 status_pick_sinks(index_t *ix, char (*names)[64], uint64_t *seqs)
 {
     char live[STELE_MAX_SINKS][64];
-    size_t n_live = published_get_sink_names(ix, live, STELE_MAX_SINKS);
+    size_t n_live = status_publish_get_sink_names(ix, live, STELE_MAX_SINKS);
     int n_all = ix ? index_list_checkpoints(ix, NULL, NULL, 0, NULL) : 0;
     char(*all_names)[64] = n_all > 0 ? calloc((size_t)n_all, sizeof *all_names) : NULL;
     uint64_t *all_seqs = n_all > 0 ? calloc((size_t)n_all, sizeof *all_seqs) : NULL;
@@ -148,7 +148,7 @@ status_fill_sinks(journal_reader_t *jr, index_t *ix, stele_status_t *out)
             out->sinks[i].lag_records = out->committed_seq - seqs[i];
             out->sinks[i].lag_seconds = status_record_age_s(jr, ix, seqs[i] + 1);
         }
-        published_get_sink(ix, out, (size_t)i);
+        status_publish_get_sink(ix, out, (size_t)i);
     }
 }
 
@@ -195,7 +195,7 @@ stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err)
         out->durable_seq = out->last_seq;
     }
     status_fill_sinks(jr, ix, out);
-    published_get_settings(ix, out);
+    status_publish_get_settings(ix, out);
 done:
     free(segs);
     index_close(ix);
