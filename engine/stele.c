@@ -14,9 +14,8 @@
  *          ix_cv wakes the index writer. The index writer never holds it across LMDB. The
  *          index writer also applies retention (journal_delete_before, index_delete_before)
  *          with its own journal reader for segment listings; no lock is held then. It also
- *          publishes the sinks' counters in the index for `stele status`
- *          (status_publish.h); it reads ix_n_shippers, the shippers it may look at, under
- *          ix_mu.
+ *          publishes sink counters in the index for `stele status` (status_publish.h);
+ *          it reads ix_n_shippers, the shippers it may look at, under ix_mu.
  *   ship_mu/ship_cv: waiters for wait=shipped sleep on ship_cv; shippers' progress
  *          callbacks broadcast it. Shipped positions themselves are atomics in ship.c.
  * n_callers counts threads inside a public call so close frees nothing under them.
