@@ -234,15 +234,6 @@ cli_options_build(const cli_args_t *a, stele_options_t *opts)
     return CLI_EXIT_OK;
 }
 
-int
-cli_options_check(const cli_args_t *a)
-{
-    stele_options_t opts;
-    int code = cli_options_build(a, &opts);
-    stele_options_release(&opts);
-    return code;
-}
-
 void
 cli_report(const char *command, int rc, const stele_error_t *err)
 {
