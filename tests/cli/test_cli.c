@@ -146,7 +146,7 @@ test_insert_stdin_prints_one_seq_per_line_and_tail_reads_them_back(void **state)
 
     r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
     assert_int_equal(harness_count_lines(r.out), n);
-    assert_non_null(strstr(r.out, "\"event\":{ \"i\" : 19999, \"who\" : \"user-1\" }}"));
+    assert_non_null(strstr(r.out, "\"event\":{\"i\":19999,\"who\":\"user-1\"}}"));
     harness_result_free(&r);
 }
 
@@ -424,7 +424,7 @@ test_insert_goes_through_a_running_serve_and_stops_at_a_bad_line(void **state)
     harness_result_free(&r);
     r = harness_run(0, NULL, "status", "-d", f->dir, "--json", NULL);
     char pid_field[64];
-    snprintf(pid_field, sizeof pid_field, "\"writer_pid\" : %d", (int)server);
+    snprintf(pid_field, sizeof pid_field, "\"writer_pid\":%d", (int)server);
     assert_non_null(strstr(r.out, pid_field));
     harness_result_free(&r);
 
@@ -456,9 +456,9 @@ static uint64_t
 committed_seq(const fixture_t *f)
 {
     harness_result_t r = harness_run(0, NULL, "status", "-d", f->dir, "--json", NULL);
-    const char *p = strstr(r.out, "\"committed_seq\" : ");
+    const char *p = strstr(r.out, "\"committed_seq\":");
     assert_non_null(p);
-    uint64_t seq = strtoull(p + strlen("\"committed_seq\" : "), NULL, 10);
+    uint64_t seq = strtoull(p + strlen("\"committed_seq\":"), NULL, 10);
     harness_result_free(&r);
     return seq;
 }
@@ -529,7 +529,7 @@ test_insert_through_serve_appends_exactly_the_lines_before_a_bad_one(void **stat
     close(err_fd);
     /* and the records are exactly the good lines, in input order */
     r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "1", NULL);
-    assert_non_null(strstr(r.out, "\"i\" : 3000"));
+    assert_non_null(strstr(r.out, "\"i\":3000"));
     harness_result_free(&r);
     r = harness_run(0, NULL, "verify", "-d", f->dir, NULL);
     harness_result_free(&r);
@@ -629,7 +629,7 @@ test_tail_line_has_seq_rfc3339_ts_src_and_event(void **state)
     assert_true(p[4] == '-' && p[7] == '-' && p[10] == 'T' && p[13] == ':' && p[19] == '.');
     assert_true(p[26] == 'Z' && p[27] == '"');
     assert_non_null(strstr(r.out, ",\"src\":\"host-a\",\"event\":"));
-    assert_non_null(strstr(r.out, "\"user\" : \"alice\""));
+    assert_non_null(strstr(r.out, "\"user\":\"alice\""));
     assert_string_equal(r.out + r.out_len - 2, "}\n");
     harness_result_free(&r);
 }
@@ -804,7 +804,7 @@ test_tail_pretty_output_is_one_readable_line_per_record(void **state)
     insert_lines(f, 0, 2);
     harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "--output", "pretty", NULL);
     assert_int_equal(harness_count_lines(r.out), 2);
-    assert_non_null(strstr(r.out, " #1 { \"i\" : 0"));
+    assert_non_null(strstr(r.out, " #1 {\"i\":0"));
     assert_null(strstr(r.out, "\"seq\""));
     harness_result_free(&r);
     r = harness_run(0, NULL, "tail", "-d", f->dir, "-o", "json", "-n", "1", NULL);
@@ -962,12 +962,12 @@ test_status_reports_positions_as_text_json_and_prometheus(void **state)
     assert_non_null(strstr(r.out, "sync:      always, commit adaptive"));
     harness_result_free(&r);
     r = harness_run(0, NULL, "status", "-d", f->dir, "--json", NULL);
-    assert_non_null(strstr(r.out, "\"last_seq\" : 3"));
-    assert_non_null(strstr(r.out, "\"committed_seq\" : 3"));
-    assert_non_null(strstr(r.out, "\"sinks\" : ["));
-    assert_non_null(strstr(r.out, "\"live\" : false"));
-    assert_non_null(strstr(r.out, "\"sync\" : \"always\""));
-    assert_non_null(strstr(r.out, "\"max_journal_bytes\" : 0"));
+    assert_non_null(strstr(r.out, "\"last_seq\":3"));
+    assert_non_null(strstr(r.out, "\"committed_seq\":3"));
+    assert_non_null(strstr(r.out, "\"sinks\":["));
+    assert_non_null(strstr(r.out, "\"live\":false"));
+    assert_non_null(strstr(r.out, "\"sync\":\"always\""));
+    assert_non_null(strstr(r.out, "\"max_journal_bytes\":0"));
     harness_result_free(&r);
     r = harness_run(0, NULL, "status", "-d", f->dir, "--prometheus", NULL);
     assert_non_null(strstr(r.out, "# TYPE stele_last_seq gauge\n"));
