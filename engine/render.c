@@ -24,6 +24,9 @@
 #define RENDER_FIRST_BYTES 256
 /* Round-trip needs at most 17 significant digits for an IEEE 754 double. */
 #define RENDER_DOUBLE_MAX_DIGITS 17
+/* Decimal exponents written in fixed notation, as Python's repr() writes them. */
+#define RENDER_DOUBLE_FIXED_MIN_EXPONENT (-4)
+#define RENDER_DOUBLE_FIXED_MAX_EXPONENT 16
 
 void
 render_init(render_buf_t *b)
@@ -228,6 +231,28 @@ render_number_text(render_buf_t *b, const char *text)
     render_raw(b, out, n);
 }
 
+/*
+ * The fewest significant digits that read back as the same double: %g drops trailing zeros,
+ * so the first precision that round-trips gives the shortest digits. They are laid out as
+ * Python's repr() does: with an exponent below 1e-4 and from 1e16 on ("1e-05", "1e+16",
+ * "1.9905009206732972e+16"), else in fixed notation ("100", where %g writes "1e+02").
+ */
+static void
+render_shortest_double(char *text, size_t cap, double v)
+{
+    int digits = 1;
+    for (; digits < RENDER_DOUBLE_MAX_DIGITS; digits++) {
+        snprintf(text, cap, "%.*g", digits, v);
+        if (strtod(text, NULL) == v)
+            break;
+    }
+    snprintf(text, cap, "%.*e", digits - 1, v);
+    const char *e = strchr(text, 'e');
+    int exponent = e != NULL ? atoi(e + 1) : 0;
+    if (exponent >= RENDER_DOUBLE_FIXED_MIN_EXPONENT && exponent < RENDER_DOUBLE_FIXED_MAX_EXPONENT)
+        snprintf(text, cap, "%.*f", digits - 1 > exponent ? digits - 1 - exponent : 0, v);
+}
+
 void
 render_double(render_buf_t *b, double v)
 {
@@ -239,14 +264,8 @@ render_double(render_buf_t *b, double v)
         render_object_end(b);
         return;
     }
-    /* The fewest significant digits that read back as the same double: %g drops trailing
-     * zeros, so the first precision that round-trips gives the shortest text. */
     char text[40];
-    for (int digits = 1; digits <= RENDER_DOUBLE_MAX_DIGITS; digits++) {
-        snprintf(text, sizeof text, "%.*g", digits, v);
-        if (strtod(text, NULL) == v)
-            break;
-    }
+    render_shortest_double(text, sizeof text, v);
     render_item(b);
     render_number_text(b, text);
 }

@@ -30,3 +30,11 @@ add_dependencies(tail_latency stele_cli)
 add_test(NAME tail_latency COMMAND tail_latency $<TARGET_FILE:stele_cli> --events 200
          --max-ms 500)
 set_tests_properties(tail_latency PROPERTIES TIMEOUT 300 LABELS cli)
+
+# The JSON every command prints (engine/render*.c): a table of every BSON type, malformed
+# events, the three line shapes, and Python's json reading random events back
+# (render_roundtrip.py; needs python3, skipped without it).
+stele_add_test(test_render SOURCES test_render.c LIBS stele PkgConfig::BSON LABELS cli)
+target_compile_definitions(test_render PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+# stele_filter_*: the conditions of `stele tail --where` (engine/filter.c).
+stele_add_test(test_filter SOURCES test_filter.c LIBS stele PkgConfig::BSON LABELS cli)
