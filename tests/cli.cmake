@@ -4,6 +4,8 @@ set(STELE_CLI_TEST_SOURCES cli/cli_harness.c)
 
 stele_add_test(test_cli SOURCES cli/test_cli.c ${STELE_CLI_TEST_SOURCES} LIBS stele
                TIMEOUT 600 LABELS cli)
+# test_cli runs tests/cli/json_readback.py (python3; skipped without it).
+target_compile_definitions(test_cli PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 stele_add_test(test_cli_bad_input SOURCES cli/test_cli_bad_input.c ${STELE_CLI_TEST_SOURCES}
                LIBS stele TIMEOUT 600 LABELS cli)
 # MongoDB parts: against the FerretDB test server (tests/integration), or STELE_TEST_MONGO_URI.
