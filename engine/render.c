@@ -11,6 +11,7 @@
 
 #include <bson/bson.h>
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,8 +23,10 @@
 
 /* First allocation; most lines are a few hundred bytes. */
 #define RENDER_FIRST_BYTES 256
-/* Round-trip needs at most 17 significant digits for an IEEE 754 double. */
+/* Round-trip needs at most 17 significant digits for an IEEE 754 double; up to 15 digits
+ * are exact for every normal double (DBL_DIG). */
 #define RENDER_DOUBLE_MAX_DIGITS 17
+#define RENDER_DOUBLE_SURE_DIGITS 15
 /* Decimal exponents written in fixed notation, as Python's repr() writes them. */
 #define RENDER_DOUBLE_FIXED_MIN_EXPONENT (-4)
 #define RENDER_DOUBLE_FIXED_MAX_EXPONENT 16
@@ -232,25 +235,37 @@ render_number_text(render_buf_t *b, const char *text)
 }
 
 /*
- * The fewest significant digits that read back as the same double: %g drops trailing zeros,
- * so the first precision that round-trips gives the shortest digits. They are laid out as
- * Python's repr() does: with an exponent below 1e-4 and from 1e16 on ("1e-05", "1e+16",
- * "1.9905009206732972e+16"), else in fixed notation ("100", where %g writes "1e+02").
+ * The fewest significant digits that read back as the same double, laid out as Python's
+ * repr() lays them out: with an exponent below 1e-4 and from 1e16 on ("1e-05", "1e+16"),
+ * else in fixed notation ("100.0" where %g would write "1e+02"). The search starts at 15
+ * digits: a normal double carries 15.95 decimal digits, so at most one decimal of 15 or
+ * fewer significant digits reads back as it, and printing 15 digits finds it (the zeros
+ * after it are dropped below); only when none exists are 16, then 17 digits needed.
+ * Subnormals carry fewer bits: for them the search starts at 1 digit.
  */
 static void
 render_shortest_double(char *text, size_t cap, double v)
 {
-    int digits = 1;
-    for (; digits < RENDER_DOUBLE_MAX_DIGITS; digits++) {
-        snprintf(text, cap, "%.*g", digits, v);
+    int precision = fabs(v) >= DBL_MIN ? RENDER_DOUBLE_SURE_DIGITS : 1;
+    for (; precision < RENDER_DOUBLE_MAX_DIGITS; precision++) {
+        snprintf(text, cap, "%.*e", precision - 1, v);
         if (strtod(text, NULL) == v)
             break;
     }
-    snprintf(text, cap, "%.*e", digits - 1, v);
+    if (precision == RENDER_DOUBLE_MAX_DIGITS)
+        snprintf(text, cap, "%.*e", precision - 1, v);
     const char *e = strchr(text, 'e');
     int exponent = e != NULL ? atoi(e + 1) : 0;
+    int digits = 1; /* through the last nonzero digit of the mantissa */
+    int n_seen = 0;
+    for (const char *p = text; e != NULL && p < e; p++) {
+        if (*p >= '0' && *p <= '9' && (++n_seen, *p != '0'))
+            digits = n_seen;
+    }
     if (exponent >= RENDER_DOUBLE_FIXED_MIN_EXPONENT && exponent < RENDER_DOUBLE_FIXED_MAX_EXPONENT)
         snprintf(text, cap, "%.*f", digits - 1 > exponent ? digits - 1 - exponent : 0, v);
+    else
+        snprintf(text, cap, "%.*e", digits - 1, v);
 }
 
 void
