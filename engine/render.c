@@ -123,7 +123,7 @@ render_escaped(render_buf_t *b, const char *s, size_t len)
 {
     static const char short_escapes[] = "\b\f\n\r\t";
     static const char short_letters[] = "bfnrt";
-    size_t run = 0; /* bytes copied as they are, pending */
+    size_t run = 0; /* start of the bytes not copied yet */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
