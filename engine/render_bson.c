@@ -6,21 +6,23 @@
  * names it with ({"$oid":...}, {"$date":...}, {"$binary":{...}}, ...).
  *
  * libbson does the BSON side: iterating, checking every length, ObjectId and Decimal128
- * text; base64 is OpenSSL's. A document is checked while it is written: bson_iter's err_off
- * after each level tells a corrupt document from its end, a string or key that is not UTF-8
- * makes the document malformed, and nesting is bounded (RENDER_MAX_DEPTH) so a corrupt copy
- * cannot run the recursion off the stack. Pure functions; no state, no locks.
+ * text; base64 is the journal's (base64.h, the one encoder of the tree). A document is
+ * checked while it is written: bson_iter's err_off after each level tells a corrupt
+ * document from its end, a string or key that is not UTF-8 makes the document malformed,
+ * and nesting is bounded (RENDER_MAX_DEPTH) so a corrupt copy cannot run the recursion off
+ * the stack. Pure functions; no state, no locks.
  */
 #include "render.h"
 
 #include <bson/bson.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "base64.h"
 
 /* Extended JSON writes dates of the years 1970..9999 as text, the rest as a number. */
 #define RENDER_DATE_TEXT_MAX_MS INT64_C(253402300799999)
@@ -78,20 +80,18 @@ render_binary(render_buf_t *b, const bson_iter_t *it)
     uint32_t len;
     const uint8_t *data;
     bson_iter_binary(it, &subtype, &len, &data);
-    /* EVP_EncodeBlock takes an int length; BSON values are under 2 GiB */
-    size_t b64_cap = ((size_t)len + 2) / 3 * 4 + 1;
-    char *b64 = malloc(b64_cap);
+    char *b64 = malloc(BASE64_ENCODED_LEN((size_t)len) + 1);
     if (b64 == NULL) {
         render_fail(b, -ENOMEM, "out of memory");
         return;
     }
-    int n = EVP_EncodeBlock((unsigned char *)b64, data, (int)len);
+    size_t n = base64_encode(data, len, b64);
     char subtype_hex[3];
     snprintf(subtype_hex, sizeof subtype_hex, "%02x", (unsigned)subtype & 0xffu);
     render_wrapper_begin(b, "$binary");
     render_object_begin(b);
     render_key(b, "base64");
-    render_string(b, b64, (size_t)n);
+    render_string(b, b64, n);
     render_key(b, "subType");
     render_string(b, subtype_hex, 2);
     render_object_end(b);

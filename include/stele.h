@@ -443,7 +443,7 @@ typedef struct stele_status {
     uint64_t segments;
     uint64_t disk_bytes;
     uint32_t format_version;
-    size_t n_sinks; /* checkpoints known to the index */
+    size_t n_sinks; /* the sinks below: which ones, see stele_status_read */
     struct {
         char name[64];
         uint64_t shipped_seq;
@@ -475,6 +475,34 @@ typedef struct stele_status {
     stele_on_full_t on_full;
 } stele_status_t;
 
+/*
+ * Fills *out with the state of the journal in `dir`, as `stele status` shows it, from any
+ * process and with or without a writer. Read-only: it opens the segments and the shared
+ * positions like a reader, and the index read-only; it writes nothing and takes no lock a
+ * writer waits for.
+ *  - source, format_version: the journal's.
+ *  - first_seq: the oldest record on disk; last_seq: the newest, found by scanning to the
+ *    end from the index's newest batch start, or from the newest segment's first record when
+ *    that is later or there is no index. Both 0 when the journal has no record.
+ *  - committed_seq, durable_seq: a live writer's positions (writer_pid != 0; last_seq is
+ *    then at least committed_seq). With no writer both equal last_seq: the next writer's
+ *    recovery keeps every complete batch on disk.
+ *  - segments, disk_bytes: the segment files and their allocated size.
+ *  - sinks (n_sinks of them): those with a checkpoint in the index, in name order, then the
+ *    last writer's sinks that have none yet (shipped_seq 0). Beyond STELE_MAX_SINKS, sinks
+ *    the last writer did not name (retired, their checkpoints kept) are left out first.
+ *    dead_letters is 0 when they cannot be counted; lag and counters: see stele_status_t.
+ *  - settings_unix_ms and the settings after it: see stele_status_t; 0 when none were
+ *    published.
+ * Sinks and settings live in the index: without a usable one (none yet, unreadable, or
+ * called in the process that holds the journal for writing, which must not open its index
+ * a second time: use stele_stats() there) n_sinks and settings_unix_ms are 0.
+ * Returns 0; STELE_EINVAL (dir or out NULL); STELE_ENOTJOURNAL, STELE_EVERSION,
+ * STELE_ECORRUPT (a segment it read is damaged), -ENOMEM or another -errno. On failure
+ * *out holds nothing meaningful. It reads at most the newest segment (the scan above) and
+ * one record per lagging sink, and never waits for the writer.
+ * Thread-safe: each call uses handles of its own.
+ */
 int stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err);
 
 /* Outcome of stele_verify(). */
