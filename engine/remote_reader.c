@@ -187,13 +187,14 @@ remote_fail(const stele_remote_reader_t *r, const char *what, const bson_error_t
 {
     size_t index = 0;
     int is_auth = shipper_classify(berr, reply, &index) == SHIPPER_STOP_AUTH;
-    char msg[STELE_ERROR_MESSAGE_BYTES];
-    ship_fmt(msg, sizeof msg, "%s on %s failed: %s", what, r->where, berr->message);
-    ship_scrub_password(r->password, msg, sizeof msg);
-    return error_set_hinted(err, is_auth ? STELE_EAUTH : STELE_EREMOTE,
-                            is_auth ? "check the user, password and roles in the URI"
-                                    : "check that the server is reachable",
-                            "%s", msg);
+    int code = is_auth ? STELE_EAUTH : STELE_EREMOTE;
+    error_set_hinted(err, code,
+                     is_auth ? "check the user, password and roles in the URI"
+                             : "check that the server is reachable",
+                     "%s on %s failed: %s", what, r->where, berr->message);
+    if (err)
+        ship_scrub_password(r->password, err->message, sizeof err->message);
+    return code;
 }
 
 /* ---- open / close -------------------------------------------------------------------------- */

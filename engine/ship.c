@@ -37,7 +37,8 @@
  */
 #include "ship.h"
 #include "clock.h"
-#include "config.h"   /* config_check_sink_numbers: one table of sink ranges */
+#include "config.h" /* config_check_sink_numbers: one table of sink ranges */
+#include "error.h"
 #include "validate.h" /* STELE_META_FIELD */
 
 #include <errno.h>
@@ -56,6 +57,8 @@
 #define SHIP_HASH_BYTES 32
 /* How long the thread sleeps on the journal between checks of the stop request. */
 #define SHIP_IDLE_WAIT_MS 50
+#define SHIP_NS_PER_MS 1000000u
+#define SHIP_NS_PER_S 1000000000u
 /* Socket timeout when the URI sets none: above any sane wtimeout, far below libmongoc's
  * 5-minute default, so a stalled server is noticed and retried. */
 #define SHIP_DEFAULT_SOCKET_TIMEOUT_MS 30000
@@ -171,35 +174,10 @@ ship_mongoc_init(void)
 }
 
 void
-ship_fmt(char *dst, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(dst, cap, fmt, ap);
-    va_end(ap);
-}
-
-void
 ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll)
 {
     const mongoc_host_list_t *host = mongoc_uri_get_hosts(uri);
-    ship_fmt(buf, cap, "%s/%s.%s", host ? host->host_and_port : "?", db, coll);
-}
-
-static void ship_set_error(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void
-ship_set_error(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
-{
-    if (!err)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = code;
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    snprintf(err->hint, sizeof err->hint, "%s", hint ? hint : "");
+    snprintf(buf, cap, "%s/%s.%s", host ? host->host_and_port : "?", db, coll);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -322,13 +300,13 @@ static const char *
 ship_sink_name(const stele_sink_options_t *sink, stele_error_t *err)
 {
     if (!sink || !sink->uri || !sink->uri[0]) {
-        ship_set_error(err, STELE_ECONFIG, "set uri to a mongodb:// connection string",
-                       "sink %s: uri is required", sink && sink->name ? sink->name : "default");
+        error_set_hinted(err, STELE_ECONFIG, "set uri to a mongodb:// connection string",
+                         "sink %s: uri is required", sink && sink->name ? sink->name : "default");
         return NULL;
     }
     const char *name = sink->name && sink->name[0] ? sink->name : "default";
     if (!ship_name_ok(name, 63)) {
-        ship_set_error(err, STELE_ECONFIG, NULL, "sink name is longer than 63 bytes");
+        error_set(err, STELE_ECONFIG, "sink name is longer than 63 bytes");
         return NULL;
     }
     return name;
@@ -346,15 +324,11 @@ ship_target_copy_names(ship_target_t *t, const stele_sink_options_t *sink, const
     t->name = strdup(name);
     t->database = strdup(db);
     t->collection = strdup(coll);
-    if (!t->name || !t->database || !t->collection) {
-        ship_set_error(err, -ENOMEM, NULL, "sink %s: out of memory", name);
-        return -ENOMEM;
-    }
-    if (names_rc != 0) {
-        ship_set_error(err, STELE_ECONFIG, "names may not contain / \\ . space \" or $",
-                       "sink %s: invalid database or collection name", name);
-        return STELE_ECONFIG;
-    }
+    if (!t->name || !t->database || !t->collection)
+        return error_set(err, -ENOMEM, "sink %s: out of memory", name);
+    if (names_rc != 0)
+        return error_set_hinted(err, STELE_ECONFIG, "names may not contain / \\ . space \" or $",
+                                "sink %s: invalid database or collection name", name);
     return 0;
 }
 
@@ -403,9 +377,9 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->uri = mongoc_uri_new_with_error(sink->uri, &berr);
     if (!t->uri) {
         /* libmongoc's parse message may quote the URI; say only what is wrong with it. */
-        ship_set_error(err, STELE_ECONFIG, "expected mongodb://[user:pass@]host[:port]/[db]",
-                       "sink %s: invalid uri", name);
-        return STELE_ECONFIG;
+        return error_set_hinted(err, STELE_ECONFIG,
+                                "expected mongodb://[user:pass@]host[:port]/[db]",
+                                "sink %s: invalid uri", name);
     }
     t->opts = *sink;
     int rc = ship_target_copy_names(t, sink, name, err);
@@ -432,8 +406,8 @@ ship_pool_new(const ship_target_t *t, stele_error_t *err)
     bson_error_t berr;
     mongoc_client_pool_t *pool = mongoc_client_pool_new_with_error(t->uri, &berr);
     if (!pool) {
-        ship_set_error(err, STELE_ECONFIG, NULL, "sink %s: could not create client pool for %s",
-                       t->name, t->where);
+        error_set(err, STELE_ECONFIG, "sink %s: could not create client pool for %s", t->name,
+                  t->where);
         return NULL;
     }
     mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
@@ -762,14 +736,9 @@ shipper_backoff(shipper_t *s, unsigned attempt)
     uint64_t half = delay_ms / 2;
     uint64_t sleep_ms = half + (half ? (uint64_t)rand_r(&s->jitter_seed) % (half + 1) : 0);
 
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(sleep_ms / 1000);
-    until.tv_nsec += (long)(sleep_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    uint64_t until_ns = clock_mono_ns() + sleep_ms * SHIP_NS_PER_MS;
+    struct timespec until = {.tv_sec = (time_t)(until_ns / SHIP_NS_PER_S),
+                             .tv_nsec = (long)(until_ns % SHIP_NS_PER_S)};
     pthread_mutex_lock(&s->mu);
     int rc = 0;
     while (rc != ETIMEDOUT) {
@@ -1241,10 +1210,10 @@ shipper_on_duplicate(shipper_t *s, ship_send_t *st, const ship_attempt_t *at, in
         shipper_count_retry(s);
         return SHIP_STEP_SEND;
     }
-    char why[STELE_ERROR_MESSAGE_BYTES];
-    ship_fmt(why, sizeof why, "duplicate key in a unique index other than _id: %s",
-             at->error.message);
-    return shipper_reject(s, d, why, rc_out);
+    stele_error_t why; /* the reason the dead letter keeps, cut to an error message */
+    error_set(&why, STELE_EREMOTE, "duplicate key in a unique index other than _id: %s",
+              at->error.message);
+    return shipper_reject(s, d, why.message, rc_out);
 }
 
 /* Decides what follows a failed attempt. */
@@ -1624,15 +1593,11 @@ int
 shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
 {
     *out = NULL;
-    if (!cfg || !cfg->journal_dir || !cfg->source || !cfg->index) {
-        ship_set_error(err, STELE_EINVAL, NULL, "shipper: journal, source and index are required");
-        return STELE_EINVAL;
-    }
+    if (!cfg || !cfg->journal_dir || !cfg->source || !cfg->index)
+        return error_set(err, STELE_EINVAL, "shipper: journal, source and index are required");
     shipper_t *s = shipper_alloc();
-    if (!s) {
-        ship_set_error(err, -ENOMEM, NULL, "shipper: out of memory");
-        return -ENOMEM;
-    }
+    if (!s)
+        return error_set(err, -ENOMEM, "shipper: out of memory");
     int rc = ship_target_init(&s->target, cfg->sink, err);
     if (rc != 0)
         goto fail;
@@ -1640,7 +1605,7 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     s->source = strdup(cfg->source);
     if (!s->journal_dir || !s->source) {
         rc = -ENOMEM;
-        ship_set_error(err, rc, NULL, "shipper: out of memory");
+        error_set(err, rc, "shipper: out of memory");
         goto fail;
     }
     s->io = cfg->io;
@@ -1662,8 +1627,8 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     }
     rc = pthread_create(&s->thread, NULL, shipper_main, s);
     if (rc != 0) {
-        ship_set_error(err, -rc, NULL, "sink %s: could not start its thread: %s", s->target.name,
-                       strerror(rc));
+        error_set(err, -rc, "sink %s: could not start its thread: %s", s->target.name,
+                  stele_strerror(-rc));
         rc = -rc;
         goto fail;
     }
@@ -1709,9 +1674,7 @@ shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out)
     out->shipped_seq = shipped;
     out->lag_records = committed_seq > shipped ? committed_seq - shipped : 0;
     if (out->lag_records > 0 && pending_ts > 0) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        int64_t now_ns = clock_wall_ns();
         out->lag_seconds = now_ns > pending_ts ? (double)(now_ns - pending_ts) / 1e9 : 0.0;
     }
     /* The index's count of the list, not this shipper's counter: re-ships and discards
@@ -1738,10 +1701,10 @@ shipper_stopped(shipper_t *s, stele_error_t *err)
     pthread_mutex_lock(&s->mu);
     int stopped = s->is_stopped;
     if (stopped && strncmp(s->last_error, self, strlen(self)) == 0)
-        ship_set_error(err, STELE_ESINKSTOPPED, hint, "%s; it stopped shipping", s->last_error);
+        error_set_hinted(err, STELE_ESINKSTOPPED, hint, "%s; it stopped shipping", s->last_error);
     else if (stopped)
-        ship_set_error(err, STELE_ESINKSTOPPED, hint, "sink %s stopped shipping: %s",
-                       s->target.name, s->last_error);
+        error_set_hinted(err, STELE_ESINKSTOPPED, hint, "sink %s stopped shipping: %s",
+                         s->target.name, s->last_error);
     pthread_mutex_unlock(&s->mu);
     return stopped;
 }
@@ -1804,12 +1767,10 @@ ship_remote_error(const ship_target_t *t, const bson_error_t *berr, const bson_t
     size_t index;
     int code =
         shipper_classify(berr, reply, &index) == SHIPPER_STOP_AUTH ? STELE_EAUTH : STELE_EREMOTE;
-    char msg[STELE_ERROR_MESSAGE_BYTES];
-    ship_fmt(msg, sizeof msg, "sink %s: %s on %s failed: %s", t->name, what, t->where,
-             berr->message);
-    ship_scrub(t, msg, sizeof msg);
-    ship_set_error(err, code, "check that the server is reachable and the credentials valid", "%s",
-                   msg);
+    error_set_hinted(err, code, "check that the server is reachable and the credentials valid",
+                     "sink %s: %s on %s failed: %s", t->name, what, t->where, berr->message);
+    if (err)
+        ship_scrub(t, err->message, sizeof err->message);
     return code;
 }
 
@@ -1997,7 +1958,7 @@ ship_check_verdict(const ship_target_t *t, const ship_check_cursor_t *remote,
         return ship_remote_error(t, &remote->error, &remote->error_doc, "remote check", err);
     if (!report->n_missing && !report->n_extra && !report->n_mismatched)
         return 0;
-    ship_set_error(
+    error_set_hinted(
         err, STELE_EINTEGRITY, "re-ship the missing ranges with stele_reship / stele ship",
         "sink %s: %" PRIu64 " missing, %" PRIu64 " extra, %" PRIu64 " mismatched documents in %s",
         t->name, report->n_missing, report->n_extra, report->n_mismatched, t->where);
@@ -2013,10 +1974,8 @@ ship_check_client_new(ship_target_t *t, mongoc_client_t **out, stele_error_t *er
         mongoc_uri_set_option_as_int32(t->uri, MONGOC_URI_SOCKETTIMEOUTMS,
                                        SHIP_CHECK_SOCKET_TIMEOUT_MS);
     *out = mongoc_client_new_from_uri(t->uri);
-    if (!*out) {
-        ship_set_error(err, STELE_ECONFIG, NULL, "sink %s: could not create a client", t->name);
-        return STELE_ECONFIG;
-    }
+    if (!*out)
+        return error_set(err, STELE_ECONFIG, "sink %s: could not create a client", t->name);
     mongoc_client_set_error_api(*out, MONGOC_ERROR_API_VERSION_2);
     return 0;
 }
@@ -2025,10 +1984,8 @@ int
 stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
                    uint64_t to_seq, stele_remote_report_t *report, stele_error_t *err)
 {
-    if (!dir || !report || (to_seq && from_seq > to_seq)) {
-        ship_set_error(err, STELE_EINVAL, NULL, "remote check: bad arguments");
-        return STELE_EINVAL;
-    }
+    if (!dir || !report || (to_seq && from_seq > to_seq))
+        return error_set(err, STELE_EINVAL, "remote check: bad arguments");
     memset(report, 0, sizeof *report);
     ship_target_t t;
     int rc = ship_target_init(&t, sink, err);
@@ -2062,8 +2019,8 @@ static void
 shipper_last_error_to(shipper_t *s, int code, stele_error_t *err)
 {
     pthread_mutex_lock(&s->mu);
-    ship_set_error(err, code, code == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
-                   s->last_error);
+    error_set_hinted(err, code, code == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
+                     s->last_error);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -2098,10 +2055,8 @@ ship_reship_init(shipper_t *s, journal_reader_t *r, stele_error_t *err)
     s->pool = ship_pool_new(&s->target, err);
     if (!s->pool)
         return STELE_ECONFIG;
-    if (!s->source) {
-        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
-        return -ENOMEM;
-    }
+    if (!s->source)
+        return error_set(err, -ENOMEM, "re-ship: out of memory");
     return 0;
 }
 
@@ -2112,7 +2067,7 @@ ship_reship_batches(shipper_t *s, journal_reader_t *r, uint64_t to_seq, stele_er
     ship_scratch_t sc;
     int rc = shipper_scratch_init(s, &sc);
     if (rc != 0)
-        ship_set_error(err, rc, NULL, "re-ship: out of memory");
+        error_set(err, rc, "re-ship: out of memory");
     while (rc == 0) {
         ship_batch_clear(&sc.batch);
         rc = ship_fill_range(s, r, to_seq, &sc.batch, err);
@@ -2133,15 +2088,11 @@ stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_se
 {
     if (n_inserted)
         *n_inserted = 0;
-    if (!dir || (to_seq && from_seq > to_seq)) {
-        ship_set_error(err, STELE_EINVAL, NULL, "re-ship: bad arguments");
-        return STELE_EINVAL;
-    }
+    if (!dir || (to_seq && from_seq > to_seq))
+        return error_set(err, STELE_EINVAL, "re-ship: bad arguments");
     shipper_t *s = shipper_alloc();
-    if (!s) {
-        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
-        return -ENOMEM;
-    }
+    if (!s)
+        return error_set(err, -ENOMEM, "re-ship: out of memory");
     journal_reader_t *r = NULL;
     int rc = ship_target_init(&s->target, sink, err);
     if (rc == 0) {
@@ -2185,10 +2136,8 @@ int
 stele_dead_letters_list(const char *dir, const char *sink_name, uint64_t from_seq,
                         stele_dead_letter_t *out, size_t max, stele_error_t *err)
 {
-    if (!dir || (!out && max)) {
-        ship_set_error(err, STELE_EINVAL, NULL, "dead letters: bad arguments");
-        return STELE_EINVAL;
-    }
+    if (!dir || (!out && max))
+        return error_set(err, STELE_EINVAL, "dead letters: bad arguments");
     const char *name = sink_name && sink_name[0] ? sink_name : "default";
     index_t *ix = NULL;
     int rc = ship_dead_open_index(dir, 0, &ix, err);
@@ -2293,10 +2242,8 @@ ship_dead_shipper_init(shipper_t *s, index_t *ix, journal_reader_t *r, stele_err
     s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
     s->jitter_seed = (unsigned)clock_wall_ms();
     s->source = strdup(journal_reader_source(r));
-    if (!s->source) {
-        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
-        return -ENOMEM;
-    }
+    if (!s->source)
+        return error_set(err, -ENOMEM, "re-ship: out of memory");
     s->pool = ship_pool_new(&s->target, err);
     return s->pool ? 0 : STELE_ECONFIG;
 }
@@ -2353,10 +2300,8 @@ shipper_reship_dead_letters(index_t *ix, const char *dir, const stele_sink_optio
 {
     memset(report, 0, sizeof *report);
     shipper_t *s = shipper_alloc();
-    if (!s) {
-        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
-        return -ENOMEM;
-    }
+    if (!s)
+        return error_set(err, -ENOMEM, "re-ship: out of memory");
     journal_reader_t *r = NULL;
     int rc = ship_target_init(&s->target, sink, err);
     if (rc == 0)
@@ -2367,18 +2312,18 @@ shipper_reship_dead_letters(index_t *ix, const char *dir, const stele_sink_optio
         rc = ship_dead_reship_pass(s, r, seq, report, err);
     if (rc == 0 && seq && report->n_tried == 0) {
         rc = STELE_ENOTFOUND;
-        ship_set_error(err, rc, "list them with stele ship --dead-letters",
-                       "sink %s has no dead letter at seq %" PRIu64, s->target.name, seq);
+        error_set_hinted(err, rc, "list them with stele ship --dead-letters",
+                         "sink %s has no dead letter at seq %" PRIu64, s->target.name, seq);
     } else if (rc == 0 && (report->n_rejected || report->n_missing)) {
         rc = STELE_EREMOTE;
-        ship_set_error(err, rc,
-                       report->n_missing ? "records gone from the journal cannot be re-shipped: "
-                                           "discard them"
-                                         : "fix the cause (validator, index) and re-ship again",
-                       "sink %s: %" PRIu64 " of %" PRIu64
-                       " dead letters still rejected by %s, %" PRIu64 " no longer in the journal",
-                       s->target.name, report->n_rejected, report->n_tried, s->target.where,
-                       report->n_missing);
+        error_set_hinted(err, rc,
+                         report->n_missing ? "records gone from the journal cannot be re-shipped: "
+                                             "discard them"
+                                           : "fix the cause (validator, index) and re-ship again",
+                         "sink %s: %" PRIu64 " of %" PRIu64
+                         " dead letters still rejected by %s, %" PRIu64 " no longer in the journal",
+                         s->target.name, report->n_rejected, report->n_tried, s->target.where,
+                         report->n_missing);
     }
     stele_error_t ierr = {0};
     (void)index_sync(ix, &ierr); /* a lost deletion only means one needless re-ship */
@@ -2394,10 +2339,8 @@ stele_dead_letters_reship(const char *dir, const stele_sink_options_t *sink, uin
     stele_dead_letter_report_t local;
     report = report ? report : &local;
     memset(report, 0, sizeof *report);
-    if (!dir) {
-        ship_set_error(err, STELE_EINVAL, NULL, "re-ship dead letters: bad arguments");
-        return STELE_EINVAL;
-    }
+    if (!dir)
+        return error_set(err, STELE_EINVAL, "re-ship dead letters: bad arguments");
     index_t *ix = NULL;
     int rc = ship_dead_open_index(dir, 1, &ix, err);
     if (rc == STELE_ENOTFOUND && !seq)
@@ -2416,8 +2359,8 @@ shipper_discard_dead_letter(index_t *ix, const char *sink_name, uint64_t seq, st
     int rc = index_read_dead_letters(ix, name, seq, &letter, 1, err);
     if (rc >= 0 && (rc == 0 || letter.seq != seq)) {
         rc = STELE_ENOTFOUND;
-        ship_set_error(err, rc, "list them with stele ship --dead-letters",
-                       "sink %s has no dead letter at seq %" PRIu64, name, seq);
+        error_set_hinted(err, rc, "list them with stele ship --dead-letters",
+                         "sink %s has no dead letter at seq %" PRIu64, name, seq);
     }
     if (rc > 0)
         rc = index_delete_dead_letter(ix, name, seq, err);
@@ -2434,15 +2377,13 @@ shipper_discard_dead_letter(index_t *ix, const char *sink_name, uint64_t seq, st
 int
 stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t seq, stele_error_t *err)
 {
-    if (!dir || seq == 0) {
-        ship_set_error(err, STELE_EINVAL, NULL, "discard dead letter: bad arguments");
-        return STELE_EINVAL;
-    }
+    if (!dir || seq == 0)
+        return error_set(err, STELE_EINVAL, "discard dead letter: bad arguments");
     index_t *ix = NULL;
     int rc = ship_dead_open_index(dir, 1, &ix, err);
     if (rc == STELE_ENOTFOUND)
-        ship_set_error(err, rc, NULL, "sink %s has no dead letter at seq %" PRIu64,
-                       sink_name && sink_name[0] ? sink_name : "default", seq);
+        error_set(err, rc, "sink %s has no dead letter at seq %" PRIu64,
+                  sink_name && sink_name[0] ? sink_name : "default", seq);
     if (rc == 0)
         rc = shipper_discard_dead_letter(ix, sink_name, seq, err);
     index_close(ix);

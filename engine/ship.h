@@ -64,9 +64,6 @@ void ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, 
  * the mask contains ("*") ends too. Shared by shippers and remote readers. */
 void ship_scrub_password(const char *password, char *msg, size_t cap);
 
-/* snprintf that truncates on purpose (messages and names are bounded by design). */
-void ship_fmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 /* Initialises libmongoc for the process, once, with stele's log handler (libmongoc's own
  * lines go to stderr as stele log lines, URI passwords redacted, never to stdout). Every
  * file that uses libmongoc calls it first. Thread-safe. */
