@@ -683,6 +683,18 @@ struct shipper {
 static void shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A shipper without a thread, for one call (stele_reship, re-shipping dead letters): it tries
+ * each remote step SHIP_ONESHOT_MAX_ATTEMPTS times instead of forever. ix (may be NULL)
+ * lists the documents the sink refuses; without it a refused document fails the call. */
+int shipper_oneshot_open(const stele_sink_options_t *sink, index_t *ix, shipper_t **out,
+                         stele_error_t *err);
+/* Gives a one-shot shipper the journal's source name (from r) and a pool of its own. */
+int shipper_oneshot_attach(shipper_t *s, journal_reader_t *r, stele_error_t *err);
+/* Delivers b as the thread would; a failure fills *err with the shipper's last (scrubbed)
+ * error. Returns shipper_send_batch's code. */
+int shipper_oneshot_send(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map,
+                         stele_error_t *err);
+
 /* Records the last error (scrubbed of credentials) and, if is_stop, stops the sink. */
 static void
 shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
@@ -1709,6 +1721,53 @@ shipper_stopped(shipper_t *s, stele_error_t *err)
     return stopped;
 }
 
+/* Attempts per remote step of a one-shot shipper before it gives up. */
+#define SHIP_ONESHOT_MAX_ATTEMPTS 5
+
+int
+shipper_oneshot_open(const stele_sink_options_t *sink, index_t *ix, shipper_t **out,
+                     stele_error_t *err)
+{
+    *out = NULL;
+    shipper_t *s = shipper_alloc();
+    if (!s)
+        return error_set(err, -ENOMEM, "re-ship: out of memory");
+    int rc = ship_target_init(&s->target, sink, err);
+    if (rc != 0) {
+        shipper_free(s);
+        return rc;
+    }
+    s->index = ix;
+    s->max_attempts = SHIP_ONESHOT_MAX_ATTEMPTS;
+    s->jitter_seed = (unsigned)clock_wall_ms();
+    *out = s;
+    return 0;
+}
+
+int
+shipper_oneshot_attach(shipper_t *s, journal_reader_t *r, stele_error_t *err)
+{
+    s->source = strdup(journal_reader_source(r));
+    if (!s->source)
+        return error_set(err, -ENOMEM, "re-ship: out of memory");
+    s->pool = ship_pool_new(&s->target, err);
+    return s->pool ? 0 : STELE_ECONFIG;
+}
+
+int
+shipper_oneshot_send(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map,
+                     stele_error_t *err)
+{
+    int rc = shipper_send_batch(s, b, ptrs, map);
+    if (rc != 0) {
+        pthread_mutex_lock(&s->mu);
+        error_set_hinted(err, rc, rc == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
+                         s->last_error);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return rc;
+}
+
 /* ------------------------------------------------------------------------------------------
  * Remote consistency check and re-ship (one-shot, from any process)
  * ------------------------------------------------------------------------------------------ */
@@ -2014,16 +2073,6 @@ done:
     return rc;
 }
 
-/* Reports a one-shot run's failure with the shipper's last (scrubbed) error as the message. */
-static void
-shipper_last_error_to(shipper_t *s, int code, stele_error_t *err)
-{
-    pthread_mutex_lock(&s->mu);
-    error_set_hinted(err, code, code == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
-                     s->last_error);
-    pthread_mutex_unlock(&s->mu);
-}
-
 /* Reads records next_seq..to_seq (as many as fit a batch) without waiting. */
 static int
 ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t *b,
@@ -2044,22 +2093,6 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
     return 0;
 }
 
-/* Attempts per remote step of a one-shot re-ship before it gives up. */
-#define SHIP_RESHIP_MAX_ATTEMPTS 5
-
-/* Gives a one-shot re-ship's shipper the journal's source name and a pool of its own. */
-static int
-ship_reship_init(shipper_t *s, journal_reader_t *r, stele_error_t *err)
-{
-    s->source = strdup(journal_reader_source(r));
-    s->pool = ship_pool_new(&s->target, err);
-    if (!s->pool)
-        return STELE_ECONFIG;
-    if (!s->source)
-        return error_set(err, -ENOMEM, "re-ship: out of memory");
-    return 0;
-}
-
 /* Sends the records up to to_seq batch by batch, until the first batch that fails. */
 static int
 ship_reship_batches(shipper_t *s, journal_reader_t *r, uint64_t to_seq, stele_error_t *err)
@@ -2074,9 +2107,7 @@ ship_reship_batches(shipper_t *s, journal_reader_t *r, uint64_t to_seq, stele_er
         if (rc != 0 || sc.batch.n == 0)
             break;
         /* Without an index a refused document is not dead-lettered: it fails the re-ship. */
-        rc = shipper_send_batch(s, &sc.batch, sc.ptrs, sc.map);
-        if (rc != 0)
-            shipper_last_error_to(s, rc, err);
+        rc = shipper_oneshot_send(s, &sc.batch, sc.ptrs, sc.map, err);
     }
     shipper_scratch_free(&sc);
     return rc;
@@ -2090,21 +2121,16 @@ stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_se
         *n_inserted = 0;
     if (!dir || (to_seq && from_seq > to_seq))
         return error_set(err, STELE_EINVAL, "re-ship: bad arguments");
-    shipper_t *s = shipper_alloc();
-    if (!s)
-        return error_set(err, -ENOMEM, "re-ship: out of memory");
+    shipper_t *s = NULL;
     journal_reader_t *r = NULL;
-    int rc = ship_target_init(&s->target, sink, err);
-    if (rc == 0) {
-        s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
-        s->jitter_seed = (unsigned)clock_wall_ms();
-        rc = ship_open_range_reader(dir, from_seq, &r, err);
-    }
+    int rc = shipper_oneshot_open(sink, NULL, &s, err);
     if (rc == 0)
-        rc = ship_reship_init(s, r, err);
+        rc = ship_open_range_reader(dir, from_seq, &r, err);
+    if (rc == 0)
+        rc = shipper_oneshot_attach(s, r, err);
     if (rc == 0)
         rc = ship_reship_batches(s, r, to_seq ? to_seq : UINT64_MAX, err);
-    if (n_inserted)
+    if (n_inserted && s)
         *n_inserted = s->n_inserted;
     journal_reader_close(r);
     shipper_free(s);
@@ -2218,9 +2244,8 @@ ship_dead_reship_one(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch
         return 0;
     }
     if (rc == 0) {
-        rc = shipper_send_batch(s, b, ptrs, map);
-        if (rc != 0) /* remote, integrity, authentication, or the index refused the letter */
-            shipper_last_error_to(s, rc, err);
+        /* remote, integrity, authentication, or the index refused the letter */
+        rc = shipper_oneshot_send(s, b, ptrs, map, err);
     }
     if (rc != 0)
         return rc;
@@ -2232,20 +2257,6 @@ ship_dead_reship_one(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch
         return 0;
     rc = index_delete_dead_letter(s->index, s->target.name, seq, err);
     return rc == STELE_ENOTFOUND ? 0 : rc; /* removed meanwhile by another re-ship */
-}
-
-/* Sets up a one-shot shipper over the journal and index for re-shipping dead letters. */
-static int
-ship_dead_shipper_init(shipper_t *s, index_t *ix, journal_reader_t *r, stele_error_t *err)
-{
-    s->index = ix;
-    s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
-    s->jitter_seed = (unsigned)clock_wall_ms();
-    s->source = strdup(journal_reader_source(r));
-    if (!s->source)
-        return error_set(err, -ENOMEM, "re-ship: out of memory");
-    s->pool = ship_pool_new(&s->target, err);
-    return s->pool ? 0 : STELE_ECONFIG;
 }
 
 /* Counts an outcome into the report. */
@@ -2299,15 +2310,13 @@ shipper_reship_dead_letters(index_t *ix, const char *dir, const stele_sink_optio
                             uint64_t seq, stele_dead_letter_report_t *report, stele_error_t *err)
 {
     memset(report, 0, sizeof *report);
-    shipper_t *s = shipper_alloc();
-    if (!s)
-        return error_set(err, -ENOMEM, "re-ship: out of memory");
+    shipper_t *s = NULL;
     journal_reader_t *r = NULL;
-    int rc = ship_target_init(&s->target, sink, err);
+    int rc = shipper_oneshot_open(sink, ix, &s, err);
     if (rc == 0)
         rc = journal_reader_open(dir, NULL, &r, err);
     if (rc == 0)
-        rc = ship_dead_shipper_init(s, ix, r, err);
+        rc = shipper_oneshot_attach(s, r, err);
     if (rc == 0)
         rc = ship_dead_reship_pass(s, r, seq, report, err);
     if (rc == 0 && seq && report->n_tried == 0) {
