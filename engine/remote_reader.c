@@ -35,8 +35,8 @@
 
 #include "clock.h"
 #include "error.h"
-#include "ship.h"     /* shipper_classify, ship_scrub_password: shared with the shippers */
-#include "validate.h" /* STELE_META_FIELD, STELE_ID_FIELD */
+#include "ship_mongo.h" /* shipper_classify, ship_scrub_password: shared with the shippers */
+#include "validate.h"   /* STELE_META_FIELD, STELE_ID_FIELD */
 
 #define REMOTE_HASH_BYTES 32
 /* Documents per query: bounds one query's work and a cursor's batches; a full chunk is

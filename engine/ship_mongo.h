@@ -1,0 +1,62 @@
+/*
+ * ship_mongo.h: what the shipping files share in libmongoc's and libbson's types. Included
+ * only by ship*.c, remote_reader.c and their tests: ship.h, which the rest of the engine
+ * includes, names no libmongoc type. Each section says which file defines it.
+ */
+#ifndef STELE_ENGINE_SHIP_MONGO_H
+#define STELE_ENGINE_SHIP_MONGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bson/bson.h>
+#include <mongoc/mongoc.h>
+
+#include "ship.h"
+
+/* ---- libmongoc for the process (ship_mongoc.c) ------------------------------------------ */
+
+/* Initialises libmongoc for the process, once, with stele's log handler (libmongoc's own
+ * lines go to stderr as stele log lines, URI passwords redacted, never to stdout). Every
+ * file that uses libmongoc calls it first. Thread-safe. */
+void ship_mongoc_init_once(void);
+
+/* Replaces every occurrence of password (NULL or "" = none) in the NUL-terminated msg of
+ * capacity cap by "***", cutting the text at cap. Scans forward past each mask, so a password
+ * the mask contains ("*") ends too. Shared by shippers and remote readers. */
+void ship_scrub_password(const char *password, char *msg, size_t cap);
+
+/* ---- a sink's names (ship.c) ---------------------------------------------------------- */
+
+/* The database and collection of a sink: its own names, else the URI's database (uri_db,
+ * may be NULL), else "audit"; the collection "events". Returns 0, or -1 when a name breaks
+ * MongoDB's rules (database 1-63 bytes without / \ . space " $; collection 1-200 bytes
+ * without $); the names are set either way. Shared by shippers and remote readers. */
+int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const char **db_out,
+                    const char **coll_out);
+
+/* "host:port/db.coll" of a MongoDB URI, for messages: no credentials, cut to fit cap. Shared
+ * by shippers and remote readers. */
+void ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll);
+
+/* ---- the classifier (ship.c) ------------------------------------------------------------ */
+
+/* What a MongoDB failure means to a shipper (shipper_classify). */
+typedef enum shipper_verdict {
+    SHIPPER_RETRY = 0,   /* transient: retry the unacknowledged documents after a backoff */
+    SHIPPER_DUPLICATE,   /* document *index_out is stored already: compare chain hashes */
+    SHIPPER_DEAD_LETTER, /* document *index_out is rejected for good: dead-letter it, go on */
+    SHIPPER_SPLIT,       /* the batch was refused client-side as a whole: send one by one */
+    SHIPPER_STOP_AUTH,   /* credentials or privileges refused: stop the sink */
+} shipper_verdict_t;
+
+/*
+ * The one classifier of MongoDB errors, from libmongoc's error (error API version 2) and the
+ * command's reply (may be NULL). *index_out receives the batch index of the offending
+ * document for SHIPPER_DUPLICATE and SHIPPER_DEAD_LETTER. Anything not known to be
+ * permanent is SHIPPER_RETRY. Pure; any thread. Exposed for its table test.
+ */
+shipper_verdict_t shipper_classify(const bson_error_t *error, const bson_t *reply,
+                                   size_t *index_out);
+
+#endif /* STELE_ENGINE_SHIP_MONGO_H */
