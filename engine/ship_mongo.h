@@ -39,7 +39,8 @@ int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const 
  * by shippers and remote readers. */
 void ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll);
 
-/* ---- the classifier (ship.c) ------------------------------------------------------------ */
+/* ---- the classifier (ship_classify.c)
+ * ------------------------------------------------------------ */
 
 /* What a MongoDB failure means to a shipper (shipper_classify). */
 typedef enum shipper_verdict {
