@@ -5,9 +5,10 @@
  * statistics), the document shape of a shipped record, the remote consistency check and
  * re-ship (stele_remote_check, stele_reship), the handling of dead letters
  * (stele_dead_letters_*: list, re-ship, discard). Does not own libmongoc's initialisation,
- * log handler and password scrubbing (ship_mongoc.c), what a MongoDB failure means
- * (ship_classify.c), the journal (read through journal_reader_*), the storage of
- * checkpoints and dead letters (index_*), nor wait=shipped (the engine, fed by on_progress).
+ * log handler and password scrubbing (ship_mongoc.c), a sink's configuration, URI, names
+ * and concerns (ship_target.c), what a MongoDB failure means (ship_classify.c), the journal
+ * (read through journal_reader_*), the storage of checkpoints and dead letters (index_*),
+ * nor wait=shipped (the engine, fed by on_progress).
  *
  * Invariants:
  *  - Records are read back from the journal, never queued in memory: memory is one batch
@@ -58,209 +59,8 @@
 #define SHIP_IDLE_WAIT_MS 50
 #define SHIP_NS_PER_MS 1000000u
 #define SHIP_NS_PER_S 1000000000u
-/* Socket timeout when the URI sets none: above any sane wtimeout, far below libmongoc's
- * 5-minute default, so a stalled server is noticed and retried. */
-#define SHIP_DEFAULT_SOCKET_TIMEOUT_MS 30000
-#define SHIP_DEFAULT_SELECT_TIMEOUT_MS 5000
 /* Name of the one secondary index a sink creates. */
 #define SHIP_INDEX_NAME "stele_src_seq"
-
-void
-ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll)
-{
-    const mongoc_host_list_t *host = mongoc_uri_get_hosts(uri);
-    snprintf(buf, cap, "%s/%s.%s", host ? host->host_and_port : "?", db, coll);
-}
-
-/* ------------------------------------------------------------------------------------------
- * Target: a sink's resolved configuration (URI, names, write concern), shared by the
- * shipper and the one-shot remote check / re-ship.
- * ------------------------------------------------------------------------------------------ */
-typedef struct ship_target {
-    stele_sink_options_t opts; /* numbers only; string fields point into the copies below */
-    char *name;
-    char *database;
-    char *collection;
-    char *password;  /* only to scrub it from messages; NULL when the URI has none */
-    char where[256]; /* host:port/db.collection, no credentials */
-    mongoc_uri_t *uri;
-    mongoc_write_concern_t *write_concern;
-    mongoc_read_concern_t *read_concern;
-    int is_socket_timeout_set; /* by the user's URI */
-} ship_target_t;
-
-static void
-ship_target_free(ship_target_t *t)
-{
-    free(t->name);
-    free(t->database);
-    free(t->collection);
-    if (t->password) {
-        memset(t->password, 0, strlen(t->password));
-        free(t->password);
-    }
-    mongoc_uri_destroy(t->uri);
-    mongoc_write_concern_destroy(t->write_concern);
-    mongoc_read_concern_destroy(t->read_concern);
-    memset(t, 0, sizeof *t);
-}
-
-/* Replaces every occurrence of the sink's password in msg by "***". */
-static void
-ship_scrub(const ship_target_t *t, char *msg, size_t cap)
-{
-    ship_scrub_password(t->password, msg, cap);
-}
-
-static int
-ship_name_ok(const char *s, size_t max_len)
-{
-    return s && s[0] && strlen(s) <= max_len;
-}
-
-int
-ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const char **db_out,
-                const char **coll_out)
-{
-    const char *db = sink->database && sink->database[0] ? sink->database
-                     : uri_db && uri_db[0]               ? uri_db
-                                                         : "audit";
-    const char *coll = sink->collection && sink->collection[0] ? sink->collection : "events";
-    *db_out = db;
-    *coll_out = coll;
-    if (!ship_name_ok(db, 63) || strpbrk(db, "/\\. \"$") || !ship_name_ok(coll, 200) ||
-        strchr(coll, '$'))
-        return -1;
-    return 0;
-}
-
-/* Applies an integer URI option only when the URI leaves it unset. */
-static void
-ship_uri_default(mongoc_uri_t *uri, const char *option, int32_t value)
-{
-    if (mongoc_uri_get_option_as_int32(uri, option, -1) == -1)
-        mongoc_uri_set_option_as_int32(uri, option, value);
-}
-
-/* The sink's name ("default" when unset), or NULL with the error set when the sink has no
- * URI or its name is too long. */
-static const char *
-ship_sink_name(const stele_sink_options_t *sink, stele_error_t *err)
-{
-    if (!sink || !sink->uri || !sink->uri[0]) {
-        error_set_hinted(err, STELE_ECONFIG, "set uri to a mongodb:// connection string",
-                         "sink %s: uri is required", sink && sink->name ? sink->name : "default");
-        return NULL;
-    }
-    const char *name = sink->name && sink->name[0] ? sink->name : "default";
-    if (!ship_name_ok(name, 63)) {
-        error_set(err, STELE_ECONFIG, "sink name is longer than 63 bytes");
-        return NULL;
-    }
-    return name;
-}
-
-/* Copies the sink's names and its URI's password (t->uri) into t, and checks the names. */
-static int
-ship_target_copy_names(ship_target_t *t, const stele_sink_options_t *sink, const char *name,
-                       stele_error_t *err)
-{
-    if (mongoc_uri_get_password(t->uri))
-        t->password = strdup(mongoc_uri_get_password(t->uri));
-    const char *db, *coll;
-    int names_rc = ship_sink_names(sink, mongoc_uri_get_database(t->uri), &db, &coll);
-    t->name = strdup(name);
-    t->database = strdup(db);
-    t->collection = strdup(coll);
-    if (!t->name || !t->database || !t->collection)
-        return error_set(err, -ENOMEM, "sink %s: out of memory", name);
-    if (names_rc != 0)
-        return error_set_hinted(err, STELE_ECONFIG, "names may not contain / \\ . space \" or $",
-                                "sink %s: invalid database or collection name", name);
-    return 0;
-}
-
-static void
-ship_target_set_concerns(ship_target_t *t, const stele_sink_options_t *sink)
-{
-    t->write_concern = mongoc_write_concern_new();
-    if (sink->w == -1)
-        mongoc_write_concern_set_wmajority(t->write_concern, (int32_t)sink->wtimeout_ms);
-    else {
-        mongoc_write_concern_set_w(t->write_concern, sink->w);
-        mongoc_write_concern_set_wtimeout_int64(t->write_concern, sink->wtimeout_ms);
-    }
-    if (sink->w != 0)
-        mongoc_write_concern_set_journal(t->write_concern, sink->journaled != 0);
-    /* Documents found already stored count as shipped only if they are as durable as the
-     * write concern asked: with w=majority, read them with read concern majority. */
-    t->read_concern = mongoc_read_concern_new();
-    if (sink->w == -1)
-        mongoc_read_concern_set_level(t->read_concern, MONGOC_READ_CONCERN_LEVEL_MAJORITY);
-}
-
-/* Timeouts the URI leaves unset: a socket timeout that outlasts the write concern's own. */
-static void
-ship_target_set_timeouts(ship_target_t *t, const stele_sink_options_t *sink)
-{
-    t->is_socket_timeout_set =
-        mongoc_uri_get_option_as_int32(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, -1) != -1;
-    int32_t socket_ms = SHIP_DEFAULT_SOCKET_TIMEOUT_MS;
-    if ((int64_t)sink->wtimeout_ms + 10000 > socket_ms)
-        socket_ms = (int32_t)(sink->wtimeout_ms > INT32_MAX - 10000 ? INT32_MAX
-                                                                    : sink->wtimeout_ms + 10000);
-    ship_uri_default(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, socket_ms);
-    ship_uri_default(t->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, SHIP_DEFAULT_SELECT_TIMEOUT_MS);
-}
-
-static int
-ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error_t *err)
-{
-    memset(t, 0, sizeof *t);
-    ship_mongoc_init_once();
-    const char *name = ship_sink_name(sink, err);
-    if (!name)
-        return STELE_ECONFIG;
-    bson_error_t berr;
-    t->uri = mongoc_uri_new_with_error(sink->uri, &berr);
-    if (!t->uri) {
-        /* libmongoc's parse message may quote the URI; say only what is wrong with it. */
-        return error_set_hinted(err, STELE_ECONFIG,
-                                "expected mongodb://[user:pass@]host[:port]/[db]",
-                                "sink %s: invalid uri", name);
-    }
-    t->opts = *sink;
-    int rc = ship_target_copy_names(t, sink, name, err);
-    if (rc == 0)
-        rc = config_check_sink_numbers(sink, name, err);
-    if (rc != 0) {
-        ship_target_free(t);
-        return rc;
-    }
-    t->opts.name = t->name;
-    t->opts.uri = NULL;
-    t->opts.database = t->database;
-    t->opts.collection = t->collection;
-    ship_where(t->where, sizeof t->where, t->uri, t->database, t->collection);
-    ship_target_set_concerns(t, sink);
-    ship_target_set_timeouts(t, sink);
-    mongoc_uri_set_appname(t->uri, "stele");
-    return 0;
-}
-
-static mongoc_client_pool_t *
-ship_pool_new(const ship_target_t *t, stele_error_t *err)
-{
-    bson_error_t berr;
-    mongoc_client_pool_t *pool = mongoc_client_pool_new_with_error(t->uri, &berr);
-    if (!pool) {
-        error_set(err, STELE_ECONFIG, "sink %s: could not create client pool for %s", t->name,
-                  t->where);
-        return NULL;
-    }
-    mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
-    return pool;
-}
 
 /* ------------------------------------------------------------------------------------------
  * Documents and batches
@@ -429,7 +229,7 @@ shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    ship_scrub(&s->target, msg, sizeof msg);
+    ship_target_scrub(&s->target, msg, sizeof msg);
     pthread_mutex_lock(&s->mu);
     snprintf(s->last_error, sizeof s->last_error, "%s", msg);
     s->last_error_unix_ms = clock_wall_ms();
@@ -513,16 +313,6 @@ typedef struct ship_remote_last {
     int has_hash;
 } ship_remote_last_t;
 
-/* Every read of what the sink holds (the resume point, duplicates, the remote check) uses
- * the sink's read concern: with w=majority, a document read without it may be rolled back
- * by a fail-over, and a resume point taken from it would skip records for good. */
-static void
-ship_append_read_concern(const ship_target_t *t, bson_t *opts)
-{
-    if (mongoc_read_concern_get_level(t->read_concern))
-        mongoc_read_concern_append(t->read_concern, opts);
-}
-
 /* Highest _id.seq stored for this source, 0 when none. Returns 0 or the verdict's code. */
 static int
 ship_remote_max_seq(const ship_target_t *t, mongoc_client_t *client, const char *source,
@@ -533,7 +323,7 @@ ship_remote_max_seq(const ship_target_t *t, mongoc_client_t *client, const char 
     bson_t *opts =
         BCON_NEW("sort", "{", "_id.seq", BCON_INT32(-1), "}", "limit", BCON_INT64(1), "projection",
                  "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
-    ship_append_read_concern(t, opts);
+    ship_target_append_read_concern(t, opts);
     mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
     const bson_t *doc;
     memset(out, 0, sizeof *out);
@@ -654,7 +444,7 @@ ship_resolve_duplicates(const ship_target_t *t, mongoc_client_t *client, const c
     bson_append_document_end(&filter, &id_cond);
     bson_t *opts = BCON_NEW("projection", "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash",
                             BCON_INT32(1), "}");
-    ship_append_read_concern(t, opts);
+    ship_target_append_read_concern(t, opts);
     mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
     mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, &filter, opts, NULL);
     int rc = 0;
@@ -800,7 +590,7 @@ shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
 {
     char msg[STELE_ERROR_MESSAGE_BYTES];
     snprintf(msg, sizeof msg, "%s", why);
-    ship_scrub(&s->target, msg, sizeof msg);
+    ship_target_scrub(&s->target, msg, sizeof msg);
     if (!s->index) {
         d->is_done = 1;
         shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s: %s", s->target.name,
@@ -1357,7 +1147,7 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     uint64_t checkpoint = 0;
     if (index_get_checkpoint(s->index, s->target.name, &checkpoint, &ierr) == 0)
         atomic_store(&s->shipped_seq, checkpoint);
-    s->pool = ship_pool_new(&s->target, err);
+    s->pool = ship_target_pool_new(&s->target, err);
     if (!s->pool) {
         rc = STELE_ECONFIG;
         goto fail;
@@ -1475,7 +1265,7 @@ shipper_oneshot_attach(shipper_t *s, journal_reader_t *r, stele_error_t *err)
     s->source = strdup(journal_reader_source(r));
     if (!s->source)
         return error_set(err, -ENOMEM, "re-ship: out of memory");
-    s->pool = ship_pool_new(&s->target, err);
+    s->pool = ship_target_pool_new(&s->target, err);
     return s->pool ? 0 : STELE_ECONFIG;
 }
 
@@ -1554,7 +1344,7 @@ ship_remote_error(const ship_target_t *t, const bson_error_t *berr, const bson_t
     error_set_hinted(err, code, "check that the server is reachable and the credentials valid",
                      "sink %s: %s on %s failed: %s", t->name, what, t->where, berr->message);
     if (err)
-        ship_scrub(t, err->message, sizeof err->message);
+        ship_target_scrub(t, err->message, sizeof err->message);
     return code;
 }
 
@@ -1568,7 +1358,7 @@ ship_range_cursor(const ship_target_t *t, mongoc_collection_t *coll, const char 
                  BCON_INT64((int64_t)from_seq), "$lte", BCON_INT64((int64_t)to_seq), "}");
     bson_t *opts = BCON_NEW("sort", "{", "_id.seq", BCON_INT32(1), "}", "projection", "{", "_id",
                             BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
-    ship_append_read_concern(t, opts);
+    ship_target_append_read_concern(t, opts);
     mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
     bson_destroy(opts);
     bson_destroy(filter);

@@ -26,7 +26,40 @@ void ship_mongoc_init_once(void);
  * the mask contains ("*") ends too. Shared by shippers and remote readers. */
 void ship_scrub_password(const char *password, char *msg, size_t cap);
 
-/* ---- a sink's names (ship.c) ---------------------------------------------------------- */
+/* ---- a sink's target (ship_target.c) ---------------------------------------------------- */
+
+/* A sink's resolved configuration, shared by the shipper and the one-shot calls. */
+typedef struct ship_target {
+    stele_sink_options_t opts; /* numbers only; string fields point into the copies below */
+    char *name;
+    char *database;
+    char *collection;
+    char *password;  /* only to scrub it from messages; NULL when the URI has none */
+    char where[256]; /* host:port/db.collection, no credentials */
+    mongoc_uri_t *uri;
+    mongoc_write_concern_t *write_concern;
+    mongoc_read_concern_t *read_concern;
+    int is_socket_timeout_set; /* by the user's URI */
+} ship_target_t;
+
+/* Resolves sink into *t (zeroed first): checks the name, URI, database and collection names
+ * and numbers (STELE_ECONFIG naming the field; -ENOMEM), sets the concerns and the timeouts
+ * the URI leaves unset, and initialises libmongoc for the process. Free with
+ * ship_target_free, also after a failure. */
+int ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error_t *err);
+
+/* Frees what ship_target_init made and wipes the password. */
+void ship_target_free(ship_target_t *t);
+
+/* Replaces every occurrence of the sink's password in msg by "***". */
+void ship_target_scrub(const ship_target_t *t, char *msg, size_t cap);
+
+/* A client pool for the target's URI, with error API version 2; NULL with *err set
+ * (STELE_ECONFIG). */
+mongoc_client_pool_t *ship_target_pool_new(const ship_target_t *t, stele_error_t *err);
+
+/* Appends the sink's read concern to the options of a find (nothing when it has none). */
+void ship_target_append_read_concern(const ship_target_t *t, bson_t *opts);
 
 /* The database and collection of a sink: its own names, else the URI's database (uri_db,
  * may be NULL), else "audit"; the collection "events". Returns 0, or -1 when a name breaks
