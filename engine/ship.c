@@ -2,13 +2,13 @@
  * ship.c: fan-out to MongoDB.
  *
  * Owns: one shipper per sink (its thread, its mongoc_client_pool_t, its journal reader, its
- * statistics), the document shape of a shipped record, the remote consistency check and
- * re-ship (stele_remote_check, stele_reship), the handling of dead letters
- * (stele_dead_letters_*: list, re-ship, discard). Does not own libmongoc's initialisation,
- * log handler and password scrubbing (ship_mongoc.c), a sink's configuration, URI, names
- * and concerns (ship_target.c), what a MongoDB failure means (ship_classify.c), the journal
- * (read through journal_reader_*), the storage of checkpoints and dead letters (index_*),
- * nor wait=shipped (the engine, fed by on_progress).
+ * statistics), the remote consistency check and re-ship (stele_remote_check, stele_reship),
+ * the handling of dead letters (stele_dead_letters_*: list, re-ship, discard). Does not own
+ * libmongoc's initialisation, log handler and password scrubbing (ship_mongoc.c), a sink's
+ * configuration, URI, names and concerns (ship_target.c), what a MongoDB failure means
+ * (ship_classify.c), the shape of a shipped document (ship_doc.c), the journal (read
+ * through journal_reader_*), the storage of checkpoints and dead letters (index_*), nor
+ * wait=shipped (the engine, fed by on_progress).
  *
  * Invariants:
  *  - Records are read back from the journal, never queued in memory: memory is one batch
@@ -54,117 +54,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SHIP_HASH_BYTES 32
 /* How long the thread sleeps on the journal between checks of the stop request. */
 #define SHIP_IDLE_WAIT_MS 50
 #define SHIP_NS_PER_MS 1000000u
 #define SHIP_NS_PER_S 1000000000u
 /* Name of the one secondary index a sink creates. */
 #define SHIP_INDEX_NAME "stele_src_seq"
-
-/* ------------------------------------------------------------------------------------------
- * Documents and batches
- * ------------------------------------------------------------------------------------------ */
-typedef struct ship_doc {
-    uint64_t seq;
-    int64_t ts_ns;
-    uint8_t hash[SHIP_HASH_BYTES];
-    bson_t *doc;        /* heap: bson_t wants 128-byte alignment the docs array lacks */
-    int is_done;        /* acknowledged, found stored with the same hash, or dead-lettered */
-    int is_unbuildable; /* the record cannot become a document: a dead letter before sending */
-} ship_doc_t;
-
-/* Documents read for one delivery. docs has room for batch_docs of them (1 for a dead
- * letter's re-ship), allocated once: the fills stop at batch_docs and never allocate. */
-typedef struct ship_batch {
-    ship_doc_t *docs;
-    size_t n;
-    size_t bytes;
-} ship_batch_t;
-
-static void
-ship_batch_clear(ship_batch_t *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        bson_destroy(b->docs[i].doc);
-    b->n = 0;
-    b->bytes = 0;
-}
-
-static void
-ship_batch_free(ship_batch_t *b)
-{
-    ship_batch_clear(b);
-    free(b->docs);
-    memset(b, 0, sizeof *b);
-}
-
-static void
-ship_append_id(bson_t *doc, const char *source, uint64_t seq)
-{
-    bson_t id;
-    BSON_APPEND_DOCUMENT_BEGIN(doc, "_id", &id);
-    BSON_APPEND_UTF8(&id, "src", source);
-    BSON_APPEND_INT64(&id, "seq", (int64_t)seq);
-    bson_append_document_end(doc, &id);
-}
-
-static int64_t
-ship_floor_div(int64_t a, int64_t b)
-{
-    return a / b - (a % b != 0 && (a < 0) != (b < 0));
-}
-
-/*
- * Builds the shipped document of a record into *out (empty, from bson_new): _id {src, seq}, the
- * event's fields at top level, and under STELE_META_FIELD the timestamp (BSON date, ms, and ts_ns
- * as int64), the chain hash and the previous hash. Returns 0, or STELE_EBSON when the payload is
- * not a document or uses a reserved key (the validator prevents both; a foreign journal could still
- * hold them).
- */
-static int
-ship_doc_build(const char *source, const journal_record_t *rec, bson_t *out)
-{
-    ship_append_id(out, source, rec->seq);
-    bson_t event;
-    bson_iter_t it;
-    if (!bson_init_static(&event, rec->payload, rec->payload_len) || !bson_iter_init(&it, &event))
-        return STELE_EBSON;
-    while (bson_iter_next(&it)) {
-        const char *key = bson_iter_key(&it);
-        if (!strcmp(key, "_id") || !strcmp(key, STELE_META_FIELD))
-            return STELE_EBSON;
-        if (!bson_append_iter(out, key, (int)bson_iter_key_len(&it), &it))
-            return STELE_EBSON;
-    }
-    bson_t meta;
-    BSON_APPEND_DOCUMENT_BEGIN(out, STELE_META_FIELD, &meta);
-    BSON_APPEND_DATE_TIME(&meta, "ts", ship_floor_div(rec->ts_ns, 1000000));
-    BSON_APPEND_INT64(&meta, "ts_ns", rec->ts_ns);
-    BSON_APPEND_BINARY(&meta, "hash", BSON_SUBTYPE_BINARY, rec->hash, SHIP_HASH_BYTES);
-    BSON_APPEND_BINARY(&meta, "prev_hash", BSON_SUBTYPE_BINARY, rec->prev_hash, SHIP_HASH_BYTES);
-    bson_append_document_end(out, &meta);
-    return 0;
-}
-
-/* Reads _id.seq and _stele.hash from a stored document. Returns 0 or STELE_EINTEGRITY. */
-static int
-ship_doc_identity(const bson_t *doc, uint64_t *seq_out, const uint8_t **hash_out)
-{
-    bson_iter_t it;
-    const uint8_t *hash = NULL;
-    uint32_t hash_len = 0;
-    bson_subtype_t subtype;
-    if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, "_id.seq", &it) ||
-        !BSON_ITER_HOLDS_NUMBER(&it))
-        return STELE_EINTEGRITY;
-    *seq_out = (uint64_t)bson_iter_as_int64(&it);
-    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, STELE_META_FIELD ".hash", &it) &&
-        BSON_ITER_HOLDS_BINARY(&it))
-        bson_iter_binary(&it, &subtype, &hash_len, &hash);
-    *hash_out = hash_len == SHIP_HASH_BYTES ? hash : NULL;
-    return 0;
-}
 
 /* ------------------------------------------------------------------------------------------
  * The shipper
@@ -611,21 +506,6 @@ shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
     return 0;
 }
 
-/* Makes the document of a record read from the journal into d; a record that cannot become
- * a document is marked for shipper_send_batch to dead-letter. Returns the document's size in
- * bytes. */
-static size_t
-shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
-{
-    d->seq = rec->seq;
-    d->ts_ns = rec->ts_ns;
-    d->is_done = 0;
-    memcpy(d->hash, rec->hash, SHIP_HASH_BYTES);
-    d->doc = bson_new();
-    d->is_unbuildable = ship_doc_build(s->source, rec, d->doc) != 0;
-    return d->doc->len;
-}
-
 /* What follows a failed attempt at a batch. */
 typedef enum ship_step {
     SHIP_STEP_SEND,  /* send what is left now */
@@ -916,7 +796,7 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
                                s->target.name, next_seq - 1, rec.seq);
             return STELE_ECORRUPT;
         }
-        b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
+        b->bytes += ship_doc_fill(&b->docs[b->n++], s->source, &rec);
         if (b->n == 1) {
             linger_until_ms = clock_mono_ms() + o->linger_ms;
             atomic_store(&s->pending_ts_ns, rec.ts_ns);
@@ -1603,7 +1483,7 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
             return rc;
         if (rec.seq > to_seq)
             return 0;
-        b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
+        b->bytes += ship_doc_fill(&b->docs[b->n++], s->source, &rec);
     }
     return 0;
 }
@@ -1734,7 +1614,7 @@ ship_dead_read(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch_t *b,
     if (rc != 0)
         return rc;
     b->n = 1;
-    b->bytes = shipper_doc_fill(s, &b->docs[0], &rec);
+    b->bytes = ship_doc_fill(&b->docs[0], s->source, &rec);
     return 0;
 }
 

@@ -72,6 +72,44 @@ int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const 
  * by shippers and remote readers. */
 void ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll);
 
+/* ---- documents and batches (ship_doc.c) --------------------------------------------------- */
+
+#define SHIP_HASH_BYTES 32
+
+typedef struct ship_doc {
+    uint64_t seq;
+    int64_t ts_ns;
+    uint8_t hash[SHIP_HASH_BYTES];
+    bson_t *doc;        /* heap: bson_t wants 128-byte alignment the docs array lacks */
+    int is_done;        /* acknowledged, found stored with the same hash, or dead-lettered */
+    int is_unbuildable; /* the record cannot become a document: a dead letter before sending */
+} ship_doc_t;
+
+/* Documents read for one delivery. docs has room for batch_docs of them (1 for a dead
+ * letter's re-ship), allocated once: the fills stop at batch_docs and never allocate. */
+typedef struct ship_batch {
+    ship_doc_t *docs;
+    size_t n;
+    size_t bytes;
+} ship_batch_t;
+
+/* Destroys the batch's documents and empties it; keeps its docs array. */
+void ship_batch_clear(ship_batch_t *b);
+
+/* ship_batch_clear, then frees the docs array and zeroes the batch. */
+void ship_batch_free(ship_batch_t *b);
+
+/* Makes the document of a record read from the journal into d (its seq, ts and hash copied,
+ * not done); a record that cannot become a document (a payload that is not a document or
+ * uses a reserved key) is marked is_unbuildable, for the shipper to dead-letter. Returns the
+ * document's size in bytes. */
+size_t ship_doc_fill(ship_doc_t *d, const char *source, const journal_record_t *rec);
+
+/* Reads _id.seq and STELE_META_FIELD.hash from a stored document: *hash_out is NULL when the
+ * hash is missing or not SHIP_HASH_BYTES long. Returns 0, or STELE_EINTEGRITY when the
+ * document has no numeric _id.seq. */
+int ship_doc_identity(const bson_t *doc, uint64_t *seq_out, const uint8_t **hash_out);
+
 /* ---- the classifier (ship_classify.c)
  * ------------------------------------------------------------ */
 
