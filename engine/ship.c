@@ -6,9 +6,10 @@
  * the handling of dead letters (stele_dead_letters_*: list, re-ship, discard). Does not own
  * libmongoc's initialisation, log handler and password scrubbing (ship_mongoc.c), a sink's
  * configuration, URI, names and concerns (ship_target.c), what a MongoDB failure means
- * (ship_classify.c), the shape of a shipped document (ship_doc.c), the journal (read
- * through journal_reader_*), the storage of checkpoints and dead letters (index_*), nor
- * wait=shipped (the engine, fed by on_progress).
+ * (ship_classify.c), the shape of a shipped document (ship_doc.c), the commands sent to the
+ * sink's collection (ship_collection.c), the journal (read through journal_reader_*), the
+ * storage of checkpoints and dead letters (index_*), nor wait=shipped (the engine, fed by
+ * on_progress).
  *
  * Invariants:
  *  - Records are read back from the journal, never queued in memory: memory is one batch
@@ -58,9 +59,6 @@
 #define SHIP_IDLE_WAIT_MS 50
 #define SHIP_NS_PER_MS 1000000u
 #define SHIP_NS_PER_S 1000000000u
-/* Name of the one secondary index a sink creates. */
-#define SHIP_INDEX_NAME "stele_src_seq"
-
 /* ------------------------------------------------------------------------------------------
  * The shipper
  * ------------------------------------------------------------------------------------------ */
@@ -191,70 +189,6 @@ shipper_count_retry(shipper_t *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Replaces *reply (initialised) by a copy of a cursor's error document, if any. */
-static void
-ship_copy_reply(const bson_t *err_doc, bson_t *reply)
-{
-    if (!err_doc)
-        return;
-    bson_destroy(reply);
-    bson_copy_to(err_doc, reply);
-}
-
-/* The newest document stored for a source: where a sink without a checkpoint resumes. */
-typedef struct ship_remote_last {
-    uint64_t seq; /* 0 when the source has no document */
-    uint8_t hash[SHIP_HASH_BYTES];
-    int has_hash;
-} ship_remote_last_t;
-
-/* Highest _id.seq stored for this source, 0 when none. Returns 0 or the verdict's code. */
-static int
-ship_remote_max_seq(const ship_target_t *t, mongoc_client_t *client, const char *source,
-                    ship_remote_last_t *out, bson_error_t *berr, bson_t *reply)
-{
-    mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
-    bson_t *filter = BCON_NEW("_id.src", BCON_UTF8(source));
-    bson_t *opts =
-        BCON_NEW("sort", "{", "_id.seq", BCON_INT32(-1), "}", "limit", BCON_INT64(1), "projection",
-                 "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
-    ship_target_append_read_concern(t, opts);
-    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
-    const bson_t *doc;
-    memset(out, 0, sizeof *out);
-    int rc = 0;
-    const uint8_t *hash = NULL;
-    if (mongoc_cursor_next(cursor, &doc) && ship_doc_identity(doc, &out->seq, &hash) == 0 && hash) {
-        memcpy(out->hash, hash, SHIP_HASH_BYTES);
-        out->has_hash = 1;
-    }
-    const bson_t *err_doc = NULL;
-    if (mongoc_cursor_error_document(cursor, berr, &err_doc)) {
-        ship_copy_reply(err_doc, reply);
-        rc = STELE_EREMOTE;
-    }
-    mongoc_cursor_destroy(cursor);
-    bson_destroy(opts);
-    bson_destroy(filter);
-    mongoc_collection_destroy(coll);
-    return rc;
-}
-
-/* Creates the {_id.src, _id.seq} index that the resume query and the remote check use. */
-static int
-ship_ensure_index(const ship_target_t *t, mongoc_client_t *client, bson_error_t *berr,
-                  bson_t *reply)
-{
-    mongoc_database_t *db = mongoc_client_get_database(client, t->database);
-    bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(t->collection), "indexes", "[", "{", "key",
-                           "{", "_id.src", BCON_INT32(1), "_id.seq", BCON_INT32(1), "}", "name",
-                           BCON_UTF8(SHIP_INDEX_NAME), "}", "]");
-    bool ok = mongoc_database_write_command_with_opts(db, cmd, NULL, reply, berr);
-    bson_destroy(cmd);
-    mongoc_database_destroy(db);
-    return ok ? 0 : STELE_EREMOTE;
-}
-
 /*
  * One remote step with retry: runs `step` until it succeeds, retrying transient failures
  * with backoff. Returns 0, STELE_EAUTH (sink stopped), STELE_ECLOSED (must quit).
@@ -298,145 +232,14 @@ shipper_step_ensure_index(shipper_t *s, mongoc_client_t *client, bson_error_t *b
                           void *ctx)
 {
     (void)ctx;
-    return ship_ensure_index(&s->target, client, berr, reply);
+    return ship_collection_ensure_index(&s->target, client, berr, reply);
 }
 
 static int
 shipper_step_max_seq(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply,
                      void *ctx)
 {
-    return ship_remote_max_seq(&s->target, client, s->source, ctx, berr, reply);
-}
-
-/*
- * Looks up which documents of b->docs[from..n) are stored already. A stored document with
- * the same chain hash is marked done; one with a different hash is an integrity failure:
- * another journal writes with the same source name, or the remote copy was altered.
- * Returns 0, STELE_EINTEGRITY (sink must stop), or STELE_EREMOTE with berr/reply set.
- */
-static int
-ship_resolve_duplicates(const ship_target_t *t, mongoc_client_t *client, const char *source,
-                        ship_batch_t *b, size_t from, uint64_t *bad_seq, bson_error_t *berr,
-                        bson_t *reply)
-{
-    bson_t filter = BSON_INITIALIZER, id_cond, in_array;
-    BSON_APPEND_DOCUMENT_BEGIN(&filter, "_id", &id_cond);
-    BSON_APPEND_ARRAY_BEGIN(&id_cond, "$in", &in_array);
-    uint32_t n_ids = 0;
-    for (size_t i = from; i < b->n; i++) {
-        if (b->docs[i].is_done)
-            continue;
-        char key[16];
-        const char *key_ptr;
-        bson_uint32_to_string(n_ids++, &key_ptr, key, sizeof key);
-        bson_t id;
-        bson_append_document_begin(&in_array, key_ptr, -1, &id);
-        BSON_APPEND_UTF8(&id, "src", source);
-        BSON_APPEND_INT64(&id, "seq", (int64_t)b->docs[i].seq);
-        bson_append_document_end(&in_array, &id);
-    }
-    bson_append_array_end(&id_cond, &in_array);
-    bson_append_document_end(&filter, &id_cond);
-    bson_t *opts = BCON_NEW("projection", "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash",
-                            BCON_INT32(1), "}");
-    ship_target_append_read_concern(t, opts);
-    mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
-    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, &filter, opts, NULL);
-    int rc = 0;
-    const bson_t *doc;
-    uint64_t first_seq = b->docs[0].seq;
-    while (rc == 0 && mongoc_cursor_next(cursor, &doc)) {
-        uint64_t seq;
-        const uint8_t *hash;
-        if (ship_doc_identity(doc, &seq, &hash) != 0 || seq < first_seq + from ||
-            seq >= first_seq + b->n)
-            continue;
-        ship_doc_t *d = &b->docs[seq - first_seq];
-        if (!hash || memcmp(hash, d->hash, SHIP_HASH_BYTES) != 0) {
-            *bad_seq = seq;
-            rc = STELE_EINTEGRITY;
-        } else {
-            d->is_done = 1;
-        }
-    }
-    const bson_t *err_doc = NULL;
-    if (rc == 0 && mongoc_cursor_error_document(cursor, berr, &err_doc)) {
-        ship_copy_reply(err_doc, reply);
-        rc = STELE_EREMOTE;
-    }
-    mongoc_cursor_destroy(cursor);
-    mongoc_collection_destroy(coll);
-    bson_destroy(opts);
-    bson_destroy(&filter);
-    return rc;
-}
-
-/* Outcome of one insert attempt over the not-done documents of a batch. */
-typedef struct ship_attempt {
-    shipper_verdict_t verdict;
-    size_t bad_index; /* batch index of the offending document */
-    bson_error_t error;
-    int is_ok;
-    size_t n_inserted; /* documents this attempt stored */
-    /* After a duplicate-key refusal, the lookup of what is stored already: */
-    int lookup_rc;    /* 0, STELE_EINTEGRITY or STELE_EREMOTE */
-    uint64_t bad_seq; /* STELE_EINTEGRITY: stored with another hash */
-} ship_attempt_t;
-
-/*
- * Sends the not-done documents of b (at most max_docs of them) with one ordered
- * insert_many. On success marks them done. On failure classifies, and marks done the
- * documents the server inserted before a per-document error.
- */
-static void
-ship_insert_pending(const ship_target_t *t, mongoc_client_t *client, ship_batch_t *b,
-                    size_t max_docs, const bson_t **ptrs, size_t *map, ship_attempt_t *out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < b->n && n < max_docs; i++) {
-        if (b->docs[i].is_done)
-            continue;
-        map[n] = i;
-        ptrs[n++] = b->docs[i].doc;
-    }
-    memset(out, 0, sizeof *out);
-    if (n == 0) {
-        out->is_ok = 1;
-        return;
-    }
-    mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
-    bson_t opts = BSON_INITIALIZER;
-    BSON_APPEND_BOOL(&opts, "ordered", true);
-    /* The journal's validator already decided what an event may hold; dotted keys are legal
-     * on MongoDB 5+, so let the server judge each document and reject it alone. */
-    BSON_APPEND_BOOL(&opts, "validate", false);
-    mongoc_write_concern_append(t->write_concern, &opts);
-    bson_t reply;
-    bool ok = mongoc_collection_insert_many(coll, ptrs, n, &opts, &reply, &out->error);
-    if (ok) {
-        for (size_t k = 0; k < n; k++)
-            b->docs[map[k]].is_done = 1;
-        out->is_ok = 1;
-        out->n_inserted = n;
-    } else {
-        size_t index = 0;
-        out->verdict = shipper_classify(&out->error, &reply, &index);
-        if (out->verdict == SHIPPER_DUPLICATE || out->verdict == SHIPPER_DEAD_LETTER) {
-            if (index >= n)
-                out->verdict = SHIPPER_RETRY;
-            else {
-                for (size_t k = 0; k < index; k++)
-                    b->docs[map[k]].is_done = 1;
-                out->bad_index = map[index];
-                out->n_inserted = index;
-            }
-        } else if (out->verdict == SHIPPER_SPLIT) {
-            out->bad_index = map[0];
-        }
-    }
-    bson_destroy(&reply);
-    bson_destroy(&opts);
-    mongoc_collection_destroy(coll);
+    return ship_collection_newest(&s->target, client, s->source, ctx, berr, reply);
 }
 
 /* Writes of one dead letter before a shipper gives up on its index: with the default backoff
@@ -516,7 +319,7 @@ typedef enum ship_step {
 /* One batch's delivery, across its attempts. */
 typedef struct ship_send {
     ship_batch_t *b;
-    const bson_t **ptrs; /* scratch for ship_insert_pending, batch_docs long */
+    const bson_t **ptrs; /* scratch for ship_collection_insert_pending, batch_docs long */
     size_t *map;
     unsigned attempt;          /* retryable failures backed off so far */
     size_t max_docs;           /* drops to 1 after a whole-batch client-side refusal */
@@ -533,8 +336,8 @@ shipper_lookup_duplicates(shipper_t *s, mongoc_client_t *client, ship_batch_t *b
                           ship_attempt_t *at)
 {
     bson_t reply = BSON_INITIALIZER;
-    at->lookup_rc = ship_resolve_duplicates(&s->target, client, s->source, b, at->bad_index,
-                                            &at->bad_seq, &at->error, &reply);
+    at->lookup_rc = ship_collection_resolve_duplicates(
+        &s->target, client, s->source, b, at->bad_index, &at->bad_seq, &at->error, &reply);
     if (at->lookup_rc == STELE_EREMOTE) {
         size_t ignored;
         at->verdict = shipper_classify(&at->error, &reply, &ignored) == SHIPPER_STOP_AUTH
@@ -550,7 +353,7 @@ static void
 shipper_attempt(shipper_t *s, ship_send_t *st, ship_attempt_t *at)
 {
     mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
-    ship_insert_pending(&s->target, client, st->b, st->max_docs, st->ptrs, st->map, at);
+    ship_collection_insert_pending(&s->target, client, st->b, st->max_docs, st->ptrs, st->map, at);
     s->n_inserted += at->n_inserted;
     if (!at->is_ok && at->verdict == SHIPPER_DUPLICATE)
         shipper_lookup_duplicates(s, client, st->b, at);
@@ -734,7 +537,7 @@ shipper_calloc(shipper_t *s, size_t n, size_t size)
  * a batch. */
 typedef struct ship_scratch {
     ship_batch_t batch;
-    const bson_t **ptrs; /* for ship_insert_pending */
+    const bson_t **ptrs; /* for ship_collection_insert_pending */
     size_t *map;
 } ship_scratch_t;
 

@@ -14,7 +14,7 @@
 
 #include "ship.h"
 
-/* ---- libmongoc for the process (ship_mongoc.c) ------------------------------------------ */
+/* ---- libmongoc for the process (ship_mongoc.c) ----------------------------------------------- */
 
 /* Initialises libmongoc for the process, once, with stele's log handler (libmongoc's own
  * lines go to stderr as stele log lines, URI passwords redacted, never to stdout). Every
@@ -26,7 +26,27 @@ void ship_mongoc_init_once(void);
  * the mask contains ("*") ends too. Shared by shippers and remote readers. */
 void ship_scrub_password(const char *password, char *msg, size_t cap);
 
-/* ---- a sink's target (ship_target.c) ---------------------------------------------------- */
+/* ---- the classifier (ship_classify.c) -------------------------------------------------------- */
+
+/* What a MongoDB failure means to a shipper (shipper_classify). */
+typedef enum shipper_verdict {
+    SHIPPER_RETRY = 0,   /* transient: retry the unacknowledged documents after a backoff */
+    SHIPPER_DUPLICATE,   /* document *index_out is stored already: compare chain hashes */
+    SHIPPER_DEAD_LETTER, /* document *index_out is rejected for good: dead-letter it, go on */
+    SHIPPER_SPLIT,       /* the batch was refused client-side as a whole: send one by one */
+    SHIPPER_STOP_AUTH,   /* credentials or privileges refused: stop the sink */
+} shipper_verdict_t;
+
+/*
+ * The one classifier of MongoDB errors, from libmongoc's error (error API version 2) and the
+ * command's reply (may be NULL). *index_out receives the batch index of the offending
+ * document for SHIPPER_DUPLICATE and SHIPPER_DEAD_LETTER. Anything not known to be
+ * permanent is SHIPPER_RETRY. Pure; any thread. Exposed for its table test.
+ */
+shipper_verdict_t shipper_classify(const bson_error_t *error, const bson_t *reply,
+                                   size_t *index_out);
+
+/* ---- a sink's target (ship_target.c) --------------------------------------------------------- */
 
 /* A sink's resolved configuration, shared by the shipper and the one-shot calls. */
 typedef struct ship_target {
@@ -72,7 +92,7 @@ int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const 
  * by shippers and remote readers. */
 void ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll);
 
-/* ---- documents and batches (ship_doc.c) --------------------------------------------------- */
+/* ---- documents and batches (ship_doc.c) ------------------------------------------------------ */
 
 #define SHIP_HASH_BYTES 32
 
@@ -110,25 +130,56 @@ size_t ship_doc_fill(ship_doc_t *d, const char *source, const journal_record_t *
  * document has no numeric _id.seq. */
 int ship_doc_identity(const bson_t *doc, uint64_t *seq_out, const uint8_t **hash_out);
 
-/* ---- the classifier (ship_classify.c)
- * ------------------------------------------------------------ */
+/* ---- commands on a sink's collection (ship_collection.c) ------------------------------------- */
 
-/* What a MongoDB failure means to a shipper (shipper_classify). */
-typedef enum shipper_verdict {
-    SHIPPER_RETRY = 0,   /* transient: retry the unacknowledged documents after a backoff */
-    SHIPPER_DUPLICATE,   /* document *index_out is stored already: compare chain hashes */
-    SHIPPER_DEAD_LETTER, /* document *index_out is rejected for good: dead-letter it, go on */
-    SHIPPER_SPLIT,       /* the batch was refused client-side as a whole: send one by one */
-    SHIPPER_STOP_AUTH,   /* credentials or privileges refused: stop the sink */
-} shipper_verdict_t;
+/* The newest document stored for a source: where a sink without a checkpoint resumes. */
+typedef struct ship_remote_last {
+    uint64_t seq; /* 0 when the source has no document */
+    uint8_t hash[SHIP_HASH_BYTES];
+    int has_hash;
+} ship_remote_last_t;
+
+/* The newest document stored for source into *out (zeroed: seq 0 when none). Returns 0, or
+ * STELE_EREMOTE with *berr and *reply (initialised by the caller) describing the failure. */
+int ship_collection_newest(const ship_target_t *t, mongoc_client_t *client, const char *source,
+                           ship_remote_last_t *out, bson_error_t *berr, bson_t *reply);
+
+/* Creates the {_id.src, _id.seq} index that the resume query and the remote check use (a
+ * no-op when it exists). Returns 0 or STELE_EREMOTE with *berr and *reply set. */
+int ship_collection_ensure_index(const ship_target_t *t, mongoc_client_t *client,
+                                 bson_error_t *berr, bson_t *reply);
 
 /*
- * The one classifier of MongoDB errors, from libmongoc's error (error API version 2) and the
- * command's reply (may be NULL). *index_out receives the batch index of the offending
- * document for SHIPPER_DUPLICATE and SHIPPER_DEAD_LETTER. Anything not known to be
- * permanent is SHIPPER_RETRY. Pure; any thread. Exposed for its table test.
+ * Looks up which documents of b->docs[from..n) are stored already. A stored document with
+ * the same chain hash is marked done; one with a different hash is an integrity failure:
+ * another journal writes with the same source name, or the remote copy was altered.
+ * Returns 0, STELE_EINTEGRITY with *bad_seq (the sink must stop), or STELE_EREMOTE with
+ * *berr and *reply set.
  */
-shipper_verdict_t shipper_classify(const bson_error_t *error, const bson_t *reply,
-                                   size_t *index_out);
+int ship_collection_resolve_duplicates(const ship_target_t *t, mongoc_client_t *client,
+                                       const char *source, ship_batch_t *b, size_t from,
+                                       uint64_t *bad_seq, bson_error_t *berr, bson_t *reply);
+
+/* Outcome of one insert attempt over the not-done documents of a batch. */
+typedef struct ship_attempt {
+    shipper_verdict_t verdict;
+    size_t bad_index; /* batch index of the offending document */
+    bson_error_t error;
+    int is_ok;
+    size_t n_inserted; /* documents this attempt stored */
+    /* After a duplicate-key refusal, the lookup of what is stored already: */
+    int lookup_rc;    /* 0, STELE_EINTEGRITY or STELE_EREMOTE */
+    uint64_t bad_seq; /* STELE_EINTEGRITY: stored with another hash */
+} ship_attempt_t;
+
+/*
+ * Sends the not-done documents of b (at most max_docs of them) with one ordered insert_many;
+ * ptrs and map are the caller's scratch, max_docs long. On success marks them done. On
+ * failure classifies into *out, and marks done the documents the server inserted before a
+ * per-document error.
+ */
+void ship_collection_insert_pending(const ship_target_t *t, mongoc_client_t *client,
+                                    ship_batch_t *b, size_t max_docs, const bson_t **ptrs,
+                                    size_t *map, ship_attempt_t *out);
 
 #endif /* STELE_ENGINE_SHIP_MONGO_H */
