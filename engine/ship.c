@@ -1,15 +1,19 @@
 /*
- * ship.c: fan-out to MongoDB.
+ * ship.c: the shipper: one per sink, with its thread, its client pool, its journal reader
+ * and its statistics (shipper_start / _stop / _stats / _stopped), and the thread-less
+ * one-shot shipper that stele_reship and the re-ship of dead letters use.
  *
- * Owns: one shipper per sink (its thread, its mongoc_client_pool_t, its journal reader, its
- * statistics), the remote consistency check and re-ship (stele_remote_check, stele_reship),
- * the handling of dead letters (stele_dead_letters_*: list, re-ship, discard). Does not own
- * libmongoc's initialisation, log handler and password scrubbing (ship_mongoc.c), a sink's
- * configuration, URI, names and concerns (ship_target.c), what a MongoDB failure means
- * (ship_classify.c), the shape of a shipped document (ship_doc.c), the commands sent to the
- * sink's collection (ship_collection.c), the journal (read through journal_reader_*), the
- * storage of checkpoints and dead letters (index_*), nor wait=shipped (the engine, fed by
- * on_progress).
+ * Owns: the thread's life: create the sink's index, find where to resume (the checkpoint,
+ * else the newest document stored for the source, checked against the journal), fill a
+ * batch from the journal (batch_docs / batch_bytes / linger_ms), have it delivered, then
+ * acknowledge it (checkpoint, shipped_seq, progress callback); the backoff and the stop
+ * request; the last error. Also, for now, the remote consistency check and re-ship
+ * (stele_remote_check, stele_reship) and the dead letters (stele_dead_letters_*). Does not
+ * own the delivery of a batch (ship_send.c), the commands sent to the sink's collection
+ * (ship_collection.c), the shape of a document (ship_doc.c), what a MongoDB failure means
+ * (ship_classify.c), a sink's configuration (ship_target.c), libmongoc's initialisation and
+ * log handler (ship_mongoc.c), the journal (journal_reader_*), the storage of checkpoints
+ * and dead letters (index_*), nor wait=shipped (the engine, fed by on_progress).
  *
  * Invariants:
  *  - Records are read back from the journal, never queued in memory: memory is one batch
@@ -17,24 +21,23 @@
  *    thread starts (ship_scratch_t), so reading records never fails for memory.
  *  - A shipper's thread never ends unnoticed: unless asked to stop, it leaves its sink
  *    stopped with the reason in last_error (shipper_note_exit), as status shows.
- *  - A batch is sent with one ordered insert_many; the checkpoint advances only after every
- *    document of the batch is acknowledged with the write concern, dead-lettered, or found
- *    already stored with the same chain hash. So the remote holds a prefix of the journal
- *    plus at most one in-flight batch, and a retry never duplicates (deterministic _id).
+ *  - The checkpoint advances only after shipper_send_batch delivered the whole batch
+ *    (acknowledged with the write concern, dead-lettered, or found already stored with the
+ *    same chain hash). So the remote holds a prefix of the journal plus at most one
+ *    in-flight batch, and a retry never duplicates (deterministic _id).
  *  - Retryable errors are retried forever with capped exponential backoff and jitter, with
  *    the same pool; nothing is dropped or reordered. Only an integrity mismatch, an
  *    authentication failure, a corrupt journal, or an index that will not list a dead letter
  *    stops a sink.
- *  - A document the sink refuses for good is done only once its dead letter is in the index:
- *    a failed write is retried with backoff, then stops the sink before that record.
- *  - Credentials never leave this file: errors and stats name the sink by host/db.coll, and
- *    every message is scrubbed of the URI's password.
+ *  - Credentials never leave the shipping files: errors and stats name the sink by
+ *    host/db.coll, and every message is scrubbed of the URI's password.
  *  - A dead letter leaves the index's list only when its document is acknowledged or found
  *    stored with the same hash, or when an operator discards it (logged).
  *
  * Threads and locks: a shipper's thread is the only writer of shipped_seq (atomic) and the
  * only user of its reader and batch. `mu` protects the statistics below it and the stop
- * request; `cv` wakes a backoff sleep when stop is requested.
+ * request; `cv` wakes a backoff sleep when stop is requested. The struct and its lock
+ * groups are in ship_mongo.h.
  */
 #include "ship.h"
 #include "ship_mongo.h"
@@ -62,59 +65,8 @@
 /* ------------------------------------------------------------------------------------------
  * The shipper
  * ------------------------------------------------------------------------------------------ */
-struct shipper {
-    ship_target_t target;
-    char *journal_dir;
-    char *source;
-    const journal_io_t *io;
-    index_t *index;
-    shipper_progress_fn on_progress;
-    void *progress_ctx;
-    const shipper_faults_t *faults; /* tests only; NULL = none */
 
-    mongoc_client_pool_t *pool;
-    pthread_t thread;
-    int is_thread_started;
-    unsigned jitter_seed; /* rand_r state; shipper thread only */
-    /* One-shot use (stele_reship): give up after this many attempts (0 = retry forever),
-     * and fail instead of dead-lettering (index is NULL then). Shipper thread only. */
-    unsigned max_attempts;
-    uint64_t n_inserted;
-    uint64_t rejected_seq;
-
-    _Atomic uint64_t shipped_seq;  /* written by the shipper thread only */
-    _Atomic int64_t pending_ts_ns; /* ts of the oldest record read but not acknowledged */
-
-    /* -- protected by mu; cv fires when stop is requested -- */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop_requested;
-    int64_t stop_deadline_ms; /* monotonic; meaningful once stop_requested */
-    uint64_t batches;
-    uint64_t retries;
-    uint64_t dead_letters;
-    int64_t last_error_unix_ms;
-    char last_error[STELE_ERROR_MESSAGE_BYTES];
-    int is_stopped;
-};
-
-static void shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* A shipper without a thread, for one call (stele_reship, re-shipping dead letters): it tries
- * each remote step SHIP_ONESHOT_MAX_ATTEMPTS times instead of forever. ix (may be NULL)
- * lists the documents the sink refuses; without it a refused document fails the call. */
-int shipper_oneshot_open(const stele_sink_options_t *sink, index_t *ix, shipper_t **out,
-                         stele_error_t *err);
-/* Gives a one-shot shipper the journal's source name (from r) and a pool of its own. */
-int shipper_oneshot_attach(shipper_t *s, journal_reader_t *r, stele_error_t *err);
-/* Delivers b as the thread would; a failure fills *err with the shipper's last (scrubbed)
- * error. Returns shipper_send_batch's code. */
-int shipper_oneshot_send(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map,
-                         stele_error_t *err);
-
-/* Records the last error (scrubbed of credentials) and, if is_stop, stops the sink. */
-static void
+void
 shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
 {
     char msg[STELE_ERROR_MESSAGE_BYTES];
@@ -150,12 +102,7 @@ shipper_stop_requested(shipper_t *s)
     return stop;
 }
 
-/*
- * Sleeps the backoff for retry number `attempt` (0-based): min * 2^attempt capped at max,
- * with "equal jitter" (half fixed, half random) so that many shippers do not retry in step.
- * Returns early, with 1, when the thread must quit.
- */
-static int
+int
 shipper_backoff(shipper_t *s, unsigned attempt)
 {
     uint64_t delay_ms = s->target.opts.backoff_min_ms;
@@ -181,7 +128,7 @@ shipper_backoff(shipper_t *s, unsigned attempt)
     return quit;
 }
 
-static void
+void
 shipper_count_retry(shipper_t *s)
 {
     pthread_mutex_lock(&s->mu);
@@ -242,263 +189,6 @@ shipper_step_max_seq(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, 
     return ship_collection_newest(&s->target, client, s->source, ctx, berr, reply);
 }
 
-/* Writes of one dead letter before a shipper gives up on its index: with the default backoff
- * 8 to 16 s, long enough to ride out a brief failure (a full disk being cleaned up), short
- * enough that the stop soon shows in status. */
-#define SHIP_DEAD_LETTER_TRIES 10
-
-/*
- * Lists seq as a dead letter in the index, retrying a failed write with the sink's backoff.
- * Returns 0; the index's code once the tries are used up (the sink is stopped: the record is
- * neither in the sink nor listed, so nothing may count it as shipped); STELE_ECLOSED when the
- * thread must quit.
- */
-static int
-shipper_put_dead_letter(shipper_t *s, uint64_t seq, const char *why)
-{
-    unsigned tries = s->max_attempts ? s->max_attempts : SHIP_DEAD_LETTER_TRIES;
-    for (unsigned attempt = 0;; attempt++) {
-        stele_error_t ierr = {0};
-        int rc = index_put_dead_letter(s->index, s->target.name, seq, why, &ierr);
-        if (rc == 0)
-            return 0;
-        if (attempt + 1 >= tries) {
-            shipper_note_error(s, 1,
-                               "sink %s: seq %" PRIu64 " rejected by %s, but could not be "
-                               "listed as a dead letter, stopped before it: %s",
-                               s->target.name, seq, s->target.where, ierr.message);
-            return rc;
-        }
-        shipper_note_error(s, 0, "sink %s: could not record dead letter %" PRIu64 ", retrying: %s",
-                           s->target.name, seq, ierr.message);
-        shipper_count_retry(s);
-        if (shipper_backoff(s, attempt))
-            return STELE_ECLOSED;
-    }
-}
-
-/*
- * Dead-letters a document the sink refuses for good, and marks it done only once it is
- * listed. Returns 0, or shipper_put_dead_letter's failure (d stays not done, so its batch
- * is never acknowledged). A one-shot re-ship without an index only notes the first rejected
- * seq (the re-ship then fails).
- */
-static int
-shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
-{
-    char msg[STELE_ERROR_MESSAGE_BYTES];
-    snprintf(msg, sizeof msg, "%s", why);
-    ship_target_scrub(&s->target, msg, sizeof msg);
-    if (!s->index) {
-        d->is_done = 1;
-        shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s: %s", s->target.name,
-                           d->seq, s->target.where, msg);
-        if (!s->rejected_seq)
-            s->rejected_seq = d->seq;
-        return 0;
-    }
-    int rc = shipper_put_dead_letter(s, d->seq, msg);
-    if (rc != 0)
-        return rc;
-    d->is_done = 1;
-    pthread_mutex_lock(&s->mu);
-    s->dead_letters++;
-    pthread_mutex_unlock(&s->mu);
-    shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s, dead-lettered: %s",
-                       s->target.name, d->seq, s->target.where, msg);
-    return 0;
-}
-
-/* What follows a failed attempt at a batch. */
-typedef enum ship_step {
-    SHIP_STEP_SEND,  /* send what is left now */
-    SHIP_STEP_RETRY, /* a retryable failure: back off, then send again */
-    SHIP_STEP_END,   /* the batch ends with the code given beside */
-} ship_step_t;
-
-/* One batch's delivery, across its attempts. */
-typedef struct ship_send {
-    ship_batch_t *b;
-    const bson_t **ptrs; /* scratch for ship_collection_insert_pending, batch_docs long */
-    size_t *map;
-    unsigned attempt;          /* retryable failures backed off so far */
-    size_t max_docs;           /* drops to 1 after a whole-batch client-side refusal */
-    uint64_t unstored_dup_seq; /* refused as a duplicate yet not stored under its _id */
-} ship_send_t;
-
-/*
- * After a duplicate-key refusal, looks up on the same client which pending documents are
- * stored already (at->lookup_rc, at->bad_seq). A failed lookup is judged by its own error:
- * at->verdict becomes SHIPPER_STOP_AUTH or SHIPPER_RETRY.
- */
-static void
-shipper_lookup_duplicates(shipper_t *s, mongoc_client_t *client, ship_batch_t *b,
-                          ship_attempt_t *at)
-{
-    bson_t reply = BSON_INITIALIZER;
-    at->lookup_rc = ship_collection_resolve_duplicates(
-        &s->target, client, s->source, b, at->bad_index, &at->bad_seq, &at->error, &reply);
-    if (at->lookup_rc == STELE_EREMOTE) {
-        size_t ignored;
-        at->verdict = shipper_classify(&at->error, &reply, &ignored) == SHIPPER_STOP_AUTH
-                          ? SHIPPER_STOP_AUTH
-                          : SHIPPER_RETRY;
-    }
-    bson_destroy(&reply);
-}
-
-/* One attempt, on one client from the pool: the insert of the pending documents and, after
- * a duplicate-key refusal, the lookup of those stored already. */
-static void
-shipper_attempt(shipper_t *s, ship_send_t *st, ship_attempt_t *at)
-{
-    mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
-    ship_collection_insert_pending(&s->target, client, st->b, st->max_docs, st->ptrs, st->map, at);
-    s->n_inserted += at->n_inserted;
-    if (!at->is_ok && at->verdict == SHIPPER_DUPLICATE)
-        shipper_lookup_duplicates(s, client, st->b, at);
-    mongoc_client_pool_push(s->pool, client);
-}
-
-static int
-ship_batch_is_done(const ship_batch_t *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        if (!b->docs[i].is_done)
-            return 0;
-    return 1;
-}
-
-/* Dead-letters a document the sink refuses for good; a one-shot re-ship (no index) ends at
- * it instead, and so does the batch when the index cannot list it. */
-static ship_step_t
-shipper_reject(shipper_t *s, ship_doc_t *d, const char *why, int *rc_out)
-{
-    int rc = shipper_dead_letter(s, d, why);
-    if (rc == 0 && !s->rejected_seq)
-        return SHIP_STEP_SEND;
-    *rc_out = rc ? rc : STELE_EREMOTE;
-    return SHIP_STEP_END;
-}
-
-/* Dead-letters the records of b that cannot become documents, before anything is sent.
- * Returns 0, or the code that ends the batch (as shipper_reject). */
-static int
-shipper_reject_unbuildable(shipper_t *s, ship_batch_t *b)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        ship_doc_t *d = &b->docs[i];
-        int rc = 0;
-        if (d->is_unbuildable && !d->is_done &&
-            shipper_reject(s, d, "event is not a document or uses a reserved key", &rc) ==
-                SHIP_STEP_END)
-            return rc;
-    }
-    return 0;
-}
-
-/* Acts on a duplicate-key refusal whose lookup succeeded. */
-static ship_step_t
-shipper_on_duplicate(shipper_t *s, ship_send_t *st, const ship_attempt_t *at, int *rc_out)
-{
-    if (at->lookup_rc == STELE_EINTEGRITY) {
-        shipper_note_error(s, 1,
-                           "sink %s: seq %" PRIu64 " is stored in %s with another hash: "
-                           "another journal uses source \"%s\" or the copy was altered",
-                           s->target.name, at->bad_seq, s->target.where, s->source);
-        *rc_out = STELE_EINTEGRITY;
-        return SHIP_STEP_END;
-    }
-    ship_doc_t *d = &st->b->docs[at->bad_index];
-    if (d->is_done)
-        return SHIP_STEP_SEND;
-    /* Not stored under its _id: the key that collided belongs to a unique index of the
-     * user's, which refuses this document for good. Seen twice in a row to rule out a
-     * document deleted between the insert and the find. */
-    if (st->unstored_dup_seq != d->seq) {
-        st->unstored_dup_seq = d->seq;
-        shipper_count_retry(s);
-        return SHIP_STEP_SEND;
-    }
-    stele_error_t why; /* the reason the dead letter keeps, cut to an error message */
-    error_set(&why, STELE_EREMOTE, "duplicate key in a unique index other than _id: %s",
-              at->error.message);
-    return shipper_reject(s, d, why.message, rc_out);
-}
-
-/* Decides what follows a failed attempt. */
-static ship_step_t
-shipper_on_failure(shipper_t *s, ship_send_t *st, const ship_attempt_t *at, int *rc_out)
-{
-    switch (at->verdict) {
-    case SHIPPER_DUPLICATE:
-        return shipper_on_duplicate(s, st, at, rc_out);
-    case SHIPPER_DEAD_LETTER:
-        return shipper_reject(s, &st->b->docs[at->bad_index], at->error.message, rc_out);
-    case SHIPPER_SPLIT:
-        if (st->max_docs > 1) {
-            st->max_docs = 1;
-            return SHIP_STEP_SEND;
-        }
-        return shipper_reject(s, &st->b->docs[at->bad_index], at->error.message, rc_out);
-    case SHIPPER_STOP_AUTH:
-        shipper_note_error(s, 1, "sink %s: %s refused the credentials or privileges: %s",
-                           s->target.name, s->target.where, at->error.message);
-        *rc_out = STELE_EAUTH;
-        return SHIP_STEP_END;
-    case SHIPPER_RETRY:
-        break;
-    }
-    return SHIP_STEP_RETRY;
-}
-
-/* Notes a retryable failure and sleeps its backoff. Returns 0 to send again, STELE_EREMOTE
- * when a one-shot run is out of attempts, STELE_ECLOSED when the thread must quit. */
-static int
-shipper_insert_backoff(shipper_t *s, ship_send_t *st, const ship_attempt_t *at)
-{
-    shipper_note_error(s, 0, "sink %s: insert into %s failed, retrying: %s", s->target.name,
-                       s->target.where, at->error.message);
-    shipper_count_retry(s);
-    if (s->max_attempts && st->attempt + 1 >= s->max_attempts)
-        return STELE_EREMOTE;
-    if (shipper_backoff(s, st->attempt++))
-        return STELE_ECLOSED;
-    return 0;
-}
-
-/*
- * Delivers a whole batch: every document ends acknowledged, found stored with its hash, or
- * dead-lettered. Returns 0, STELE_EINTEGRITY / STELE_EAUTH / the index's code when a dead
- * letter could not be listed (sink stopped), or STELE_ECLOSED (stop deadline passed); the
- * batch stays unacknowledged on any failure.
- */
-static int
-shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map)
-{
-    ship_send_t st = {.b = b, .ptrs = ptrs, .map = map, .max_docs = b->n};
-    int rc = shipper_reject_unbuildable(s, b);
-    if (rc != 0)
-        return rc;
-    for (;;) {
-        ship_attempt_t at;
-        shipper_attempt(s, &st, &at);
-        if (at.is_ok) {
-            if (ship_batch_is_done(b))
-                return 0;
-            continue;
-        }
-        ship_step_t step = shipper_on_failure(s, &st, &at, &rc);
-        if (step == SHIP_STEP_END)
-            return rc;
-        if (step == SHIP_STEP_RETRY) {
-            rc = shipper_insert_backoff(s, &st, &at);
-            if (rc != 0)
-                return rc;
-        }
-    }
-}
-
 /* Acknowledges a delivered batch: checkpoint in the index, shipped_seq, progress callback. */
 static void
 shipper_acknowledge(shipper_t *s, uint64_t last_seq)
@@ -532,17 +222,7 @@ shipper_calloc(shipper_t *s, size_t n, size_t size)
     return shipper_alloc_fails(s) ? NULL : calloc(n, size);
 }
 
-/* A batch of batch_docs documents and the scratch of its sends, allocated once before any
- * record is read: an allocation that fails later could only end the thread in the middle of
- * a batch. */
-typedef struct ship_scratch {
-    ship_batch_t batch;
-    const bson_t **ptrs; /* for ship_collection_insert_pending */
-    size_t *map;
-} ship_scratch_t;
-
-/* Returns 0 or -ENOMEM (free what was allocated with shipper_scratch_free either way). */
-static int
+int
 shipper_scratch_init(shipper_t *s, ship_scratch_t *sc)
 {
     size_t n = s->target.opts.batch_docs;
@@ -553,7 +233,7 @@ shipper_scratch_init(shipper_t *s, ship_scratch_t *sc)
     return sc->batch.docs && sc->ptrs && sc->map ? 0 : -ENOMEM;
 }
 
-static void
+void
 shipper_scratch_free(ship_scratch_t *sc)
 {
     ship_batch_free(&sc->batch);
@@ -767,7 +447,7 @@ shipper_main(void *arg)
     return NULL;
 }
 
-static void
+void
 shipper_free(shipper_t *s)
 {
     if (!s)

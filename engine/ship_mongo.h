@@ -6,6 +6,8 @@
 #ifndef STELE_ENGINE_SHIP_MONGO_H
 #define STELE_ENGINE_SHIP_MONGO_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -181,5 +183,101 @@ typedef struct ship_attempt {
 void ship_collection_insert_pending(const ship_target_t *t, mongoc_client_t *client,
                                     ship_batch_t *b, size_t max_docs, const bson_t **ptrs,
                                     size_t *map, ship_attempt_t *out);
+
+/* ---- the shipper (ship.c), for the files that drive it ------------------------------------ */
+
+/* A shipper's state. ship_send.c delivers its batches; ship_check.c and ship_dead.c run one
+ * without a thread (shipper_oneshot_*). */
+struct shipper {
+    /* -- set before its thread starts (or by shipper_oneshot_*), read-only after -- */
+    ship_target_t target;
+    char *journal_dir;
+    char *source;
+    const journal_io_t *io;
+    index_t *index;
+    shipper_progress_fn on_progress;
+    void *progress_ctx;
+    const shipper_faults_t *faults; /* tests only; NULL = none */
+
+    mongoc_client_pool_t *pool;
+    pthread_t thread;
+    int is_thread_started; /* by shipper_start, read by shipper_stop */
+
+    /* -- the shipper's thread (or the one-shot caller) only -- */
+    unsigned jitter_seed; /* rand_r state */
+    /* One-shot use (stele_reship): give up after this many attempts (0 = retry forever),
+     * and fail instead of dead-lettering (index is NULL then). */
+    unsigned max_attempts;
+    uint64_t n_inserted;
+    uint64_t rejected_seq;
+
+    /* -- atomics: written by the shipper's thread only, read by any thread -- */
+    _Atomic uint64_t shipped_seq;  /* also set by shipper_start before the thread runs */
+    _Atomic int64_t pending_ts_ns; /* ts of the oldest record read but not acknowledged */
+
+    /* -- protected by mu; cv fires when stop is requested -- */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop_requested;
+    int64_t stop_deadline_ms; /* monotonic; meaningful once stop_requested */
+    uint64_t batches;
+    uint64_t retries;
+    uint64_t dead_letters;
+    int64_t last_error_unix_ms;
+    char last_error[STELE_ERROR_MESSAGE_BYTES];
+    int is_stopped;
+};
+
+/* Records the last error (scrubbed of credentials) and, if is_stop, stops the sink. */
+void shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Counts one retry in the sink's statistics. */
+void shipper_count_retry(shipper_t *s);
+
+/* Sleeps the backoff for retry number `attempt` (0-based): min * 2^attempt capped at max,
+ * with "equal jitter" (half fixed, half random) so that many shippers do not retry in step.
+ * Returns early, with 1, when the thread must quit. */
+int shipper_backoff(shipper_t *s, unsigned attempt);
+
+/* A batch of batch_docs documents and the scratch of its sends, allocated once before any
+ * record is read: an allocation that fails later could only end the thread in the middle of
+ * a batch. */
+typedef struct ship_scratch {
+    ship_batch_t batch;
+    const bson_t **ptrs; /* for ship_collection_insert_pending */
+    size_t *map;
+} ship_scratch_t;
+
+/* Returns 0 or -ENOMEM (free what was allocated with shipper_scratch_free either way). */
+int shipper_scratch_init(shipper_t *s, ship_scratch_t *sc);
+void shipper_scratch_free(ship_scratch_t *sc);
+
+/* A shipper without a thread, for one call (stele_reship, re-shipping dead letters): it tries
+ * each remote step SHIP_ONESHOT_MAX_ATTEMPTS times instead of forever. ix (may be NULL)
+ * lists the documents the sink refuses; without it a refused document fails the call. */
+int shipper_oneshot_open(const stele_sink_options_t *sink, index_t *ix, shipper_t **out,
+                         stele_error_t *err);
+/* Gives a one-shot shipper the journal's source name (from r) and a pool of its own. */
+int shipper_oneshot_attach(shipper_t *s, journal_reader_t *r, stele_error_t *err);
+/* Delivers b as the thread would; a failure fills *err with the shipper's last (scrubbed)
+ * error. Returns shipper_send_batch's code. */
+int shipper_oneshot_send(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map,
+                         stele_error_t *err);
+
+/* Frees a shipper whose thread does not run (a one-shot one). NULL is a no-op. */
+void shipper_free(shipper_t *s);
+
+/* ---- delivering a batch (ship_send.c) ------------------------------------------------------- */
+
+/*
+ * Delivers a whole batch: every document ends acknowledged, found stored with its hash, or
+ * dead-lettered. ptrs and map are scratch of b's capacity (ship_scratch_t). Returns 0,
+ * STELE_EINTEGRITY / STELE_EAUTH / the index's code when a dead letter could not be listed
+ * (sink stopped), STELE_EREMOTE when a one-shot run is out of attempts or refused a
+ * document, or STELE_ECLOSED (stop deadline passed); the batch stays unacknowledged on any
+ * failure.
+ */
+int shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map);
 
 #endif /* STELE_ENGINE_SHIP_MONGO_H */
