@@ -16,8 +16,8 @@
  * Invariants: records come out with strictly increasing seqs (next_seq moves past each one
  * returned, so a re-query never repeats one); credentials never appear in a message (the
  * collection is named host:port/db.collection, and libmongoc's text is scrubbed of the
- * password). The sink's database and collection defaults and name rules are ship.c's
- * (ship_sink_names).
+ * password). The sink's database and collection defaults and name rules are
+ * ship_target.c's (ship_sink_names), the meaning of a failure ship_classify.c's.
  *
  * Threads: a reader belongs to one thread at a time and holds no lock; libmongoc is
  * initialised once per process, with stele's log handler (ship_mongoc_init_once).
