@@ -525,7 +525,7 @@ int stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_veri
                  stele_error_t *err);
 
 /* ------------------------------------------------------------------------------------------
- * The remote copy: consistency check and re-ship against one sink (engine/ship.c)
+ * The remote copy: consistency check and re-ship against one sink (engine/ship_check.c)
  * ------------------------------------------------------------------------------------------ */
 
 /* A closed range of sequence numbers. */
