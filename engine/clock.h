@@ -41,4 +41,14 @@ clock_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A reading in nanoseconds as a timespec, for the deadline of pthread_cond_timedwait on a
+ * condition variable of that clock (pthread_condattr_setclock). */
+static inline struct timespec
+clock_timespec(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
+    return ts;
+}
+
 #endif
