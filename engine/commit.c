@@ -534,6 +534,27 @@ commit_main(void *arg)
 
 /* -- lifecycle -------------------------------------------------------------------------- */
 
+/* The locks and sleeping places of a new committer; commit_destroy_locks undoes them. */
+static void
+commit_init_locks(commit_t *c)
+{
+    pthread_mutex_init(&c->io_mu, NULL);
+    pthread_mutex_init(&c->mu, NULL);
+    clock_cond_init(&c->work_cv);
+    clock_cond_init(&c->space_cv);
+    seqwait_init(&c->written_wait);
+    seqwait_init(&c->durable_wait);
+}
+
+static void
+commit_destroy_locks(commit_t *c)
+{
+    pthread_mutex_destroy(&c->io_mu);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->work_cv);
+    pthread_cond_destroy(&c->space_cv);
+}
+
 int
 commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
 {
@@ -550,17 +571,8 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     atomic_init(&c->durable_seq, cfg->last_seq);
     c->woken_written = cfg->last_seq;
     c->woken_durable = cfg->last_seq;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
-    pthread_mutex_init(&c->io_mu, NULL);
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->work_cv, &attr);
-    pthread_cond_init(&c->space_cv, &attr);
-    seqwait_init(&c->written_wait);
-    seqwait_init(&c->durable_wait);
-    pthread_condattr_destroy(&attr);
+    commit_init_locks(c);
     commit_quota_refresh(c, true);
     int rc = commit_waker_start(c);
     if (rc == 0) {
@@ -569,10 +581,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
             commit_waker_stop(c);
     }
     if (rc) {
-        pthread_mutex_destroy(&c->io_mu);
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->work_cv);
-        pthread_cond_destroy(&c->space_cv);
+        commit_destroy_locks(c);
         free(c);
         return error_set(err, -rc, "could not start the committer thread: %s", stele_strerror(-rc));
     }
@@ -610,10 +619,7 @@ commit_free(commit_t *c)
         c->spare = ch->next;
         chunk_free(ch);
     }
-    pthread_mutex_destroy(&c->io_mu);
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->work_cv);
-    pthread_cond_destroy(&c->space_cv);
+    commit_destroy_locks(c);
     free(c);
 }
 

@@ -390,11 +390,7 @@ index_writer_create(const index_writer_config_t *cfg, index_writer_t **out, stel
         return error_set(err, -ENOMEM, "out of memory starting the index writer");
     w->cfg = *cfg;
     pthread_mutex_init(&w->ix_mu, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->ix_cv, &attr);
-    pthread_condattr_destroy(&attr);
+    clock_cond_init(&w->ix_cv);
     *out = w;
     return 0;
 }

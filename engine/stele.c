@@ -258,11 +258,7 @@ stele_note_join(char *out, size_t cap, const char *a, const char *b)
 static void
 stele_init_locks(stele_t *db)
 {
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&db->ship_cv, &attr);
-    pthread_condattr_destroy(&attr);
+    clock_cond_init(&db->ship_cv);
     pthread_mutex_init(&db->ship_mu, NULL);
 }
 
