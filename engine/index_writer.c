@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "error.h"
 #include "published.h"
+#include "ship.h"
 
 /* Batch starts a batch's writer may hand the index writer before it drops some (the index
  * is sparse and rebuilt at open, so a dropped start only makes a seek scan a little longer). */

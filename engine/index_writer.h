@@ -16,10 +16,10 @@
 #include "index.h"
 #include "io.h"
 #include "journal.h"
-#include "ship.h"
 #include "stele.h"
 
 typedef struct index_writer index_writer_t;
+typedef struct shipper shipper_t; /* ship.h; declared here so this header needs no libmongoc */
 
 typedef struct index_writer_config {
     index_t *index;             /* borrowed: batch starts, flushes, sink counters, retention */
