@@ -50,13 +50,13 @@ struct commit {
     commit_config_t cfg;
     pthread_t thread;
     uint64_t max_chunks;
-    /* Waiters commit their own records when the journal is free (sync=always, adaptive
-     * policy): a lone writer then pays no hand-off (commit_wait.c). */
-    bool is_leading;
 
     /* Held by whoever writes or syncs the journal: the committer thread, or a waiter leading
      * a commit (commit_wait.c). Taken before mu, never while holding it. */
     pthread_mutex_t io_mu;
+    /* Waiters commit their own records when the journal is free (sync=always, adaptive
+     * policy): a lone writer then pays no hand-off (commit_wait.c). Fixed after start. */
+    bool is_leading;
 
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* the committer waits here for records, flush or close */
@@ -79,16 +79,6 @@ struct commit {
     int64_t last_ts_ns;
     uint64_t flush_seq; /* sync requested up to this seq */
     int n_space_waiters;
-    _Atomic bool is_committer_idle; /* also read without mu by waiters deciding to spin */
-    bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
-    bool is_committer_growing;      /* waiting for active writers to join the open batch */
-    /* The newest record whose appender will commit it itself (leading mode), until a batch
-     * takes it or the appender gives up (commit_hand_on); 0 = none. While it ends the open
-     * batch, the committer leaves that batch alone instead of racing the leader for it.
-     * Stored under mu; read without it to skip the lock when it is 0. */
-    _Atomic uint64_t lead_seq;
-    bool is_closing;
-    _Atomic bool is_stopped; /* the committer thread has exited */
 
     /* -- the waker thread (commit_waker.c); the atomics are its futex handshake -- */
     pthread_t waker;
@@ -97,6 +87,18 @@ struct commit {
     _Atomic bool is_waker_stopping;
     uint64_t woken_written; /* waker only: slots were woken up to these positions */
     uint64_t woken_durable;
+
+    /* -- protected by mu; the atomics are also read without it -- */
+    _Atomic bool is_committer_idle; /* read by leaders handing on (commit_hand_on) */
+    bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
+    bool is_committer_growing;      /* waiting for active writers to join the open batch */
+    /* The newest record whose appender will commit it itself (leading mode), until a batch
+     * takes it or the appender gives up (commit_hand_on); 0 = none. While it ends the open
+     * batch, the committer leaves that batch alone instead of racing the leader for it.
+     * Read without mu to skip the lock when it is 0. */
+    _Atomic uint64_t lead_seq;
+    bool is_closing;
+    _Atomic bool is_stopped; /* the committer thread has exited */
 
     /* -- written once by the io_mu holder before `halted` is set (release) -- */
     stele_error_t halt_err;
