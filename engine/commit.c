@@ -688,6 +688,23 @@ commit_wait_for_room(commit_t *c, size_t frame_bytes, stele_error_t *err)
     }
 }
 
+/* The last record this thread appended, per engine: a waiter spins only for its own record,
+ * and only then leads for `written` or waits for the journal (commit_wait.c). Thread-local,
+ * so no thread sees another's; commit_enqueue sets it inline. */
+static _Thread_local struct {
+    const commit_t *commit;
+    uint64_t seq;
+} commit_own_append;
+
+/* Tested cheaply: this thread's newest append is seq or later (true for a thread that
+ * appends, then waits, as stele_append_* does). A thread waiting for records others
+ * appended (a server's ack thread) leaves the CPU and the journal to them. */
+bool
+commit_is_own_append(const commit_t *c, uint64_t seq)
+{
+    return commit_own_append.commit == c && commit_own_append.seq >= seq;
+}
+
 /* Lays the next record's frame into the open chunk (mu held, room made) and publishes
  * appended_seq. Returns the record's seq. */
 static uint64_t
@@ -752,7 +769,8 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     uint64_t seq = commit_lay_frame(c, payload, payload_len, frame_bytes);
     commit_route_append(c, seq, wait);
     pthread_mutex_unlock(&c->mu);
-    commit_note_own_append(c, seq);
+    commit_own_append.commit = c;
+    commit_own_append.seq = seq;
     if (seq_out)
         *seq_out = seq;
     return 0;

@@ -155,11 +155,11 @@ bool commit_batch_may_grow(const commit_t *c);
  * queue. */
 int commit_batch_io(commit_t *c, chunk_t *ch);
 
-/* -- commit_wait.c ----------------------------------------------------------------------- */
+/* Whether the calling thread's newest append to c is seq or later: a waiter spins, and
+ * leads for `written`, only for its own records (commit_wait.c). */
+bool commit_is_own_append(const commit_t *c, uint64_t seq);
 
-/* Notes seq as the newest record the calling thread appended to c (commit_enqueue): a
- * waiter spins, and leads for `written`, only for its own records. */
-void commit_note_own_append(const commit_t *c, uint64_t seq);
+/* -- commit_wait.c ----------------------------------------------------------------------- */
 
 /* The committer, after a batch (no lock held): spins briefly for a lone writer's next
  * waited append, which saves it a futex wake-up. taken_seq is the last seq written. */

@@ -1,9 +1,9 @@
 /*
  * commit_wait.c: commit_wait, the waiting side of group commit. Owns no thread and no
- * state of its own beyond a thread-local note of each thread's newest append; the queue,
- * the locks and the positions are commit.c's (commit_internal.h).
+ * state: the queue, the locks and the positions are commit.c's (commit_internal.h).
  *
- * A waiter whose level is not reached yet, in this order:
+ * A waiter whose level is not reached yet, in this order (spinning, and leading for
+ * `written`, only for a record its own thread appended: commit_is_own_append):
  *   leads: in leading mode (sync=always, adaptive policy), a written or durable waiter
  *     whose record is still queued takes io_mu when nobody else writes, and writes and
  *     syncs the queued batches itself, exactly as the committer would (commit_batch_io),
@@ -45,31 +45,6 @@
 #define COMMIT_SPIN_MAX_WRITERS 2
 /* A gap this long between two looks at the clock means the spinner was descheduled. */
 #define COMMIT_SPIN_PREEMPTED_NS 50000ull
-
-/* The last record this thread appended, per engine: a waiter spins only for its own record
- * (see commit_spin_for_seq), and only then leads for `written` or waits for the journal.
- * Thread-local, so no thread sees another's. */
-static _Thread_local struct {
-    const commit_t *commit;
-    uint64_t seq;
-} commit_own_append;
-
-/* Whether this thread waits for a record of its own, tested cheaply: its newest append is
- * seq or later (true for a thread that appends, then waits, as stele_append_* does). A
- * thread waiting for records others appended (a server's ack thread) leaves the CPU and the
- * journal to them. */
-static bool
-commit_is_own_append(const commit_t *c, uint64_t seq)
-{
-    return commit_own_append.commit == c && commit_own_append.seq >= seq;
-}
-
-void
-commit_note_own_append(const commit_t *c, uint64_t seq)
-{
-    commit_own_append.commit = c;
-    commit_own_append.seq = seq;
-}
 
 static void
 commit_cpu_relax(void)
