@@ -1,9 +1,10 @@
 /*
  * config.c: the one knob table (name, type, default, range, help), the table of a sink's
- * numeric keys and their ranges, and everything that sets options from text:
- * stele_options_set, the STELE_<KNOB> environment, INI files via inih. The same ranges are
- * checked again on a whole struct at open (config_check) and by the shipper
- * (config_check_sink_numbers), since a struct may be filled by hand.
+ * numeric keys and their ranges, the defaults, and setting one knob from text
+ * (stele_options_set; the loaders config_env.c and config_file.c set theirs through
+ * config_set_one, so every way in checks the same). The same ranges are checked again on
+ * a whole struct at open (config_check) and by the shipper (config_check_sink_numbers),
+ * since a struct may be filled by hand. Text to numbers is config_parse.c's.
  *
  * Invariants:
  *   - a failed call leaves the caller's stele_options_t exactly as it was: every setter
@@ -14,11 +15,10 @@
  *     until release; that is memory, not visible state.
  * No state outside the caller's struct: thread-safe on distinct structs.
  */
-#include "config.h"
+#include "config_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <ini.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,10 +27,6 @@
 
 #include "error.h"
 #include "journal.h" /* journal_frame_bytes */
-
-#define KIB ((uint64_t)1 << 10)
-#define MIB ((uint64_t)1 << 20)
-#define GIB ((uint64_t)1 << 30)
 
 /* Default segment: large enough that rolling is rare, small enough to delete in steps. */
 #define CONFIG_DEFAULT_SEGMENT_BYTES (64 * MIB)
@@ -230,153 +226,7 @@ stele_options_release(stele_options_t *opts)
     stele_options_init(opts);
 }
 
-/* -- value parsers ---------------------------------------------------------------------- */
-
-static bool
-config_parse_u64(const char *text, const char **rest, uint64_t *out)
-{
-    const char *p = text;
-    uint64_t v = 0;
-    if (!isdigit((unsigned char)*p))
-        return false;
-    for (; isdigit((unsigned char)*p); p++) {
-        uint64_t d = (uint64_t)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    *rest = p;
-    *out = v;
-    return true;
-}
-
-static bool
-config_mul(uint64_t v, uint64_t m, uint64_t *out)
-{
-    if (m && v > UINT64_MAX / m)
-        return false;
-    *out = v * m;
-    return true;
-}
-
-/* "64M", "4096", "1GiB" -> bytes. */
-static bool
-config_parse_size(const char *text, uint64_t *out)
-{
-    const char *rest;
-    uint64_t v;
-    if (!config_parse_u64(text, &rest, &v))
-        return false;
-    uint64_t mult = 1;
-    switch (toupper((unsigned char)*rest)) {
-    case '\0':
-        return (*out = v), true;
-    case 'K':
-        mult = KIB;
-        break;
-    case 'M':
-        mult = MIB;
-        break;
-    case 'G':
-        mult = GIB;
-        break;
-    case 'T':
-        mult = 1024 * GIB;
-        break;
-    case 'B':
-        return rest[1] == '\0' && ((*out = v), true);
-    default:
-        return false;
-    }
-    rest++;
-    if (strcmp(rest, "") != 0 && strcasecmp(rest, "B") != 0 && strcasecmp(rest, "iB") != 0)
-        return false;
-    return config_mul(v, mult, out);
-}
-
-/* "250", "5ms", "2s" -> the knob's own unit (unit_ns nanoseconds); must be a whole number. */
-static bool
-config_parse_duration(const char *text, uint64_t unit_ns, uint64_t *out)
-{
-    static const struct {
-        const char *suffix;
-        uint64_t ns;
-    } units[] = {{"ns", 1},
-                 {"us", 1000},
-                 {"ms", 1000000},
-                 {"s", 1000000000},
-                 {"m", 60ull * 1000000000},
-                 {"h", 3600ull * 1000000000}};
-    const char *rest;
-    uint64_t v;
-    if (!config_parse_u64(text, &rest, &v))
-        return false;
-    if (*rest == '\0')
-        return (*out = v), true;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strcmp(rest, units[i].suffix) != 0)
-            continue;
-        uint64_t ns;
-        if (!config_mul(v, units[i].ns, &ns)) {
-            /* Too many nanoseconds: convert without passing through ns. */
-            if (units[i].ns % unit_ns != 0)
-                return false;
-            return config_mul(v, units[i].ns / unit_ns, out);
-        }
-        if (ns % unit_ns != 0)
-            return false;
-        *out = ns / unit_ns;
-        return true;
-    }
-    return false;
-}
-
-static bool
-config_parse_bool(const char *text, uint64_t *out)
-{
-    static const char *const yes[] = {"1", "true", "yes", "on"};
-    static const char *const no[] = {"0", "false", "no", "off"};
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(text, yes[i]) == 0)
-            return (*out = 1), true;
-        if (strcasecmp(text, no[i]) == 0)
-            return (*out = 0), true;
-    }
-    return false;
-}
-
-/* Index of `text` among "a|b|c". */
-static bool
-config_parse_enum(const char *text, const char *choices, uint64_t *out)
-{
-    size_t len = strlen(text);
-    uint64_t index = 0;
-    for (const char *p = choices; *p; index++) {
-        const char *bar = strchr(p, '|');
-        size_t n = bar ? (size_t)(bar - p) : strlen(p);
-        if (n == len && strncasecmp(p, text, n) == 0)
-            return (*out = index), true;
-        p += n + (bar ? 1 : 0);
-    }
-    return false;
-}
-
-static bool
-config_parse_mode(const char *text, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (!*text)
-        return false;
-    for (const char *p = text; *p; p++) {
-        if (*p < '0' || *p > '7')
-            return false;
-        v = v * 8 + (uint64_t)(*p - '0');
-        if (v > 07777)
-            return false;
-    }
-    *out = v;
-    return true;
-}
+/* -- one knob from text ----------------------------------------------------------------- */
 
 static bool
 config_source_ok(const char *text)
@@ -691,7 +541,7 @@ config_sink_set_number(stele_sink_options_t *s, const char *sink_name, const cha
     return 1;
 }
 
-static int
+int
 config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, const char *value,
                 const char *where, stele_error_t *err)
 {
@@ -714,7 +564,7 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
 /* -- public setters --------------------------------------------------------------------- */
 
 /* Sets knob `name` (or "sink.NAME.KEY") on scratch. `where` prefixes messages. */
-static int
+int
 config_set_one(stele_options_t *scratch, const char *name, const char *value, const char *where,
                stele_error_t *err)
 {
@@ -741,7 +591,7 @@ config_set_one(stele_options_t *scratch, const char *name, const char *value, co
 
 /* Stores scratch back into *opts after success; on failure drops an arena the scratch
  * created (one it shares with *opts stays). */
-static int
+int
 config_finish(stele_options_t *opts, stele_options_t *scratch, int rc)
 {
     if (rc == 0) {
@@ -759,168 +609,6 @@ stele_options_set(stele_options_t *opts, const char *name, const char *value, st
         return error_set(err, STELE_EINVAL, "stele_options_set: opts, name and value required");
     stele_options_t scratch = *opts;
     return config_finish(opts, &scratch, config_set_one(&scratch, name, value, "", err));
-}
-
-int
-stele_options_load_env(stele_options_t *opts, stele_error_t *err)
-{
-    if (!opts)
-        return error_set(err, STELE_EINVAL, "stele_options_load_env: opts required");
-    stele_options_t scratch = *opts;
-    int rc = 0;
-    for (size_t i = 0; i < CONFIG_N_KNOBS && rc == 0; i++) {
-        char var[64] = "STELE_";
-        size_t n = strlen(var);
-        for (const char *p = config_knob_defs[i].name; *p && n + 1 < sizeof var; p++)
-            var[n++] = (char)toupper((unsigned char)*p);
-        var[n] = '\0';
-        const char *value = getenv(var);
-        if (!value)
-            continue;
-        char where[96];
-        snprintf(where, sizeof where, "environment variable %s", var);
-        rc = config_apply(&scratch, &config_knob_defs[i], value, where, err);
-    }
-    return config_finish(opts, &scratch, rc);
-}
-
-/* One INI file as inih reads it: a line per call of config_ini_read_line(). */
-typedef struct config_ini_file {
-    FILE *fp;
-    char *line; /* getline's buffer: the whole line, however long */
-    size_t line_cap;
-    int lineno;
-    int bad_lineno; /* the line refused here (0: none); the parse stopped there */
-    char bad_why[96];
-    const char *bad_hint;
-    int read_errno; /* a read failed (a directory: EISDIR); the parse stopped there */
-} config_ini_file_t;
-
-/* UTF-8 byte order mark, which some editors put at the start of a file. */
-static const char config_bom[] = "\xEF\xBB\xBF";
-
-/*
- * inih's line reader (fgets-like), which settles per line what inih itself would get wrong:
- *  - inih reads a line into a fixed buffer of `cap` bytes (INI_MAX_LINE, 200 in the usual
- *    builds) and parses the rest of a longer line as a line of its own: a long value was
- *    cut, or the tail of a long comment was taken as a setting. A line that does not fit is
- *    refused here, with its own number;
- *  - inih takes a line that starts with whitespace as the continuation of the previous
- *    key's value (Python's multi-line values) and hands it over as a new value of that key,
- *    so an indented key replaced the value above it. No knob has a multi-line value: the
- *    leading whitespace (and a BOM) is dropped and the line is read as it looks;
- *  - a NUL byte would end the line early for inih and hide the rest: refused.
- * Returns NULL at the end of the file or on a refusal (bad_lineno set) or read error.
- */
-static char *
-config_ini_read_line(char *out, int cap, void *stream)
-{
-    config_ini_file_t *f = stream;
-    ssize_t n = getline(&f->line, &f->line_cap, f->fp);
-    if (n < 0) {
-        if (ferror(f->fp))
-            f->read_errno = errno ? errno : EIO;
-        return NULL;
-    }
-    f->lineno++;
-    const char *text = f->line;
-    size_t len = (size_t)n;
-    if (memchr(text, '\0', len)) {
-        f->bad_lineno = f->lineno;
-        snprintf(f->bad_why, sizeof f->bad_why, "NUL byte in the line");
-        f->bad_hint = "a config file is text: check how it was written";
-        return NULL;
-    }
-    size_t start = 0;
-    if (f->lineno == 1 && len >= 3 && memcmp(text, config_bom, 3) == 0)
-        start = 3;
-    while (start < len && isspace((unsigned char)text[start]))
-        start++;
-    while (len > start && isspace((unsigned char)text[len - 1]))
-        len--;
-    text += start;
-    len -= start;
-    if (cap < 1 || len >= (size_t)cap) {
-        f->bad_lineno = f->lineno;
-        snprintf(f->bad_why, sizeof f->bad_why, "line longer than %d bytes", cap - 1);
-        f->bad_hint = "a longer value (such as a sink uri) can be given with "
-                      "stele_options_set() or a command-line flag";
-        return NULL;
-    }
-    memcpy(out, text, len);
-    out[len] = '\0';
-    return out;
-}
-
-typedef struct config_ini_ctx {
-    stele_options_t *scratch;
-    stele_error_t *err;
-    int rc;
-} config_ini_ctx_t;
-
-static int
-config_ini_handler(void *user, const char *section, const char *name, const char *value)
-{
-    config_ini_ctx_t *ctx = user;
-    if (ctx->rc)
-        return 1; /* keep the first error; inih reports the line of the first 0 */
-    if (section[0] == '\0' || strcmp(section, "journal") == 0) {
-        ctx->rc = config_set_one(ctx->scratch, name, value, "", ctx->err);
-    } else if (strncmp(section, "sink ", 5) == 0 && section[5] != '\0') {
-        ctx->rc = config_sink_set(ctx->scratch, section + 5, name, value, "", ctx->err);
-    } else {
-        ctx->rc = error_set(ctx->err, STELE_ECONFIG, "unknown section [%.64s]", section);
-        error_set_hint(ctx->err, "sections are [journal] and [sink NAME]");
-    }
-    return ctx->rc == 0;
-}
-
-/* Runs inih over the open file; returns 0 or the error, with path and line. */
-static int
-config_ini_parse(config_ini_file_t *f, const char *path, stele_options_t *scratch,
-                 stele_error_t *err)
-{
-    stele_error_t local;
-    error_clear(&local);
-    config_ini_ctx_t ctx = {.scratch = scratch, .err = &local, .rc = 0};
-    int line = ini_parse_stream(config_ini_read_line, f, config_ini_handler, &ctx);
-    if (line == -2)
-        return error_set(err, -ENOMEM, "out of memory reading config file %s", path);
-    if (line > 0) {
-        /* inih's first error comes before a line refused by the reader, which stopped it */
-        int rc =
-            error_set(err, STELE_ECONFIG, "%s:%d: %s", path, line,
-                      ctx.rc ? local.message : "syntax error (expected key = value or [section])");
-        if (ctx.rc && err)
-            snprintf(err->hint, sizeof err->hint, "%s", local.hint);
-        return rc;
-    }
-    if (f->bad_lineno) {
-        error_set(err, STELE_ECONFIG, "%s:%d: %s", path, f->bad_lineno, f->bad_why);
-        error_set_hint(err, "%s", f->bad_hint);
-        return STELE_ECONFIG;
-    }
-    if (f->read_errno)
-        return error_set(err, -f->read_errno, "could not read config file %s: %s", path,
-                         strerror(f->read_errno));
-    return 0;
-}
-
-int
-stele_options_load_file(stele_options_t *opts, const char *path, stele_error_t *err)
-{
-    if (!opts || !path)
-        return error_set(err, STELE_EINVAL, "stele_options_load_file: opts and path required");
-    config_ini_file_t f = {.fp = fopen(path, "re")};
-    if (!f.fp) {
-        int e = errno ? errno : ENOENT;
-        return error_set(err, -e, "could not open config file %s: %s", path, strerror(e));
-    }
-    stele_options_t scratch = *opts;
-    int rc = config_ini_parse(&f, path, &scratch, err);
-    free(f.line);
-    fclose(f.fp);
-    return config_finish(opts, &scratch, rc);
 }
 
 /* -- whole-struct checks at open -------------------------------------------------------- */

@@ -29,7 +29,7 @@
 
 #include "clock.h"
 #include "error.h"
-#include "published.h"
+#include "status_publish.h"
 #include "ship.h"
 
 /* Batch starts a batch's writer may hand the index writer before it drops some (the index
@@ -272,7 +272,7 @@ index_writer_sink_changed(const stele_sink_stats_t *a, const stele_sink_stats_t 
            strcmp(a->last_error, b->last_error) != 0;
 }
 
-/* Publishes changed sink counters for `stele status` in other processes (published.h).
+/* Publishes changed sink counters for `stele status` in other processes (status_publish.h).
  * Returns true when it wrote the index. */
 static bool
 index_writer_publish_sinks(index_writer_t *w, shipper_t *const *shippers, size_t n_shippers)
@@ -284,7 +284,7 @@ index_writer_publish_sinks(index_writer_t *w, shipper_t *const *shippers, size_t
         shipper_stats(shippers[i], 0, &now);
         if (w->published[i].name[0] && !index_writer_sink_changed(&now, &w->published[i]))
             continue;
-        if (published_put_sink(w->cfg.index, &now, &err) != 0) {
+        if (status_publish_put_sink(w->cfg.index, &now, &err) != 0) {
             w->last_err = err;
             continue;
         }

@@ -38,8 +38,8 @@
 #include "index.h"
 #include "index_writer.h"
 #include "journal.h"
-#include "published.h"
 #include "ship.h"
+#include "status_publish.h"
 #include "stele_internal.h"
 #include "validate.h"
 
@@ -342,7 +342,7 @@ stele_open_index(stele_t *db, const stele_options_t *o, const journal_recovery_t
     stele_note_join(db->recovery_note, sizeof db->recovery_note, rec->note, catch_note);
     /* For `stele status` in other processes; the index is a cache, so a failure to publish
      * only leaves status without the settings. */
-    (void)published_put_settings(db->index, o, NULL);
+    (void)status_publish_put_settings(db->index, o, NULL);
     return 0;
 }
 

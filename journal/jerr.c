@@ -21,6 +21,14 @@ jerr_set(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
     return code;
 }
 
+int
+jerr_copy(stele_error_t *err, const stele_error_t *src)
+{
+    if (err)
+        *err = *src;
+    return src->code;
+}
+
 const char *
 jerr_errno_text(int neg_errno, char *buf, size_t cap)
 {

@@ -1,6 +1,8 @@
 /*
- * jerr.h: filling a stele_error_t from inside the journal. Messages are short, lowercase and
- * name the object; hints go apart (STYLE.md, "Errors").
+ * jerr.h: filling a stele_error_t from inside the journal, the one way the journal's files
+ * report errors. A message is short and lowercase and names the object ("could not sync
+ * segment 00000000000000000042.seg: Input/output error"); what the operator can do goes in
+ * the hint, apart from it.
  */
 #ifndef STELE_JOURNAL_JERR_H
 #define STELE_JOURNAL_JERR_H
@@ -16,6 +18,9 @@
  * code so a caller can `return jerr_set(...)`. */
 int jerr_set(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Copies src into err (may be NULL); returns src->code. */
+int jerr_copy(stele_error_t *err, const stele_error_t *src);
 
 /* Text of -errno (thread-safe), "unknown error" for anything else. */
 const char *jerr_errno_text(int neg_errno, char *buf, size_t cap);

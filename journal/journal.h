@@ -7,11 +7,14 @@
  * table (io.h) and OpenSSL's SHA-256 for the chain hash. Error codes and the error struct
  * are the public ones from <stele.h>.
  *
- * Threads: a journal_t has one writing thread (the engine's committer) that calls
- * journal_append_batch / journal_sync / journal_publish; journal_stats and
- * journal_delete_before may be called from other threads (they take the journal's own
- * lock). Internally a segment-preparer thread creates and preallocates the next segment
- * ahead of need. A journal_reader_t belongs to one thread.
+ * Threads: one thread at a time writes. journal_append_batch, journal_sync,
+ * journal_publish and journal_active_position may be called from any thread, but never two
+ * at once: the caller serialises them with a lock of its own (the engine's I/O lock, held by
+ * its committer or by a leading waiter), and that lock also carries the writer's state from
+ * one thread to the next. journal_close comes after the last of them. journal_last_seq,
+ * journal_stats and journal_delete_before may be called from any thread at any time (they
+ * take the journal's own locks). Internally a segment-preparer thread creates and
+ * preallocates the next segment ahead of need. A journal_reader_t belongs to one thread.
  */
 #ifndef STELE_JOURNAL_H
 #define STELE_JOURNAL_H
@@ -61,8 +64,8 @@ typedef struct journal_options {
     unsigned dir_mode;
     int create_if_missing;
     int zero_fill; /* how segments are preallocated: journal_zero_fill_t */
-    /* 1: prepare the next segment in the writing thread at roll time instead of in the
-     * background preparer thread. Slower rolls, but every I/O call happens in one thread in
+    /* 1: prepare the next segment in the thread that rolls, at roll time, instead of in the
+     * background preparer thread. Slower rolls, but every I/O call happens in the writer, in
      * a fixed order, which fault-injection loops that number calls rely on. Default 0. */
     int prepare_inline;
     /* 1: write the active segment with O_DIRECT (journal/direct.h) where the file system
@@ -144,7 +147,7 @@ int journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_i
 int journal_sync(journal_t *j, stele_error_t *err);
 
 /*
- * Publishes positions to readers in other processes (shared state file) and wakes readers
+ * Publishes positions to readers in other processes (the LOCK file's page) and wakes readers
  * waiting for new records: `visible_seq` is the last record readers may return, `durable_seq`
  * the last fdatasynced. Cheap (memory stores and a futex wake); never does file I/O.
  */
@@ -154,7 +157,7 @@ uint64_t journal_last_seq(const journal_t *j);
 
 /* The active segment: its first seq (its name), where the next batch would start in it, and
  * its size: what a quota check needs to tell when queued bytes roll into new segments. Only
- * the thread that writes, or one holding the writer's lock: the writer moves them. */
+ * under the caller's writer lock (Threads, above): the writer moves them. */
 typedef struct journal_active {
     uint64_t first_seq;
     uint64_t write_off;
@@ -218,11 +221,11 @@ int journal_reader_seek(journal_reader_t *r, uint64_t seq, uint64_t hint_segment
 int journal_reader_next(journal_reader_t *r, journal_record_t *rec, stele_error_t *err);
 
 /* Waits until a record after `after_seq` becomes visible or timeout_ms passes (-1 forever),
- * without busy polling (futex on the shared state; bounded re-checks if no writer).
+ * without busy polling (futex on the LOCK file's page; bounded re-checks if no writer).
  * Returns 0 or STELE_ETIMEDOUT. */
 int journal_reader_wait(journal_reader_t *r, uint64_t after_seq, int timeout_ms);
 
-/* Live positions from the shared state; writer_pid 0 when no writer holds the lock. */
+/* Live positions from the LOCK file's page; writer_pid 0 when no writer holds the lock. */
 typedef struct journal_live {
     int writer_pid;
     uint64_t visible_seq;

@@ -29,7 +29,7 @@
 #include "jerr.h"
 #include "record.h"
 #include "segment.h"
-#include "shared.h"
+#include "lockfile.h"
 
 /* Reads are buffered in chunks this large. */
 enum { READER_CHUNK_BYTES = 256 * 1024 };
@@ -42,7 +42,7 @@ struct journal_reader {
     char *dir;
     const journal_io_t *io;
     int lock_fd;
-    journal_shared_t *shared; /* NULL until a writer has made LOCK */
+    lockfile_page_t *lock_page; /* NULL until a writer has made LOCK */
     chain_hasher_t *hasher;
     char source[SEG_SOURCE_BYTES];
     uint8_t genesis[HASH_BYTES];
@@ -180,10 +180,10 @@ reader_enter_segment(journal_reader_t *r, uint64_t first_seq, stele_error_t *err
 }
 
 static void
-reader_try_map_shared(journal_reader_t *r)
+reader_try_map_lock_page(journal_reader_t *r)
 {
-    if (!r->shared)
-        shared_open_reader(r->dir, &r->lock_fd, &r->shared);
+    if (!r->lock_page)
+        lockfile_open_reader(r->dir, &r->lock_fd, &r->lock_page);
 }
 
 int
@@ -219,7 +219,7 @@ journal_reader_open(const char *dir, const journal_io_t *io, journal_reader_t **
         rc = jerr_set(err, -ENOMEM, NULL, "out of memory");
         goto fail;
     }
-    rc = shared_open_reader(dir, &r->lock_fd, &r->shared);
+    rc = lockfile_open_reader(dir, &r->lock_fd, &r->lock_page);
     if (rc) {
         reader_fail_errno(err, rc, "map the lock file of", dir);
         goto fail;
@@ -246,7 +246,7 @@ journal_reader_close(journal_reader_t *r)
     if (!r)
         return;
     reader_close_segment(r);
-    shared_close_reader(r->lock_fd, r->shared);
+    lockfile_close_reader(r->lock_fd, r->lock_page);
     chain_hasher_free(r->hasher);
     free(r->buf);
     free(r->dir);
@@ -422,15 +422,15 @@ typedef struct reader_vis {
 static int
 reader_load_vis(journal_reader_t *r, reader_vis_t *vis)
 {
-    reader_try_map_shared(r);
+    reader_try_map_lock_page(r);
     uint64_t visible =
-        r->shared ? atomic_load_explicit(&r->shared->visible_seq, memory_order_acquire) : 0;
+        r->lock_page ? atomic_load_explicit(&r->lock_page->visible_seq, memory_order_acquire) : 0;
     vis->committed = r->next_seq <= visible;
-    vis->durable = r->shared && r->next_seq <= atomic_load_explicit(&r->shared->durable_seq,
-                                                                    memory_order_acquire);
+    vis->durable = r->lock_page && r->next_seq <= atomic_load_explicit(&r->lock_page->durable_seq,
+                                                                       memory_order_acquire);
     vis->live = -1;
     if (!vis->committed) {
-        vis->live = shared_writer_pid(r->lock_fd, r->shared) != 0;
+        vis->live = lockfile_writer_pid(r->lock_fd, r->lock_page) != 0;
         return vis->live;
     }
     return 0;
@@ -442,7 +442,7 @@ static int
 reader_must_exist(const journal_reader_t *r, reader_vis_t *vis)
 {
     if (vis->live < 0)
-        vis->live = shared_writer_pid(r->lock_fd, r->shared) != 0;
+        vis->live = lockfile_writer_pid(r->lock_fd, r->lock_page) != 0;
     return (vis->committed && vis->live) || vis->durable;
 }
 
@@ -686,12 +686,14 @@ journal_reader_wait(journal_reader_t *r, uint64_t after_seq, int timeout_ms)
         return STELE_EINVAL;
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : reader_now_ms() + timeout_ms;
     for (;;) {
-        reader_try_map_shared(r);
-        uint32_t seen =
-            r->shared ? atomic_load_explicit(&r->shared->futex_word, memory_order_acquire) : 0;
-        int live = shared_writer_pid(r->lock_fd, r->shared) != 0;
+        reader_try_map_lock_page(r);
+        uint32_t seen = r->lock_page
+                            ? atomic_load_explicit(&r->lock_page->futex_word, memory_order_acquire)
+                            : 0;
+        int live = lockfile_writer_pid(r->lock_fd, r->lock_page) != 0;
         if (live) {
-            uint64_t visible = atomic_load_explicit(&r->shared->visible_seq, memory_order_acquire);
+            uint64_t visible =
+                atomic_load_explicit(&r->lock_page->visible_seq, memory_order_acquire);
             if (visible > after_seq)
                 return 0;
         } else {
@@ -704,8 +706,8 @@ journal_reader_wait(journal_reader_t *r, uint64_t after_seq, int timeout_ms)
         if (left <= 0)
             return STELE_ETIMEDOUT;
         if (live) {
-            shared_wait(r->shared, seen,
-                        (int)(left < READER_WAIT_SLICE_MS ? left : READER_WAIT_SLICE_MS));
+            lockfile_wait(r->lock_page, seen,
+                          (int)(left < READER_WAIT_SLICE_MS ? left : READER_WAIT_SLICE_MS));
         } else {
             int64_t ms = left < READER_POLL_MS ? left : READER_POLL_MS;
             struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ms * 1000000L};
@@ -720,12 +722,12 @@ journal_reader_live(journal_reader_t *r, journal_live_t *out)
     memset(out, 0, sizeof *out);
     if (!r)
         return;
-    reader_try_map_shared(r);
-    int pid = shared_writer_pid(r->lock_fd, r->shared);
+    reader_try_map_lock_page(r);
+    int pid = lockfile_writer_pid(r->lock_fd, r->lock_page);
     out->writer_pid = pid > 0 ? pid : 0;
-    if (r->shared && pid) {
-        out->visible_seq = atomic_load_explicit(&r->shared->visible_seq, memory_order_acquire);
-        out->durable_seq = atomic_load_explicit(&r->shared->durable_seq, memory_order_acquire);
+    if (r->lock_page && pid) {
+        out->visible_seq = atomic_load_explicit(&r->lock_page->visible_seq, memory_order_acquire);
+        out->durable_seq = atomic_load_explicit(&r->lock_page->durable_seq, memory_order_acquire);
     }
 }
 

@@ -6,8 +6,8 @@ stele_add_test(test_config SOURCES test_config.c LIBS stele TIMEOUT 60)
 stele_add_test(test_commit SOURCES test_commit.c LIBS stele TIMEOUT 60)
 stele_add_test(test_latency_hist SOURCES test_latency_hist.c LIBS stele TIMEOUT 60)
 stele_add_test(test_seqwait SOURCES test_seqwait.c LIBS stele TIMEOUT 60)
-stele_add_test(test_engine SOURCES test_engine.c engine_fixture.c LIBS stele TIMEOUT 120)
-stele_add_test(test_stress SOURCES test_stress.c engine_fixture.c LIBS stele TIMEOUT 240)
+stele_add_test(test_engine SOURCES test_engine.c support/engine_fixture.c LIBS stele TIMEOUT 120)
+stele_add_test(test_stress SOURCES test_stress.c support/engine_fixture.c LIBS stele TIMEOUT 240)
 # The example must run, not just compile: it appends into a fresh temporary journal.
 add_test(NAME example_append
          COMMAND sh -c "d=$(mktemp -d) && $<TARGET_FILE:stele-example-append> \"$d/journal\"; rc=$?; rm -rf \"$d\"; [ $rc -eq 0 ] && echo example-exit-ok; exit $rc")

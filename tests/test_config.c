@@ -1,5 +1,5 @@
 /*
- * test_config.c: the knob table and its setters (engine/config.c): stele_options_set, the
+ * test_config.c: the knob table and its setters (engine/config*.c): stele_options_set, the
  * STELE_<KNOB> environment, INI files, and the whole-struct checks stele_open runs. Every
  * failure must name the knob, the value and what is accepted, and leave the options as
  * they were.
@@ -375,6 +375,36 @@ test_config_load_file_reads_indented_lines_as_written(void **state)
     stele_options_release(&o);
 }
 
+/* A refused line keeps the hint of what refused it: the setter's (unknown section, unknown
+ * knob) or the line reader's (a NUL byte), beside the file and line. */
+static void
+test_config_load_file_keeps_the_hint_of_the_refused_line(void **state)
+{
+    fixture_t *f = *state;
+    static const struct {
+        const char *text;
+        size_t len;
+        const char *where, *hint;
+    } cases[] = {
+        {"sync = never\n[jornal]\nmax_depth = 5\n", 0, ":3: ", "[sink NAME]"},
+        {"sink_count = 2\n", 0, ":1: ", "field names"},
+        {"sync = never\n\0\n", 15, ":2: ", "check how it was written"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len = cases[i].len ? cases[i].len : strlen(cases[i].text);
+        write_bytes(f->path, cases[i].text, len);
+        stele_options_t o;
+        stele_options_init(&o);
+        stele_error_t err = {0};
+        int rc = stele_options_load_file(&o, f->path, &err);
+        if (rc != STELE_ECONFIG || !strstr(err.message, cases[i].where) ||
+            !strstr(err.hint, cases[i].hint))
+            fail_msg("case %zu: %s \"%s\" hint \"%s\"", i, stele_errname(rc), err.message,
+                     err.hint);
+        stele_options_release(&o);
+    }
+}
+
 /* Text after a NUL byte would be ignored without a word, and a directory read as an empty
  * file: both are refused. */
 static void
@@ -393,7 +423,8 @@ test_config_load_file_refuses_nul_bytes_and_directories(void **state)
     assert_memory_equal(&o, &before, sizeof o);
 
     rc = stele_options_load_file(&o, f->dir, &err);
-    if (rc != -EISDIR || !strstr(err.message, f->dir))
+    if (rc != -EISDIR || !strstr(err.message, f->dir) ||
+        !strstr(err.message, stele_strerror(-EISDIR)))
         fail_msg("directory: %s \"%s\"", stele_errname(rc), err.message);
     assert_memory_equal(&o, &before, sizeof o);
     stele_options_release(&o);
@@ -409,6 +440,7 @@ test_config_load_file_reports_a_missing_file(void **state)
     unlink(f->path);
     assert_int_equal(stele_options_load_file(&o, f->path, &err), -ENOENT);
     assert_non_null(strstr(err.message, f->path));
+    assert_non_null(strstr(err.message, stele_strerror(-ENOENT)));
 }
 
 static void
@@ -604,6 +636,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_config_load_file_reads_indented_lines_as_written,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_load_file_refuses_nul_bytes_and_directories,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_load_file_keeps_the_hint_of_the_refused_line,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_load_file_reports_a_missing_file, setup,
                                         teardown),

@@ -2,7 +2,8 @@
 # tools/setup.sh: installs stele's dependencies on Debian 12 and builds it.
 #   tools/setup.sh           runtime + build dependencies, RelWithDebInfo build in build/
 #   tools/setup.sh --test    also test dependencies (cmocka, clang for fuzzing, the
-#                            MongoDB-compatible test server), build with tests
+#                            MongoDB-compatible test server, the Go checker of the trust
+#                            formats), build with tests
 #   tools/setup.sh --peers   also the benchmark's peers (SQLite, PostgreSQL, Redis,
 #                            RocksDB), so `stele-bench --sweep` can run them
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
@@ -63,4 +64,8 @@ fi
 
 if [ "$with_tests" = 1 ] && [ -x tests/integration/build-test-server.sh ]; then
     tests/integration/build-test-server.sh
+fi
+# The Go checker of the trust formats (tests/test_trust_interop), built once and cached.
+if [ "$with_tests" = 1 ] && [ -x tests/interop/build-trust-interop.sh ]; then
+    tests/interop/build-trust-interop.sh
 fi

@@ -1,10 +1,10 @@
 /*
- * shared.c: the LOCK file's writer lock and shared page (shared.h). The lock is an OFD lock
+ * lockfile.c: the LOCK file's writer lock and shared page (lockfile.h). The lock is an OFD lock
  * (F_OFD_SETLK), tied to the open file description: it is released when the writer's
  * descriptor closes or the process dies, so a crashed writer never leaves a stale lock.
  * OFD locks report l_pid = -1, which is why the holder's pid is also written into the page.
  */
-#include "shared.h"
+#include "lockfile.h"
 
 #include "stele.h"
 
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 static int
-shared_lock_path(char *out, size_t cap, const char *dir)
+lockfile_path(char *out, size_t cap, const char *dir)
 {
     int n = snprintf(out, cap, "%s/%s", dir, LOCK_NAME);
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
@@ -30,7 +30,7 @@ shared_lock_path(char *out, size_t cap, const char *dir)
 /* Creates the lock file with exactly file_mode (the umask must not narrow what the journal's
  * file_mode grants). Returns the descriptor, -EEXIST or -errno. */
 static int
-shared_create_lock_file(const char *path, unsigned file_mode)
+lockfile_create(const char *path, unsigned file_mode)
 {
     int fd;
     do {
@@ -48,10 +48,10 @@ shared_create_lock_file(const char *path, unsigned file_mode)
 
 /* Opens the lock file, creating it when missing; an existing one keeps its mode. */
 static int
-shared_open_lock_file(const char *path, unsigned file_mode)
+lockfile_open_or_create(const char *path, unsigned file_mode)
 {
     for (;;) {
-        int fd = shared_create_lock_file(path, file_mode);
+        int fd = lockfile_create(path, file_mode);
         if (fd != -EEXIST)
             return fd;
         do {
@@ -66,7 +66,7 @@ shared_open_lock_file(const char *path, unsigned file_mode)
 /* Takes the OFD write lock without waiting. Returns 0, STELE_ELOCKED with *holder_pid read
  * from the page (OFD locks report no pid; 0 if the page has none), or -errno. */
 static int
-shared_take_lock(int fd, int *holder_pid)
+lockfile_take_lock(int fd, int *holder_pid)
 {
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
     if (fcntl(fd, F_OFD_SETLK, &fl) >= 0)
@@ -82,7 +82,7 @@ shared_take_lock(int fd, int *holder_pid)
 
 /* Grows a new (empty) LOCK to its page and maps it read-write. Returns 0 or -errno. */
 static int
-shared_map_page(int fd, journal_shared_t **out)
+lockfile_map_page(int fd, lockfile_page_t **out)
 {
     struct stat st;
     if (fstat(fd, &st) < 0)
@@ -104,26 +104,26 @@ shared_map_page(int fd, journal_shared_t **out)
 
 /* The page becomes this writer's: laid out afresh unless it already is a version-1 page. */
 static void
-shared_claim_page(journal_shared_t *sh)
+lockfile_claim_page(lockfile_page_t *page)
 {
-    if (memcmp(sh->magic, LOCK_MAGIC, 8) != 0 || sh->version != LOCK_VERSION) {
-        memset(sh, 0, LOCK_FILE_BYTES);
-        sh->version = LOCK_VERSION;
-        memcpy(sh->magic, LOCK_MAGIC, 8);
+    if (memcmp(page->magic, LOCK_MAGIC, 8) != 0 || page->version != LOCK_VERSION) {
+        memset(page, 0, LOCK_FILE_BYTES);
+        page->version = LOCK_VERSION;
+        memcpy(page->magic, LOCK_MAGIC, 8);
     }
     /* Nothing is visible until recovery has run and the writer publishes: a reader must not
      * trust positions a dead writer left behind while this one may still truncate. */
-    atomic_store_explicit(&sh->visible_seq, 0, memory_order_release);
-    atomic_store_explicit(&sh->durable_seq, 0, memory_order_release);
-    atomic_store_explicit(&sh->writer_pid, (int32_t)getpid(), memory_order_release);
+    atomic_store_explicit(&page->visible_seq, 0, memory_order_release);
+    atomic_store_explicit(&page->durable_seq, 0, memory_order_release);
+    atomic_store_explicit(&page->writer_pid, (int32_t)getpid(), memory_order_release);
 }
 
 int
-shared_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, int *fd_out,
-                   journal_shared_t **shared_out, int *holder_pid)
+lockfile_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, int *fd_out,
+                     lockfile_page_t **page_out, int *holder_pid)
 {
     char path[PATH_MAX];
-    int rc = shared_lock_path(path, sizeof path, dir);
+    int rc = lockfile_path(path, sizeof path, dir);
     if (rc)
         return rc;
     *holder_pid = 0;
@@ -132,45 +132,45 @@ shared_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, 
      * would keep the lock after close. LOCK holds no log data, so faults there prove
      * nothing about durability. */
     (void)io;
-    int fd = shared_open_lock_file(path, file_mode);
+    int fd = lockfile_open_or_create(path, file_mode);
     if (fd < 0)
         return fd;
-    journal_shared_t *sh = NULL;
-    rc = shared_take_lock(fd, holder_pid);
+    lockfile_page_t *page = NULL;
+    rc = lockfile_take_lock(fd, holder_pid);
     if (!rc)
-        rc = shared_map_page(fd, &sh);
+        rc = lockfile_map_page(fd, &page);
     if (rc) {
         close(fd); /* releases the lock if it was taken */
         return rc;
     }
-    shared_claim_page(sh);
+    lockfile_claim_page(page);
     *fd_out = fd;
-    *shared_out = sh;
+    *page_out = page;
     return 0;
 }
 
 void
-shared_close_writer(int fd, journal_shared_t *shared)
+lockfile_close_writer(int fd, lockfile_page_t *page)
 {
-    if (shared) {
-        atomic_store_explicit(&shared->writer_pid, 0, memory_order_release);
+    if (page) {
+        atomic_store_explicit(&page->writer_pid, 0, memory_order_release);
         /* Wake readers so they notice the writer is gone and fall back to the files. */
-        atomic_fetch_add_explicit(&shared->futex_word, 1, memory_order_release);
-        syscall(SYS_futex, &shared->futex_word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-        munmap(shared, LOCK_FILE_BYTES);
+        atomic_fetch_add_explicit(&page->futex_word, 1, memory_order_release);
+        syscall(SYS_futex, &page->futex_word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        munmap(page, LOCK_FILE_BYTES);
     }
     if (fd >= 0)
         close(fd); /* releases the OFD lock */
 }
 
 int
-shared_open_reader(const char *dir, int *fd_out, journal_shared_t **shared_out)
+lockfile_open_reader(const char *dir, int *fd_out, lockfile_page_t **page_out)
 {
     char path[PATH_MAX];
-    int rc = shared_lock_path(path, sizeof path, dir);
+    int rc = lockfile_path(path, sizeof path, dir);
     if (rc)
         return rc;
-    *shared_out = NULL;
+    *page_out = NULL;
     if (*fd_out < 0) {
         int fd;
         do
@@ -188,21 +188,21 @@ shared_open_reader(const char *dir, int *fd_out, journal_shared_t **shared_out)
     void *map = mmap(NULL, LOCK_FILE_BYTES, PROT_READ, MAP_SHARED, *fd_out, 0);
     if (map == MAP_FAILED)
         return -errno;
-    *shared_out = map;
+    *page_out = map;
     return 0;
 }
 
 void
-shared_close_reader(int fd, journal_shared_t *shared)
+lockfile_close_reader(int fd, lockfile_page_t *page)
 {
-    if (shared)
-        munmap(shared, LOCK_FILE_BYTES);
+    if (page)
+        munmap(page, LOCK_FILE_BYTES);
     if (fd >= 0)
         close(fd);
 }
 
 int
-shared_writer_pid(int fd, const journal_shared_t *shared)
+lockfile_writer_pid(int fd, const lockfile_page_t *page)
 {
     if (fd < 0)
         return 0;
@@ -210,28 +210,28 @@ shared_writer_pid(int fd, const journal_shared_t *shared)
     struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
     if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
         return 0;
-    int pid = shared ? (int)atomic_load_explicit(&shared->writer_pid, memory_order_acquire) : 0;
+    int pid = page ? (int)atomic_load_explicit(&page->writer_pid, memory_order_acquire) : 0;
     return pid > 0 ? pid : -1;
 }
 
 void
-shared_publish(journal_shared_t *shared, uint64_t visible_seq, uint64_t durable_seq)
+lockfile_publish(lockfile_page_t *page, uint64_t visible_seq, uint64_t durable_seq)
 {
-    atomic_store_explicit(&shared->durable_seq, durable_seq, memory_order_release);
-    atomic_store_explicit(&shared->visible_seq, visible_seq, memory_order_release);
-    atomic_fetch_add_explicit(&shared->futex_word, 1, memory_order_acq_rel);
+    atomic_store_explicit(&page->durable_seq, durable_seq, memory_order_release);
+    atomic_store_explicit(&page->visible_seq, visible_seq, memory_order_release);
+    atomic_fetch_add_explicit(&page->futex_word, 1, memory_order_acq_rel);
     /* Always wake: readers map the page read-only, so they cannot announce themselves, and
      * one syscall per batch is noise next to the batch's fdatasync. */
-    syscall(SYS_futex, &shared->futex_word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    syscall(SYS_futex, &page->futex_word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 void
-shared_wait(const journal_shared_t *shared, uint32_t seen, int timeout_ms)
+lockfile_wait(const lockfile_page_t *page, uint32_t seen, int timeout_ms)
 {
     struct timespec ts = {.tv_sec = timeout_ms / 1000,
                           .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
     /* The kernel compares futex_word with `seen` atomically before sleeping, so a publish
      * between the caller's check and this call is never missed. */
-    if (atomic_load_explicit(&shared->futex_word, memory_order_acquire) == seen)
-        syscall(SYS_futex, &shared->futex_word, FUTEX_WAIT, seen, &ts, NULL, 0);
+    if (atomic_load_explicit(&page->futex_word, memory_order_acquire) == seen)
+        syscall(SYS_futex, &page->futex_word, FUTEX_WAIT, seen, &ts, NULL, 0);
 }

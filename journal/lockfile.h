@@ -1,5 +1,5 @@
 /*
- * shared.h: the LOCK file (FORMAT.md, "LOCK file"): the writer's OFD lock and one page of
+ * lockfile.h: the LOCK file (FORMAT.md, "LOCK file"): the writer's OFD lock and one page of
  * state shared with readers in other processes through a MAP_SHARED mapping.
  *
  * The writer holds an F_OFD_SETLK write lock on the whole file for its lifetime; readers
@@ -8,8 +8,8 @@
  * loaded with acquire order; futex_word is bumped on every publish and is what readers sleep
  * on (FUTEX_WAIT on a shared file mapping works across processes).
  */
-#ifndef STELE_JOURNAL_SHARED_H
-#define STELE_JOURNAL_SHARED_H
+#ifndef STELE_JOURNAL_LOCKFILE_H
+#define STELE_JOURNAL_LOCKFILE_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -18,46 +18,46 @@
 #include "format.h"
 #include "io.h"
 
-typedef struct journal_shared {
+typedef struct lockfile_page {
     char magic[8];    /* LOCK_MAGIC */
     uint32_t version; /* LOCK_VERSION */
     _Atomic int32_t writer_pid;
     _Atomic uint64_t visible_seq; /* readers may return records <= this */
     _Atomic uint64_t durable_seq; /* records <= this are fdatasynced */
     _Atomic uint32_t futex_word;  /* bumped on every publish */
-} journal_shared_t;
+} lockfile_page_t;
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
                "shared positions need lock-free atomics to work across processes");
-_Static_assert(offsetof(journal_shared_t, writer_pid) == 12, "LOCK layout");
-_Static_assert(offsetof(journal_shared_t, visible_seq) == 16, "LOCK layout");
-_Static_assert(offsetof(journal_shared_t, durable_seq) == 24, "LOCK layout");
-_Static_assert(offsetof(journal_shared_t, futex_word) == 32, "LOCK layout");
-_Static_assert(sizeof(journal_shared_t) <= LOCK_FILE_BYTES, "LOCK layout");
+_Static_assert(offsetof(lockfile_page_t, writer_pid) == 12, "LOCK layout");
+_Static_assert(offsetof(lockfile_page_t, visible_seq) == 16, "LOCK layout");
+_Static_assert(offsetof(lockfile_page_t, durable_seq) == 24, "LOCK layout");
+_Static_assert(offsetof(lockfile_page_t, futex_word) == 32, "LOCK layout");
+_Static_assert(sizeof(lockfile_page_t) <= LOCK_FILE_BYTES, "LOCK layout");
 
 /*
- * Writer side: opens or creates dir/LOCK (directly, not through `io`: see shared.c), takes
+ * Writer side: opens or creates dir/LOCK (directly, not through `io`: see lockfile.c), takes
  * the OFD write lock, sizes the file and maps it read-write.
  * Returns 0; STELE_ELOCKED with *holder_pid set (0 if unknown) when another writer holds it;
- * -errno. On success *fd_out and *shared_out are set.
+ * -errno. On success *fd_out and *page_out are set.
  */
-int shared_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, int *fd_out,
-                       journal_shared_t **shared_out, int *holder_pid);
-void shared_close_writer(int fd, journal_shared_t *shared);
+int lockfile_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, int *fd_out,
+                         lockfile_page_t **page_out, int *holder_pid);
+void lockfile_close_writer(int fd, lockfile_page_t *page);
 
 /* Reader side: maps dir/LOCK read-only if it exists and is complete. Returns 0 (with
- * *shared_out NULL when there is no usable LOCK yet) or -errno. */
-int shared_open_reader(const char *dir, int *fd_out, journal_shared_t **shared_out);
-void shared_close_reader(int fd, journal_shared_t *shared);
+ * *page_out NULL when there is no usable LOCK yet) or -errno. */
+int lockfile_open_reader(const char *dir, int *fd_out, lockfile_page_t **page_out);
+void lockfile_close_reader(int fd, lockfile_page_t *page);
 
 /* The pid of the live writer holding the lock on fd's file, 0 when none. */
-int shared_writer_pid(int fd, const journal_shared_t *shared);
+int lockfile_writer_pid(int fd, const lockfile_page_t *page);
 
 /* Stores positions (release) and wakes waiters. */
-void shared_publish(journal_shared_t *shared, uint64_t visible_seq, uint64_t durable_seq);
+void lockfile_publish(lockfile_page_t *page, uint64_t visible_seq, uint64_t durable_seq);
 
 /* Sleeps until futex_word differs from `seen` or timeout_ms passes (bounded by the caller).
  * Spurious returns are allowed; callers re-check. */
-void shared_wait(const journal_shared_t *shared, uint32_t seen, int timeout_ms);
+void lockfile_wait(const lockfile_page_t *page, uint32_t seen, int timeout_ms);
 
-#endif /* STELE_JOURNAL_SHARED_H */
+#endif /* STELE_JOURNAL_LOCKFILE_H */

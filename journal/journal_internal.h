@@ -1,0 +1,138 @@
+/*
+ * journal_internal.h: the writer's state (struct journal) and the calls between the files
+ * that implement journal.h's writer side. Not part of the journal's API: only journal*.c
+ * include it.
+ *
+ *   journal.c           the write path (append, sync, publish), halting, close
+ *   journal_open.c      open: validate options, create a new journal or recover an old one
+ *   journal_roll.c      the next segment: the preparer thread and the roll that installs it
+ *   journal_retention.c the segment list: adding, deleting old segments, disk use (stats)
+ *
+ * Threads and what protects what:
+ *  - One thread at a time writes: append_batch, sync, publish and the roll run under a lock
+ *    the caller holds (the engine's I/O lock, taken by its committer or by a leading waiter;
+ *    engine/README.md). That lock also orders the fields under "writer" between the threads
+ *    that take turns; nobody else touches them. close comes after the last writer is done.
+ *  - last_seq, durable_seq, syncs and sticky_rc are atomics written only by the writer, so
+ *    stats and other threads read them without a lock.
+ *  - mu protects the segment list (seg_seqs), the preparer's hand-off fields and the
+ *    deferred error; it is never held across I/O. retention_mu serialises
+ *    journal_delete_before calls.
+ * Invariants: write_off is the end of the last complete batch in the active segment and
+ * everything past it is zero; a segment file with a final name has a durable header; once
+ * sticky_rc is set no more data is written.
+ */
+#ifndef STELE_JOURNAL_INTERNAL_H
+#define STELE_JOURNAL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "chain.h"
+#include "direct.h"
+#include "format.h"
+#include "journal.h"
+#include "segment.h"
+#include "lockfile.h"
+
+struct journal {
+    char *dir;
+    const journal_io_t *io;
+    journal_options_t opts; /* opts.source is not kept: see source[] */
+    char source[SEG_SOURCE_BYTES];
+    uint8_t genesis[HASH_BYTES];
+    int lock_fd;
+    lockfile_page_t *lock_page;
+
+    /* -- writer: one thread at a time, under the caller's lock -- */
+    chain_hasher_t *hasher;
+    int active_fd;
+    direct_writer_t direct; /* the active segment's direct writes, when on (fd >= 0) */
+    uint64_t active_first_seq;
+    uint64_t active_bytes; /* size of the active segment file */
+    uint64_t write_off;
+    uint8_t last_hash[HASH_BYTES];
+    int64_t last_ts_ns;
+    uint64_t bytes_since_sync;
+    int has_asked_prepare; /* prep_wanted set for the active segment */
+
+    /* -- atomics, one writer each (the writer) -- */
+    _Atomic uint64_t last_seq;
+    _Atomic uint64_t durable_seq;
+    _Atomic uint64_t syncs;
+    _Atomic uint64_t sync_bytes_avg; /* bytes per fdatasync, moving average; preparer reads */
+    _Atomic int sticky_rc;           /* 0, or the error that halted the journal */
+    char sticky_msg[STELE_ERROR_MESSAGE_BYTES]; /* written before sticky_rc is stored */
+
+    /* -- protected by mu; prep_cv fires when prep_fd/prep_rc change or on stop -- */
+    pthread_mutex_t mu;
+    pthread_cond_t prep_cv;
+    uint64_t *seg_seqs; /* first seqs, ascending; the last is the active segment */
+    size_t n_segs, cap_segs;
+    int prep_fd; /* a prepared segment ready to install, or -1 */
+    int prep_rc; /* the preparer's failure, reported at the next roll */
+    int prep_stop;
+    int prep_installing; /* the writer holds prepared.tmp's name until installed */
+    int prep_wanted;     /* the active segment is far enough along to prepare its successor */
+    int prep_started;
+    pthread_t prep_thread;
+    /* The first failure that did not endanger the log (a close that failed after its data
+     * was synced), reported by journal_close; code 0 when none. */
+    stele_error_t deferred;
+
+    /* -- serialises journal_delete_before -- */
+    pthread_mutex_t retention_mu;
+    int is_open; /* open succeeded: close syncs and publishes */
+};
+
+/* -- journal.c ------------------------------------------------------------------------- */
+
+/* Wall-clock time in ns since the Unix epoch, for segment headers. */
+int64_t journal_now_ns(void);
+/* segment_name into buf, returned for use inside a message. */
+const char *journal_seg_name(char buf[SEG_NAME_BYTES], uint64_t first_seq);
+/* Halts the journal on "could not <what> segment <first_seq's name>: <errno text>": the
+ * first failure is kept (every later append, sync and delete returns STELE_EHALTED naming
+ * it); err gets this one. Returns rc. */
+int journal_halt_errno(journal_t *j, stele_error_t *err, int rc, const char *hint, const char *what,
+                       uint64_t first_seq);
+/* 0, or STELE_EHALTED naming the failure that halted the journal. */
+int journal_check_halted(journal_t *j, stele_error_t *err);
+/* Remembers a failure that did not endanger the log ("could not <what> <obj>: <errno
+ * text>"), for journal_close to report. Any thread. */
+void journal_defer_error(journal_t *j, int rc, const char *what, const char *obj);
+/* Closes fd; a failure is deferred (the data it held was synced already, so the log is not
+ * at risk, but no failed call goes unreported). */
+void journal_close_fd(journal_t *j, int fd, const char *what);
+/* "could not <what> <obj>: <errno text>" into err, with a hint when the cause is access
+ * rights. Returns rc. */
+int journal_fail_errno(stele_error_t *err, int rc, const char *what, const char *obj);
+
+/* -- journal_roll.c -------------------------------------------------------------------- */
+
+/* Makes prepared.tmp, preallocated; on failure the half-made file's descriptor is closed. */
+int journal_prepare_one(journal_t *j, int *fd_out);
+/* Starts the preparer thread (nothing with prepare_inline). Returns 0 or -errno. */
+int journal_preparer_start(journal_t *j);
+/* Stops and joins the preparer and closes a segment it prepared and nobody took. */
+void journal_preparer_stop(journal_t *j);
+/* Asks for the next segment once the active one is a quarter full (writer). */
+void journal_maybe_want_prepared(journal_t *j);
+/* The header of the segment that continues the log at first_seq (the writer's last hash
+ * and timestamp; the genesis value for a new journal's first segment). */
+void journal_next_header(const journal_t *j, uint64_t first_seq, segment_header_t *h);
+/* Makes the just-installed segment fd, starting at first_seq, the one batches go to. */
+void journal_activate(journal_t *j, int fd, uint64_t first_seq);
+/* Points direct writes at the active segment when the options ask for them (writer). */
+void journal_direct_attach(journal_t *j);
+/* Syncs and seals the active segment and makes the prepared one active (writer). A failure
+ * halts the journal. */
+int journal_roll(journal_t *j, stele_error_t *err);
+
+/* -- journal_retention.c --------------------------------------------------------------- */
+
+/* Appends a segment to the list (under mu). Returns 0 or -ENOMEM. */
+int journal_segs_push(journal_t *j, uint64_t first_seq);
+
+#endif /* STELE_JOURNAL_INTERNAL_H */

@@ -1,0 +1,431 @@
+/*
+ * journal_open.c: journal_open: checks the options, takes the writer lock, and either
+ * creates a new journal (directory, genesis value, segment 1) or recovers an existing one:
+ * every segment's header is checked (rules H1-H5, one genesis), then only the newest
+ * segment's tail is scanned (recover.c), from the index's hint when it checks out, and
+ * classified (FORMAT.md, "End of log"). Damage before synced data refuses the open and
+ * changes nothing; a torn tail in never-synced data is zeroed. Then the journal goes live:
+ * positions published, the preparer started. Not here: the scan itself (recover.c), the
+ * write path (journal.c).
+ *
+ * Threads: the opening thread alone; the preparer starts last, in journal_go_live.
+ */
+#include "journal_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jerr.h"
+#include "recover.h"
+
+/* The smallest segment still holding its header and one largest frame of a small record;
+ * tests use 16 KiB segments to roll often. */
+#define JOURNAL_MIN_SEGMENT_BYTES (2ull * SEG_HEADER_BYTES)
+
+static int
+journal_validate_options(const journal_options_t *o, stele_error_t *err)
+{
+    if (o->segment_bytes < JOURNAL_MIN_SEGMENT_BYTES || o->segment_bytes % FRAME_ALIGN)
+        return jerr_set(err, STELE_EINVAL, NULL,
+                        "segment size %" PRIu64 " must be a multiple of 8 and at least %llu",
+                        o->segment_bytes, (unsigned long long)JOURNAL_MIN_SEGMENT_BYTES);
+    if (o->max_record_bytes == 0 || o->max_record_bytes > FRAME_MAX_PAYLOAD)
+        return jerr_set(err, STELE_EINVAL, NULL, "max record size %u out of range 1..%u",
+                        o->max_record_bytes, FRAME_MAX_PAYLOAD);
+    if (o->source && strlen(o->source) >= SEG_SOURCE_BYTES)
+        return jerr_set(err, STELE_EINVAL, NULL, "source name longer than %u bytes",
+                        SEG_SOURCE_BYTES - 1);
+    return 0;
+}
+
+/* The directory that holds `dir`'s entry: "a/b" and "a/b/" give "a", "/b" gives "/", "b"
+ * gives ".". */
+static void
+journal_parent_dir(const char *dir, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", dir);
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = '\0';
+    char *slash = strrchr(out, '/');
+    if (!slash)
+        snprintf(out, cap, ".");
+    else if (slash == out)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+}
+
+/* mkdir with the exact mode asked for (not the umask's), and the parent synced so the new
+ * directory survives power loss. */
+static int
+journal_make_dir(const journal_t *j, stele_error_t *err)
+{
+    if (mkdir(j->dir, (mode_t)j->opts.dir_mode) < 0)
+        return journal_fail_errno(err, -errno, "create journal directory", j->dir);
+    if (chmod(j->dir, (mode_t)j->opts.dir_mode) < 0)
+        return journal_fail_errno(err, -errno, "set the mode of", j->dir);
+    char parent[PATH_MAX];
+    journal_parent_dir(j->dir, parent, sizeof parent);
+    int rc = j->io->sync_dir(j->io->ctx, parent);
+    if (rc)
+        return journal_fail_errno(err, rc, "sync the parent directory of", j->dir);
+    return 0;
+}
+
+/* A new journal: a genesis value and segment 1, durable before open returns. */
+static int
+journal_create(journal_t *j, stele_error_t *err)
+{
+    char name[SEG_NAME_BYTES];
+    if (getrandom(j->genesis, HASH_BYTES, 0) != (ssize_t)HASH_BYTES)
+        return journal_fail_errno(err, -errno, "draw the genesis value for", j->dir);
+    int fd = -1;
+    int rc = journal_prepare_one(j, &fd);
+    if (rc)
+        return journal_fail_errno(err, rc, "create segment", journal_seg_name(name, 1));
+    memcpy(j->last_hash, j->genesis, HASH_BYTES); /* seq 1's prev_hash */
+    segment_header_t h;
+    journal_next_header(j, 1, &h);
+    rc = segment_install(j->io, j->dir, fd, &h);
+    if (!rc)
+        rc = journal_segs_push(j, 1);
+    if (rc) {
+        journal_close_fd(j, fd, SEG_PREPARED_NAME);
+        return journal_fail_errno(err, rc, "create segment", journal_seg_name(name, 1));
+    }
+    journal_activate(j, fd, 1);
+    return 0;
+}
+
+/* Header check of every segment (sealed ones get nothing more: never a full scan). */
+static int
+journal_check_headers(journal_t *j, const segment_dir_t *d, segment_header_t *newest,
+                      stele_error_t *err)
+{
+    char name[SEG_NAME_BYTES], path[PATH_MAX];
+    for (size_t i = 0; i < d->n; i++) {
+        segment_header_t h;
+        segment_header_fault_t fault = {0};
+        journal_seg_name(name, d->seqs[i]);
+        int rc = segment_path(path, sizeof path, j->dir, d->seqs[i]);
+        if (rc)
+            return journal_fail_errno(err, rc, "open segment", name);
+        /* The newest is opened for writing once and kept: recovery and appends use it. */
+        int is_newest = i + 1 == d->n;
+        int fd =
+            j->io->open_file(j->io->ctx, path, is_newest ? JOURNAL_IO_WRITE : JOURNAL_IO_READ, 0);
+        if (fd < 0)
+            return journal_fail_errno(err, fd, "open segment", name);
+        rc = segment_header_read(j->io, fd, &h, &fault);
+        if (is_newest)
+            j->active_fd = fd;
+        else
+            journal_close_fd(j, fd, name);
+        if (rc == STELE_EVERSION)
+            return jerr_set(err, rc, "upgrade stele to read this journal",
+                            "segment %s has format version %u; this stele reads up to %u", name,
+                            h.version, FORMAT_VERSION);
+        if (rc == STELE_ECORRUPT)
+            return jerr_set(err, rc, JERR_HINT_VERIFY, "segment %s offset %" PRIu32 ": %s", name,
+                            fault.offset, fault.why);
+        if (rc)
+            return journal_fail_errno(err, rc, "read the header of segment", name);
+        if (h.first_seq != d->seqs[i])
+            return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                            "segment %s offset 0: header says first seq %" PRIu64, name,
+                            h.first_seq);
+        if (i == 0) {
+            memcpy(j->genesis, h.genesis, HASH_BYTES);
+            memcpy(j->source, h.source, SEG_SOURCE_BYTES);
+        } else if (memcmp(j->genesis, h.genesis, HASH_BYTES) != 0) {
+            return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                            "segment %s offset 0: genesis differs from segment %020" PRIu64
+                            ".seg's: not from this journal",
+                            name, d->seqs[0]);
+        }
+        rc = journal_segs_push(j, d->seqs[i]);
+        if (rc)
+            return journal_fail_errno(err, rc, "list segment", name);
+        *newest = h;
+    }
+    return 0;
+}
+
+/* Where the tail scan may start: the hint if it names a valid frame of the newest segment
+ * with the seq it claims, written when every record before it was durable (its synced_seq),
+ * else the segment's first frame. The index learns of a batch when it is written, not when
+ * it is synced, and keeps it across a power loss that may take unsynced batches before it
+ * in part: a scan from such a hint would keep the hinted batch on top of a torn one. What
+ * was durable when the hinted frame was written is intact now. (The scan checks that frame's
+ * CRC, and a frame that fails it leaves no batch: then the scan starts again from the
+ * segment's first frame, so its synced_seq is trusted only once it is known good.) */
+static void
+journal_pick_scan_start(journal_t *j, recover_scan_t *s, const segment_header_t *h)
+{
+    const journal_options_t *o = &j->opts;
+    s->start_off = SEG_HEADER_BYTES;
+    s->expect_seq = h->first_seq;
+    s->trust_first = 0;
+    if (!o->hint_seq || o->hint_segment_seq != h->first_seq || o->hint_offset < SEG_HEADER_BYTES ||
+        o->hint_offset % FRAME_ALIGN || o->hint_offset >= s->seg_bytes ||
+        o->hint_seq < h->first_seq || o->hint_offset == SEG_HEADER_BYTES)
+        return;
+    uint8_t head[FRAME_HEADER_BYTES];
+    ssize_t n = j->io->pread(j->io->ctx, s->fd, head, sizeof head, (off_t)o->hint_offset);
+    if (n != (ssize_t)sizeof head || format_load_u32(head) != FRAME_MAGIC ||
+        format_load_u64(head + FRAME_OFF_SEQ) != o->hint_seq ||
+        format_load_u64(head + FRAME_OFF_SYNCED_SEQ) + 1 < o->hint_seq)
+        return;
+    s->start_off = o->hint_offset;
+    s->expect_seq = o->hint_seq;
+    s->prev_ts_ns = format_load_i64(head + FRAME_OFF_TS_NS);
+    s->trust_first = 1;
+}
+
+/* Scans the newest segment's tail, from the hint when it checks out. A hinted batch that is
+ * not complete leaves its predecessor's hash unknown here: then again from the first frame. */
+static int
+journal_scan_tail(journal_t *j, const segment_header_t *h, recover_scan_t *s)
+{
+    *s = (recover_scan_t){.io = j->io,
+                          .fd = j->active_fd,
+                          .seg_bytes = j->active_bytes,
+                          .prev_ts_ns = h->prev_ts_ns,
+                          .hasher = j->hasher};
+    memcpy(s->prev_hash, h->prev_hash, HASH_BYTES);
+    journal_pick_scan_start(j, s, h);
+    int rc = recover_scan_tail(s);
+    if (!rc && s->trust_first && s->n_batches == 0) {
+        s->start_off = SEG_HEADER_BYTES;
+        s->expect_seq = h->first_seq;
+        s->prev_ts_ns = h->prev_ts_ns;
+        s->trust_first = 0;
+        rc = recover_scan_tail(s);
+    }
+    return rc;
+}
+
+/* Damage before data that was synced (E2, E3) refuses the open; nothing is changed. */
+static int
+journal_refuse_synced_damage(const recover_scan_t *s, const char *name, journal_recovery_t *rec,
+                             stele_error_t *err)
+{
+    rec->end = JOURNAL_END_SEALED_DAMAGE;
+    if (s->chain_broken)
+        return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY, "segment %s offset %" PRIu64 ": %s",
+                        name, s->damage_off, s->why);
+    return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                    "segment %s offset %" PRIu64 ": %s before synced data (a later frame "
+                    "says seq %" PRIu64 " was synced; the log ends at %" PRIu64 ")",
+                    name, s->damage_off, s->why, s->max_later_synced, s->last_seq);
+}
+
+/* A torn tail in never-synced data (E4) is zeroed back to the last complete batch, so it
+ * reads as clean preallocated space, and the note says what was dropped. */
+static int
+journal_zero_torn_tail(journal_t *j, const recover_scan_t *s, const char *name,
+                       journal_recovery_t *rec, stele_error_t *err)
+{
+    if (s->dirty_end <= s->end_off)
+        return 0;
+    int rc = recover_zero_tail(j->io, j->active_fd, s->end_off, s->dirty_end);
+    if (rc)
+        return journal_fail_errno(err, rc, "truncate the torn tail of segment", name);
+    rec->truncated_bytes = s->dirty_end - s->end_off;
+    snprintf(rec->note, sizeof rec->note,
+             "recovered segment %s: %s at offset %" PRIu64 "; dropped %" PRIu64
+             " unacknowledged record(s) after seq %" PRIu64 ", zeroed %" PRIu64 " bytes",
+             name, journal_end_name(s->end), s->damage_off, s->dropped_frames, s->last_seq,
+             rec->truncated_bytes);
+    return 0;
+}
+
+/* Recovery of the newest segment, already open for writing as active_fd (FORMAT.md,
+ * "End of log"): the writer continues from the end of its last complete batch. */
+static int
+journal_recover(journal_t *j, const segment_header_t *h, journal_recovery_t *rec,
+                stele_error_t *err)
+{
+    char name[SEG_NAME_BYTES];
+    journal_seg_name(name, h->first_seq);
+    j->active_first_seq = h->first_seq;
+    off_t size = 0;
+    int rc = j->io->file_size(j->io->ctx, j->active_fd, &size);
+    if (rc)
+        return journal_fail_errno(err, rc, "size segment", name);
+    j->active_bytes = (uint64_t)size;
+    recover_scan_t s;
+    rc = journal_scan_tail(j, h, &s);
+    if (rc)
+        return journal_fail_errno(err, rc, "scan segment", name);
+    rec->end = s.end;
+    rec->scanned_bytes = s.scanned_bytes;
+    if (recover_is_synced_damage(&s))
+        return journal_refuse_synced_damage(&s, name, rec, err);
+    rc = journal_zero_torn_tail(j, &s, name, rec, err);
+    if (rc)
+        return rc;
+    /* Whatever survived may sit in the page cache only (the previous writer died): make it
+     * durable now, so durable_seq can start at last_seq. */
+    rc = j->io->fdatasync(j->io->ctx, j->active_fd);
+    if (rc)
+        return journal_fail_errno(err, rc, "sync segment", name);
+    j->write_off = s.end_off;
+    atomic_store(&j->last_seq, s.last_seq);
+    j->last_ts_ns = s.last_ts_ns;
+    memcpy(j->last_hash, s.last_hash, HASH_BYTES);
+    return 0;
+}
+
+static int
+journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_t *err)
+{
+    segment_dir_t d;
+    int rc = segment_dir_list(j->dir, &d);
+    if (rc == -ENOENT && j->opts.create_if_missing) {
+        rc = journal_make_dir(j, err);
+        if (rc)
+            return rc;
+        rc = segment_dir_list(j->dir, &d);
+    }
+    if (rc == -ENOTDIR)
+        return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s is not a directory", j->dir);
+    if (rc)
+        return journal_fail_errno(err, rc, "list journal directory", j->dir);
+    if (d.n == 0 && !d.has_lock && d.n_other > 0) {
+        size_t n_other = d.n_other; /* segment_dir_free clears d */
+        segment_dir_free(&d);
+        return jerr_set(err, STELE_ENOTJOURNAL, "give an empty or new directory for a new journal",
+                        "%s is not a stele journal (no segments, no LOCK, %zu other entries)",
+                        j->dir, n_other);
+    }
+    if (d.n == 0 && !j->opts.create_if_missing) {
+        segment_dir_free(&d);
+        return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s holds no journal segments", j->dir);
+    }
+    int holder = 0;
+    rc =
+        lockfile_open_writer(j->io, j->dir, j->opts.file_mode, &j->lock_fd, &j->lock_page, &holder);
+    if (rc == STELE_ELOCKED) {
+        segment_dir_free(&d);
+        if (holder > 0)
+            return jerr_set(err, rc, "stop the other writer, or read with a reader",
+                            "journal %s is locked by another writer (pid %d)", j->dir, holder);
+        return jerr_set(err, rc, NULL, "journal %s is locked by another writer", j->dir);
+    }
+    if (rc) {
+        segment_dir_free(&d);
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", j->dir, LOCK_NAME);
+        return journal_fail_errno(err, rc, "open lock file", path);
+    }
+    if (d.n == 0) {
+        segment_dir_free(&d);
+        return journal_create(j, err);
+    }
+    segment_header_t newest = {0};
+    rc = journal_check_headers(j, &d, &newest, err);
+    segment_dir_free(&d);
+    if (!rc)
+        rc = journal_recover(j, &newest, rec, err);
+    return rc;
+}
+
+/* A journal_t every field of which journal_close can release, NULL when out of memory.
+ * dir and hasher may still be NULL: the caller checks, and closes. */
+static journal_t *
+journal_alloc(const char *dir, const journal_options_t *opts_in)
+{
+    journal_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->opts = *opts_in;
+    j->opts.source = NULL; /* borrowed: copied into source[] (a new journal's name) */
+    j->opts.io = NULL;
+    if (opts_in->source)
+        snprintf(j->source, sizeof j->source, "%s", opts_in->source);
+    j->io = opts_in->io ? opts_in->io : journal_io_posix();
+    j->lock_fd = -1;
+    j->active_fd = -1;
+    direct_init(&j->direct);
+    j->prep_fd = -1;
+    j->dir = strdup(dir);
+    j->hasher = chain_hasher_new();
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_mutex_init(&j->retention_mu, NULL);
+    pthread_cond_init(&j->prep_cv, NULL);
+    return j;
+}
+
+/* Recovery is done and everything left is durable (E6): readers may return it, and the
+ * preparer may start on the next segment. */
+static int
+journal_go_live(journal_t *j, stele_error_t *err)
+{
+    journal_direct_attach(j);
+    uint64_t last = atomic_load(&j->last_seq);
+    atomic_store(&j->durable_seq, last);
+    lockfile_publish(j->lock_page, last, last);
+    journal_maybe_want_prepared(j); /* an existing journal may be past the mark already */
+    int rc = journal_preparer_start(j);
+    if (rc)
+        jerr_set(err, rc, NULL, "could not start the segment preparer of %s", j->dir);
+    return rc;
+}
+
+static void
+journal_fill_recovery(const journal_t *j, journal_recovery_t *rec)
+{
+    uint64_t last = atomic_load(&j->last_seq);
+    rec->first_seq = last ? j->seg_seqs[0] : 0;
+    rec->last_seq = last;
+    rec->last_ts_ns = j->last_ts_ns;
+    memcpy(rec->last_hash, j->last_hash, HASH_BYTES);
+}
+
+int
+journal_open(const char *dir, const journal_options_t *opts_in, journal_t **out,
+             journal_recovery_t *rec_out, stele_error_t *err)
+{
+    journal_options_t defaults;
+    journal_recovery_t rec_local;
+    journal_recovery_t *rec = rec_out ? rec_out : &rec_local;
+    if (!dir || !out)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_open needs a directory and an out");
+    *out = NULL;
+    memset(rec, 0, sizeof *rec);
+    if (!opts_in) {
+        journal_options_init(&defaults);
+        opts_in = &defaults;
+    }
+    int rc = journal_validate_options(opts_in, err);
+    if (rc)
+        return rc;
+    journal_t *j = journal_alloc(dir, opts_in);
+    if (!j)
+        return jerr_set(err, -ENOMEM, NULL, "out of memory opening journal %s", dir);
+    if (!j->dir || !j->hasher) {
+        rc = jerr_set(err, -ENOMEM, NULL, "out of memory opening journal %s", dir);
+        goto fail;
+    }
+    rc = journal_open_existing_or_new(j, rec, err);
+    if (!rc)
+        rc = journal_go_live(j, err);
+    if (rc)
+        goto fail;
+    journal_fill_recovery(j, rec);
+    j->is_open = 1;
+    *out = j;
+    return 0;
+fail:
+    journal_close(j, NULL);
+    return rc;
+}
