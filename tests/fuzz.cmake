@@ -18,11 +18,18 @@ endif()
 set(STELE_FUZZ_SECONDS 20 CACHE STRING "seconds each fuzz target runs under ctest")
 get_target_property(fuzz_journal_sources stele_journal SOURCES)
 get_target_property(fuzz_journal_dir stele_journal SOURCE_DIR)
-list(TRANSFORM fuzz_journal_sources PREPEND ${fuzz_journal_dir}/)
+# journal/ lists its sources by glob (absolute paths); a relative one is under its folder.
+set(fuzz_journal_paths)
+foreach(source IN LISTS fuzz_journal_sources)
+  if(NOT IS_ABSOLUTE ${source})
+    set(source ${fuzz_journal_dir}/${source})
+  endif()
+  list(APPEND fuzz_journal_paths ${source})
+endforeach()
 
 foreach(target fuzz_frame_decode fuzz_segment_read fuzz_tail_recovery)
   add_executable(${target} fuzz/${target}.c fuzz/fuzz_journal.c support/test_util.c
-                           support/io_fault.c ${fuzz_journal_sources})
+                           support/io_fault.c ${fuzz_journal_paths})
   target_include_directories(${target} PRIVATE ${fuzz_journal_dir} ${PROJECT_SOURCE_DIR}/include
                              ${CMAKE_CURRENT_SOURCE_DIR}/support ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
   set(fuzz_flags -fsanitize=fuzzer)

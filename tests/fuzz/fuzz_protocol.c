@@ -164,8 +164,8 @@ static const char *const fuzz_seeds[] = {
     "\x05{\"$event\":{\"a\":1},\"$wait\":\"written\"}\n",
     "\x07{\"\\u0024wait\":\"none\",\"$event\":{\"s\":\"}\\\"{]\"}}\n\n",
     "\x09{\"$wait\":\"shipped\",\"$event\":{},\"x\":1}\r\n[1]\n",
-    "\x0b{\"seq\":42}\n{\"error\":{\"code\":-1024,\"name\":\"STELE_EDOLLARKEY\",\"message\":"
-    "\"key \\\"$set\\\"\",\"hint\":\"h\"}}\n",
+    ("\x0b{\"seq\":42}\n{\"error\":{\"code\":-1024,\"name\":\"STELE_EDOLLARKEY\",\"message\":"
+     "\"key \\\"$set\\\"\",\"hint\":\"h\"}}\n"),
     "\x91{\"$event\":{\"a\":\"0123456789abcdef0123456789\"}}\n{}\n",
 };
 
