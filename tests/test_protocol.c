@@ -1,8 +1,8 @@
 /*
  * test_protocol.c: the serve wire protocol (engine/protocol.h) that the server and the
  * client share: line framing, request envelopes both ways, reply lines both ways, wait-level
- * names, the growable buffer, the client's bound on a reply line, and a replay of the
- * libFuzzer target (tests/fuzz/fuzz_protocol.c) on random inputs so every build runs it.
+ * names, the growable buffer, and a replay of the libFuzzer target (tests/fuzz/fuzz_protocol.c) on
+ * random inputs so every build runs it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,11 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
-#include <pthread.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -460,71 +456,6 @@ test_reply_error_round_trips_through_the_client_parser(void **state)
     assert_string_equal(back.hint, err.hint);
 }
 
-/* ---- the client's bound on a reply line ----------------------------------------------------- */
-
-/* A peer that answers two requests: first a reply line far longer than any reply, then a
- * good one. */
-typedef struct fake_server {
-    int listen_fd;
-    size_t junk_bytes;
-} fake_server_t;
-
-static void *
-fake_server_main(void *arg)
-{
-    fake_server_t *f = arg;
-    int fd = accept(f->listen_fd, NULL, NULL);
-    char *junk = malloc(f->junk_bytes + 1);
-    if (fd < 0 || !junk)
-        abort();
-    memset(junk, 'x', f->junk_bytes);
-    junk[f->junk_bytes] = '\n';
-    const char good[] = "{\"seq\":5}\n";
-    if (ts_write_all(fd, junk, f->junk_bytes + 1) != 0 || ts_write_all(fd, good, sizeof good - 1))
-        abort();
-    char sink[4096];
-    while (read(fd, sink, sizeof sink) > 0) /* until the client closes */
-        ;
-    free(junk);
-    close(fd);
-    return NULL;
-}
-
-static void
-test_client_refuses_an_oversize_reply_and_reads_the_next(void **state)
-{
-    (void)state;
-    char dir[256], sock[300];
-    ts_make_dir(dir, sizeof dir, "oversize-reply");
-    snprintf(sock, sizeof sock, "%s.sock", dir);
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    assert_true(strlen(sock) < sizeof addr.sun_path);
-    memcpy(addr.sun_path, sock, strlen(sock) + 1);
-    fake_server_t f = {.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0),
-                       .junk_bytes = 1024 * 1024};
-    assert_true(f.listen_fd >= 0);
-    assert_int_equal(bind(f.listen_fd, (struct sockaddr *)&addr, sizeof addr), 0);
-    assert_int_equal(listen(f.listen_fd, 1), 0);
-    pthread_t thread;
-    assert_int_equal(pthread_create(&thread, NULL, fake_server_main, &f), 0);
-
-    stele_client_t *c = NULL;
-    stele_error_t err = {0};
-    uint64_t seq = 0;
-    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
-    assert_int_equal(stele_client_send_json(c, "{}", 2, STELE_WAIT_NONE, &err), 0);
-    assert_int_equal(stele_client_send_json(c, "{}", 2, STELE_WAIT_NONE, &err), 0);
-    assert_int_equal(stele_client_recv(c, &seq, &err), STELE_EPROTOCOL);
-    assert_non_null(strstr(err.message, "longer than"));
-    assert_int_equal(stele_client_recv(c, &seq, &err), 0);
-    assert_true(seq == 5);
-    assert_int_equal(stele_client_pending(c), 0);
-    stele_client_close(c);
-    pthread_join(thread, NULL);
-    close(f.listen_fd);
-    ts_remove_dir(dir);
-}
-
 /* ---- the fuzz target, replayed ----------------------------------------------------------------
  */
 
@@ -583,7 +514,6 @@ main(void)
         cmocka_unit_test(test_reply_of_longest_message_and_hint_fits),
         cmocka_unit_test(test_reply_parse_reads_seq_errors_and_refuses_the_rest),
         cmocka_unit_test(test_reply_error_round_trips_through_the_client_parser),
-        cmocka_unit_test(test_client_refuses_an_oversize_reply_and_reads_the_next),
         cmocka_unit_test(test_fuzz_target_survives_random_and_mutated_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

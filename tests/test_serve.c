@@ -1231,6 +1231,44 @@ test_client_returns_replies_that_came_before_the_server_went_away(void **state)
     ts_remove_dir(dir);
 }
 
+/* A reply line longer than any reply is refused as it arrives, never buffered whole, and
+ * the line after it is read as usual. */
+static void
+test_client_refuses_an_oversize_reply_and_reads_the_next(void **state)
+{
+    (void)state;
+    enum { JUNK_BYTES = 1024 * 1024 };
+    char dir[256], sock[300];
+    ts_make_dir(dir, sizeof dir, "clientbigreply");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    char *answer = malloc(JUNK_BYTES + 32);
+    assert_non_null(answer);
+    memset(answer, 'x', JUNK_BYTES);
+    snprintf(answer + JUNK_BYTES, 32, "\n{\"seq\":5}\n");
+    vanishing_server_t vs = {
+        .listen_fd = scripted_server_listen(sock), .n_lines = 2, .answer = answer, .go_fd = -1};
+    assert_true(vs.listen_fd >= 0);
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, vanishing_server_main, &vs), 0);
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    uint64_t seq = 0;
+    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
+    assert_int_equal(stele_client_send_json(c, "{}", 2, STELE_WAIT_NONE, &err), 0);
+    assert_int_equal(stele_client_send_json(c, "{}", 2, STELE_WAIT_NONE, &err), 0);
+    assert_int_equal(stele_client_recv(c, &seq, &err), STELE_EPROTOCOL);
+    assert_non_null(strstr(err.message, "longer than"));
+    assert_int_equal(stele_client_recv(c, &seq, &err), 0);
+    assert_true(seq == 5);
+    assert_int_equal(stele_client_pending(c), 0);
+    stele_client_close(c);
+    pthread_join(thread, NULL);
+    close(vs.listen_fd);
+    unlink(sock);
+    free(answer);
+    ts_remove_dir(dir);
+}
+
 static void
 on_test_signal(int signo)
 {
@@ -1349,6 +1387,7 @@ main(void)
         cmocka_unit_test(test_client_memory_stays_bounded_on_a_long_connection),
         cmocka_unit_test(test_client_connect_survives_signals_while_the_backlog_is_full),
         cmocka_unit_test(test_client_returns_replies_that_came_before_the_server_went_away),
+        cmocka_unit_test(test_client_refuses_an_oversize_reply_and_reads_the_next),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(tests, NULL, NULL);
