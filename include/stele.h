@@ -884,11 +884,12 @@ void stele_serve_options_init(stele_serve_options_t *serve);
  *               with sync=never durable requests are flushed, without sinks wait=shipped is
  *               refused). Borrowed for the call.
  *   serve:      NULL for the defaults. Borrowed for the call.
- * Returns 0 after a clean stop; STELE_EINVAL (an option out of range: nothing done); the
- * error of stele_open(); STELE_ELOCKED (another server answers on the socket), -EEXIST
- * (the socket path is another kind of file), -ENAMETOOLONG (socket path too long), or
- * another -errno from setting up signals, the socket or the pid file; the engine's error
- * when the final flush or stele_close failed. err is filled as the log line says.
+ * Returns 0 after a clean stop; STELE_EINVAL (dir NULL or an option out of range: nothing
+ * done, nothing logged); the error of stele_open(); STELE_ELOCKED (another server answers
+ * on the socket), -EEXIST (the socket path is another kind of file), -ENAMETOOLONG (socket
+ * or pid file path too long), or another -errno from setting up signals, the socket, the
+ * pid file or the event loop; the engine's error when the final flush or stele_close
+ * failed. err is filled as the log line says. Blocks until stopped.
  * SIGTERM and SIGINT stay blocked in the calling thread when it returns, so one that comes
  * late does not kill a process that stopped cleanly. Other threads of the process must block
  * them too, or the kernel may deliver them there. One server per process at a time.
