@@ -32,6 +32,10 @@
 #define CONFIG_DEFAULT_SEGMENT_BYTES (64 * MIB)
 #define CONFIG_DEFAULT_MAX_QUEUE_BYTES (64 * MIB)
 #define CONFIG_DEFAULT_MAX_RECORD_BYTES ((uint32_t)MIB)
+/* An idle client costs the server little, but a user could hold the descriptors others
+ * need: five minutes and 64 per user bound that without troubling a connection pool. */
+#define CONFIG_DEFAULT_SERVE_IDLE_TIMEOUT_MS 300000u
+#define CONFIG_DEFAULT_SERVE_MAX_CONNS_PER_UID 64u
 
 typedef enum knob_type {
     KNOB_STRING,
@@ -87,7 +91,14 @@ typedef enum knob_type {
     X(retention_bytes, KNOB_SIZE64, 0, 0, UINT64_MAX, NULL, "0",                                   \
       "keep at most this much shipped data; 0 = keep all")                                         \
     X(retention_seconds, KNOB_DURATION64, 1000000000, 0, INT64_MAX, NULL, "0",                     \
-      "delete shipped data older than this; 0 = keep all")
+      "delete shipped data older than this; 0 = keep all")                                         \
+    X(serve_idle_timeout_ms, KNOB_DURATION32, 1000000, 0, UINT32_MAX, NULL, "300000",              \
+      "stele serve closes a connection with nothing to answer that sent nothing for this long; "   \
+      "0 = never")                                                                                 \
+    X(serve_max_conns_per_uid, KNOB_U32, 0, 1, UINT32_MAX, NULL, "64",                             \
+      "stele serve refuses a user's connections beyond this many")                                 \
+    X(serve_max_conns, KNOB_U32, 0, 0, UINT32_MAX, NULL, "0",                                      \
+      "stele serve refuses connections beyond this many; 0 = its descriptor limit less a reserve")
 
 typedef struct knob_def {
     const char *name;
@@ -146,6 +157,9 @@ stele_options_init(stele_options_t *opts)
     opts->on_full = STELE_ON_FULL_BLOCK;
     opts->retention_bytes = 0;
     opts->retention_seconds = 0;
+    opts->serve_idle_timeout_ms = CONFIG_DEFAULT_SERVE_IDLE_TIMEOUT_MS;
+    opts->serve_max_conns_per_uid = CONFIG_DEFAULT_SERVE_MAX_CONNS_PER_UID;
+    opts->serve_max_conns = 0;
     opts->sinks = NULL;
     opts->n_sinks = 0;
     opts->owned = NULL;

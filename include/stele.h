@@ -64,7 +64,8 @@ extern "C" {
     X(STELE_EINTEGRITY, -1051, "remote copy does not match the journal")                           \
     X(STELE_EAUTH, -1052, "remote store refused authentication or authorization")                  \
     X(STELE_ESINKSTOPPED, -1053, "a sink stopped shipping for good")                               \
-    X(STELE_EPROTOCOL, -1060, "malformed request")
+    X(STELE_EPROTOCOL, -1060, "malformed request")                                                 \
+    X(STELE_EBUSY, -1061, "server refused the connection: too many open")
 
 typedef enum stele_code {
 #define STELE_X_ENUM(name, value, text) name = value,
@@ -183,6 +184,13 @@ typedef struct stele_options {
     stele_on_full_t on_full;    /* default STELE_ON_FULL_BLOCK */
     uint64_t retention_bytes;   /* keep at most this much shipped data; 0 = keep all */
     uint64_t retention_seconds; /* keep shipped data at least/at most this old; 0 = keep all */
+    /* stele_serve_run() only: */
+    uint32_t serve_idle_timeout_ms;    /* a connection with nothing to answer that sent nothing
+                                          for this long is closed; default 300000; 0 = never */
+    uint32_t serve_max_conns_per_uid;  /* a user's connections beyond this are refused with
+                                          STELE_EBUSY; default 64 */
+    uint32_t serve_max_conns;          /* all connections beyond this are refused; 0 (default)
+                                          = the descriptor limit less a reserve for the engine */
     const stele_sink_options_t *sinks; /* borrowed for the call; copied */
     size_t n_sinks;
     void *owned; /* private: storage of stele_options_set; NULL after stele_options_init */
