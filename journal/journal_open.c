@@ -110,7 +110,8 @@ journal_open_dir(journal_t *j, stele_error_t *err)
 }
 
 /* The mode new files get: the configured one, else the newest segment's (or LOCK's), so a
- * writer started without file_mode keeps a group's access to the files it adds. */
+ * writer started without file_mode keeps a group's access to the files it adds; write
+ * access for the group or others is not passed on unless allow_unsafe_dir. */
 static void
 journal_pick_file_mode(journal_t *j, const segment_dir_t *d)
 {
@@ -123,7 +124,7 @@ journal_pick_file_mode(journal_t *j, const segment_dir_t *d)
                         : d->has_lock ? LOCK_NAME
                                       : NULL;
     if (model && fstatat(j->dir_fd, model, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-        j->file_mode = st.st_mode & 0777;
+        j->file_mode = st.st_mode & (j->opts.allow_unsafe_dir ? 0777 : 0755);
 }
 
 /* An open journal file (fd, named `name`) gets the configured file_mode when it has

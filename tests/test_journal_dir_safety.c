@@ -620,7 +620,7 @@ assert_modes(const char *dir, mode_t dir_mode, mode_t file_mode)
     assert_int_equal(mode_of(dir, "index/data.mdb"), file_mode);
     assert_int_equal(mode_of(dir, "index/lock.mdb"), file_mode);
     int n_segments = 0;
-    char name[64];
+    char name[4200];
     for (uint64_t seq = 1; seq < 10000; seq++) {
         snprintf(name, sizeof name, "%s/%020" PRIu64 ".seg", dir, seq);
         struct stat st;
@@ -674,6 +674,43 @@ test_reopen_without_modes_keeps_them_and_new_segments_follow(void **state)
     umask(old_umask);
 }
 
+/* Files a group may write (made so with allow_unsafe_dir) do not pass that on: a writer
+ * without the option gives the segments it adds (and the index it rebuilds: the one made
+ * with the option, group-writable, it would refuse) the same mode less the write bits. */
+static void
+test_new_segments_do_not_inherit_write_access_for_others(void **state)
+{
+    fixture_t *f = *state;
+    mode_t old_umask = umask(077);
+    stele_options_t o;
+    options_small(&o);
+    o.file_mode = 0660;
+    o.allow_unsafe_dir = 1;
+    stele_error_t err = {0};
+    assert_int_equal(write_events(f->journal, &o, 1, &err), 0);
+    options_small(&o);
+    assert_int_equal(write_events(f->journal, &o, 1, &err), STELE_EUNSAFE);
+    assert_non_null(strstr(err.message, "index"));
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/index'", f->journal);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(write_events(f->journal, &o, 40, &err), 0);
+    assert_int_equal(mode_of(f->journal, "index"), 0750);
+    assert_int_equal(mode_of(f->journal, "00000000000000000001.seg"), 0660);
+    int n_later = 0;
+    for (uint64_t seq = 2; seq < 10000; seq++) {
+        char name[4200];
+        struct stat st;
+        snprintf(name, sizeof name, "%s/%020" PRIu64 ".seg", f->journal, seq);
+        if (lstat(name, &st) != 0)
+            continue;
+        assert_int_equal(st.st_mode & 07777, 0640);
+        n_later++;
+    }
+    assert_true(n_later >= 1);
+    umask(old_umask);
+}
+
 int
 main(void)
 {
@@ -711,6 +748,8 @@ main(void)
             test_reopen_with_modes_sets_them_on_the_directory_and_every_file, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_reopen_without_modes_keeps_them_and_new_segments_follow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_segments_do_not_inherit_write_access_for_others,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
