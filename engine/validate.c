@@ -23,6 +23,7 @@
 
 #include "config.h" /* config_check */
 #include "error.h"
+#include "keyset.h"
 
 /* Longest key path quoted in an error message; longer paths end in "...". */
 #define VALIDATE_PATH_BYTES 160
@@ -40,11 +41,48 @@
  * a copy buffer of this size; a rare larger one gets a reader of its own. */
 #define JSON_REUSE_MAX_BYTES ((size_t)64 << 10)
 
+/* -- the rules against ambiguous keys, shared with json_bson.c ---------------------------- */
+
+/* " (byte N)" for JSON text, nothing for BSON (byte < 0). */
+static void
+validate_byte_suffix(char *buf, size_t cap, long byte)
+{
+    buf[0] = '\0';
+    if (byte >= 0)
+        snprintf(buf, cap, " (byte %ld)", byte);
+}
+
+int
+validate_key_repeated(stele_error_t *err, const char *key, size_t key_len, const char *path,
+                      long byte)
+{
+    char at[32];
+    validate_byte_suffix(at, sizeof at, byte);
+    return error_set_hinted(err, STELE_EAMBIGUOUS,
+                            "readers could take either value: send each key once per object",
+                            "duplicate key \"%.*s\" at %s%s", (int)key_len, key, path, at);
+}
+
+int
+validate_key_dotted(stele_error_t *err, const char *key, size_t key_len, const char *parent_path,
+                    long byte)
+{
+    char at[32];
+    validate_byte_suffix(at, sizeof at, byte);
+    return error_set_hinted(
+        err, STELE_EAMBIGUOUS,
+        "MongoDB refuses such keys and queries read them as paths: nest the field instead",
+        "key \"%.*s\"%s%s contains '.'%s", (int)key_len, key, parent_path ? " under " : "",
+        parent_path ? parent_path : "", at);
+}
+
 /* -- the document walk ------------------------------------------------------------------ */
 
 typedef struct walk {
     const validate_limits_t *lim;
     bool check_strings; /* JSON input was already UTF-8 checked by libbson */
+    const char *base;   /* the document's first byte: keys are kept as offsets from it */
+    keyset_t keys;      /* the keys of the documents being walked, for repeats */
     size_t path_len;
     char path[VALIDATE_PATH_BYTES];
     stele_error_t *err;
@@ -111,6 +149,23 @@ walk_check_key(walk_t *w, const char *key, uint32_t key_len, uint32_t depth)
     if (depth == 1 && key[0] == '_' &&
         (strcmp(key, STELE_ID_FIELD) == 0 || strcmp(key, STELE_META_FIELD) == 0))
         return walk_fail(w, STELE_ERESERVEDKEY, key, "is reserved at the top level");
+    if (memchr(key, '.', key_len))
+        return validate_key_dotted(w->err, key, key_len, w->path_len ? w->path : NULL, -1);
+    return 0;
+}
+
+/* A key already seen in the document the iterator walks (obj). */
+static int
+walk_check_repeat(walk_t *w, keyset_object_t *obj, const char *key, uint32_t key_len)
+{
+    int rc = keyset_add(&w->keys, obj, w->base, (uint32_t)(key - w->base), key_len);
+    if (rc == 1) {
+        char path[VALIDATE_PATH_BYTES + 64];
+        return validate_key_repeated(w->err, key, key_len, walk_key_path(w, key, path, sizeof path),
+                                     -1);
+    }
+    if (rc < 0)
+        return error_set(w->err, rc, "out of memory checking the keys of an event");
     return 0;
 }
 
@@ -187,12 +242,17 @@ walk_child(walk_t *w, const bson_iter_t *it, const char *key, uint32_t depth)
     return rc;
 }
 
+/* Array keys get the same checks: libbson makes them "0", "1", ..., and BSON input whose
+ * array keys repeat or hold a '.' is refused rather than guessed at. */
 static int
-walk_document(walk_t *w, bson_iter_t *it, uint32_t depth)
+walk_elements(walk_t *w, bson_iter_t *it, uint32_t depth, keyset_object_t *obj)
 {
     while (bson_iter_next(it)) {
         const char *key = bson_iter_key(it);
-        int rc = walk_check_key(w, key, bson_iter_key_len(it), depth);
+        uint32_t key_len = bson_iter_key_len(it);
+        int rc = walk_check_key(w, key, key_len, depth);
+        if (rc == 0)
+            rc = walk_check_repeat(w, obj, key, key_len);
         if (rc)
             return rc;
         bson_type_t type = bson_iter_type(it);
@@ -203,6 +263,18 @@ walk_document(walk_t *w, bson_iter_t *it, uint32_t depth)
         if (rc)
             return rc;
     }
+    return 0;
+}
+
+static int
+walk_document(walk_t *w, bson_iter_t *it, uint32_t depth)
+{
+    keyset_object_t obj;
+    keyset_object_begin(&w->keys, &obj);
+    int rc = walk_elements(w, it, depth, &obj);
+    keyset_object_end(&w->keys, &obj);
+    if (rc)
+        return rc;
     if (it->err_off) {
         char path[VALIDATE_PATH_BYTES];
         snprintf(path, sizeof path, "%s", w->path_len ? w->path : "(top level)");
@@ -220,7 +292,11 @@ validate_walk(const bson_t *doc, const validate_limits_t *lim, bool check_string
     bson_iter_t it;
     if (!bson_iter_init(&it, doc))
         return error_set(err, STELE_EBSON, "malformed bson document");
-    return walk_document(&w, &it, 1);
+    w.base = (const char *)bson_get_data(doc);
+    keyset_init(&w.keys);
+    int rc = walk_document(&w, &it, 1);
+    keyset_free(&w.keys);
+    return rc;
 }
 
 int

@@ -12,6 +12,11 @@
  *     extended-JSON wrappers ({"$date": ...}) are therefore not accepted either;
  *   - the top-level keys "_id" and STELE_META_FIELD are reserved for the shipped document's
  *     envelope (STELE_ERESERVEDKEY);
+ *   - no event reads differently to different readers (STELE_EAMBIGUOUS): no object at any
+ *     depth holds the same key twice (most JSON readers keep the last value, libbson's
+ *     lookups and `tail --where` the first; FerretDB refuses the document, MongoDB leaves
+ *     it undefined), and no key holds a '.' (FerretDB and MongoDB before 5.0 refuse it; later
+ *     MongoDB stores it, but its queries, like `tail --where`, read "a.b" as a path);
  *   - nesting (objects and arrays, the event itself is level 1) is at most max_depth, and at
  *     most 98 for JSON input, the most libbson's parser takes (STELE_EDEPTH);
  *   - a JSON number is an int64 or a finite double: integers beyond int64 and exponents that
@@ -45,9 +50,21 @@ typedef struct validate_limits {
 } validate_limits_t;
 
 /*
+ * The messages of the two STELE_EAMBIGUOUS rules, for every input: a key repeated in one
+ * object (`path` names it, key included) and a key holding a '.' (`parent_path` names the
+ * object it is in, NULL at the top level). `byte` is its offset in JSON text, -1 for BSON.
+ * Fill err (may be NULL) with the code, message and hint; return STELE_EAMBIGUOUS.
+ */
+int validate_key_repeated(stele_error_t *err, const char *key, size_t key_len, const char *path,
+                          long byte);
+int validate_key_dotted(stele_error_t *err, const char *key, size_t key_len,
+                        const char *parent_path, long byte);
+
+/*
  * Validates a BSON document of `len` bytes in place (nothing is copied). Returns 0 or one of
  * STELE_EEMPTY, STELE_EBSON, STELE_ETOOBIG, STELE_EUTF8, STELE_EDOLLARKEY,
- * STELE_ERESERVEDKEY, STELE_EDEPTH with a message naming the key path or byte offset.
+ * STELE_ERESERVEDKEY, STELE_EAMBIGUOUS, STELE_EDEPTH with a message naming the key path or
+ * byte offset.
  */
 int validate_bson(const uint8_t *doc, size_t len, const validate_limits_t *lim, stele_error_t *err);
 
@@ -57,7 +74,7 @@ int validate_bson(const uint8_t *doc, size_t len, const validate_limits_t *lim, 
  * buffer of the calling thread, valid until that thread's next validate_json. On failure
  * *out holds nothing to free. Returns 0, STELE_EEMPTY, STELE_EJSON (with the byte position),
  * STELE_ENOTOBJECT, STELE_EUTF8, STELE_EKEYNUL, STELE_ENUMBER, STELE_EDEPTH, STELE_ETOOBIG,
- * STELE_EDOLLARKEY, STELE_ERESERVEDKEY.
+ * STELE_EDOLLARKEY, STELE_ERESERVEDKEY, STELE_EAMBIGUOUS.
  */
 int validate_json(const char *json, size_t len, const validate_limits_t *lim, bson_t *out,
                   stele_error_t *err);

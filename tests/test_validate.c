@@ -65,6 +65,18 @@ static const json_case_t json_cases[] = {
     {"twenty-digit integer", "{\"n\":99999999999999999999}", STELE_ENUMBER, "int64"},
     {"int64 max plus one", "{\"n\":9223372036854775808}", STELE_ENUMBER, "int64"},
     {"int64 min minus one", "{\"n\":-9223372036854775809}", STELE_ENUMBER, "int64"},
+    {"repeated key", "{\"actor\":\"alice\",\"actor\":\"mallory\"}", STELE_EAMBIGUOUS,
+     "duplicate key \"actor\" at actor"},
+    {"repeated key at depth 4", "{\"a\":{\"b\":[1,{\"c\":1,\"d\":2,\"c\":3}]}}", STELE_EAMBIGUOUS,
+     "duplicate key \"c\" at a.b.1.c"},
+    {"repeated key written with an escape", "{\"ab\":1,\"a\\u0062\":2}", STELE_EAMBIGUOUS,
+     "duplicate key \"ab\""},
+    {"repeated empty key", "{\"\":1,\"\":2}", STELE_EAMBIGUOUS, "duplicate key \"\""},
+    {"dotted key", "{\"a.b\":1}", STELE_EAMBIGUOUS, "key \"a.b\" contains '.'"},
+    {"dotted key in an array", "{\"x\":[{\"a.b\":1}]}", STELE_EAMBIGUOUS,
+     "key \"a.b\" under x.0 contains '.'"},
+    {"key that is one dot", "{\"k\":{\".\":1}}", STELE_EAMBIGUOUS, "key \".\" under k"},
+    {"dot written as an escape", "{\"a\\u002eb\":1}", STELE_EAMBIGUOUS, "\"a.b\" contains '.'"},
 };
 
 /* Each case refused with its code and a message holding its fragment. */
@@ -116,7 +128,9 @@ test_validate_accepts_ordinary_json_events(void **state)
         "  {\"a\":1}  \n",
         "{\"n\":9223372036854775807,\"m\":-9223372036854775808,\"d\":1.5e300}",
         "{\"nested\":{\"_id\":1,\"_stele\":2}}",
-        "{\"a.b\":1,\"\":2,\"price$\":3}",
+        "{\"a_b\":1,\"\":2,\"price$\":3}",
+        "{\"a\":{\"k\":1},\"b\":{\"k\":2},\"c\":[{\"k\":1},{\"k\":2}],\"k\":0}",
+        "{\"k\":1,\"K\":2,\"k \":3,\"caf\xc3\xa9\":4,\"cafe\\u0301\":5}",
         "{\"s\":\"x\\u0000y\",\"u\":\"caf\xc3\xa9 \\u00e9\"}",
         "{\"a\":[[[[[[[[1]]]]]]]]}",
         "{\"z\":0.000001,\"e\":1E5,\"neg\":-0}",
@@ -304,6 +318,70 @@ test_validate_json_keeps_int64_precision(void **state)
     bson_destroy(&doc);
 }
 
+/* An object of n keys "k0".."k<n-1>" (then `extra` as written, if not NULL), in `siblings`
+ * sibling objects under "s0", "s1", ...; the result is freed by the caller. */
+static char *
+test_many_keys_json(int siblings, int n, const char *extra)
+{
+    size_t cap = (size_t)siblings * ((size_t)n * 16 + 64) + 64;
+    char *json = malloc(cap);
+    assert_non_null(json);
+    size_t len = 0;
+    json[len++] = '{';
+    for (int s = 0; s < siblings; s++) {
+        len += (size_t)snprintf(json + len, cap - len, "%s\"s%d\":{", s ? "," : "", s);
+        for (int k = 0; k < n; k++)
+            len += (size_t)snprintf(json + len, cap - len, "%s\"k%d\":%d", k ? "," : "", k, k);
+        if (extra && s == siblings - 1)
+            len += (size_t)snprintf(json + len, cap - len, ",%s", extra);
+        json[len++] = '}';
+    }
+    json[len++] = '}';
+    json[len] = '\0';
+    return json;
+}
+
+/* Large objects are searched through a hash table (engine/keyset.c): a repeat is still found
+ * wherever it is, and keys of sibling objects (hashed one after the other) never collide. */
+static void
+test_validate_finds_a_repeated_key_among_many(void **state)
+{
+    (void)state;
+    static const struct {
+        int siblings, n;
+        const char *extra;
+        int code;
+        const char *fragment;
+    } cases[] = {
+        {1, 2000, NULL, 0, NULL},
+        {1, 2000, "\"k1234\":0", STELE_EAMBIGUOUS, "duplicate key \"k1234\" at s0.k1234"},
+        {1, 2000, "\"k0\":0", STELE_EAMBIGUOUS, "duplicate key \"k0\""},
+        {1, 15, "\"k3\":0", STELE_EAMBIGUOUS, "duplicate key \"k3\""}, /* 16th key, linear */
+        {1, 16, "\"k3\":0", STELE_EAMBIGUOUS, "duplicate key \"k3\""}, /* 17th key, hashed */
+        {300, 40, NULL, 0, NULL},
+        {300, 40, "\"k39\":0", STELE_EAMBIGUOUS, "duplicate key \"k39\" at s299.k39"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *json = test_many_keys_json(cases[i].siblings, cases[i].n, cases[i].extra);
+        stele_error_t err = {0};
+        bson_t doc;
+        int rc = validate_json(json, strlen(json), &big_test_limits, &doc, &err);
+        if (rc == 0)
+            bson_destroy(&doc);
+        if (rc != cases[i].code || (cases[i].fragment && !strstr(err.message, cases[i].fragment)))
+            fail_msg("case %zu: got %s \"%s\"", i, stele_errname(rc), err.message);
+        /* the same event as BSON */
+        bson_error_t berr;
+        bson_t *b = bson_new_from_json((const uint8_t *)json, -1, &berr);
+        assert_non_null(b);
+        rc = validate_bson(bson_get_data(b), b->len, &big_test_limits, &err);
+        if (rc != cases[i].code || (cases[i].fragment && !strstr(err.message, cases[i].fragment)))
+            fail_msg("case %zu as bson: got %s \"%s\"", i, stele_errname(rc), err.message);
+        bson_destroy(b);
+        free(json);
+    }
+}
+
 /* -- BSON ---------------------------------------------------------------------------------- */
 
 typedef struct bson_case {
@@ -404,6 +482,35 @@ test_validate_rejects_each_malformed_bson_event(void **state)
     bson_append_document_end(b, &child);
     test_expect_bson("dollar key in an array", bson_get_data(b), b->len, STELE_EDOLLARKEY,
                      "\"outer.list.$0\"");
+    bson_destroy(b);
+
+    b = test_doc_with_key("ok");
+    test_expect_bson("repeated key", bson_get_data(b), b->len, STELE_EAMBIGUOUS,
+                     "duplicate key \"ok\" at ok");
+    bson_destroy(b);
+
+    b = test_doc_with_key("a.b");
+    test_expect_bson("dotted key", bson_get_data(b), b->len, STELE_EAMBIGUOUS,
+                     "key \"a.b\" contains '.'");
+    bson_destroy(b);
+
+    b = bson_new();
+    bson_append_document_begin(b, "outer", -1, &child);
+    bson_append_array_begin(&child, "list", -1, &grandchild);
+    bson_append_utf8(&grandchild, "0", -1, "x", 1);
+    bson_append_utf8(&grandchild, "0", -1, "y", 1);
+    bson_append_array_end(&child, &grandchild);
+    bson_append_document_end(b, &child);
+    test_expect_bson("array index repeated", bson_get_data(b), b->len, STELE_EAMBIGUOUS,
+                     "duplicate key \"0\" at outer.list.0");
+    bson_destroy(b);
+
+    b = bson_new();
+    bson_append_document_begin(b, "outer", -1, &child);
+    bson_append_int32(&child, "ip.v4", -1, 1);
+    bson_append_document_end(b, &child);
+    test_expect_bson("dotted key nested", bson_get_data(b), b->len, STELE_EAMBIGUOUS,
+                     "key \"ip.v4\" under outer contains '.'");
     bson_destroy(b);
 }
 
@@ -579,6 +686,7 @@ main(void)
         cmocka_unit_test(test_validate_rejects_json_over_max_record_bytes),
         cmocka_unit_test(test_validate_accepts_ordinary_json_events),
         cmocka_unit_test(test_validate_json_keeps_int64_precision),
+        cmocka_unit_test(test_validate_finds_a_repeated_key_among_many),
         cmocka_unit_test(test_validate_reused_reader_matches_a_fresh_parse),
         cmocka_unit_test(test_validate_reused_reader_survives_mutated_events),
         cmocka_unit_test(test_validate_threads_that_parse_and_exit),
