@@ -1,7 +1,8 @@
 # tests/engine.cmake: the write path: errors, validation, knobs, group commit, the public API.
 stele_add_test(test_error SOURCES test_error.c LIBS stele TIMEOUT 60)
 stele_add_test(test_log SOURCES test_log.c LIBS stele TIMEOUT 60)
-stele_add_test(test_validate SOURCES test_validate.c LIBS stele TIMEOUT 60)
+stele_add_test(test_validate SOURCES test_validate.c support/json_reference.c LIBS stele
+               TIMEOUT 60)
 stele_add_test(test_config SOURCES test_config.c LIBS stele TIMEOUT 60)
 stele_add_test(test_commit SOURCES test_commit.c LIBS stele TIMEOUT 60)
 stele_add_test(test_seqwait SOURCES test_seqwait.c LIBS stele TIMEOUT 60)
