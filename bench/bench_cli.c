@@ -3,7 +3,7 @@
  *  - explicit: the cartesian product of the list flags (--writers 1,8,64 --sync always,never
  *    ...) for each --system, preceded by the 1-writer fsync loop as the reference;
  *  - --quick: the README's short default sweep (well under two minutes);
- *  - --sweep: issue 7's axes, arranged as the grids the plots need rather than their full
+ *  - --sweep: the benchmark's axes, arranged as the grids the plots need rather than their full
  *    product (which would take hours): throughput vs writers per mode and per peer, vs
  *    commit interval (adaptive and fixed, SSD and emulated HDD), vs record size.
  */
@@ -40,7 +40,8 @@ cli_usage(FILE *out)
             "  --record-bytes N[,N..]  event size (default 200)\n"
             "  --input json|bson[,..]  event encoding handed to stele (default json)\n"
             "  --system NAME[,..]      stele, fsync-loop, libbson-json, thread-wakeup,\n"
-            "                          parse-wakeup, or a peer\n"
+            "                          parse-wakeup, a JSON parser (stele-json,\n"
+            "                          simdjson-json, yajl-json, jansson-json), or a peer\n"
             "  --device ssd|hdd[,..]   ssd: --dir itself; hdd: the emulated 7200 rpm disk\n"
             "  --repeat N              run the whole plan N times (noise)\n"
             "  --no-reference          do not run the fsync loop first\n"
@@ -238,6 +239,7 @@ static void
 cli_list_systems(void)
 {
     printf("stele\nfsync-loop\nlibbson-json\nthread-wakeup\nparse-wakeup\n");
+    printf("stele-json\nsimdjson-json\nyajl-json\njansson-json\n");
     for (const char *const *p = bench_peer_names(); *p; p++)
         printf("%s\n", *p);
 }

@@ -526,6 +526,16 @@ jb_close(jb_t *jb)
     return 0;
 }
 
+/* Keys are short: a loop beats a call to memchr. */
+static inline bool
+jb_has_dot(const char *key, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (key[i] == '.')
+            return true;
+    return false;
+}
+
 /* The key rules noted for the end (see the top of the file): reserved, dotted, repeated. */
 static void
 jb_note_key_faults(jb_t *jb, jb_level_t *lv, size_t key_open)
@@ -538,7 +548,7 @@ jb_note_key_faults(jb_t *jb, jb_level_t *lv, size_t key_open)
         jb->deferred_rc = error_set(jb->err, STELE_ERESERVEDKEY,
                                     "key \"%.*s\" at byte %zu is reserved at the top level", (int)n,
                                     key, key_open);
-    } else if (memchr(key, '.', n)) {
+    } else if (jb_has_dot(key, n)) {
         const char *parent = jb->depth > 1 ? jb_path(jb, jb->depth - 1, path, sizeof path) : NULL;
         jb->deferred_rc = validate_key_dotted(jb->err, key, n, parent, (long)key_open);
     } else {

@@ -49,8 +49,18 @@ keyset_object_end(keyset_t *ks, const keyset_object_t *obj)
     ks->n_keys = obj->first;
 }
 
+/* A key's first 8 bytes, zero-padded (the buffer may end right after a short key). */
+static uint64_t
+keyset_head(const char *key, uint32_t len)
+{
+    uint64_t head = 0;
+    for (uint32_t i = 0; i < len && i < sizeof head; i++)
+        head |= (uint64_t)(unsigned char)key[i] << (8 * i);
+    return head;
+}
+
 static int
-keyset_push(keyset_t *ks, uint32_t off, uint32_t len)
+keyset_push(keyset_t *ks, uint32_t off, uint32_t len, uint64_t head)
 {
     if (ks->n_keys == ks->cap_keys) {
         size_t cap = ks->cap_keys * 2;
@@ -63,7 +73,7 @@ keyset_push(keyset_t *ks, uint32_t off, uint32_t len)
         ks->keys = grown;
         ks->cap_keys = cap;
     }
-    ks->keys[ks->n_keys++] = (keyset_key_t){.off = off, .len = len};
+    ks->keys[ks->n_keys++] = (keyset_key_t){.off = off, .len = len, .head = head};
     return 0;
 }
 
@@ -77,10 +87,12 @@ keyset_hash(uint32_t serial, const char *key, uint32_t len)
 }
 
 static bool
-keyset_same(const keyset_t *ks, size_t index, const char *base, const char *key, uint32_t len)
+keyset_same(const keyset_t *ks, size_t index, const char *base, const char *key, uint32_t len,
+            uint64_t head)
 {
     const keyset_key_t *k = &ks->keys[index];
-    return k->len == len && memcmp(base + k->off, key, len) == 0;
+    return k->len == len && k->head == head &&
+           (len <= sizeof head || memcmp(base + k->off + 8, key + 8, len - 8) == 0);
 }
 
 /* Puts entry (serial, index) in its bucket; the table has a free slot. */
@@ -149,15 +161,16 @@ keyset_add_hashed(keyset_t *ks, keyset_object_t *obj, const char *base, uint32_t
     if (rc)
         return rc;
     const char *key = base + off;
+    uint64_t head = keyset_head(key, len);
     size_t mask = ks->n_slots - 1;
     size_t at = keyset_hash(obj->serial, key, len) & mask;
     for (; ks->slots[at]; at = (at + 1) & mask) {
         uint64_t slot = ks->slots[at];
         if ((uint32_t)(slot >> 32) == obj->serial &&
-            keyset_same(ks, (size_t)(slot & 0xffffffffu) - 1, base, key, len))
+            keyset_same(ks, (size_t)(slot & 0xffffffffu) - 1, base, key, len, head))
             return 1;
     }
-    if ((rc = keyset_push(ks, off, len)) != 0)
+    if ((rc = keyset_push(ks, off, len, head)) != 0)
         return rc;
     ks->slots[at] = (uint64_t)obj->serial << 32 | (uint64_t)ks->n_keys;
     ks->n_used++;
@@ -170,10 +183,11 @@ keyset_add(keyset_t *ks, keyset_object_t *obj, const char *base, uint32_t off, u
     if (obj->is_hashed)
         return keyset_add_hashed(ks, obj, base, off, len);
     const char *key = base + off;
+    uint64_t head = keyset_head(key, len);
     for (size_t i = obj->first; i < ks->n_keys; i++)
-        if (keyset_same(ks, i, base, key, len))
+        if (keyset_same(ks, i, base, key, len, head))
             return 1;
-    int rc = keyset_push(ks, off, len);
+    int rc = keyset_push(ks, off, len, head);
     if (rc == 0 && ks->n_keys - obj->first >= KEYSET_LINEAR_MAX)
         rc = keyset_object_hash(ks, obj, base);
     return rc;

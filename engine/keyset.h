@@ -25,6 +25,7 @@
 typedef struct keyset_key {
     uint32_t off; /* into the caller's buffer */
     uint32_t len;
+    uint64_t head; /* the first 8 bytes (zero-padded): most keys compare on it alone */
 } keyset_key_t;
 
 /* One open object: where its keys start on the key stack. */
