@@ -263,6 +263,11 @@ int bench_probe(const char *dir, double seconds, atomic_int *interrupted);
  * and returns 0 when gnuplot is missing (nothing faked). */
 int bench_plot(const char *out_dir, const bench_result_t *res, size_t n);
 
+/* --table FILE: reads a results.csv written by --out and prints docs/benchmarks.md's Markdown
+ * tables of it and the run's summary on out (bench_table.c). Returns 0, or -1 after a
+ * message on stderr naming the file, line and column it could not read. */
+int bench_table_print(const char *csv_path, FILE *out);
+
 /* The headline comparisons after a multi-cell run: ratios between cells of the same run. */
 void bench_print_summary(FILE *out, const bench_result_t *res, size_t n);
 /* After --repeat N: per cell, the median rate, p99 and ratio to the loop across the N

@@ -3,9 +3,10 @@
  *  - explicit: the cartesian product of the list flags (--writers 1,8,64 --sync always,never
  *    ...) for each --system, preceded by the 1-writer fsync loop as the reference;
  *  - --quick: the README's short default sweep (well under two minutes);
- *  - --sweep: the benchmark's axes, arranged as the grids the plots need rather than their full
- *    product (which would take hours): throughput vs writers per mode and per peer, vs
- *    commit interval (adaptive and fixed, SSD and emulated HDD), vs record size.
+ *  - --sweep: every axis the benchmark has, arranged as the grids the plots need rather than
+ *    their full product (which would take hours): throughput vs writers per mode and per
+ *    peer, vs commit interval (adaptive and fixed, SSD and emulated HDD), vs record size.
+ * --probe and --table run no plan: they measure a disk, or print the tables of a results.csv.
  */
 #include "bench_cli.h"
 
@@ -28,6 +29,7 @@ cli_usage(FILE *out)
             "  --sweep                 the full sweep (writers x modes x peers x commit interval\n"
             "                          x record size x SSD/emulated HDD); use with --out DIR\n"
             "  --probe DIR             device probe: fsync latency, bandwidth, advice\n"
+            "  --table FILE.csv        print the Markdown tables of an --out results.csv\n"
             "  --dir DIR               where the run's temporary directory goes (default .)\n"
             "  --writers N[,N..]       writer threads (default 1)\n"
             "  --seconds S             per cell (default 5; quick 3; sweep 2)\n"
@@ -203,6 +205,7 @@ enum {
     OPT_JSON,
     OPT_HELP,
     OPT_WARMUP,
+    OPT_TABLE,
 };
 
 static const struct option cli_options[] = {
@@ -232,6 +235,7 @@ static const struct option cli_options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"help", no_argument, NULL, OPT_HELP},
     {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"table", required_argument, NULL, OPT_TABLE},
     {NULL, 0, NULL, 0},
 };
 
@@ -307,6 +311,9 @@ cli_parse_scalar_option(bench_cli_t *cli, int opt, char *arg)
         return 0;
     case OPT_PROBE:
         cli->probe_dir = arg;
+        return 0;
+    case OPT_TABLE:
+        cli->table_csv = arg;
         return 0;
     case OPT_DIR:
         cli->dir = arg;

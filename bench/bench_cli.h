@@ -36,6 +36,7 @@ typedef struct bench_cli {
     int json, quick, sweep, keep, no_reference, quiet, plot;
     const char *out_dir;
     const char *probe_dir;
+    const char *table_csv; /* --table: print the doc's tables of this results.csv, run nothing */
     const char *mongo_uri;
     bench_hdd_model_t hdd_model;
 } bench_cli_t;

@@ -4,8 +4,9 @@
  * temporary directory under --dir (default: the current directory, so the disk measured is
  * the one the user stands on), runs the plan and removes everything it created.
  *
- * Exit codes: 0 every cell ran or was skipped with a reason; 1 usage; 3 a cell failed;
- * 130 interrupted (SIGINT/SIGTERM/SIGHUP), after the same cleanup.
+ * Exit codes: 0 every cell ran or was skipped with a reason; 1 usage, or a --table file that
+ * cannot be read; 3 a cell failed; 130 interrupted (SIGINT/SIGTERM/SIGHUP), after the same
+ * cleanup.
  */
 #include "bench.h"
 #include "bench_cli.h"
@@ -170,6 +171,8 @@ main(int argc, char **argv)
     int rc = bench_cli_parse(&cli, argc, argv);
     if (rc)
         return rc < 0 ? 0 : 1; /* -1: --help printed */
+    if (cli.table_csv)
+        return bench_table_print(cli.table_csv, stdout) ? 1 : 0;
     main_signals_t sig;
     if (main_block_signals(&sig)) {
         fprintf(stderr, "stele-bench: could not set up signal handling\n");

@@ -1,14 +1,14 @@
 /*
  * bench_sweep.c: the --sweep plan and the summary printed after multi-cell runs.
  *
- * The sweep covers the benchmark's axes -- writers (1, 8, 64, 512), commit_interval_us (0, 500,
- * 2000, 10000, 100000), sync (always, interval, never), wait (written, durable, shipped),
- * record size (200 B, 1 KiB, 16 KiB), device (SSD, emulated HDD) -- as grids, one per
- * question, instead of the full product (1,080 cells, hours):
- *   A. throughput vs writers, per stele mode and per peer (SSD);
- *   B. throughput vs commit interval, adaptive vs fixed policy, 1 and 64 writers (SSD, HDD);
- *   C. throughput vs record size, 1 and 64 writers (SSD);
- *   D. throughput vs writers on the emulated HDD, stele and the durable peers.
+ * The sweep covers the benchmark's axes -- writers (1, 8, 64, 512), commit_interval_us (0,
+ * 500, 2000, 10000, 100000), sync (always, interval, never), wait (written, durable,
+ * shipped), record size (200 B, 1 KiB, 16 KiB), device (SSD, emulated HDD) -- as grids, one
+ * per question, instead of the full product (1,080 cells, hours):
+ *  - throughput vs writers, per stele mode and per peer (SSD);
+ *  - throughput vs commit interval, adaptive vs fixed policy, 1 and 64 writers (SSD, HDD);
+ *  - throughput vs record size, 1 and 64 writers (SSD);
+ *  - throughput vs writers on the emulated HDD, stele and the durable peers.
  * Each device's grids start with the 1-writer fsync loop, the reference for the ratios.
  * Below SWEEP_CPU_BOUND_WRITERS writers every durable system waits mostly for the disk's
  * flushes, so on a real disk the order of two systems there is decided by how the flush

@@ -1,12 +1,17 @@
 /*
- * index.h: the LMDB index beside the segments. index.c is the only file that calls LMDB.
+ * index.h: the LMDB index beside the segments. The index*.c files are the only ones that
+ * call LMDB (index_lmdb.h): index_env.c opens and shares environments, index_txn.c runs
+ * transactions and grows the map, index.c keeps batch starts, index_meta.c named values,
+ * index_sinks.c checkpoints and dead letters.
  *
  * The index is a cache: everything in it but the sinks' checkpoints and dead letters can be
  * rebuilt from the segments, and a checkpoint can be re-derived from MongoDB. It is sparse:
  * one entry per committed batch (first seq -> segment, offset; first ts -> first seq), so a
  * lookup lands at most one batch before the wanted record and the reader scans forward.
- * It is written by one thread (the engine's index writer) with MDB_NOSYNC and synced
- * lazily (index_sync); readers in any process open it read-only.
+ * Batch starts are written by one thread (the engine's index writer; the catch-up at open
+ * before it starts), a sink's checkpoint and dead letters by that sink's shipper; LMDB
+ * serialises the writers. Writes are not synced (MDB_NOSYNC): index_sync flushes them
+ * lazily. Readers in any process open the index read-only.
  *
  * A writable index_open() of an environment LMDB finds corrupt moves it aside
  * (index.corrupt-<unix time>) and starts an empty one; the meta key "rebuilt" then says so,
@@ -105,8 +110,15 @@ int index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, ste
 
 /* Flushes the environment to disk (the index is opened with MDB_NOSYNC) and clears the
  * lock-table slots of reader processes that died inside a transaction (they would pin old
- * pages and make the data file grow with every write). The engine calls it about once a
- * second after writing. A no-op on a read-only handle. */
+ * pages and make the data file grow with every write). A no-op on a read-only handle.
+ * Until it runs, a crash may lose what was written since the last flush: batch starts are
+ * then re-indexed by the catch-up at the next open, and a sink's checkpoint falls back to
+ * an earlier one (those records are sent again; their deterministic _ids keep the remote
+ * from storing them twice).
+ * The engine's index writer calls it when the index was written since the last flush and
+ * 100,000 records were indexed since then, a sink's published counters changed, or 30 s
+ * passed, checked at most once a second, and at close (engine/stele.c, STELE_INDEX_SYNC_*);
+ * the catch-up at open and the dead-letter commands call it when they are done. */
 int index_sync(index_t *ix, stele_error_t *err);
 
 /* Test seam, like the journal's faulting I/O table (tests/support/io_fault.h): the next

@@ -14,8 +14,8 @@
  *          ix_cv wakes the index writer. The index writer never holds it across LMDB. The
  *          index writer also applies retention (journal_delete_before, index_delete_before)
  *          with its own journal reader for segment listings; no lock is held then. It also
- *          publishes the sinks' counters in the index for `stele status` (published.h); it
- *          reads ix_n_shippers, the shippers it may look at, under ix_mu.
+ *          publishes sink counters in the index for `stele status` (status_publish.h);
+ *          it reads ix_n_shippers, the shippers it may look at, under ix_mu.
  *   ship_mu/ship_cv: waiters for wait=shipped sleep on ship_cv; shippers' progress
  *          callbacks broadcast it. Shipped positions themselves are atomics in ship.c.
  * n_callers counts threads inside a public call so close frees nothing under them.
@@ -40,8 +40,8 @@
 #include "error.h"
 #include "index.h"
 #include "journal.h"
-#include "published.h"
 #include "ship.h"
+#include "status_publish.h"
 #include "stele_internal.h"
 #include "validate.h"
 
@@ -250,7 +250,7 @@ stele_sink_changed(const stele_sink_stats_t *a, const stele_sink_stats_t *b)
 }
 
 /* On the index writer thread: publishes changed sink counters for `stele status` in other
- * processes (published.h). Off the append path; returns true when it wrote the index. */
+ * processes (status_publish.h). Off the append path; returns true when it wrote the index. */
 static bool
 stele_publish_sinks(stele_t *db, size_t n_shippers)
 {
@@ -261,7 +261,7 @@ stele_publish_sinks(stele_t *db, size_t n_shippers)
         shipper_stats(db->shippers[i], 0, &now);
         if (db->published[i].name[0] && !stele_sink_changed(&now, &db->published[i]))
             continue;
-        if (published_put_sink(db->index, &now, &err) != 0) {
+        if (status_publish_put_sink(db->index, &now, &err) != 0) {
             db->ix_err = err;
             continue;
         }
@@ -704,7 +704,7 @@ stele_open_index(stele_t *db, const stele_options_t *o, const journal_recovery_t
     stele_note_join(db->recovery_note, sizeof db->recovery_note, rec->note, catch_note);
     /* For `stele status` in other processes; the index is a cache, so a failure to publish
      * only leaves status without the settings. */
-    (void)published_put_settings(db->index, o, NULL);
+    (void)status_publish_put_settings(db->index, o, NULL);
     return 0;
 }
 

@@ -16,10 +16,10 @@ typedef struct index index_t;
 struct journal_recovery;
 
 /*
- * Brings the index in line with the journal at open (engine/reader.c): drops batch starts
- * past the recovered end, indexes batches the lazily-synced index missed, and rebuilds it
- * from the segments when it is empty, missing or unreadable. Writes what it did into
- * note (empty when nothing was needed).
+ * Brings the index in line with the journal at open (engine/index_catchup.c): drops batch
+ * starts past the recovered end, indexes batches the lazily-synced index missed, and
+ * rebuilds it from the segments when it is empty, missing or unreadable. Writes what it did
+ * into note (empty when nothing was needed).
  */
 int stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
                          const struct journal_recovery *rec, char *note, size_t note_cap,

@@ -15,6 +15,11 @@ if(TARGET stele-bench)
   if(TARGET stele-hddfs)
     add_dependencies(test_bench stele-hddfs)
   endif()
+
+  # docs/benchmarks.md quotes `stele-bench --table docs/bench/results.csv` byte for byte.
+  add_test(NAME benchmarks_doc_tables
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-bench-tables.sh $<TARGET_FILE:stele-bench>)
+  set_tests_properties(benchmarks_doc_tables PROPERTIES TIMEOUT 60 LABELS bench)
 endif()
 
 # The emulated disk's model (skipped without /dev/fuse and root).

@@ -1,9 +1,12 @@
 # tests/cli.cmake: the `stele` command end to end. The test binaries run the built `stele`
-# (STELE_BIN) as child processes; tail_latency is the measuring tool for docs/cli.md.
+# (STELE_BIN) as child processes. tail_latency, the measuring tool for docs/cli.md, is in
+# tests/perf.cmake.
 set(STELE_CLI_TEST_SOURCES cli/cli_harness.c)
 
 stele_add_test(test_cli SOURCES cli/test_cli.c ${STELE_CLI_TEST_SOURCES} LIBS stele
                TIMEOUT 600 LABELS cli)
+# test_cli runs tests/cli/json_readback.py (python3; skipped without it).
+target_compile_definitions(test_cli PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 stele_add_test(test_cli_bad_input SOURCES cli/test_cli_bad_input.c ${STELE_CLI_TEST_SOURCES}
                LIBS stele TIMEOUT 600 LABELS cli)
 # MongoDB parts: against the FerretDB test server (tests/integration), or STELE_TEST_MONGO_URI.
@@ -21,12 +24,10 @@ foreach(t test_cli test_cli_bad_input test_cli_mongo)
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "STELE_BIN=$<TARGET_FILE:stele_cli>")
 endforeach()
 
-# tail_latency: `stele tail -f` latency from an append in this process to the line printed by
-# the child (figures in docs/cli.md). The ctest run is short and only checks that every line
-# arrives, in order, with p99 under a loose bound (a shared CI machine is noisy).
-add_executable(tail_latency cli/tail_latency.c)
-target_link_libraries(tail_latency PRIVATE stele stele_warnings)
-add_dependencies(tail_latency stele_cli)
-add_test(NAME tail_latency COMMAND tail_latency $<TARGET_FILE:stele_cli> --events 200
-         --max-ms 500)
-set_tests_properties(tail_latency PROPERTIES TIMEOUT 300 LABELS cli)
+# The JSON every command prints (engine/render*.c): a table of every BSON type, malformed
+# events, the three line shapes, and Python's json reading random events back
+# (render_roundtrip.py; needs python3, skipped without it).
+stele_add_test(test_render SOURCES test_render.c LIBS stele PkgConfig::BSON LABELS cli)
+target_compile_definitions(test_render PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+# stele_filter_*: the conditions of `stele tail --where` (engine/filter.c).
+stele_add_test(test_filter SOURCES test_filter.c LIBS stele PkgConfig::BSON LABELS cli)

@@ -3,15 +3,15 @@ stele_add_test(test_error SOURCES test_error.c LIBS stele TIMEOUT 60)
 stele_add_test(test_log SOURCES test_log.c LIBS stele TIMEOUT 60)
 stele_add_test(test_validate SOURCES test_validate.c support/json_reference.c LIBS stele
                TIMEOUT 60)
-# stele's JSON reader against Python's json module (tests/json_python_cases.py).
+# stele's JSON reader against Python's json module (tests/support/json_python_cases.py).
 stele_add_test(test_json_python SOURCES test_json_python.c LIBS stele TIMEOUT 120)
 target_compile_definitions(test_json_python PRIVATE
-  STELE_JSON_PYTHON_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/json_python_cases.py")
+  STELE_JSON_PYTHON_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/support/json_python_cases.py")
 stele_add_test(test_config SOURCES test_config.c LIBS stele TIMEOUT 60)
 stele_add_test(test_commit SOURCES test_commit.c LIBS stele TIMEOUT 60)
 stele_add_test(test_seqwait SOURCES test_seqwait.c LIBS stele TIMEOUT 60)
-stele_add_test(test_engine SOURCES test_engine.c engine_fixture.c LIBS stele TIMEOUT 120)
-stele_add_test(test_stress SOURCES test_stress.c engine_fixture.c LIBS stele TIMEOUT 240)
+stele_add_test(test_engine SOURCES test_engine.c support/engine_fixture.c LIBS stele TIMEOUT 120)
+stele_add_test(test_stress SOURCES test_stress.c support/engine_fixture.c LIBS stele TIMEOUT 240)
 # The example must run, not just compile: it appends into a fresh temporary journal.
 add_test(NAME example_append
          COMMAND sh -c "d=$(mktemp -d) && $<TARGET_FILE:stele-example-append> \"$d/journal\"; rc=$?; rm -rf \"$d\"; [ $rc -eq 0 ] && echo example-exit-ok; exit $rc")

@@ -52,7 +52,7 @@ set(fuzz_engine_dir ${PROJECT_SOURCE_DIR}/engine)
 add_executable(fuzz_json_bson fuzz/fuzz_json_bson.c support/json_reference.c
                               ${fuzz_engine_dir}/json_bson.c ${fuzz_engine_dir}/json_scan.c
                               ${fuzz_engine_dir}/keyset.c ${fuzz_engine_dir}/validate.c)
-target_include_directories(fuzz_json_bson PRIVATE ${fuzz_engine_dir} ${CMAKE_CURRENT_SOURCE_DIR}
+target_include_directories(fuzz_json_bson PRIVATE ${fuzz_engine_dir}
                            ${CMAKE_CURRENT_SOURCE_DIR}/support)
 target_compile_options(fuzz_json_bson PRIVATE ${fuzz_flags})
 target_link_options(fuzz_json_bson PRIVATE ${fuzz_flags})

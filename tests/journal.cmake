@@ -1,10 +1,7 @@
 # The journal's unit tests (journal/). Each binary is one module's behaviour.
-stele_add_test(test_journal SOURCES test_journal.c jtest_util.c LABELS journal)
-stele_add_test(test_recover SOURCES test_recover.c jtest_util.c LABELS journal)
+stele_add_test(test_journal SOURCES test_journal.c support/jtest_util.c LABELS journal)
+stele_add_test(test_recover SOURCES test_recover.c support/jtest_util.c LABELS journal)
 stele_add_test(test_format SOURCES test_format.c LABELS journal)
 target_compile_definitions(test_format PRIVATE STELE_FORMAT_MD="${PROJECT_SOURCE_DIR}/journal/FORMAT.md")
-stele_add_test(test_crc32c SOURCES test_crc32c.c jtest_util.c LABELS journal)
-stele_add_test(test_jreader SOURCES test_jreader.c jtest_util.c LABELS journal)
-# Measurements for docs/journal.md; a plain executable, not run by ctest (see its top comment).
-add_executable(perf_journal ${CMAKE_CURRENT_LIST_DIR}/perf_journal.c)
-target_link_libraries(perf_journal PRIVATE stele_journal stele_warnings)
+stele_add_test(test_crc32c SOURCES test_crc32c.c support/jtest_util.c LABELS journal)
+stele_add_test(test_jreader SOURCES test_jreader.c support/jtest_util.c LABELS journal)

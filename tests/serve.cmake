@@ -2,7 +2,10 @@
 # (engine/client.c). The tests exec the real `stele` binary (stele_cli) as the server; the
 # daemon's sources also form a small library so unit tests and the fuzz target reach them.
 set(STELE_SERVE_SOURCES
-  ${PROJECT_SOURCE_DIR}/cli/common.c
+  ${PROJECT_SOURCE_DIR}/cli/args.c
+  ${PROJECT_SOURCE_DIR}/cli/mongo_args.c
+  ${PROJECT_SOURCE_DIR}/cli/report.c
+  ${PROJECT_SOURCE_DIR}/cli/timearg.c
   ${PROJECT_SOURCE_DIR}/cli/cmd_serve.c
   ${PROJECT_SOURCE_DIR}/cli/serve_ack.c
   ${PROJECT_SOURCE_DIR}/cli/serve_frame.c
@@ -21,21 +24,21 @@ if(STELE_SANITIZE)
 endif()
 
 stele_add_test(test_serve_request
-  SOURCES test_serve_request.c test_serve_util.c fuzz/fuzz_serve_request.c
+  SOURCES test_serve_request.c support/serve_fixture.c fuzz/fuzz_serve_request.c
   LIBS stele_serve_core)
 target_compile_definitions(test_serve_request PRIVATE ${STELE_SERVE_TEST_DEFS})
 
 stele_add_test(test_serve
-  SOURCES test_serve.c test_serve_util.c
+  SOURCES test_serve.c support/serve_fixture.c
   LIBS stele_serve_core
   TIMEOUT 600)
 target_compile_definitions(test_serve PRIVATE ${STELE_SERVE_TEST_DEFS})
 add_dependencies(test_serve stele_cli)
 
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/test_serve_load.c)
-  # 10,000 connections and the server-vs-in-process throughput comparison (docs/benchmarks.md).
+  # 10,000 connections and the server-vs-in-process throughput comparison (docs/protocol.md).
   stele_add_test(test_serve_load
-    SOURCES test_serve_load.c test_serve_util.c
+    SOURCES test_serve_load.c support/serve_fixture.c
     LIBS stele_serve_core
     TIMEOUT 900
     LABELS load)

@@ -309,6 +309,162 @@ test_bench_json_parser_cells_write_libbsons_bson(void **state)
     remove_dir(dir);
 }
 
+/* -- --table: the doc's tables from a results.csv ----------------------------------------- */
+
+/* A row of a crafted results.csv: one cell with the given rate, the rest of a real cell. */
+static bench_result_t
+table_cell(const char *system, const char *device, int writers, stele_wait_t wait, double rate)
+{
+    bench_result_t r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.cell.system, sizeof r.cell.system, "%s", system);
+    snprintf(r.cell.device, sizeof r.cell.device, "%s", device);
+    r.cell.writers = writers;
+    r.cell.seconds = 2;
+    r.cell.sync = STELE_SYNC_ALWAYS;
+    r.cell.wait = wait;
+    r.cell.record_bytes = 200;
+    r.is_durable = wait >= STELE_WAIT_DURABLE;
+    r.appends = (uint64_t)(rate * 2);
+    r.elapsed_s = 2;
+    r.appends_per_s = rate;
+    r.mean_batch = 1;
+    r.p50_us = r.p99_us = r.p999_us = r.max_us = 1e6 / rate;
+    r.counted_back = -1;
+    return r;
+}
+
+/* Writes cells[0..n) as the results.csv --out writes, into dir/results.csv (path in out). */
+static void
+write_results_csv(const char *dir, const bench_result_t *cells, size_t n, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/results.csv", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    bench_print_csv_header(f);
+    for (size_t i = 0; i < n; i++)
+        bench_print_csv(f, &cells[i]);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Runs `stele-bench --table path`; returns its exit code, stdout and stderr in out. */
+static int
+run_table(const char *path, char *out, size_t cap)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' --table '%s' 2>&1", STELE_BENCH_EXE, path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void
+assert_contains(const char *text, const char *part)
+{
+    if (!strstr(text, part))
+        fail_msg("expected \"%s\" in:\n%s", part, text);
+}
+
+/* A cell the file holds several times (the sweep's repeated disk-bound cells) shows the
+ * median and the range; a cell that ran once, its rate; a skipped one says so; a reference
+ * that is not a store is marked; and the summary the run printed comes out of the same rows
+ * (it compares whole cells: of an even number, the lower middle one). */
+static void
+test_bench_table_shows_the_median_and_range_of_repeated_cells(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_result_t cells[] = {
+        table_cell("fsync-loop", "ssd", 1, STELE_WAIT_DURABLE, 100),
+        table_cell("stele", "ssd", 1, STELE_WAIT_DURABLE, 250),
+        table_cell("fsync-loop", "ssd", 1, STELE_WAIT_DURABLE, 300),
+        table_cell("fsync-loop", "ssd", 1, STELE_WAIT_DURABLE, 200),
+        table_cell("fsync-loop", "ssd", 1, STELE_WAIT_DURABLE, 400),
+        table_cell("stele", "ssd", 64, STELE_WAIT_DURABLE, 123456.7),
+        table_cell("stele", "ssd", 64, STELE_WAIT_WRITTEN, 150000),
+        table_cell("sqlite-wal-full", "ssd", 64, STELE_WAIT_DURABLE, 0),
+        table_cell("thread-wakeup", "ssd", 64, STELE_WAIT_DURABLE, 1234567),
+    };
+    cells[7].status = BENCH_SKIPPED;
+    snprintf(cells[7].note, sizeof cells[7].note, "built without sqlite3, \"see\" setup");
+    cells[8].is_durable = 0;
+    snprintf(cells[8].note, sizeof cells[8].note, "NOT A STORE: thread wake-up ceiling");
+    char path[1200], out[16384];
+    write_results_csv(dir, cells, sizeof cells / sizeof cells[0], path, sizeof path);
+    assert_int_equal(run_table(path, out, sizeof out), 0);
+    assert_contains(out, "| system / mode | durable | 1 | 64 |\n|---|---|---|---|\n");
+    assert_contains(out, "| fsync-loop | yes | 250 (100..400) | - |\n");
+    assert_contains(out, "| **stele always/durable** | yes | **250** | **123,457** |\n");
+    assert_contains(out, "| stele always/written | no | - | 150,000 |\n");
+    assert_contains(out, "| sqlite-wal-full | yes | - | skipped |\n");
+    assert_contains(out, "| thread-wakeup (not a store) | - | - | 1,234,567 |\n");
+    assert_contains(out, "ssd, 1 writer sync=always wait=durable: 250/s = 125% of the fsync loop "
+                         "(200/s)");
+    assert_contains(out, "thread wake-up ceiling 1234567/s (stele at 10% of it)");
+    remove_dir(dir);
+}
+
+/* What --table reads is what a run's --out writes: a short real run, then its file. */
+static void
+test_bench_table_reads_the_results_file_a_run_writes(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    char out_dir[1200], path[1300], out[16384];
+    snprintf(out_dir, sizeof out_dir, "%s/out", dir);
+    const char *args[] = {"--writers", "1,2", "--seconds", "0.3", "--out", out_dir, NULL};
+    bench_output_t run;
+    run_bench(dir, args, &run);
+    assert_int_equal(run.exit_code, 0);
+    assert_int_equal(run.n, 3); /* the fsync loop, then stele at 1 and 2 writers */
+    snprintf(path, sizeof path, "%s/results.csv", out_dir);
+    assert_int_equal(run_table(path, out, sizeof out), 0);
+    assert_contains(out, "ssd, 200-byte events: appends/s by writers");
+    assert_contains(out, "| system / mode | durable | 1 | 2 |\n");
+    assert_contains(out, "| fsync-loop | yes | ");
+    assert_contains(out, "| **stele always/durable** | yes | **");
+    assert_contains(out, "ssd, 1 writer sync=always wait=durable: ");
+    remove_dir(dir);
+}
+
+/* A file that is not a results.csv, or a row that cannot be read, is refused (exit 1) with
+ * the line and the column at fault; nothing is printed on stdout for it. */
+static void
+test_bench_table_refuses_a_bad_file_naming_the_line_and_column(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_result_t cells[] = {table_cell("fsync-loop", "ssd", 1, STELE_WAIT_DURABLE, 100),
+                              table_cell("stele", "ssd", 1, STELE_WAIT_DURABLE, 90)};
+    char path[1200], out[4096], cmd[2600];
+    write_results_csv(dir, cells, 2, path, sizeof path);
+    static const struct {
+        const char *sed, *message;
+    } bad[] = {
+        {"3s/,90.0,/,ninety,/", "results.csv line 3: column appends_per_s: not a valid value"},
+        {"2s/,always,/,sometimes,/", "results.csv line 2: column sync: not a valid value"},
+        {"3s/,-1,/,-2,/", "results.csv line 3: column counted_back: not a valid value"},
+        {"2s/,\"\"$//", "results.csv line 2: expected 26 columns, the last one quoted"},
+        {"1s/note/remark/", "results.csv line 1: not a stele-bench results.csv"},
+        {"2,$d", "results.csv holds no results"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_results_csv(dir, cells, 2, path, sizeof path);
+        snprintf(cmd, sizeof cmd, "sed -i '%s' '%s'", bad[i].sed, path);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(run_table(path, out, sizeof out), 1);
+        assert_contains(out, bad[i].message);
+        assert_null(strstr(out, "|"));
+    }
+    snprintf(path, sizeof path, "%s/missing.csv", dir);
+    assert_int_equal(run_table(path, out, sizeof out), 1);
+    assert_contains(out, "could not open");
+    remove_dir(dir);
+}
+
 static void
 test_bench_rejects_zero_writers(void **state)
 {
@@ -323,9 +479,10 @@ test_bench_rejects_zero_writers(void **state)
 }
 
 /* Durations that are not numbers are refused like any bad value (exit 1, nothing run). NaN
- * once passed every range check: --seconds nan made the cell sleep for ever, and both
- * printed "seconds":nan, which is not JSON. The cells here would otherwise be skipped at
- * once (sync=never cannot wait=durable), so a missed refusal does not hang the test. */
+ * fails every comparison, so a range check that only rejects what compares outside the range
+ * lets it through: --seconds nan would make the cell sleep for ever and print "seconds":nan,
+ * which is not JSON. The cells here would otherwise be skipped at once (sync=never cannot
+ * wait=durable), so a missed refusal does not hang the test. */
 static void
 test_bench_rejects_durations_that_are_not_numbers(void **state)
 {
@@ -362,8 +519,8 @@ test_bench_rejects_record_bytes_above_the_event_limit(void **state)
 }
 
 /* --probe DIR writes a 64 MiB file into a scratch directory under DIR; an interrupt must
- * remove it like a plan's cleanup does (exit 130). It once took SIGINT's default action,
- * leaving DIR/stele-probe-XXXXXX/probe.dat behind. */
+ * remove it like a plan's cleanup does (exit 130). SIGINT's default action would leave
+ * DIR/stele-probe-XXXXXX/probe.dat behind. */
 
 /* Whether dir holds an entry (the probe's scratch directory). */
 static int
@@ -406,8 +563,8 @@ test_bench_interrupted_probe_removes_its_files(void **state)
 /* -- a store that hangs ------------------------------------------------------------------
  * Writer 0's first append blocks until the test opens the gate; writer 1 appends normally.
  * The harness must give up on writer 0 after the stop grace instead of joining it forever
- * (a hung peer or a wait that can never be met once kept stele-bench from exiting even on
- * SIGTERM), and must not close the store under it. */
+ * (joined, a hung peer or a wait that can never be met would keep stele-bench from exiting
+ * even on SIGTERM), and must not close the store under it. */
 
 typedef struct hang_store {
     pthread_mutex_t mu;
@@ -558,8 +715,8 @@ test_bench_waits_for_a_slow_store_that_keeps_returning_writers(void **state)
 /* -- an interrupt during an append -------------------------------------------------------
  * SIGINT arrives while the only writer is inside an append that takes 300 ms. The run must
  * give that writer its short interrupted grace (BENCH_STOP_GRACE_INTERRUPTED_SECONDS), then
- * close the store and count the cell; it once took the interrupt as a hung store at once:
- * cell abandoned, store never closed (a peer's server left running), its appends lost. */
+ * close the store and count the cell. Taking the interrupt for a hung store would abandon
+ * the cell: store never closed (a peer's server left running), its appends lost. */
 
 static atomic_int interrupt_flag;
 static atomic_int interrupt_appends;
@@ -774,8 +931,8 @@ test_bench_stop_all_ends_servers_never_stopped(void **state)
 }
 
 /* The JSON lines must be UTF-8 whatever a note holds: a note cut at its 256 bytes in the
- * middle of a character, or a peer's message in another encoding, made the line invalid
- * JSON (libbson refused it). Such bytes become U+FFFD; valid characters stay. */
+ * middle of a character, or a peer's message in another encoding, would make the line
+ * invalid JSON (libbson refuses it). Such bytes become U+FFFD; valid characters stay. */
 static void
 test_bench_json_output_stays_utf8_when_a_note_is_cut(void **state)
 {
@@ -829,6 +986,9 @@ main(void)
         cmocka_unit_test(test_bench_reference_cells_say_what_they_are),
         cmocka_unit_test(test_bench_json_parser_cells_write_libbsons_bson),
         cmocka_unit_test(test_bench_skips_durable_waits_without_sync),
+        cmocka_unit_test(test_bench_table_shows_the_median_and_range_of_repeated_cells),
+        cmocka_unit_test(test_bench_table_reads_the_results_file_a_run_writes),
+        cmocka_unit_test(test_bench_table_refuses_a_bad_file_naming_the_line_and_column),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

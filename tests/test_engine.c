@@ -474,7 +474,7 @@ test_engine_quota_fails_or_blocks_as_configured(void **state)
     char big[3000];
     snprintf(big, sizeof big, "{\"pad\":\"%0*d\"}", 2900, 0);
     /* Unwaited appends too: a burst queued while the journal was still under the quota
-     * used to be written whole, past it by up to max_queue_bytes. */
+     * must not be written whole, past it by up to max_queue_bytes. */
     for (int run = 0; run < 4; run++) {
         int is_fail = run % 2 == 0;
         stele_wait_t wait = run < 2 ? STELE_WAIT_DURABLE : STELE_WAIT_NONE;

@@ -1,5 +1,5 @@
 /*
- * test_index.c: the LMDB index (engine/index.c): batch starts by seq and by time, truncation
+ * test_index.c: the LMDB index (engine/index*.c): batch starts by seq and by time, truncation
  * and deletion keeping both tables in step, meta, checkpoints, dead letters, reopening,
  * read-only opens, a corrupt environment being moved aside, and the write-fault seam.
  */

@@ -313,8 +313,8 @@ flip_reserved_header_byte(const char *dir, uint64_t first_seq, uint64_t off)
 
 /* Open (recovery) and readers refuse a header whose reserved bytes are not zero (rule H5),
  * in a sealed segment and in the newest, naming the segment and the byte's offset, and
- * change nothing; with the byte cleared again everything reads. They used to accept it
- * (only stele verify looked at those bytes). */
+ * change nothing; with the byte cleared again everything reads. Not only stele verify
+ * looks at those bytes. */
 static void
 test_open_and_readers_refuse_a_non_zero_reserved_header_byte(void **state)
 {
@@ -830,8 +830,9 @@ logging_sync_dir(void *ctx, const char *dir)
 }
 
 /* A new journal's directory entry is made durable by syncing the directory that holds it,
- * also when the path is given with a trailing slash (it used to sync the new directory
- * itself, so the journal could vanish with a power failure). */
+ * also when the path is given with a trailing slash (syncing the new directory itself
+ * would leave its entry in the parent unsynced: the journal could vanish with a power
+ * failure). */
 static void
 test_new_journal_syncs_its_parent_whatever_the_slashes(void **state)
 {
@@ -874,9 +875,9 @@ test_open_rejects_bad_options(void **state)
 }
 
 /* A segment size no file can have (off_t is signed: 2^63 and more) is refused when the first
- * segment is made, whichever way it is preallocated. Zero-filling once took the size for a
- * negative length, wrote nothing, and opened a journal whose "2^63-byte" segment was its
- * 4 KiB header, never preallocated. */
+ * segment is made, whichever way it is preallocated. Taken as an off_t, such a size is a
+ * negative length: zero-filling would write nothing and open a journal whose "2^63-byte"
+ * segment is its 4 KiB header, never preallocated. */
 static void
 test_open_refuses_a_segment_size_no_file_can_have(void **state)
 {

@@ -397,9 +397,9 @@ read_until_eagain(journal_reader_t *r, uint64_t expect)
 
 /* A reader waiting at the end of an empty newest segment, which the writer's next roll
  * replaces with a new file of the same name: it must follow into the new file and return
- * every record once, in order, while the writer lives (it used to report "committed record
- * missing", reading the replaced file) and after it is gone (it used to see nothing, or
- * records missing at the end of a sealed segment once a later roll had happened). */
+ * every record once, in order, while the writer lives (reading on in the replaced file
+ * would report "committed record missing") and after it is gone (not nothing, and no
+ * records missing at the end of a sealed segment once a later roll has happened). */
 static void
 test_reader_follows_a_roll_that_replaces_an_empty_newest_segment(void **state)
 {

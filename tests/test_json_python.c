@@ -1,6 +1,6 @@
 /*
  * test_json_python.c: stele's JSON reader (engine/json_bson.c) against a reader no one here
- * wrote, Python's json module. tests/json_python_cases.py writes thousands of events by
+ * wrote, Python's json module. tests/support/json_python_cases.py writes thousands of events by
  * hand from random values (random whitespace, escapes, surrogate pairs, numbers in every
  * JSON form), a third of them with one fault, and says for each what Python reads in it:
  * a canonical form of the value, or the fault. Each event goes through validate_json; an

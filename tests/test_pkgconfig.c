@@ -6,8 +6,8 @@
  * plain `pkg-config --libs`, not only to `--static`.
  *
  * The build tree is installed into a temporary prefix (`cmake --install`), stele.pc's
- * prefix is pointed there (it was fixed at configure time), the example is compiled with
- * the command of its header comment and run on a fresh journal.
+ * prefix (set at configure time to the install prefix) is pointed there, and the example is
+ * compiled with the command of its header comment and run on a fresh journal.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -496,11 +496,13 @@ test_status_reports_positions_segments_and_sinks(void **state)
 
     stele_status_t st;
     stele_error_t err;
-    /* The writer is this process: status still works, without the index. */
+    /* The writer is this process: status still works, without the index (so without the
+     * sinks and settings that live in it). */
     assert_int_equal(stele_status_read(f->dir, &st, &err), 0);
     assert_int_equal(st.writer_pid, (int)getpid());
     assert_int_equal(st.committed_seq, N_RECORDS);
     assert_int_equal(st.last_seq, N_RECORDS);
+    assert_int_equal(st.n_sinks, 0);
     fx_writer_close(&w);
 
     assert_int_equal(stele_status_read(f->dir, &st, &err), 0);

@@ -1,6 +1,6 @@
 /*
  * test_serve.c: `stele serve` end to end: the server runs as its own process (exec of
- * STELE_SERVE_BIN, see test_serve_util.c); tests talk to it over raw sockets or through
+ * STELE_SERVE_BIN, see serve_fixture.c); tests talk to it over raw sockets or through
  * the client library (stele_client_*), stop or SIGKILL it, and read the journal back
  * directly with stele_reader_* and stele_verify.
  */
@@ -29,7 +29,7 @@
 #include <cmocka.h>
 
 #include "stele.h"
-#include "test_serve_util.h"
+#include "serve_fixture.h"
 #include "test_util.h"
 
 enum { REPLY_TIMEOUT_MS = 20000 };

@@ -1,6 +1,6 @@
 /*
- * test_serve_load.c: `stele serve` under load (label "load"; figures go to
- * docs/benchmarks.md, section "stele serve"):
+ * test_serve_load.c: `stele serve` under load (label "load"; its figures are in
+ * docs/protocol.md, section "Measured"):
  *  - 10,000 concurrent connections, each pipelining events at wait=durable: zero errors,
  *    every acknowledged event read back exactly once under its acknowledged seq; the
  *    server's RSS is printed idle-connected and at its peak;
@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "stele.h"
-#include "test_serve_util.h"
+#include "serve_fixture.h"
 
 enum {
     LOAD_CONNS = 10000,

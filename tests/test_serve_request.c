@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "serve.h"
-#include "test_serve_util.h"
+#include "serve_fixture.h"
 
 int serve_fuzz_one_input(const uint8_t *data, size_t size);
 

@@ -64,8 +64,8 @@ void harness_rmtree(const char *path);
 char *harness_json_lines(size_t first, size_t count);
 
 /*
- * What `stele status --json` and `stele verify` print about the journal in `dir`:
- * used to assert that a failed command changed nothing. Owned string.
+ * What `stele status --json` and `stele verify` print about the journal in `dir`, for
+ * asserting that a failed command changed nothing. Owned string.
  */
 char *harness_journal_snapshot(const char *dir);
 

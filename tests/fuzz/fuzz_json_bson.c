@@ -9,7 +9,7 @@
  * get covered; the rest is the JSON text. The reader also runs on a copy of the text in a
  * buffer of exactly its length, so ASan sees any read past the end.
  *
- * Seeds (STELE_FUZZ_MAKE_SEEDS=<corpus dir>): every event of tests/validate_cases.h, the
+ * Seeds (STELE_FUZZ_MAKE_SEEDS=<corpus dir>): every event of tests/support/validate_cases.h, the
  * malformed ones and the good ones, each with the default and the small limits.
  */
 #include <stdio.h>

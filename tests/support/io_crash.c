@@ -36,7 +36,7 @@
 
 /* The unit a disk writes atomically, and so the unit a crash keeps or loses. */
 enum { CRASH_SECTOR_BYTES = 512 };
-/* Chunk used to copy or zero file regions during apply. */
+/* Chunk for copying or zeroing file regions during apply. */
 enum { CRASH_CHUNK_BYTES = 64 * 1024 };
 
 typedef enum file_op_kind { FILE_OP_WRITE, FILE_OP_TRUNCATE, FILE_OP_ALLOCATE } file_op_kind_t;

@@ -1,9 +1,9 @@
 /*
- * test_serve_util.c: see test_serve_util.h. The server runs as a separate process (exec,
+ * serve_fixture.c: see serve_fixture.h. The server runs as a separate process (exec,
  * not just fork) so a test can SIGKILL it and so fork never copies a test's threads' locks.
  * STELE_SERVE_BIN (a compile definition from tests/serve.cmake) names the `stele` binary.
  */
-#include "test_serve_util.h"
+#include "serve_fixture.h"
 
 #include <bson/bson.h>
 #include <errno.h>

@@ -1,10 +1,10 @@
 /*
- * test_serve_util.h: helpers shared by the `stele serve` tests: run a server in a child
- * process (exec of the `stele` binary, STELE_SERVE_BIN), talk to it over raw sockets,
- * read the journal back.
+ * serve_fixture.h: helpers shared by the `stele serve` tests (prefix ts_, "test server"):
+ * run a server in a child process (exec of the `stele` binary, STELE_SERVE_BIN), talk to it
+ * over raw sockets, read the journal back.
  */
-#ifndef STELE_TEST_SERVE_UTIL_H
-#define STELE_TEST_SERVE_UTIL_H
+#ifndef STELE_SERVE_FIXTURE_H
+#define STELE_SERVE_FIXTURE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -59,4 +59,4 @@ long ts_read_journal(const char *dir, void (*fn)(void *ctx, const stele_record_t
 /* The seed of a randomised test: $STELE_TEST_SEED or the time; printed. */
 unsigned ts_seed(const char *test_name);
 
-#endif /* STELE_TEST_SERVE_UTIL_H */
+#endif /* STELE_SERVE_FIXTURE_H */

@@ -1,12 +1,12 @@
 /*
- * published.c: encodes and decodes what a writer publishes for `stele status` (published.h)
- * in the index's meta table. Each value is one line of "key=value" words, at most
- * INDEX_META_VALUE_MAX (256) bytes; an error text is cut to fit its own key. Decoding is
- * lenient: a missing or malformed value reads as "never published" (all zeros), because
+ * status_publish.c: encodes and decodes what a writer publishes for `stele status` in the
+ * index's meta table (status_publish.h). Each value is one line of "key=value" words, at
+ * most INDEX_META_VALUE_MAX (256) bytes; an error text is cut to fit its own key. Decoding
+ * is lenient: a missing or malformed value reads as "never published" (all zeros), because
  * status must work on any journal, including one last opened by an older writer.
  * No state, no locks: the index serialises its own transactions.
  */
-#include "published.h"
+#include "status_publish.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,14 +15,14 @@
 
 #include "clock.h"
 
-#define PUBLISHED_SETTINGS_KEY "writer.settings"
-#define PUBLISHED_SINKS_KEY "writer.sinks"
+#define STATUS_PUBLISH_SETTINGS_KEY "writer.settings"
+#define STATUS_PUBLISH_SINKS_KEY "writer.sinks"
 /* The meta table's value bound (index.c's INDEX_META_VALUE_MAX). */
-#define PUBLISHED_VALUE_MAX 256
+#define STATUS_PUBLISH_VALUE_MAX 256
 
 /* Reads a meta value as a NUL-terminated string; 0 when found. */
 static int
-published_get_text(index_t *ix, const char *key, char *buf, size_t cap)
+status_publish_get_text(index_t *ix, const char *key, char *buf, size_t cap)
 {
     size_t len = 0;
     if (!ix || index_get_meta(ix, key, buf, cap - 1, &len, NULL) != 0)
@@ -34,10 +34,10 @@ published_get_text(index_t *ix, const char *key, char *buf, size_t cap)
 /* 1 when the stored settings equal `v` past their "published_ms=..." word: a writer that
  * reopens with the same settings then leaves the index (and its time) as it was. */
 static int
-published_settings_unchanged(index_t *ix, const char *v)
+status_publish_settings_unchanged(index_t *ix, const char *v)
 {
-    char old[PUBLISHED_VALUE_MAX + 1];
-    if (published_get_text(ix, PUBLISHED_SETTINGS_KEY, old, sizeof old) != 0)
+    char old[STATUS_PUBLISH_VALUE_MAX + 1];
+    if (status_publish_get_text(ix, STATUS_PUBLISH_SETTINGS_KEY, old, sizeof old) != 0)
         return 0;
     const char *a = strchr(old, ' ');
     const char *b = strchr(v, ' ');
@@ -45,9 +45,9 @@ published_settings_unchanged(index_t *ix, const char *v)
 }
 
 int
-published_put_settings(index_t *ix, const stele_options_t *o, stele_error_t *err)
+status_publish_put_settings(index_t *ix, const stele_options_t *o, stele_error_t *err)
 {
-    char v[PUBLISHED_VALUE_MAX];
+    char v[STATUS_PUBLISH_VALUE_MAX];
     int n = snprintf(v, sizeof v,
                      "published_ms=%" PRId64 " sync=%d sync_interval_ms=%" PRIu32
                      " commit_interval_us=%" PRIu32 " commit_policy=%d max_journal_bytes=%" PRIu64
@@ -57,9 +57,9 @@ published_put_settings(index_t *ix, const stele_options_t *o, stele_error_t *err
     if (n < 0 || (size_t)n >= sizeof v)
         n = (int)sizeof v - 1;
     v[n] = '\0';
-    int rc = published_settings_unchanged(ix, v)
+    int rc = status_publish_settings_unchanged(ix, v)
                  ? 0
-                 : index_put_meta(ix, PUBLISHED_SETTINGS_KEY, v, (size_t)n, err);
+                 : index_put_meta(ix, STATUS_PUBLISH_SETTINGS_KEY, v, (size_t)n, err);
     if (rc)
         return rc;
     size_t len = 0;
@@ -72,18 +72,18 @@ published_put_settings(index_t *ix, const stele_options_t *o, stele_error_t *err
         len += name_len;
         v[len++] = '\n';
     }
-    return index_put_meta(ix, PUBLISHED_SINKS_KEY, v, len, err);
+    return index_put_meta(ix, STATUS_PUBLISH_SINKS_KEY, v, len, err);
 }
 
 void
-published_get_settings(index_t *ix, stele_status_t *st)
+status_publish_get_settings(index_t *ix, stele_status_t *st)
 {
-    char v[PUBLISHED_VALUE_MAX + 1];
+    char v[STATUS_PUBLISH_VALUE_MAX + 1];
     int64_t ms = 0;
     int sync = 0, policy = 0, on_full = 0;
     uint32_t interval_ms = 0, commit_us = 0;
     uint64_t quota = 0;
-    if (published_get_text(ix, PUBLISHED_SETTINGS_KEY, v, sizeof v) != 0 ||
+    if (status_publish_get_text(ix, STATUS_PUBLISH_SETTINGS_KEY, v, sizeof v) != 0 ||
         sscanf(v,
                "published_ms=%" SCNd64 " sync=%d sync_interval_ms=%" SCNu32
                " commit_interval_us=%" SCNu32 " commit_policy=%d max_journal_bytes=%" SCNu64
@@ -100,10 +100,10 @@ published_get_settings(index_t *ix, stele_status_t *st)
 }
 
 size_t
-published_get_sink_names(index_t *ix, char (*names)[64], size_t max)
+status_publish_get_sink_names(index_t *ix, char (*names)[64], size_t max)
 {
-    char v[PUBLISHED_VALUE_MAX + 1];
-    if (published_get_text(ix, PUBLISHED_SINKS_KEY, v, sizeof v) != 0)
+    char v[STATUS_PUBLISH_VALUE_MAX + 1];
+    if (status_publish_get_text(ix, STATUS_PUBLISH_SINKS_KEY, v, sizeof v) != 0)
         return 0;
     size_t n = 0;
     for (char *p = v; *p && n < max;) {
@@ -119,41 +119,41 @@ published_get_sink_names(index_t *ix, char (*names)[64], size_t max)
 }
 
 static void
-published_sink_key(char *key, size_t cap, const char *name, const char *what)
+status_publish_sink_key(char *key, size_t cap, const char *name, const char *what)
 {
     snprintf(key, cap, "sink.%s.%s", name, what);
 }
 
 int
-published_put_sink(index_t *ix, const stele_sink_stats_t *s, stele_error_t *err)
+status_publish_put_sink(index_t *ix, const stele_sink_stats_t *s, stele_error_t *err)
 {
     char key[96];
-    char v[PUBLISHED_VALUE_MAX];
+    char v[STATUS_PUBLISH_VALUE_MAX];
     int n = snprintf(v, sizeof v,
                      "published_ms=%" PRId64 " retries=%" PRIu64 " batches=%" PRIu64
                      " stopped=%d last_error_ms=%" PRId64,
                      clock_wall_ms(), s->retries, s->batches, s->is_stopped, s->last_error_unix_ms);
     if (n < 0 || (size_t)n >= sizeof v)
         n = (int)sizeof v - 1;
-    published_sink_key(key, sizeof key, s->name, "stats");
+    status_publish_sink_key(key, sizeof key, s->name, "stats");
     int rc = index_put_meta(ix, key, v, (size_t)n, err);
     if (rc)
         return rc;
-    size_t len = strnlen(s->last_error, PUBLISHED_VALUE_MAX);
-    published_sink_key(key, sizeof key, s->name, "error");
+    size_t len = strnlen(s->last_error, STATUS_PUBLISH_VALUE_MAX);
+    status_publish_sink_key(key, sizeof key, s->name, "error");
     return index_put_meta(ix, key, s->last_error, len, err);
 }
 
 void
-published_get_sink(index_t *ix, stele_status_t *st, size_t i)
+status_publish_get_sink(index_t *ix, stele_status_t *st, size_t i)
 {
     char key[96];
-    char v[PUBLISHED_VALUE_MAX + 1];
+    char v[STATUS_PUBLISH_VALUE_MAX + 1];
     int64_t ms = 0, error_ms = 0;
     uint64_t retries = 0, batches = 0;
     int stopped = 0;
-    published_sink_key(key, sizeof key, st->sinks[i].name, "stats");
-    if (published_get_text(ix, key, v, sizeof v) != 0 ||
+    status_publish_sink_key(key, sizeof key, st->sinks[i].name, "stats");
+    if (status_publish_get_text(ix, key, v, sizeof v) != 0 ||
         sscanf(v,
                "published_ms=%" SCNd64 " retries=%" SCNu64 " batches=%" SCNu64
                " stopped=%d last_error_ms=%" SCNd64,
@@ -164,7 +164,8 @@ published_get_sink(index_t *ix, stele_status_t *st, size_t i)
     st->sinks[i].batches = batches;
     st->sinks[i].is_stopped = stopped;
     st->sinks[i].last_error_unix_ms = error_ms;
-    published_sink_key(key, sizeof key, st->sinks[i].name, "error");
-    if (published_get_text(ix, key, st->sinks[i].last_error, sizeof st->sinks[i].last_error) != 0)
+    status_publish_sink_key(key, sizeof key, st->sinks[i].name, "error");
+    if (status_publish_get_text(ix, key, st->sinks[i].last_error, sizeof st->sinks[i].last_error) !=
+        0)
         st->sinks[i].last_error[0] = '\0';
 }

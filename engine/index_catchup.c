@@ -1,0 +1,287 @@
+/*
+ * index_catchup.c: stele_index_catch_up(), which the engine runs at open, after recovery and
+ * with the journal's writer lock held, to bring the LMDB index in line with the segments:
+ * drop entries the segments no longer hold, index the batches a lazily-synced index missed,
+ * rebuild it whole when it is empty, replaced (index.h) or disagrees with the segments, and
+ * lower sink checkpoints past the journal's end. It says what it did in a note for open's
+ * recovery message (empty when nothing was needed).
+ *
+ * The segments are the truth: they are read through journal_reader_* only, never written.
+ * The index is written through index.h, in transactions of CATCHUP_CHUNK batch starts.
+ *
+ * Threads: runs on the opening thread before the committer, the index writer and the
+ * shippers start; it takes no lock of its own.
+ */
+#include "stele_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "index.h"
+#include "journal.h"
+
+/* Batch starts written to the index per LMDB transaction during a catch-up scan. */
+#define CATCHUP_CHUNK 1024
+
+/* Appends to a note, separating sentences with "; ". */
+static void catchup_note(char *note, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+catchup_note(char *note, size_t cap, const char *fmt, ...)
+{
+    if (!note || cap == 0)
+        return;
+    size_t len = strnlen(note, cap);
+    if (len + 3 >= cap)
+        return;
+    if (len) {
+        memcpy(note + len, "; ", 3);
+        len += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note + len, cap - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Does the index entry name the frame the journal has at that seq? */
+static int
+catchup_entry_matches(journal_reader_t *jr, const index_batch_t *b, int *matches,
+                      stele_error_t *err)
+{
+    *matches = 0;
+    int rc = journal_reader_seek(jr, b->first_seq, b->segment_seq, b->offset, err);
+    if (rc == STELE_ENOTFOUND)
+        return 0;
+    if (rc)
+        return rc;
+    journal_record_t rec;
+    rc = journal_reader_next(jr, &rec, err);
+    if (rc == STELE_EAGAIN)
+        return 0;
+    if (rc)
+        return rc;
+    *matches = rec.seq == b->first_seq && rec.segment_seq == b->segment_seq &&
+               rec.offset == b->offset && rec.ts_ns == b->first_ts_ns;
+    return 0;
+}
+
+/*
+ * Indexes every batch start after `from` (a known batch start, or 0 for the oldest record)
+ * up to last_seq. *n_out counts the batches added.
+ */
+static int
+catchup_index_batches_after(index_t *ix, journal_reader_t *jr, uint64_t from, uint64_t last_seq,
+                            uint64_t *n_out, stele_error_t *err)
+{
+    *n_out = 0;
+    int rc = journal_reader_seek(jr, from, 0, 0, err);
+    if (rc && rc != STELE_ENOTFOUND)
+        return rc;
+    index_batch_t pending[CATCHUP_CHUNK];
+    size_t n_pending = 0;
+    int is_start = 1; /* the first record read starts a batch: `from` is one, or the oldest */
+    uint64_t seen_seq = from;
+    journal_record_t rec;
+    while ((rc = journal_reader_next(jr, &rec, err)) == 0) {
+        if (is_start && rec.seq > from) {
+            pending[n_pending++] = (index_batch_t){.first_seq = rec.seq,
+                                                   .segment_seq = rec.segment_seq,
+                                                   .offset = rec.offset,
+                                                   .first_ts_ns = rec.ts_ns};
+            if (n_pending == CATCHUP_CHUNK) {
+                rc = index_put_batches(ix, pending, n_pending, err);
+                if (rc)
+                    return rc;
+                *n_out += n_pending;
+                n_pending = 0;
+            }
+        }
+        is_start = rec.is_batch_end;
+        seen_seq = rec.seq;
+        if (rec.seq >= last_seq)
+            break;
+    }
+    if (rc && rc != STELE_EAGAIN)
+        return rc;
+    /* Recovery found records up to last_seq; a reader that cannot see them would leave the
+     * index silently short. */
+    if (seen_seq < last_seq)
+        return error_set_hinted(err, STELE_ECORRUPT, "run \"stele verify\" on the journal",
+                                "index catch-up could read only to seq %" PRIu64 " of the %" PRIu64
+                                " recovery found",
+                                seen_seq, last_seq);
+    rc = index_put_batches(ix, pending, n_pending, err);
+    if (rc == 0)
+        *n_out += n_pending;
+    return rc;
+}
+
+/* Reports the marker index_open left when it replaced a corrupt index; 1 when there is one
+ * (the catch-up removes it once the index is whole again). */
+static int
+catchup_note_rebuilt(index_t *ix, char *note, size_t note_cap)
+{
+    char rebuilt[STELE_ERROR_MESSAGE_BYTES];
+    size_t rebuilt_len = 0;
+    if (index_get_meta(ix, "rebuilt", rebuilt, sizeof rebuilt - 1, &rebuilt_len, NULL) != 0)
+        return 0;
+    rebuilt[rebuilt_len < sizeof rebuilt ? rebuilt_len : sizeof rebuilt - 1] = '\0';
+    catchup_note(note, note_cap, "%s", rebuilt);
+    return 1;
+}
+
+/* A journal without records: any entry the index still holds names nothing. */
+static int
+catchup_empty_index(index_t *ix, char *note, size_t note_cap, stele_error_t *err)
+{
+    index_batch_t b;
+    if (index_last_batch(ix, &b, NULL) != 0)
+        return 0;
+    int rc = index_clear_batches(ix, err);
+    catchup_note(note, note_cap, "index emptied: the journal has no records");
+    return rc;
+}
+
+/* Drops entries the segments no longer hold: past the end recovery found (a torn tail it
+ * truncated) and before the oldest segment (retention deleted it after the index saw it). */
+static int
+catchup_trim_index(index_t *ix, const struct journal_recovery *rec, char *note, size_t note_cap,
+                   stele_error_t *err)
+{
+    index_batch_t b;
+    if (index_last_batch(ix, &b, NULL) == 0 && b.first_seq > rec->last_seq) {
+        int rc = index_truncate_after(ix, rec->last_seq, err);
+        if (rc)
+            return rc;
+        catchup_note(note, note_cap,
+                     "index entries after seq %" PRIu64 " dropped (the journal "
+                     "ends there)",
+                     rec->last_seq);
+    }
+    if (rec->first_seq > 1 && index_first_batch(ix, &b, NULL) == 0 && b.first_seq < rec->first_seq)
+        return index_delete_before(ix, rec->first_seq, err);
+    return 0;
+}
+
+/*
+ * Where the scan for batch starts the index lacks begins: its last entry when the segments hold
+ * that very frame (*from_out), else the oldest record, with the index emptied first
+ * (*is_full): an entry that disagrees says the whole index may be wrong.
+ */
+static int
+catchup_start(index_t *ix, journal_reader_t *jr, uint64_t *from_out, int *is_full, char *note,
+              size_t note_cap, stele_error_t *err)
+{
+    *from_out = 0;
+    *is_full = 0;
+    index_batch_t b;
+    int rc = index_last_batch(ix, &b, NULL);
+    if (rc == STELE_ENOTFOUND) {
+        *is_full = 1;
+        return 0;
+    }
+    if (rc)
+        return rc;
+    int matches = 0;
+    rc = catchup_entry_matches(jr, &b, &matches, err);
+    if (rc)
+        return rc;
+    if (matches) {
+        *from_out = b.first_seq;
+        return 0;
+    }
+    catchup_note(note, note_cap, "index disagreed with the segments at seq %" PRIu64, b.first_seq);
+    *is_full = 1;
+    return index_clear_batches(ix, err);
+}
+
+/* Brings the index of a journal with records in line with its segments. */
+static int
+catchup_batches(index_t *ix, journal_reader_t *jr, const struct journal_recovery *rec, char *note,
+                size_t note_cap, stele_error_t *err)
+{
+    uint64_t from = 0, n_added = 0;
+    int is_full = 0;
+    int rc = catchup_trim_index(ix, rec, note, note_cap, err);
+    if (rc == 0)
+        rc = catchup_start(ix, jr, &from, &is_full, note, note_cap, err);
+    if (rc == 0)
+        rc = catchup_index_batches_after(ix, jr, from, rec->last_seq, &n_added, err);
+    if (rc)
+        return rc;
+    if (is_full)
+        catchup_note(note, note_cap, "index rebuilt from the segments (%" PRIu64 " batches)",
+                     n_added);
+    else if (n_added)
+        catchup_note(note, note_cap, "index caught up: %" PRIu64 " batches after seq %" PRIu64,
+                     n_added, from);
+    return 0;
+}
+
+/* Lowers every sink checkpoint past the journal's end to that end. With sync=interval or never
+ * a sink may ship records that a machine crash then takes from the journal; recovery gives
+ * their seqs to new records, which a sink keeping its checkpoint would skip and report
+ * shipped. Lowered, the sink sends them, and the remote's stale copies stop it with an
+ * integrity error instead. */
+static int
+catchup_lower_checkpoints(index_t *ix, uint64_t last_seq, char *note, size_t note_cap,
+                          stele_error_t *err)
+{
+    int n = index_list_checkpoints(ix, NULL, NULL, 0, err);
+    if (n <= 0)
+        return n;
+    char(*names)[64] = calloc((size_t)n, sizeof *names);
+    uint64_t *seqs = calloc((size_t)n, sizeof *seqs);
+    int rc = names && seqs ? 0 : error_set(err, -ENOMEM, "index catch-up: out of memory");
+    int n_listed = rc ? 0 : index_list_checkpoints(ix, names, seqs, (size_t)n, err);
+    if (n_listed < 0)
+        rc = n_listed;
+    for (int i = 0; rc == 0 && i < n_listed && i < n; i++) {
+        if (seqs[i] <= last_seq)
+            continue;
+        rc = index_put_checkpoint(ix, names[i], last_seq, err);
+        catchup_note(note, note_cap,
+                     "checkpoint of sink %s lowered from seq %" PRIu64 " to %" PRIu64
+                     " (the journal ends there)",
+                     names[i], seqs[i], last_seq);
+    }
+    free(names);
+    free(seqs);
+    return rc;
+}
+
+int
+stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
+                     const struct journal_recovery *rec, char *note, size_t note_cap,
+                     stele_error_t *err)
+{
+    if (!ix || !dir || !rec)
+        return error_set_hinted(err, STELE_EINVAL, NULL, "stele_index_catch_up: bad arguments");
+    if (note && note_cap)
+        note[0] = '\0';
+    int was_replaced = catchup_note_rebuilt(ix, note, note_cap);
+    journal_reader_t *jr = NULL;
+    int rc = journal_reader_open(dir, io, &jr, err);
+    if (rc)
+        return rc;
+    if (rec->last_seq == 0)
+        rc = catchup_empty_index(ix, note, note_cap, err);
+    else
+        rc = catchup_batches(ix, jr, rec, note, note_cap, err);
+    if (rc == 0)
+        rc = catchup_lower_checkpoints(ix, rec->last_seq, note, note_cap, err);
+    /* The marker goes only once the index is whole: a failed catch-up reports it again. */
+    if (rc == 0 && was_replaced)
+        rc = index_delete_meta(ix, "rebuilt", err);
+    if (rc == 0)
+        rc = index_sync(ix, err);
+    journal_reader_close(jr);
+    return rc;
+}
