@@ -116,6 +116,16 @@ walk_utf8_ok(const char *s, size_t len, bool allow_nul)
 
 static int walk_document(walk_t *w, bson_iter_t *it, uint32_t depth);
 
+/* Keys are short: a loop beats a call to memchr. */
+static bool
+walk_has_dot(const char *key, uint32_t key_len)
+{
+    for (uint32_t i = 0; i < key_len; i++)
+        if (key[i] == '.')
+            return true;
+    return false;
+}
+
 static int
 walk_check_key(walk_t *w, const char *key, uint32_t key_len, uint32_t depth)
 {
@@ -129,7 +139,7 @@ walk_check_key(walk_t *w, const char *key, uint32_t key_len, uint32_t depth)
     if (depth == 1 && key[0] == '_' &&
         (strcmp(key, STELE_ID_FIELD) == 0 || strcmp(key, STELE_META_FIELD) == 0))
         return walk_fail(w, STELE_ERESERVEDKEY, key, "is reserved at the top level");
-    if (memchr(key, '.', key_len))
+    if (walk_has_dot(key, key_len))
         return validate_key_dotted(w->err, key, key_len, w->path_len ? w->path : NULL, -1);
     return 0;
 }
