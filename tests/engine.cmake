@@ -9,6 +9,7 @@ target_compile_definitions(test_json_python PRIVATE
   STELE_JSON_PYTHON_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/support/json_python_cases.py")
 stele_add_test(test_config SOURCES test_config.c LIBS stele TIMEOUT 60)
 stele_add_test(test_commit SOURCES test_commit.c LIBS stele TIMEOUT 60)
+stele_add_test(test_latency_hist SOURCES test_latency_hist.c LIBS stele TIMEOUT 60)
 stele_add_test(test_seqwait SOURCES test_seqwait.c LIBS stele TIMEOUT 60)
 stele_add_test(test_engine SOURCES test_engine.c support/engine_fixture.c LIBS stele TIMEOUT 120)
 stele_add_test(test_stress SOURCES test_stress.c support/engine_fixture.c LIBS stele TIMEOUT 240)
