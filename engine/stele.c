@@ -568,12 +568,12 @@ stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait, 
     if (rc || (rc = stele_enter(db, err)) != 0)
         return rc;
     commit_writer_enter(db->commit);
-    bson_t doc;
-    rc = validate_json(json, len, &db->limits, &doc, err);
-    if (rc == 0) {
-        rc = stele_append_encoded(db, bson_get_data(&doc), doc.len, wait, seq_out, err);
-        bson_destroy(&doc);
-    }
+    validate_buf_t buf;
+    validate_buf_init(&buf);
+    rc = validate_json(json, len, &db->limits, &buf, err);
+    if (rc == 0)
+        rc = stele_append_encoded(db, buf.data, (uint32_t)buf.len, wait, seq_out, err);
+    validate_buf_free(&buf);
     commit_writer_leave(db->commit);
     stele_leave(db);
     return rc;

@@ -58,6 +58,7 @@ extern "C" {
     X(STELE_ENUMBER, -1027, "number fits neither int64 nor double")                                \
     X(STELE_EBSON, -1028, "malformed BSON")                                                        \
     X(STELE_EEMPTY, -1029, "empty event")                                                          \
+    X(STELE_EAMBIGUOUS, -1030, "key is ambiguous: repeated, or containing '.'")                    \
     X(STELE_ECONFIG, -1040, "invalid configuration")                                               \
     X(STELE_ENOSINK, -1041, "no sink configured")                                                  \
     X(STELE_EREMOTE, -1050, "remote store error")                                                  \
@@ -265,12 +266,18 @@ int stele_close(stele_t *db, stele_error_t *err);
 /*
  * Appends one event given as JSON text (a JSON object, UTF-8, `len` bytes, no NUL needed).
  * Validation and encoding run in the caller's thread; nothing is appended when it fails.
+ * An event must read the same to every reader: a key repeated in one object, at any depth,
+ * and a key containing '.' are refused (STELE_EAMBIGUOUS, naming the key path), for JSON and
+ * BSON alike. JSON readers disagree on which of two values a repeated key has; FerretDB and
+ * MongoDB before 5.0 refuse a dotted key (so the record could never ship) and later
+ * MongoDB's queries, like `tail --where`, read it as a path.
  *   wait:    the level to reach before returning (see stele_wait_t).
  *   seq_out: may be NULL; receives the record's sequence number (assigned even for
  *            STELE_WAIT_NONE).
  * Returns 0; a validation code (STELE_EJSON with the parse position, STELE_ENOTOBJECT,
- * STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY / STELE_ERESERVEDKEY with the key path,
- * STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG, STELE_EEMPTY); STELE_EFULL; STELE_ETIMEDOUT
+ * STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY / STELE_ERESERVEDKEY / STELE_EAMBIGUOUS with
+ * the key path, STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG, STELE_EEMPTY); STELE_EFULL;
+ * STELE_ETIMEDOUT
  * (queue or quota stayed full for queue_timeout_ms: nothing appended); STELE_EHALTED;
  * STELE_ECLOSED; STELE_ENOSINK for STELE_WAIT_SHIPPED without sinks, STELE_ESINKSTOPPED
  * when a sink stopped for good before shipping it (naming the sink and why).
@@ -298,11 +305,10 @@ int stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t
  *         Borrowed for the call.
  * Returns 0; the validation codes of stele_append_json() (STELE_EJSON with the parse
  * position, STELE_ENOTOBJECT, STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY /
- * STELE_ERESERVEDKEY with the key path, STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG,
- * STELE_EEMPTY); STELE_ECONFIG (naming the knob and what it accepts) when stele_open()
- * would refuse opts.
- * A writer opened with other limits than `opts` may still refuse an event this accepts.
- * Pure: thread-safe, no I/O.
+ * STELE_ERESERVEDKEY / STELE_EAMBIGUOUS with the key path, STELE_EDEPTH, STELE_ENUMBER,
+ * STELE_ETOOBIG, STELE_EEMPTY); STELE_ECONFIG (naming the knob and what it accepts) when
+ * stele_open() would refuse opts. A writer opened with other limits than `opts` may still refuse an
+ * event this accepts. Pure: thread-safe, no I/O.
  */
 int stele_validate_json(const char *json, size_t len, const stele_options_t *opts,
                         stele_error_t *err);

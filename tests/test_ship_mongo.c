@@ -1,8 +1,8 @@
 /*
  * test_ship_mongo.c: shipping to the test server (FerretDB, or STELE_TEST_MONGO_URI):
  * exactly-once delivery, resume from the checkpoint and from the remote, integrity stop,
- * dead letters (and an index that cannot list one), fan-in, remote check and re-ship,
- * credential redaction.
+ * dead letters (and an index that cannot list one), the keys the server refuses that append
+ * refuses too, fan-in, remote check and re-ship, credential redaction.
  * Every test ends with the exactly-once check (ship_check_exactly_once) where it applies.
  * STELE_TEST_SHIP_RECORDS overrides the record count of the bulk test (default 20000; the
  * test_ship_100k ctest entry, in the default suite, runs it with 100000).
@@ -325,6 +325,48 @@ append_poison(ship_journal_t *sj)
                            BCON_UTF8("not an int"));
     assert_int_equal(ship_journal_append_bson(sj, bson_get_data(doc), doc->len), 0);
     bson_destroy(doc);
+}
+
+/* What append refuses as ambiguous (STELE_EAMBIGUOUS) is what the sink refuses: the test
+ * server (FerretDB) refuses a key holding '.' and a repeated key at any depth, inside arrays
+ * too, so local and sink acceptance agree and no event stele takes becomes a dead letter
+ * for these. Against STELE_TEST_MONGO_URI the server's verdicts are printed, not asserted:
+ * MongoDB 5 and later store dotted keys (stele still refuses them: queries read them as
+ * paths). */
+static void
+test_ship_sink_refuses_the_keys_append_refuses_as_ambiguous(void **state)
+{
+    ship_test_t *t = *state;
+    static const char *const ambiguous[] = {
+        "{\"a.b\":1}",       "{\"x\":{\"a.b\":1}}",       "{\"x\":[{\"a.b\":1}]}",
+        "{\"a\":1,\"a\":2}", "{\"x\":{\"k\":1,\"k\":2}}", "{\"x\":[{\"k\":1,\"k\":2}]}",
+    };
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "ambiguous");
+    ship_drop_collection(&so);
+    mongoc_client_t *client = mongoc_client_new(so.uri);
+    mongoc_collection_t *coll = mongoc_client_get_collection(client, so.database, so.collection);
+    for (size_t i = 0; i < sizeof ambiguous / sizeof ambiguous[0]; i++) {
+        const char *json = ambiguous[i];
+        assert_int_equal(stele_validate_json(json, strlen(json), NULL, NULL), STELE_EAMBIGUOUS);
+        bson_error_t berr;
+        bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, &berr); /* keeps them */
+        assert_non_null(doc);
+        bool stored = mongoc_collection_insert_one(coll, doc, NULL, NULL, &berr);
+        printf("# %s: the server %s%s\n", json,
+               stored ? "stored it" : "refused it: ", stored ? "" : berr.message);
+        if (!t->server.is_external)
+            assert_false(stored);
+        bson_destroy(doc);
+    }
+    const char *nested = "{\"ip\":{\"v4\":\"10.0.0.1\"},\"k\":[{\"k\":1},{\"k\":2}]}";
+    assert_int_equal(stele_validate_json(nested, strlen(nested), NULL, NULL), 0);
+    bson_error_t berr;
+    bson_t *doc = bson_new_from_json((const uint8_t *)nested, -1, &berr);
+    assert_true(mongoc_collection_insert_one(coll, doc, NULL, NULL, &berr));
+    bson_destroy(doc);
+    mongoc_collection_destroy(coll);
+    mongoc_client_destroy(client);
 }
 
 static void
@@ -808,6 +850,7 @@ main(void)
         cmocka_unit_test(test_ship_treats_stored_duplicate_with_same_hash_as_shipped),
         cmocka_unit_test(test_ship_stops_sink_when_stored_hash_differs),
         cmocka_unit_test(test_ship_dead_letters_rejected_record_and_goes_on),
+        cmocka_unit_test(test_ship_sink_refuses_the_keys_append_refuses_as_ambiguous),
         cmocka_unit_test(test_ship_retries_a_dead_letter_write_until_the_index_takes_it),
         cmocka_unit_test(test_ship_stops_before_a_dead_letter_the_index_cannot_list),
         cmocka_unit_test(test_dead_letters_are_listed_reshipped_and_leave_the_list),

@@ -37,6 +37,8 @@ static const char *const events[] = {
     "{\"a\":NaN}",
     "{\"bad\":\"\xff\xfe\"}",
     "{\"k\\u0000\":1}",
+    "{\"actor\":\"alice\",\"actor\":\"mallory\"}",
+    "{\"x\":[{\"a.b\":1}]}",
 };
 
 static void
