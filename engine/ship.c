@@ -5,8 +5,9 @@
  *
  * Owns: the thread's life: create the sink's index, find where to resume (the checkpoint,
  * else the newest document stored for the source, checked against the journal), fill a
- * batch from the journal (batch_docs / batch_bytes / linger_ms), have it delivered, then
- * acknowledge it (checkpoint, shipped_seq, progress callback); the backoff and the stop
+ * batch from the journal (batch_docs / batch_bytes, lingering up to linger_ms only while
+ * the writer has appended records not yet readable), have it delivered, then acknowledge it
+ * (shipped_seq, progress callback, checkpoint); the backoff and the stop
  * request; the last error. Does not own the delivery of a batch (ship_send.c), the commands
  * sent to the sink's collection (ship_collection.c), the shape of a document (ship_doc.c),
  * what a MongoDB failure means (ship_classify.c), a sink's configuration (ship_target.c),
@@ -186,23 +187,24 @@ shipper_step_max_seq(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, 
     return ship_collection_newest(&s->target, client, s->source, ctx, berr, reply);
 }
 
-/* Acknowledges a delivered batch: checkpoint in the index, shipped_seq, progress callback. */
+/* Acknowledges a delivered batch: shipped_seq and the progress callback first, so that
+ * wait=shipped callers do not wait behind an LMDB transaction, then the checkpoint. */
 static void
 shipper_acknowledge(shipper_t *s, uint64_t last_seq)
 {
+    atomic_store(&s->shipped_seq, last_seq);
+    atomic_store(&s->pending_ts_ns, 0);
+    if (s->on_progress)
+        s->on_progress(s->progress_ctx, s->target.name, last_seq);
     stele_error_t ierr = {0};
     /* A failed checkpoint write only means a restart re-sends documents that the duplicate
      * check then recognises; shipping goes on. */
     if (index_put_checkpoint(s->index, s->target.name, last_seq, &ierr) != 0)
         shipper_note_error(s, 0, "sink %s: could not save checkpoint %" PRIu64 ": %s",
                            s->target.name, last_seq, ierr.message);
-    atomic_store(&s->shipped_seq, last_seq);
-    atomic_store(&s->pending_ts_ns, 0);
     pthread_mutex_lock(&s->mu);
     s->batches++;
     pthread_mutex_unlock(&s->mu);
-    if (s->on_progress)
-        s->on_progress(s->progress_ctx, s->target.name, last_seq);
 }
 
 /* 1 when a test's fault table fails the thread's next allocation. */
@@ -239,9 +241,26 @@ shipper_scratch_free(ship_scratch_t *sc)
 }
 
 /*
- * Fills b with the records after `after_seq`: up to batch_docs / batch_bytes, waiting up to
- * linger_ms after the first record for more. Returns 0 (b may be empty when nothing came
- * within the idle wait), or STELE_ECORRUPT or a journal read's code (the sink is stopped).
+ * How long a batch whose last record is last_seq may still wait to grow: while the writer has
+ * appended past it (those records are between their append and their sync, one flush away),
+ * up to linger_until_ms; 0 when nothing is on its way. A fixed wait would make a lone
+ * wait=shipped writer pay the whole linger_ms for a batch that never fills.
+ */
+static int
+shipper_linger_left_ms(shipper_t *s, uint64_t last_seq, int64_t linger_until_ms)
+{
+    if (!s->appended_seq || s->appended_seq(s->appended_ctx) <= last_seq)
+        return 0;
+    int64_t left_ms = linger_until_ms - clock_mono_ms();
+    return left_ms > 0 && !shipper_stop_requested(s) ? (int)left_ms : 0;
+}
+
+/*
+ * Fills b with the records after `after_seq`: up to batch_docs / batch_bytes. The first
+ * record of an idle sink goes at once; a batch lingers for more only while more are on their
+ * way (shipper_linger_left_ms), never past linger_ms after its first record. Returns 0 (b
+ * may be empty when nothing came within the idle wait), or STELE_ECORRUPT or a journal
+ * read's code (the sink is stopped).
  */
 static int
 shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_batch_t *b)
@@ -254,16 +273,16 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
         stele_error_t rerr = {0};
         int rc = journal_reader_next(r, &rec, &rerr);
         if (rc == STELE_EAGAIN) {
-            int64_t now_ms = clock_mono_ms();
             if (b->n == 0) {
                 journal_reader_wait(r, next_seq - 1, SHIP_IDLE_WAIT_MS);
                 if (shipper_stop_requested(s))
                     return 0;
                 continue;
             }
-            if (now_ms >= linger_until_ms || shipper_stop_requested(s))
+            int left_ms = shipper_linger_left_ms(s, next_seq - 1, linger_until_ms);
+            if (left_ms == 0)
                 return 0;
-            journal_reader_wait(r, next_seq - 1, (int)(linger_until_ms - now_ms));
+            journal_reader_wait(r, next_seq - 1, left_ms);
             continue;
         }
         if (rc != 0) {
@@ -499,6 +518,8 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     s->index = cfg->index;
     s->on_progress = cfg->on_progress;
     s->progress_ctx = cfg->progress_ctx;
+    s->appended_seq = cfg->appended_seq;
+    s->appended_ctx = cfg->appended_ctx;
     s->faults = cfg->faults;
     s->jitter_seed = (unsigned)clock_wall_ms() ^ (unsigned)(uintptr_t)s;
     stele_error_t ierr = {0};

@@ -197,6 +197,8 @@ struct shipper {
     index_t *index;
     shipper_progress_fn on_progress;
     void *progress_ctx;
+    shipper_appended_fn appended_seq; /* NULL = no writer to linger for */
+    void *appended_ctx;
     const shipper_faults_t *faults; /* tests only; NULL = none */
 
     mongoc_client_pool_t *pool;

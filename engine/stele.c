@@ -445,6 +445,13 @@ stele_on_ship_progress(void *ctx, const char *sink_name, uint64_t shipped_seq)
     pthread_mutex_unlock(&db->ship_mu);
 }
 
+static uint64_t
+stele_appended_for_ship(void *ctx)
+{
+    stele_t *db = ctx;
+    return commit_appended_seq(db->commit);
+}
+
 /* The lowest seq every one of the first n_shippers shippers has shipped; 0 when none. */
 static uint64_t
 stele_min_shipped_of(stele_t *db, size_t n_shippers)
@@ -535,7 +542,9 @@ stele_start_shippers(stele_t *db, const stele_options_t *opts, stele_error_t *er
                                 .io = db->io,
                                 .index = db->index,
                                 .on_progress = stele_on_ship_progress,
-                                .progress_ctx = db};
+                                .progress_ctx = db,
+                                .appended_seq = stele_appended_for_ship,
+                                .appended_ctx = db};
         int rc = shipper_start(&cfg, &db->shippers[i], err);
         if (rc)
             return rc;

@@ -132,7 +132,8 @@ typedef struct stele_sink_options {
     uint32_t wtimeout_ms;    /* write concern timeout; default 10000; 0..INT32_MAX */
     uint32_t batch_docs;     /* max documents per insert; default 1000; 1..100000 */
     uint32_t batch_bytes;    /* max bytes per insert; default 8 MiB; 1024..48000000 */
-    uint32_t linger_ms;      /* wait this long to fill a batch; default 5; 0..3600000 */
+    uint32_t linger_ms;      /* most a batch waits for records on their way (appended, not yet
+                                durable); never when none is; default 5; 0..3600000 */
     uint32_t backoff_min_ms; /* first retry delay; default 50; 1..3600000 */
     uint32_t backoff_max_ms; /* retry delay cap (jitter); default 5000; min..3600000 */
 } stele_sink_options_t;
