@@ -64,6 +64,12 @@
  * The shipper
  * ------------------------------------------------------------------------------------------ */
 
+ship_doc_shape_t
+shipper_doc_shape(const shipper_t *s)
+{
+    return (ship_doc_shape_t){.source = s->source, .time_field = s->target.time_field};
+}
+
 void
 shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
 {
@@ -141,8 +147,15 @@ shipper_count_retry(shipper_t *s)
 typedef int (*ship_step_fn)(shipper_t *s, mongoc_client_t *client, bson_error_t *berr,
                             bson_t *reply, void *ctx);
 
+/* How shipper_retry_step treats a failure the server will repeat (shipper_command_is_refused). */
+typedef enum ship_refusal {
+    SHIP_REFUSAL_RETRY,  /* retry it like any failure not known to be permanent */
+    SHIP_REFUSAL_RETURN, /* return STELE_EREMOTE at once, the error noted */
+} ship_refusal_t;
+
 static int
-shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
+shipper_retry_step_ex(shipper_t *s, const char *what, ship_step_fn step, void *ctx,
+                      ship_refusal_t on_refusal)
 {
     for (unsigned attempt = 0;; attempt++) {
         bson_error_t berr = {0};
@@ -156,11 +169,17 @@ shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
         }
         size_t index;
         shipper_verdict_t verdict = shipper_classify(&berr, &reply, &index);
+        int is_refused = shipper_command_is_refused(&berr, &reply);
         bson_destroy(&reply);
         if (verdict == SHIPPER_STOP_AUTH) {
             shipper_note_error(s, 1, "sink %s: %s refused by %s: %s", s->target.name, what,
                                s->target.where, berr.message);
             return STELE_EAUTH;
+        }
+        if (is_refused && on_refusal == SHIP_REFUSAL_RETURN) {
+            shipper_note_error(s, 0, "sink %s: %s refused by %s: %s", s->target.name, what,
+                               s->target.where, berr.message);
+            return STELE_EREMOTE;
         }
         shipper_note_error(s, 0, "sink %s: %s on %s failed: %s", s->target.name, what,
                            s->target.where, berr.message);
@@ -173,11 +192,61 @@ shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
 }
 
 static int
-shipper_step_ensure_index(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply,
-                          void *ctx)
+shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
+{
+    return shipper_retry_step_ex(s, what, step, ctx, SHIP_REFUSAL_RETRY);
+}
+
+static int
+shipper_step_timeseries(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply,
+                        void *ctx)
 {
     (void)ctx;
-    return ship_collection_ensure_index(&s->target, client, berr, reply);
+    return ship_setup_timeseries(&s->target, client, berr, reply);
+}
+
+static int
+shipper_step_index(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply,
+                   void *ctx)
+{
+    return ship_setup_index(&s->target, client, *(const size_t *)ctx, berr, reply);
+}
+
+/*
+ * Prepares the sink's collection: the time-series collection when the sink asks for one (a
+ * server that refuses it stops the sink: documents must not go to a plain collection
+ * instead), then each index. An index the server refuses for good (an option it lacks, a
+ * conflicting index of the user's) is noted in last_error and skipped: queries get slower,
+ * but records keep flowing. Returns 0, or the code that stopped the sink (or STELE_ECLOSED).
+ */
+static int
+shipper_prepare_collection(shipper_t *s)
+{
+    int rc = 0;
+    if (s->target.opts.timeseries) {
+        rc = shipper_retry_step_ex(s, "time-series collection creation", shipper_step_timeseries,
+                                   NULL, SHIP_REFUSAL_RETURN);
+        if (rc == STELE_EREMOTE) {
+            char why[STELE_ERROR_MESSAGE_BYTES];
+            pthread_mutex_lock(&s->mu);
+            snprintf(why, sizeof why, "%s", s->last_error);
+            pthread_mutex_unlock(&s->mu);
+            shipper_note_error(s, 1, "%s; the sink needs MongoDB 5.0 or later (timeseries)", why);
+        }
+        if (rc != 0)
+            return rc;
+    }
+    size_t n = ship_setup_index_count(&s->target);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char what[SHIP_INDEX_NAME_BYTES + 32];
+        char name[SHIP_INDEX_NAME_BYTES];
+        ship_setup_index_name(&s->target, i, name, sizeof name);
+        snprintf(what, sizeof what, "creation of index %s", name);
+        rc = shipper_retry_step_ex(s, what, shipper_step_index, &i, SHIP_REFUSAL_RETURN);
+        if (rc == STELE_EREMOTE)
+            rc = 0;
+    }
+    return rc;
 }
 
 static int
@@ -266,6 +335,7 @@ static int
 shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_batch_t *b)
 {
     const stele_sink_options_t *o = &s->target.opts;
+    const ship_doc_shape_t shape = shipper_doc_shape(s);
     int64_t linger_until_ms = 0;
     uint64_t next_seq = after_seq + 1;
     while (b->n < o->batch_docs && b->bytes < o->batch_bytes) {
@@ -295,7 +365,7 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
                                s->target.name, next_seq - 1, rec.seq);
             return STELE_ECORRUPT;
         }
-        b->bytes += ship_doc_fill(&b->docs[b->n++], s->source, &rec);
+        b->bytes += ship_doc_fill(&b->docs[b->n++], &shape, &rec);
         if (b->n == 1) {
             linger_until_ms = clock_mono_ms() + o->linger_ms;
             atomic_store(&s->pending_ts_ns, rec.ts_ns);
@@ -448,7 +518,7 @@ shipper_main(void *arg)
         shipper_note_error(s, 1, "sink %s: out of memory for a batch of %" PRIu32 " documents",
                            s->target.name, s->target.opts.batch_docs);
     if (rc == 0)
-        rc = shipper_retry_step(s, "index creation", shipper_step_ensure_index, NULL);
+        rc = shipper_prepare_collection(s);
     if (rc == 0)
         rc = shipper_resume_seq(s, &after_seq);
     if (rc == 0) {
@@ -486,6 +556,7 @@ shipper_alloc(void)
     shipper_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    s->is_stored_unknown = 1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

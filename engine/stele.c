@@ -78,6 +78,8 @@ struct stele {
     stele_options_t opts; /* copy; sinks and strings are not kept (see sinks) */
     const journal_io_t *io;
     validate_limits_t limits;
+    /* The sinks' time fields, which limits reserves in events (copies: opts are borrowed). */
+    char time_fields[STELE_MAX_SINKS][CONFIG_TIME_FIELD_MAX + 1];
     journal_t *journal;
     index_t *index;
     commit_t *commit;
@@ -646,6 +648,11 @@ stele_alloc(const char *dir, const stele_options_t *opts, const journal_io_t *io
     db->io = io;
     db->limits.max_record_bytes = opts->max_record_bytes;
     db->limits.max_depth = opts->max_depth;
+    validate_limits_reserve_sinks(&db->limits, opts);
+    for (size_t i = 0; i < db->limits.n_time_fields; i++) {
+        snprintf(db->time_fields[i], sizeof db->time_fields[i], "%s", db->limits.time_fields[i]);
+        db->limits.time_fields[i] = db->time_fields[i];
+    }
     stele_init_locks(db);
     if (opts->source)
         snprintf(db->source, sizeof db->source, "%s", opts->source);

@@ -98,6 +98,29 @@ walk_utf8_ok(const char *s, size_t len, bool allow_nul)
 
 static int walk_document(walk_t *w, bson_iter_t *it, uint32_t depth);
 
+/* The shipped document's envelope: _id, the metadata, the default time field and the time
+ * field of each sink. */
+static bool
+walk_key_is_reserved(const validate_limits_t *lim, const char *key)
+{
+    if (key[0] == '_' && (strcmp(key, STELE_ID_FIELD) == 0 || strcmp(key, STELE_META_FIELD) == 0 ||
+                          strcmp(key, STELE_TIME_FIELD_DEFAULT) == 0))
+        return true;
+    for (size_t i = 0; i < lim->n_time_fields; i++)
+        if (strcmp(key, lim->time_fields[i]) == 0)
+            return true;
+    return false;
+}
+
+void
+validate_limits_reserve_sinks(validate_limits_t *lim, const stele_options_t *opts)
+{
+    lim->n_time_fields = 0;
+    for (size_t i = 0; i < opts->n_sinks && i < STELE_MAX_SINKS; i++)
+        if (opts->sinks[i].time_field && opts->sinks[i].time_field[0])
+            lim->time_fields[lim->n_time_fields++] = opts->sinks[i].time_field;
+}
+
 static int
 walk_check_key(walk_t *w, const char *key, uint32_t key_len, uint32_t depth)
 {
@@ -108,8 +131,7 @@ walk_check_key(walk_t *w, const char *key, uint32_t key_len, uint32_t depth)
     }
     if (key[0] == '$')
         return walk_fail(w, STELE_EDOLLARKEY, key, "starts with '$'");
-    if (depth == 1 && key[0] == '_' &&
-        (strcmp(key, STELE_ID_FIELD) == 0 || strcmp(key, STELE_META_FIELD) == 0))
+    if (depth == 1 && walk_key_is_reserved(w->lim, key))
         return walk_fail(w, STELE_ERESERVEDKEY, key, "is reserved at the top level");
     return 0;
 }
@@ -806,6 +828,7 @@ stele_validate_json(const char *json, size_t len, const stele_options_t *opts, s
         return rc;
     validate_limits_t limits = {.max_record_bytes = opts->max_record_bytes,
                                 .max_depth = opts->max_depth};
+    validate_limits_reserve_sinks(&limits, opts);
     bson_t doc;
     rc = validate_json(json, len, &limits, &doc, err);
     if (rc == 0)

@@ -10,8 +10,9 @@
  *     code points above U+10FFFF (STELE_EUTF8); no NUL inside a key (STELE_EKEYNUL);
  *   - no key at any depth starts with '$' (STELE_EDOLLARKEY): MongoDB reserves them, and
  *     extended-JSON wrappers ({"$date": ...}) are therefore not accepted either;
- *   - the top-level keys "_id" and STELE_META_FIELD are reserved for the shipped document's
- *     envelope (STELE_ERESERVEDKEY);
+ *   - the top-level keys "_id", STELE_META_FIELD and STELE_TIME_FIELD_DEFAULT, and the time
+ *     field of each of the journal's sinks (limits.time_fields), are reserved for the shipped
+ *     document's envelope (STELE_ERESERVEDKEY);
  *   - nesting (objects and arrays, the event itself is level 1) is at most max_depth, and at
  *     most 98 for JSON input, the most libbson's parser takes (STELE_EDEPTH);
  *   - a JSON number is an int64 or a finite double: integers beyond int64 and exponents that
@@ -35,6 +36,9 @@
 #define STELE_META_FIELD "_stele"
 /* Top-level field holding the shipped document's deterministic (source, seq) key. */
 #define STELE_ID_FIELD "_id"
+/* Top-level BSON date of a shipped document's time when its sink names none
+ * (CONFIG_TIME_FIELD_DEFAULT); reserved in every journal, with or without sinks. */
+#define STELE_TIME_FIELD_DEFAULT "_ts"
 
 /* MongoDB refuses documents nested deeper than 100 levels. */
 #define VALIDATE_MAX_DEPTH_LIMIT 100
@@ -42,7 +46,13 @@
 typedef struct validate_limits {
     uint32_t max_record_bytes; /* largest encoded event */
     uint32_t max_depth;        /* deepest nesting, 1..VALIDATE_MAX_DEPTH_LIMIT */
+    /* Other reserved top-level keys: the time fields of the journal's sinks (borrowed). */
+    const char *time_fields[STELE_MAX_SINKS];
+    size_t n_time_fields;
 } validate_limits_t;
+
+/* Fills lim->time_fields from the sinks of opts (borrowing their strings). */
+void validate_limits_reserve_sinks(validate_limits_t *lim, const stele_options_t *opts);
 
 /*
  * Validates a BSON document of `len` bytes in place (nothing is copied). Returns 0 or one of

@@ -93,7 +93,7 @@ assert_rejected(const bson_t *doc, const char *want_in_message)
     bson_init(&event);
     stele_record_t rec;
     stele_error_t err = {0};
-    assert_int_equal(remote_doc_to_record(doc, SOURCE, WHERE, &event, &rec, &err),
+    assert_int_equal(remote_doc_to_record(doc, SOURCE, NULL, WHERE, &event, &rec, &err),
                      STELE_EINTEGRITY);
     assert_int_equal(err.code, STELE_EINTEGRITY);
     if (strstr(err.message, want_in_message) == NULL)
@@ -116,7 +116,7 @@ test_a_shipped_document_gives_back_the_record_and_the_event_bytes(void **state)
     bson_init(&out);
     stele_record_t rec;
     stele_error_t err = {0};
-    assert_int_equal(remote_doc_to_record(doc, SOURCE, WHERE, &out, &rec, &err), 0);
+    assert_int_equal(remote_doc_to_record(doc, SOURCE, NULL, WHERE, &out, &rec, &err), 0);
     assert_int_equal(rec.seq, 42);
     assert_true(rec.ts_ns == s.ts_ns);
     assert_memory_equal(rec.hash, s.hash, 32);
@@ -143,8 +143,8 @@ test_the_event_is_replaced_not_appended_on_the_next_document(void **state)
     bson_t out;
     bson_init(&out);
     stele_record_t rec;
-    assert_int_equal(remote_doc_to_record(doc1, SOURCE, WHERE, &out, &rec, NULL), 0);
-    assert_int_equal(remote_doc_to_record(doc2, SOURCE, WHERE, &out, &rec, NULL), 0);
+    assert_int_equal(remote_doc_to_record(doc1, SOURCE, NULL, WHERE, &out, &rec, NULL), 0);
+    assert_int_equal(remote_doc_to_record(doc2, SOURCE, NULL, WHERE, &out, &rec, NULL), 0);
     assert_int_equal(rec.seq, 2);
     assert_int_equal(rec.bson_len, small->len);
     assert_memory_equal(rec.bson, bson_get_data(small), small->len);
@@ -166,7 +166,7 @@ test_without_ts_ns_the_bson_date_gives_the_time_in_ms(void **state)
     bson_t out;
     bson_init(&out);
     stele_record_t rec;
-    assert_int_equal(remote_doc_to_record(doc, SOURCE, WHERE, &out, &rec, NULL), 0);
+    assert_int_equal(remote_doc_to_record(doc, SOURCE, NULL, WHERE, &out, &rec, NULL), 0);
     assert_true(rec.ts_ns == (s.ts_ns / 1000000) * 1000000);
     bson_destroy(&out);
     bson_destroy(doc);

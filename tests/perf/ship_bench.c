@@ -59,6 +59,7 @@ bench_doc(const char *source, const journal_record_t *rec)
     BSON_APPEND_UTF8(&id, "src", source);
     BSON_APPEND_INT64(&id, "seq", (int64_t)rec->seq);
     bson_append_document_end(doc, &id);
+    BSON_APPEND_DATE_TIME(doc, "_ts", rec->ts_ns / 1000000);
     bson_init_static(&event, rec->payload, rec->payload_len);
     bson_concat(doc, &event);
     BSON_APPEND_DOCUMENT_BEGIN(doc, "_stele", &meta);
