@@ -224,14 +224,14 @@ shipper_prepare_collection(shipper_t *s)
 {
     int rc = 0;
     if (s->target.opts.timeseries) {
-        rc = shipper_retry_step_ex(s, "time-series collection creation", shipper_step_timeseries,
-                                   NULL, SHIP_REFUSAL_RETURN);
+        rc = shipper_retry_step_ex(s, "time-series collection (MongoDB 5.0 or later)",
+                                   shipper_step_timeseries, NULL, SHIP_REFUSAL_RETURN);
         if (rc == STELE_EREMOTE) {
             char why[STELE_ERROR_MESSAGE_BYTES];
             pthread_mutex_lock(&s->mu);
             snprintf(why, sizeof why, "%s", s->last_error);
             pthread_mutex_unlock(&s->mu);
-            shipper_note_error(s, 1, "%s; the sink needs MongoDB 5.0 or later (timeseries)", why);
+            shipper_note_error(s, 1, "%s", why);
         }
         if (rc != 0)
             return rc;
