@@ -3,11 +3,13 @@
  * and its statistics (shipper_start / _stop / _stats / _stopped), and the thread-less
  * one-shot shipper (shipper_oneshot_*) that stele_reship and the re-ship of dead letters use.
  *
- * Owns: the thread's life: create the sink's index, find where to resume (the checkpoint,
- * else the newest document stored for the source, checked against the journal), fill a
- * batch from the journal (batch_docs / batch_bytes, lingering up to linger_ms only while
- * the writer has appended records not yet readable), have it delivered, then acknowledge it
- * (shipped_seq, progress callback, checkpoint); the backoff and the stop
+ * Owns: the thread's life: prepare the sink's collection (ship_setup.c's commands, with
+ * retries; an index refused for good is skipped, a refused time-series collection stops the
+ * sink), find where to resume (the checkpoint, else the newest document stored for the
+ * source, checked against the journal), fill a batch from the journal (batch_docs /
+ * batch_bytes, lingering up to linger_ms only while the writer has appended records not yet
+ * readable), have it delivered, then acknowledge it (shipped_seq, progress callback,
+ * checkpoint); the backoff and the stop
  * request; the last error. Does not own the delivery of a batch (ship_send.c), the commands
  * sent to the sink's collection (ship_collection.c), the shape of a document (ship_doc.c),
  * what a MongoDB failure means (ship_classify.c), a sink's configuration (ship_target.c),

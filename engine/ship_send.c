@@ -17,6 +17,8 @@
  *    write is retried with the sink's backoff, then stops the sink before that record.
  *  - A document refused as a duplicate key yet not stored under its _id is dead-lettered
  *    only when seen so twice in a row (not a document deleted between insert and find).
+ *  - On a time-series collection, which has no unique _id, a batch that may find documents
+ *    stored already (after a start or a failed attempt) looks them up before it is sent.
  *
  * Threads and locks: runs on the shipper's thread (or the one-shot caller) only, the sole
  * user of the batch and the pool's client it pops. Statistics and errors go through the
