@@ -93,6 +93,27 @@ bench_load_docs(const ship_journal_t *sj, uint64_t n)
     return docs;
 }
 
+/* Gives a baseline's collection the indexes a sink creates on its own (stele_src_seq and
+ * stele_time), so that both sides of a comparison pay the same index maintenance and the
+ * difference is the shipping itself. */
+static void
+bench_sink_indexes(mongoc_collection_t *coll)
+{
+    bson_t *keys[2] = {BCON_NEW("_id.src", BCON_INT32(1), "_id.seq", BCON_INT32(1)),
+                       BCON_NEW("_ts", BCON_INT32(-1))};
+    const char *names[2] = {"stele_src_seq", "stele_time"};
+    for (int i = 0; i < 2; i++) {
+        bson_t *cmd =
+            BCON_NEW("createIndexes", BCON_UTF8(mongoc_collection_get_name(coll)), "indexes", "[",
+                     "{", "key", BCON_DOCUMENT(keys[i]), "name", BCON_UTF8(names[i]), "}", "]");
+        bson_error_t err;
+        if (!mongoc_collection_write_command_with_opts(coll, cmd, NULL, NULL, &err))
+            fprintf(stderr, "baseline index %s: %s\n", names[i], err.message);
+        bson_destroy(cmd);
+        bson_destroy(keys[i]);
+    }
+}
+
 static double
 bench_plain_loop(const stele_sink_options_t *so, bson_t **docs, uint64_t n, uint32_t batch)
 {
@@ -101,6 +122,7 @@ bench_plain_loop(const stele_sink_options_t *so, bson_t **docs, uint64_t n, uint
     mongoc_client_t *client = mongoc_client_pool_pop(pool);
     mongoc_collection_t *coll = mongoc_client_get_collection(client, so->database, so->collection);
     mongoc_collection_drop(coll, NULL);
+    bench_sink_indexes(coll);
     mongoc_write_concern_t *wc = mongoc_write_concern_new();
     mongoc_write_concern_set_wmajority(wc, (int32_t)so->wtimeout_ms);
     mongoc_write_concern_set_journal(wc, true);
@@ -289,6 +311,11 @@ fanin_direct(const stele_sink_options_t *so, bson_t ***docs, int n_sources, uint
     mongoc_uri_t *uri = mongoc_uri_new(so->uri);
     mongoc_client_pool_t *pool = mongoc_client_pool_new(uri);
     mongoc_client_pool_max_size(pool, (uint32_t)n_sources);
+    mongoc_client_t *setup = mongoc_client_pool_pop(pool);
+    mongoc_collection_t *coll = mongoc_client_get_collection(setup, so->database, so->collection);
+    bench_sink_indexes(coll);
+    mongoc_collection_destroy(coll);
+    mongoc_client_pool_push(pool, setup);
     fanin_client_t c[64];
     pthread_t th[64];
     int64_t start = ship_fixture_now_ms();
