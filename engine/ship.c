@@ -263,6 +263,10 @@ shipper_step_max_seq(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, 
 static void
 shipper_acknowledge(shipper_t *s, uint64_t last_seq)
 {
+    /* Counted before the waiters wake, so that their stats include the batch. */
+    pthread_mutex_lock(&s->mu);
+    s->batches++;
+    pthread_mutex_unlock(&s->mu);
     atomic_store(&s->shipped_seq, last_seq);
     atomic_store(&s->pending_ts_ns, 0);
     if (s->on_progress)
@@ -273,9 +277,6 @@ shipper_acknowledge(shipper_t *s, uint64_t last_seq)
     if (index_put_checkpoint(s->index, s->target.name, last_seq, &ierr) != 0)
         shipper_note_error(s, 0, "sink %s: could not save checkpoint %" PRIu64 ": %s",
                            s->target.name, last_seq, ierr.message);
-    pthread_mutex_lock(&s->mu);
-    s->batches++;
-    pthread_mutex_unlock(&s->mu);
 }
 
 /* 1 when a test's fault table fails the thread's next allocation. */
