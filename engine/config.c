@@ -183,6 +183,10 @@ stele_sink_options_init(stele_sink_options_t *sink)
     sink->linger_ms = 5;
     sink->backoff_min_ms = 50;
     sink->backoff_max_ms = 5000;
+    sink->time_field = CONFIG_TIME_FIELD_DEFAULT;
+    sink->indexes = NULL;
+    sink->expire_after_s = 0;
+    sink->timeseries = 0;
 }
 
 /* -- the arena behind opts->owned ------------------------------------------------------- */
@@ -204,9 +208,7 @@ config_arena_free(config_arena_t *a)
     free(a);
 }
 
-/* Records p in the arena of `opts` (created on first use). Frees p and returns NULL when
- * out of memory. */
-static void *
+void *
 config_own(stele_options_t *opts, void *p)
 {
     if (!p)
@@ -234,7 +236,7 @@ config_own(stele_options_t *opts, void *p)
     return p;
 }
 
-static const char *
+const char *
 config_own_string(stele_options_t *opts, const char *s)
 {
     return config_own(opts, strdup(s));
@@ -464,6 +466,7 @@ static const config_sink_number_t config_sink_numbers[] = {
      false},
     {"backoff_max_ms", offsetof(stele_sink_options_t, backoff_max_ms), 1, CONFIG_SINK_MAX_DELAY_MS,
      false},
+    {"expire_after_s", offsetof(stele_sink_options_t, expire_after_s), 0, INT32_MAX, false},
 };
 
 #define CONFIG_N_SINK_NUMBERS (sizeof config_sink_numbers / sizeof config_sink_numbers[0])
@@ -573,6 +576,8 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         return err ? err->code : STELE_ECONFIG;
     int rc = config_sink_set_string(opts, s, key, value, where, err);
     if (rc == 1)
+        rc = config_collection_set(opts, s, key, value, where, err);
+    if (rc == 1)
         rc = config_sink_set_concern(s, key, value, where, err);
     if (rc == 1)
         rc = config_sink_set_number(s, sink_name, key, value, where, err);
@@ -580,7 +585,8 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         return rc;
     error_set(err, STELE_ECONFIG, "%sunknown sink key \"%.64s\"", where, key);
     error_set_hint(err, "sink keys: uri, database, collection, w, journaled, wtimeout_ms, "
-                        "batch_docs, batch_bytes, linger_ms, backoff_min_ms, backoff_max_ms");
+                        "batch_docs, batch_bytes, linger_ms, backoff_min_ms, backoff_max_ms, "
+                        "time_field, index, expire_after_s, timeseries");
     return STELE_ECONFIG;
 }
 
@@ -697,7 +703,7 @@ config_check_sink_numbers(const stele_sink_options_t *sink, const char *name, st
                          "sink %s: backoff_max_ms (%" PRIu32 ") is below backoff_min_ms (%" PRIu32
                          ")",
                          name, sink->backoff_max_ms, sink->backoff_min_ms);
-    return 0;
+    return config_check_collection(sink, name, err);
 }
 
 /* At most STELE_MAX_SINKS sinks, each named (uniquely), with a uri and numbers in range. */

@@ -64,6 +64,7 @@ typedef struct jb {
     validate_buf_t *out;
     uint8_t *o; /* the output (out's buffer while reading) */
     size_t olen, ocap;
+    const validate_limits_t *lim; /* borrowed for the call: its reserved keys */
     uint32_t max_record_bytes;
     uint32_t depth_limit;
     bool is_discarding; /* past max_record_bytes: elements are counted, then dropped */
@@ -543,8 +544,7 @@ jb_note_key_faults(jb_t *jb, jb_level_t *lv, size_t key_open)
     const char *key = (const char *)jb->o + lv->key_off;
     uint32_t n = lv->key_len;
     char path[JB_PATH_BYTES];
-    if (jb->depth == 1 && ((n == 3 && memcmp(key, STELE_ID_FIELD, 3) == 0) ||
-                           (n == 6 && memcmp(key, STELE_META_FIELD, 6) == 0))) {
+    if (jb->depth == 1 && validate_key_is_reserved(jb->lim, key, n)) {
         jb->deferred_rc = error_set(jb->err, STELE_ERESERVEDKEY,
                                     "key \"%.*s\" at byte %zu is reserved at the top level", (int)n,
                                     key, key_open);
@@ -725,6 +725,7 @@ json_bson_transcode(const char *json, size_t len, const validate_limits_t *lim, 
     jb.o = out->data;
     jb.olen = 0;
     jb.ocap = out->cap;
+    jb.lim = lim;
     jb.max_record_bytes = lim->max_record_bytes;
     jb.depth_limit = lim->max_depth < JSON_MAX_DEPTH ? lim->max_depth : JSON_MAX_DEPTH;
     jb.is_discarding = false;

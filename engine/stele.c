@@ -58,6 +58,8 @@ struct stele {
     char source[64];
     const journal_io_t *io;
     validate_limits_t limits;
+    /* The sinks' time fields, which limits reserves in events (copies: opts are borrowed). */
+    char time_fields[STELE_MAX_SINKS][CONFIG_TIME_FIELD_MAX + 1];
     journal_t *journal;
     index_t *index;
     commit_t *commit;
@@ -104,6 +106,13 @@ stele_on_ship_progress(void *ctx, const char *sink_name, uint64_t shipped_seq)
     pthread_mutex_lock(&db->ship_mu);
     pthread_cond_broadcast(&db->ship_cv);
     pthread_mutex_unlock(&db->ship_mu);
+}
+
+static uint64_t
+stele_appended_for_ship(void *ctx)
+{
+    stele_t *db = ctx;
+    return commit_appended_seq(db->commit);
 }
 
 /* The lowest seq every sink has shipped; 0 when there is none. For callers after
@@ -187,7 +196,9 @@ stele_start_shippers(stele_t *db, const stele_options_t *opts, stele_error_t *er
                                 .io = db->io,
                                 .index = db->index,
                                 .on_progress = stele_on_ship_progress,
-                                .progress_ctx = db};
+                                .progress_ctx = db,
+                                .appended_seq = stele_appended_for_ship,
+                                .appended_ctx = db};
         int rc = shipper_start(&cfg, &db->shippers[i], err);
         if (rc)
             return rc;
@@ -275,6 +286,11 @@ stele_alloc(const char *dir, const stele_options_t *opts, const journal_io_t *io
     db->io = io;
     db->limits.max_record_bytes = opts->max_record_bytes;
     db->limits.max_depth = opts->max_depth;
+    validate_limits_reserve_sinks(&db->limits, opts);
+    for (size_t i = 0; i < db->limits.n_time_fields; i++) {
+        snprintf(db->time_fields[i], sizeof db->time_fields[i], "%s", db->limits.time_fields[i]);
+        db->limits.time_fields[i] = db->time_fields[i];
+    }
     stele_init_locks(db);
     if (opts->source)
         snprintf(db->source, sizeof db->source, "%s", opts->source);

@@ -126,6 +126,29 @@ walk_has_dot(const char *key, uint32_t key_len)
     return false;
 }
 
+bool
+validate_key_is_reserved(const validate_limits_t *lim, const char *key, size_t key_len)
+{
+    static const char *const envelope[] = {STELE_ID_FIELD, STELE_META_FIELD,
+                                           STELE_TIME_FIELD_DEFAULT};
+    for (size_t i = 0; key_len > 0 && key[0] == '_' && i < sizeof envelope / sizeof envelope[0]; i++)
+        if (strlen(envelope[i]) == key_len && memcmp(key, envelope[i], key_len) == 0)
+            return true;
+    for (size_t i = 0; i < lim->n_time_fields; i++)
+        if (strlen(lim->time_fields[i]) == key_len && memcmp(key, lim->time_fields[i], key_len) == 0)
+            return true;
+    return false;
+}
+
+void
+validate_limits_reserve_sinks(validate_limits_t *lim, const stele_options_t *opts)
+{
+    lim->n_time_fields = 0;
+    for (size_t i = 0; i < opts->n_sinks && i < STELE_MAX_SINKS; i++)
+        if (opts->sinks[i].time_field && opts->sinks[i].time_field[0])
+            lim->time_fields[lim->n_time_fields++] = opts->sinks[i].time_field;
+}
+
 static int
 walk_check_key(walk_t *w, const char *key, uint32_t key_len, uint32_t depth)
 {
@@ -136,8 +159,7 @@ walk_check_key(walk_t *w, const char *key, uint32_t key_len, uint32_t depth)
     }
     if (key[0] == '$')
         return walk_fail(w, STELE_EDOLLARKEY, key, "starts with '$'");
-    if (depth == 1 && key[0] == '_' &&
-        (strcmp(key, STELE_ID_FIELD) == 0 || strcmp(key, STELE_META_FIELD) == 0))
+    if (depth == 1 && validate_key_is_reserved(w->lim, key, key_len))
         return walk_fail(w, STELE_ERESERVEDKEY, key, "is reserved at the top level");
     if (walk_has_dot(key, key_len))
         return validate_key_dotted(w->err, key, key_len, w->path_len ? w->path : NULL, -1);
@@ -358,6 +380,7 @@ stele_validate_json(const char *json, size_t len, const stele_options_t *opts, s
         return rc;
     validate_limits_t limits = {.max_record_bytes = opts->max_record_bytes,
                                 .max_depth = opts->max_depth};
+    validate_limits_reserve_sinks(&limits, opts);
     validate_buf_t buf;
     validate_buf_init(&buf);
     rc = validate_json(json, len, &limits, &buf, err);

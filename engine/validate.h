@@ -12,8 +12,9 @@
  *     half of a pair) (STELE_EUTF8); no NUL inside a key (STELE_EKEYNUL);
  *   - no key at any depth starts with '$' (STELE_EDOLLARKEY): MongoDB reserves them, and
  *     extended-JSON wrappers ({"$date": ...}) are therefore not accepted either;
- *   - the top-level keys "_id" and STELE_META_FIELD are reserved for the shipped document's
- *     envelope (STELE_ERESERVEDKEY);
+ *   - the top-level keys "_id", STELE_META_FIELD and STELE_TIME_FIELD_DEFAULT, and the time
+ *     field of each of the journal's sinks (limits.time_fields), are reserved for the shipped
+ *     document's envelope (STELE_ERESERVEDKEY);
  *   - no event reads differently to different readers (STELE_EAMBIGUOUS): no object at any
  *     depth holds the same key twice (most JSON readers keep the last value, libbson's
  *     lookups and `tail --where` the first; FerretDB refuses the document, MongoDB leaves
@@ -42,6 +43,9 @@
 #define STELE_META_FIELD "_stele"
 /* Top-level field holding the shipped document's deterministic (source, seq) key. */
 #define STELE_ID_FIELD "_id"
+/* Top-level BSON date of a shipped document's time when its sink names none
+ * (CONFIG_TIME_FIELD_DEFAULT); reserved in every journal, with or without sinks. */
+#define STELE_TIME_FIELD_DEFAULT "_ts"
 
 /* MongoDB refuses documents nested deeper than 100 levels. */
 #define VALIDATE_MAX_DEPTH_LIMIT 100
@@ -49,7 +53,18 @@
 typedef struct validate_limits {
     uint32_t max_record_bytes; /* largest encoded event */
     uint32_t max_depth;        /* deepest nesting, 1..VALIDATE_MAX_DEPTH_LIMIT */
+    /* Other reserved top-level keys: the time fields of the journal's sinks (borrowed). */
+    const char *time_fields[STELE_MAX_SINKS];
+    size_t n_time_fields;
 } validate_limits_t;
+
+/* Fills lim->time_fields from the sinks of opts (borrowing their strings). */
+void validate_limits_reserve_sinks(validate_limits_t *lim, const stele_options_t *opts);
+
+/* Whether a top-level key (key_len bytes, not NUL-terminated) belongs to the shipped
+ * document's envelope: "_id", STELE_META_FIELD, STELE_TIME_FIELD_DEFAULT or a sink's time
+ * field. One rule for the BSON walk and the JSON reader. */
+bool validate_key_is_reserved(const validate_limits_t *lim, const char *key, size_t key_len);
 
 /*
  * The messages of the two STELE_EAMBIGUOUS rules, for every input: a key repeated in one

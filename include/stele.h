@@ -143,9 +143,21 @@ typedef struct stele_sink_options {
     uint32_t wtimeout_ms;    /* write concern timeout; default 10000; 0..INT32_MAX */
     uint32_t batch_docs;     /* max documents per insert; default 1000; 1..100000 */
     uint32_t batch_bytes;    /* max bytes per insert; default 8 MiB; 1024..48000000 */
-    uint32_t linger_ms;      /* wait this long to fill a batch; default 5; 0..3600000 */
+    uint32_t linger_ms;      /* most a batch waits for records on their way (appended, not yet
+                                durable); never when none is; default 5; 0..3600000 */
     uint32_t backoff_min_ms; /* first retry delay; default 50; 1..3600000 */
     uint32_t backoff_max_ms; /* retry delay cap (jitter); default 5000; min..3600000 */
+    /* The collection's shape for audit queries (docs/mongodb.md, "Collections for audit
+     * queries"): */
+    const char *time_field;  /* top-level BSON date holding the record's time, and the field of
+                                the time index; default "_ts" (reserved in events, as is any
+                                sink's time_field); 1 to 63 bytes, no '.', not '$'-led */
+    const char *indexes;     /* indexes created besides the time index, ';'-separated, each
+                                "field:1|-1[,field:1|-1...]", e.g. "actor:1,_ts:-1"; NULL */
+    uint32_t expire_after_s; /* TTL: MongoDB deletes documents whose time_field is older;
+                                0 (default) = never; 0..2147483647 */
+    int timeseries;          /* 1: create the collection as a time-series collection on
+                                time_field (MongoDB 5.0+); default 0 */
 } stele_sink_options_t;
 
 void stele_sink_options_init(stele_sink_options_t *sink);
@@ -226,7 +238,8 @@ int stele_options_set(stele_options_t *opts, const char *name, const char *value
 /*
  * Loads an INI file: knobs at top level or under [journal]; one [sink NAME] section per sink
  * with keys uri, database, collection, w, journaled, wtimeout_ms, batch_docs, batch_bytes,
- * linger_ms, backoff_min_ms, backoff_max_ms. Returns 0, STELE_ECONFIG with file:line, or
+ * linger_ms, backoff_min_ms, backoff_max_ms, time_field, index (one line per index, each
+ * adding to `indexes`), expire_after_s, timeseries. Returns 0, STELE_ECONFIG with file:line, or
  * -errno when the file cannot be opened or read (-ENOENT, -EISDIR, ...); `opts` is unchanged
  * on error.
  */

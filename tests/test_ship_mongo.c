@@ -316,6 +316,100 @@ test_wait_shipped_fails_at_once_when_its_sink_stops(void **state)
     ship_journal_destroy(&other, 0);
 }
 
+/* A journal with one sink whose batches may linger an hour (linger_ms's largest value). */
+static stele_t *
+open_lingering(ship_test_t *t, const char *name, stele_sink_options_t *so, char **dir_out)
+{
+    ship_sink_options(so, "main", t->server.uri, name);
+    ship_drop_collection(so);
+    so->linger_ms = 3600000;
+    stele_options_t o;
+    stele_options_init(&o);
+    o.source = name;
+    o.sinks = so;
+    o.n_sinks = 1;
+    *dir_out = test_tmpdir_new(name);
+    assert_non_null(*dir_out);
+    stele_t *db = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(stele_open(*dir_out, &o, &db, &err), 0);
+    return db;
+}
+
+/* A lone writer's record goes to the sink as soon as it is durable: the batch lingers only
+ * while more records are on their way, so however long linger_ms is, a wait=shipped returns
+ * once MongoDB acknowledged it (with a fixed linger each one would wait the whole hour). */
+static void
+test_wait_shipped_of_a_lone_writer_does_not_wait_for_the_linger(void **state)
+{
+    ship_test_t *t = *state;
+    stele_sink_options_t so;
+    char *dir;
+    stele_t *db = open_lingering(t, "lone", &so, &dir);
+    for (int i = 0; i < 3; i++) {
+        uint64_t seq = 0;
+        stele_error_t err = {0};
+        assert_int_equal(stele_append_json(db, "{\"a\":1}", 7, STELE_WAIT_DURABLE, &seq, &err), 0);
+        int rc = stele_wait(db, seq, STELE_WAIT_SHIPPED, SHIP_TEST_WAIT_MS / 2, &err);
+        if (rc != 0)
+            fprintf(stderr, "wait=shipped of seq %llu: %s\n", (unsigned long long)seq, err.message);
+        assert_int_equal(rc, 0);
+    }
+    stele_stats_t st;
+    assert_int_equal(stele_stats(db, &st), 0);
+    assert_int_equal(st.sinks[0].batches, 3);
+    assert_int_equal(stele_close(db, NULL), 0);
+    test_tmpdir_remove(dir);
+}
+
+typedef struct shipped_writer {
+    stele_t *db;
+    int n;
+    int rc;
+} shipped_writer_t;
+
+static void *
+shipped_writer_run(void *arg)
+{
+    shipped_writer_t *w = arg;
+    for (int i = 0; i < w->n && w->rc == 0; i++) {
+        uint64_t seq = 0;
+        w->rc = stele_append_json(w->db, "{\"b\":2}", 7, STELE_WAIT_DURABLE, &seq, NULL);
+        if (w->rc == 0)
+            w->rc = stele_wait(w->db, seq, STELE_WAIT_SHIPPED, SHIP_TEST_WAIT_MS / 2, NULL);
+    }
+    return NULL;
+}
+
+/* Writers that each wait for the sink never leave a batch waiting for records that will not
+ * come: once every writer waits, nothing is on its way and the batch goes. */
+static void
+test_wait_shipped_of_many_writers_does_not_wait_for_the_linger(void **state)
+{
+    ship_test_t *t = *state;
+    enum { N_WRITERS = 8, N_EACH = 25 };
+    stele_sink_options_t so;
+    char *dir;
+    stele_t *db = open_lingering(t, "many", &so, &dir);
+    pthread_t th[N_WRITERS];
+    shipped_writer_t w[N_WRITERS];
+    for (int i = 0; i < N_WRITERS; i++) {
+        w[i] = (shipped_writer_t){db, N_EACH, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, shipped_writer_run, &w[i]), 0);
+    }
+    for (int i = 0; i < N_WRITERS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].rc, 0);
+    }
+    stele_stats_t st;
+    assert_int_equal(stele_stats(db, &st), 0);
+    printf("# %d records in %llu batches\n", N_WRITERS * N_EACH,
+           (unsigned long long)st.sinks[0].batches);
+    assert_int_equal(st.sinks[0].shipped_seq, N_WRITERS * N_EACH);
+    assert_int_equal(stele_close(db, NULL), 0);
+    test_tmpdir_remove(dir);
+}
+
 /* An event the server rejects for good: a dotted key (FerretDB refuses it) and, for a real
  * MongoDB, a value that breaks the collection's validator created below. */
 static void
@@ -843,6 +937,8 @@ main(void)
         cmocka_set_test_filter(getenv("STELE_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wait_shipped_fails_at_once_when_its_sink_stops),
+        cmocka_unit_test(test_wait_shipped_of_a_lone_writer_does_not_wait_for_the_linger),
+        cmocka_unit_test(test_wait_shipped_of_many_writers_does_not_wait_for_the_linger),
         cmocka_unit_test(test_ship_delivers_every_record_exactly_once),
         cmocka_unit_test(test_ship_delivers_the_largest_records),
         cmocka_unit_test(test_ship_resumes_from_checkpoint_after_restart),

@@ -46,6 +46,7 @@ static const json_case_t json_cases[] = {
     {"escaped dollar key", "{\"\\u0024x\":1}", STELE_EDOLLARKEY, "u0024x"},
     {"reserved _id", "{\"_id\":1,\"a\":2}", STELE_ERESERVEDKEY, "\"_id\""},
     {"reserved _stele", "{\"a\":1,\"_stele\":{}}", STELE_ERESERVEDKEY, "\"_stele\""},
+    {"reserved _ts", "{\"a\":1,\"_ts\":\"2026\"}", STELE_ERESERVEDKEY, "\"_ts\""},
     {"nested too deeply", "{\"a\":[[[[[[[[[[1]]]]]]]]]]}", STELE_EDEPTH, "deeper than 10"},
     {"exponent overflow", "{\"n\":1e400}", STELE_ENUMBER, "1e400"},
     {"negative exponent overflow", "{\"n\":-1e400}", STELE_ENUMBER, "-1e400"},
