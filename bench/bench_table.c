@@ -22,8 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* bench_print_csv's columns: 25 without commas, then the note, quoted (it may hold commas). */
-#define TABLE_CSV_COLUMNS 26
+/* bench_print_csv's columns: 27 without commas, then the note, quoted (it may hold commas). */
+#define TABLE_CSV_COLUMNS 28
+#define TABLE_COL_NOTE (TABLE_CSV_COLUMNS - 1)
 /* How the reference cells (bench_parse.c, bench_wakeup.c) start their note. */
 #define TABLE_NOT_A_STORE "NOT A STORE"
 /* Longest row label: a system name and a stele mode. */
@@ -156,8 +157,23 @@ table_parse_names(char **f, bench_result_t *r)
     c->wait = (stele_wait_t)v[2];
     c->policy = (stele_commit_policy_t)v[3];
     c->input = (bench_input_t)v[4];
-    snprintf(r->note, sizeof r->note, "%s", f[25]);
+    snprintf(r->note, sizeof r->note, "%s", f[TABLE_COL_NOTE]);
     return -1;
+}
+
+/* A count that is empty when it was not measured (BENCH_UNKNOWN). */
+static int
+table_known_count(const char *s, int64_t *out)
+{
+    uint64_t v;
+    if (*s == '\0') {
+        *out = BENCH_UNKNOWN;
+        return 0;
+    }
+    if (table_uint(s, INT64_MAX, &v))
+        return -1;
+    *out = (int64_t)v;
+    return 0;
 }
 
 /* The integer columns; returns -1, or the index of the column it could not read. */
@@ -165,39 +181,43 @@ static int
 table_parse_counts(char **f, bench_result_t *r)
 {
     uint64_t v[7];
-    static const int col[7] = {3, 4, 9, 10, 12, 13, 17};
+    static const int col[7] = {3, 4, 9, 10, 12, 13, 26};
     static const uint64_t max[7] = {1,          1u << 20,   UINT32_MAX, UINT32_MAX,
                                     UINT64_MAX, UINT64_MAX, UINT64_MAX};
     for (int i = 0; i < 7; i++)
         if (table_uint(f[col[i]], max[i], &v[i]))
             return col[i];
-    char *end = NULL;
-    errno = 0;
-    long long back = strtoll(f[24], &end, 10);
-    if (end == f[24] || *end || errno || back < -1)
-        return 24; /* counted_back: -1 when not counted */
+    if (table_known_count(f[17], &r->syncs))
+        return 17;
+    if (table_known_count(f[24], &r->counted_back))
+        return 24;
     r->is_durable = (int)v[0];
     r->cell.writers = (int)v[1];
     r->cell.commit_interval_us = (uint32_t)v[2];
     r->cell.record_bytes = (uint32_t)v[3];
     r->appends = v[4];
     r->errors = v[5];
-    r->syncs = v[6];
-    r->counted_back = (int64_t)back;
+    r->warmup_appends = v[6];
     return -1;
 }
 
-/* The measured figures; returns -1, or the index of the column it could not read. */
+/* The measured figures; returns -1, or the index of the column it could not read. Those that
+ * may be unknown (syncs_per_s, mean_batch) are empty then, and read as BENCH_UNKNOWN. */
 static int
 table_parse_figures(char **f, bench_result_t *r)
 {
-    double *dst[10] = {&r->cell.seconds, &r->elapsed_s,  &r->appends_per_s, &r->mb_per_s,
-                       &r->syncs_per_s,  &r->mean_batch, &r->p50_us,        &r->p99_us,
-                       &r->p999_us,      &r->max_us};
-    static const int col[10] = {5, 14, 15, 16, 18, 19, 20, 21, 22, 23};
-    for (int i = 0; i < 10; i++)
-        if (table_double(f[col[i]], dst[i]) || *dst[i] < 0)
+    double *dst[11] = {
+        &r->cell.seconds,       &r->elapsed_s, &r->appends_per_s, &r->mb_per_s, &r->syncs_per_s,
+        &r->mean_batch,         &r->p50_us,    &r->p99_us,        &r->p999_us,  &r->max_us,
+        &r->cell.warmup_seconds};
+    static const int col[11] = {5, 14, 15, 16, 18, 19, 20, 21, 22, 23, 25};
+    for (int i = 0; i < 11; i++) {
+        int may_be_unknown = col[i] == 18 || col[i] == 19;
+        if (may_be_unknown && f[col[i]][0] == '\0')
+            *dst[i] = BENCH_UNKNOWN;
+        else if (table_double(f[col[i]], dst[i]) || *dst[i] < 0)
             return col[i];
+    }
     return -1;
 }
 
