@@ -384,9 +384,9 @@ static void
 table_row_label(const bench_result_t *r, char *out, size_t cap)
 {
     const bench_cell_t *c = &r->cell;
-    if (table_is_stele(r))
-        snprintf(out, cap, "stele %s/%s%s", bench_sync_name(c->sync), bench_wait_name(c->wait),
-                 c->input == BENCH_INPUT_BSON ? " bson" : "");
+    if (bench_system_is_stele(c->system)) /* in-process or through `stele serve` */
+        snprintf(out, cap, "%s %s/%s%s", c->system, bench_sync_name(c->sync),
+                 bench_wait_name(c->wait), c->input == BENCH_INPUT_BSON ? " bson" : "");
     else
         snprintf(out, cap, "%s%s", c->system, table_is_reference(r) ? " (not a store)" : "");
 }
