@@ -19,7 +19,9 @@
  * SWEEP_ROUNDS times, interleaved, and the summary compares medians. The emulated HDD's
  * latency is a model, steady from cell to cell: one round there.
  * With --repeat, each cell's line also gives its ratio to the libbson-json cell of the same
- * repetition when it is a JSON parser cell (bench_parsers.c) or stele at wait=none.
+ * repetition when it is a JSON parser cell (bench_parsers.c) or stele at wait=none, and a
+ * stele cell (in-process or served) its ratio to the wake-up ceilings of the same repetition
+ * and writer count (bench_wakeup.c).
  */
 #include "bench_cli.h"
 
@@ -408,17 +410,50 @@ summary_is_json_parse(const bench_cell_t *c)
            strcmp(c->system, "libbson-json") != 0;
 }
 
+/* The CPU ceilings a stele cell's repeated line is compared with. */
+static const char *const summary_ceilings[] = {"parse-wakeup", "thread-wakeup"};
+#define SUMMARY_N_CEILINGS SWEEP_N(summary_ceilings)
+
+/* The cell of `system` in one repetition with c's writers and record size, or NULL. */
+static const bench_result_t *
+summary_same_rep(const bench_result_t *rep, size_t n, const char *system, const bench_cell_t *c)
+{
+    for (size_t i = 0; i < n; i++) {
+        const bench_result_t *r = &rep[i];
+        if (r->status == BENCH_OK && strcmp(r->cell.system, system) == 0 &&
+            r->cell.record_bytes == c->record_bytes && r->cell.writers == c->writers)
+            return r;
+    }
+    return NULL;
+}
+
 /* Per-repetition figures of one cell of the plan, gathered for the medians. */
 typedef struct summary_series {
     double *rate, *p99, *ratio, *p99_ratio, *parse_ratio;
-    size_t n, n_ratio, n_parse;
+    double *ceiling_ratio[SUMMARY_N_CEILINGS];
+    size_t n, n_ratio, n_parse, n_ceiling[SUMMARY_N_CEILINGS];
 } summary_series_t;
+
+/* A stele cell's ratios to the ceilings of its repetition `rep`. */
+static void
+summary_gather_ceilings(summary_series_t *s, const bench_result_t *r, const bench_result_t *rep,
+                        size_t per_rep)
+{
+    if (!bench_system_is_stele(r->cell.system))
+        return;
+    for (size_t k = 0; k < SUMMARY_N_CEILINGS; k++) {
+        const bench_result_t *c = summary_same_rep(rep, per_rep, summary_ceilings[k], &r->cell);
+        if (c && c->appends_per_s > 0)
+            s->ceiling_ratio[k][s->n_ceiling[k]++] = r->appends_per_s / c->appends_per_s;
+    }
+}
 
 static void
 summary_gather(summary_series_t *s, const bench_result_t *res, size_t per_rep, uint32_t reps,
                size_t i)
 {
     s->n = s->n_ratio = s->n_parse = 0;
+    memset(s->n_ceiling, 0, sizeof s->n_ceiling);
     for (uint32_t k = 0; k < reps; k++) {
         const bench_result_t *r = &res[k * per_rep + i];
         if (r->status != BENCH_OK)
@@ -435,6 +470,7 @@ summary_gather(summary_series_t *s, const bench_result_t *res, size_t per_rep, u
                 : NULL;
         if (parse && parse->appends_per_s > 0)
             s->parse_ratio[s->n_parse++] = r->appends_per_s / parse->appends_per_s;
+        summary_gather_ceilings(s, r, &res[k * per_rep], per_rep);
     }
 }
 
@@ -442,7 +478,7 @@ static void
 summary_repeat_line(FILE *out, const bench_cell_t *c, summary_series_t *s)
 {
     char knobs[96] = "";
-    if (strcmp(c->system, "stele") == 0)
+    if (bench_system_is_stele(c->system))
         snprintf(knobs, sizeof knobs, " ci=%u %s %s/%s %s", c->commit_interval_us,
                  bench_policy_name(c->policy), bench_sync_name(c->sync), bench_wait_name(c->wait),
                  bench_input_name(c->input));
@@ -459,6 +495,14 @@ summary_repeat_line(FILE *out, const bench_cell_t *c, summary_series_t *s)
         fprintf(out, "; %.2fx libbson-json [%.2f..%.2f]", med, s->parse_ratio[0],
                 s->parse_ratio[s->n_parse - 1]);
     }
+    for (size_t k = 0; k < SUMMARY_N_CEILINGS; k++) {
+        size_t n = s->n_ceiling[k];
+        if (n > 0) {
+            double med = summary_median(s->ceiling_ratio[k], n);
+            fprintf(out, "; %.2fx %s [%.2f..%.2f]", med, summary_ceilings[k],
+                    s->ceiling_ratio[k][0], s->ceiling_ratio[k][n - 1]);
+        }
+    }
     fprintf(out, "\n");
 }
 
@@ -470,7 +514,12 @@ bench_print_repeat_summary(FILE *out, const bench_result_t *res, size_t per_rep,
                           .ratio = calloc(reps, sizeof(double)),
                           .p99_ratio = calloc(reps, sizeof(double)),
                           .parse_ratio = calloc(reps, sizeof(double))};
-    if (s.rate && s.p99 && s.ratio && s.p99_ratio && s.parse_ratio) {
+    int is_allocated = s.rate && s.p99 && s.ratio && s.p99_ratio && s.parse_ratio;
+    for (size_t k = 0; k < SUMMARY_N_CEILINGS; k++) {
+        s.ceiling_ratio[k] = calloc(reps, sizeof(double));
+        is_allocated = is_allocated && s.ceiling_ratio[k];
+    }
+    if (is_allocated) {
         fprintf(out,
                 "\nmedian over %u repetitions (ratios taken inside each repetition, then the "
                 "median; min..max of the ratio in brackets):\n",
@@ -486,4 +535,6 @@ bench_print_repeat_summary(FILE *out, const bench_result_t *res, size_t per_rep,
     free(s.ratio);
     free(s.p99_ratio);
     free(s.parse_ratio);
+    for (size_t k = 0; k < SUMMARY_N_CEILINGS; k++)
+        free(s.ceiling_ratio[k]);
 }

@@ -8,7 +8,8 @@
  * appends/s by commit_interval_us, one row per writer count and policy; then, in a code
  * block, the summary the run printed (bench_print_summary over the same rows). Where the file
  * holds a cell more than once (the sweep's repeated disk-bound cells, --repeat) a table shows
- * the median of its rates and their range.
+ * the median of its rates and their range. The median of an even number of cells is the lower
+ * middle one, as the summary takes it: every figure printed is the rate of a cell that ran.
  *
  * The file's columns are bench_print_csv's: its header must be exactly the one
  * bench_print_csv_header writes, so a file of another layout is refused rather than misread,
@@ -436,7 +437,7 @@ table_format_rate(double v, char *out, size_t cap)
 }
 
 /* What a table shows for the cells same[0..k): the rate of the one cell that ran, or the
- * median of several and their range; without one that ran, the first's status; "-" for none.
+ * median of several (the lower middle of an even count) and their range; without one that ran, the first's status; "-" for none.
  * `bold` is the Markdown emphasis put around the rate ("" or "**"). */
 static void
 table_format_cell(const bench_result_t *const *same, size_t k, const char *bold, char *out,
@@ -455,7 +456,7 @@ table_format_cell(const bench_result_t *const *same, size_t k, const char *bold,
         return;
     }
     qsort(rate, n, sizeof *rate, table_cmp_double);
-    double median = n % 2 ? rate[n / 2] : (rate[n / 2 - 1] + rate[n / 2]) / 2;
+    double median = rate[(n - 1) / 2];
     char med[32], lo[32], hi[32];
     table_format_rate(median, med, sizeof med);
     table_format_rate(rate[0], lo, sizeof lo);

@@ -427,6 +427,38 @@ test_bench_json_parser_cells_write_libbsons_bson(void **state)
     remove_dir(dir);
 }
 
+/* With --repeat, a stele cell's median line gives its ratio to each wake-up ceiling of the
+ * same repetition and writer count, so the doc's ratio to the ceilings is one the tool
+ * printed. */
+static void
+test_bench_repeat_gives_stele_its_ratio_to_the_ceilings(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd,
+             "'%s' --dir '%s' --quiet --system stele,parse-wakeup,thread-wakeup --writers 2 "
+             "--seconds 0.2 --repeat 2 --sync never --wait written --no-reference 2>&1",
+             STELE_BENCH_EXE, dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    const char *line = strstr(out, "  stele              ssd          wr=2    ci=0 adaptive "
+                                   "never/written json 200B: ");
+    if (!line)
+        fail_msg("no median line for stele in:\n%s", out);
+    const char *end = strchr(line, '\n');
+    assert_non_null(end);
+    char text[1024];
+    snprintf(text, sizeof text, "%.*s", (int)(end - line), line);
+    assert_non_null(strstr(text, "x parse-wakeup ["));
+    assert_non_null(strstr(text, "x thread-wakeup ["));
+    remove_dir(dir);
+}
+
 /* -- --table: the doc's tables from a results.csv ----------------------------------------- */
 
 /* A row of a crafted results.csv: one cell with the given rate, the rest of a real cell. */
@@ -487,9 +519,9 @@ assert_contains(const char *text, const char *part)
 }
 
 /* A cell the file holds several times (the sweep's repeated disk-bound cells) shows the
- * median and the range; a cell that ran once, its rate; a skipped one says so; a reference
- * that is not a store is marked; and the summary the run printed comes out of the same rows
- * (it compares whole cells: of an even number, the lower middle one). */
+ * median and the range (of an even number, the lower middle one: a rate a cell had, as the
+ * summary takes it); a cell that ran once, its rate; a skipped one says so; a reference that
+ * is not a store is marked; and the summary the run printed comes out of the same rows. */
 static void
 test_bench_table_shows_the_median_and_range_of_repeated_cells(void **state)
 {
@@ -516,7 +548,7 @@ test_bench_table_shows_the_median_and_range_of_repeated_cells(void **state)
     write_results_csv(dir, cells, sizeof cells / sizeof cells[0], path, sizeof path);
     assert_int_equal(run_table(path, out, sizeof out), 0);
     assert_contains(out, "| system / mode | durable | 1 | 64 |\n|---|---|---|---|\n");
-    assert_contains(out, "| fsync-loop | yes | 250 (100..400) | - |\n");
+    assert_contains(out, "| fsync-loop | yes | 200 (100..400) | - |\n"); /* lower middle */
     assert_contains(out, "| **stele always/durable** | yes | **250** | **123,457** |\n");
     assert_contains(out, "| stele always/written | no | - | 150,000 |\n");
     assert_contains(out, "| sqlite-wal-full | yes | - | skipped |\n");
@@ -1113,6 +1145,7 @@ main(void)
         cmocka_unit_test(test_bench_reference_cells_say_what_they_are),
         cmocka_unit_test(test_bench_json_parser_cells_write_libbsons_bson),
         cmocka_unit_test(test_bench_skips_durable_waits_without_sync),
+        cmocka_unit_test(test_bench_repeat_gives_stele_its_ratio_to_the_ceilings),
         cmocka_unit_test(test_bench_table_shows_the_median_and_range_of_repeated_cells),
         cmocka_unit_test(test_bench_table_reads_the_results_file_a_run_writes),
         cmocka_unit_test(test_bench_table_refuses_a_bad_file_naming_the_line_and_column),
