@@ -241,7 +241,7 @@ tailer_take(tailer_t *t, const stele_record_t *rec, int is_catching_up, stele_er
 {
     if (t->q->has_until && rec->ts_ns > t->q->until_ns)
         return 1;
-    int rc = t->q->where != NULL ? stele_filter_match(t->q->where, rec) : 1;
+    int rc = t->q->where != NULL ? stele_filter_match(t->q->where, rec, t->src) : 1;
     if (rc <= 0)
         return rc;
     char *line = NULL;
@@ -403,14 +403,14 @@ tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
 /* ---- command line -------------------------------------------------------------------- */
 
 static int
-parse_where(tail_query_t *q, const char *arg)
+parse_where(tail_query_t *q, const char *arg, int64_t now_ns)
 {
     stele_error_t err = {0};
-    int rc = q->where == NULL ? stele_filter_new(&q->where, &err) : 0;
+    int rc = q->where == NULL ? stele_filter_new(now_ns, &q->where, &err) : 0;
     if (rc == 0)
         rc = stele_filter_add(q->where, arg, &err);
     if (rc == STELE_EINVAL)
-        return cli_usage_error("tail", "--where %s", err.message);
+        return cli_usage_error_hinted("tail", err.hint, "--where %s", err.message);
     if (rc != 0) {
         cli_report("tail", rc, &err);
         return cli_exit_for(rc);
@@ -443,16 +443,15 @@ tail_parse_one(tail_query_t *q, int c, const char *arg, int64_t now_ns)
     case OPT_SINCE:
     case OPT_UNTIL: {
         int64_t *ts = (c == OPT_SINCE) ? &q->since_ns : &q->until_ns;
-        if (cli_parse_time(arg, now_ns, ts) != 0)
-            return cli_usage_error("tail",
-                                   "%s '%s' is not a time: use RFC 3339 "
-                                   "(2026-11-30T20:44:50Z) or 90s, 10m, 2h, 3d",
-                                   c == OPT_SINCE ? "--since" : "--until", arg);
+        int code =
+            cli_parse_time_flag("tail", c == OPT_SINCE ? "--since" : "--until", arg, now_ns, ts);
+        if (code != 0)
+            return code;
         *(c == OPT_SINCE ? &q->has_since : &q->has_until) = 1;
         return 0;
     }
     case OPT_WHERE:
-        return parse_where(q, arg);
+        return parse_where(q, arg, now_ns);
     case 'o':
         if (strcmp(arg, "json") == 0)
             q->pretty = 0;

@@ -31,3 +31,6 @@ stele_add_test(test_render SOURCES test_render.c LIBS stele PkgConfig::BSON LABE
 target_compile_definitions(test_render PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 # stele_filter_*: the conditions of `stele tail --where` (engine/filter.c).
 stele_add_test(test_filter SOURCES test_filter.c LIBS stele PkgConfig::BSON LABELS cli)
+# stele_time_parse: the --since/--until forms and ts conditions (engine/time_parse.c), with a
+# fixed clock and time zone.
+stele_add_test(test_time_parse SOURCES test_time_parse.c LIBS stele LABELS cli)
