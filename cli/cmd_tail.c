@@ -241,7 +241,9 @@ tailer_take(tailer_t *t, const stele_record_t *rec, int is_catching_up, stele_er
 {
     if (t->q->has_until && rec->ts_ns > t->q->until_ns)
         return 1;
-    int rc = t->q->where != NULL ? stele_filter_match(t->q->where, rec, t->src) : 1;
+    /* the remote reader applies --where itself, partly on the server */
+    int rc =
+        t->q->where != NULL && t->remote == NULL ? stele_filter_match(t->q->where, rec, t->src) : 1;
     if (rc <= 0)
         return rc;
     char *line = NULL;
@@ -556,6 +558,7 @@ tailer_open(tailer_t *t, const char *dir, const char *source, stele_error_t *err
         .since_ns = q->since_ns,
         .has_until = q->has_until,
         .until_ns = q->until_ns,
+        .where = q->where,
     };
     t->src = source;
     return stele_remote_reader_open(&q->mongo.sink, &rq, &t->remote, err);

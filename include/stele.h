@@ -655,6 +655,12 @@ typedef struct stele_remote_query {
     int64_t since_ns;
     int has_until; /* only records with ts_ns <= until_ns (filtered by the server) */
     int64_t until_ns;
+    /* Only records that match this filter; NULL: all. Borrowed: it must outlive the reader
+     * and not change meanwhile. The server is asked for the seq and time ranges its seq and
+     * ts conditions allow and for its string equalities on event fields; each record that
+     * comes back is then checked with stele_filter_match(), so the records returned are
+     * those a local reader would keep with the same filter. */
+    const stele_filter_t *where;
 } stele_remote_query_t;
 
 /* Delay between polls of an exhausted remote reader: doubles from the first to the cap while

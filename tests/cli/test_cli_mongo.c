@@ -165,7 +165,40 @@ test_tail_mongo_prints_the_same_lines_as_the_local_tail(void **state)
     assert_int_equal(
         assert_remote_tail_equals_local(f, db_name, "--where", "who=user-1", NULL, NULL), 67);
     assert_int_equal(assert_remote_tail_equals_local(f, db_name, "--where", "i=7", NULL, NULL), 1);
+    /* every --where operator: the server narrows the find (seq and ts ranges, string
+     * equalities), the filter decides; records i = 0..199 at seq i + 1, who = user-(i % 3) */
+    static const struct {
+        const char *where[2];
+        size_t want;
+    } wheres[] = {
+        {{"who!=user-1"}, 133},
+        {{"who=\"user-1\""}, 67},
+        {{"i=\"7\""}, 0},
+        {{"i>=150"}, 50},
+        {{"i<5.5"}, 6},
+        {{"who~^user-[12]$"}, 133},
+        {{"who:user-?"}, 200},
+        {{"who!:user-0"}, 133},
+        {{"seq>=190"}, 11},
+        {{"seq<3"}, 2},
+        {{"seq>190", "seq<=195"}, 5},
+        {{"who=user-1", "i>100"}, 33},
+        {{"src:*"}, 200},
+        {{"src!=no-such-source"}, 200},
+        {{"seq=0"}, 0},
+        {{"ts<1970-01-02"}, 0},
+    };
+    for (size_t i = 0; i < sizeof wheres / sizeof wheres[0]; i++) {
+        size_t n = assert_remote_tail_equals_local(f, db_name, "--where", wheres[i].where[0],
+                                                   wheres[i].where[1] ? "--where" : NULL,
+                                                   wheres[i].where[1]);
+        if (n != wheres[i].want)
+            fail_msg("--where %s: %zu lines, want %zu", wheres[i].where[0], n, wheres[i].want);
+    }
     assert_true(assert_remote_tail_equals_local(f, db_name, "--since", since, NULL, NULL) >= 80);
+    char ts_since[96];
+    snprintf(ts_since, sizeof ts_since, "ts>=%s", since);
+    assert_true(assert_remote_tail_equals_local(f, db_name, "--where", ts_since, NULL, NULL) >= 80);
     /* the printed ts is cut to µs: --until of record 170's ts may leave record 170 out */
     size_t n_until = assert_remote_tail_equals_local(f, db_name, "--until", until, NULL, NULL);
     assert_true(n_until >= 120 && n_until <= 170);
