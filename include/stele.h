@@ -184,8 +184,13 @@ void stele_options_init(stele_options_t *opts);
  */
 typedef struct stele_knob {
     const char *name;
-    const char *default_text; /* as it would be written in a config file */
+    const char *default_text; /* as it would be written in a config file; "" when the
+                                 default is worked out at open (help says how) */
     const char *help;         /* one line */
+    const char *value_text;   /* how a value is written in a usage line: the choices
+                                 ("always|interval|never", "true|false"), else what it is:
+                                 NAME, MODE (octal), SIZE (K/M/G/T suffixes), N, DURATION
+                                 (in the unit of the name, or with one: "5ms") */
 } stele_knob_t;
 
 /* The knob table; *n_out receives its length. Static storage. */
@@ -808,10 +813,28 @@ int stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t s
 int stele_record_to_json(const stele_record_t *rec, const char *source, char **json_out,
                          size_t *len_out, stele_error_t *err);
 
-/* A BSON event alone (`bson_len` bytes), as `stele tail --output pretty` shows it:
+/* A BSON event alone (`bson_len` bytes), as `stele tail --output cat` prints it:
  * {"user":"alice","n":7}. Same arguments and results as stele_record_to_json(). */
 int stele_event_to_json(const uint8_t *bson, size_t bson_len, char **json_out, size_t *len_out,
                         stele_error_t *err);
+
+/*
+ * A record as the line `stele tail --output short` prints for people at a terminal (not
+ * JSON, without the newline):
+ *   2026-12-01T21:00:05.123456+01:00 web-1 42 alice login target=host-1 outcome=ok n=7
+ * the commit time in local time (TZ) with microseconds and the zone's offset; the source;
+ * the seq; the values of the event's top-level "actor" and "action" ("-" for a missing
+ * one); then every other top-level field as KEY=VALUE, in the event's order. A string (key
+ * or value) is bare when it is not empty and holds no space, '"', '\' or '=' and no
+ * control character; else it is a JSON string. Numbers, booleans, null, documents, arrays
+ * and the other types are their compact JSON, as in stele_record_to_json(). No character a
+ * terminal could act on is written as it is: the C0 and C1 controls, DEL, U+2028, U+2029
+ * and the bidirectional controls (U+202A..U+202E, U+2066..U+2069) are \u escapes inside
+ * the JSON strings. Same arguments and results as stele_record_to_json(); free the text
+ * with stele_json_free().
+ */
+int stele_record_to_short(const stele_record_t *rec, const char *source, char **text_out,
+                          size_t *len_out, stele_error_t *err);
 
 /*
  * The object `stele status --json` prints for `st` (filled by stele_status_read()), with

@@ -5,7 +5,8 @@ set(STELE_CLI_TEST_SOURCES cli/cli_harness.c)
 
 stele_add_test(test_cli SOURCES cli/test_cli.c ${STELE_CLI_TEST_SOURCES} LIBS stele
                TIMEOUT 600 LABELS cli)
-# test_cli runs tests/cli/json_readback.py (python3; skipped without it).
+# test_cli and test_cli_mongo run tests/cli/json_roundtrip.py (python3 and jq; skipped,
+# saying so, without them) on tests/cli/roundtrip_events.jsonl.
 target_compile_definitions(test_cli PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 stele_add_test(test_cli_bad_input SOURCES cli/test_cli_bad_input.c ${STELE_CLI_TEST_SOURCES}
                LIBS stele TIMEOUT 600 LABELS cli)
@@ -13,6 +14,7 @@ stele_add_test(test_cli_bad_input SOURCES cli/test_cli_bad_input.c ${STELE_CLI_T
 stele_add_test(test_cli_mongo SOURCES cli/test_cli_mongo.c ${STELE_CLI_TEST_SOURCES}
                integration/mongo_server.c LIBS stele PkgConfig::MONGOC TIMEOUT 600 LABELS cli)
 target_include_directories(test_cli_mongo PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+target_compile_definitions(test_cli_mongo PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
 # The document -> record conversion of `tail --mongo` (engine/remote_reader.c), no server.
 stele_add_test(test_remote_reader SOURCES test_remote_reader.c LIBS stele LABELS cli)
