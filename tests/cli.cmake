@@ -36,3 +36,10 @@ stele_add_test(test_filter SOURCES test_filter.c LIBS stele PkgConfig::BSON LABE
 # stele_time_parse: the --since/--until forms and ts conditions (engine/time_parse.c), with a
 # fixed clock and time zone.
 stele_add_test(test_time_parse SOURCES test_time_parse.c LIBS stele LABELS cli)
+# Every option of every command in its --help, docs/cli.md and docs/stele.1, with the same
+# values (python3; skipped, saying so, without it).
+add_test(NAME options_documented
+         COMMAND sh -c "command -v python3 >/dev/null || { echo 'python3 not found: not checked'; exit 77; }; exec python3 \"$0\" \"$1\" \"$2\""
+                 ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_options_documented.py
+                 $<TARGET_FILE:stele_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(options_documented PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS cli)

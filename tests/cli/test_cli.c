@@ -465,6 +465,111 @@ committed_seq(const fixture_t *f)
     return seq;
 }
 
+/* The text with every digit run written as "N": replies compare without their seqs. */
+static void
+mask_digits(char *text)
+{
+    char *w = text;
+    for (const char *r = text; *r; r++) {
+        if (*r >= '0' && *r <= '9') {
+            if (w == text || w[-1] != 'N')
+                *w++ = 'N';
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
+
+/* Whether the shell has `tool`, and for nc whether it is OpenBSD's (which has -N). */
+static int
+shell_has_client(const char *tool)
+{
+    char cmd[128];
+    if (strcmp(tool, "nc") == 0)
+        snprintf(cmd, sizeof cmd, "nc -h 2>&1 | grep -q -- '-N'");
+    else
+        snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
+    int rc = system(cmd);
+    return WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+}
+
+/* docs/protocol.md's shell clients (socat, nc -N), run as written there against a
+ * `stele serve`, the socket path swapped for the test's: each ends and prints the reply
+ * the page shows. Skipped for a tool that is not installed. */
+/* Runs one documented client line (the socket path swapped for `sock`) and compares what
+ * it prints with the page's reply, seqs aside. Returns NULL or what went wrong (owned). */
+static char *
+run_documented_client(const fixture_t *f, const char *line, const char *doc_sock, const char *sock,
+                      const char *reply)
+{
+    const char *at = strstr(line, doc_sock);
+    char script_text[8192], cmd[8192];
+    snprintf(script_text, sizeof script_text, "%.*s%s%s", (int)(at - line - 4), line + 4, sock,
+             at + strlen(doc_sock));
+    char *script = harness_write_file(f->root, "client.sh", script_text, strlen(script_text));
+    /* a client that never ends fails the test instead of hanging it */
+    snprintf(cmd, sizeof cmd, "timeout 20 sh '%s'", script);
+    free(script);
+    FILE *p = popen(cmd, "r");
+    char got[256] = "", want[256], *problem = NULL;
+    size_t n = p != NULL ? fread(got, 1, sizeof got - 1, p) : 0;
+    got[n] = '\0';
+    int rc = p != NULL ? pclose(p) : -1;
+    snprintf(want, sizeof want, "%s", reply + 4);
+    mask_digits(got);
+    mask_digits(want);
+    if (rc != 0 || strcmp(got, want) != 0)
+        assert_true(asprintf(&problem, "%s: exit %d, printed '%s', the page shows '%s'",
+                             script_text, rc, got, want) > 0);
+    return problem;
+}
+
+/* docs/protocol.md's shell clients (socat, nc -N), run as written there against a
+ * `stele serve`, the socket path swapped for the test's: each ends and prints the reply
+ * the page shows. Skipped for a tool that is not installed. */
+static void
+test_protocol_shell_clients_work_as_documented(void **state)
+{
+    fixture_t *f = *state;
+    static const char doc_sock[] = "/var/lib/stele/stele.sock";
+    FILE *doc = fopen(STELE_SOURCE_DIR "/docs/protocol.md", "r");
+    assert_non_null(doc);
+    int out_fd, err_fd;
+    pid_t server = start_server(f, &out_fd, &err_fd);
+    char sock[4200];
+    snprintf(sock, sizeof sock, "%s/%s", f->dir, STELE_SOCKET_NAME);
+    char line[1024], reply[256], *problem = NULL;
+    int n_run = 0, n_documented = 0;
+    while (problem == NULL && fgets(line, sizeof line, doc) != NULL) {
+        const char *tool = strstr(line, "| socat ")   ? "socat"
+                           : strstr(line, "| nc -N ") ? "nc"
+                                                      : NULL;
+        if (strncmp(line, "    printf ", 11) != 0 || tool == NULL || !strstr(line, doc_sock) ||
+            fgets(reply, sizeof reply, doc) == NULL)
+            continue;
+        n_documented++;
+        if (!shell_has_client(tool)) {
+            print_message("%s is not installed: its documented command is not run\n", tool);
+            continue;
+        }
+        problem = run_documented_client(f, line, doc_sock, sock, reply);
+        n_run++;
+    }
+    fclose(doc);
+    kill(server, SIGTERM);
+    assert_int_equal(harness_wait(server), 0);
+    close(out_fd);
+    close(err_fd);
+    if (problem != NULL)
+        fail_msg("%s", problem);
+    assert_int_equal(n_documented, 2);
+    if (n_run == 0) {
+        print_message("neither socat nor OpenBSD nc is installed: nothing was run\n");
+        skip();
+    }
+}
+
 /* `n` JSON lines, {"i":N,...} each, with the 1-based lines in `bad` replaced by bad events. */
 static char *
 lines_with_bad(size_t n, const size_t *bad, size_t n_bad)
@@ -1348,6 +1453,8 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_tail_follow_with_where_and_since_waits_for_matching_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protocol_shell_clients_work_as_documented, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_json_round_trips_through_tail_and_status, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_status_reports_positions_as_text_json_and_prometheus,
