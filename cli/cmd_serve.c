@@ -36,7 +36,12 @@ static const char serve_usage[] =
     "      --mongo URI            ship to this MongoDB (replaces the config file's sinks)\n"
     "      --db NAME              with --mongo: database (default: the URI's path, else audit)\n"
     "      --collection NAME      with --mongo: collection (default: events)\n"
-    "      --sink NAME            with --mongo: checkpoint name (default: default)\n";
+    "      --sink NAME            with --mongo: checkpoint name (default: default)\n"
+    "\n"
+    "For the socket's group, give --dir-mode 0750 --file-mode 0640 (set on an existing\n"
+    "journal too). Connection limits are knobs: --serve-max-conns-per-uid (64),\n"
+    "--serve-max-conns (0: the descriptor limit less a reserve), --serve-idle-timeout-ms\n"
+    "(300000; 0: never).\n";
 
 enum {
     OPT_SOCKET = 1,

@@ -47,6 +47,7 @@ typedef struct tailer {
     stele_remote_reader_t *remote; /* the sink's collection, or NULL */
     const char *src;
     const tail_query_t *q;
+    const stele_options_t *opts; /* allow_unsafe_dir for the local reader */
     line_ring_t ring; /* lines kept before they are printed (see cmd_tail.c, tail_reverse.c) */
     int use_ring;
     uint64_t history_last_seq; /* with the ring: the newest seq when the tail started */
