@@ -6,11 +6,8 @@
  */
 #include "timearg.h"
 
-#include <stdio.h>
-#include <string.h>
 #include <time.h>
 
-#include "args.h"
 #include "report.h"
 
 #define NS_PER_SEC INT64_C(1000000000)
@@ -23,23 +20,6 @@ cli_parse_time_flag(const char *command, const char *flag, const char *text, int
     if (stele_time_parse(text, now_ns, ts_ns_out, &err) == 0)
         return 0;
     return cli_usage_error_hinted(command, err.hint, "%s '%s' is not a time", flag, text);
-}
-
-void
-cli_format_time(int64_t ts_ns, char *buf, size_t cap)
-{
-    int64_t sec = ts_ns / NS_PER_SEC;
-    int64_t rem_ns = ts_ns % NS_PER_SEC;
-    if (rem_ns < 0) {
-        rem_ns += NS_PER_SEC;
-        sec--;
-    }
-    time_t t = (time_t)sec;
-    struct tm tm;
-    char date[32] = "?";
-    if (gmtime_r(&t, &tm) != NULL)
-        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, cap, "%s.%06dZ", date, (int)(rem_ns / 1000));
 }
 
 int64_t
