@@ -91,7 +91,9 @@ static const char insert_usage[] =
     "level: a printed seq is a promise. An empty line is invalid input. On an invalid event\n"
     "the events before it are committed and printed and nothing after it is appended.\n"
     "\n"
-    "      --wait LEVEL       none, written, durable (default) or shipped\n"
+    "      --wait none|written|durable|shipped\n"
+    "                         how far each event gets before its seq is printed\n"
+    "                         (default: durable; shipped needs a sink)\n"
     "  -q, --quiet            do not print seqs\n"
     "      --skip-invalid     report each invalid line on stderr and go on (exit 2 at the\n"
     "                         end if any line was skipped)\n";

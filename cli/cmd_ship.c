@@ -23,6 +23,9 @@
 static const char ship_usage[] =
     "usage: stele ship --mongo URI [--db NAME] [--collection NAME] [--sink NAME] [--once]\n"
     "                  [options]\n"
+    "       stele ship --mongo URI [--db NAME] [--collection NAME] --from SEQ [--to SEQ]\n"
+    "       stele ship --mongo URI [--sink NAME] --dead-letters | --reship-dead-letters[=SEQ]\n"
+    "                  | --discard-dead-letter SEQ\n"
     "\n"
     "Ships the journal to MongoDB in the foreground, until SIGINT/SIGTERM or, with --once,\n"
     "until every committed record is acknowledged. Prints the shipped seq as it advances.\n"

@@ -32,6 +32,11 @@ void cli_report(const char *command, int rc, const stele_error_t *err);
 int cli_usage_error(const char *command, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* As cli_usage_error, with `hint` on the hint line instead of the pointer to --help (an
+ * empty or NULL hint keeps that pointer). */
+int cli_usage_error_hinted(const char *command, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* The exit code for a library return code (see enum cli_exit). */
 int cli_exit_for(int rc);
 

@@ -220,8 +220,13 @@ void stele_options_init(stele_options_t *opts);
  */
 typedef struct stele_knob {
     const char *name;
-    const char *default_text; /* as it would be written in a config file */
+    const char *default_text; /* as it would be written in a config file; "" when the
+                                 default is worked out at open (help says how) */
     const char *help;         /* one line */
+    const char *value_text;   /* how a value is written in a usage line: the choices
+                                 ("always|interval|never", "true|false"), else what it is:
+                                 NAME, MODE (octal), SIZE (K/M/G/T suffixes), N, DURATION
+                                 (in the unit of the name, or with one: "5ms") */
 } stele_knob_t;
 
 /* The knob table; *n_out receives its length. Static storage. */
@@ -449,32 +454,85 @@ const char *stele_reader_source(const stele_reader_t *r);
 void stele_reader_close(stele_reader_t *r);
 
 /* ------------------------------------------------------------------------------------------
- * Record filters (engine/filter.c): what `stele tail --where` keeps
+ * Times as people write them (engine/time_parse.c): what `stele tail --since/--until` and the
+ * ts conditions of a filter take
+ * ------------------------------------------------------------------------------------------ */
+
+/*
+ * Reads `text` as a time, in nanoseconds since the Unix epoch, into *ts_ns_out. The forms
+ * are journalctl's:
+ *   - "now"; "today", "yesterday", "tomorrow": that day's midnight, local time;
+ *   - a date, "2026-12-01": its midnight, local time;
+ *   - a date and time, the T or a space between, seconds and fraction optional:
+ *     "2026-12-01 21:00", "2026-12-01T21:00:05.25": local time; with a zone "Z", " UTC",
+ *     "+01:00" or "+0100" it is that zone's (so RFC 3339 is read as it is). A leap second,
+ *     ":60", is the instant after ":59";
+ *   - a time of day, "21:00" or "21:00:05": today, local time;
+ *   - a span from now: "-1h", "+30min", "30min ago", "1h30m ago", "1h 30min" (no sign and
+ *     no "ago": before now, "90s"). Units: us, ms, s/sec/secs/second(s), m/min/mins/
+ *     minute(s), h/hr/hrs/hour(s), d/day(s), w/week(s);
+ *   - "@1795985090" or "@1795985090.25": seconds since the epoch.
+ * Local time is the process's time zone (TZ, as localtime_r reads it). Spans, "today" and
+ * its kin count from now_ns (the caller's clock, so that one command line sees one
+ * instant). A date that does not exist (2026-02-30) is refused. A time beyond what int64
+ * nanoseconds hold (before 1677, after 2262) saturates to INT64_MIN or INT64_MAX, so it
+ * still compares right with every record's time.
+ * Returns 0, or STELE_EINVAL (err quotes the text; its hint lists the forms). Thread-safe
+ * as long as no thread changes TZ meanwhile.
+ */
+int stele_time_parse(const char *text, int64_t now_ns, int64_t *ts_ns_out, stele_error_t *err);
+
+/* ------------------------------------------------------------------------------------------
+ * Record filters (engine/filter*.c): what `stele tail --where` keeps
  * ------------------------------------------------------------------------------------------ */
 typedef struct stele_filter stele_filter_t;
 
-/* An empty filter, which matches every record. Returns 0 or -ENOMEM (err filled). Free it
- * with stele_filter_free(). */
-int stele_filter_new(stele_filter_t **out, stele_error_t *err);
+/* An empty filter, which matches every record. Relative times in its ts conditions
+ * ("ts>-1h") count from now_ns. Returns 0 or -ENOMEM (err filled). Free it with
+ * stele_filter_free(). */
+int stele_filter_new(int64_t now_ns, stele_filter_t **out, stele_error_t *err);
 
 /*
- * Adds the condition "PATH=VALUE": the event's field at the dotted PATH ("actor.name";
- * array items by index, "tags.0") equals VALUE, compared by the field's type: a string
- * exactly; an int32, int64 or double numerically (VALUE read as an integer, else as a
- * double: "200", "0.5", "2e2"); a boolean as "true" or "false"; null as "null". A missing
- * field, or one of another type, does not match. A record matches when every condition
- * holds. `condition` is borrowed (copied). Returns 0, STELE_EINVAL (f or condition NULL, no
- * '=', or an empty PATH: err quotes the condition), -ENOMEM. Not to be called while
- * another thread matches with f.
+ * Adds the condition "PATH OP VALUE" (spaces around OP are ignored); a record matches when
+ * every condition holds.
+ *   PATH  "seq", "ts" or "src": the record's seq, commit time and journal source; else a
+ *         dotted path into the event ("actor.name"; array items by index, "tags.0"), which
+ *         may start with "event." (the way to name event fields called seq, ts or src).
+ *   OP    =  (also ==)   equal              !=  not equal
+ *         <  <=  >  >=   ordered: numbers numerically, ts by time, seq as integers
+ *         ~              matches the POSIX extended regular expression VALUE, anywhere in
+ *                        the text (anchor it with ^ and $)    !~  does not match it
+ *         :              matches the glob VALUE (fnmatch: * ? [...], the whole text)
+ *                                                             !:  does not match it
+ *         A negated operator holds exactly when its positive form does not, so for a
+ *         missing field too.
+ *   VALUE for an event field with = and !=: compared by the field's type: a string exactly;
+ *         an int32, int64 or double numerically ("200" matches 200, 200.0 and 2e2); a
+ *         boolean as "true" or "false"; null as "null"; other types never equal. With
+ *         < <= > >=: a number, and only numbers compare (int and double alike). With ~ and
+ *         :, the text of a string, or the JSON text of a number, boolean or null as `stele
+ *         tail` prints it; other types have no text (only !~ and !: hold). For seq: a whole
+ *         number; for ts: any form stele_time_parse() takes (with ~ and :, the text
+ *         "2026-11-30T20:44:50.123456Z"); for src: text, with = != ~ !~ : !: only.
+ *         A VALUE in double quotes is a JSON string: it is unescaped and equals strings only
+ *         (""200""); it is how to write a VALUE starting with = ! < > ~ or a space.
+ * A key of PATH cannot contain '.', '=', '!', '<', '>', '~' or ':'.
+ * Everything is checked here: STELE_EINVAL (err quotes the condition) for no operator, an
+ * unknown one ("=<"), an empty PATH or key ("a..b"), "event" alone, a VALUE that is not the
+ * number, seq or time the operator needs, a regular expression regcomp refuses, an
+ * unfinished quoted VALUE; also when f or condition is NULL. -ENOMEM. A refused condition
+ * leaves f as it was. `condition` is borrowed (copied). Not to be called while another
+ * thread matches with f.
  */
 int stele_filter_add(stele_filter_t *f, const char *condition, stele_error_t *err);
 
 /*
- * Returns 1 when rec's event meets every condition of f, 0 when it does not, STELE_EBSON
- * when the event is not a BSON document, STELE_EINVAL when f or rec is NULL. Only reads f:
- * threads may share a filter once it is built.
+ * Returns 1 when rec meets every condition of f, 0 when it does not, STELE_EBSON when the
+ * event is not a BSON document, STELE_EINVAL when f or rec is NULL, or when source is NULL
+ * and f has a src condition. `source` is the journal's source name (stele_reader_source()),
+ * borrowed. Only reads f: threads may share a filter once it is built.
  */
-int stele_filter_match(const stele_filter_t *f, const stele_record_t *rec);
+int stele_filter_match(const stele_filter_t *f, const stele_record_t *rec, const char *source);
 
 /* Frees the filter and its conditions. NULL is a no-op. */
 void stele_filter_free(stele_filter_t *f);
@@ -662,6 +720,12 @@ typedef struct stele_remote_query {
     int64_t since_ns;
     int has_until; /* only records with ts_ns <= until_ns (filtered by the server) */
     int64_t until_ns;
+    /* Only records that match this filter; NULL: all. Borrowed: it must outlive the reader
+     * and not change meanwhile. The server is asked for the seq and time ranges its seq and
+     * ts conditions allow and for its string equalities on event fields; each record that
+     * comes back is then checked with stele_filter_match(), so the records returned are
+     * those a local reader would keep with the same filter. */
+    const stele_filter_t *where;
 } stele_remote_query_t;
 
 /* Delay between polls of an exhausted remote reader: doubles from the first to the cap while
@@ -809,10 +873,28 @@ int stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t s
 int stele_record_to_json(const stele_record_t *rec, const char *source, char **json_out,
                          size_t *len_out, stele_error_t *err);
 
-/* A BSON event alone (`bson_len` bytes), as `stele tail --output pretty` shows it:
+/* A BSON event alone (`bson_len` bytes), as `stele tail --output cat` prints it:
  * {"user":"alice","n":7}. Same arguments and results as stele_record_to_json(). */
 int stele_event_to_json(const uint8_t *bson, size_t bson_len, char **json_out, size_t *len_out,
                         stele_error_t *err);
+
+/*
+ * A record as the line `stele tail --output short` prints for people at a terminal (not
+ * JSON, without the newline):
+ *   2026-12-01T21:00:05.123456+01:00 web-1 42 alice login target=host-1 outcome=ok n=7
+ * the commit time in local time (TZ) with microseconds and the zone's offset; the source;
+ * the seq; the values of the event's top-level "actor" and "action" ("-" for a missing
+ * one); then every other top-level field as KEY=VALUE, in the event's order. A string (key
+ * or value) is bare when it is not empty and holds no space, '"', '\' or '=' and no
+ * control character; else it is a JSON string. Numbers, booleans, null, documents, arrays
+ * and the other types are their compact JSON, as in stele_record_to_json(). No character a
+ * terminal could act on is written as it is: the C0 and C1 controls, DEL, U+2028, U+2029
+ * and the bidirectional controls (U+202A..U+202E, U+2066..U+2069) are \u escapes inside
+ * the JSON strings. Same arguments and results as stele_record_to_json(); free the text
+ * with stele_json_free().
+ */
+int stele_record_to_short(const stele_record_t *rec, const char *source, char **text_out,
+                          size_t *len_out, stele_error_t *err);
 
 /*
  * The object `stele status --json` prints for `st` (filled by stele_status_read()), with
