@@ -26,7 +26,29 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------------------------------------
+ * Version (engine/version.c)
+ *
+ * The macros are the version of this header, the calls that of the library a program runs
+ * with: a program linked to libstele.so may meet a later library than it was compiled
+ * against. STELE_VERSION_NUMBER is MAJOR * 1000000 + MINOR * 1000 + PATCH, so versions
+ * compare as integers. Within one soname (libstele.so.0) the ABI only grows.
+ * ------------------------------------------------------------------------------------------ */
+#define STELE_VERSION_MAJOR 0
+#define STELE_VERSION_MINOR 1
+#define STELE_VERSION_PATCH 0
 #define STELE_VERSION_STRING "0.1.0"
+#define STELE_VERSION_NUMBER                                                                       \
+    (STELE_VERSION_MAJOR * 1000000 + STELE_VERSION_MINOR * 1000 + STELE_VERSION_PATCH)
+
+/* The library's version as "MAJOR.MINOR.PATCH" ("0.1.0"): static text, never NULL, never to
+ * be freed. Thread-safe, no I/O. */
+const char *stele_version(void);
+
+/* The library's version as STELE_VERSION_NUMBER computes it (1000 for 0.1.0); compare it
+ * with the macro to learn whether the library is older than the header a program was built
+ * with. Thread-safe, no I/O. */
+int stele_version_number(void);
 
 /* ------------------------------------------------------------------------------------------
  * Error codes. One X-macro generates the enum, stele_errname() and stele_strerror().
