@@ -247,8 +247,10 @@ typedef struct stele stele_t;
  *   dir:  journal directory (borrowed).
  *   opts: NULL for defaults (borrowed).
  *   out:  receives the handle; free with stele_close(). NULL on any failure.
- * Returns 0, STELE_ELOCKED (the message names the holder's pid), STELE_ENOTJOURNAL,
- * STELE_EVERSION, STELE_ECORRUPT (with segment and offset), STELE_ECONFIG, or -errno.
+ * Returns 0, STELE_ELOCKED (the message names the holder's pid; the holder may be
+ * `stele serve`, and the hint says to append through its socket: stele_client_connect),
+ * STELE_ENOTJOURNAL, STELE_EVERSION, STELE_ECORRUPT (with segment and offset),
+ * STELE_ECONFIG, or -errno.
  * Recovery that truncated a torn tail or rebuilt the index succeeds and says so in
  * stele_stats_t.recovery_note.
  */
@@ -408,10 +410,12 @@ int stele_reader_seek_time(stele_reader_t *r, int64_t ts_ns, stele_error_t *err)
 
 /*
  * Returns the next record in *rec. If none is committed yet, waits up to timeout_ms
- * (0 = do not wait, -1 = forever) without busy polling. Returns 0, STELE_EAGAIN (nothing
- * new within the timeout), STELE_ECORRUPT (segment and offset in err), -errno.
+ * (0 = do not wait, -1 = forever; the same unit and type as stele_wait's) without busy
+ * polling. Returns 0, STELE_EAGAIN (nothing new within the timeout), STELE_ECORRUPT
+ * (segment and offset in err), STELE_EINVAL (r or rec NULL, timeout_ms below -1), -errno.
  */
-int stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_error_t *err);
+int stele_reader_next(stele_reader_t *r, stele_record_t *rec, int64_t timeout_ms,
+                      stele_error_t *err);
 
 /* The journal's source name; borrowed until stele_reader_close(). */
 const char *stele_reader_source(const stele_reader_t *r);
@@ -470,8 +474,8 @@ typedef struct stele_status {
         char name[64];
         uint64_t shipped_seq;
         uint64_t dead_letters;
-        /* Added in 0.1: lag from the journal itself (any time); the counters below as the
-         * writer last published them (checked about once a second, written when they change;
+        /* Lag from the journal itself (any time); the counters below as the writer last
+         * published them (checked about once a second, written when they change;
          * stats_unix_ms is that time, 0 when never published). Counters restart with each
          * writer; with writer_pid == 0 they are the last writer's. */
         uint64_t lag_records; /* committed_seq - shipped_seq, 0 when caught up */
@@ -483,11 +487,11 @@ typedef struct stele_status {
         int64_t last_error_unix_ms; /* 0 when none */
         char last_error[STELE_ERROR_MESSAGE_BYTES]; /* credentials removed */
     } sinks[STELE_MAX_SINKS];
-    /* Added in 0.1: the settings of the writer that opened the journal last, published in the
-     * index at its open. They are the live writer's when writer_pid != 0, else the last
-     * writer's (a future writer may choose others). settings_unix_ms: when a writer first
-     * published these settings (a reopen with the same ones keeps it); 0 when none was ever
-     * published (then the fields below are 0). */
+    /* The settings of the writer that opened the journal last, published in the index at
+     * its open. They are the live writer's when writer_pid != 0, else the last writer's (a
+     * future writer may choose others). settings_unix_ms: when a writer first published
+     * these settings (a reopen with the same ones keeps it); 0 when none was ever published
+     * (then the fields below are 0). */
     int64_t settings_unix_ms;
     stele_sync_t sync;
     uint32_t sync_interval_ms;
@@ -664,11 +668,12 @@ int stele_remote_reader_seek_seq(stele_remote_reader_t *r, uint64_t seq, stele_e
  *               current query holds, or run a query if a poll is due; -1 = forever).
  * Returns 0; STELE_EAGAIN (nothing new within the timeout); STELE_EINTEGRITY (a document of
  * the source is not in stele's shape: no _id.seq, no metadata field, a bad timestamp or
- * hash; the message names its seq when it has one); STELE_EREMOTE; STELE_EAUTH.
+ * hash; the message names its seq when it has one); STELE_EREMOTE; STELE_EAUTH;
+ * STELE_EINVAL (r or rec NULL, timeout_ms below -1).
  * After an error the reader may be called again: it re-queries from the same position, after
  * the poll delay (which an error doubles, as an empty poll does).
  */
-int stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int timeout_ms,
+int stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int64_t timeout_ms,
                              stele_error_t *err);
 
 /* Frees the reader and its connection. NULL is a no-op. */

@@ -28,6 +28,12 @@
 /* The smallest segment still holding its header and one largest frame of a small record;
  * tests use 16 KiB segments to roll often. */
 #define JOURNAL_MIN_SEGMENT_BYTES (2ull * SEG_HEADER_BYTES)
+/* The hint of STELE_ELOCKED. The holder is often `stele serve`, which takes other processes'
+ * appends through its socket; readers (tail, status, verify) never need the lock. */
+#define JOURNAL_LOCKED_HINT                                                                        \
+    "if it is `stele serve`, append through its socket (stele_client_connect, `stele insert`); "   \
+    "else stop it. Readers need no lock"
+_Static_assert(sizeof JOURNAL_LOCKED_HINT <= STELE_ERROR_HINT_BYTES, "the hint must fit");
 
 static int
 journal_validate_options(const journal_options_t *o, stele_error_t *err)
@@ -317,9 +323,10 @@ journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_
     if (rc == STELE_ELOCKED) {
         segment_dir_free(&d);
         if (holder > 0)
-            return jerr_set(err, rc, "stop the other writer, or read with a reader",
+            return jerr_set(err, rc, JOURNAL_LOCKED_HINT,
                             "journal %s is locked by another writer (pid %d)", j->dir, holder);
-        return jerr_set(err, rc, NULL, "journal %s is locked by another writer", j->dir);
+        return jerr_set(err, rc, JOURNAL_LOCKED_HINT, "journal %s is locked by another writer",
+                        j->dir);
     }
     if (rc) {
         segment_dir_free(&d);
