@@ -117,8 +117,9 @@ int index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, ste
  * from storing them twice).
  * The engine's index writer calls it when the index was written since the last flush and
  * 100,000 records were indexed since then, a sink's published counters changed, or 30 s
- * passed, checked at most once a second, and at close (engine/stele.c, STELE_INDEX_SYNC_*);
- * the catch-up at open and the dead-letter commands call it when they are done. */
+ * passed, checked at most once a second, and at close (engine/index_writer.c,
+ * INDEX_WRITER_SYNC_*); the catch-up at open and the dead-letter commands call it when they
+ * are done. */
 int index_sync(index_t *ix, stele_error_t *err);
 
 /* Test seam, like the journal's faulting I/O table (tests/support/io_fault.h): the next

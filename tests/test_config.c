@@ -469,7 +469,7 @@ test_config_load_env_reads_upper_case_knobs(void **state)
 }
 
 /* The engine compares retention_seconds with the clock as a signed count of seconds
- * (stele.c, the retention cut-off): a value above INT64_MAX turned negative there, and
+ * (index_writer.c, the retention cut-off): a value above INT64_MAX turned negative there, and
  * 18446744073709551615 ("keep for ever") deleted every shipped segment at once. */
 static void
 test_config_retention_seconds_stays_within_int64(void **state)

@@ -124,10 +124,12 @@ test_retention_deletes_what_every_sink_shipped(void **state)
     assert_int_equal(ship_count_docs(&sinks[1], NULL), (int64_t)last);
     assert_int_equal(stele_close(db, NULL), 0);
 
-    /* What is left still verifies, from its new first record on. */
+    /* What is left still verifies, from its new first record on. A retention pass between
+     * the look at stats and the close may have cut further: never back. */
     stele_verify_report_t rep;
     assert_int_equal(stele_verify(dir, 0, 0, &rep, &err), 0);
-    assert_int_equal(rep.first_seq, first);
+    assert_true(rep.first_seq >= first);
+    assert_true(rep.first_seq <= last);
     assert_int_equal(rep.last_seq, last);
     if (!getenv("STELE_TEST_KEEP"))
         assert_int_equal(test_tmpdir_remove(dir), 0);
