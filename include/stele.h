@@ -329,25 +329,11 @@ int stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms
 /* Makes every record appended before the call durable (whatever `sync` says). Blocks. */
 int stele_flush(stele_t *db, stele_error_t *err);
 
-/* Per-sink statistics inside stele_stats_t. */
-typedef struct stele_sink_stats {
-    char name[64];
-    char target[256];     /* host/db.collection, credentials removed */
-    uint64_t shipped_seq; /* last seq acknowledged by the sink */
-    uint64_t lag_records; /* committed_seq - shipped_seq */
-    double lag_seconds;   /* age of the oldest unshipped record, 0 when caught up */
-    uint64_t batches;
-    uint64_t retries;
-    uint64_t dead_letters;      /* records the remote rejected permanently */
-    int64_t last_error_unix_ms; /* 0 when none */
-    char last_error[STELE_ERROR_MESSAGE_BYTES];
-    int is_stopped; /* stopped for good (integrity, authentication, a dead letter the index
-                       could not list, ...): last_error says why; restart to resume */
-} stele_sink_stats_t;
-
+/* At most this many sinks per journal (stele_options_t.n_sinks, stele_status_t.sinks). */
 #define STELE_MAX_SINKS 16
 
-/* A snapshot of the engine's counters. */
+/* A snapshot of the engine's counters. The sinks' own are fetched one at a time with
+ * stele_sink_stats(). */
 typedef struct stele_stats {
     char source[64];
     uint64_t first_seq;    /* oldest record still in the journal (0 when empty) */
@@ -371,13 +357,38 @@ typedef struct stele_stats {
     int halted_code; /* the sticky error, 0 when running */
     char halted_message[STELE_ERROR_MESSAGE_BYTES];
     char recovery_note[STELE_ERROR_MESSAGE_BYTES]; /* what open's recovery did, if anything */
-    size_t n_sinks;
-    stele_sink_stats_t sinks[STELE_MAX_SINKS];
+    size_t n_sinks; /* sinks of the handle: stele_sink_stats() takes 0 .. n_sinks - 1 */
 } stele_stats_t;
 
 /* Fills *out. Never blocks on I/O. Thread-safe. Returns 0, STELE_EINVAL (db or out NULL) or
  * STELE_ECLOSED (the handle is closing: *out untouched). */
 int stele_stats(stele_t *db, stele_stats_t *out);
+
+/* One sink's counters, from stele_sink_stats(). */
+typedef struct stele_sink_stats {
+    char name[64];
+    char target[256];     /* host/db.collection, credentials removed */
+    uint64_t shipped_seq; /* last seq acknowledged by the sink */
+    uint64_t lag_records; /* written_seq - shipped_seq */
+    double lag_seconds;   /* age of the oldest unshipped record, 0 when caught up */
+    uint64_t batches;
+    uint64_t retries;
+    uint64_t dead_letters;      /* records the remote rejected permanently */
+    int64_t last_error_unix_ms; /* 0 when none */
+    char last_error[STELE_ERROR_MESSAGE_BYTES];
+    int is_stopped; /* stopped for good (integrity, authentication, a dead letter the index
+                       could not list, ...): last_error says why; restart to resume */
+} stele_sink_stats_t;
+
+/*
+ * Fills *out with the counters of sink `index`: the sinks are those of stele_options_t, in
+ * that order, fixed for the handle's life, and stele_stats_t.n_sinks counts them, so
+ *     for (size_t i = 0; i < st.n_sinks; i++) stele_sink_stats(db, i, &sink);
+ * visits each. A snapshot of its own: its lag is against the written_seq of the moment.
+ * Never blocks on I/O. Thread-safe. Returns 0, STELE_EINVAL (db or out NULL, or index not
+ * below n_sinks: *out untouched) or STELE_ECLOSED (the handle is closing: *out untouched).
+ */
+int stele_sink_stats(stele_t *db, size_t index, stele_sink_stats_t *out);
 
 /* The highest seq that has reached `level` (every lower seq has too): appended for
  * STELE_WAIT_NONE, written, durable, or shipped (the lowest over all sinks; 0 without
