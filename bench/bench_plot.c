@@ -354,7 +354,8 @@ plot_emit_cdf(FILE *gp, const char *name, const char *device, const plot_set_t *
     fprintf(gp,
             "\n# %s\nreset\nset title 'latency CDF of durable appends (median round), %s%s'\n"
             "set xlabel 'latency (us)'\nset ylabel 'fraction of appends'\nset logscale x\n"
-            "set format x '%%.0s%%c'\nset yrange [0:1.03]\n",
+            "set format x '%%.0s%%c'\nset yrange [0:1.03]\n"
+            "set autoscale xfix\nset offsets graph 0.03, graph 0.03, 0, 0\n",
             name, device, plot_device_note(device));
     plot_emit_key(gp);
     for (int is_svg = 0; is_svg < 2; is_svg++) {
