@@ -219,11 +219,11 @@ stele_default_source(char *out, size_t cap)
 
 /* The index's newest batch start, read without creating anything. */
 static void
-stele_recovery_hint(const char *dir, unsigned file_mode, journal_options_t *jo)
+stele_recovery_hint(const char *dir, const stele_options_t *o, journal_options_t *jo)
 {
     index_t *ix = NULL;
     index_batch_t last;
-    if (index_open(dir, 0, file_mode, &ix, NULL) != 0)
+    if (index_open(dir, o->allow_unsafe_dir ? INDEX_OPEN_ALLOW_UNSAFE : 0, 0, &ix, NULL) != 0)
         return;
     if (index_last_batch(ix, &last, NULL) == 0) {
         jo->hint_seq = last.first_seq;
@@ -295,6 +295,7 @@ stele_journal_options(const stele_t *db, const stele_options_t *o, journal_optio
     jo->file_mode = o->file_mode;
     jo->dir_mode = o->dir_mode;
     jo->create_if_missing = o->create_if_missing;
+    jo->allow_unsafe_dir = o->allow_unsafe_dir;
     /* With sync=always, zero-filled segments make every commit an overwrite of written
      * blocks, so each fdatasync has no extent metadata to flush. Zero-filling costs a full
      * extra write of every segment (in the preparer thread, but it competes for the disk
@@ -317,7 +318,7 @@ stele_open_journal(stele_t *db, const stele_options_t *o, journal_recovery_t *re
 {
     journal_options_t jo;
     stele_journal_options(db, o, &jo);
-    stele_recovery_hint(db->dir, o->file_mode, &jo);
+    stele_recovery_hint(db->dir, o, &jo);
     memset(rec, 0, sizeof *rec);
     int rc = journal_open(db->dir, &jo, &db->journal, rec, err);
     if (rc)
@@ -332,7 +333,11 @@ static int
 stele_open_index(stele_t *db, const stele_options_t *o, const journal_recovery_t *rec,
                  stele_error_t *err)
 {
-    int rc = index_open(db->dir, 1, o->file_mode, &db->index, err);
+    /* The index's files follow the journal's: the configured mode (set on existing ones
+     * too), else the mode the journal's own files have. */
+    int flags = INDEX_OPEN_WRITE | (o->file_mode ? INDEX_OPEN_SET_MODES : 0) |
+                (o->allow_unsafe_dir ? INDEX_OPEN_ALLOW_UNSAFE : 0);
+    int rc = index_open(db->dir, flags, journal_file_mode(db->journal), &db->index, err);
     if (rc)
         return rc;
     char catch_note[STELE_ERROR_MESSAGE_BYTES] = "";

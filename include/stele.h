@@ -69,6 +69,7 @@ int stele_version_number(void);
     X(STELE_EAGAIN, -1009, "no record available yet")                                              \
     X(STELE_ENOTFOUND, -1010, "sequence number not in the journal")                                \
     X(STELE_ETOOBIG, -1011, "record too large")                                                    \
+    X(STELE_EUNSAFE, -1012, "journal directory is open to change by other users")                  \
     X(STELE_EJSON, -1020, "malformed JSON")                                                        \
     X(STELE_ENOTOBJECT, -1021, "event is not a JSON object or BSON document")                      \
     X(STELE_EUTF8, -1022, "invalid UTF-8")                                                         \
@@ -85,7 +86,8 @@ int stele_version_number(void);
     X(STELE_EINTEGRITY, -1051, "remote copy does not match the journal")                           \
     X(STELE_EAUTH, -1052, "remote store refused authentication or authorization")                  \
     X(STELE_ESINKSTOPPED, -1053, "a sink stopped shipping for good")                               \
-    X(STELE_EPROTOCOL, -1060, "malformed request")
+    X(STELE_EPROTOCOL, -1060, "malformed request")                                                 \
+    X(STELE_EBUSY, -1061, "server refused the connection: too many open")
 
 typedef enum stele_code {
 #define STELE_X_ENUM(name, value, text) name = value,
@@ -175,9 +177,15 @@ typedef struct stele_options {
     const char *source;          /* this journal's name in MongoDB `_id.src`; fixed when the
                                     journal is created. Default: the host name */
     int create_if_missing;       /* 1 (default): create the directory and journal */
-    unsigned file_mode;          /* journal and index files stele creates, exactly (the
-                                    umask does not narrow it); default 0600 */
-    unsigned dir_mode;           /* journal directory it creates, exactly; default 0700 */
+    unsigned file_mode;          /* journal and index files, exactly (the umask does not
+                                    narrow it), existing ones included; 0 (default): 0600
+                                    for a new journal, an existing one keeps its own */
+    unsigned dir_mode;           /* the journal directory, exactly, an existing one included;
+                                    0 (default): 0700 for a new one, else kept */
+    int allow_unsafe_dir;        /* 1: open a journal that users other than its owner and
+                                    root could change, or modes that let them (STELE_EUNSAFE
+                                    and STELE_ECONFIG otherwise); links are never followed.
+                                    Default 0 */
     uint64_t segment_bytes;      /* preallocated segment size; default 64 MiB */
     uint32_t max_record_bytes;   /* largest event (BSON bytes); default 1 MiB, max 16 MiB
                                     less the shipped document's envelope */
@@ -198,6 +206,13 @@ typedef struct stele_options {
     stele_on_full_t on_full;    /* default STELE_ON_FULL_BLOCK */
     uint64_t retention_bytes;   /* keep at most this much shipped data; 0 = keep all */
     uint64_t retention_seconds; /* keep shipped data at least/at most this old; 0 = keep all */
+    /* stele_serve_run() only: */
+    uint32_t serve_idle_timeout_ms;    /* a connection with nothing to answer that sent nothing
+                                          for this long is closed; default 300000; 0 = never */
+    uint32_t serve_max_conns_per_uid;  /* a user's connections beyond this are refused with
+                                          STELE_EBUSY; default 64 */
+    uint32_t serve_max_conns;          /* all connections beyond this are refused; 0 (default)
+                                          = the descriptor limit less a reserve for the engine */
     const stele_sink_options_t *sinks; /* borrowed for the call; copied */
     size_t n_sinks;
     void *owned; /* private: storage of stele_options_set; NULL after stele_options_init */
@@ -415,9 +430,19 @@ typedef struct stele_record {
 /*
  * Opens a reader on the journal in `dir`, positioned at the oldest record. Works while a
  * writer (in this or another process) appends. A reader returns only committed records;
- * with sync=always only durable ones. Returns 0, STELE_ENOTJOURNAL, STELE_EVERSION, -errno.
+ * with sync=always only durable ones. Like the writer it never follows a link in the journal
+ * (the directory given as a link: STELE_EUNSAFE; a linked segment or LOCK: -ELOOP), and it
+ * refuses a directory that users other than the journal's owner and root could change
+ * (STELE_EUNSAFE; stele_reader_open_opts() with allow_unsafe_dir reads it anyway). The index
+ * is used only when it belongs to the caller or root: another user's is skipped (LMDB writes
+ * its lock file even to read), and seeks scan instead. Returns 0, STELE_ENOTJOURNAL,
+ * STELE_EVERSION, STELE_EUNSAFE, -errno.
  */
 int stele_reader_open(const char *dir, stele_reader_t **out, stele_error_t *err);
+/* As stele_reader_open(), with opts (NULL for defaults; borrowed): only allow_unsafe_dir is
+ * used. */
+int stele_reader_open_opts(const char *dir, const stele_options_t *opts, stele_reader_t **out,
+                           stele_error_t *err);
 
 /* Positions the reader so the next record returned is `seq` (or the first after it if it
  * was deleted by retention: then STELE_ENOTFOUND is returned and the position is the oldest
@@ -549,6 +574,10 @@ typedef struct stele_status {
  * Thread-safe: each call uses handles of its own.
  */
 int stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err);
+/* As stele_status_read(), with opts (NULL for defaults; borrowed): only allow_unsafe_dir is
+ * used. Both refuse a journal others could change, as stele_reader_open() does. */
+int stele_status_read_opts(const char *dir, const stele_options_t *opts, stele_status_t *out,
+                           stele_error_t *err);
 
 /* Outcome of stele_verify(). */
 typedef struct stele_verify_report {
@@ -568,6 +597,10 @@ typedef struct stele_verify_report {
  */
 int stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_report_t *report,
                  stele_error_t *err);
+/* As stele_verify(), with opts (NULL for defaults; borrowed): only allow_unsafe_dir is used.
+ * Both refuse a journal others could change (STELE_EUNSAFE), as stele_reader_open() does. */
+int stele_verify_opts(const char *dir, const stele_options_t *opts, uint64_t from_seq,
+                      uint64_t to_seq, stele_verify_report_t *report, stele_error_t *err);
 
 /* ------------------------------------------------------------------------------------------
  * The remote copy: consistency check and re-ship against one sink (engine/ship_check.c)

@@ -550,6 +550,38 @@ test_config_check_rejects_inconsistent_options(void **state)
     assert_non_null(strstr(err.message, "two sinks are named default"));
 }
 
+/* Modes that let the group or everyone change the journal need allow_unsafe_dir, like a
+ * directory found in that state (test_journal_dir_safety). */
+static void
+test_config_check_refuses_modes_others_could_write_unless_allowed(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *knob, *value, *want;
+    } rows[] = {
+        {"file_mode", "0660", "file_mode 0660 lets the group"},
+        {"file_mode", "0602", "file_mode 0602 lets every user"},
+        {"dir_mode", "0770", "dir_mode 0770 lets the group"},
+        {"dir_mode", "0777", "dir_mode 0777 lets every user"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        stele_options_t o;
+        stele_options_init(&o);
+        stele_error_t err = {0};
+        assert_int_equal(stele_options_set(&o, rows[i].knob, rows[i].value, &err), 0);
+        assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+        assert_non_null(strstr(err.message, rows[i].want));
+        assert_non_null(strstr(err.hint, "allow_unsafe_dir"));
+        assert_int_equal(stele_options_set(&o, "allow_unsafe_dir", "true", &err), 0);
+        assert_int_equal(config_check(&o, &err), 0);
+    }
+    stele_options_t o;
+    stele_options_init(&o);
+    o.file_mode = 0640;
+    o.dir_mode = 0750;
+    assert_int_equal(config_check(&o, NULL), 0);
+}
+
 /* What stele_open refuses in a sink filled by hand (config_check; the shipper runs the same
  * check): each out-of-range number, named with its sink, value and range. */
 static void
@@ -644,6 +676,7 @@ main(void)
         cmocka_unit_test(test_config_load_env_reads_upper_case_knobs),
         cmocka_unit_test(test_config_retention_seconds_stays_within_int64),
         cmocka_unit_test(test_config_check_rejects_inconsistent_options),
+        cmocka_unit_test(test_config_check_refuses_modes_others_could_write_unless_allowed),
         cmocka_unit_test(test_config_check_names_a_missing_sinks_array),
         cmocka_unit_test(test_config_check_rejects_out_of_range_sink_numbers),
     };
