@@ -127,10 +127,11 @@ static uint64_t
 shipped_seq(stele_t *db, uint64_t *committed_out)
 {
     stele_stats_t st;
-    if (stele_stats(db, &st) != 0 || st.n_sinks == 0)
+    stele_sink_stats_t sink;
+    if (stele_stats(db, &st) != 0 || stele_sink_stats(db, 0, &sink) != 0)
         return 0;
     *committed_out = st.written_seq;
-    return st.sinks[0].shipped_seq;
+    return sink.shipped_seq;
 }
 
 static int

@@ -499,12 +499,17 @@ remote_take(stele_remote_reader_t *r, stele_record_t *rec, stele_error_t *err)
 }
 
 int
-stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int timeout_ms,
+stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int64_t timeout_ms,
                          stele_error_t *err)
 {
     if (r == NULL || rec == NULL)
         return error_set(err, STELE_EINVAL, "remote reader: reader and rec are required");
-    int64_t deadline_ms = timeout_ms < 0 ? INT64_MAX : clock_mono_ms() + timeout_ms;
+    if (timeout_ms < -1)
+        return error_set(err, STELE_EINVAL, "remote reader: timeout_ms %" PRId64 " is below -1",
+                         timeout_ms);
+    int64_t start_ms = clock_mono_ms();
+    int64_t deadline_ms =
+        timeout_ms < 0 || timeout_ms > INT64_MAX - start_ms ? INT64_MAX : start_ms + timeout_ms;
     for (;;) {
         if (r->cursor != NULL) {
             int rc = remote_take(r, rec, err);

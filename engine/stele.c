@@ -687,8 +687,23 @@ stele_stats(stele_t *db, stele_stats_t *out)
     out->index_syncs = index_writer_syncs(db->index_writer);
     snprintf(out->recovery_note, sizeof out->recovery_note, "%s", db->recovery_note);
     out->n_sinks = db->n_shippers;
-    for (size_t i = 0; i < db->n_shippers; i++)
-        shipper_stats(db->shippers[i], out->written_seq, &out->sinks[i]);
     stele_leave(db);
     return 0;
+}
+
+int
+stele_sink_stats(stele_t *db, size_t index, stele_sink_stats_t *out)
+{
+    if (!db || !out)
+        return STELE_EINVAL;
+    if (stele_enter(db, NULL))
+        return STELE_ECLOSED;
+    int rc = STELE_EINVAL;
+    if (index < db->n_shippers) { /* fixed once stele_open returned */
+        memset(out, 0, sizeof *out);
+        shipper_stats(db->shippers[index], commit_written_seq(db->commit), out);
+        rc = 0;
+    }
+    stele_leave(db);
+    return rc;
 }

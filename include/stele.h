@@ -26,7 +26,29 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------------------------------------
+ * Version (engine/version.c)
+ *
+ * The macros are the version of this header, the calls that of the library a program runs
+ * with: a program linked to libstele.so may meet a later library than it was compiled
+ * against. STELE_VERSION_NUMBER is MAJOR * 1000000 + MINOR * 1000 + PATCH, so versions
+ * compare as integers. Within one soname (libstele.so.0) the ABI only grows.
+ * ------------------------------------------------------------------------------------------ */
+#define STELE_VERSION_MAJOR 0
+#define STELE_VERSION_MINOR 1
+#define STELE_VERSION_PATCH 0
 #define STELE_VERSION_STRING "0.1.0"
+#define STELE_VERSION_NUMBER                                                                       \
+    (STELE_VERSION_MAJOR * 1000000 + STELE_VERSION_MINOR * 1000 + STELE_VERSION_PATCH)
+
+/* The library's version as "MAJOR.MINOR.PATCH" ("0.1.0"): static text, never NULL, never to
+ * be freed. Thread-safe, no I/O. */
+const char *stele_version(void);
+
+/* The library's version as STELE_VERSION_NUMBER computes it (1000 for 0.1.0); compare it
+ * with the macro to learn whether the library is older than the header a program was built
+ * with. Thread-safe, no I/O. */
+int stele_version_number(void);
 
 /* ------------------------------------------------------------------------------------------
  * Error codes. One X-macro generates the enum, stele_errname() and stele_strerror().
@@ -267,8 +289,10 @@ typedef struct stele stele_t;
  *   dir:  journal directory (borrowed).
  *   opts: NULL for defaults (borrowed).
  *   out:  receives the handle; free with stele_close(). NULL on any failure.
- * Returns 0, STELE_ELOCKED (the message names the holder's pid), STELE_ENOTJOURNAL,
- * STELE_EVERSION, STELE_ECORRUPT (with segment and offset), STELE_ECONFIG, or -errno.
+ * Returns 0, STELE_ELOCKED (the message names the holder's pid; the holder may be
+ * `stele serve`, and the hint says to append through its socket: stele_client_connect),
+ * STELE_ENOTJOURNAL, STELE_EVERSION, STELE_ECORRUPT (with segment and offset),
+ * STELE_ECONFIG, or -errno.
  * Recovery that truncated a torn tail or rebuilt the index succeeds and says so in
  * stele_stats_t.recovery_note.
  */
@@ -344,25 +368,11 @@ int stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms
 /* Makes every record appended before the call durable (whatever `sync` says). Blocks. */
 int stele_flush(stele_t *db, stele_error_t *err);
 
-/* Per-sink statistics inside stele_stats_t. */
-typedef struct stele_sink_stats {
-    char name[64];
-    char target[256];     /* host/db.collection, credentials removed */
-    uint64_t shipped_seq; /* last seq acknowledged by the sink */
-    uint64_t lag_records; /* committed_seq - shipped_seq */
-    double lag_seconds;   /* age of the oldest unshipped record, 0 when caught up */
-    uint64_t batches;
-    uint64_t retries;
-    uint64_t dead_letters;      /* records the remote rejected permanently */
-    int64_t last_error_unix_ms; /* 0 when none */
-    char last_error[STELE_ERROR_MESSAGE_BYTES];
-    int is_stopped; /* stopped for good (integrity, authentication, a dead letter the index
-                       could not list, ...): last_error says why; restart to resume */
-} stele_sink_stats_t;
-
+/* At most this many sinks per journal (stele_options_t.n_sinks, stele_status_t.sinks). */
 #define STELE_MAX_SINKS 16
 
-/* A snapshot of the engine's counters. */
+/* A snapshot of the engine's counters. The sinks' own are fetched one at a time with
+ * stele_sink_stats(). */
 typedef struct stele_stats {
     char source[64];
     uint64_t first_seq;    /* oldest record still in the journal (0 when empty) */
@@ -386,13 +396,38 @@ typedef struct stele_stats {
     int halted_code; /* the sticky error, 0 when running */
     char halted_message[STELE_ERROR_MESSAGE_BYTES];
     char recovery_note[STELE_ERROR_MESSAGE_BYTES]; /* what open's recovery did, if anything */
-    size_t n_sinks;
-    stele_sink_stats_t sinks[STELE_MAX_SINKS];
+    size_t n_sinks; /* sinks of the handle: stele_sink_stats() takes 0 .. n_sinks - 1 */
 } stele_stats_t;
 
 /* Fills *out. Never blocks on I/O. Thread-safe. Returns 0, STELE_EINVAL (db or out NULL) or
  * STELE_ECLOSED (the handle is closing: *out untouched). */
 int stele_stats(stele_t *db, stele_stats_t *out);
+
+/* One sink's counters, from stele_sink_stats(). */
+typedef struct stele_sink_stats {
+    char name[64];
+    char target[256];     /* host/db.collection, credentials removed */
+    uint64_t shipped_seq; /* last seq acknowledged by the sink */
+    uint64_t lag_records; /* written_seq - shipped_seq */
+    double lag_seconds;   /* age of the oldest unshipped record, 0 when caught up */
+    uint64_t batches;
+    uint64_t retries;
+    uint64_t dead_letters;      /* records the remote rejected permanently */
+    int64_t last_error_unix_ms; /* 0 when none */
+    char last_error[STELE_ERROR_MESSAGE_BYTES];
+    int is_stopped; /* stopped for good (integrity, authentication, a dead letter the index
+                       could not list, ...): last_error says why; restart to resume */
+} stele_sink_stats_t;
+
+/*
+ * Fills *out with the counters of sink `index`: the sinks are those of stele_options_t, in
+ * that order, fixed for the handle's life, and stele_stats_t.n_sinks counts them, so
+ *     for (size_t i = 0; i < st.n_sinks; i++) stele_sink_stats(db, i, &sink);
+ * visits each. A snapshot of its own: its lag is against the written_seq of the moment.
+ * Never blocks on I/O. Thread-safe. Returns 0, STELE_EINVAL (db or out NULL, or index not
+ * below n_sinks: *out untouched) or STELE_ECLOSED (the handle is closing: *out untouched).
+ */
+int stele_sink_stats(stele_t *db, size_t index, stele_sink_stats_t *out);
 
 /* The highest seq that has reached `level` (every lower seq has too): appended for
  * STELE_WAIT_NONE, written, durable, or shipped (the lowest over all sinks; 0 without
@@ -443,10 +478,12 @@ int stele_reader_seek_time(stele_reader_t *r, int64_t ts_ns, stele_error_t *err)
 
 /*
  * Returns the next record in *rec. If none is committed yet, waits up to timeout_ms
- * (0 = do not wait, -1 = forever) without busy polling. Returns 0, STELE_EAGAIN (nothing
- * new within the timeout), STELE_ECORRUPT (segment and offset in err), -errno.
+ * (0 = do not wait, -1 = forever; the same unit and type as stele_wait's) without busy
+ * polling. Returns 0, STELE_EAGAIN (nothing new within the timeout), STELE_ECORRUPT
+ * (segment and offset in err), STELE_EINVAL (r or rec NULL, timeout_ms below -1), -errno.
  */
-int stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_error_t *err);
+int stele_reader_next(stele_reader_t *r, stele_record_t *rec, int64_t timeout_ms,
+                      stele_error_t *err);
 
 /* The journal's source name; borrowed until stele_reader_close(). */
 const char *stele_reader_source(const stele_reader_t *r);
@@ -558,8 +595,8 @@ typedef struct stele_status {
         char name[64];
         uint64_t shipped_seq;
         uint64_t dead_letters;
-        /* Added in 0.1: lag from the journal itself (any time); the counters below as the
-         * writer last published them (checked about once a second, written when they change;
+        /* Lag from the journal itself (any time); the counters below as the writer last
+         * published them (checked about once a second, written when they change;
          * stats_unix_ms is that time, 0 when never published). Counters restart with each
          * writer; with writer_pid == 0 they are the last writer's. */
         uint64_t lag_records; /* committed_seq - shipped_seq, 0 when caught up */
@@ -571,11 +608,11 @@ typedef struct stele_status {
         int64_t last_error_unix_ms; /* 0 when none */
         char last_error[STELE_ERROR_MESSAGE_BYTES]; /* credentials removed */
     } sinks[STELE_MAX_SINKS];
-    /* Added in 0.1: the settings of the writer that opened the journal last, published in the
-     * index at its open. They are the live writer's when writer_pid != 0, else the last
-     * writer's (a future writer may choose others). settings_unix_ms: when a writer first
-     * published these settings (a reopen with the same ones keeps it); 0 when none was ever
-     * published (then the fields below are 0). */
+    /* The settings of the writer that opened the journal last, published in the index at
+     * its open. They are the live writer's when writer_pid != 0, else the last writer's (a
+     * future writer may choose others). settings_unix_ms: when a writer first published
+     * these settings (a reopen with the same ones keeps it); 0 when none was ever published
+     * (then the fields below are 0). */
     int64_t settings_unix_ms;
     stele_sync_t sync;
     uint32_t sync_interval_ms;
@@ -766,11 +803,12 @@ int stele_remote_reader_seek_seq(stele_remote_reader_t *r, uint64_t seq, stele_e
  *               current query holds, or run a query if a poll is due; -1 = forever).
  * Returns 0; STELE_EAGAIN (nothing new within the timeout); STELE_EINTEGRITY (a document of
  * the source is not in stele's shape: no _id.seq, no metadata field, a bad timestamp or
- * hash; the message names its seq when it has one); STELE_EREMOTE; STELE_EAUTH.
+ * hash; the message names its seq when it has one); STELE_EREMOTE; STELE_EAUTH;
+ * STELE_EINVAL (r or rec NULL, timeout_ms below -1).
  * After an error the reader may be called again: it re-queries from the same position, after
  * the poll delay (which an error doubles, as an empty poll does).
  */
-int stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int timeout_ms,
+int stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int64_t timeout_ms,
                              stele_error_t *err);
 
 /* Frees the reader and its connection. NULL is a no-op. */

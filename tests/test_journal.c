@@ -173,6 +173,9 @@ test_second_writer_gets_elocked_naming_the_pid(void **state)
     char want[64];
     snprintf(want, sizeof want, "(pid %d)", (int)getpid());
     assert_non_null(strstr(err.message, want));
+    /* The holder may be `stele serve`: the hint names the way in beside it. */
+    assert_non_null(strstr(err.hint, "stele serve"));
+    assert_non_null(strstr(err.hint, "stele_client_connect"));
     /* And from another process. */
     pid_t child = fork();
     assert_true(child >= 0);
