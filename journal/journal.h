@@ -99,15 +99,20 @@ typedef struct journal_recovery {
  * Opens the journal directory for writing: takes the writer lock (STELE_ELOCKED naming the
  * holder's pid), checks the format version (STELE_EVERSION), runs tail recovery (may zero a
  * torn tail; STELE_ECORRUPT with segment and offset for damage anywhere else), and starts
- * the segment preparer. *rec_out (may be NULL) tells what recovery did.
+ * the segment preparer, which makes the next segment once the first batch after the open is
+ * written past the active segment's quarter mark (so that what the caller does between the
+ * open and its first append, such as catching up an index, has the disk's free space
+ * first). *rec_out (may be NULL) tells what recovery did.
  */
 int journal_open(const char *dir, const journal_options_t *opts, journal_t **out,
                  journal_recovery_t *rec_out, stele_error_t *err);
 
 /* Syncs the active segment, stops the preparer, releases the lock, frees. NULL is a no-op.
  * Returns the sticky error if the journal had failed; else the sync's error; else a failure
- * that did not endanger the log but must not go unreported (the preparer could not make the
- * next segment, a descriptor failed to close, a retention step failed); else 0. */
+ * that did not endanger the log but must not go unreported (a descriptor failed to close, a
+ * retention step failed); else 0. A next segment that could not be prepared is no failure
+ * (every record is in; the next open prepares again): then 0 is returned with a warning in
+ * *err, code 0 and the message set. */
 int journal_close(journal_t *j, stele_error_t *err);
 
 /* Bytes a frame with a `payload_len`-byte payload occupies (header + payload + padding). */
@@ -168,7 +173,8 @@ void journal_active_position(const journal_t *j, journal_active_t *out);
 uint64_t journal_segment_bytes(const journal_t *j);
 
 /* Deletes whole segments whose records all have seq < `seq` (never the active one), oldest
- * first: unlink each, then fsync the directory. Returns the number of segments deleted, or
+ * first: unlink each, then fsync the directory; a preparation of the next segment that
+ * failed is then tried again. Returns the number of segments deleted, or
  * -errno when none could be. It stops at the first failed unlink and still returns the count
  * of those already gone (they are gone for readers too); that failure, or a failed directory
  * fsync, is reported by journal_close. STELE_EHALTED on a halted journal. */
@@ -181,6 +187,10 @@ typedef struct journal_stats {
     uint64_t disk_bytes;   /* allocated size of all segment files */
     uint64_t sealed_bytes; /* of them, the segments before the active one */
     uint64_t syncs;
+    /* 0, or why the next segment could not be prepared (-ENOSPC ...): the preparation is
+     * tried again when retention frees space and when a roll needs it, and only a failure
+     * then halts the journal. */
+    int prepare_rc;
 } journal_stats_t;
 
 void journal_stats(journal_t *j, journal_stats_t *out);

@@ -268,6 +268,16 @@ segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes, in
 }
 
 int
+segment_discard_prepared(const journal_io_t *io, const char *dir)
+{
+    char path[PATH_MAX];
+    int rc = segment_prepared_path(path, sizeof path, dir);
+    if (!rc)
+        rc = io->unlink(io->ctx, path);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+int
 segment_install(const journal_io_t *io, const char *dir, int fd, const segment_header_t *h)
 {
     char from[PATH_MAX], to[PATH_MAX];
