@@ -12,7 +12,24 @@
 int stele_open_with_io(const char *dir, const stele_options_t *opts, const journal_io_t *io,
                        stele_t **out, stele_error_t *err);
 
+/* Seams for tests; a zeroed struct is stele_open(). */
+typedef struct stele_hooks {
+    const journal_io_t *io; /* the journal's file I/O (NULL = POSIX) */
+    /* The writer's index handle fails this many writes (INDEX_FAIL_FOREVER: all) with
+     * -index_failing_errno from the open on, the catch-up included (index_fail_writes). */
+    uint32_t index_failing_writes;
+    int index_failing_errno;
+} stele_hooks_t;
+
+/* stele_open() with the seams in *hooks (copied; NULL = none). */
+int stele_open_with_hooks(const char *dir, const stele_options_t *opts, const stele_hooks_t *hooks,
+                          stele_t **out, stele_error_t *err);
+
+/* The index handle the engine writes, for a test to arm or disarm index_fail_writes on it.
+ * Borrowed until stele_close. */
 typedef struct index index_t;
+index_t *stele_index_for_tests(stele_t *db);
+
 struct journal_recovery;
 
 /*

@@ -228,7 +228,9 @@ typedef struct stele stele_t;
  * Returns 0, STELE_ELOCKED (the message names the holder's pid), STELE_ENOTJOURNAL,
  * STELE_EVERSION, STELE_ECORRUPT (with segment and offset), STELE_ECONFIG, or -errno.
  * Recovery that truncated a torn tail or rebuilt the index succeeds and says so in
- * stele_stats_t.recovery_note.
+ * stele_stats_t.recovery_note. The index is a cache: failing to write it (a full disk)
+ * never fails the open nor any append; the index is then behind the journal (reads scan
+ * from its last entry) until the engine catches it up, and stele_stats_t.warning says so.
  */
 int stele_open(const char *dir, const stele_options_t *opts, stele_t **out, stele_error_t *err);
 
@@ -236,6 +238,9 @@ int stele_open(const char *dir, const stele_options_t *opts, stele_t **out, stel
  * Drains the queue, commits and syncs everything appended, stops the threads, syncs the
  * index and frees the handle. Appends racing with close get STELE_ECLOSED. Returns 0 or the
  * engine's sticky error (the handle is freed either way). Not thread-safe with itself.
+ * A success may carry a warning: err->code 0 with err->message set, when something ran
+ * degraded without putting any record at risk (the next segment could not be prepared, the
+ * index is behind the journal: a full disk). Callers that print warnings print it.
  */
 int stele_close(stele_t *db, stele_error_t *err);
 
@@ -339,6 +344,10 @@ typedef struct stele_stats {
     int halted_code; /* the sticky error, 0 when running */
     char halted_message[STELE_ERROR_MESSAGE_BYTES];
     char recovery_note[STELE_ERROR_MESSAGE_BYTES]; /* what open's recovery did, if anything */
+    /* What runs degraded now without putting any record at risk, "" when nothing: the index
+     * behind the journal, the next segment not prepared (a full disk; both are retried, and
+     * only a roll that cannot get its segment halts the engine). */
+    char warning[STELE_ERROR_MESSAGE_BYTES];
     size_t n_sinks;
     stele_sink_stats_t sinks[STELE_MAX_SINKS];
 } stele_stats_t;
