@@ -106,19 +106,6 @@ static const struct option insert_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int
-parse_wait(const char *text, stele_wait_t *out)
-{
-    static const char *const names[] = {"none", "written", "durable", "shipped"};
-    for (int i = 0; i < 4; i++) {
-        if (strcmp(text, names[i]) == 0) {
-            *out = (stele_wait_t)i;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 /* ---- the ring of pending seqs -------------------------------------------------------- */
 
 static uint64_t
@@ -561,7 +548,7 @@ insert_parse(cli_args_t *args, int argc, char **argv, stele_wait_t *level, int *
     while ((c = cli_args_next(args, argc, argv, &arg, first_operand)) != -1) {
         switch (c) {
         case OPT_WAIT:
-            if (parse_wait(arg, level) != 0)
+            if (stele_wait_parse(arg, level) != 0)
                 return cli_usage_error("insert",
                                        "--wait '%s' is not one of none, written, durable, "
                                        "shipped",

@@ -107,6 +107,14 @@ typedef enum stele_wait {
     STELE_WAIT_SHIPPED = 3, /* acknowledged by every sink with its write concern */
 } stele_wait_t;
 
+/* The name of a wait level, "none", "written", "durable" or "shipped" (as in the config
+ * file, the CLI's --wait and the socket protocol); "?" for another value. Static storage. */
+const char *stele_wait_name(stele_wait_t wait);
+
+/* Parses a wait level's name (NUL-terminated). Returns 0, or STELE_EINVAL with *out
+ * unchanged (also when an argument is NULL). */
+int stele_wait_parse(const char *name, stele_wait_t *out);
+
 /* What an append does when the journal quota (max_journal_bytes) is reached. */
 typedef enum stele_on_full {
     STELE_ON_FULL_BLOCK = 0, /* wait (up to queue_timeout_ms) for retention to free space */
@@ -822,8 +830,84 @@ void stele_log_vwrite(const char *level, const char *msg, const char *kv_fmt, va
  */
 const char *stele_log_quote(char *buf, size_t cap, const char *text);
 
+/* Levels of a program's log, least severe first; their names are those of stele_log_write's
+ * convention. */
+typedef enum stele_log_level {
+    STELE_LOG_DEBUG = 0,
+    STELE_LOG_INFO = 1,
+    STELE_LOG_WARN = 2,
+    STELE_LOG_ERROR = 3,
+} stele_log_level_t;
+
+/* Parses "debug", "info", "warn" or "error". Returns 0, or STELE_EINVAL with *out unchanged
+ * (also when an argument is NULL). */
+int stele_log_level_parse(const char *name, stele_log_level_t *out);
+
 /* ------------------------------------------------------------------------------------------
- * Client of `stele serve` (engine/client.c; protocol in docs/protocol.md)
+ * The server: `stele serve` (engine/serve*.c; protocol in docs/protocol.md)
+ *
+ * One process owns the journal and appends the events other processes send over a Unix
+ * socket, one JSON object per line, replying to each in request order once it reached its
+ * wait level. `stele serve` is stele_serve_run() behind its flags; a program may run the
+ * same server itself. Clients use stele_client_* (below).
+ * ------------------------------------------------------------------------------------------ */
+
+/* Bounds of stele_serve_options_t, for callers that check their input before running. */
+#define STELE_SERVE_MAX_LINE_BYTES (1u << 30)
+#define STELE_SERVE_MAX_DRAIN_TIMEOUT_MS 3600000u
+
+/* Options for stele_serve_run(). Always fill with stele_serve_options_init() first. */
+typedef struct stele_serve_options {
+    const char *socket_path;     /* where to listen, mode 0660; NULL (default) = DIR/stele.sock */
+    const char *pid_path;        /* written once listening, removed at exit; NULL (default) =
+                                    DIR/stele.pid */
+    stele_wait_t default_wait;   /* of a request that names none; default STELE_WAIT_DURABLE */
+    size_t max_line_bytes;       /* longest request line; longer ones get STELE_ETOOBIG.
+                                    Default 2 MiB; 2 .. STELE_SERVE_MAX_LINE_BYTES */
+    uint32_t drain_timeout_ms;   /* at shutdown, how long unanswered requests may still wait
+                                    for their level; default 5000; 0 .. the max above */
+    stele_log_level_t log_level; /* least severe line logged; default STELE_LOG_INFO
+                                    (STELE_LOG_DEBUG adds a line per connection) */
+} stele_serve_options_t;
+
+void stele_serve_options_init(stele_serve_options_t *serve);
+
+/*
+ * Runs the server of the journal in `dir` in the calling thread until SIGTERM or SIGINT,
+ * then drains and returns. In order:
+ *  1. blocks SIGTERM and SIGINT in the calling thread (the engine's threads, started next,
+ *     inherit the mask; the server reads the signals from a signalfd) and ignores SIGPIPE
+ *     for the process (a client that hangs up is an EPIPE, not a death);
+ *  2. stele_open(dir, opts): a second server on the journal fails here with STELE_ELOCKED,
+ *     before touching the first one's socket;
+ *  3. replaces a socket file left by a crashed server (only a socket that refuses
+ *     connections: a file of another kind, or a socket something answers on, is left alone
+ *     and the call fails), listens, writes the pid file;
+ *  4. serves (docs/protocol.md). A signal starts the drain: stop accepting, take in what
+ *     clients already sent, stele_flush, answer; requests still short of their level after
+ *     drain_timeout_ms (a second signal: at once) get STELE_ECLOSED;
+ *  5. removes the socket, stele_close (the sinks' bounded drain), removes the pid file.
+ * Logs one logfmt line per event on stderr (stele_log_write), at or above
+ * serve->log_level: "listening", "shutting down", "stopped", and every failure.
+ *   dir, opts:  as for stele_open() (opts->sync and opts->n_sinks also shape the server:
+ *               with sync=never durable requests are flushed, without sinks wait=shipped is
+ *               refused). Borrowed for the call.
+ *   serve:      NULL for the defaults. Borrowed for the call.
+ * Returns 0 after a clean stop; STELE_EINVAL (dir NULL or an option out of range: nothing
+ * done, nothing logged); the error of stele_open(); STELE_ELOCKED (another server answers
+ * on the socket), -EEXIST (the socket path is another kind of file), -ENAMETOOLONG (socket
+ * or pid file path too long), or another -errno from setting up signals, the socket, the
+ * pid file or the event loop; the engine's error when the final flush or stele_close
+ * failed. err is filled as the log line says. Blocks until stopped.
+ * SIGTERM and SIGINT stay blocked in the calling thread when it returns, so one that comes
+ * late does not kill a process that stopped cleanly. Other threads of the process must block
+ * them too, or the kernel may deliver them there. One server per process at a time.
+ */
+int stele_serve_run(const char *dir, const stele_options_t *opts,
+                    const stele_serve_options_t *serve, stele_error_t *err);
+
+/* ------------------------------------------------------------------------------------------
+ * Client of `stele serve` (engine/serve_client.c; protocol in docs/protocol.md)
  *
  * A journal has one writer. When `stele serve` holds it, other processes append through
  * its Unix socket with these calls instead of stele_open(); readers (stele_reader_*,

@@ -18,10 +18,9 @@ set -eu
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 
-# The checks run in pipelines (subshells): violations and used exemptions go to files.
+# The checks run in pipelines (subshells): violations go to a file.
 violations_log=$(mktemp)
-exempt_log=$(mktemp)
-trap 'rm -f "$violations_log" "$exempt_log"' EXIT
+trap 'rm -f "$violations_log"' EXIT
 
 violation() {
     echo "check-includes: $*" >&2
@@ -72,13 +71,6 @@ bench/bench_parse.c bson/bson.h
 bench/bench_output.c bson/bson.h
 "
 
-# cli/ files that may still include libbson: serve.h carries libbson documents between the
-# daemon's files until the serve protocol code lives in engine/. An entry that no longer
-# matches anything is reported (not failed) so it can be deleted.
-cli_exempt="
-cli/serve.h bson/bson.h
-"
-
 is_listed() { # LIST FILE HEADER
     printf '%s\n' "$1" | grep -qxF "$2 $3"
 }
@@ -120,8 +112,6 @@ check_own_dir_only() { # FILE KIND
             continue
         elif [ "$2" = journal ] && { [ "${name%%/*}" = openssl ] || [ "$name" = nmmintrin.h ]; }; then
             continue
-        elif [ "$2" = cli ] && is_listed "$cli_exempt" "$file" "$name"; then
-            echo "$file $name" >>"$exempt_log"
         else
             violation "$file:$line: includes <$name>; $dir/ may include only libc and system" \
                 "headers, <stele.h> and its own headers"
@@ -158,12 +148,6 @@ done
 if [ -f cli/CMakeLists.txt ] && grep -n 'PkgConfig::\(BSON\|MONGOC\|LMDB\)' cli/CMakeLists.txt >&2; then
     violation "cli/CMakeLists.txt links a library other than stele (lines above)"
 fi
-
-printf '%s\n' "$cli_exempt" | while read -r file name; do
-    [ -n "$file" ] || continue
-    grep -qxF "$file $name" "$exempt_log" ||
-        echo "check-includes: note: the exemption '$file $name' matches nothing: delete it" >&2
-done
 
 n=$(wc -l <"$violations_log")
 if [ "$n" -ne 0 ]; then

@@ -59,7 +59,7 @@ if [ -n "$fuzz_dir" ]; then
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTELE_WERROR=ON -DSTELE_BUILD_FUZZ=ON \
         -DSTELE_BUILD_BENCH=OFF -DSTELE_FUZZ_SECONDS=15 >/dev/null
     cmake --build "$fuzz_dir" -j "$(nproc)" --target fuzz_frame_decode fuzz_segment_read \
-        fuzz_tail_recovery fuzz_serve_request
+        fuzz_tail_recovery fuzz_protocol
 fi
 
 if [ "$with_tests" = 1 ] && [ -x tests/integration/build-test-server.sh ]; then

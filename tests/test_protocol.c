@@ -1,7 +1,8 @@
 /*
- * test_serve_request.c: the server's pure input path: line framing (serve_frame.c),
- * request parsing and reply formatting (serve_request.c), and a replay of the libFuzzer
- * target on random inputs so every build exercises it.
+ * test_protocol.c: the serve wire protocol (engine/protocol.h) that the server and the
+ * client share: line framing, request envelopes both ways, reply lines both ways, wait-level
+ * names, the growable buffer, and a replay of the libFuzzer target (tests/fuzz/fuzz_protocol.c) on
+ * random inputs so every build runs it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,14 +10,16 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include <cmocka.h>
 
-#include "serve.h"
+#include "error.h"
+#include "protocol.h"
 #include "serve_fixture.h"
 
-int serve_fuzz_one_input(const uint8_t *data, size_t size);
+int protocol_fuzz_one_input(const uint8_t *data, size_t size);
 
 /* ---- framing -------------------------------------------------------------------------------- */
 
@@ -24,20 +27,21 @@ static void
 test_frame_splits_lines_and_keeps_partial_tail(void **state)
 {
     (void)state;
-    serve_frame_t fr = {.max_line_bytes = 100};
+    protocol_frame_t fr = {.max_line_bytes = 100};
     const char data[] = "{\"a\":1}\n{\"b\":2}\n{\"c\"";
     const char *line;
     size_t len, consumed, off = 0, n = sizeof data - 1;
-    assert_int_equal(serve_frame_next(&fr, data, n, 0, &line, &len, &consumed), SERVE_FRAME_LINE);
+    assert_int_equal(protocol_frame_next(&fr, data, n, 0, &line, &len, &consumed),
+                     PROTOCOL_FRAME_LINE);
     assert_int_equal(len, 7);
     assert_memory_equal(line, "{\"a\":1}", 7);
     off += consumed;
-    assert_int_equal(serve_frame_next(&fr, data + off, n - off, 0, &line, &len, &consumed),
-                     SERVE_FRAME_LINE);
+    assert_int_equal(protocol_frame_next(&fr, data + off, n - off, 0, &line, &len, &consumed),
+                     PROTOCOL_FRAME_LINE);
     assert_memory_equal(line, "{\"b\":2}", 7);
     off += consumed;
-    assert_int_equal(serve_frame_next(&fr, data + off, n - off, 0, &line, &len, &consumed),
-                     SERVE_FRAME_NEED_MORE);
+    assert_int_equal(protocol_frame_next(&fr, data + off, n - off, 0, &line, &len, &consumed),
+                     PROTOCOL_FRAME_NEED_MORE);
     assert_int_equal(consumed, 0);
     assert_int_equal(n - off, 4);
 }
@@ -46,34 +50,37 @@ static void
 test_frame_returns_last_line_without_newline_at_eof(void **state)
 {
     (void)state;
-    serve_frame_t fr = {.max_line_bytes = 100};
+    protocol_frame_t fr = {.max_line_bytes = 100};
     const char *line;
     size_t len, consumed;
-    assert_int_equal(serve_frame_next(&fr, "{}", 2, 1, &line, &len, &consumed), SERVE_FRAME_LINE);
+    assert_int_equal(protocol_frame_next(&fr, "{}", 2, 1, &line, &len, &consumed),
+                     PROTOCOL_FRAME_LINE);
     assert_int_equal(len, 2);
     assert_int_equal(consumed, 2);
-    assert_int_equal(serve_frame_next(&fr, "", 0, 1, &line, &len, &consumed),
-                     SERVE_FRAME_NEED_MORE);
+    assert_int_equal(protocol_frame_next(&fr, "", 0, 1, &line, &len, &consumed),
+                     PROTOCOL_FRAME_NEED_MORE);
 }
 
 static void
 test_frame_reports_oversize_once_and_discards_until_newline(void **state)
 {
     (void)state;
-    serve_frame_t fr = {.max_line_bytes = 8};
+    protocol_frame_t fr = {.max_line_bytes = 8};
     const char *line;
     size_t len, consumed;
     /* First read: 12 bytes without '\n' exceed the limit: reported, consumed, dropped. */
-    assert_int_equal(serve_frame_next(&fr, "aaaaaaaaaaaa", 12, 0, &line, &len, &consumed),
-                     SERVE_FRAME_OVERSIZE);
+    assert_int_equal(protocol_frame_next(&fr, "aaaaaaaaaaaa", 12, 0, &line, &len, &consumed),
+                     PROTOCOL_FRAME_OVERSIZE);
     assert_int_equal(consumed, 12);
     /* Later reads of the same line are swallowed without a second report. */
-    assert_int_equal(serve_frame_next(&fr, "bbbbbbbbbbbbbbbbbbbb", 20, 0, &line, &len, &consumed),
-                     SERVE_FRAME_NEED_MORE);
+    assert_int_equal(
+        protocol_frame_next(&fr, "bbbbbbbbbbbbbbbbbbbb", 20, 0, &line, &len, &consumed),
+        PROTOCOL_FRAME_NEED_MORE);
     assert_int_equal(consumed, 20);
     /* The '\n' ends it; the next line is framed normally. */
     const char tail[] = "cc\n{}\n";
-    assert_int_equal(serve_frame_next(&fr, tail, 6, 0, &line, &len, &consumed), SERVE_FRAME_LINE);
+    assert_int_equal(protocol_frame_next(&fr, tail, 6, 0, &line, &len, &consumed),
+                     PROTOCOL_FRAME_LINE);
     assert_int_equal(len, 2);
     assert_memory_equal(line, "{}", 2);
     assert_int_equal(consumed, 6);
@@ -83,15 +90,15 @@ static void
 test_frame_rejects_complete_line_over_limit(void **state)
 {
     (void)state;
-    serve_frame_t fr = {.max_line_bytes = 4};
+    protocol_frame_t fr = {.max_line_bytes = 4};
     const char *line;
     size_t len, consumed;
-    assert_int_equal(serve_frame_next(&fr, "12345\n{}\n", 9, 0, &line, &len, &consumed),
-                     SERVE_FRAME_OVERSIZE);
+    assert_int_equal(protocol_frame_next(&fr, "12345\n{}\n", 9, 0, &line, &len, &consumed),
+                     PROTOCOL_FRAME_OVERSIZE);
     assert_int_equal(consumed, 6);
     assert_int_equal(fr.is_discarding, 0);
-    assert_int_equal(serve_frame_next(&fr, "1234\n", 5, 0, &line, &len, &consumed),
-                     SERVE_FRAME_LINE);
+    assert_int_equal(protocol_frame_next(&fr, "1234\n", 5, 0, &line, &len, &consumed),
+                     PROTOCOL_FRAME_LINE);
     assert_int_equal(len, 4);
 }
 
@@ -101,9 +108,10 @@ static void
 test_request_bare_event_is_passed_through_at_default_wait(void **state)
 {
     (void)state;
-    serve_request_t req;
+    protocol_request_t req;
     const char line[] = "{\"who\":\"alice\",\"what\":\"login\"}";
-    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_WRITTEN, &req, NULL), 0);
+    assert_int_equal(protocol_request_parse(line, sizeof line - 1, STELE_WAIT_WRITTEN, &req, NULL),
+                     0);
     assert_ptr_equal(req.json, line);
     assert_int_equal(req.json_len, sizeof line - 1);
     assert_int_equal(req.wait, STELE_WAIT_WRITTEN);
@@ -113,9 +121,10 @@ static void
 test_request_envelope_carries_event_and_wait(void **state)
 {
     (void)state;
-    serve_request_t req;
+    protocol_request_t req;
     const char line[] = "{\"$wait\":\"none\",\"$event\":{\"who\":\"bob\",\"n\":3}}\r";
-    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
+    assert_int_equal(protocol_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL),
+                     0);
     assert_int_equal(req.wait, STELE_WAIT_NONE);
     assert_int_equal(req.json_len, strlen("{\"who\":\"bob\",\"n\":3}"));
     assert_memory_equal(req.json, "{\"who\":\"bob\",\"n\":3}", req.json_len);
@@ -125,16 +134,17 @@ static void
 test_request_client_envelope_passes_event_text_through(void **state)
 {
     (void)state;
-    serve_request_t req;
+    protocol_request_t req;
     const char line[] = "{\"$event\":{\"who\":\"x\"},\"$wait\":\"written\"}";
-    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
+    assert_int_equal(protocol_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL),
+                     0);
     assert_int_equal(req.wait, STELE_WAIT_WRITTEN);
     assert_int_equal(req.json_len, strlen("{\"who\":\"x\"}"));
     assert_memory_equal(req.json, "{\"who\":\"x\"}", req.json_len);
     /* Text that closes the envelope early reaches the engine as one malformed JSON value. */
     const char forged[] = "{\"$event\":{\"a\":1},\"$wait\":\"none\",\"$wait\":\"durable\"}";
-    assert_int_equal(serve_request_parse(forged, sizeof forged - 1, STELE_WAIT_DURABLE, &req, NULL),
-                     0);
+    assert_int_equal(
+        protocol_request_parse(forged, sizeof forged - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
     assert_int_equal(req.wait, STELE_WAIT_DURABLE);
     assert_memory_equal(req.json, "{\"a\":1},\"$wait\":\"none\"", req.json_len);
 }
@@ -143,9 +153,10 @@ static void
 test_request_escaped_envelope_key_is_an_envelope(void **state)
 {
     (void)state;
-    serve_request_t req;
+    protocol_request_t req;
     const char line[] = "{\"\\u0024event\":{\"a\":1}}";
-    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
+    assert_int_equal(protocol_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL),
+                     0);
     assert_int_equal(req.json_len, 7);
     assert_memory_equal(req.json, "{\"a\":1}", 7);
     assert_int_equal(req.wait, STELE_WAIT_DURABLE);
@@ -155,9 +166,10 @@ static void
 test_request_dollar_inside_a_value_is_a_bare_event(void **state)
 {
     (void)state;
-    serve_request_t req;
+    protocol_request_t req;
     const char line[] = "{\"price\":\"$5\",\"note\":{\"k\":\"$event\"}}";
-    assert_int_equal(serve_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL), 0);
+    assert_int_equal(protocol_request_parse(line, sizeof line - 1, STELE_WAIT_DURABLE, &req, NULL),
+                     0);
     assert_ptr_equal(req.json, line);
 }
 
@@ -187,10 +199,10 @@ test_request_envelope_in_any_spelling_passes_event_text_through(void **state)
          "{\"s\":\"}\\\"{]\",\"l\":[{},[]]}", STELE_WAIT_NONE, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        serve_request_t req;
+        protocol_request_t req;
         stele_error_t err = {0};
         const char *line = cases[i].line;
-        int rc = serve_request_parse(line, strlen(line), STELE_WAIT_DURABLE, &req, &err);
+        int rc = protocol_request_parse(line, strlen(line), STELE_WAIT_DURABLE, &req, &err);
         if (rc != 0)
             fail_msg("case %zu (%s): %s %s", i, line, stele_errname(rc), err.message);
         if (!req.json || req.json_len != strlen(cases[i].event) ||
@@ -233,10 +245,10 @@ test_request_rejects_malformed_envelopes(void **state)
         {"{\"$event\":{},\"$wait\":\"none\",}", STELE_EJSON},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        serve_request_t req;
+        protocol_request_t req;
         stele_error_t err = {0};
-        int rc = serve_request_parse(cases[i].line, strlen(cases[i].line), STELE_WAIT_DURABLE, &req,
-                                     &err);
+        int rc = protocol_request_parse(cases[i].line, strlen(cases[i].line), STELE_WAIT_DURABLE,
+                                        &req, &err);
         if (rc != cases[i].code)
             fail_msg("case %zu (%s): got %s, want %s", i, cases[i].line, stele_errname(rc),
                      stele_errname(cases[i].code));
@@ -250,14 +262,78 @@ test_wait_names_round_trip(void **state)
 {
     (void)state;
     for (int w = STELE_WAIT_NONE; w <= STELE_WAIT_SHIPPED; w++) {
-        stele_wait_t parsed;
-        const char *name = serve_wait_name((stele_wait_t)w);
-        assert_int_equal(serve_wait_parse(name, strlen(name), &parsed), 0);
+        stele_wait_t parsed = STELE_WAIT_NONE, public_parsed = STELE_WAIT_NONE;
+        const char *name = stele_wait_name((stele_wait_t)w);
+        assert_int_equal(protocol_wait_parse(name, strlen(name), &parsed), 0);
         assert_int_equal(parsed, w);
+        assert_int_equal(stele_wait_parse(name, &public_parsed), 0);
+        assert_int_equal(public_parsed, w);
     }
-    stele_wait_t parsed;
-    assert_int_equal(serve_wait_parse("durablex", 8, &parsed), STELE_EINVAL);
-    assert_int_equal(serve_wait_parse("", 0, &parsed), STELE_EINVAL);
+    stele_wait_t parsed = STELE_WAIT_SHIPPED;
+    assert_int_equal(protocol_wait_parse("durablex", 8, &parsed), STELE_EINVAL);
+    assert_int_equal(protocol_wait_parse("", 0, &parsed), STELE_EINVAL);
+    assert_int_equal(stele_wait_parse("Durable", &parsed), STELE_EINVAL);
+    assert_int_equal(stele_wait_parse(NULL, &parsed), STELE_EINVAL);
+    assert_int_equal(parsed, STELE_WAIT_SHIPPED);
+    assert_string_equal(stele_wait_name((stele_wait_t)7), "?");
+}
+
+/* The client's request is one line whatever the caller's text, and the server's fast path
+ * reads back exactly the event and the level. */
+static void
+test_request_encode_writes_one_line_the_parser_reads_back(void **state)
+{
+    (void)state;
+    const char pretty[] = "{\r\n  \"who\": \"alice\",\n  \"n\": 1\n}";
+    const char sent[] = "{    \"who\": \"alice\",   \"n\": 1 }";
+    protocol_buf_t out = {0};
+    for (int w = STELE_WAIT_NONE; w <= STELE_WAIT_SHIPPED; w++) {
+        protocol_buf_free(&out);
+        assert_int_equal(protocol_request_encode(&out, pretty, sizeof pretty - 1, (stele_wait_t)w),
+                         0);
+        assert_int_equal(out.data[out.len - 1], '\n');
+        assert_ptr_equal(memchr(out.data, '\n', out.len), out.data + out.len - 1);
+        protocol_request_t req;
+        assert_int_equal(protocol_request_parse(out.data, out.len - 1, STELE_WAIT_NONE, &req, NULL),
+                         0);
+        assert_int_equal(req.wait, w);
+        assert_int_equal(req.json_len, sizeof sent - 1);
+        assert_memory_equal(req.json, sent, req.json_len);
+    }
+    const char tail[] = ",\"$wait\":\"shipped\"}\n";
+    assert_memory_equal(out.data + out.len - (sizeof tail - 1), tail, sizeof tail - 1);
+    protocol_buf_free(&out);
+}
+
+/* ---- the buffer ------------------------------------------------------------------------------ */
+
+static void
+test_buf_moves_held_bytes_forward_before_growing(void **state)
+{
+    (void)state;
+    protocol_buf_t b = {0};
+    char block[200];
+    memset(block, 'a', sizeof block);
+    assert_int_equal(protocol_buf_append(&b, block, sizeof block), 0);
+    size_t cap = b.cap;
+    assert_true(cap >= sizeof block);
+    protocol_buf_consume(&b, 150);
+    assert_int_equal(protocol_buf_held(&b), 50);
+    /* 50 held + 150 more fits the same allocation once the held bytes move to the front. */
+    memset(block, 'b', sizeof block);
+    assert_int_equal(protocol_buf_append(&b, block, 150), 0);
+    assert_int_equal(b.cap, cap);
+    assert_int_equal(b.off, 0);
+    assert_int_equal(protocol_buf_held(&b), 200);
+    assert_int_equal(b.data[49], 'a');
+    assert_int_equal(b.data[50], 'b');
+    protocol_buf_consume(&b, 200);
+    assert_int_equal(b.off, 0);
+    assert_int_equal(b.len, 0);
+    assert_int_equal(protocol_buf_reserve(&b, SIZE_MAX), -ENOMEM);
+    protocol_buf_free(&b);
+    assert_null(b.data);
+    assert_int_equal(b.cap, 0);
 }
 
 /* ---- replies -------------------------------------------------------------------------------- */
@@ -266,8 +342,8 @@ static void
 test_reply_success_carries_seq(void **state)
 {
     (void)state;
-    char buf[SERVE_REPLY_MAX_BYTES];
-    size_t n = serve_reply_format(buf, sizeof buf, 0, 18446744073709551615u, NULL);
+    char buf[PROTOCOL_REPLY_MAX_BYTES];
+    size_t n = protocol_reply_format(buf, sizeof buf, 0, 18446744073709551615u, NULL);
     assert_string_equal(buf, "{\"seq\":18446744073709551615}\n");
     assert_int_equal(n, strlen(buf));
 }
@@ -276,11 +352,11 @@ static void
 test_reply_error_escapes_message_and_names_code(void **state)
 {
     (void)state;
-    char buf[SERVE_REPLY_MAX_BYTES];
+    char buf[PROTOCOL_REPLY_MAX_BYTES];
     stele_error_t err = {.code = STELE_EDOLLARKEY};
     snprintf(err.message, sizeof err.message, "key \"$set\"\n starts with '$'");
     snprintf(err.hint, sizeof err.hint, "rename it");
-    size_t n = serve_reply_format(buf, sizeof buf, STELE_EDOLLARKEY, 0, &err);
+    size_t n = protocol_reply_format(buf, sizeof buf, STELE_EDOLLARKEY, 0, &err);
     assert_int_equal(buf[n - 1], '\n');
     assert_ptr_equal(memchr(buf, '\n', n), buf + n - 1);
     uint64_t seq = 0;
@@ -294,10 +370,10 @@ static void
 test_reply_with_invalid_utf8_message_falls_back_to_code_text(void **state)
 {
     (void)state;
-    char buf[SERVE_REPLY_MAX_BYTES];
+    char buf[PROTOCOL_REPLY_MAX_BYTES];
     stele_error_t err = {.code = STELE_EUTF8};
     snprintf(err.message, sizeof err.message, "bad key \xff\xfe");
-    size_t n = serve_reply_format(buf, sizeof buf, STELE_EUTF8, 0, &err);
+    size_t n = protocol_reply_format(buf, sizeof buf, STELE_EUTF8, 0, &err);
     buf[n - 1] = '\0';
     assert_non_null(strstr(buf, stele_strerror(STELE_EUTF8)));
     uint64_t seq;
@@ -308,18 +384,76 @@ static void
 test_reply_of_longest_message_and_hint_fits(void **state)
 {
     (void)state;
-    char buf[SERVE_REPLY_MAX_BYTES];
+    char buf[PROTOCOL_REPLY_MAX_BYTES];
     stele_error_t err = {.code = STELE_EJSON};
     memset(err.message, 0x01, sizeof err.message - 1); /* each byte escapes to \u0001 */
     err.message[sizeof err.message - 1] = '\0';
     memset(err.hint, '"', sizeof err.hint - 1);
     err.hint[sizeof err.hint - 1] = '\0';
-    size_t n = serve_reply_format(buf, sizeof buf, STELE_EJSON, 0, &err);
+    size_t n = protocol_reply_format(buf, sizeof buf, STELE_EJSON, 0, &err);
     assert_true(n < sizeof buf);
     assert_int_equal(buf[n - 1], '\n');
     buf[n - 1] = '\0';
     uint64_t seq;
     assert_int_equal(ts_reply_code(buf, &seq), STELE_EJSON);
+}
+
+/* What the client makes of each kind of reply line. */
+static void
+test_reply_parse_reads_seq_errors_and_refuses_the_rest(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line;
+        int code;
+        uint64_t seq;
+        const char *message, *hint;
+    } cases[] = {
+        {"{\"seq\":18446744073709551615}", 0, 18446744073709551615u, NULL, NULL},
+        {"{ \"seq\" : 7 }", 0, 7, NULL, NULL},
+        {"{\"error\":{\"code\":-1024,\"name\":\"STELE_EDOLLARKEY\",\"message\":\"key \\\"$x\\\"\","
+         "\"hint\":\"rename it\",\"later\":true}}",
+         STELE_EDOLLARKEY, 0, "key \"$x\"", "rename it"},
+        {"{\"error\":{\"code\":-1006}}", STELE_ECLOSED, 0, "error reply without a message", ""},
+        {"{\"error\":{\"code\":5,\"message\":\"m\"}}", STELE_EPROTOCOL, 0, "m", ""},
+        {"{\"error\":\"text\"}", STELE_EPROTOCOL, 0, NULL, NULL},
+        {"{\"seq\":\"5\"}", STELE_EPROTOCOL, 0, NULL, NULL},
+        {"{\"seq\":", STELE_EPROTOCOL, 0, NULL, NULL},
+        {"", STELE_EPROTOCOL, 0, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        stele_error_t err = {0};
+        uint64_t seq = 0;
+        int rc = protocol_reply_parse(cases[i].line, strlen(cases[i].line), &seq, &err);
+        if (rc != cases[i].code)
+            fail_msg("case %zu (%s): got %s, want %s", i, cases[i].line, stele_errname(rc),
+                     stele_errname(cases[i].code));
+        if (rc == 0) {
+            assert_true(seq == cases[i].seq);
+            continue;
+        }
+        assert_int_equal(err.code, rc);
+        assert_true(strlen(err.message) > 0);
+        if (cases[i].message)
+            assert_string_equal(err.message, cases[i].message);
+        if (cases[i].hint)
+            assert_string_equal(err.hint, cases[i].hint);
+    }
+}
+
+/* What the server formats, the client reads back: code, message (escapes undone), hint. */
+static void
+test_reply_error_round_trips_through_the_client_parser(void **state)
+{
+    (void)state;
+    char buf[PROTOCOL_REPLY_MAX_BYTES];
+    stele_error_t err, back = {0};
+    error_set_hinted(&err, STELE_EDOLLARKEY, "rename \\ it", "%s",
+                     "key \"$set\"\n\t\x01 at byte 1 \xc3\xa9");
+    size_t n = protocol_reply_format(buf, sizeof buf, STELE_EDOLLARKEY, 0, &err);
+    assert_int_equal(protocol_reply_parse(buf, n - 1, NULL, &back), STELE_EDOLLARKEY);
+    assert_string_equal(back.message, err.message);
+    assert_string_equal(back.hint, err.hint);
 }
 
 /* ---- the fuzz target, replayed ----------------------------------------------------------------
@@ -352,7 +486,7 @@ test_fuzz_target_survives_random_and_mutated_requests(void **state)
             for (size_t i = 0; i < n; i++)
                 buf[i] = (uint8_t)(rand() % 4 == 0 ? '\n' : rand());
         }
-        assert_int_equal(serve_fuzz_one_input(buf, n), 0);
+        assert_int_equal(protocol_fuzz_one_input(buf, n), 0);
     }
 }
 
@@ -372,10 +506,14 @@ main(void)
         cmocka_unit_test(test_request_envelope_in_any_spelling_passes_event_text_through),
         cmocka_unit_test(test_request_rejects_malformed_envelopes),
         cmocka_unit_test(test_wait_names_round_trip),
+        cmocka_unit_test(test_request_encode_writes_one_line_the_parser_reads_back),
+        cmocka_unit_test(test_buf_moves_held_bytes_forward_before_growing),
         cmocka_unit_test(test_reply_success_carries_seq),
         cmocka_unit_test(test_reply_error_escapes_message_and_names_code),
         cmocka_unit_test(test_reply_with_invalid_utf8_message_falls_back_to_code_text),
         cmocka_unit_test(test_reply_of_longest_message_and_hint_fits),
+        cmocka_unit_test(test_reply_parse_reads_seq_errors_and_refuses_the_rest),
+        cmocka_unit_test(test_reply_error_round_trips_through_the_client_parser),
         cmocka_unit_test(test_fuzz_target_survives_random_and_mutated_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
