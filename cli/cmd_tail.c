@@ -15,6 +15,10 @@
  *  - SIGINT, SIGTERM and SIGPIPE are blocked and checked with sigtimedwait() between records
  *    and at each wait timeout, so no handler and no global flag is needed; a closed stdout
  *    (EPIPE, e.g. `| head`) ends the command with status 0, like SIGINT.
+ *  - A reader that falls behind retention (the segment holding its next record was deleted
+ *    meanwhile: STELE_ERETAINED) ends the command with its own message and exit 4; with
+ *    --skip-retained it says on stderr which records it skipped and goes on from the oldest
+ *    record left.
  *  - --mongo reads the sink's collection through stele_remote_reader_* instead of the
  *    journal; everything after the read (filters, ring, output) is the same code, so the
  *    lines are the same. --since/--until go to the server as a filter; -n N asks it for the
@@ -49,6 +53,7 @@ typedef struct tail_query {
     int has_since, has_until;
     int64_t since_ns, until_ns;
     stele_filter_t *where; /* the --where conditions; NULL when none was given */
+    int skip_retained;     /* go on past records retention deleted before they were read */
 } tail_query_t;
 
 /* The last `cap` formatted lines, oldest at head. `lines` grows with the matches up to `cap`
@@ -90,6 +95,9 @@ static const char tail_usage[] =
     "      --until TIME       stop after this time\n"
     "      --where PATH=VALUE only events whose dotted PATH equals VALUE (a string, number,\n"
     "                         true, false or null); repeat to require all\n"
+    "      --skip-retained    when retention deleted records before they were read, say so\n"
+    "                         on stderr and go on from the oldest record left (without it:\n"
+    "                         exit 4)\n"
     "  -o, --output FORMAT    json (default) or pretty\n"
     "      --mongo URI        read the records back from MongoDB instead of the journal\n"
     "                         (same lines; -f polls, backing off from 10 ms to 1 s,\n"
@@ -97,14 +105,20 @@ static const char tail_usage[] =
     "      --source NAME      with --mongo: the journal source to read (default: the\n"
     "                         source of the journal in DIR; required when DIR is none)\n";
 
-enum { OPT_FROM = 1, OPT_SINCE, OPT_UNTIL, OPT_WHERE, OPT_SOURCE };
+enum { OPT_FROM = 1, OPT_SINCE, OPT_UNTIL, OPT_WHERE, OPT_SOURCE, OPT_SKIP_RETAINED };
 
 static const struct option tail_opts[] = {
-    {"lines", required_argument, NULL, 'n'},         {"follow", no_argument, NULL, 'f'},
-    {"from", required_argument, NULL, OPT_FROM},     {"since", required_argument, NULL, OPT_SINCE},
-    {"until", required_argument, NULL, OPT_UNTIL},   {"where", required_argument, NULL, OPT_WHERE},
-    {"output", required_argument, NULL, 'o'},        CLI_MONGO_OPTIONS,
-    {"source", required_argument, NULL, OPT_SOURCE}, {NULL, 0, NULL, 0},
+    {"lines", required_argument, NULL, 'n'},
+    {"follow", no_argument, NULL, 'f'},
+    {"from", required_argument, NULL, OPT_FROM},
+    {"since", required_argument, NULL, OPT_SINCE},
+    {"until", required_argument, NULL, OPT_UNTIL},
+    {"where", required_argument, NULL, OPT_WHERE},
+    {"output", required_argument, NULL, 'o'},
+    CLI_MONGO_OPTIONS,
+    {"source", required_argument, NULL, OPT_SOURCE},
+    {"skip-retained", no_argument, NULL, OPT_SKIP_RETAINED},
+    {NULL, 0, NULL, 0},
 };
 
 /* ---- output -------------------------------------------------------------------------- */
@@ -226,13 +240,23 @@ stop_requested(tailer_t *t)
 
 /* ---- the read loop ------------------------------------------------------------------- */
 
-/* The next record from the journal or, with --mongo, from the remote copy: same contract. */
+/* The next record from the journal or, with --mongo, from the remote copy: same contract.
+ * With --skip-retained, records retention deleted before they were read are skipped, with a
+ * line on stderr naming them. */
 static int
 tailer_next(tailer_t *t, stele_record_t *rec, int timeout_ms, stele_error_t *err)
 {
     if (t->remote != NULL)
         return stele_remote_reader_next(t->remote, rec, timeout_ms, err);
-    return stele_reader_next(t->reader, rec, timeout_ms, err);
+    for (;;) {
+        int rc = stele_reader_next(t->reader, rec, timeout_ms, err);
+        if (rc != STELE_ERETAINED || !t->q->skip_retained)
+            return rc;
+        fprintf(stderr, "stele tail: skipped: %s\n", err->message);
+        rc = stele_reader_seek_seq(t->reader, 0, err);
+        if (rc != 0)
+            return rc;
+    }
 }
 
 /* Handles one record: 1 when past --until (stop), 0 to go on, or a negative code. */
@@ -466,6 +490,9 @@ tail_parse_one(tail_query_t *q, int c, const char *arg, int64_t now_ns)
             return cli_usage_error("tail", "--source needs a name");
         q->source = arg;
         return 0;
+    case OPT_SKIP_RETAINED:
+        q->skip_retained = 1;
+        return 0;
     default:
         return CLI_EXIT_USAGE;
     }
@@ -607,6 +634,13 @@ cmd_tail(int argc, char **argv)
                 "hint: run \"stele verify\"\n",
                 bad.seq);
         code = CLI_EXIT_INVALID;
+    } else if (rc == STELE_ERETAINED) {
+        fprintf(stderr,
+                "stele tail: fell behind retention: %s\n"
+                "hint: --skip-retained goes on from the oldest record left; or keep segments "
+                "longer (retention_bytes, retention_seconds)\n",
+                err.message);
+        code = CLI_EXIT_RETAINED;
     } else if (rc != 0) {
         cli_report("tail", rc, &err);
         code = cli_exit_for(rc);

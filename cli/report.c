@@ -74,6 +74,8 @@ cli_exit_for(int rc)
     case STELE_EBSON:
     case STELE_EEMPTY:
         return CLI_EXIT_INVALID;
+    case STELE_ERETAINED:
+        return CLI_EXIT_RETAINED;
     default:
         return CLI_EXIT_ENGINE;
     }

@@ -47,6 +47,7 @@ extern "C" {
     X(STELE_EAGAIN, -1009, "no record available yet")                                              \
     X(STELE_ENOTFOUND, -1010, "sequence number not in the journal")                                \
     X(STELE_ETOOBIG, -1011, "record too large")                                                    \
+    X(STELE_ERETAINED, -1012, "records were deleted by retention before they were read")           \
     X(STELE_EJSON, -1020, "malformed JSON")                                                        \
     X(STELE_ENOTOBJECT, -1021, "event is not a JSON object or BSON document")                      \
     X(STELE_EUTF8, -1022, "invalid UTF-8")                                                         \
@@ -404,7 +405,11 @@ int stele_reader_seek_time(stele_reader_t *r, int64_t ts_ns, stele_error_t *err)
 /*
  * Returns the next record in *rec. If none is committed yet, waits up to timeout_ms
  * (0 = do not wait, -1 = forever) without busy polling. Returns 0, STELE_EAGAIN (nothing
- * new within the timeout), STELE_ECORRUPT (segment and offset in err), -errno.
+ * new within the timeout), STELE_ERETAINED (the reader fell behind retention: the segment
+ * holding the next record was deleted; err names the records lost and the seq the journal
+ * now starts at; stele_reader_seek_seq(r, 0) goes on from there), STELE_ECORRUPT (segment
+ * and offset in err), -errno. A missing segment above the oldest one is corruption, never
+ * STELE_ERETAINED.
  */
 int stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_error_t *err);
 

@@ -226,6 +226,8 @@ int journal_reader_seek(journal_reader_t *r, uint64_t seq, uint64_t hint_segment
                         uint64_t hint_offset, stele_error_t *err);
 
 /* Next committed record, without waiting. Returns 0, STELE_EAGAIN (none visible yet),
+ * STELE_ERETAINED (retention deleted the segment holding the next record while the reader
+ * was behind; err names the records lost and where the journal now starts; a seek goes on),
  * STELE_ECORRUPT (segment, offset and why in err), -errno. With no live writer, the visible
  * end is the last complete batch on disk. */
 int journal_reader_next(journal_reader_t *r, journal_record_t *rec, stele_error_t *err);
