@@ -397,7 +397,9 @@ stele_start_committer(stele_t *db, const stele_options_t *o, const journal_recov
                           .segment_bytes = journal_segment_bytes(db->journal),
                           .on_full = o->on_full,
                           .on_batch = index_writer_on_batch,
-                          .batch_ctx = db->index_writer};
+                          .batch_ctx = db->index_writer,
+                          .clock = db->hooks.clock,
+                          .clock_ctx = db->hooks.clock_ctx};
     return commit_start(&cc, &db->commit, err);
 }
 

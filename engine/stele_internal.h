@@ -7,6 +7,7 @@
 
 #include "stele.h"
 #include "io.h"
+#include "stamp.h"
 
 /* stele_open() with the journal's file I/O going through `io` (NULL = POSIX). */
 int stele_open_with_io(const char *dir, const stele_options_t *opts, const journal_io_t *io,
@@ -19,6 +20,10 @@ typedef struct stele_hooks {
      * -index_failing_errno from the open on, the catch-up included (index_fail_writes). */
     uint32_t index_failing_writes;
     int index_failing_errno;
+    /* The record clock's readings (wall time, boot time, boot id: stamp.h); NULL: the
+     * machine's clocks. */
+    stamp_clock_fn clock;
+    void *clock_ctx;
 } stele_hooks_t;
 
 /* stele_open() with the seams in *hooks (copied; NULL = none). */

@@ -363,6 +363,21 @@ journal_source(const journal_t *j)
     return j ? j->source : "";
 }
 
+int
+journal_clock_note_load(const journal_t *j, journal_clock_note_t *note)
+{
+    if (!j || !j->lock_page)
+        return STELE_ENOTFOUND;
+    return lockfile_clock_note_load(j->lock_page, note);
+}
+
+void
+journal_clock_note_store(journal_t *j, const journal_clock_note_t *note)
+{
+    if (j && j->lock_page)
+        lockfile_clock_note_store(j->lock_page, note);
+}
+
 /* ---------------------------------------------------------------------------------------
  * Close
  * --------------------------------------------------------------------------------------- */

@@ -197,6 +197,25 @@ void journal_stats(journal_t *j, journal_stats_t *out);
 
 const char *journal_source(const journal_t *j);
 
+/* The engine's record clock (engine/stamp.c), kept in the LOCK page for the next writer of
+ * the same boot, so that a clock step between two processes is recognised. Shared memory,
+ * never synced: it lives as long as the boot (boot_id says which). */
+#define JOURNAL_CLOCK_STEP 1u /* flags: the wall clock showed step_offset_ns since ... */
+typedef struct journal_clock_note {
+    uint8_t boot_id[16];        /* the kernel's boot id when written */
+    int64_t trusted_offset_ns;  /* wall time minus boot time that stamps follow */
+    uint64_t confirmed_boot_ns; /* boot time when the wall clock last agreed with it */
+    int64_t step_offset_ns;     /* with JOURNAL_CLOCK_STEP: the other offset the clock shows */
+    uint64_t step_since_boot_ns;
+    uint32_t flags;
+} journal_clock_note_t;
+
+/* The note the previous writer left; STELE_ENOTFOUND when there is none. Writer only. */
+int journal_clock_note_load(const journal_t *j, journal_clock_note_t *note);
+/* Keeps the note for the next writer. No I/O (a store into the shared page); the caller
+ * serialises calls. Writer only. */
+void journal_clock_note_store(journal_t *j, const journal_clock_note_t *note);
+
 /* ---------------------------------------------------------------------------------------
  * Reading (any process, read-only)
  * --------------------------------------------------------------------------------------- */
