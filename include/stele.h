@@ -377,10 +377,21 @@ uint64_t stele_reached_seq(stele_t *db, stele_wait_t level);
  * ------------------------------------------------------------------------------------------ */
 typedef struct stele_reader stele_reader_t;
 
-/* A record as read back. Pointers are borrowed until the next call on the same reader. */
+/*
+ * A record as read back. Pointers are borrowed until the next call on the same reader.
+ *
+ * Timestamps: ts_ns is the wall-clock time of the append, never less than the record
+ * before it. A step of the wall clock (somebody sets it) does not reach records: within a
+ * boot the engine keeps time on the boot-time clock from the wall-clock time it trusts,
+ * follows the wall clock while it only slews, and believes a step once the clock has kept
+ * it for 10 minutes. So a clock set ahead (or back) and set right again stamps every record
+ * on the true timeline, and time ranges find them. A new boot trusts its wall clock from
+ * its first append; a clock already wrong then cannot be told from a right one, and later
+ * records stay at least as late as the records it stamped (docs/journal.md, "Timestamps").
+ */
 typedef struct stele_record {
     uint64_t seq;
-    int64_t ts_ns;       /* nanoseconds since the Unix epoch, never decreasing */
+    int64_t ts_ns;       /* nanoseconds since the Unix epoch, never decreasing (below) */
     const uint8_t *bson; /* the event as a BSON document */
     uint32_t bson_len;
     uint8_t hash[32];      /* SHA-256 chain hash of this record */
