@@ -35,12 +35,12 @@ int stele_open_with_hooks(const char *dir, const stele_options_t *opts, const st
 typedef struct index index_t;
 index_t *stele_index_for_tests(stele_t *db);
 
-/* stele_verify() calling hook(ctx, seq) after each record it checked, so a test can change
+/* stele_verify_opts() calling hook(ctx, seq) after each record it checked, so a test can change
  * the journal (run retention) at a chosen point of the walk. */
 typedef void (*stele_verify_hook_fn)(void *ctx, uint64_t seq);
-int stele_verify_hooked(const char *dir, uint64_t from_seq, uint64_t to_seq,
-                        stele_verify_report_t *report, stele_verify_hook_fn hook, void *hook_ctx,
-                        stele_error_t *err);
+int stele_verify_hooked(const char *dir, const stele_options_t *opts, uint64_t from_seq,
+                        uint64_t to_seq, stele_verify_report_t *report, stele_verify_hook_fn hook,
+                        void *hook_ctx, stele_error_t *err);
 
 struct journal_recovery;
 

@@ -8,3 +8,6 @@ stele_add_test(test_jreader SOURCES test_jreader.c support/jtest_util.c LABELS j
 # The journal near a full disk: the next segment yields first (fault I/O table, no root).
 stele_add_test(test_journal_space SOURCES test_journal_space.c support/jtest_util.c
                LABELS journal)
+# Symbolic links and directories other users could change (the StrictModes-like checks).
+stele_add_test(test_journal_dir_safety SOURCES test_journal_dir_safety.c support/jtest_util.c
+               LIBS stele LABELS journal)

@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -54,7 +55,10 @@ static size_t
 list_segments(const char *dir, uint64_t *out, size_t max)
 {
     segment_dir_t d;
-    assert_int_equal(segment_dir_list(dir, &d), 0);
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dir_fd >= 0);
+    assert_int_equal(segment_dir_list(dir_fd, &d), 0);
+    close(dir_fd);
     size_t n = d.n < max ? d.n : max;
     memcpy(out, d.seqs, n * sizeof *out);
     segment_dir_free(&d);
@@ -262,7 +266,7 @@ test_verify_beside_retention_never_reports_damage(void **state)
                               .cut = segs[1 + round % (n_segs - 2)],
                               .trim_index = round % 3 != 0};
         stele_verify_report_t rep;
-        int rc = stele_verify_hooked(work, 0, 0, &rep, retention_hook, &h, &err);
+        int rc = stele_verify_hooked(work, NULL, 0, 0, &rep, retention_hook, &h, &err);
         if (rc != 0)
             fail_msg("round %d: at seq %" PRIu64 ", cut %" PRIu64 ": %s", round, h.at_seq, h.cut,
                      err.message);
