@@ -591,6 +591,19 @@ tailer_open(tailer_t *t, const char *dir, const char *source, stele_error_t *err
     return stele_remote_reader_open(&q->mongo.sink, &rq, &t->remote, err);
 }
 
+/* The reader fell behind retention: says so plainly (it is no damage). Returns the exit
+ * code. */
+static int
+report_behind_retention(const stele_error_t *err)
+{
+    fprintf(stderr,
+            "stele tail: fell behind retention: %s\n"
+            "hint: --skip-retained goes on from the oldest record left; or keep segments "
+            "longer (retention_bytes, retention_seconds)\n",
+            err->message);
+    return CLI_EXIT_RETAINED;
+}
+
 int
 cmd_tail(int argc, char **argv)
 {
@@ -640,12 +653,7 @@ cmd_tail(int argc, char **argv)
                 bad.seq);
         code = CLI_EXIT_INVALID;
     } else if (rc == STELE_ERETAINED) {
-        fprintf(stderr,
-                "stele tail: fell behind retention: %s\n"
-                "hint: --skip-retained goes on from the oldest record left; or keep segments "
-                "longer (retention_bytes, retention_seconds)\n",
-                err.message);
-        code = CLI_EXIT_RETAINED;
+        code = report_behind_retention(&err);
     } else if (rc != 0) {
         cli_report("tail", rc, &err);
         code = cli_exit_for(rc);

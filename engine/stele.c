@@ -6,7 +6,9 @@
  *
  * Open order: read the index's newest batch start as a recovery hint (read-only, so a
  * directory that turns out not to be a journal is left untouched), open the journal (lock,
- * recovery), open the index for writing and bring it in line (stele_index_catch_up), make
+ * recovery), open the index for writing and bring it in line (index_catchup_at_open; one
+ * that cannot be written, a full disk, is left behind for the index writer, never failing
+ * the open), make
  * the index writer (so the committer can hand it batch starts), start the committer, the
  * index writer's thread and one shipper per sink, then let the index writer see the
  * shippers. Close runs it backwards after draining the queue and syncing.

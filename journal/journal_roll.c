@@ -9,7 +9,14 @@
  * (JOURNAL_PREPARE_AT_DIVISOR), not at once: preparing is a write of the whole segment plus
  * an fsync, which right after an open would compete with the first commits for the disk,
  * and by then the size of the synced batches (journal_zero_fill_now) says how to
- * preallocate. With prepare_inline the roll prepares the segment itself, in the writer.
+ * preallocate; nor before the first batch after an open (journal_open.c), so the caller's
+ * work right after it has the disk's free space first. With prepare_inline the roll
+ * prepares the segment itself, in the writer.
+ *
+ * A full disk: a preparation that fails removes its half-made file (the space goes back)
+ * and keeps the error (prep_rc, in stats); it is tried again when retention frees space
+ * (journal_retry_prepare) and, in the writer, by the roll that needs the segment. Only that
+ * last failure halts the journal.
  *
  * Threads: the roll and the hand-off calls run in the writer (one thread at a time, under
  * the caller's lock; journal_internal.h). The preparer and the writer meet only under mu:

@@ -384,7 +384,31 @@ fill_up(const char *mnt)
     close(fd);
 }
 
-/* The issue's run: 16 MiB segments on a file system that holds one and a half; a writer
+/* An insert of n events from line `first` on, SIGKILLed once it printed a seq (so the index
+ * may lag the segments). */
+static void
+insert_killed_mid_stream(const char *journal, size_t first, size_t n)
+{
+    int in[2];
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    const char *args[] = {"insert", "-d", journal, "--segment-bytes", "16M", NULL};
+    int out_fd = -1, err_fd = -1;
+    pid_t pid = harness_spawn(args, in[0], &out_fd, &err_fd);
+    close(in[0]);
+    char *lines = harness_json_lines(first, n);
+    signal(SIGPIPE, SIG_IGN);
+    pid_t feeder = feed(in[1], lines);
+    free(harness_read_lines(out_fd, 1, 30000)); /* it is writing */
+    kill(pid, SIGKILL);
+    harness_wait(pid);
+    close(in[1]);
+    harness_wait(feeder);
+    close(out_fd);
+    close(err_fd);
+    free(lines);
+}
+
+/* A full disk: 16 MiB segments on a file system that holds one and a half; a writer
  * killed mid-stream (so the index may lag); then the disk filled to the last block. Each
  * later insert still opens the journal and stores its event in the room the active segment
  * has; a stream that needs the next segment halts with every stored seq printed; with space
@@ -405,22 +429,7 @@ full_disk_never_wedges_the_journal(small_fs_t *fs)
         harness_run(0, first, "insert", "-q", "-d", journal, "--segment-bytes", "16M", NULL);
     harness_result_free(&r);
 
-    int in[2];
-    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-    const char *args[] = {"insert", "-d", journal, "--segment-bytes", "16M", NULL};
-    int out_fd = -1, err_fd = -1;
-    pid_t pid = harness_spawn(args, in[0], &out_fd, &err_fd);
-    close(in[0]);
-    char *killed = harness_json_lines(n_first + 1, n_killed);
-    signal(SIGPIPE, SIG_IGN);
-    pid_t feeder = feed(in[1], killed);
-    free(harness_read_lines(out_fd, 1, 30000)); /* it is writing */
-    kill(pid, SIGKILL);
-    harness_wait(pid);
-    close(in[1]);
-    harness_wait(feeder);
-    close(out_fd);
-    close(err_fd);
+    insert_killed_mid_stream(journal, n_first + 1, n_killed);
     uint64_t stored = journal_last_seq(journal);
     fill_up(fs->mnt);
 
@@ -463,7 +472,6 @@ full_disk_never_wedges_the_journal(small_fs_t *fs)
     harness_result_free(&r);
     free(rest);
     free(stream);
-    free(killed);
     free(first);
 }
 
