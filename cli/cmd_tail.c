@@ -17,6 +17,10 @@
  *  - SIGINT, SIGTERM and SIGPIPE are blocked and checked with sigtimedwait() between records
  *    and at each wait timeout, so no handler and no global flag is needed; a closed stdout
  *    (EPIPE, e.g. `| head`) ends the command with status 0, like SIGINT.
+ *  - A reader that falls behind retention (the segment holding its next record was deleted
+ *    meanwhile: STELE_ERETAINED) ends the command with its own message and exit 4; with
+ *    --skip-retained it says on stderr which records it skipped and goes on from the oldest
+ *    record left.
  *  - --mongo reads the sink's collection through stele_remote_reader_* instead of the
  *    journal; everything after the read (ring, output) is the same code, so the lines are
  *    the same. --since/--until and --where go to the remote reader (which narrows the
@@ -67,13 +71,16 @@ static const char tail_usage[] =
     "                         json: the line above (default); short: one line for people,\n"
     "                         TIME SRC SEQ actor action KEY=VALUE ... in local time; cat:\n"
     "                         the event alone, as JSON (for jq); pretty is short\n"
+    "      --skip-retained    when retention deleted records before they were read, say so\n"
+    "                         on stderr and go on from the oldest record left (without it:\n"
+    "                         exit 4)\n"
     "      --mongo URI        read the records back from MongoDB instead of the journal\n"
     "                         (same lines; -f polls, backing off from 10 ms to 1 s,\n"
     "                         and retries a server that stops answering)\n" CLI_MONGO_NAMES_USAGE
     "      --source NAME      with --mongo: the journal source to read (default: the\n"
     "                         source of the journal in DIR; required when DIR is none)\n";
 
-enum { OPT_FROM = 1, OPT_SINCE, OPT_UNTIL, OPT_WHERE, OPT_SOURCE };
+enum { OPT_FROM = 1, OPT_SINCE, OPT_UNTIL, OPT_WHERE, OPT_SOURCE, OPT_SKIP_RETAINED };
 
 static const struct option tail_opts[] = {
     {"lines", required_argument, NULL, 'n'},
@@ -86,17 +93,29 @@ static const struct option tail_opts[] = {
     {"output", required_argument, NULL, 'o'},
     CLI_MONGO_OPTIONS,
     {"source", required_argument, NULL, OPT_SOURCE},
+    {"skip-retained", no_argument, NULL, OPT_SKIP_RETAINED},
     {NULL, 0, NULL, 0},
 };
 
 /* ---- the read loop ------------------------------------------------------------------- */
 
+/* The next record from the journal or, with --mongo, from the remote copy: same contract.
+ * With --skip-retained, records retention deleted before they were read are skipped, with a
+ * line on stderr naming them. */
 int
 tail_next(tailer_t *t, stele_record_t *rec, int timeout_ms, stele_error_t *err)
 {
     if (t->remote != NULL)
         return stele_remote_reader_next(t->remote, rec, timeout_ms, err);
-    return stele_reader_next(t->reader, rec, timeout_ms, err);
+    for (;;) {
+        int rc = stele_reader_next(t->reader, rec, timeout_ms, err);
+        if (rc != STELE_ERETAINED || !t->q->skip_retained)
+            return rc;
+        fprintf(stderr, "stele tail: skipped: %s\n", err->message);
+        rc = stele_reader_seek_seq(t->reader, 0, err);
+        if (rc != 0)
+            return rc;
+    }
 }
 
 int
@@ -351,6 +370,9 @@ tail_parse_one(tail_query_t *q, int c, const char *arg, int64_t now_ns)
             return cli_usage_error("tail", "--source needs a name");
         q->source = arg;
         return 0;
+    case OPT_SKIP_RETAINED:
+        q->skip_retained = 1;
+        return 0;
     default:
         return CLI_EXIT_USAGE;
     }
@@ -445,6 +467,19 @@ tailer_open(tailer_t *t, const char *dir, const char *source, stele_error_t *err
     return stele_remote_reader_open(&q->mongo.sink, &rq, &t->remote, err);
 }
 
+/* The reader fell behind retention: says so plainly (it is no damage). Returns the exit
+ * code. */
+static int
+report_behind_retention(const stele_error_t *err)
+{
+    fprintf(stderr,
+            "stele tail: fell behind retention: %s\n"
+            "hint: --skip-retained goes on from the oldest record left; or keep segments "
+            "longer (retention_bytes, retention_seconds)\n",
+            err->message);
+    return CLI_EXIT_RETAINED;
+}
+
 int
 cmd_tail(int argc, char **argv)
 {
@@ -496,6 +531,8 @@ cmd_tail(int argc, char **argv)
                 "hint: run \"stele verify\"\n",
                 bad.seq);
         code = CLI_EXIT_INVALID;
+    } else if (rc == STELE_ERETAINED) {
+        code = report_behind_retention(&err);
     } else if (rc != 0) {
         cli_report("tail", rc, &err);
         code = cli_exit_for(rc);

@@ -90,6 +90,8 @@ cli_exit_for(int rc)
     case STELE_EEMPTY:
     case STELE_EAMBIGUOUS:
         return CLI_EXIT_INVALID;
+    case STELE_ERETAINED:
+        return CLI_EXIT_RETAINED;
     default:
         return CLI_EXIT_ENGINE;
     }

@@ -11,9 +11,10 @@
 /* Exit codes: documented in docs/cli.md and docs/stele.1; tests/cli asserts them. */
 enum cli_exit {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_USAGE = 1,   /* bad flag, value, time, URI, config file or unsupported request */
-    CLI_EXIT_INVALID = 2, /* an event was rejected, or the journal failed a check */
-    CLI_EXIT_ENGINE = 3,  /* I/O or engine error: missing/locked journal, halted engine, ... */
+    CLI_EXIT_USAGE = 1,    /* bad flag, value, time, URI, config file or unsupported request */
+    CLI_EXIT_INVALID = 2,  /* an event was rejected, or the journal failed a check */
+    CLI_EXIT_ENGINE = 3,   /* I/O or engine error: missing/locked journal, halted engine, ... */
+    CLI_EXIT_RETAINED = 4, /* a reader fell behind retention: records it had not read are gone */
 };
 
 /*

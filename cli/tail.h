@@ -32,6 +32,7 @@ typedef struct tail_query {
     int has_since, has_until;
     int64_t since_ns, until_ns;
     stele_filter_t *where; /* the --where conditions; NULL when none was given */
+    int skip_retained;     /* go on past records retention deleted before they were read */
 } tail_query_t;
 
 /* The last `cap` formatted lines, oldest at head. `lines` grows with the lines pushed, up

@@ -70,6 +70,7 @@ int stele_version_number(void);
     X(STELE_ENOTFOUND, -1010, "sequence number not in the journal")                                \
     X(STELE_ETOOBIG, -1011, "record too large")                                                    \
     X(STELE_EUNSAFE, -1012, "journal directory is open to change by other users")                  \
+    X(STELE_ERETAINED, -1013, "records were deleted by retention before they were read")           \
     X(STELE_EJSON, -1020, "malformed JSON")                                                        \
     X(STELE_ENOTOBJECT, -1021, "event is not a JSON object or BSON document")                      \
     X(STELE_EUTF8, -1022, "invalid UTF-8")                                                         \
@@ -294,7 +295,9 @@ typedef struct stele stele_t;
  * STELE_ENOTJOURNAL, STELE_EVERSION, STELE_ECORRUPT (with segment and offset),
  * STELE_ECONFIG, or -errno.
  * Recovery that truncated a torn tail or rebuilt the index succeeds and says so in
- * stele_stats_t.recovery_note.
+ * stele_stats_t.recovery_note. The index is a cache: failing to write it (a full disk)
+ * never fails the open nor any append; the index is then behind the journal (reads scan
+ * from its last entry) until the engine catches it up, and stele_stats_t.warning says so.
  */
 int stele_open(const char *dir, const stele_options_t *opts, stele_t **out, stele_error_t *err);
 
@@ -302,6 +305,9 @@ int stele_open(const char *dir, const stele_options_t *opts, stele_t **out, stel
  * Drains the queue, commits and syncs everything appended, stops the threads, syncs the
  * index and frees the handle. Appends racing with close get STELE_ECLOSED. Returns 0 or the
  * engine's sticky error (the handle is freed either way). Not thread-safe with itself.
+ * A success may carry a warning: err->code 0 with err->message set, when something ran
+ * degraded without putting any record at risk (the next segment could not be prepared, the
+ * index is behind the journal: a full disk). Callers that print warnings print it.
  */
 int stele_close(stele_t *db, stele_error_t *err);
 
@@ -396,6 +402,10 @@ typedef struct stele_stats {
     int halted_code; /* the sticky error, 0 when running */
     char halted_message[STELE_ERROR_MESSAGE_BYTES];
     char recovery_note[STELE_ERROR_MESSAGE_BYTES]; /* what open's recovery did, if anything */
+    /* What runs degraded now without putting any record at risk, "" when nothing: the index
+     * behind the journal, the next segment not prepared (a full disk; both are retried, and
+     * only a roll that cannot get its segment halts the engine). */
+    char warning[STELE_ERROR_MESSAGE_BYTES];
     size_t n_sinks; /* sinks of the handle: stele_sink_stats() takes 0 .. n_sinks - 1 */
 } stele_stats_t;
 
@@ -441,10 +451,21 @@ uint64_t stele_reached_seq(stele_t *db, stele_wait_t level);
  * ------------------------------------------------------------------------------------------ */
 typedef struct stele_reader stele_reader_t;
 
-/* A record as read back. Pointers are borrowed until the next call on the same reader. */
+/*
+ * A record as read back. Pointers are borrowed until the next call on the same reader.
+ *
+ * Timestamps: ts_ns is the wall-clock time of the append, never less than the record
+ * before it. A step of the wall clock (somebody sets it) does not reach records: within a
+ * boot the engine keeps time on the boot-time clock from the wall-clock time it trusts,
+ * follows the wall clock while it only slews, and believes a step once the clock has kept
+ * it for 10 minutes. So a clock set ahead (or back) and set right again stamps every record
+ * on the true timeline, and time ranges find them. A new boot trusts its wall clock from
+ * its first append; a clock already wrong then cannot be told from a right one, and later
+ * records stay at least as late as the records it stamped (docs/journal.md, "Timestamps").
+ */
 typedef struct stele_record {
     uint64_t seq;
-    int64_t ts_ns;       /* nanoseconds since the Unix epoch, never decreasing */
+    int64_t ts_ns;       /* nanoseconds since the Unix epoch, never decreasing (below) */
     const uint8_t *bson; /* the event as a BSON document */
     uint32_t bson_len;
     uint8_t hash[32];      /* SHA-256 chain hash of this record */
@@ -479,8 +500,12 @@ int stele_reader_seek_time(stele_reader_t *r, int64_t ts_ns, stele_error_t *err)
 /*
  * Returns the next record in *rec. If none is committed yet, waits up to timeout_ms
  * (0 = do not wait, -1 = forever; the same unit and type as stele_wait's) without busy
- * polling. Returns 0, STELE_EAGAIN (nothing new within the timeout), STELE_ECORRUPT
- * (segment and offset in err), STELE_EINVAL (r or rec NULL, timeout_ms below -1), -errno.
+ * polling. Returns 0, STELE_EAGAIN (nothing new within the timeout), STELE_ERETAINED (the
+ * reader fell behind retention: the segment holding the next record was deleted; err names
+ * the records lost and the seq the journal now starts at; stele_reader_seek_seq(r, 0) goes
+ * on from there), STELE_ECORRUPT (segment and offset in err), STELE_EINVAL (r or rec NULL,
+ * timeout_ms below -1), -errno. A missing segment above the oldest one is corruption, never
+ * STELE_ERETAINED.
  */
 int stele_reader_next(stele_reader_t *r, stele_record_t *rec, int64_t timeout_ms,
                       stele_error_t *err);

@@ -448,7 +448,10 @@ journal_go_live(journal_t *j, stele_error_t *err)
     uint64_t last = atomic_load(&j->last_seq);
     atomic_store(&j->durable_seq, last);
     lockfile_publish(j->lock_page, last, last);
-    journal_maybe_want_prepared(j); /* an existing journal may be past the mark already */
+    /* Not yet asked for the next segment, even past the quarter mark: that waits for the
+     * first batch (journal_advance), so what the caller does first after the open (the
+     * engine's index catch-up) gets the disk's free space before the preparer takes a
+     * segment's worth of it. */
     int rc = journal_preparer_start(j);
     if (rc)
         jerr_set(err, rc, NULL, "could not start the segment preparer of %s", j->dir);

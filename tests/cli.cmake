@@ -10,6 +10,13 @@ stele_add_test(test_cli SOURCES cli/test_cli.c ${STELE_CLI_TEST_SOURCES} LIBS st
 target_compile_definitions(test_cli PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 stele_add_test(test_cli_bad_input SOURCES cli/test_cli_bad_input.c ${STELE_CLI_TEST_SOURCES}
                LIBS stele TIMEOUT 600 LABELS cli)
+# insert near a full disk and when stopped by a signal (RLIMIT_FSIZE; with root also a small
+# tmpfs and a loop-mounted ext4 image).
+stele_add_test(test_cli_space SOURCES cli/test_cli_space.c ${STELE_CLI_TEST_SOURCES} LIBS stele
+               TIMEOUT 600 LABELS cli)
+# tail -f and verify beside retention (the test process writes the journal through journal.h).
+stele_add_test(test_cli_retention SOURCES cli/test_cli_retention.c ${STELE_CLI_TEST_SOURCES}
+               LIBS stele TIMEOUT 600 LABELS cli)
 # MongoDB parts: against the FerretDB test server (tests/integration), or STELE_TEST_MONGO_URI.
 stele_add_test(test_cli_mongo SOURCES cli/test_cli_mongo.c ${STELE_CLI_TEST_SOURCES}
                integration/mongo_server.c LIBS stele PkgConfig::MONGOC TIMEOUT 600 LABELS cli)
@@ -21,7 +28,7 @@ stele_add_test(test_remote_reader SOURCES test_remote_reader.c LIBS stele LABELS
 # stele_validate_json, which `stele insert` runs before sending a line to `stele serve`.
 stele_add_test(test_validate_api SOURCES test_validate_api.c LIBS stele LABELS cli)
 
-foreach(t test_cli test_cli_bad_input test_cli_mongo)
+foreach(t test_cli test_cli_bad_input test_cli_mongo test_cli_space test_cli_retention)
   add_dependencies(${t} stele_cli)
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "STELE_BIN=$<TARGET_FILE:stele_cli>")
 endforeach()

@@ -12,6 +12,12 @@ stele_add_test(test_commit SOURCES test_commit.c LIBS stele TIMEOUT 60)
 stele_add_test(test_latency_hist SOURCES test_latency_hist.c LIBS stele TIMEOUT 60)
 stele_add_test(test_seqwait SOURCES test_seqwait.c LIBS stele TIMEOUT 60)
 stele_add_test(test_engine SOURCES test_engine.c support/engine_fixture.c LIBS stele TIMEOUT 120)
+# The index when the disk is full: it falls behind, never the journal (index_fail_writes).
+stele_add_test(test_engine_space SOURCES test_engine_space.c support/engine_fixture.c LIBS stele
+               TIMEOUT 300)
+# The record clock: wall-clock jumps stamp no record wrong (injected clocks).
+stele_add_test(test_engine_clock SOURCES test_engine_clock.c support/engine_fixture.c LIBS stele
+               TIMEOUT 120)
 stele_add_test(test_stress SOURCES test_stress.c support/engine_fixture.c LIBS stele TIMEOUT 240)
 # The example must run, not just compile: it appends into a fresh temporary journal.
 add_test(NAME example_append

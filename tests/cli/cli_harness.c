@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -85,6 +86,13 @@ child_exec(const char *bin, const harness_run_t *run, int in_fd, int out_fd, int
         _exit(126);
     if (run->drop_dac_override)
         child_drop_dac_override();
+    if (run->file_size_limit_bytes) {
+        struct rlimit lim = {.rlim_cur = (rlim_t)run->file_size_limit_bytes,
+                             .rlim_max = (rlim_t)run->file_size_limit_bytes};
+        signal(SIGXFSZ, SIG_IGN);
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+            _exit(126);
+    }
     const char *argv[HARNESS_MAX_ARGS + 2] = {"stele"};
     for (int i = 0; i < HARNESS_MAX_ARGS && run->args[i] != NULL; i++)
         argv[i + 1] = run->args[i];

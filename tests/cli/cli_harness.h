@@ -28,6 +28,9 @@ typedef struct harness_run {
     int timeout_ms;                     /* 0: 60 s; the child is killed after it */
     const char *cwd;                    /* NULL: the test's own */
     harness_stream_t stream[3];         /* by fd: [0] stdin, [1] stdout, [2] stderr */
+    /* > 0: RLIMIT_FSIZE in the child, SIGXFSZ ignored, so a write or allocation that would
+     * make a file larger fails with EFBIG (a full disk without root). */
+    unsigned long long file_size_limit_bytes;
 } harness_run_t;
 
 typedef struct harness_result {
