@@ -403,8 +403,7 @@ test_wait_shipped_of_many_writers_does_not_wait_for_the_linger(void **state)
     }
     stele_sink_stats_t sink;
     assert_int_equal(stele_sink_stats(db, 0, &sink), 0);
-    printf("# %d records in %llu batches\n", N_WRITERS * N_EACH,
-           (unsigned long long)sink.batches);
+    printf("# %d records in %llu batches\n", N_WRITERS * N_EACH, (unsigned long long)sink.batches);
     assert_int_equal(sink.shipped_seq, N_WRITERS * N_EACH);
     assert_int_equal(stele_close(db, NULL), 0);
     test_tmpdir_remove(dir);
