@@ -437,8 +437,9 @@ table_format_rate(double v, char *out, size_t cap)
 }
 
 /* What a table shows for the cells same[0..k): the rate of the one cell that ran, or the
- * median of several (the lower middle of an even count) and their range; without one that ran, the first's status; "-" for none.
- * `bold` is the Markdown emphasis put around the rate ("" or "**"). */
+ * median of several (the lower middle of an even count) and their range; without one that
+ * ran, the first's status; "-" for none. `bold` is the Markdown emphasis put around the rate
+ * ("" or "**"). */
 static void
 table_format_cell(const bench_result_t *const *same, size_t k, const char *bold, char *out,
                   size_t cap)
