@@ -437,7 +437,7 @@ tail_remote_source(const tail_query_t *q, const stele_options_t *opts, const cha
         return cli_usage_error("tail",
                                "--mongo needs --source NAME: '%s' is not a journal to take the "
                                "source name from (%s)",
-                               dir, err.message[0] ? err.message : stele_strerror(rc));
+                               dir, cli_error_text(rc, &err));
     snprintf(buf, cap, "%s", stele_reader_source(reader));
     stele_reader_close(reader);
     return 0;
