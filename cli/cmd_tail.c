@@ -345,9 +345,7 @@ tail_parse_one(tail_query_t *q, int c, const char *arg, int64_t now_ns)
         q->follow = 1;
         return 0;
     case OPT_FROM:
-        if (cli_parse_u64(arg, &q->from_seq) != 0 || q->from_seq == 0)
-            return cli_usage_error("tail", "--from '%s' is not a seq (1 or more)", arg);
-        return 0;
+        return cli_parse_seq_flag("tail", "--from", arg, &q->from_seq);
     case OPT_SINCE:
     case OPT_UNTIL: {
         int64_t *ts = (c == OPT_SINCE) ? &q->since_ns : &q->until_ns;
