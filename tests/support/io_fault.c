@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A descriptor the table opened, and the file's current name. */
 typedef struct fault_file {
@@ -49,6 +50,9 @@ struct io_fault {
     uint64_t calls[IO_METHOD_COUNT];
     int is_armed;
     io_fault_spec_t spec;
+    pthread_cond_t held_cv; /* fires when a call is held and when it is released */
+    int is_holding;         /* a call waits in fault_check for io_fault_release */
+    int is_released;
     uint64_t n_targeted; /* targeted calls seen since arming */
     uint64_t n_fired;
     io_method_t last_fired_method;
@@ -201,10 +205,18 @@ fault_check(io_fault_t *f, const fault_call_t *call, int *is_short_out)
     io_fault_site_t *site = site_of(f, call->method, call->caller);
     io_fault_kind_t *kind = kind_of(f, call);
     int is_before_fault = f->n_fired == 0;
+    int is_held = 0;
     if (fault_hits(f, call->method, call->caller, kind)) {
-        rc = f->spec.error;
+        is_held = f->spec.is_hold;
+        rc = is_held ? 0 : f->spec.error;
         if (is_short_out)
             *is_short_out = f->spec.is_short_write;
+    }
+    if (is_held) {
+        f->is_holding = 1;
+        pthread_cond_broadcast(&f->held_cv);
+        while (!f->is_released)
+            pthread_cond_wait(&f->held_cv, &f->mu);
     }
     if (site) {
         site->n_calls++;
@@ -453,6 +465,11 @@ io_fault_new(const journal_io_t *inner, int syncs_are_noops)
         free(f);
         return NULL;
     }
+    if (pthread_cond_init(&f->held_cv, NULL) != 0) {
+        pthread_mutex_destroy(&f->mu);
+        free(f);
+        return NULL;
+    }
     f->inner = inner;
     f->syncs_are_noops = syncs_are_noops;
     f->arming_thread = pthread_self(); /* names the creator's calls until a fault is armed */
@@ -481,6 +498,7 @@ io_fault_free(io_fault_t *f)
         return;
     for (size_t i = 0; i < f->n_files; i++)
         free(f->files[i].path);
+    pthread_cond_destroy(&f->held_cv);
     pthread_mutex_destroy(&f->mu);
     free(f);
 }
@@ -497,6 +515,8 @@ io_fault_arm(io_fault_t *f, const io_fault_spec_t *spec)
     pthread_mutex_lock(&f->mu);
     f->spec = *spec;
     f->is_armed = 1;
+    f->is_holding = 0;
+    f->is_released = 0;
     f->n_targeted = 0;
     f->n_fired = 0;
     memset(f->fired_by, 0, sizeof(f->fired_by));
@@ -510,6 +530,37 @@ io_fault_disarm(io_fault_t *f)
 {
     pthread_mutex_lock(&f->mu);
     f->is_armed = 0;
+    f->is_released = 1; /* a held call must not outlive its fault */
+    pthread_cond_broadcast(&f->held_cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+int
+io_fault_wait_held(io_fault_t *f, int timeout_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&f->mu);
+    while (!f->is_holding && rc == 0)
+        rc = pthread_cond_timedwait(&f->held_cv, &f->mu, &deadline);
+    int is_holding = f->is_holding;
+    pthread_mutex_unlock(&f->mu);
+    return is_holding ? 0 : -ETIMEDOUT;
+}
+
+void
+io_fault_release(io_fault_t *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->is_released = 1;
+    pthread_cond_broadcast(&f->held_cv);
     pthread_mutex_unlock(&f->mu);
 }
 

@@ -48,6 +48,9 @@ typedef struct io_fault_spec {
     int is_persistent;  /* fail every targeted call from nth on, not just the nth */
     const void *site;   /* only calls from this call site count (io_fault_sites); NULL = all */
     const char *kind;   /* only calls of this kind count (io_fault_kinds; borrowed); NULL = all */
+    /* Instead of failing, the nth targeted call waits (before it reaches the inner table)
+     * until io_fault_release: a test looks at the world while the journal is inside it. */
+    int is_hold;
 } io_fault_spec_t;
 
 typedef struct io_fault io_fault_t;
@@ -68,6 +71,12 @@ const journal_io_t *io_fault_io(io_fault_t *f);
 void io_fault_arm(io_fault_t *f, const io_fault_spec_t *spec);
 /* No call fails from now on. */
 void io_fault_disarm(io_fault_t *f);
+/* Waits until a call is held by an is_hold fault: 0, or -ETIMEDOUT after `timeout_ms` (a
+ * bound against a hang, not a timing). */
+int io_fault_wait_held(io_fault_t *f, int timeout_ms);
+/* Lets the held call (and any later one) go on to the inner table. */
+void io_fault_release(io_fault_t *f);
+
 /* How many calls failed because of the armed fault. */
 uint64_t io_fault_fired(io_fault_t *f);
 
