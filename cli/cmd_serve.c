@@ -28,7 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Exit codes as for every command (cli/common.h): 0 ok, 1 usage, 3 engine or I/O. */
+/* Exit codes as for every command (cli/report.h): 0 ok, 1 usage, 3 engine or I/O. */
 
 /* Connections the kernel queues before accept(); Linux caps it at net.core.somaxconn. */
 #define SERVE_LISTEN_BACKLOG 4096

@@ -11,7 +11,6 @@
  */
 #include "cmd.h"
 
-#include <bson/bson.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -190,21 +189,14 @@ ship_dead_list(const char *dir, const ship_query_t *q)
     do {
         n = stele_dead_letters_list(dir, q->mongo.sink.name, from_seq, page, SHIP_DEAD_PAGE, &err);
         for (int i = 0; i < n; i++) {
-            char when[64];
-            cli_format_time(page[i].unix_ms * 1000000, when, sizeof when);
-            bson_t doc = BSON_INITIALIZER;
-            BSON_APPEND_INT64(&doc, "seq", (int64_t)page[i].seq);
-            BSON_APPEND_UTF8(&doc, "time", page[i].unix_ms ? when : "");
-            BSON_APPEND_INT64(&doc, "unix_ms", page[i].unix_ms);
-            BSON_APPEND_UTF8(&doc, "reason", page[i].reason);
-            char *json = bson_as_relaxed_extended_json(&doc, NULL);
-            bson_destroy(&doc);
-            if (json == NULL) {
-                free(page);
-                return CLI_EXIT_ENGINE;
+            char *json = NULL;
+            int rc = stele_dead_letter_to_json(&page[i], &json, NULL, &err);
+            if (rc != 0) {
+                n = rc;
+                break;
             }
             puts(json);
-            bson_free(json);
+            stele_json_free(json);
         }
         if (n > 0)
             from_seq = page[n - 1].seq + 1;

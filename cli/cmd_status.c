@@ -1,14 +1,13 @@
 /*
  * cmd_status.c: `stele status`: the journal's positions and each sink's checkpoint, read with
  * stele_status_read() (read-only, beside a running writer). Text for people, --json (one
- * object, built with libbson) for scripts, --prometheus for node_exporter's textfile
+ * object, stele_status_to_json()) for scripts, --prometheus for node_exporter's textfile
  * collector. stele_status_t holds no URI, so no credential can be printed: sinks appear by
  * name only, and their last error was scrubbed by the writer before it was published.
  * The quota and sync settings are the live writer's, or the last writer's when none runs.
  */
 #include "cmd.h"
 
-#include <bson/bson.h>
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
@@ -124,62 +123,16 @@ print_text(const char *dir, const stele_status_t *st)
     }
 }
 
+/* Returns 0, or the code of stele_status_to_json() with *err filled. */
 static int
-print_json(const char *dir, const stele_status_t *st)
+print_json(const char *dir, const stele_status_t *st, stele_error_t *err)
 {
-    bson_t doc = BSON_INITIALIZER, sinks, sink;
-    BSON_APPEND_UTF8(&doc, "dir", dir);
-    BSON_APPEND_UTF8(&doc, "source", st->source);
-    BSON_APPEND_INT32(&doc, "format_version", (int32_t)st->format_version);
-    BSON_APPEND_INT32(&doc, "writer_pid", st->writer_pid);
-    BSON_APPEND_INT64(&doc, "first_seq", (int64_t)st->first_seq);
-    BSON_APPEND_INT64(&doc, "last_seq", (int64_t)st->last_seq);
-    BSON_APPEND_INT64(&doc, "committed_seq", (int64_t)st->committed_seq);
-    BSON_APPEND_INT64(&doc, "durable_seq", (int64_t)st->durable_seq);
-    BSON_APPEND_INT64(&doc, "segments", (int64_t)st->segments);
-    BSON_APPEND_INT64(&doc, "disk_bytes", (int64_t)st->disk_bytes);
-    if (st->settings_unix_ms != 0) {
-        bson_t set;
-        BSON_APPEND_DOCUMENT_BEGIN(&doc, "settings", &set);
-        BSON_APPEND_BOOL(&set, "live", st->writer_pid != 0);
-        BSON_APPEND_UTF8(&set, "sync", sync_name(st->sync));
-        BSON_APPEND_INT64(&set, "sync_interval_ms", st->sync_interval_ms);
-        BSON_APPEND_INT64(&set, "commit_interval_us", st->commit_interval_us);
-        BSON_APPEND_UTF8(&set, "commit_policy", policy_name(st->commit_policy));
-        BSON_APPEND_INT64(&set, "max_journal_bytes", (int64_t)st->max_journal_bytes);
-        BSON_APPEND_UTF8(&set, "on_full", on_full_name(st->on_full));
-        bson_append_document_end(&doc, &set);
-    }
-    BSON_APPEND_ARRAY_BEGIN(&doc, "sinks", &sinks);
-    for (size_t i = 0; i < st->n_sinks && i < STELE_MAX_SINKS; i++) {
-        char key[16];
-        const char *key_ptr;
-        bson_uint32_to_string((uint32_t)i, &key_ptr, key, sizeof key);
-        bson_append_document_begin(&sinks, key_ptr, -1, &sink);
-        BSON_APPEND_UTF8(&sink, "name", st->sinks[i].name);
-        BSON_APPEND_INT64(&sink, "shipped_seq", (int64_t)st->sinks[i].shipped_seq);
-        BSON_APPEND_INT64(&sink, "lag_records", (int64_t)sink_lag(st, i));
-        BSON_APPEND_DOUBLE(&sink, "lag_seconds", st->sinks[i].lag_seconds);
-        BSON_APPEND_INT64(&sink, "dead_letters", (int64_t)st->sinks[i].dead_letters);
-        BSON_APPEND_INT64(&sink, "retries", (int64_t)st->sinks[i].retries);
-        BSON_APPEND_INT64(&sink, "batches", (int64_t)st->sinks[i].batches);
-        BSON_APPEND_BOOL(&sink, "stopped", st->sinks[i].is_stopped != 0);
-        if (st->sinks[i].last_error_unix_ms != 0) {
-            char when[48];
-            format_unix_ms(st->sinks[i].last_error_unix_ms, when, sizeof when);
-            BSON_APPEND_UTF8(&sink, "last_error", st->sinks[i].last_error);
-            BSON_APPEND_UTF8(&sink, "last_error_time", when);
-        }
-        bson_append_document_end(&sinks, &sink);
-    }
-    bson_append_array_end(&doc, &sinks);
-    char *json = bson_as_relaxed_extended_json(&doc, NULL);
-    bson_destroy(&doc);
-    if (json == NULL)
-        return -1;
-    puts(json);
-    bson_free(json);
-    return 0;
+    char *json = NULL;
+    int rc = stele_status_to_json(dir, st, &json, NULL, err);
+    if (rc == 0)
+        puts(json);
+    stele_json_free(json);
+    return rc;
 }
 
 /* Prometheus label values escape backslash, double quote and newline. */
@@ -326,9 +279,9 @@ cmd_status(int argc, char **argv)
         code = cli_exit_for(rc);
         goto done;
     }
-    if (format == STATUS_JSON && print_json(args.dir, &st) != 0) {
-        fprintf(stderr, "stele status: journal strings are not valid UTF-8\n");
-        code = CLI_EXIT_INVALID;
+    if (format == STATUS_JSON && (rc = print_json(args.dir, &st, &err)) != 0) {
+        cli_report("status", rc, &err);
+        code = cli_exit_for(rc);
     } else if (format == STATUS_PROMETHEUS) {
         print_prometheus(&st);
     } else if (format == STATUS_TEXT) {

@@ -1,7 +1,8 @@
 /*
  * cmd_tail.c: `stele tail`: prints records as JSON Lines
  *   {"seq":N,"ts":"<RFC 3339 UTC, µs>","src":"...","event":{...}}
- * (the event as libbson's relaxed extended JSON), in seq order; -f follows new records.
+ * (stele_record_to_json: compact, the event as relaxed Extended JSON), in seq order; -f
+ * follows new records. --where conditions are a stele_filter_t.
  *
  * How it reads:
  *  - -n N without --since/--until/--where seeks straight to committed_seq - N + 1; with any
@@ -21,7 +22,6 @@
  */
 #include "cmd.h"
 
-#include <bson/bson.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -34,15 +34,9 @@
 /* Check for signals every this many records while catching up on a long history. */
 #define TAIL_SIGNAL_CHECK_RECORDS 1024
 #define TAIL_DEFAULT_LINES 10
-#define TAIL_MAX_WHERE 32
 #define TAIL_ALL (-1)
 /* Slots of the first allocation of the line ring; it doubles from there up to -n N. */
 #define TAIL_RING_FIRST_SLOTS 64
-
-typedef struct where_clause {
-    const char *path;  /* dotted path into the event */
-    const char *value; /* compared as a string, number, true/false or null */
-} where_clause_t;
 
 typedef struct tail_query {
     cli_mongo_t mongo;  /* mongo.sink.uri set: read the remote copy */
@@ -54,9 +48,7 @@ typedef struct tail_query {
     uint64_t from_seq; /* 0: not given */
     int has_since, has_until;
     int64_t since_ns, until_ns;
-    size_t n_where;
-    where_clause_t where[TAIL_MAX_WHERE];
-    char where_storage[TAIL_MAX_WHERE][256];
+    stele_filter_t *where; /* the --where conditions; NULL when none was given */
 } tail_query_t;
 
 /* The last `cap` formatted lines, oldest at head. `lines` grows with the matches up to `cap`
@@ -70,7 +62,6 @@ typedef struct line_ring {
 typedef struct tailer {
     stele_reader_t *reader;        /* the local journal, or NULL with --mongo */
     stele_remote_reader_t *remote; /* the sink's collection, or NULL */
-    const char *src_escaped;       /* JSON-escaped source, owned (bson_free) */
     const char *src;
     const tail_query_t *q;
     line_ring_t ring; /* used while catching up when the range must be scanned */
@@ -116,73 +107,32 @@ static const struct option tail_opts[] = {
     {"source", required_argument, NULL, OPT_SOURCE}, {NULL, 0, NULL, 0},
 };
 
-/* ---- filters ------------------------------------------------------------------------- */
-
-static int
-value_matches(const bson_iter_t *it, const char *want)
-{
-    switch (bson_iter_type(it)) {
-    case BSON_TYPE_UTF8:
-        return strcmp(bson_iter_utf8(it, NULL), want) == 0;
-    case BSON_TYPE_BOOL:
-        return strcmp(want, bson_iter_bool(it) ? "true" : "false") == 0;
-    case BSON_TYPE_NULL:
-        return strcmp(want, "null") == 0;
-    case BSON_TYPE_INT32:
-    case BSON_TYPE_INT64: {
-        char *end = NULL;
-        errno = 0;
-        long long n = strtoll(want, &end, 10);
-        if (errno == 0 && end != want && *end == '\0')
-            return bson_iter_as_int64(it) == n;
-        double d = strtod(want, &end);
-        return end != want && *end == '\0' && (double)bson_iter_as_int64(it) == d;
-    }
-    case BSON_TYPE_DOUBLE: {
-        char *end = NULL;
-        double d = strtod(want, &end);
-        return end != want && *end == '\0' && bson_iter_double(it) == d;
-    }
-    default:
-        return 0;
-    }
-}
-
-static int
-event_matches(const bson_t *event, const tail_query_t *q)
-{
-    for (size_t i = 0; i < q->n_where; i++) {
-        bson_iter_t it, found;
-        if (!bson_iter_init(&it, event) ||
-            !bson_iter_find_descendant(&it, q->where[i].path, &found) ||
-            !value_matches(&found, q->where[i].value))
-            return 0;
-    }
-    return 1;
-}
-
 /* ---- output -------------------------------------------------------------------------- */
 
-/* Formats one record; returns a string to free with bson_free(), or NULL if its BSON is bad. */
-static char *
-format_record(const tailer_t *t, const stele_record_t *rec, const bson_t *event)
+/* Formats one record as its output line with the newline, into *line_out (free with
+ * free()). Returns 0, or the code of stele_record_to_json() (STELE_EBSON: a bad event). */
+static int
+format_record(const tailer_t *t, const stele_record_t *rec, char **line_out, stele_error_t *err)
 {
-    char *event_json = bson_as_relaxed_extended_json(event, NULL);
-    if (event_json == NULL)
-        return NULL;
-    char ts[64];
-    cli_format_time(rec->ts_ns, ts, sizeof ts);
-    bson_string_t *line = bson_string_new(NULL);
-    if (t->q->pretty)
-        bson_string_append_printf(line, "%s %s #%" PRIu64 " %s\n", ts, t->src, rec->seq,
-                                  event_json);
-    else
-        bson_string_append_printf(line,
-                                  "{\"seq\":%" PRIu64 ",\"ts\":\"%s\",\"src\":\"%s\","
-                                  "\"event\":%s}\n",
-                                  rec->seq, ts, t->src_escaped, event_json);
-    bson_free(event_json);
-    return bson_string_free(line, false);
+    char *json = NULL;
+    int rc = t->q->pretty ? stele_event_to_json(rec->bson, rec->bson_len, &json, NULL, err)
+                          : stele_record_to_json(rec, t->src, &json, NULL, err);
+    if (rc != 0)
+        return rc;
+    char *line = NULL;
+    int n;
+    if (t->q->pretty) {
+        char ts[64];
+        cli_format_time(rec->ts_ns, ts, sizeof ts);
+        n = asprintf(&line, "%s %s #%" PRIu64 " %s\n", ts, t->src, rec->seq, json);
+    } else {
+        n = asprintf(&line, "%s\n", json);
+    }
+    if (n < 0)
+        line = NULL;
+    stele_json_free(json);
+    *line_out = line;
+    return line == NULL ? -ENOMEM : 0;
 }
 
 /* A failed write stops the tailer; EPIPE (the reader went away) is a normal end. */
@@ -231,17 +181,17 @@ static int
 ring_push(line_ring_t *ring, char *line)
 {
     if (ring->cap == 0) {
-        bson_free(line);
+        free(line);
         return 0;
     }
     if (ring->count == ring->cap) {
-        bson_free(ring->lines[ring->head]);
+        free(ring->lines[ring->head]);
         ring->lines[ring->head] = line;
         ring->head = (ring->head + 1) % ring->cap;
         return 0;
     }
     if (ring->count == ring->n_alloc && ring_grow(ring) != 0) {
-        bson_free(line);
+        free(line);
         return -ENOMEM;
     }
     ring->lines[ring->count] = line; /* not full: head is 0 */
@@ -258,7 +208,7 @@ ring_drain(tailer_t *t)
         char *line = ring->lines[ring->head];
         if (rc == 0 && !t->stopped)
             rc = write_line(t, line);
-        bson_free(line);
+        free(line);
         ring->head = (ring->head + 1) % ring->cap;
     }
     ring->head = 0;
@@ -287,22 +237,21 @@ tailer_next(tailer_t *t, stele_record_t *rec, int timeout_ms, stele_error_t *err
 
 /* Handles one record: 1 when past --until (stop), 0 to go on, or a negative code. */
 static int
-tailer_take(tailer_t *t, const stele_record_t *rec, int is_catching_up)
+tailer_take(tailer_t *t, const stele_record_t *rec, int is_catching_up, stele_error_t *err)
 {
     if (t->q->has_until && rec->ts_ns > t->q->until_ns)
         return 1;
-    bson_t event;
-    if (!bson_init_static(&event, rec->bson, rec->bson_len))
-        return STELE_EBSON;
-    if (!event_matches(&event, t->q))
-        return 0;
-    char *line = format_record(t, rec, &event);
-    if (line == NULL)
-        return STELE_EBSON;
+    int rc = t->q->where != NULL ? stele_filter_match(t->q->where, rec) : 1;
+    if (rc <= 0)
+        return rc;
+    char *line = NULL;
+    rc = format_record(t, rec, &line, err);
+    if (rc != 0)
+        return rc;
     if (is_catching_up && t->use_ring)
         return ring_push(&t->ring, line);
-    int rc = write_line(t, line);
-    bson_free(line);
+    rc = write_line(t, line);
+    free(line);
     return rc;
 }
 
@@ -386,7 +335,7 @@ tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
             if ((rc = tailer_end_history(t)) != 0)
                 return rc < 0 ? rc : 0;
         }
-        rc = tailer_take(t, &rec, is_catching_up);
+        rc = tailer_take(t, &rec, is_catching_up, err);
         if (rc == 1) {
             if (is_catching_up)
                 rc = ring_drain(t);
@@ -420,7 +369,7 @@ tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
 {
     const tail_query_t *q = t->q;
     int rc = 0;
-    int can_seek_last = q->n_last != TAIL_ALL && !q->has_since && !q->has_until && q->n_where == 0;
+    int can_seek_last = q->n_last != TAIL_ALL && !q->has_since && !q->has_until && q->where == NULL;
     uint64_t start_seq = q->from_seq;
     if (can_seek_last) {
         uint64_t last_seq = 0;
@@ -456,19 +405,16 @@ tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
 static int
 parse_where(tail_query_t *q, const char *arg)
 {
-    const char *eq = strchr(arg, '=');
-    if (eq == NULL || eq == arg)
-        return cli_usage_error("tail", "--where '%s' is not PATH=VALUE", arg);
-    if (q->n_where == TAIL_MAX_WHERE)
-        return cli_usage_error("tail", "at most %d --where clauses", TAIL_MAX_WHERE);
-    size_t path_len = (size_t)(eq - arg);
-    if (path_len >= sizeof q->where_storage[0])
-        return cli_usage_error("tail", "--where path is too long");
-    memcpy(q->where_storage[q->n_where], arg, path_len);
-    q->where_storage[q->n_where][path_len] = '\0';
-    q->where[q->n_where].path = q->where_storage[q->n_where];
-    q->where[q->n_where].value = eq + 1;
-    q->n_where++;
+    stele_error_t err = {0};
+    int rc = q->where == NULL ? stele_filter_new(&q->where, &err) : 0;
+    if (rc == 0)
+        rc = stele_filter_add(q->where, arg, &err);
+    if (rc == STELE_EINVAL)
+        return cli_usage_error("tail", "--where %s", err.message);
+    if (rc != 0) {
+        cli_report("tail", rc, &err);
+        return cli_exit_for(rc);
+    }
     return 0;
 }
 
@@ -561,13 +507,12 @@ tailer_free(tailer_t *t)
 {
     if (t->ring.lines != NULL) {
         while (t->ring.count > 0) {
-            bson_free(t->ring.lines[t->ring.head]);
+            free(t->ring.lines[t->ring.head]);
             t->ring.head = (t->ring.head + 1) % t->ring.cap;
             t->ring.count--;
         }
     }
     free(t->ring.lines);
-    bson_free((char *)t->src_escaped);
     stele_reader_close(t->reader);
     stele_remote_reader_close(t->remote);
 }
@@ -651,10 +596,8 @@ cmd_tail(int argc, char **argv)
 
     stele_error_t err = {0};
     int rc = tailer_open(&t, args.dir, source, &err);
-    if (rc == 0) {
-        t.src_escaped = bson_utf8_escape_for_json(t.src, -1);
-        rc = t.src_escaped == NULL ? STELE_EUTF8 : tailer_position(&t, args.dir, &err);
-    }
+    if (rc == 0)
+        rc = tailer_position(&t, args.dir, &err);
     stele_record_t bad = {0};
     if (rc == 0)
         rc = tailer_run(&t, &bad, &err);
@@ -673,6 +616,8 @@ cmd_tail(int argc, char **argv)
     }
 done:
     tailer_free(&t);
+    if (q != NULL)
+        stele_filter_free(q->where);
     free(q);
     cli_args_end(&args);
     return code;

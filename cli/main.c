@@ -2,7 +2,8 @@
  * main.c: `stele COMMAND [options]`: finds the subcommand and hands it argv from the command
  * name on (so each command parses its own flags with getopt from argv[1]). Before that it
  * makes sure descriptors 0, 1 and 2 are taken (see hold_closed_standard_streams). Owns
- * nothing else: flags, exit codes and helpers shared by the commands live in common.c.
+ * nothing else: the flags, exit codes and helpers the commands share live in args.c,
+ * report.c, timearg.c and mongo_args.c.
  */
 #include "cmd.h"
 

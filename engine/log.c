@@ -2,7 +2,7 @@
  * log.c: stele's log line (stele.h, "Log lines"): one logfmt line on stderr per call,
  *   ts=2026-11-30T20:33:00.123456Z level=info msg="listening" socket="/run/stele.sock"
  * written with one write(2) so lines of concurrent threads and processes never
- * interleave. Used by the shippers and the libmongoc log handler (ship.c) and by the
+ * interleave. Used by the shippers and the libmongoc log handler (ship_mongoc.c) and by the
  * `stele` command (serve's log), so every line a stele process prints has one shape.
  */
 #include "stele.h"

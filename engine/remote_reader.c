@@ -16,8 +16,8 @@
  * Invariants: records come out with strictly increasing seqs (next_seq moves past each one
  * returned, so a re-query never repeats one); credentials never appear in a message (the
  * collection is named host:port/db.collection, and libmongoc's text is scrubbed of the
- * password). The sink's database and collection defaults and name rules are ship.c's
- * (ship_sink_names).
+ * password). The sink's database and collection defaults and name rules are
+ * ship_target.c's (ship_sink_names), the meaning of a failure ship_classify.c's.
  *
  * Threads: a reader belongs to one thread at a time and holds no lock; libmongoc is
  * initialised once per process, with stele's log handler (ship_mongoc_init_once).
@@ -35,8 +35,8 @@
 
 #include "clock.h"
 #include "error.h"
-#include "ship.h"     /* shipper_classify, ship_scrub_password: shared with the shippers */
-#include "validate.h" /* STELE_META_FIELD, STELE_ID_FIELD */
+#include "ship_mongo.h" /* shipper_classify, ship_scrub_password: shared with the shippers */
+#include "validate.h"   /* STELE_META_FIELD, STELE_ID_FIELD */
 
 #define REMOTE_HASH_BYTES 32
 /* Documents per query: bounds one query's work and a cursor's batches; a full chunk is
@@ -187,13 +187,14 @@ remote_fail(const stele_remote_reader_t *r, const char *what, const bson_error_t
 {
     size_t index = 0;
     int is_auth = shipper_classify(berr, reply, &index) == SHIPPER_STOP_AUTH;
-    char msg[STELE_ERROR_MESSAGE_BYTES];
-    ship_fmt(msg, sizeof msg, "%s on %s failed: %s", what, r->where, berr->message);
-    ship_scrub_password(r->password, msg, sizeof msg);
-    return error_set_hinted(err, is_auth ? STELE_EAUTH : STELE_EREMOTE,
-                            is_auth ? "check the user, password and roles in the URI"
-                                    : "check that the server is reachable",
-                            "%s", msg);
+    int code = is_auth ? STELE_EAUTH : STELE_EREMOTE;
+    error_set_hinted(err, code,
+                     is_auth ? "check the user, password and roles in the URI"
+                             : "check that the server is reachable",
+                     "%s on %s failed: %s", what, r->where, berr->message);
+    if (err)
+        ship_scrub_password(r->password, err->message, sizeof err->message);
+    return code;
 }
 
 /* ---- open / close -------------------------------------------------------------------------- */

@@ -1,12 +1,17 @@
 /*
- * ship.c: fan-out to MongoDB, the only file that calls libmongoc.
+ * ship.c: the shipper: one per sink, with its thread, its client pool, its journal reader
+ * and its statistics (shipper_start / _stop / _stats / _stopped), and the thread-less
+ * one-shot shipper (shipper_oneshot_*) that stele_reship and the re-ship of dead letters use.
  *
- * Owns: one shipper per sink (its thread, its mongoc_client_pool_t, its journal reader, its
- * statistics), the document shape of a shipped record, the one classifier of MongoDB
- * errors (ship_classify), the remote consistency check and re-ship (stele_remote_check,
- * stele_reship), the handling of dead letters (stele_dead_letters_*: list, re-ship,
- * discard), and libmongoc's process-wide log handler (its lines go to stderr as stele log
- * lines, URI passwords redacted). Does not own the journal (read through journal_reader_*),
+ * Owns: the thread's life: create the sink's index, find where to resume (the checkpoint,
+ * else the newest document stored for the source, checked against the journal), fill a
+ * batch from the journal (batch_docs / batch_bytes / linger_ms), have it delivered, then
+ * acknowledge it (checkpoint, shipped_seq, progress callback); the backoff and the stop
+ * request; the last error. Does not own the delivery of a batch (ship_send.c), the commands
+ * sent to the sink's collection (ship_collection.c), the shape of a document (ship_doc.c),
+ * what a MongoDB failure means (ship_classify.c), a sink's configuration (ship_target.c),
+ * libmongoc's initialisation and log handler (ship_mongoc.c), the remote check and re-ship
+ * (ship_check.c), the dead letters' calls (ship_dead.c), the journal (journal_reader_*),
  * the storage of checkpoints and dead letters (index_*), nor wait=shipped (the engine, fed
  * by on_progress).
  *
@@ -16,701 +21,49 @@
  *    thread starts (ship_scratch_t), so reading records never fails for memory.
  *  - A shipper's thread never ends unnoticed: unless asked to stop, it leaves its sink
  *    stopped with the reason in last_error (shipper_note_exit), as status shows.
- *  - A batch is sent with one ordered insert_many; the checkpoint advances only after every
- *    document of the batch is acknowledged with the write concern, dead-lettered, or found
- *    already stored with the same chain hash. So the remote holds a prefix of the journal
- *    plus at most one in-flight batch, and a retry never duplicates (deterministic _id).
+ *  - The checkpoint advances only after shipper_send_batch delivered the whole batch
+ *    (acknowledged with the write concern, dead-lettered, or found already stored with the
+ *    same chain hash). So the remote holds a prefix of the journal plus at most one
+ *    in-flight batch, and a retry never duplicates (deterministic _id).
  *  - Retryable errors are retried forever with capped exponential backoff and jitter, with
  *    the same pool; nothing is dropped or reordered. Only an integrity mismatch, an
  *    authentication failure, a corrupt journal, or an index that will not list a dead letter
  *    stops a sink.
- *  - A document the sink refuses for good is done only once its dead letter is in the index:
- *    a failed write is retried with backoff, then stops the sink before that record.
- *  - Credentials never leave this file: errors and stats name the sink by host/db.coll, and
- *    every message is scrubbed of the URI's password.
- *  - A dead letter leaves the index's list only when its document is acknowledged or found
- *    stored with the same hash, or when an operator discards it (logged).
+ *  - A sink found without a checkpoint resumes after the newest document stored for its
+ *    source only if the journal holds that seq with the same chain hash (or retention
+ *    deleted it); otherwise it stops, rather than skip another journal's records.
+ *  - Credentials never leave the shipping files: errors and stats name the sink by
+ *    host/db.coll, and every message is scrubbed of the URI's password.
  *
  * Threads and locks: a shipper's thread is the only writer of shipped_seq (atomic) and the
- * only user of its reader and batch. `mu` protects the statistics below it and the stop
- * request; `cv` wakes a backoff sleep when stop is requested.
+ * only user of its reader and batch. `mu` protects the statistics and the stop request;
+ * `cv` wakes a backoff sleep when stop is requested. struct shipper, with its fields grouped
+ * by who writes them, is in ship_mongo.h.
  */
 #include "ship.h"
+#include "ship_mongo.h"
 #include "clock.h"
-#include "config.h"   /* config_check_sink_numbers: one table of sink ranges */
-#include "validate.h" /* STELE_META_FIELD */
+#include "error.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <mongoc/mongoc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h> /* shm_unlink */
 #include <time.h>
-#include <unistd.h>
 
-#define SHIP_HASH_BYTES 32
 /* How long the thread sleeps on the journal between checks of the stop request. */
 #define SHIP_IDLE_WAIT_MS 50
-/* Socket timeout when the URI sets none: above any sane wtimeout, far below libmongoc's
- * 5-minute default, so a stalled server is noticed and retried. */
-#define SHIP_DEFAULT_SOCKET_TIMEOUT_MS 30000
-#define SHIP_DEFAULT_SELECT_TIMEOUT_MS 5000
-/* Name of the one secondary index a sink creates. */
-#define SHIP_INDEX_NAME "stele_src_seq"
-
-/*
- * Replaces the password of every URI in text ("scheme://user:password@host") by "***".
- * The process-wide libmongoc log handler knows no sink's password, so it redacts by shape;
- * messages of a sink are also scrubbed of its exact password (ship_scrub).
- */
-static void
-ship_redact_uris(char *text, size_t cap)
-{
-    char *p = text;
-    while ((p = strstr(p, "://")) != NULL) {
-        char *host = p + 3;
-        size_t authority = strcspn(host, "/?#\"' \t\r\n");
-        char *at = NULL;
-        for (size_t i = 0; i < authority; i++)
-            if (host[i] == '@')
-                at = host + i;
-        char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
-        if (!colon) {
-            p = host;
-            continue;
-        }
-        char *pw = colon + 1;
-        size_t tail = strlen(at) + 1;
-        if ((size_t)(pw - text) + 3 + tail > cap)
-            tail = cap - (size_t)(pw - text) - 3;
-        memmove(pw + 3, at, tail);
-        memcpy(pw, "***", 3);
-        text[cap - 1] = '\0';
-        p = pw + 3;
-    }
-}
-
-/* libmongoc's levels, most severe first; the handler passes those <= the minimum. */
-static mongoc_log_level_t
-ship_mongoc_min_level(void)
-{
-    static const struct {
-        const char *name;
-        mongoc_log_level_t level;
-    } names[] = {
-        {"error", MONGOC_LOG_LEVEL_ERROR},     {"critical", MONGOC_LOG_LEVEL_CRITICAL},
-        {"warning", MONGOC_LOG_LEVEL_WARNING}, {"message", MONGOC_LOG_LEVEL_MESSAGE},
-        {"info", MONGOC_LOG_LEVEL_INFO},       {"debug", MONGOC_LOG_LEVEL_DEBUG},
-        {"trace", MONGOC_LOG_LEVEL_TRACE},
-    };
-    const char *want = getenv("STELE_MONGOC_LOG_LEVEL");
-    for (size_t i = 0; want && i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(want, names[i].name))
-            return names[i].level;
-    return MONGOC_LOG_LEVEL_WARNING;
-}
-
-/*
- * libmongoc's log handler: its default one prints to stdout, which would corrupt the JSON of
- * `stele tail` and may show a URI. This one writes stele's log line on stderr, with URI
- * passwords redacted. user_data carries the minimum level (no global state).
- */
-static void
-ship_mongoc_log(mongoc_log_level_t level, const char *domain, const char *message, void *user_data)
-{
-    if ((intptr_t)level > (intptr_t)user_data)
-        return;
-    char text[512], quoted_domain[64];
-    snprintf(text, sizeof text, "%s", message ? message : "");
-    ship_redact_uris(text, sizeof text);
-    const char *name = level <= MONGOC_LOG_LEVEL_CRITICAL  ? "error"
-                       : level == MONGOC_LOG_LEVEL_WARNING ? "warn"
-                       : level <= MONGOC_LOG_LEVEL_INFO    ? "info"
-                                                           : "debug";
-    stele_log_write(name, text, "component=mongoc domain=%s",
-                    stele_log_quote(quoted_domain, sizeof quoted_domain, domain ? domain : ""));
-}
-
-/* ------------------------------------------------------------------------------------------
- * Process-wide libmongoc initialisation. The once-guard is the only static state: libmongoc
- * itself is process-global and must be initialised, and its log handler set, exactly once.
- * ------------------------------------------------------------------------------------------ */
-static pthread_once_t ship_mongoc_once = PTHREAD_ONCE_INIT;
-
-static void ship_mongoc_init(void);
-
-void
-stele_forget_driver_counters(void)
-{
-    /* libmongoc's own name for the file (mongoc-counters.c); ENOENT when its counters are
-     * not in shared memory (disabled, or built without them). */
-    char name[32];
-    snprintf(name, sizeof name, "/mongoc-%u", (unsigned)getpid());
-    (void)shm_unlink(name);
-}
-
-void
-ship_mongoc_init_once(void)
-{
-    pthread_once(&ship_mongoc_once, ship_mongoc_init);
-}
-
-static void
-ship_mongoc_init(void)
-{
-    mongoc_log_level_t min_level = ship_mongoc_min_level();
-    if (min_level < MONGOC_LOG_LEVEL_TRACE)
-        mongoc_log_trace_disable();
-    mongoc_log_set_handler(ship_mongoc_log, (void *)(intptr_t)min_level);
-    mongoc_init();
-}
-
-void
-ship_fmt(char *dst, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(dst, cap, fmt, ap);
-    va_end(ap);
-}
-
-void
-ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll)
-{
-    const mongoc_host_list_t *host = mongoc_uri_get_hosts(uri);
-    ship_fmt(buf, cap, "%s/%s.%s", host ? host->host_and_port : "?", db, coll);
-}
-
-static void ship_set_error(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void
-ship_set_error(stele_error_t *err, int code, const char *hint, const char *fmt, ...)
-{
-    if (!err)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = code;
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    snprintf(err->hint, sizeof err->hint, "%s", hint ? hint : "");
-}
-
-/* ------------------------------------------------------------------------------------------
- * Target: a sink's resolved configuration (URI, names, write concern), shared by the
- * shipper and the one-shot remote check / re-ship.
- * ------------------------------------------------------------------------------------------ */
-typedef struct ship_target {
-    stele_sink_options_t opts; /* numbers only; string fields point into the copies below */
-    char *name;
-    char *database;
-    char *collection;
-    char *password;  /* only to scrub it from messages; NULL when the URI has none */
-    char where[256]; /* host:port/db.collection, no credentials */
-    mongoc_uri_t *uri;
-    mongoc_write_concern_t *write_concern;
-    mongoc_read_concern_t *read_concern;
-    int is_socket_timeout_set; /* by the user's URI */
-} ship_target_t;
-
-static void
-ship_target_free(ship_target_t *t)
-{
-    free(t->name);
-    free(t->database);
-    free(t->collection);
-    if (t->password) {
-        memset(t->password, 0, strlen(t->password));
-        free(t->password);
-    }
-    mongoc_uri_destroy(t->uri);
-    mongoc_write_concern_destroy(t->write_concern);
-    mongoc_read_concern_destroy(t->read_concern);
-    memset(t, 0, sizeof *t);
-}
-
-/* A message cut at its capacity may end inside an occurrence of the password, where no scan
- * can find it whole: drops the longest end of msg that is a beginning of the password. */
-static void
-ship_strip_password_prefix(const char *password, size_t pw_len, char *msg)
-{
-    size_t len = strlen(msg);
-    for (size_t k = pw_len - 1 < len ? pw_len - 1 : len; k > 0; k--) {
-        if (memcmp(msg + len - k, password, k) == 0) {
-            msg[len - k] = '\0';
-            return;
-        }
-    }
-}
-
-void
-ship_scrub_password(const char *password, char *msg, size_t cap)
-{
-    if (!password || !password[0] || cap == 0)
-        return;
-    size_t pw_len = strlen(password);
-    int is_cut = strlen(msg) + 1 >= cap; /* vsnprintf filled it: it may have cut the text */
-    char *from = msg;
-    char *hit;
-    while ((hit = strstr(from, password)) != NULL) {
-        size_t at = (size_t)(hit - msg);
-        if (at + 3 >= cap) { /* no room for the mask and the NUL: the text ends here */
-            *hit = '\0';
-            is_cut = 1;
-            break;
-        }
-        size_t tail = strlen(hit + pw_len) + 1;
-        if (at + 3 + tail > cap) {
-            tail = cap - at - 3;
-            is_cut = 1;
-        }
-        memmove(hit + 3, hit + pw_len, tail);
-        memcpy(hit, "***", 3);
-        msg[cap - 1] = '\0';
-        from = hit + 3;
-    }
-    if (is_cut)
-        ship_strip_password_prefix(password, pw_len, msg);
-}
-
-/* Replaces every occurrence of the sink's password in msg by "***". */
-static void
-ship_scrub(const ship_target_t *t, char *msg, size_t cap)
-{
-    ship_scrub_password(t->password, msg, cap);
-}
-
-static int
-ship_name_ok(const char *s, size_t max_len)
-{
-    return s && s[0] && strlen(s) <= max_len;
-}
-
-int
-ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const char **db_out,
-                const char **coll_out)
-{
-    const char *db = sink->database && sink->database[0] ? sink->database
-                     : uri_db && uri_db[0]               ? uri_db
-                                                         : "audit";
-    const char *coll = sink->collection && sink->collection[0] ? sink->collection : "events";
-    *db_out = db;
-    *coll_out = coll;
-    if (!ship_name_ok(db, 63) || strpbrk(db, "/\\. \"$") || !ship_name_ok(coll, 200) ||
-        strchr(coll, '$'))
-        return -1;
-    return 0;
-}
-
-/* Applies an integer URI option only when the URI leaves it unset. */
-static void
-ship_uri_default(mongoc_uri_t *uri, const char *option, int32_t value)
-{
-    if (mongoc_uri_get_option_as_int32(uri, option, -1) == -1)
-        mongoc_uri_set_option_as_int32(uri, option, value);
-}
-
-/* The sink's name ("default" when unset), or NULL with the error set when the sink has no
- * URI or its name is too long. */
-static const char *
-ship_sink_name(const stele_sink_options_t *sink, stele_error_t *err)
-{
-    if (!sink || !sink->uri || !sink->uri[0]) {
-        ship_set_error(err, STELE_ECONFIG, "set uri to a mongodb:// connection string",
-                       "sink %s: uri is required", sink && sink->name ? sink->name : "default");
-        return NULL;
-    }
-    const char *name = sink->name && sink->name[0] ? sink->name : "default";
-    if (!ship_name_ok(name, 63)) {
-        ship_set_error(err, STELE_ECONFIG, NULL, "sink name is longer than 63 bytes");
-        return NULL;
-    }
-    return name;
-}
-
-/* Copies the sink's names and its URI's password (t->uri) into t, and checks the names. */
-static int
-ship_target_copy_names(ship_target_t *t, const stele_sink_options_t *sink, const char *name,
-                       stele_error_t *err)
-{
-    if (mongoc_uri_get_password(t->uri))
-        t->password = strdup(mongoc_uri_get_password(t->uri));
-    const char *db, *coll;
-    int names_rc = ship_sink_names(sink, mongoc_uri_get_database(t->uri), &db, &coll);
-    t->name = strdup(name);
-    t->database = strdup(db);
-    t->collection = strdup(coll);
-    if (!t->name || !t->database || !t->collection) {
-        ship_set_error(err, -ENOMEM, NULL, "sink %s: out of memory", name);
-        return -ENOMEM;
-    }
-    if (names_rc != 0) {
-        ship_set_error(err, STELE_ECONFIG, "names may not contain / \\ . space \" or $",
-                       "sink %s: invalid database or collection name", name);
-        return STELE_ECONFIG;
-    }
-    return 0;
-}
-
-static void
-ship_target_set_concerns(ship_target_t *t, const stele_sink_options_t *sink)
-{
-    t->write_concern = mongoc_write_concern_new();
-    if (sink->w == -1)
-        mongoc_write_concern_set_wmajority(t->write_concern, (int32_t)sink->wtimeout_ms);
-    else {
-        mongoc_write_concern_set_w(t->write_concern, sink->w);
-        mongoc_write_concern_set_wtimeout_int64(t->write_concern, sink->wtimeout_ms);
-    }
-    if (sink->w != 0)
-        mongoc_write_concern_set_journal(t->write_concern, sink->journaled != 0);
-    /* Documents found already stored count as shipped only if they are as durable as the
-     * write concern asked: with w=majority, read them with read concern majority. */
-    t->read_concern = mongoc_read_concern_new();
-    if (sink->w == -1)
-        mongoc_read_concern_set_level(t->read_concern, MONGOC_READ_CONCERN_LEVEL_MAJORITY);
-}
-
-/* Timeouts the URI leaves unset: a socket timeout that outlasts the write concern's own. */
-static void
-ship_target_set_timeouts(ship_target_t *t, const stele_sink_options_t *sink)
-{
-    t->is_socket_timeout_set =
-        mongoc_uri_get_option_as_int32(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, -1) != -1;
-    int32_t socket_ms = SHIP_DEFAULT_SOCKET_TIMEOUT_MS;
-    if ((int64_t)sink->wtimeout_ms + 10000 > socket_ms)
-        socket_ms = (int32_t)(sink->wtimeout_ms > INT32_MAX - 10000 ? INT32_MAX
-                                                                    : sink->wtimeout_ms + 10000);
-    ship_uri_default(t->uri, MONGOC_URI_SOCKETTIMEOUTMS, socket_ms);
-    ship_uri_default(t->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, SHIP_DEFAULT_SELECT_TIMEOUT_MS);
-}
-
-static int
-ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error_t *err)
-{
-    memset(t, 0, sizeof *t);
-    ship_mongoc_init_once();
-    const char *name = ship_sink_name(sink, err);
-    if (!name)
-        return STELE_ECONFIG;
-    bson_error_t berr;
-    t->uri = mongoc_uri_new_with_error(sink->uri, &berr);
-    if (!t->uri) {
-        /* libmongoc's parse message may quote the URI; say only what is wrong with it. */
-        ship_set_error(err, STELE_ECONFIG, "expected mongodb://[user:pass@]host[:port]/[db]",
-                       "sink %s: invalid uri", name);
-        return STELE_ECONFIG;
-    }
-    t->opts = *sink;
-    int rc = ship_target_copy_names(t, sink, name, err);
-    if (rc == 0)
-        rc = config_check_sink_numbers(sink, name, err);
-    if (rc != 0) {
-        ship_target_free(t);
-        return rc;
-    }
-    t->opts.name = t->name;
-    t->opts.uri = NULL;
-    t->opts.database = t->database;
-    t->opts.collection = t->collection;
-    ship_where(t->where, sizeof t->where, t->uri, t->database, t->collection);
-    ship_target_set_concerns(t, sink);
-    ship_target_set_timeouts(t, sink);
-    mongoc_uri_set_appname(t->uri, "stele");
-    return 0;
-}
-
-static mongoc_client_pool_t *
-ship_pool_new(const ship_target_t *t, stele_error_t *err)
-{
-    bson_error_t berr;
-    mongoc_client_pool_t *pool = mongoc_client_pool_new_with_error(t->uri, &berr);
-    if (!pool) {
-        ship_set_error(err, STELE_ECONFIG, NULL, "sink %s: could not create client pool for %s",
-                       t->name, t->where);
-        return NULL;
-    }
-    mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
-    return pool;
-}
-
-/* ------------------------------------------------------------------------------------------
- * Error classification: the one place that decides what a MongoDB failure means.
- * ------------------------------------------------------------------------------------------ */
-
-static int
-ship_code_is_duplicate(int64_t code)
-{
-    return code == 11000 || code == 11001 || code == 12582;
-}
-
-static int
-ship_code_is_auth(int64_t code)
-{
-    return code == 11 /* UserNotFound */ || code == 13 /* Unauthorized */ ||
-           code == 18 /* AuthenticationFailed */ || code == 31 /* RoleNotFound */ ||
-           code == 33 /* PrivilegeNotFound */;
-}
-
-/* Server codes after which the same write can succeed later (MongoDB's retryable-write set
- * plus interruptions, stale routing and lock timeouts). */
-static int
-ship_code_is_transient(int64_t code)
-{
-    static const int32_t codes[] = {
-        6,     /* HostUnreachable */
-        7,     /* HostNotFound */
-        24,    /* LockTimeout */
-        46,    /* LockBusy */
-        50,    /* MaxTimeMSExpired */
-        64,    /* WriteConcernFailed (wtimeout) */
-        89,    /* NetworkTimeout */
-        91,    /* ShutdownInProgress */
-        100,   /* UnsatisfiableWriteConcern (e.g. majority lost during fail-over) */
-        112,   /* WriteConflict */
-        133,   /* FailedToSatisfyReadPreference */
-        150,   /* StaleEpoch */
-        189,   /* PrimarySteppedDown */
-        262,   /* ExceededTimeLimit */
-        9001,  /* SocketException */
-        10107, /* NotWritablePrimary ("not master") */
-        11600, /* InterruptedAtShutdown */
-        11602, /* InterruptedDueToReplStateChange */
-        13388, /* StaleConfig */
-        13435, /* NotPrimaryNoSecondaryOk */
-        13436, /* NotPrimaryOrSecondary ("node is recovering") */
-    };
-    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
-        if (code == codes[i])
-            return 1;
-    return 0;
-}
-
-static int
-ship_message_is_transient(const char *msg)
-{
-    return strstr(msg, "not master") || strstr(msg, "not primary") ||
-           strstr(msg, "node is recovering") || strstr(msg, "shutdown in progress");
-}
-
-/*
- * Classifies a failed insert_many (or find) from libmongoc's error and reply.
- * *index_out receives the batch index of the offending document for SHIPPER_DUPLICATE and
- * SHIPPER_DEAD_LETTER; documents before it were inserted (ordered insert) unless the reply
- * also carries a write-concern error, in which case the verdict is SHIPPER_RETRY.
- * Anything not known to be permanent is retried: never drop a record on a guess.
- */
-shipper_verdict_t
-shipper_classify(const bson_error_t *error, const bson_t *reply, size_t *index_out)
-{
-    *index_out = 0;
-    bson_iter_t it, child;
-    if (reply && mongoc_error_has_label(reply, "RetryableWriteError"))
-        return SHIPPER_RETRY;
-    if (reply && bson_iter_init_find(&it, reply, "writeConcernErrors") &&
-        BSON_ITER_HOLDS_ARRAY(&it)) {
-        uint32_t len;
-        const uint8_t *data;
-        bson_iter_array(&it, &len, &data);
-        if (len > 5) /* a non-empty array */
-            return SHIPPER_RETRY;
-    }
-    if (reply && bson_iter_init_find(&it, reply, "writeErrors") && BSON_ITER_HOLDS_ARRAY(&it) &&
-        bson_iter_recurse(&it, &child) && bson_iter_next(&child) &&
-        BSON_ITER_HOLDS_DOCUMENT(&child)) {
-        bson_iter_t we;
-        int64_t code = 0;
-        const char *msg = "";
-        if (bson_iter_recurse(&child, &we)) {
-            while (bson_iter_next(&we)) {
-                const char *key = bson_iter_key(&we);
-                if (!strcmp(key, "index") && BSON_ITER_HOLDS_NUMBER(&we))
-                    *index_out = (size_t)bson_iter_as_int64(&we);
-                else if (!strcmp(key, "code") && BSON_ITER_HOLDS_NUMBER(&we))
-                    code = bson_iter_as_int64(&we);
-                else if (!strcmp(key, "errmsg") && BSON_ITER_HOLDS_UTF8(&we))
-                    msg = bson_iter_utf8(&we, NULL);
-            }
-        }
-        if (ship_code_is_duplicate(code))
-            return SHIPPER_DUPLICATE;
-        if (ship_code_is_auth(code))
-            return SHIPPER_STOP_AUTH;
-        if (ship_code_is_transient(code) || ship_message_is_transient(msg))
-            return SHIPPER_RETRY;
-        return SHIPPER_DEAD_LETTER;
-    }
-    /* No per-document error: the command as a whole failed. */
-    if (error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE)
-        return SHIPPER_STOP_AUTH;
-    if (error->domain == MONGOC_ERROR_SERVER || error->domain == MONGOC_ERROR_WRITE_CONCERN) {
-        if (ship_code_is_auth(error->code))
-            return SHIPPER_STOP_AUTH;
-        if (ship_code_is_duplicate(error->code))
-            return SHIPPER_DUPLICATE;
-        return SHIPPER_RETRY;
-    }
-    if (error->domain == MONGOC_ERROR_BSON ||
-        (error->domain == MONGOC_ERROR_COMMAND && error->code == MONGOC_ERROR_COMMAND_INVALID_ARG))
-        return SHIPPER_SPLIT;
-    /* Stream, server selection, protocol, cursor: the network or the topology. */
-    return SHIPPER_RETRY;
-}
-
-/* ------------------------------------------------------------------------------------------
- * Documents and batches
- * ------------------------------------------------------------------------------------------ */
-typedef struct ship_doc {
-    uint64_t seq;
-    int64_t ts_ns;
-    uint8_t hash[SHIP_HASH_BYTES];
-    bson_t *doc;        /* heap: bson_t wants 128-byte alignment the docs array lacks */
-    int is_done;        /* acknowledged, found stored with the same hash, or dead-lettered */
-    int is_unbuildable; /* the record cannot become a document: a dead letter before sending */
-} ship_doc_t;
-
-/* Documents read for one delivery. docs has room for batch_docs of them (1 for a dead
- * letter's re-ship), allocated once: the fills stop at batch_docs and never allocate. */
-typedef struct ship_batch {
-    ship_doc_t *docs;
-    size_t n;
-    size_t bytes;
-} ship_batch_t;
-
-static void
-ship_batch_clear(ship_batch_t *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        bson_destroy(b->docs[i].doc);
-    b->n = 0;
-    b->bytes = 0;
-}
-
-static void
-ship_batch_free(ship_batch_t *b)
-{
-    ship_batch_clear(b);
-    free(b->docs);
-    memset(b, 0, sizeof *b);
-}
-
-static void
-ship_append_id(bson_t *doc, const char *source, uint64_t seq)
-{
-    bson_t id;
-    BSON_APPEND_DOCUMENT_BEGIN(doc, "_id", &id);
-    BSON_APPEND_UTF8(&id, "src", source);
-    BSON_APPEND_INT64(&id, "seq", (int64_t)seq);
-    bson_append_document_end(doc, &id);
-}
-
-static int64_t
-ship_floor_div(int64_t a, int64_t b)
-{
-    return a / b - (a % b != 0 && (a < 0) != (b < 0));
-}
-
-/*
- * Builds the shipped document of a record into *out (empty, from bson_new): _id {src, seq}, the
- * event's fields at top level, and under STELE_META_FIELD the timestamp (BSON date, ms, and ts_ns
- * as int64), the chain hash and the previous hash. Returns 0, or STELE_EBSON when the payload is
- * not a document or uses a reserved key (the validator prevents both; a foreign journal could still
- * hold them).
- */
-static int
-ship_doc_build(const char *source, const journal_record_t *rec, bson_t *out)
-{
-    ship_append_id(out, source, rec->seq);
-    bson_t event;
-    bson_iter_t it;
-    if (!bson_init_static(&event, rec->payload, rec->payload_len) || !bson_iter_init(&it, &event))
-        return STELE_EBSON;
-    while (bson_iter_next(&it)) {
-        const char *key = bson_iter_key(&it);
-        if (!strcmp(key, "_id") || !strcmp(key, STELE_META_FIELD))
-            return STELE_EBSON;
-        if (!bson_append_iter(out, key, (int)bson_iter_key_len(&it), &it))
-            return STELE_EBSON;
-    }
-    bson_t meta;
-    BSON_APPEND_DOCUMENT_BEGIN(out, STELE_META_FIELD, &meta);
-    BSON_APPEND_DATE_TIME(&meta, "ts", ship_floor_div(rec->ts_ns, 1000000));
-    BSON_APPEND_INT64(&meta, "ts_ns", rec->ts_ns);
-    BSON_APPEND_BINARY(&meta, "hash", BSON_SUBTYPE_BINARY, rec->hash, SHIP_HASH_BYTES);
-    BSON_APPEND_BINARY(&meta, "prev_hash", BSON_SUBTYPE_BINARY, rec->prev_hash, SHIP_HASH_BYTES);
-    bson_append_document_end(out, &meta);
-    return 0;
-}
-
-/* Reads _id.seq and _stele.hash from a stored document. Returns 0 or STELE_EINTEGRITY. */
-static int
-ship_doc_identity(const bson_t *doc, uint64_t *seq_out, const uint8_t **hash_out)
-{
-    bson_iter_t it;
-    const uint8_t *hash = NULL;
-    uint32_t hash_len = 0;
-    bson_subtype_t subtype;
-    if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, "_id.seq", &it) ||
-        !BSON_ITER_HOLDS_NUMBER(&it))
-        return STELE_EINTEGRITY;
-    *seq_out = (uint64_t)bson_iter_as_int64(&it);
-    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, STELE_META_FIELD ".hash", &it) &&
-        BSON_ITER_HOLDS_BINARY(&it))
-        bson_iter_binary(&it, &subtype, &hash_len, &hash);
-    *hash_out = hash_len == SHIP_HASH_BYTES ? hash : NULL;
-    return 0;
-}
-
+#define SHIP_NS_PER_MS 1000000u
+#define SHIP_NS_PER_S 1000000000u
 /* ------------------------------------------------------------------------------------------
  * The shipper
  * ------------------------------------------------------------------------------------------ */
-struct shipper {
-    ship_target_t target;
-    char *journal_dir;
-    char *source;
-    const journal_io_t *io;
-    index_t *index;
-    shipper_progress_fn on_progress;
-    void *progress_ctx;
-    const shipper_faults_t *faults; /* tests only; NULL = none */
 
-    mongoc_client_pool_t *pool;
-    pthread_t thread;
-    int is_thread_started;
-    unsigned jitter_seed; /* rand_r state; shipper thread only */
-    /* One-shot use (stele_reship): give up after this many attempts (0 = retry forever),
-     * and fail instead of dead-lettering (index is NULL then). Shipper thread only. */
-    unsigned max_attempts;
-    uint64_t n_inserted;
-    uint64_t rejected_seq;
-
-    _Atomic uint64_t shipped_seq;  /* written by the shipper thread only */
-    _Atomic int64_t pending_ts_ns; /* ts of the oldest record read but not acknowledged */
-
-    /* -- protected by mu; cv fires when stop is requested -- */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop_requested;
-    int64_t stop_deadline_ms; /* monotonic; meaningful once stop_requested */
-    uint64_t batches;
-    uint64_t retries;
-    uint64_t dead_letters;
-    int64_t last_error_unix_ms;
-    char last_error[STELE_ERROR_MESSAGE_BYTES];
-    int is_stopped;
-};
-
-static void shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Records the last error (scrubbed of credentials) and, if is_stop, stops the sink. */
-static void
+void
 shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
 {
     char msg[STELE_ERROR_MESSAGE_BYTES];
@@ -718,7 +71,7 @@ shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    ship_scrub(&s->target, msg, sizeof msg);
+    ship_target_scrub(&s->target, msg, sizeof msg);
     pthread_mutex_lock(&s->mu);
     snprintf(s->last_error, sizeof s->last_error, "%s", msg);
     s->last_error_unix_ms = clock_wall_ms();
@@ -746,12 +99,7 @@ shipper_stop_requested(shipper_t *s)
     return stop;
 }
 
-/*
- * Sleeps the backoff for retry number `attempt` (0-based): min * 2^attempt capped at max,
- * with "equal jitter" (half fixed, half random) so that many shippers do not retry in step.
- * Returns early, with 1, when the thread must quit.
- */
-static int
+int
 shipper_backoff(shipper_t *s, unsigned attempt)
 {
     uint64_t delay_ms = s->target.opts.backoff_min_ms;
@@ -762,14 +110,9 @@ shipper_backoff(shipper_t *s, unsigned attempt)
     uint64_t half = delay_ms / 2;
     uint64_t sleep_ms = half + (half ? (uint64_t)rand_r(&s->jitter_seed) % (half + 1) : 0);
 
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(sleep_ms / 1000);
-    until.tv_nsec += (long)(sleep_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    uint64_t until_ns = clock_mono_ns() + sleep_ms * SHIP_NS_PER_MS;
+    struct timespec until = {.tv_sec = (time_t)(until_ns / SHIP_NS_PER_S),
+                             .tv_nsec = (long)(until_ns % SHIP_NS_PER_S)};
     pthread_mutex_lock(&s->mu);
     int rc = 0;
     while (rc != ETIMEDOUT) {
@@ -782,86 +125,12 @@ shipper_backoff(shipper_t *s, unsigned attempt)
     return quit;
 }
 
-static void
+void
 shipper_count_retry(shipper_t *s)
 {
     pthread_mutex_lock(&s->mu);
     s->retries++;
     pthread_mutex_unlock(&s->mu);
-}
-
-/* Replaces *reply (initialised) by a copy of a cursor's error document, if any. */
-static void
-ship_copy_reply(const bson_t *err_doc, bson_t *reply)
-{
-    if (!err_doc)
-        return;
-    bson_destroy(reply);
-    bson_copy_to(err_doc, reply);
-}
-
-/* The newest document stored for a source: where a sink without a checkpoint resumes. */
-typedef struct ship_remote_last {
-    uint64_t seq; /* 0 when the source has no document */
-    uint8_t hash[SHIP_HASH_BYTES];
-    int has_hash;
-} ship_remote_last_t;
-
-/* Every read of what the sink holds (the resume point, duplicates, the remote check) uses
- * the sink's read concern: with w=majority, a document read without it may be rolled back
- * by a fail-over, and a resume point taken from it would skip records for good. */
-static void
-ship_append_read_concern(const ship_target_t *t, bson_t *opts)
-{
-    if (mongoc_read_concern_get_level(t->read_concern))
-        mongoc_read_concern_append(t->read_concern, opts);
-}
-
-/* Highest _id.seq stored for this source, 0 when none. Returns 0 or the verdict's code. */
-static int
-ship_remote_max_seq(const ship_target_t *t, mongoc_client_t *client, const char *source,
-                    ship_remote_last_t *out, bson_error_t *berr, bson_t *reply)
-{
-    mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
-    bson_t *filter = BCON_NEW("_id.src", BCON_UTF8(source));
-    bson_t *opts =
-        BCON_NEW("sort", "{", "_id.seq", BCON_INT32(-1), "}", "limit", BCON_INT64(1), "projection",
-                 "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
-    ship_append_read_concern(t, opts);
-    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
-    const bson_t *doc;
-    memset(out, 0, sizeof *out);
-    int rc = 0;
-    const uint8_t *hash = NULL;
-    if (mongoc_cursor_next(cursor, &doc) && ship_doc_identity(doc, &out->seq, &hash) == 0 && hash) {
-        memcpy(out->hash, hash, SHIP_HASH_BYTES);
-        out->has_hash = 1;
-    }
-    const bson_t *err_doc = NULL;
-    if (mongoc_cursor_error_document(cursor, berr, &err_doc)) {
-        ship_copy_reply(err_doc, reply);
-        rc = STELE_EREMOTE;
-    }
-    mongoc_cursor_destroy(cursor);
-    bson_destroy(opts);
-    bson_destroy(filter);
-    mongoc_collection_destroy(coll);
-    return rc;
-}
-
-/* Creates the {_id.src, _id.seq} index that the resume query and the remote check use. */
-static int
-ship_ensure_index(const ship_target_t *t, mongoc_client_t *client, bson_error_t *berr,
-                  bson_t *reply)
-{
-    mongoc_database_t *db = mongoc_client_get_database(client, t->database);
-    bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(t->collection), "indexes", "[", "{", "key",
-                           "{", "_id.src", BCON_INT32(1), "_id.seq", BCON_INT32(1), "}", "name",
-                           BCON_UTF8(SHIP_INDEX_NAME), "}", "]");
-    bool ok = mongoc_database_write_command_with_opts(db, cmd, NULL, reply, berr);
-    bson_destroy(cmd);
-    mongoc_database_destroy(db);
-    return ok ? 0 : STELE_EREMOTE;
 }
 
 /*
@@ -907,417 +176,14 @@ shipper_step_ensure_index(shipper_t *s, mongoc_client_t *client, bson_error_t *b
                           void *ctx)
 {
     (void)ctx;
-    return ship_ensure_index(&s->target, client, berr, reply);
+    return ship_collection_ensure_index(&s->target, client, berr, reply);
 }
 
 static int
 shipper_step_max_seq(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply,
                      void *ctx)
 {
-    return ship_remote_max_seq(&s->target, client, s->source, ctx, berr, reply);
-}
-
-/*
- * Looks up which documents of b->docs[from..n) are stored already. A stored document with
- * the same chain hash is marked done; one with a different hash is an integrity failure:
- * another journal writes with the same source name, or the remote copy was altered.
- * Returns 0, STELE_EINTEGRITY (sink must stop), or STELE_EREMOTE with berr/reply set.
- */
-static int
-ship_resolve_duplicates(const ship_target_t *t, mongoc_client_t *client, const char *source,
-                        ship_batch_t *b, size_t from, uint64_t *bad_seq, bson_error_t *berr,
-                        bson_t *reply)
-{
-    bson_t filter = BSON_INITIALIZER, id_cond, in_array;
-    BSON_APPEND_DOCUMENT_BEGIN(&filter, "_id", &id_cond);
-    BSON_APPEND_ARRAY_BEGIN(&id_cond, "$in", &in_array);
-    uint32_t n_ids = 0;
-    for (size_t i = from; i < b->n; i++) {
-        if (b->docs[i].is_done)
-            continue;
-        char key[16];
-        const char *key_ptr;
-        bson_uint32_to_string(n_ids++, &key_ptr, key, sizeof key);
-        bson_t id;
-        bson_append_document_begin(&in_array, key_ptr, -1, &id);
-        BSON_APPEND_UTF8(&id, "src", source);
-        BSON_APPEND_INT64(&id, "seq", (int64_t)b->docs[i].seq);
-        bson_append_document_end(&in_array, &id);
-    }
-    bson_append_array_end(&id_cond, &in_array);
-    bson_append_document_end(&filter, &id_cond);
-    bson_t *opts = BCON_NEW("projection", "{", "_id", BCON_INT32(1), STELE_META_FIELD ".hash",
-                            BCON_INT32(1), "}");
-    ship_append_read_concern(t, opts);
-    mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
-    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, &filter, opts, NULL);
-    int rc = 0;
-    const bson_t *doc;
-    uint64_t first_seq = b->docs[0].seq;
-    while (rc == 0 && mongoc_cursor_next(cursor, &doc)) {
-        uint64_t seq;
-        const uint8_t *hash;
-        if (ship_doc_identity(doc, &seq, &hash) != 0 || seq < first_seq + from ||
-            seq >= first_seq + b->n)
-            continue;
-        ship_doc_t *d = &b->docs[seq - first_seq];
-        if (!hash || memcmp(hash, d->hash, SHIP_HASH_BYTES) != 0) {
-            *bad_seq = seq;
-            rc = STELE_EINTEGRITY;
-        } else {
-            d->is_done = 1;
-        }
-    }
-    const bson_t *err_doc = NULL;
-    if (rc == 0 && mongoc_cursor_error_document(cursor, berr, &err_doc)) {
-        ship_copy_reply(err_doc, reply);
-        rc = STELE_EREMOTE;
-    }
-    mongoc_cursor_destroy(cursor);
-    mongoc_collection_destroy(coll);
-    bson_destroy(opts);
-    bson_destroy(&filter);
-    return rc;
-}
-
-/* Outcome of one insert attempt over the not-done documents of a batch. */
-typedef struct ship_attempt {
-    shipper_verdict_t verdict;
-    size_t bad_index; /* batch index of the offending document */
-    bson_error_t error;
-    int is_ok;
-    size_t n_inserted; /* documents this attempt stored */
-    /* After a duplicate-key refusal, the lookup of what is stored already: */
-    int lookup_rc;    /* 0, STELE_EINTEGRITY or STELE_EREMOTE */
-    uint64_t bad_seq; /* STELE_EINTEGRITY: stored with another hash */
-} ship_attempt_t;
-
-/*
- * Sends the not-done documents of b (at most max_docs of them) with one ordered
- * insert_many. On success marks them done. On failure classifies, and marks done the
- * documents the server inserted before a per-document error.
- */
-static void
-ship_insert_pending(const ship_target_t *t, mongoc_client_t *client, ship_batch_t *b,
-                    size_t max_docs, const bson_t **ptrs, size_t *map, ship_attempt_t *out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < b->n && n < max_docs; i++) {
-        if (b->docs[i].is_done)
-            continue;
-        map[n] = i;
-        ptrs[n++] = b->docs[i].doc;
-    }
-    memset(out, 0, sizeof *out);
-    if (n == 0) {
-        out->is_ok = 1;
-        return;
-    }
-    mongoc_collection_t *coll = mongoc_client_get_collection(client, t->database, t->collection);
-    bson_t opts = BSON_INITIALIZER;
-    BSON_APPEND_BOOL(&opts, "ordered", true);
-    /* The journal's validator already decided what an event may hold; dotted keys are legal
-     * on MongoDB 5+, so let the server judge each document and reject it alone. */
-    BSON_APPEND_BOOL(&opts, "validate", false);
-    mongoc_write_concern_append(t->write_concern, &opts);
-    bson_t reply;
-    bool ok = mongoc_collection_insert_many(coll, ptrs, n, &opts, &reply, &out->error);
-    if (ok) {
-        for (size_t k = 0; k < n; k++)
-            b->docs[map[k]].is_done = 1;
-        out->is_ok = 1;
-        out->n_inserted = n;
-    } else {
-        size_t index = 0;
-        out->verdict = shipper_classify(&out->error, &reply, &index);
-        if (out->verdict == SHIPPER_DUPLICATE || out->verdict == SHIPPER_DEAD_LETTER) {
-            if (index >= n)
-                out->verdict = SHIPPER_RETRY;
-            else {
-                for (size_t k = 0; k < index; k++)
-                    b->docs[map[k]].is_done = 1;
-                out->bad_index = map[index];
-                out->n_inserted = index;
-            }
-        } else if (out->verdict == SHIPPER_SPLIT) {
-            out->bad_index = map[0];
-        }
-    }
-    bson_destroy(&reply);
-    bson_destroy(&opts);
-    mongoc_collection_destroy(coll);
-}
-
-/* Writes of one dead letter before a shipper gives up on its index: with the default backoff
- * 8 to 16 s, long enough to ride out a brief failure (a full disk being cleaned up), short
- * enough that the stop soon shows in status. */
-#define SHIP_DEAD_LETTER_TRIES 10
-
-/*
- * Lists seq as a dead letter in the index, retrying a failed write with the sink's backoff.
- * Returns 0; the index's code once the tries are used up (the sink is stopped: the record is
- * neither in the sink nor listed, so nothing may count it as shipped); STELE_ECLOSED when the
- * thread must quit.
- */
-static int
-shipper_put_dead_letter(shipper_t *s, uint64_t seq, const char *why)
-{
-    unsigned tries = s->max_attempts ? s->max_attempts : SHIP_DEAD_LETTER_TRIES;
-    for (unsigned attempt = 0;; attempt++) {
-        stele_error_t ierr = {0};
-        int rc = index_put_dead_letter(s->index, s->target.name, seq, why, &ierr);
-        if (rc == 0)
-            return 0;
-        if (attempt + 1 >= tries) {
-            shipper_note_error(s, 1,
-                               "sink %s: seq %" PRIu64 " rejected by %s, but could not be "
-                               "listed as a dead letter, stopped before it: %s",
-                               s->target.name, seq, s->target.where, ierr.message);
-            return rc;
-        }
-        shipper_note_error(s, 0, "sink %s: could not record dead letter %" PRIu64 ", retrying: %s",
-                           s->target.name, seq, ierr.message);
-        shipper_count_retry(s);
-        if (shipper_backoff(s, attempt))
-            return STELE_ECLOSED;
-    }
-}
-
-/*
- * Dead-letters a document the sink refuses for good, and marks it done only once it is
- * listed. Returns 0, or shipper_put_dead_letter's failure (d stays not done, so its batch
- * is never acknowledged). A one-shot re-ship without an index only notes the first rejected
- * seq (the re-ship then fails).
- */
-static int
-shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
-{
-    char msg[STELE_ERROR_MESSAGE_BYTES];
-    snprintf(msg, sizeof msg, "%s", why);
-    ship_scrub(&s->target, msg, sizeof msg);
-    if (!s->index) {
-        d->is_done = 1;
-        shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s: %s", s->target.name,
-                           d->seq, s->target.where, msg);
-        if (!s->rejected_seq)
-            s->rejected_seq = d->seq;
-        return 0;
-    }
-    int rc = shipper_put_dead_letter(s, d->seq, msg);
-    if (rc != 0)
-        return rc;
-    d->is_done = 1;
-    pthread_mutex_lock(&s->mu);
-    s->dead_letters++;
-    pthread_mutex_unlock(&s->mu);
-    shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s, dead-lettered: %s",
-                       s->target.name, d->seq, s->target.where, msg);
-    return 0;
-}
-
-/* Makes the document of a record read from the journal into d; a record that cannot become
- * a document is marked for shipper_send_batch to dead-letter. Returns the document's size in
- * bytes. */
-static size_t
-shipper_doc_fill(shipper_t *s, ship_doc_t *d, const journal_record_t *rec)
-{
-    d->seq = rec->seq;
-    d->ts_ns = rec->ts_ns;
-    d->is_done = 0;
-    memcpy(d->hash, rec->hash, SHIP_HASH_BYTES);
-    d->doc = bson_new();
-    d->is_unbuildable = ship_doc_build(s->source, rec, d->doc) != 0;
-    return d->doc->len;
-}
-
-/* What follows a failed attempt at a batch. */
-typedef enum ship_step {
-    SHIP_STEP_SEND,  /* send what is left now */
-    SHIP_STEP_RETRY, /* a retryable failure: back off, then send again */
-    SHIP_STEP_END,   /* the batch ends with the code given beside */
-} ship_step_t;
-
-/* One batch's delivery, across its attempts. */
-typedef struct ship_send {
-    ship_batch_t *b;
-    const bson_t **ptrs; /* scratch for ship_insert_pending, batch_docs long */
-    size_t *map;
-    unsigned attempt;          /* retryable failures backed off so far */
-    size_t max_docs;           /* drops to 1 after a whole-batch client-side refusal */
-    uint64_t unstored_dup_seq; /* refused as a duplicate yet not stored under its _id */
-} ship_send_t;
-
-/*
- * After a duplicate-key refusal, looks up on the same client which pending documents are
- * stored already (at->lookup_rc, at->bad_seq). A failed lookup is judged by its own error:
- * at->verdict becomes SHIPPER_STOP_AUTH or SHIPPER_RETRY.
- */
-static void
-shipper_lookup_duplicates(shipper_t *s, mongoc_client_t *client, ship_batch_t *b,
-                          ship_attempt_t *at)
-{
-    bson_t reply = BSON_INITIALIZER;
-    at->lookup_rc = ship_resolve_duplicates(&s->target, client, s->source, b, at->bad_index,
-                                            &at->bad_seq, &at->error, &reply);
-    if (at->lookup_rc == STELE_EREMOTE) {
-        size_t ignored;
-        at->verdict = shipper_classify(&at->error, &reply, &ignored) == SHIPPER_STOP_AUTH
-                          ? SHIPPER_STOP_AUTH
-                          : SHIPPER_RETRY;
-    }
-    bson_destroy(&reply);
-}
-
-/* One attempt, on one client from the pool: the insert of the pending documents and, after
- * a duplicate-key refusal, the lookup of those stored already. */
-static void
-shipper_attempt(shipper_t *s, ship_send_t *st, ship_attempt_t *at)
-{
-    mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
-    ship_insert_pending(&s->target, client, st->b, st->max_docs, st->ptrs, st->map, at);
-    s->n_inserted += at->n_inserted;
-    if (!at->is_ok && at->verdict == SHIPPER_DUPLICATE)
-        shipper_lookup_duplicates(s, client, st->b, at);
-    mongoc_client_pool_push(s->pool, client);
-}
-
-static int
-ship_batch_is_done(const ship_batch_t *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        if (!b->docs[i].is_done)
-            return 0;
-    return 1;
-}
-
-/* Dead-letters a document the sink refuses for good; a one-shot re-ship (no index) ends at
- * it instead, and so does the batch when the index cannot list it. */
-static ship_step_t
-shipper_reject(shipper_t *s, ship_doc_t *d, const char *why, int *rc_out)
-{
-    int rc = shipper_dead_letter(s, d, why);
-    if (rc == 0 && !s->rejected_seq)
-        return SHIP_STEP_SEND;
-    *rc_out = rc ? rc : STELE_EREMOTE;
-    return SHIP_STEP_END;
-}
-
-/* Dead-letters the records of b that cannot become documents, before anything is sent.
- * Returns 0, or the code that ends the batch (as shipper_reject). */
-static int
-shipper_reject_unbuildable(shipper_t *s, ship_batch_t *b)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        ship_doc_t *d = &b->docs[i];
-        int rc = 0;
-        if (d->is_unbuildable && !d->is_done &&
-            shipper_reject(s, d, "event is not a document or uses a reserved key", &rc) ==
-                SHIP_STEP_END)
-            return rc;
-    }
-    return 0;
-}
-
-/* Acts on a duplicate-key refusal whose lookup succeeded. */
-static ship_step_t
-shipper_on_duplicate(shipper_t *s, ship_send_t *st, const ship_attempt_t *at, int *rc_out)
-{
-    if (at->lookup_rc == STELE_EINTEGRITY) {
-        shipper_note_error(s, 1,
-                           "sink %s: seq %" PRIu64 " is stored in %s with another hash: "
-                           "another journal uses source \"%s\" or the copy was altered",
-                           s->target.name, at->bad_seq, s->target.where, s->source);
-        *rc_out = STELE_EINTEGRITY;
-        return SHIP_STEP_END;
-    }
-    ship_doc_t *d = &st->b->docs[at->bad_index];
-    if (d->is_done)
-        return SHIP_STEP_SEND;
-    /* Not stored under its _id: the key that collided belongs to a unique index of the
-     * user's, which refuses this document for good. Seen twice in a row to rule out a
-     * document deleted between the insert and the find. */
-    if (st->unstored_dup_seq != d->seq) {
-        st->unstored_dup_seq = d->seq;
-        shipper_count_retry(s);
-        return SHIP_STEP_SEND;
-    }
-    char why[STELE_ERROR_MESSAGE_BYTES];
-    ship_fmt(why, sizeof why, "duplicate key in a unique index other than _id: %s",
-             at->error.message);
-    return shipper_reject(s, d, why, rc_out);
-}
-
-/* Decides what follows a failed attempt. */
-static ship_step_t
-shipper_on_failure(shipper_t *s, ship_send_t *st, const ship_attempt_t *at, int *rc_out)
-{
-    switch (at->verdict) {
-    case SHIPPER_DUPLICATE:
-        return shipper_on_duplicate(s, st, at, rc_out);
-    case SHIPPER_DEAD_LETTER:
-        return shipper_reject(s, &st->b->docs[at->bad_index], at->error.message, rc_out);
-    case SHIPPER_SPLIT:
-        if (st->max_docs > 1) {
-            st->max_docs = 1;
-            return SHIP_STEP_SEND;
-        }
-        return shipper_reject(s, &st->b->docs[at->bad_index], at->error.message, rc_out);
-    case SHIPPER_STOP_AUTH:
-        shipper_note_error(s, 1, "sink %s: %s refused the credentials or privileges: %s",
-                           s->target.name, s->target.where, at->error.message);
-        *rc_out = STELE_EAUTH;
-        return SHIP_STEP_END;
-    case SHIPPER_RETRY:
-        break;
-    }
-    return SHIP_STEP_RETRY;
-}
-
-/* Notes a retryable failure and sleeps its backoff. Returns 0 to send again, STELE_EREMOTE
- * when a one-shot run is out of attempts, STELE_ECLOSED when the thread must quit. */
-static int
-shipper_insert_backoff(shipper_t *s, ship_send_t *st, const ship_attempt_t *at)
-{
-    shipper_note_error(s, 0, "sink %s: insert into %s failed, retrying: %s", s->target.name,
-                       s->target.where, at->error.message);
-    shipper_count_retry(s);
-    if (s->max_attempts && st->attempt + 1 >= s->max_attempts)
-        return STELE_EREMOTE;
-    if (shipper_backoff(s, st->attempt++))
-        return STELE_ECLOSED;
-    return 0;
-}
-
-/*
- * Delivers a whole batch: every document ends acknowledged, found stored with its hash, or
- * dead-lettered. Returns 0, STELE_EINTEGRITY / STELE_EAUTH / the index's code when a dead
- * letter could not be listed (sink stopped), or STELE_ECLOSED (stop deadline passed); the
- * batch stays unacknowledged on any failure.
- */
-static int
-shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map)
-{
-    ship_send_t st = {.b = b, .ptrs = ptrs, .map = map, .max_docs = b->n};
-    int rc = shipper_reject_unbuildable(s, b);
-    if (rc != 0)
-        return rc;
-    for (;;) {
-        ship_attempt_t at;
-        shipper_attempt(s, &st, &at);
-        if (at.is_ok) {
-            if (ship_batch_is_done(b))
-                return 0;
-            continue;
-        }
-        ship_step_t step = shipper_on_failure(s, &st, &at, &rc);
-        if (step == SHIP_STEP_END)
-            return rc;
-        if (step == SHIP_STEP_RETRY) {
-            rc = shipper_insert_backoff(s, &st, &at);
-            if (rc != 0)
-                return rc;
-        }
-    }
+    return ship_collection_newest(&s->target, client, s->source, ctx, berr, reply);
 }
 
 /* Acknowledges a delivered batch: checkpoint in the index, shipped_seq, progress callback. */
@@ -1353,17 +219,7 @@ shipper_calloc(shipper_t *s, size_t n, size_t size)
     return shipper_alloc_fails(s) ? NULL : calloc(n, size);
 }
 
-/* A batch of batch_docs documents and the scratch of its sends, allocated once before any
- * record is read: an allocation that fails later could only end the thread in the middle of
- * a batch. */
-typedef struct ship_scratch {
-    ship_batch_t batch;
-    const bson_t **ptrs; /* for ship_insert_pending */
-    size_t *map;
-} ship_scratch_t;
-
-/* Returns 0 or -ENOMEM (free what was allocated with shipper_scratch_free either way). */
-static int
+int
 shipper_scratch_init(shipper_t *s, ship_scratch_t *sc)
 {
     size_t n = s->target.opts.batch_docs;
@@ -1374,7 +230,7 @@ shipper_scratch_init(shipper_t *s, ship_scratch_t *sc)
     return sc->batch.docs && sc->ptrs && sc->map ? 0 : -ENOMEM;
 }
 
-static void
+void
 shipper_scratch_free(ship_scratch_t *sc)
 {
     ship_batch_free(&sc->batch);
@@ -1420,7 +276,7 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
                                s->target.name, next_seq - 1, rec.seq);
             return STELE_ECORRUPT;
         }
-        b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
+        b->bytes += ship_doc_fill(&b->docs[b->n++], s->source, &rec);
         if (b->n == 1) {
             linger_until_ms = clock_mono_ms() + o->linger_ms;
             atomic_store(&s->pending_ts_ns, rec.ts_ns);
@@ -1588,7 +444,7 @@ shipper_main(void *arg)
     return NULL;
 }
 
-static void
+void
 shipper_free(shipper_t *s)
 {
     if (!s)
@@ -1624,15 +480,11 @@ int
 shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
 {
     *out = NULL;
-    if (!cfg || !cfg->journal_dir || !cfg->source || !cfg->index) {
-        ship_set_error(err, STELE_EINVAL, NULL, "shipper: journal, source and index are required");
-        return STELE_EINVAL;
-    }
+    if (!cfg || !cfg->journal_dir || !cfg->source || !cfg->index)
+        return error_set(err, STELE_EINVAL, "shipper: journal, source and index are required");
     shipper_t *s = shipper_alloc();
-    if (!s) {
-        ship_set_error(err, -ENOMEM, NULL, "shipper: out of memory");
-        return -ENOMEM;
-    }
+    if (!s)
+        return error_set(err, -ENOMEM, "shipper: out of memory");
     int rc = ship_target_init(&s->target, cfg->sink, err);
     if (rc != 0)
         goto fail;
@@ -1640,7 +492,7 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     s->source = strdup(cfg->source);
     if (!s->journal_dir || !s->source) {
         rc = -ENOMEM;
-        ship_set_error(err, rc, NULL, "shipper: out of memory");
+        error_set(err, rc, "shipper: out of memory");
         goto fail;
     }
     s->io = cfg->io;
@@ -1655,15 +507,15 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     uint64_t checkpoint = 0;
     if (index_get_checkpoint(s->index, s->target.name, &checkpoint, &ierr) == 0)
         atomic_store(&s->shipped_seq, checkpoint);
-    s->pool = ship_pool_new(&s->target, err);
+    s->pool = ship_target_pool_new(&s->target, err);
     if (!s->pool) {
         rc = STELE_ECONFIG;
         goto fail;
     }
     rc = pthread_create(&s->thread, NULL, shipper_main, s);
     if (rc != 0) {
-        ship_set_error(err, -rc, NULL, "sink %s: could not start its thread: %s", s->target.name,
-                       strerror(rc));
+        error_set(err, -rc, "sink %s: could not start its thread: %s", s->target.name,
+                  stele_strerror(-rc));
         rc = -rc;
         goto fail;
     }
@@ -1709,9 +561,7 @@ shipper_stats(shipper_t *s, uint64_t committed_seq, stele_sink_stats_t *out)
     out->shipped_seq = shipped;
     out->lag_records = committed_seq > shipped ? committed_seq - shipped : 0;
     if (out->lag_records > 0 && pending_ts > 0) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        int64_t now_ns = clock_wall_ns();
         out->lag_seconds = now_ns > pending_ts ? (double)(now_ns - pending_ts) / 1e9 : 0.0;
     }
     /* The index's count of the list, not this shipper's counter: re-ships and discards
@@ -1738,713 +588,57 @@ shipper_stopped(shipper_t *s, stele_error_t *err)
     pthread_mutex_lock(&s->mu);
     int stopped = s->is_stopped;
     if (stopped && strncmp(s->last_error, self, strlen(self)) == 0)
-        ship_set_error(err, STELE_ESINKSTOPPED, hint, "%s; it stopped shipping", s->last_error);
+        error_set_hinted(err, STELE_ESINKSTOPPED, hint, "%s; it stopped shipping", s->last_error);
     else if (stopped)
-        ship_set_error(err, STELE_ESINKSTOPPED, hint, "sink %s stopped shipping: %s",
-                       s->target.name, s->last_error);
+        error_set_hinted(err, STELE_ESINKSTOPPED, hint, "sink %s stopped shipping: %s",
+                         s->target.name, s->last_error);
     pthread_mutex_unlock(&s->mu);
     return stopped;
 }
 
-/* ------------------------------------------------------------------------------------------
- * Remote consistency check and re-ship (one-shot, from any process)
- * ------------------------------------------------------------------------------------------ */
-
-/* One list of ranges in a report being built; `last` is the previous seq added (0 = none),
- * so ranges past the listed ones are still counted right. */
-typedef struct ship_range_list {
-    stele_seq_range_t *ranges;
-    size_t *n_ranges;
-    uint64_t *n_seqs;
-    uint64_t last;
-} ship_range_list_t;
-
-static void
-ship_range_add(ship_range_list_t *l, uint64_t seq)
-{
-    (*l->n_seqs)++;
-    size_t n = *l->n_ranges;
-    int follows = l->last != 0 && l->last + 1 == seq;
-    l->last = seq;
-    if (follows) {
-        if (n <= STELE_REMOTE_MAX_RANGES)
-            l->ranges[n - 1].last_seq = seq;
-        return;
-    }
-    if (n < STELE_REMOTE_MAX_RANGES) {
-        l->ranges[n].first_seq = seq;
-        l->ranges[n].last_seq = seq;
-    }
-    (*l->n_ranges)++;
-}
-
-/* Opens a reader on dir positioned at from_seq (clamped to the oldest record). */
-static int
-ship_open_range_reader(const char *dir, uint64_t from_seq, journal_reader_t **out,
-                       stele_error_t *err)
-{
-    int rc = journal_reader_open(dir, NULL, out, err);
-    if (rc != 0)
-        return rc;
-    rc = journal_reader_seek(*out, from_seq ? from_seq : 1, 0, 0, err);
-    if (rc == STELE_ENOTFOUND)
-        rc = 0;
-    if (rc != 0) {
-        journal_reader_close(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
-/* Turns a libmongoc failure of a one-shot call into a stele error. */
-static int
-ship_remote_error(const ship_target_t *t, const bson_error_t *berr, const bson_t *reply,
-                  const char *what, stele_error_t *err)
-{
-    size_t index;
-    int code =
-        shipper_classify(berr, reply, &index) == SHIPPER_STOP_AUTH ? STELE_EAUTH : STELE_EREMOTE;
-    char msg[STELE_ERROR_MESSAGE_BYTES];
-    ship_fmt(msg, sizeof msg, "sink %s: %s on %s failed: %s", t->name, what, t->where,
-             berr->message);
-    ship_scrub(t, msg, sizeof msg);
-    ship_set_error(err, code, "check that the server is reachable and the credentials valid", "%s",
-                   msg);
-    return code;
-}
-
-/* The remote side of the check: documents of `source` from from_seq up, by _id.seq. */
-static mongoc_cursor_t *
-ship_range_cursor(const ship_target_t *t, mongoc_collection_t *coll, const char *source,
-                  uint64_t from_seq, uint64_t to_seq)
-{
-    bson_t *filter =
-        BCON_NEW("_id.src", BCON_UTF8(source), "_id.seq", "{", "$gte",
-                 BCON_INT64((int64_t)from_seq), "$lte", BCON_INT64((int64_t)to_seq), "}");
-    bson_t *opts = BCON_NEW("sort", "{", "_id.seq", BCON_INT32(1), "}", "projection", "{", "_id",
-                            BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
-    ship_append_read_concern(t, opts);
-    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
-    bson_destroy(opts);
-    bson_destroy(filter);
-    return cursor;
-}
-
-/* Seqs per remote query of the check: each query sorts at most this many documents, so a
- * server without a usable index (FerretDB sorts in memory) still answers within the socket
- * timeout. */
-#define SHIP_CHECK_CHUNK_SEQS 20000
-/* Socket timeout of the check's queries when the URI sets none. */
-#define SHIP_CHECK_SOCKET_TIMEOUT_MS 300000
-
-/* The remote side of the check, walked in seq order one chunk of seqs at a time. */
-typedef struct ship_check_cursor {
-    const ship_target_t *target;
-    mongoc_collection_t *coll;
-    const char *source;
-    mongoc_cursor_t *cursor;
-    uint64_t chunk_end;   /* last seq the current query covers */
-    uint64_t remote_to;   /* last seq to look at */
-    int is_journal_done;  /* set by the caller: the rest is fetched in one query */
-    uint64_t journal_seq; /* set by the caller: the journal's current seq */
-    int is_pending;       /* chunk exhausted up to journal_seq: resume once the journal moves */
-    int is_drained;       /* the current query returned everything */
-    int has_doc;
-    uint64_t seq;
-    const uint8_t *hash;
-    int has_error;
-    bson_error_t error;
-    bson_t error_doc;
-} ship_check_cursor_t;
-
-static void
-ship_check_cursor_open(ship_check_cursor_t *c, uint64_t from_seq)
-{
-    uint64_t end = c->remote_to;
-    if (from_seq > c->remote_to)
-        from_seq = c->remote_to; /* an empty range: nothing past remote_to is fetched */
-    if (!c->is_journal_done && c->remote_to - from_seq >= SHIP_CHECK_CHUNK_SEQS)
-        end = from_seq + SHIP_CHECK_CHUNK_SEQS - 1;
-    mongoc_cursor_destroy(c->cursor);
-    c->cursor = ship_range_cursor(c->target, c->coll, c->source, from_seq, end);
-    c->chunk_end = end;
-    c->is_drained = 0;
-}
-
-static void
-ship_check_cursor_next(ship_check_cursor_t *c, stele_remote_report_t *report)
-{
-    const bson_t *doc;
-    c->has_doc = 0;
-    while (!c->has_error) {
-        while (!c->is_drained && mongoc_cursor_next(c->cursor, &doc)) {
-            if (ship_doc_identity(doc, &c->seq, &c->hash) != 0)
-                continue;
-            report->docs_checked++;
-            c->has_doc = 1;
-            return;
-        }
-        const bson_t *err_doc = NULL;
-        if (!c->is_drained && mongoc_cursor_error_document(c->cursor, &c->error, &err_doc)) {
-            c->has_error = 1;
-            if (err_doc)
-                bson_copy_to(err_doc, &c->error_doc);
-            return;
-        }
-        c->is_drained = 1;
-        if (c->chunk_end >= c->remote_to)
-            return;
-        if (!c->is_journal_done && c->chunk_end >= c->journal_seq) {
-            c->is_pending = 1; /* never run ahead of the journal: it may end here */
-            return;
-        }
-        ship_check_cursor_open(c, c->chunk_end + 1);
-    }
-}
-
-static int
-ship_check_journal_next(journal_reader_t *r, uint64_t to_seq, journal_record_t *rec, int *has_rec,
-                        stele_error_t *err)
-{
-    *has_rec = 0;
-    int rc = journal_reader_next(r, rec, err);
-    if (rc == STELE_EAGAIN)
-        return 0;
-    if (rc != 0)
-        return rc;
-    *has_rec = rec->seq <= to_seq;
-    return 0;
-}
-
-/* Tells the remote side where the journal is now, and resumes a query that waited for it. */
-static void
-ship_check_cursor_follow(ship_check_cursor_t *c, const journal_record_t *rec, int has_rec,
-                         stele_remote_report_t *report)
-{
-    c->is_journal_done = !has_rec;
-    c->journal_seq = has_rec ? rec->seq : c->journal_seq;
-    if (c->is_pending && (!has_rec || rec->seq > c->chunk_end)) {
-        c->is_pending = 0;
-        ship_check_cursor_next(c, report);
-    }
-}
-
-/* Merges the journal's records (from *rec on, up to to_seq) and the remote's documents by
- * seq into the report's missing, extra and mismatched ranges. */
-static int
-ship_check_merge(journal_reader_t *r, uint64_t to_seq, journal_record_t *rec, int has_rec,
-                 ship_check_cursor_t *remote, stele_remote_report_t *report, stele_error_t *err)
-{
-    ship_range_list_t missing = {report->missing, &report->n_missing_ranges, &report->n_missing, 0};
-    ship_range_list_t extra = {report->extra, &report->n_extra_ranges, &report->n_extra, 0};
-    ship_range_list_t mismatched = {report->mismatched, &report->n_mismatched_ranges,
-                                    &report->n_mismatched, 0};
-    while (has_rec || remote->has_doc) {
-        if (has_rec && (!remote->has_doc || rec->seq < remote->seq)) {
-            ship_range_add(&missing, rec->seq);
-        } else if (remote->has_doc && (!has_rec || remote->seq < rec->seq)) {
-            ship_range_add(&extra, remote->seq);
-            ship_check_cursor_next(remote, report);
-            continue;
-        } else {
-            if (!remote->hash || memcmp(remote->hash, rec->hash, SHIP_HASH_BYTES) != 0)
-                ship_range_add(&mismatched, rec->seq);
-            ship_check_cursor_next(remote, report);
-        }
-        report->records_checked++;
-        report->to_seq = rec->seq;
-        int rc = ship_check_journal_next(r, to_seq, rec, &has_rec, err);
-        if (rc != 0)
-            return rc;
-        ship_check_cursor_follow(remote, rec, has_rec, report);
-        if (remote->has_error)
-            break;
-    }
-    return 0;
-}
-
-/* Compares the journal from from_seq to to_seq (0: its end) with the documents stored for its
- * source, into the report. */
-static int
-ship_check_compare(const ship_target_t *t, journal_reader_t *r, mongoc_collection_t *coll,
-                   uint64_t from_seq, uint64_t to_seq, ship_check_cursor_t *remote,
-                   stele_remote_report_t *report, stele_error_t *err)
-{
-    uint64_t journal_to = to_seq ? to_seq : UINT64_MAX;
-    journal_record_t rec;
-    int has_rec;
-    int rc = ship_check_journal_next(r, journal_to, &rec, &has_rec, err);
-    if (rc != 0)
-        return rc;
-    report->from_seq = has_rec ? rec.seq : from_seq;
-    remote->target = t;
-    remote->coll = coll;
-    remote->source = journal_reader_source(r);
-    remote->remote_to = to_seq ? to_seq : (uint64_t)INT64_MAX;
-    remote->is_journal_done = !has_rec;
-    remote->journal_seq = has_rec ? rec.seq : 0;
-    ship_check_cursor_open(remote, report->from_seq ? report->from_seq : 1);
-    ship_check_cursor_next(remote, report);
-    return ship_check_merge(r, journal_to, &rec, has_rec, remote, report, err);
-}
-
-/* The check's verdict once the comparison ran: the remote's failure, or what differs. */
-static int
-ship_check_verdict(const ship_target_t *t, const ship_check_cursor_t *remote,
-                   const stele_remote_report_t *report, stele_error_t *err)
-{
-    if (remote->has_error)
-        return ship_remote_error(t, &remote->error, &remote->error_doc, "remote check", err);
-    if (!report->n_missing && !report->n_extra && !report->n_mismatched)
-        return 0;
-    ship_set_error(
-        err, STELE_EINTEGRITY, "re-ship the missing ranges with stele_reship / stele ship",
-        "sink %s: %" PRIu64 " missing, %" PRIu64 " extra, %" PRIu64 " mismatched documents in %s",
-        t->name, report->n_missing, report->n_extra, report->n_mismatched, t->where);
-    return STELE_EINTEGRITY;
-}
-
-/* A client of its own for the check, whose queries sort whole chunks on the server: they
- * get more time than inserts unless the URI says otherwise. */
-static int
-ship_check_client_new(ship_target_t *t, mongoc_client_t **out, stele_error_t *err)
-{
-    if (!t->is_socket_timeout_set)
-        mongoc_uri_set_option_as_int32(t->uri, MONGOC_URI_SOCKETTIMEOUTMS,
-                                       SHIP_CHECK_SOCKET_TIMEOUT_MS);
-    *out = mongoc_client_new_from_uri(t->uri);
-    if (!*out) {
-        ship_set_error(err, STELE_ECONFIG, NULL, "sink %s: could not create a client", t->name);
-        return STELE_ECONFIG;
-    }
-    mongoc_client_set_error_api(*out, MONGOC_ERROR_API_VERSION_2);
-    return 0;
-}
+/* Attempts per remote step of a one-shot shipper before it gives up. */
+#define SHIP_ONESHOT_MAX_ATTEMPTS 5
 
 int
-stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
-                   uint64_t to_seq, stele_remote_report_t *report, stele_error_t *err)
-{
-    if (!dir || !report || (to_seq && from_seq > to_seq)) {
-        ship_set_error(err, STELE_EINVAL, NULL, "remote check: bad arguments");
-        return STELE_EINVAL;
-    }
-    memset(report, 0, sizeof *report);
-    ship_target_t t;
-    int rc = ship_target_init(&t, sink, err);
-    if (rc != 0)
-        return rc;
-    journal_reader_t *r = NULL;
-    mongoc_client_t *client = NULL;
-    mongoc_collection_t *coll = NULL;
-    ship_check_cursor_t remote = {.error_doc = BSON_INITIALIZER};
-    rc = ship_open_range_reader(dir, from_seq, &r, err);
-    if (rc == 0)
-        rc = ship_check_client_new(&t, &client, err);
-    if (rc != 0)
-        goto done;
-    coll = mongoc_client_get_collection(client, t.database, t.collection);
-    rc = ship_check_compare(&t, r, coll, from_seq, to_seq, &remote, report, err);
-    if (rc == 0)
-        rc = ship_check_verdict(&t, &remote, report, err);
-done:
-    mongoc_cursor_destroy(remote.cursor);
-    bson_destroy(&remote.error_doc);
-    mongoc_collection_destroy(coll);
-    mongoc_client_destroy(client);
-    journal_reader_close(r);
-    ship_target_free(&t);
-    return rc;
-}
-
-/* Reports a one-shot run's failure with the shipper's last (scrubbed) error as the message. */
-static void
-shipper_last_error_to(shipper_t *s, int code, stele_error_t *err)
-{
-    pthread_mutex_lock(&s->mu);
-    ship_set_error(err, code, code == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
-                   s->last_error);
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* Reads records next_seq..to_seq (as many as fit a batch) without waiting. */
-static int
-ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t *b,
-                stele_error_t *err)
-{
-    const stele_sink_options_t *o = &s->target.opts;
-    while (b->n < o->batch_docs && b->bytes < o->batch_bytes) {
-        journal_record_t rec;
-        int rc = journal_reader_next(r, &rec, err);
-        if (rc == STELE_EAGAIN)
-            return 0;
-        if (rc != 0)
-            return rc;
-        if (rec.seq > to_seq)
-            return 0;
-        b->bytes += shipper_doc_fill(s, &b->docs[b->n++], &rec);
-    }
-    return 0;
-}
-
-/* Attempts per remote step of a one-shot re-ship before it gives up. */
-#define SHIP_RESHIP_MAX_ATTEMPTS 5
-
-/* Gives a one-shot re-ship's shipper the journal's source name and a pool of its own. */
-static int
-ship_reship_init(shipper_t *s, journal_reader_t *r, stele_error_t *err)
-{
-    s->source = strdup(journal_reader_source(r));
-    s->pool = ship_pool_new(&s->target, err);
-    if (!s->pool)
-        return STELE_ECONFIG;
-    if (!s->source) {
-        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
-        return -ENOMEM;
-    }
-    return 0;
-}
-
-/* Sends the records up to to_seq batch by batch, until the first batch that fails. */
-static int
-ship_reship_batches(shipper_t *s, journal_reader_t *r, uint64_t to_seq, stele_error_t *err)
-{
-    ship_scratch_t sc;
-    int rc = shipper_scratch_init(s, &sc);
-    if (rc != 0)
-        ship_set_error(err, rc, NULL, "re-ship: out of memory");
-    while (rc == 0) {
-        ship_batch_clear(&sc.batch);
-        rc = ship_fill_range(s, r, to_seq, &sc.batch, err);
-        if (rc != 0 || sc.batch.n == 0)
-            break;
-        /* Without an index a refused document is not dead-lettered: it fails the re-ship. */
-        rc = shipper_send_batch(s, &sc.batch, sc.ptrs, sc.map);
-        if (rc != 0)
-            shipper_last_error_to(s, rc, err);
-    }
-    shipper_scratch_free(&sc);
-    return rc;
-}
-
-int
-stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq, uint64_t to_seq,
-             uint64_t *n_inserted, stele_error_t *err)
-{
-    if (n_inserted)
-        *n_inserted = 0;
-    if (!dir || (to_seq && from_seq > to_seq)) {
-        ship_set_error(err, STELE_EINVAL, NULL, "re-ship: bad arguments");
-        return STELE_EINVAL;
-    }
-    shipper_t *s = shipper_alloc();
-    if (!s) {
-        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
-        return -ENOMEM;
-    }
-    journal_reader_t *r = NULL;
-    int rc = ship_target_init(&s->target, sink, err);
-    if (rc == 0) {
-        s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
-        s->jitter_seed = (unsigned)clock_wall_ms();
-        rc = ship_open_range_reader(dir, from_seq, &r, err);
-    }
-    if (rc == 0)
-        rc = ship_reship_init(s, r, err);
-    if (rc == 0)
-        rc = ship_reship_batches(s, r, to_seq ? to_seq : UINT64_MAX, err);
-    if (n_inserted)
-        *n_inserted = s->n_inserted;
-    journal_reader_close(r);
-    shipper_free(s);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------------------------
- * Dead letters: list, re-ship, discard (one-shot, from any process)
- * ------------------------------------------------------------------------------------------ */
-
-/* Dead letters read per index transaction while re-shipping them all. */
-#define SHIP_DEAD_PAGE 64
-
-/* Opens the journal's index: read-only, or writable only if it exists already (a journal
- * without an index has no dead letters, and these calls must not create one).
- * Returns 0, STELE_ENOTFOUND, or another code. */
-static int
-ship_dead_open_index(const char *dir, int writable, index_t **out, stele_error_t *err)
-{
-    int rc = index_open(dir, 0, 0, out, err);
-    if (rc != 0 || !writable)
-        return rc;
-    index_close(*out);
-    *out = NULL;
-    return index_open(dir, 1, 0, out, err);
-}
-
-int
-stele_dead_letters_list(const char *dir, const char *sink_name, uint64_t from_seq,
-                        stele_dead_letter_t *out, size_t max, stele_error_t *err)
-{
-    if (!dir || (!out && max)) {
-        ship_set_error(err, STELE_EINVAL, NULL, "dead letters: bad arguments");
-        return STELE_EINVAL;
-    }
-    const char *name = sink_name && sink_name[0] ? sink_name : "default";
-    index_t *ix = NULL;
-    int rc = ship_dead_open_index(dir, 0, &ix, err);
-    if (rc == STELE_ENOTFOUND)
-        return 0;
-    if (rc != 0)
-        return rc;
-    index_dead_letter_t page[SHIP_DEAD_PAGE];
-    size_t n = 0;
-    while (n < max) {
-        size_t want = max - n < SHIP_DEAD_PAGE ? max - n : SHIP_DEAD_PAGE;
-        rc = index_read_dead_letters(ix, name, from_seq, page, want, err);
-        if (rc <= 0)
-            break;
-        for (int i = 0; i < rc; i++, n++) {
-            out[n].seq = page[i].seq;
-            out[n].unix_ms = page[i].unix_ms;
-            /* A longer stored reason is cut to what the caller's record holds. */
-            snprintf(out[n].reason, sizeof out[n].reason, "%.*s", (int)sizeof out[n].reason - 1,
-                     page[i].why);
-        }
-        from_seq = page[rc - 1].seq + 1;
-        if ((size_t)rc < want)
-            break;
-    }
-    index_close(ix);
-    return rc < 0 ? rc : (int)n;
-}
-
-/* What became of one dead letter sent again. */
-typedef enum ship_dead_outcome {
-    SHIP_DEAD_SHIPPED,
-    SHIP_DEAD_REJECTED,
-    SHIP_DEAD_MISSING,
-} ship_dead_outcome_t;
-
-/* Reads record seq into a one-document batch. STELE_ENOTFOUND when the journal no longer
- * holds it. */
-static int
-ship_dead_read(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch_t *b, stele_error_t *err)
-{
-    index_batch_t hint = {0};
-    stele_error_t ierr = {0};
-    if (index_find_seq(s->index, seq, &hint, &ierr) != 0)
-        memset(&hint, 0, sizeof hint);
-    int rc = journal_reader_seek(r, seq, hint.segment_seq, hint.offset, err);
-    if (rc != 0)
-        return rc;
-    journal_record_t rec;
-    rc = journal_reader_next(r, &rec, err);
-    if (rc == STELE_EAGAIN || (rc == 0 && rec.seq != seq))
-        return STELE_ENOTFOUND;
-    if (rc != 0)
-        return rc;
-    b->n = 1;
-    b->bytes = shipper_doc_fill(s, &b->docs[0], &rec);
-    return 0;
-}
-
-/*
- * Sends dead letter seq again: off the list when acknowledged or found stored with the same
- * hash; kept with the new reason (shipper_dead_letter rewrites it) when rejected again.
- * Returns 0 with *outcome, or the code that ends the pass (STELE_EREMOTE when the server
- * stayed unreachable, STELE_EINTEGRITY, STELE_EAUTH, journal errors).
- */
-static int
-ship_dead_reship_one(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch_t *b,
-                     const bson_t **ptrs, size_t *map, ship_dead_outcome_t *outcome,
+shipper_oneshot_open(const stele_sink_options_t *sink, index_t *ix, shipper_t **out,
                      stele_error_t *err)
 {
-    pthread_mutex_lock(&s->mu);
-    uint64_t rejected_before = s->dead_letters;
-    pthread_mutex_unlock(&s->mu);
-    ship_batch_clear(b);
-    int rc = ship_dead_read(s, r, seq, b, err);
-    if (rc == STELE_ENOTFOUND) {
-        *outcome = SHIP_DEAD_MISSING;
-        return 0;
-    }
-    if (rc == 0) {
-        rc = shipper_send_batch(s, b, ptrs, map);
-        if (rc != 0) /* remote, integrity, authentication, or the index refused the letter */
-            shipper_last_error_to(s, rc, err);
-    }
-    if (rc != 0)
+    *out = NULL;
+    shipper_t *s = shipper_alloc();
+    if (!s)
+        return error_set(err, -ENOMEM, "re-ship: out of memory");
+    int rc = ship_target_init(&s->target, sink, err);
+    if (rc != 0) {
+        shipper_free(s);
         return rc;
-    pthread_mutex_lock(&s->mu);
-    int is_rejected = s->dead_letters != rejected_before;
-    pthread_mutex_unlock(&s->mu);
-    *outcome = is_rejected ? SHIP_DEAD_REJECTED : SHIP_DEAD_SHIPPED;
-    if (is_rejected)
-        return 0;
-    rc = index_delete_dead_letter(s->index, s->target.name, seq, err);
-    return rc == STELE_ENOTFOUND ? 0 : rc; /* removed meanwhile by another re-ship */
+    }
+    s->index = ix;
+    s->max_attempts = SHIP_ONESHOT_MAX_ATTEMPTS;
+    s->jitter_seed = (unsigned)clock_wall_ms();
+    *out = s;
+    return 0;
 }
 
-/* Sets up a one-shot shipper over the journal and index for re-shipping dead letters. */
-static int
-ship_dead_shipper_init(shipper_t *s, index_t *ix, journal_reader_t *r, stele_error_t *err)
+int
+shipper_oneshot_attach(shipper_t *s, journal_reader_t *r, stele_error_t *err)
 {
-    s->index = ix;
-    s->max_attempts = SHIP_RESHIP_MAX_ATTEMPTS;
-    s->jitter_seed = (unsigned)clock_wall_ms();
     s->source = strdup(journal_reader_source(r));
-    if (!s->source) {
-        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
-        return -ENOMEM;
-    }
-    s->pool = ship_pool_new(&s->target, err);
+    if (!s->source)
+        return error_set(err, -ENOMEM, "re-ship: out of memory");
+    s->pool = ship_target_pool_new(&s->target, err);
     return s->pool ? 0 : STELE_ECONFIG;
 }
 
-/* Counts an outcome into the report. */
-static void
-ship_dead_count(stele_dead_letter_report_t *report, ship_dead_outcome_t outcome)
-{
-    report->n_tried++;
-    if (outcome == SHIP_DEAD_SHIPPED)
-        report->n_shipped++;
-    else if (outcome == SHIP_DEAD_REJECTED)
-        report->n_rejected++;
-    else
-        report->n_missing++;
-}
-
-/* Re-ships the letter at seq, or all of them (seq 0) page by page, into report. */
-static int
-ship_dead_reship_pass(shipper_t *s, journal_reader_t *r, uint64_t seq,
-                      stele_dead_letter_report_t *report, stele_error_t *err)
-{
-    ship_doc_t doc; /* one letter at a time: nothing to allocate */
-    ship_batch_t batch = {.docs = &doc};
-    const bson_t *ptrs[1];
-    size_t map[1];
-    uint64_t page[SHIP_DEAD_PAGE];
-    uint64_t from_seq = seq;
-    int rc = 0;
-    while (rc == 0) {
-        int n = index_list_dead_letters(s->index, s->target.name, from_seq, page,
-                                        seq ? 1 : SHIP_DEAD_PAGE, err);
-        if (n < 0)
-            rc = n;
-        if (n <= 0 || (seq && page[0] != seq))
-            break;
-        for (int i = 0; i < n && rc == 0; i++) {
-            ship_dead_outcome_t outcome;
-            rc = ship_dead_reship_one(s, r, page[i], &batch, ptrs, map, &outcome, err);
-            if (rc == 0)
-                ship_dead_count(report, outcome);
-        }
-        if (seq || n < SHIP_DEAD_PAGE)
-            break;
-        from_seq = page[n - 1] + 1;
-    }
-    ship_batch_clear(&batch);
-    return rc;
-}
-
 int
-shipper_reship_dead_letters(index_t *ix, const char *dir, const stele_sink_options_t *sink,
-                            uint64_t seq, stele_dead_letter_report_t *report, stele_error_t *err)
+shipper_oneshot_send(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map,
+                     stele_error_t *err)
 {
-    memset(report, 0, sizeof *report);
-    shipper_t *s = shipper_alloc();
-    if (!s) {
-        ship_set_error(err, -ENOMEM, NULL, "re-ship: out of memory");
-        return -ENOMEM;
+    int rc = shipper_send_batch(s, b, ptrs, map);
+    if (rc != 0) {
+        pthread_mutex_lock(&s->mu);
+        error_set_hinted(err, rc, rc == STELE_EINTEGRITY ? "run stele_remote_check" : NULL, "%s",
+                         s->last_error);
+        pthread_mutex_unlock(&s->mu);
     }
-    journal_reader_t *r = NULL;
-    int rc = ship_target_init(&s->target, sink, err);
-    if (rc == 0)
-        rc = journal_reader_open(dir, NULL, &r, err);
-    if (rc == 0)
-        rc = ship_dead_shipper_init(s, ix, r, err);
-    if (rc == 0)
-        rc = ship_dead_reship_pass(s, r, seq, report, err);
-    if (rc == 0 && seq && report->n_tried == 0) {
-        rc = STELE_ENOTFOUND;
-        ship_set_error(err, rc, "list them with stele ship --dead-letters",
-                       "sink %s has no dead letter at seq %" PRIu64, s->target.name, seq);
-    } else if (rc == 0 && (report->n_rejected || report->n_missing)) {
-        rc = STELE_EREMOTE;
-        ship_set_error(err, rc,
-                       report->n_missing ? "records gone from the journal cannot be re-shipped: "
-                                           "discard them"
-                                         : "fix the cause (validator, index) and re-ship again",
-                       "sink %s: %" PRIu64 " of %" PRIu64
-                       " dead letters still rejected by %s, %" PRIu64 " no longer in the journal",
-                       s->target.name, report->n_rejected, report->n_tried, s->target.where,
-                       report->n_missing);
-    }
-    stele_error_t ierr = {0};
-    (void)index_sync(ix, &ierr); /* a lost deletion only means one needless re-ship */
-    journal_reader_close(r);
-    shipper_free(s);
-    return rc;
-}
-
-int
-stele_dead_letters_reship(const char *dir, const stele_sink_options_t *sink, uint64_t seq,
-                          stele_dead_letter_report_t *report, stele_error_t *err)
-{
-    stele_dead_letter_report_t local;
-    report = report ? report : &local;
-    memset(report, 0, sizeof *report);
-    if (!dir) {
-        ship_set_error(err, STELE_EINVAL, NULL, "re-ship dead letters: bad arguments");
-        return STELE_EINVAL;
-    }
-    index_t *ix = NULL;
-    int rc = ship_dead_open_index(dir, 1, &ix, err);
-    if (rc == STELE_ENOTFOUND && !seq)
-        return 0; /* no index: no dead letters */
-    if (rc == 0)
-        rc = shipper_reship_dead_letters(ix, dir, sink, seq, report, err);
-    index_close(ix);
-    return rc;
-}
-
-int
-shipper_discard_dead_letter(index_t *ix, const char *sink_name, uint64_t seq, stele_error_t *err)
-{
-    const char *name = sink_name && sink_name[0] ? sink_name : "default";
-    index_dead_letter_t letter;
-    int rc = index_read_dead_letters(ix, name, seq, &letter, 1, err);
-    if (rc >= 0 && (rc == 0 || letter.seq != seq)) {
-        rc = STELE_ENOTFOUND;
-        ship_set_error(err, rc, "list them with stele ship --dead-letters",
-                       "sink %s has no dead letter at seq %" PRIu64, name, seq);
-    }
-    if (rc > 0)
-        rc = index_delete_dead_letter(ix, name, seq, err);
-    if (rc == 0) {
-        char quoted_sink[160], quoted_why[640];
-        stele_log_write("warn", "dead letter discarded", "sink=%s seq=%" PRIu64 " reason=%s",
-                        stele_log_quote(quoted_sink, sizeof quoted_sink, name), seq,
-                        stele_log_quote(quoted_why, sizeof quoted_why, letter.why));
-        rc = index_sync(ix, err);
-    }
-    return rc;
-}
-
-int
-stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t seq, stele_error_t *err)
-{
-    if (!dir || seq == 0) {
-        ship_set_error(err, STELE_EINVAL, NULL, "discard dead letter: bad arguments");
-        return STELE_EINVAL;
-    }
-    index_t *ix = NULL;
-    int rc = ship_dead_open_index(dir, 1, &ix, err);
-    if (rc == STELE_ENOTFOUND)
-        ship_set_error(err, rc, NULL, "sink %s has no dead letter at seq %" PRIu64,
-                       sink_name && sink_name[0] ? sink_name : "default", seq);
-    if (rc == 0)
-        rc = shipper_discard_dead_letter(ix, sink_name, seq, err);
-    index_close(ix);
     return rc;
 }

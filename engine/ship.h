@@ -1,7 +1,8 @@
 /*
- * ship.h: one shipper per sink, each with its own thread and its own mongoc_client_pool_t
- * kept for the process life. ship.c and remote_reader.c (reading a sink back) are the only
- * files that call libmongoc.
+ * ship.h: one shipper per sink, each with its own thread and its own libmongoc client pool
+ * kept for the process life. The shipping files (ship*.c) and remote_reader.c (reading a
+ * sink back) are the only files that call libmongoc; this header keeps its types out of
+ * the rest of the engine (what the shipping files share in those types is ship_mongo.h).
  *
  * A shipper reads committed records back from the journal with its own journal reader
  * (waking on the journal's shared state, not on an in-memory queue, so memory stays
@@ -12,9 +13,6 @@
 #define STELE_ENGINE_SHIP_H
 
 #include <stdint.h>
-
-#include <bson/bson.h>
-#include <mongoc/mongoc.h>
 
 #include "index.h"
 #include "journal.h"
@@ -48,30 +46,6 @@ typedef struct shipper_config {
  * Never blocks on the network: an unreachable server is retried by the thread. */
 int shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err);
 
-/* The database and collection of a sink: its own names, else the URI's database (uri_db,
- * may be NULL), else "audit"; the collection "events". Returns 0, or -1 when a name breaks
- * MongoDB's rules (database 1-63 bytes without / \ . space " $; collection 1-200 bytes
- * without $); the names are set either way. Shared by shippers and remote readers. */
-int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const char **db_out,
-                    const char **coll_out);
-
-/* "host:port/db.coll" of a MongoDB URI, for messages: no credentials, cut to fit cap. Shared
- * by shippers and remote readers. */
-void ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll);
-
-/* Replaces every occurrence of password (NULL or "" = none) in the NUL-terminated msg of
- * capacity cap by "***", cutting the text at cap. Scans forward past each mask, so a password
- * the mask contains ("*") ends too. Shared by shippers and remote readers. */
-void ship_scrub_password(const char *password, char *msg, size_t cap);
-
-/* snprintf that truncates on purpose (messages and names are bounded by design). */
-void ship_fmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* Initialises libmongoc for the process, once, with stele's log handler (libmongoc's own
- * lines go to stderr as stele log lines, URI passwords redacted, never to stdout). Every
- * file that uses libmongoc calls it first. Thread-safe. */
-void ship_mongoc_init_once(void);
-
 /* Asks the thread to stop; gives it up to drain_timeout_ms to ship what is committed first.
  * Joins and frees. NULL is a no-op. */
 void shipper_stop(shipper_t *s, int drain_timeout_ms);
@@ -94,23 +68,5 @@ int shipper_reship_dead_letters(index_t *ix, const char *dir, const stele_sink_o
                                 stele_error_t *err);
 int shipper_discard_dead_letter(index_t *ix, const char *sink_name, uint64_t seq,
                                 stele_error_t *err);
-
-/* What a MongoDB failure means to a shipper (shipper_classify). */
-typedef enum shipper_verdict {
-    SHIPPER_RETRY = 0,   /* transient: retry the unacknowledged documents after a backoff */
-    SHIPPER_DUPLICATE,   /* document *index_out is stored already: compare chain hashes */
-    SHIPPER_DEAD_LETTER, /* document *index_out is rejected for good: dead-letter it, go on */
-    SHIPPER_SPLIT,       /* the batch was refused client-side as a whole: send one by one */
-    SHIPPER_STOP_AUTH,   /* credentials or privileges refused: stop the sink */
-} shipper_verdict_t;
-
-/*
- * The one classifier of MongoDB errors, from libmongoc's error (error API version 2) and the
- * command's reply (may be NULL). *index_out receives the batch index of the offending
- * document for SHIPPER_DUPLICATE and SHIPPER_DEAD_LETTER. Anything not known to be
- * permanent is SHIPPER_RETRY. Pure; any thread. Exposed for its table test.
- */
-shipper_verdict_t shipper_classify(const bson_error_t *error, const bson_t *reply,
-                                   size_t *index_out);
 
 #endif /* STELE_ENGINE_SHIP_H */

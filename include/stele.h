@@ -397,6 +397,37 @@ const char *stele_reader_source(const stele_reader_t *r);
 void stele_reader_close(stele_reader_t *r);
 
 /* ------------------------------------------------------------------------------------------
+ * Record filters (engine/filter.c): what `stele tail --where` keeps
+ * ------------------------------------------------------------------------------------------ */
+typedef struct stele_filter stele_filter_t;
+
+/* An empty filter, which matches every record. Returns 0 or -ENOMEM (err filled). Free it
+ * with stele_filter_free(). */
+int stele_filter_new(stele_filter_t **out, stele_error_t *err);
+
+/*
+ * Adds the condition "PATH=VALUE": the event's field at the dotted PATH ("actor.name";
+ * array items by index, "tags.0") equals VALUE, compared by the field's type: a string
+ * exactly; an int32, int64 or double numerically (VALUE read as an integer, else as a
+ * double: "200", "0.5", "2e2"); a boolean as "true" or "false"; null as "null". A missing
+ * field, or one of another type, does not match. A record matches when every condition
+ * holds. `condition` is borrowed (copied). Returns 0, STELE_EINVAL (f or condition NULL, no
+ * '=', or an empty PATH: err quotes the condition), -ENOMEM. Not to be called while
+ * another thread matches with f.
+ */
+int stele_filter_add(stele_filter_t *f, const char *condition, stele_error_t *err);
+
+/*
+ * Returns 1 when rec's event meets every condition of f, 0 when it does not, STELE_EBSON
+ * when the event is not a BSON document, STELE_EINVAL when f or rec is NULL. Only reads f:
+ * threads may share a filter once it is built.
+ */
+int stele_filter_match(const stele_filter_t *f, const stele_record_t *rec);
+
+/* Frees the filter and its conditions. NULL is a no-op. */
+void stele_filter_free(stele_filter_t *f);
+
+/* ------------------------------------------------------------------------------------------
  * Inspection and verification (read-only, from any process)
  * ------------------------------------------------------------------------------------------ */
 
@@ -494,7 +525,7 @@ int stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_veri
                  stele_error_t *err);
 
 /* ------------------------------------------------------------------------------------------
- * The remote copy: consistency check and re-ship against one sink (engine/ship.c)
+ * The remote copy: consistency check and re-ship against one sink (engine/ship_check.c)
  * ------------------------------------------------------------------------------------------ */
 
 /* A closed range of sequence numbers. */
@@ -677,6 +708,81 @@ int stele_dead_letters_reship(const char *dir, const stele_sink_options_t *sink,
  */
 int stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t seq,
                               stele_error_t *err);
+
+/* ------------------------------------------------------------------------------------------
+ * JSON output (engine/render*.c)
+ *
+ * The JSON that `stele tail`, `stele status --json` and `stele ship --dead-letters` print,
+ * for programs that want the same text. Each call returns one compact JSON object (no
+ * spaces, no newline at the end), UTF-8, NUL-terminated, owned by the caller: free it with
+ * stele_json_free(). Values are written so that any JSON reader gets them back:
+ *  - strings: '"', '\' and the control bytes escaped (\n, \t, ... or \u00XX; a NUL
+ *    inside a BSON string is \u0000); everything else, UTF-8 included, as it is;
+ *  - int32 and int64: decimal integers, exact (readers with 53-bit numbers, such as
+ *    JavaScript and jq, round those beyond 2^53 themselves);
+ *  - doubles: the shortest decimal that reads back as the same double ("0.1", "1e+300",
+ *    "5e-324"), with ".0" added when it would read as an integer ("2.0", "-0.0"), so a
+ *    reader keeps a double a double; NaN, Infinity and -Infinity, which JSON cannot hold,
+ *    as {"$numberDouble":"NaN"}, {"$numberDouble":"Infinity"}, {"$numberDouble":"-Infinity"};
+ *  - events: relaxed Extended JSON v2 (what MongoDB's tools read): the types above as plain
+ *    JSON, the others as {"$oid":"<24 hex>"}, {"$date":"2026-11-30T20:44:50.123Z"} (years
+ *    1970 to 9999, else {"$date":{"$numberLong":"<ms>"}}), {"$binary":{"base64":"...",
+ *    "subType":"<2 hex>"}}, {"$numberDecimal":"..."}, {"$timestamp":{"t":T,"i":I}},
+ *    {"$regularExpression":{"pattern":"...","options":"..."}}, {"$code":"..."} (and
+ *    "$scope":{...}), {"$symbol":"..."}, {"$dbPointer":{"$ref":"...","$id":{"$oid":"..."}}},
+ *    {"$undefined":true}, {"$minKey":1}, {"$maxKey":1}.
+ * Thread-safe, no I/O. On failure *json_out is left alone and err says what could not be
+ * written.
+ * ------------------------------------------------------------------------------------------ */
+
+/*
+ * A record as the line `stele tail` prints (without the newline):
+ *   {"seq":42,"ts":"2026-11-30T20:44:50.123456Z","src":"web-1","event":{"user":"alice"}}
+ * ts is rec->ts_ns as RFC 3339 UTC with microseconds; src is `source`, the journal's name
+ * (stele_reader_source(); borrowed); event is rec->bson.
+ *   json_out: set to the text; free it with stele_json_free().
+ *   len_out:  may be NULL; set to the text's length in bytes.
+ * Returns 0; STELE_EINVAL (a NULL argument); STELE_EBSON (the event is not a well-formed
+ * BSON document, or a key or string in it is not UTF-8); STELE_EDEPTH (it nests deeper
+ * than 128 levels); STELE_EUTF8 (source is not UTF-8); -ENOMEM.
+ */
+int stele_record_to_json(const stele_record_t *rec, const char *source, char **json_out,
+                         size_t *len_out, stele_error_t *err);
+
+/* A BSON event alone (`bson_len` bytes), as `stele tail --output pretty` shows it:
+ * {"user":"alice","n":7}. Same arguments and results as stele_record_to_json(). */
+int stele_event_to_json(const uint8_t *bson, size_t bson_len, char **json_out, size_t *len_out,
+                        stele_error_t *err);
+
+/*
+ * The object `stele status --json` prints for `st` (filled by stele_status_read()), with
+ * `dir` as its first field (NULL: left out):
+ *   {"dir":"/var/lib/audit","source":"web-1","format_version":1,"writer_pid":0,
+ *    "first_seq":1,"last_seq":3,"committed_seq":3,"durable_seq":3,"segments":1,
+ *    "disk_bytes":67108864,"settings":{"live":false,"sync":"always","sync_interval_ms":1000,
+ *    "commit_interval_us":0,"commit_policy":"adaptive","max_journal_bytes":0,
+ *    "on_full":"block"},"sinks":[{"name":"default","shipped_seq":3,"lag_records":0,
+ *    "lag_seconds":0.0,"dead_letters":0,"retries":0,"batches":1,"stopped":false}]}
+ * "settings" only when a writer published them (settings_unix_ms != 0); a sink that had an
+ * error also has "last_error" and "last_error_time" (RFC 3339 UTC with milliseconds).
+ * Returns 0, STELE_EINVAL (st or json_out NULL), STELE_EUTF8 (dir or a name is not UTF-8),
+ * -ENOMEM.
+ */
+int stele_status_to_json(const char *dir, const stele_status_t *st, char **json_out,
+                         size_t *len_out, stele_error_t *err);
+
+/*
+ * One dead letter as `stele ship --dead-letters` lists it:
+ *   {"seq":3,"time":"2026-11-30T20:44:50.123000Z","unix_ms":1795985090123,"reason":"..."}
+ * "time" is unix_ms as RFC 3339 UTC with microseconds, "" when unix_ms is 0.
+ * Returns 0, STELE_EINVAL (dl or json_out NULL), STELE_EUTF8 (the reason is not UTF-8),
+ * -ENOMEM.
+ */
+int stele_dead_letter_to_json(const stele_dead_letter_t *dl, char **json_out, size_t *len_out,
+                              stele_error_t *err);
+
+/* Frees text returned by the stele_*_to_json calls. NULL is a no-op. */
+void stele_json_free(char *json);
 
 /* ------------------------------------------------------------------------------------------
  * Log lines (engine/log.c)

@@ -5,6 +5,8 @@ set(STELE_CLI_TEST_SOURCES cli/cli_harness.c)
 
 stele_add_test(test_cli SOURCES cli/test_cli.c ${STELE_CLI_TEST_SOURCES} LIBS stele
                TIMEOUT 600 LABELS cli)
+# test_cli runs tests/cli/json_readback.py (python3; skipped without it).
+target_compile_definitions(test_cli PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 stele_add_test(test_cli_bad_input SOURCES cli/test_cli_bad_input.c ${STELE_CLI_TEST_SOURCES}
                LIBS stele TIMEOUT 600 LABELS cli)
 # MongoDB parts: against the FerretDB test server (tests/integration), or STELE_TEST_MONGO_URI.
@@ -21,3 +23,11 @@ foreach(t test_cli test_cli_bad_input test_cli_mongo)
   add_dependencies(${t} stele_cli)
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "STELE_BIN=$<TARGET_FILE:stele_cli>")
 endforeach()
+
+# The JSON every command prints (engine/render*.c): a table of every BSON type, malformed
+# events, the three line shapes, and Python's json reading random events back
+# (render_roundtrip.py; needs python3, skipped without it).
+stele_add_test(test_render SOURCES test_render.c LIBS stele PkgConfig::BSON LABELS cli)
+target_compile_definitions(test_render PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+# stele_filter_*: the conditions of `stele tail --where` (engine/filter.c).
+stele_add_test(test_filter SOURCES test_filter.c LIBS stele PkgConfig::BSON LABELS cli)

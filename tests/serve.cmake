@@ -2,7 +2,10 @@
 # (engine/client.c). The tests exec the real `stele` binary (stele_cli) as the server; the
 # daemon's sources also form a small library so unit tests and the fuzz target reach them.
 set(STELE_SERVE_SOURCES
-  ${PROJECT_SOURCE_DIR}/cli/common.c
+  ${PROJECT_SOURCE_DIR}/cli/args.c
+  ${PROJECT_SOURCE_DIR}/cli/mongo_args.c
+  ${PROJECT_SOURCE_DIR}/cli/report.c
+  ${PROJECT_SOURCE_DIR}/cli/timearg.c
   ${PROJECT_SOURCE_DIR}/cli/cmd_serve.c
   ${PROJECT_SOURCE_DIR}/cli/serve_ack.c
   ${PROJECT_SOURCE_DIR}/cli/serve_frame.c

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <mongoc/mongoc.h>
 
-#include "ship.h"
+#include "ship_mongo.h" /* shipper_classify, ship_scrub_password */
 
 typedef struct classify_case {
     const char *what;

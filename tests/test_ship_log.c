@@ -1,5 +1,5 @@
 /*
- * test_ship_log.c: libmongoc's log lines, as stele routes them (engine/ship.c): never on
+ * test_ship_log.c: libmongoc's log lines, as stele routes them (engine/ship_mongoc.c): never on
  * stdout (it carries `stele tail`'s JSON), on stderr in stele's one-line logfmt, warnings
  * and above by default, and with URI passwords redacted. No server needed.
  */

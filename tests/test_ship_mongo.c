@@ -780,6 +780,12 @@ test_ship_never_shows_uri_password(void **state)
     stele_remote_report_t rep;
     assert_int_not_equal(stele_remote_check(sj.dir, &so, 0, 0, &rep, &err), 0);
     assert_null(strstr(err.message, "hunter2pw"));
+    /* The check's message names the collection: a password that is part of its name is
+     * masked there too. */
+    so.collection = "events_hunter2pw";
+    assert_int_equal(stele_remote_check(sj.dir, &so, 0, 0, &rep, &err), STELE_EREMOTE);
+    assert_non_null(strstr(err.message, "remote check on 127.0.0.1:"));
+    assert_null(strstr(err.message, "hunter2pw"));
     so.uri = "mongodb://auditor:hunter2pw@127.0.0.1:notaport/";
     shipper_config_t cfg = {
         .sink = &so, .journal_dir = sj.dir, .source = "secret", .index = sj.index};

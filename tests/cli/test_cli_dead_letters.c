@@ -118,8 +118,8 @@ test_ship_lists_reships_and_discards_dead_letters(void **state)
     const char *list[] = {SHIP_ARGS, "--dead-letters", NULL};
     r = harness_run_argv(0, NULL, list);
     assert_int_equal(count_json_lines(r.out), 2);
-    assert_non_null(strstr(r.out, "{ \"seq\" : 3, \"time\" : \"20"));
-    assert_non_null(strstr(r.out, "{ \"seq\" : 5,"));
+    assert_non_null(strstr(r.out, "{\"seq\":3,\"time\":\"20"));
+    assert_non_null(strstr(r.out, "{\"seq\":5,"));
     assert_non_null(strstr(r.out, "duplicate key"));
     harness_result_free(&r);
 

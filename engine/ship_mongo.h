@@ -1,0 +1,283 @@
+/*
+ * ship_mongo.h: what the shipping files share in libmongoc's and libbson's types. Included
+ * only by ship*.c, remote_reader.c and their tests: ship.h, which the rest of the engine
+ * includes, names no libmongoc type. Each section says which file defines it.
+ */
+#ifndef STELE_ENGINE_SHIP_MONGO_H
+#define STELE_ENGINE_SHIP_MONGO_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bson/bson.h>
+#include <mongoc/mongoc.h>
+
+#include "ship.h"
+
+/* ---- libmongoc for the process (ship_mongoc.c) ----------------------------------------------- */
+
+/* Initialises libmongoc for the process, once, with stele's log handler (libmongoc's own
+ * lines go to stderr as stele log lines, URI passwords redacted, never to stdout). Every
+ * file that uses libmongoc calls it first. Thread-safe. */
+void ship_mongoc_init_once(void);
+
+/* Replaces every occurrence of password (NULL or "" = none) in the NUL-terminated msg of
+ * capacity cap by "***", cutting the text at cap. Scans forward past each mask, so a password
+ * the mask contains ("*") ends too. Shared by shippers and remote readers. */
+void ship_scrub_password(const char *password, char *msg, size_t cap);
+
+/* ---- the classifier (ship_classify.c) -------------------------------------------------------- */
+
+/* What a MongoDB failure means to a shipper (shipper_classify). */
+typedef enum shipper_verdict {
+    SHIPPER_RETRY = 0,   /* transient: retry the unacknowledged documents after a backoff */
+    SHIPPER_DUPLICATE,   /* document *index_out is stored already: compare chain hashes */
+    SHIPPER_DEAD_LETTER, /* document *index_out is rejected for good: dead-letter it, go on */
+    SHIPPER_SPLIT,       /* the batch was refused client-side as a whole: send one by one */
+    SHIPPER_STOP_AUTH,   /* credentials or privileges refused: stop the sink */
+} shipper_verdict_t;
+
+/*
+ * The one classifier of MongoDB errors, from libmongoc's error (error API version 2) and the
+ * command's reply (may be NULL). *index_out receives the batch index of the offending
+ * document for SHIPPER_DUPLICATE and SHIPPER_DEAD_LETTER. Anything not known to be
+ * permanent is SHIPPER_RETRY. Pure; any thread. Exposed for its table test.
+ */
+shipper_verdict_t shipper_classify(const bson_error_t *error, const bson_t *reply,
+                                   size_t *index_out);
+
+/* ---- a sink's target (ship_target.c) --------------------------------------------------------- */
+
+/* A sink's resolved configuration, shared by the shipper and the one-shot calls. */
+typedef struct ship_target {
+    stele_sink_options_t opts; /* numbers only; string fields point into the copies below */
+    char *name;
+    char *database;
+    char *collection;
+    char *password;  /* only to scrub it from messages; NULL when the URI has none */
+    char where[256]; /* host:port/db.collection, no credentials */
+    mongoc_uri_t *uri;
+    mongoc_write_concern_t *write_concern;
+    mongoc_read_concern_t *read_concern;
+    int is_socket_timeout_set; /* by the user's URI */
+} ship_target_t;
+
+/* Resolves sink into *t (zeroed first): checks the name, URI, database and collection names
+ * and numbers (STELE_ECONFIG naming the field; -ENOMEM), sets the concerns and the timeouts
+ * the URI leaves unset, and initialises libmongoc for the process. Free with
+ * ship_target_free, also after a failure. */
+int ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error_t *err);
+
+/* Frees what ship_target_init made and wipes the password. */
+void ship_target_free(ship_target_t *t);
+
+/* Replaces every occurrence of the sink's password in msg by "***". */
+void ship_target_scrub(const ship_target_t *t, char *msg, size_t cap);
+
+/* A client pool for the target's URI, with error API version 2; NULL with *err set
+ * (STELE_ECONFIG). */
+mongoc_client_pool_t *ship_target_pool_new(const ship_target_t *t, stele_error_t *err);
+
+/* Appends the sink's read concern to the options of a find (nothing when it has none). */
+void ship_target_append_read_concern(const ship_target_t *t, bson_t *opts);
+
+/* The database and collection of a sink: its own names, else the URI's database (uri_db,
+ * may be NULL), else "audit"; the collection "events". Returns 0, or -1 when a name breaks
+ * MongoDB's rules (database 1-63 bytes without / \ . space " $; collection 1-200 bytes
+ * without $); the names are set either way. Shared by shippers and remote readers. */
+int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const char **db_out,
+                    const char **coll_out);
+
+/* "host:port/db.coll" of a MongoDB URI, for messages: no credentials, cut to fit cap. Shared
+ * by shippers and remote readers. */
+void ship_where(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll);
+
+/* ---- documents and batches (ship_doc.c) ------------------------------------------------------ */
+
+#define SHIP_HASH_BYTES 32
+
+typedef struct ship_doc {
+    uint64_t seq;
+    int64_t ts_ns;
+    uint8_t hash[SHIP_HASH_BYTES];
+    bson_t *doc;        /* heap: bson_t wants 128-byte alignment the docs array lacks */
+    int is_done;        /* acknowledged, found stored with the same hash, or dead-lettered */
+    int is_unbuildable; /* the record cannot become a document: a dead letter before sending */
+} ship_doc_t;
+
+/* Documents read for one delivery. docs has room for batch_docs of them (1 for a dead
+ * letter's re-ship), allocated once: the fills stop at batch_docs and never allocate. */
+typedef struct ship_batch {
+    ship_doc_t *docs;
+    size_t n;
+    size_t bytes;
+} ship_batch_t;
+
+/* Destroys the batch's documents and empties it; keeps its docs array. */
+void ship_batch_clear(ship_batch_t *b);
+
+/* ship_batch_clear, then frees the docs array and zeroes the batch. */
+void ship_batch_free(ship_batch_t *b);
+
+/* Makes the document of a record read from the journal into d (its seq, ts and hash copied,
+ * not done); a record that cannot become a document (a payload that is not a document or
+ * uses a reserved key) is marked is_unbuildable, for the shipper to dead-letter. Returns the
+ * document's size in bytes. */
+size_t ship_doc_fill(ship_doc_t *d, const char *source, const journal_record_t *rec);
+
+/* Reads _id.seq and STELE_META_FIELD.hash from a stored document: *hash_out is NULL when the
+ * hash is missing or not SHIP_HASH_BYTES long. Returns 0, or STELE_EINTEGRITY when the
+ * document has no numeric _id.seq. */
+int ship_doc_identity(const bson_t *doc, uint64_t *seq_out, const uint8_t **hash_out);
+
+/* ---- commands on a sink's collection (ship_collection.c) ------------------------------------- */
+
+/* The newest document stored for a source: where a sink without a checkpoint resumes. */
+typedef struct ship_remote_last {
+    uint64_t seq; /* 0 when the source has no document */
+    uint8_t hash[SHIP_HASH_BYTES];
+    int has_hash;
+} ship_remote_last_t;
+
+/* The newest document stored for source into *out (zeroed: seq 0 when none). Returns 0, or
+ * STELE_EREMOTE with *berr and *reply (initialised by the caller) describing the failure. */
+int ship_collection_newest(const ship_target_t *t, mongoc_client_t *client, const char *source,
+                           ship_remote_last_t *out, bson_error_t *berr, bson_t *reply);
+
+/* Creates the {_id.src, _id.seq} index that the resume query and the remote check use (a
+ * no-op when it exists). Returns 0 or STELE_EREMOTE with *berr and *reply set. */
+int ship_collection_ensure_index(const ship_target_t *t, mongoc_client_t *client,
+                                 bson_error_t *berr, bson_t *reply);
+
+/*
+ * Looks up which documents of b->docs[from..n) are stored already. A stored document with
+ * the same chain hash is marked done; one with a different hash is an integrity failure:
+ * another journal writes with the same source name, or the remote copy was altered.
+ * Returns 0, STELE_EINTEGRITY with *bad_seq (the sink must stop), or STELE_EREMOTE with
+ * *berr and *reply set.
+ */
+int ship_collection_resolve_duplicates(const ship_target_t *t, mongoc_client_t *client,
+                                       const char *source, ship_batch_t *b, size_t from,
+                                       uint64_t *bad_seq, bson_error_t *berr, bson_t *reply);
+
+/* Outcome of one insert attempt over the not-done documents of a batch. */
+typedef struct ship_attempt {
+    shipper_verdict_t verdict;
+    size_t bad_index; /* batch index of the offending document */
+    bson_error_t error;
+    int is_ok;
+    size_t n_inserted; /* documents this attempt stored */
+    /* After a duplicate-key refusal, the lookup of what is stored already: */
+    int lookup_rc;    /* 0, STELE_EINTEGRITY or STELE_EREMOTE */
+    uint64_t bad_seq; /* STELE_EINTEGRITY: stored with another hash */
+} ship_attempt_t;
+
+/*
+ * Sends the not-done documents of b (at most max_docs of them) with one ordered insert_many;
+ * ptrs and map are the caller's scratch, max_docs long. On success marks them done. On
+ * failure classifies into *out, and marks done the documents the server inserted before a
+ * per-document error.
+ */
+void ship_collection_insert_pending(const ship_target_t *t, mongoc_client_t *client,
+                                    ship_batch_t *b, size_t max_docs, const bson_t **ptrs,
+                                    size_t *map, ship_attempt_t *out);
+
+/* ---- the shipper (ship.c), for the files that drive it ------------------------------------ */
+
+/* A shipper's state. ship_send.c delivers its batches; ship_check.c and ship_dead.c run one
+ * without a thread (shipper_oneshot_*). */
+struct shipper {
+    /* -- set before its thread starts (or by shipper_oneshot_*), read-only after -- */
+    ship_target_t target;
+    char *journal_dir;
+    char *source;
+    const journal_io_t *io;
+    index_t *index;
+    shipper_progress_fn on_progress;
+    void *progress_ctx;
+    const shipper_faults_t *faults; /* tests only; NULL = none */
+
+    mongoc_client_pool_t *pool;
+    pthread_t thread;
+    int is_thread_started; /* by shipper_start, read by shipper_stop */
+
+    /* -- the shipper's thread (or the one-shot caller) only -- */
+    unsigned jitter_seed; /* rand_r state */
+    /* One-shot use (stele_reship): give up after this many attempts (0 = retry forever),
+     * and fail instead of dead-lettering (index is NULL then). */
+    unsigned max_attempts;
+    uint64_t n_inserted;
+    uint64_t rejected_seq;
+
+    /* -- atomics: written by the shipper's thread only, read by any thread -- */
+    _Atomic uint64_t shipped_seq;  /* also set by shipper_start before the thread runs */
+    _Atomic int64_t pending_ts_ns; /* ts of the oldest record read but not acknowledged */
+
+    /* -- protected by mu; cv fires when stop is requested -- */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop_requested;
+    int64_t stop_deadline_ms; /* monotonic; meaningful once stop_requested */
+    uint64_t batches;
+    uint64_t retries;
+    uint64_t dead_letters;
+    int64_t last_error_unix_ms;
+    char last_error[STELE_ERROR_MESSAGE_BYTES];
+    int is_stopped;
+};
+
+/* Records the last error (scrubbed of credentials) and, if is_stop, stops the sink. */
+void shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Counts one retry in the sink's statistics. */
+void shipper_count_retry(shipper_t *s);
+
+/* Sleeps the backoff for retry number `attempt` (0-based): min * 2^attempt capped at max,
+ * with "equal jitter" (half fixed, half random) so that many shippers do not retry in step.
+ * Returns early, with 1, when the thread must quit. */
+int shipper_backoff(shipper_t *s, unsigned attempt);
+
+/* A batch of batch_docs documents and the scratch of its sends, allocated once before any
+ * record is read: an allocation that fails later could only end the thread in the middle of
+ * a batch. */
+typedef struct ship_scratch {
+    ship_batch_t batch;
+    const bson_t **ptrs; /* for ship_collection_insert_pending */
+    size_t *map;
+} ship_scratch_t;
+
+/* Returns 0 or -ENOMEM (free what was allocated with shipper_scratch_free either way). */
+int shipper_scratch_init(shipper_t *s, ship_scratch_t *sc);
+void shipper_scratch_free(ship_scratch_t *sc);
+
+/* A shipper without a thread, for one call (stele_reship, re-shipping dead letters): it tries
+ * each remote step SHIP_ONESHOT_MAX_ATTEMPTS times instead of forever. ix (may be NULL)
+ * lists the documents the sink refuses; without it a refused document fails the call. */
+int shipper_oneshot_open(const stele_sink_options_t *sink, index_t *ix, shipper_t **out,
+                         stele_error_t *err);
+/* Gives a one-shot shipper the journal's source name (from r) and a pool of its own. */
+int shipper_oneshot_attach(shipper_t *s, journal_reader_t *r, stele_error_t *err);
+/* Delivers b as the thread would; a failure fills *err with the shipper's last (scrubbed)
+ * error. Returns shipper_send_batch's code. */
+int shipper_oneshot_send(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map,
+                         stele_error_t *err);
+
+/* Frees a shipper whose thread does not run (a one-shot one). NULL is a no-op. */
+void shipper_free(shipper_t *s);
+
+/* ---- delivering a batch (ship_send.c) ------------------------------------------------------- */
+
+/*
+ * Delivers a whole batch: every document ends acknowledged, found stored with its hash, or
+ * dead-lettered. ptrs and map are scratch of b's capacity (ship_scratch_t). Returns 0,
+ * STELE_EINTEGRITY / STELE_EAUTH / the index's code when a dead letter could not be listed
+ * (sink stopped), STELE_EREMOTE when a one-shot run is out of attempts or refused a
+ * document, or STELE_ECLOSED (stop deadline passed); the batch stays unacknowledged on any
+ * failure.
+ */
+int shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map);
+
+#endif /* STELE_ENGINE_SHIP_MONGO_H */
