@@ -1270,7 +1270,5 @@ main(void)
         cmocka_unit_test_setup_teardown(test_a_killed_stele_leaves_no_driver_counters_file, setup,
                                         teardown),
     };
-    if (getenv("STELE_TEST_FILTER")) /* one test, as tests/mutation/run.sh runs it */
-        cmocka_set_test_filter(getenv("STELE_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
