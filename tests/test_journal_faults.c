@@ -100,16 +100,64 @@ check_sticky(test_ledger_t *lg, journal_t *j, test_rng_t *rng, run_result_t *res
     lg->durable_seq = durable_before;
 }
 
+/* The segments the workload has written to, oldest first (first seqs, from the batches'
+ * info; some may be deleted since). */
+enum { FAULT_MAX_SEGMENTS = 64 };
+typedef struct pass_segments {
+    uint64_t first_seq[FAULT_MAX_SEGMENTS];
+    size_t n;
+} pass_segments_t;
+
+static void
+pass_segments_note(pass_segments_t *ps, const journal_batch_info_t *info)
+{
+    if (ps->n < FAULT_MAX_SEGMENTS && (ps->n == 0 || ps->first_seq[ps->n - 1] != info->segment_seq))
+        ps->first_seq[ps->n++] = info->segment_seq;
+}
+
+/*
+ * Retention, once per pass from half way on: half the durable records, a cut that may fall
+ * inside the oldest segment and delete nothing; then, if nothing went, every segment before
+ * the newest one it may delete up to: the active segment, or in a pass a reopen follows, the
+ * newest sealed one (which stays for the reopen to check). So every pass that can delete a
+ * segment does, whatever the seed's record sizes, and the loop reaches the unlink and its
+ * directory sync. Returns the number of segments deleted, or the error.
+ */
+static int
+run_retention(io_fault_t *fault, test_ledger_t *lg, journal_t *j, const pass_segments_t *ps,
+              int keeps_newest_sealed, run_result_t *res)
+{
+    stele_error_t err = {0};
+    size_t back = keeps_newest_sealed ? 2 : 1;
+    uint64_t limit = ps->n >= back ? ps->first_seq[ps->n - back] : 0;
+    uint64_t half = lg->durable_seq / 2;
+    uint64_t cuts[2] = {half < limit ? half : limit, limit};
+    int deleted = 0;
+    io_fault_set_phase(fault, "delete_before");
+    for (int c = 0; c < 2 && deleted == 0; c++) {
+        if (cuts[c] <= lg->deleted_below || cuts[c] > lg->durable_seq + 1)
+            continue;
+        /* Even a failed delete may have removed some of the segments it was asked to. */
+        lg->deleted_below = cuts[c];
+        deleted = journal_delete_before(j, cuts[c], &err);
+        if (deleted < 0)
+            note_error(res, deleted, "journal_delete_before");
+    }
+    return deleted;
+}
+
 /*
  * One pass of the workload on an open journal: batches of 1..6 records, a sync after most
- * of them, one delete_before half way. Returns 0 or the first error.
+ * of them, retention from half way on until it deleted a segment (keeping the newest sealed
+ * one when a reopen follows). Returns 0 or the first error.
  */
 static int
 run_batches(io_fault_t *fault, test_ledger_t *lg, journal_t *j, test_rng_t *rng, int n_batches,
-            run_result_t *res)
+            pass_segments_t *segments, int keeps_newest_sealed, run_result_t *res)
 {
     stele_error_t err = {0};
     journal_batch_info_t info;
+    int has_deleted = 0;
     for (int b = 0; b < n_batches; b++) {
         io_fault_set_phase(fault, "append");
         int rc = test_ledger_append(lg, j, rng, (unsigned)test_rng_range(rng, 1, 6), &info, &err);
@@ -119,6 +167,7 @@ run_batches(io_fault_t *fault, test_ledger_t *lg, journal_t *j, test_rng_t *rng,
             check_sticky(lg, j, rng, res);
             return rc;
         }
+        pass_segments_note(segments, &info);
         if (b % 4 != 3) { /* some batches stay unsynced until the next sync */
             io_fault_set_phase(fault, "sync");
             rc = test_ledger_sync(lg, j, &err);
@@ -129,15 +178,11 @@ run_batches(io_fault_t *fault, test_ledger_t *lg, journal_t *j, test_rng_t *rng,
                 return rc;
             }
         }
-        if (b == n_batches / 2 && lg->durable_seq > 8) {
-            /* Even a failed delete may have removed some of the segments it was asked to. */
-            lg->deleted_below = lg->durable_seq / 2;
-            io_fault_set_phase(fault, "delete_before");
-            rc = journal_delete_before(j, lg->deleted_below, &err);
-            if (rc < 0) {
-                note_error(res, rc, "journal_delete_before");
+        if (b >= n_batches / 2 && !has_deleted && lg->durable_seq > 8) {
+            rc = run_retention(fault, lg, j, segments, keeps_newest_sealed, res);
+            if (rc < 0)
                 return rc;
-            }
+            has_deleted = rc > 0;
         }
     }
     return 0;
@@ -154,6 +199,7 @@ run_workload(const char *dir, io_fault_t *fault, const loop_case_t *lc, test_led
     test_rng_t rng;
     test_rng_init(&rng, seed);
     fill_options(&opts, io_fault_io(fault), lc);
+    pass_segments_t segments = {0};
 
     for (int phase = 0; phase < 2; phase++) {
         journal_recovery_t rec;
@@ -165,7 +211,8 @@ run_workload(const char *dir, io_fault_t *fault, const loop_case_t *lc, test_led
         }
         if (phase == 1)
             test_ledger_truncate(lg, rec.last_seq, rec.last_ts_ns);
-        rc = run_batches(fault, lg, j, &rng, FAULT_BATCHES / (phase + 1), res);
+        rc = run_batches(fault, lg, j, &rng, FAULT_BATCHES / (phase + 1), &segments, phase == 0,
+                         res);
         uint64_t last_seq = journal_last_seq(j);
         io_fault_set_phase(fault, "close");
         int close_rc = journal_close(j, &err);
@@ -467,9 +514,20 @@ cover_expected_kinds(io_fault_t *fault, const loop_case_t *lc, uint64_t seed, si
         const expected_kind_t *want = &expected_kinds[e];
         if (!(want->flags & mode) || !kind_is_targeted(want->name, lc))
             continue;
+        io_fault_spec_t spec = lc->spec;
+        spec.kind = want->name;
         io_fault_kind_t kinds[IO_FAULT_MAX_KINDS];
         size_t n_kinds = io_fault_kinds(fault, kinds, IO_FAULT_MAX_KINDS);
         const io_fault_kind_t *seen = kind_seen(kinds, n_kinds, want->name);
+        /* Some kinds hang on the seed's record sizes (a reopen that leaves the tail inside a
+         * block, so the next direct write reads its head back): the next seeds' workloads
+         * are tried too. A kind the journal no longer makes is reached by none of them. */
+        for (uint64_t other = 1;
+             other <= FAULT_SITE_ATTEMPTS && !(seen && seen->n_calls_before_fault); other++) {
+            n_runs += arm_each_call(fault, lc, spec, seed + other);
+            n_kinds = io_fault_kinds(fault, kinds, IO_FAULT_MAX_KINDS);
+            seen = kind_seen(kinds, n_kinds, want->name);
+        }
         if (!seen || !seen->n_calls_before_fault) {
             if (want->flags & KIND_SOMETIMES)
                 continue;
@@ -477,8 +535,6 @@ cover_expected_kinds(io_fault_t *fault, const loop_case_t *lc, uint64_t seed, si
         }
         ++*n_kinds_out;
         for (int attempt = 0; attempt < FAULT_SITE_ATTEMPTS && !seen->n_faulted; attempt++) {
-            io_fault_spec_t spec = lc->spec;
-            spec.kind = want->name;
             n_runs += arm_each_call(fault, lc, spec, seed);
             n_kinds = io_fault_kinds(fault, kinds, IO_FAULT_MAX_KINDS);
             seen = kind_seen(kinds, n_kinds, want->name);
