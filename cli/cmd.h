@@ -19,6 +19,6 @@ int cmd_tail(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_ship(int argc, char **argv);
-int cmd_serve(int argc, char **argv); /* cmd_serve.c: the daemon, see serve.h */
+int cmd_serve(int argc, char **argv); /* the daemon: stele_serve_run() behind its flags */
 
 #endif /* STELE_CLI_CMD_H */

@@ -13,7 +13,8 @@
 #include <string.h>
 
 static const char verify_usage[] =
-    "usage: stele verify [--from SEQ] [--to SEQ] [--mongo URI] [options]\n"
+    "usage: stele verify [--from SEQ] [--to SEQ] [--mongo URI [--db NAME] [--collection NAME]]\n"
+    "                    [options]\n"
     "\n"
     "Checks every frame's CRC, the hash chain, seq contiguity and the index against the\n"
     "segments. Exit 0 when all holds, 2 when anything fails (first bad seq on stderr).\n"
@@ -127,19 +128,21 @@ cmd_verify(int argc, char **argv)
         return CLI_EXIT_ENGINE;
     verify_query_t q = {0};
     cli_mongo_init(&q.mongo);
+    stele_options_t opts; /* for allow_unsafe_dir */
+    stele_options_init(&opts);
     int code = verify_parse(&args, argc, argv, &q);
     if (code != 0 || args.want_help) {
         if (code == 0)
             code = cli_print_help(&args);
         goto done;
     }
-    code = cli_options_check(&args);
+    code = cli_options_build(&args, &opts);
     if (code != 0)
         goto done;
     stele_verify_report_t report;
     memset(&report, 0, sizeof report);
     stele_error_t err = {0};
-    int rc = stele_verify(args.dir, q.from_seq, q.to_seq, &report, &err);
+    int rc = stele_verify_opts(args.dir, &opts, q.from_seq, q.to_seq, &report, &err);
     if (rc == 0) {
         printf("ok: %" PRIu64 " records checked (seq %" PRIu64 "..%" PRIu64 ")\n",
                report.records_checked, report.first_seq, report.last_seq);
@@ -162,6 +165,7 @@ cmd_verify(int argc, char **argv)
     if (code == 0)
         code = cli_stdout_done("verify");
 done:
+    stele_options_release(&opts);
     cli_args_end(&args);
     return code;
 }

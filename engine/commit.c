@@ -1,29 +1,21 @@
 /*
- * commit.c: group commit. Owns the batch buffers, the committer thread and the write-path
- * positions; does not own the journal (stele.c opens and closes it) or the index (the
- * on_batch callback hands positions to stele.c's index writer).
+ * commit.c: group commit. Owns the batch buffers, the append path, the committer thread and
+ * the write-path positions; does not own the journal (stele.c opens and closes it) or the
+ * index (the on_batch callback hands positions to the index writer, index_writer.c). The
+ * shared state and which lock protects what are in commit_internal.h; how waiters lead,
+ * spin and sleep is commit_wait.c, their wake-ups commit_waker.c, the quota commit_quota.c.
  *
  * Buffers: records are laid out as ready frames (journal_frame_prepare) in fixed-size batch
  * buffers ("chunks"). Appenders fill the open chunk; a chunk that cannot take the next frame
- * is closed onto the full list. The committer takes the oldest full chunk, or else the open
- * one, writes it with one journal_append_batch and puts it back on the free list. No
- * per-record allocation; memory is bounded by max_queue_bytes (queued frame bytes) and by a
- * cap on the number of chunks.
+ * is closed onto the full list. Whoever holds io_mu (the committer, or a leading waiter)
+ * takes the oldest full chunk, or else the open one, writes it with one
+ * journal_append_batch and puts it back on the free list. No per-record allocation; memory
+ * is bounded by max_queue_bytes (queued frame bytes) and by a cap on the number of chunks.
  *
  * Positions: durable_seq <= written_seq <= appended_seq. appended_seq is written by
- * appenders under mu; written_seq and durable_seq only by the committer. All three are
- * atomics so waiters and stats read them without the lock.
- *
- * Journal I/O is done by whoever holds io_mu: the committer thread, or (leading mode: sync=
- * always, adaptive policy) a written or durable waiter whose record is still queued while
- * nobody else writes and the adaptive policy would not hold the batch open for other active
- * writers. It takes the oldest chunk under mu, writes and syncs it without mu, recycles it
- * under mu and wakes the waiters; a lone writer so commits its own records with no thread
- * hand-off (on a loaded machine each hand-off waits for a CPU, and a committer thread made
- * one writer 5x slower than a plain write+sync loop). A waiter that finds io_mu busy wakes
- * the committer, which takes the next batch the moment the journal is free; a lone writer
- * instead waits for a committer that is only finishing its previous batch
- * (commit_lead_lock). Lock order: io_mu before mu; mu is never held across journal I/O.
+ * appenders under mu; written_seq and durable_seq only by the holder of io_mu. All three
+ * are atomics so waiters and stats read them without the lock. Lock order: io_mu before
+ * mu; mu is never held across journal I/O.
  *
  * Halting: a failed write or sync stores the cause once (halt_err, before `halted` is set
  * with release order), drops everything queued and wakes everyone; from then on every
@@ -44,13 +36,9 @@
  *
  * Wake-ups: unwaited appends (wait=none) let a committer that just finished a batch nap up
  * to COMMIT_NAP_NS so a stream of them is written in large batches; waited appends wake it
- * at once (written and durable ones in leading mode do not: their caller commits). Waiters
- * sleep in seqwait slots; the waker thread makes their wake-up syscalls, off the commit
- * path.
- * Bounded spins (COMMIT_*_SPIN_NS) save a lone writer outside leading mode two futex
- * wake-ups per commit; see engine/README.md.
+ * at once (written and durable ones in leading mode do not: their caller commits).
  */
-#include "commit.h"
+#include "commit_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -59,24 +47,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "error.h"
-#include "format.h" /* SEG_HEADER_BYTES, for the quota check */
 #include "seqwait.h"
 
-/* Enqueue times sampled per batch for the latency histogram; later records in a large
- * batch are represented by these (weighted), which keeps the append path cheap. */
-#define CHUNK_SAMPLES 32
 /* Spare chunks kept after a burst; the rest are freed. */
 #define COMMIT_SPARE_CHUNKS 2
-/* Latency histogram: 8 sub-buckets per power of two of nanoseconds (~12% resolution). */
-#define HIST_SUB_BITS 3
-#define HIST_BUCKETS (64 << HIST_SUB_BITS)
 
 /* After a batch, an idle committer naps this long before sleeping for good, and appends
  * that do not wait (wait=none) do not wake it from the nap: a steady stream of unwaited
@@ -88,128 +66,12 @@
 /* An unwaited append still wakes a napping committer once this much is queued. */
 #define COMMIT_EAGER_BYTES ((size_t)256 << 10)
 
-/* A waiter whose record is in the batch being written spins up to this long before
- * sleeping (an fdatasync's p99 on a VM disk is near 1 ms), and the committer spins this long
- * for the next record before napping: for a lone durable writer that saves two futex
- * wake-ups per commit, each as long as a fast fdatasync on a virtual machine. Only one
- * waiter spins at a time, and only with few writers active (COMMIT_SPIN_MAX_WRITERS). */
-#define COMMIT_WAITER_SPIN_NS 1000000ull
-#define COMMIT_COMMITTER_SPIN_NS 50000ull
-/* Waiters spin only while at most this many writers are active (see commit_spin_worth). */
-#define COMMIT_SPIN_MAX_WRITERS 2
 /* A disk whose fdatasync takes this long or more is slow: with commit_interval_us=0 the
  * adaptive policy then waits up to half a flush for active writers (commit_grow_interval_ns).
  * Flash and write-back caches flush in well under it; a rotating disk takes 4-20 ms. */
 #define COMMIT_SLOW_FLUSH_NS 1000000ull
-/* A gap this long between two looks at the clock means the spinner was descheduled. */
-#define COMMIT_SPIN_PREEMPTED_NS 50000ull
 
-#define NS_PER_US 1000ull
-#define NS_PER_MS 1000000ull
-#define NS_PER_S 1000000000ull
-
-typedef struct chunk {
-    struct chunk *next;
-    uint8_t *buf;
-    size_t used_bytes;
-    uint64_t first_seq;
-    uint64_t last_seq;
-    uint32_t n_records;
-    uint32_t n_samples;
-    uint64_t sample_ns[CHUNK_SAMPLES]; /* monotonic enqueue times */
-} chunk_t;
-
-struct commit {
-    commit_config_t cfg;
-    pthread_t thread;
-    uint64_t max_chunks;
-
-    /* Held by whoever writes or syncs the journal: the committer thread, or a waiter leading
-     * a commit (see commit_lead). Taken before mu, never while holding it. Also protects
-     * the positions. */
-    pthread_mutex_t io_mu;
-    /* Durable waiters commit their own records when the journal is free (sync=always,
-     * adaptive policy): a lone writer then pays no hand-off. */
-    bool is_leading;
-
-    pthread_mutex_t mu;
-    pthread_cond_t work_cv;  /* committer waits here for records, flush or close */
-    pthread_cond_t space_cv; /* appenders wait here for queue space or quota */
-    /* Waiters for a seq sleep in its seqwait slot, one set per level, without mu: a batch
-     * wakes only the waiters whose level it reached, and none of them queues on mu. */
-    seqwait_t written_wait;
-    seqwait_t durable_wait;
-
-    /* -- protected by mu -- */
-    chunk_t *open;      /* being filled; NULL or holding records */
-    chunk_t *full_head; /* closed chunks, oldest first */
-    chunk_t *full_tail;
-    chunk_t *spare; /* free list */
-    uint64_t n_spare;
-    uint64_t n_chunks; /* allocated, including the one being written */
-    uint64_t queue_bytes;
-    uint64_t queue_records;
-    uint64_t next_seq;
-    int64_t last_ts_ns;
-    uint64_t flush_seq; /* sync requested up to this seq */
-    int n_space_waiters;
-    /* The waker thread makes the wake-up syscalls for finished batches (one per sleeping
-     * waiter, several microseconds each on a virtual machine), so whoever committed starts
-     * the next batch at once instead of after dozens of them. */
-    pthread_t waker;
-    _Atomic uint32_t waker_word; /* futex word: bumped by every kick */
-    _Atomic bool is_waker_asleep;
-    _Atomic bool is_waker_stopping;
-    uint64_t woken_written; /* waker only: slots were woken up to these positions */
-    uint64_t woken_durable;
-    _Atomic bool is_committer_idle; /* also read by waiters deciding whether to spin */
-    bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
-    bool is_committer_growing;      /* waiting for active writers to join the open batch */
-    /* The newest record whose appender will commit it itself (leading mode), until a batch
-     * takes it or the appender gives up (commit_hand_on); 0 = none. While it ends the open
-     * batch, the committer leaves that batch alone instead of racing the leader for it. */
-    _Atomic uint64_t lead_seq;
-    bool is_closing;
-    _Atomic bool is_stopped; /* the committer thread has exited */
-
-    /* -- written once by the committer before `halted` is set (release) -- */
-    stele_error_t halt_err;
-    _Atomic int halted;
-
-    /* -- positions (see the top of the file) -- */
-    _Atomic uint64_t appended_seq;
-    _Atomic uint64_t written_seq;
-    _Atomic uint64_t durable_seq;
-    _Atomic uint64_t disk_bytes; /* journal_stats as of the last roll or retention */
-    /* -- for the quota check, refreshed with disk_bytes (commit_refresh_disk_bytes) -- */
-    _Atomic uint64_t sealed_bytes;  /* allocated by the segments before the active one */
-    _Atomic uint64_t active_bytes;  /* the active segment's size */
-    _Atomic uint64_t write_off;     /* where the next batch starts in it */
-    uint64_t quota_active_seq;      /* the active segment they were read for (io_mu) */
-    _Atomic int n_active;           /* writers inside append/wait */
-    _Atomic uint64_t inflight_seq;  /* last seq of the batch being written/synced, else 0 */
-    _Atomic uint64_t waited_seq;    /* newest seq whose appender waits for it */
-    _Atomic uint64_t flush_ewma_ns; /* recent fdatasync time (io_mu holder writes) */
-    _Atomic int n_spinners;         /* waiters spinning (at most one) */
-
-    /* -- counters, written by the committer only -- */
-    _Atomic uint64_t n_batches;
-    _Atomic uint64_t n_batch_records;
-    _Atomic uint64_t n_syncs;
-    _Atomic uint64_t bytes_written;
-    _Atomic uint64_t commit_delays;
-    _Atomic uint64_t hist[HIST_BUCKETS];
-};
-
-/* -- time ------------------------------------------------------------------------------- */
-
-static struct timespec
-commit_deadline(uint64_t mono_ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(mono_ns / NS_PER_S),
-                          .tv_nsec = (long)(mono_ns % NS_PER_S)};
-    return ts;
-}
+/* -- time and latency ------------------------------------------------------------------ */
 
 /* Waits on cv until deadline_ns (monotonic; 0 = forever). Returns ETIMEDOUT or 0. */
 static int
@@ -217,36 +79,11 @@ commit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns)
 {
     if (deadline_ns == 0)
         return pthread_cond_wait(cv, mu);
-    struct timespec ts = commit_deadline(deadline_ns);
+    struct timespec ts = clock_timespec(deadline_ns);
     return pthread_cond_timedwait(cv, mu, &ts);
 }
 
-/* -- latency histogram ------------------------------------------------------------------ */
-
-static unsigned
-hist_bucket(uint64_t ns)
-{
-    if (ns < (1u << HIST_SUB_BITS))
-        return (unsigned)ns;
-    unsigned msb = 63u - (unsigned)__builtin_clzll(ns);
-    unsigned sub = (unsigned)(ns >> (msb - HIST_SUB_BITS)) & ((1u << HIST_SUB_BITS) - 1);
-    return ((msb - HIST_SUB_BITS + 1) << HIST_SUB_BITS) + sub;
-}
-
-/* Middle of a bucket's range, in nanoseconds. */
-static uint64_t
-hist_value(unsigned bucket)
-{
-    if (bucket < (1u << HIST_SUB_BITS))
-        return bucket;
-    unsigned msb = (bucket >> HIST_SUB_BITS) + HIST_SUB_BITS - 1;
-    uint64_t sub = bucket & ((1u << HIST_SUB_BITS) - 1);
-    uint64_t low = ((1ull << HIST_SUB_BITS) + sub) << (msb - HIST_SUB_BITS);
-    uint64_t width = 1ull << (msb - HIST_SUB_BITS);
-    return low + width / 2;
-}
-
-/* Called by the committer only (one writer per bucket). */
+/* Adds a written batch's sampled enqueue times to the latency histogram (io_mu held). */
 static void
 commit_record_latency(commit_t *c, const chunk_t *ch, uint64_t now_ns)
 {
@@ -256,26 +93,8 @@ commit_record_latency(commit_t *c, const chunk_t *ch, uint64_t now_ns)
     uint64_t extra = ch->n_records % ch->n_samples;
     for (uint32_t i = 0; i < ch->n_samples; i++) {
         uint64_t lat = now_ns > ch->sample_ns[i] ? now_ns - ch->sample_ns[i] : 0;
-        atomic_fetch_add_explicit(&c->hist[hist_bucket(lat)], weight + (i < extra ? 1 : 0),
-                                  memory_order_relaxed);
+        latency_hist_add(&c->latency, lat, weight + (i < extra ? 1 : 0));
     }
-}
-
-static uint64_t
-hist_percentile_us(const uint64_t *counts, uint64_t total, double fraction)
-{
-    if (total == 0)
-        return 0;
-    uint64_t rank = (uint64_t)((double)total * fraction);
-    if (rank >= total)
-        rank = total - 1;
-    uint64_t seen = 0;
-    for (unsigned b = 0; b < HIST_BUCKETS; b++) {
-        seen += counts[b];
-        if (seen > rank)
-            return hist_value(b) / NS_PER_US;
-    }
-    return hist_value(HIST_BUCKETS - 1) / NS_PER_US;
 }
 
 /* -- chunks (all under mu) -------------------------------------------------------------- */
@@ -345,7 +164,7 @@ commit_close_open_chunk(commit_t *c)
     c->full_tail = ch;
 }
 
-static chunk_t *
+chunk_t *
 commit_take_chunk(commit_t *c)
 {
     chunk_t *ch = c->full_head;
@@ -364,12 +183,6 @@ commit_take_chunk(commit_t *c)
     if (lead && lead <= ch->last_seq)
         atomic_store(&c->lead_seq, 0);
     return ch;
-}
-
-static bool
-commit_has_work(const commit_t *c)
-{
-    return c->full_head || (c->open && c->open->n_records > 0);
 }
 
 /* Work the committer should do itself (mu held): all of it, except an open batch whose last
@@ -391,93 +204,12 @@ commit_halted(commit_t *c, stele_error_t *err)
 {
     if (!atomic_load_explicit(&c->halted, memory_order_acquire))
         return 0;
-    error_set(err, STELE_EHALTED, "engine halted: %s", c->halt_err.message);
-    error_set_hint(err, "%s",
-                   c->halt_err.hint[0] ? c->halt_err.hint
-                                       : "reopen the journal to run recovery; check the disk");
-    return STELE_EHALTED;
+    const char *hint = c->halt_err.hint[0] ? c->halt_err.hint
+                                           : "reopen the journal to run recovery; check the disk";
+    return error_set_hinted(err, STELE_EHALTED, hint, "engine halted: %s", c->halt_err.message);
 }
 
-/* Wakes the waiters whose level was reached since the last call. Waker thread only. */
-static void
-commit_wake_done(commit_t *c)
-{
-    uint64_t written = atomic_load(&c->written_seq);
-    uint64_t durable = atomic_load(&c->durable_seq);
-    seqwait_wake_range(&c->written_wait, c->woken_written, written);
-    seqwait_wake_range(&c->durable_wait, c->woken_durable, durable);
-    c->woken_written = written;
-    c->woken_durable = durable;
-}
-
-static void
-commit_wake_waker(commit_t *c)
-{
-    atomic_fetch_add(&c->waker_word, 1);
-    if (atomic_load(&c->is_waker_asleep))
-        syscall(SYS_futex, &c->waker_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
-}
-
-/* After storing a position: has the waker wake whoever sleeps for it. No sleeper at all
- * (a lone writer, spinning or leading) costs two atomic loads. See seqwait.c for why a
- * sleeper is never missed; the waker re-reads the positions after every kick. */
-static void
-commit_kick_waker(commit_t *c)
-{
-    if (seqwait_sleepers(&c->written_wait) == 0 && seqwait_sleepers(&c->durable_wait) == 0)
-        return;
-    commit_wake_waker(c);
-}
-
-/* After storing written_seq alone, with the sync still to come: only its own sleepers
- * need the waker. Waking it for the durable ones too would cost a round trip of the waker
- * per batch for nothing (durable has not moved) and delay the sync by a futex call. */
-static void
-commit_kick_waker_for_written(commit_t *c)
-{
-    if (seqwait_sleepers(&c->written_wait) == 0)
-        return;
-    commit_wake_waker(c);
-}
-
-static void *
-commit_waker_main(void *arg)
-{
-    commit_t *c = arg;
-    pthread_setname_np(pthread_self(), "stele-waker"); /* names it in top -H, perf, gdb */
-    for (;;) {
-        uint32_t word = atomic_load(&c->waker_word);
-        commit_wake_done(c);
-        if (atomic_load(&c->is_waker_stopping))
-            break;
-        atomic_store(&c->is_waker_asleep, true);
-        if (atomic_load(&c->waker_word) == word)
-            syscall(SYS_futex, &c->waker_word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, word, NULL, NULL,
-                    0);
-        atomic_store(&c->is_waker_asleep, false);
-    }
-    commit_wake_done(c);
-    return NULL;
-}
-
-static void
-commit_stop_waker(commit_t *c)
-{
-    atomic_store(&c->is_waker_stopping, true);
-    atomic_fetch_add(&c->waker_word, 1);
-    syscall(SYS_futex, &c->waker_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
-    pthread_join(c->waker, NULL);
-}
-
-/* Wakes every waiter (halt, close): they re-check and leave. */
-static void
-commit_wake_all(commit_t *c)
-{
-    seqwait_wake_all(&c->written_wait);
-    seqwait_wake_all(&c->durable_wait);
-}
-
-/* Called by the committer with mu held. Drops everything queued and wakes everyone. */
+/* Called by the io_mu holder with mu held. Drops everything queued and wakes everyone. */
 static chunk_t *
 commit_halt_locked(commit_t *c, const stele_error_t *cause)
 {
@@ -538,11 +270,10 @@ commit_grow_interval_ns(const commit_t *c)
     return flush_ns >= COMMIT_SLOW_FLUSH_NS ? flush_ns / 2 : 0;
 }
 
-/* Whether the adaptive policy would hold the open batch back (mu held): it may wait (see
+/* The adaptive policy holds the open batch back when it may wait (see
  * commit_grow_interval_ns), nothing older is waiting, and more writers are active than
- * records in the open batch, i.e. some active writer has not contributed yet. Never true
- * for a lone writer. */
-static bool
+ * records in the open batch, i.e. some active writer has not contributed yet. */
+bool
 commit_batch_may_grow(const commit_t *c)
 {
     return !c->full_head && !c->is_closing && c->open &&
@@ -617,54 +348,6 @@ commit_publish(commit_t *c)
     journal_publish(c->cfg.journal, visible, durable);
 }
 
-/* io_mu held (or before the threads start): the journal's writer state is read. The
- * segment sizes (a stat of every segment) are read again only when the active segment
- * changed or `all` asks (retention deleted some), not after every batch. */
-static void
-commit_refresh_disk_bytes(commit_t *c, bool all)
-{
-    if (c->cfg.max_journal_bytes == 0)
-        return;
-    journal_active_t active;
-    journal_active_position(c->cfg.journal, &active);
-    atomic_store(&c->write_off, active.write_off);
-    if (!all && active.first_seq == c->quota_active_seq)
-        return;
-    c->quota_active_seq = active.first_seq;
-    journal_stats_t js;
-    journal_stats(c->cfg.journal, &js);
-    atomic_store(&c->disk_bytes, js.disk_bytes);
-    atomic_store(&c->sealed_bytes, js.sealed_bytes);
-    atomic_store(&c->active_bytes, active.size);
-}
-
-static void
-commit_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-/* After a batch (mu not held): a lone durable writer appends its next record within a few
- * microseconds of its acknowledgement; catching it here saves a futex wake-up. Stops at
- * once for unwaited records, which the nap batches better. */
-static void
-commit_spin_for_waited(commit_t *c, uint64_t taken_seq)
-{
-    uint64_t start = clock_mono_ns();
-    for (unsigned i = 1;; i++) {
-        if (atomic_load_explicit(&c->waited_seq, memory_order_relaxed) > taken_seq)
-            return;
-        if (atomic_load_explicit(&c->appended_seq, memory_order_relaxed) > taken_seq &&
-            atomic_load_explicit(&c->waited_seq, memory_order_relaxed) <= taken_seq)
-            return;
-        if (i % 64 == 0 && clock_mono_ns() - start >= COMMIT_COMMITTER_SPIN_NS)
-            return;
-        commit_cpu_relax();
-    }
-}
-
 static void
 commit_free_chunks(chunk_t *list)
 {
@@ -700,10 +383,8 @@ commit_sync_written(commit_t *c)
     return dropped;
 }
 
-/* Writes one taken chunk (syncing it too with sync=always), recycles it and wakes the
- * waiters it satisfied. Called with io_mu held and mu not held, by the committer or by a
- * leading waiter. Returns 0 or the error that halted the queue. */
-static int
+/* Called by the committer or by a leading waiter. */
+int
 commit_batch_io(commit_t *c, chunk_t *ch)
 {
     stele_error_t werr;
@@ -712,7 +393,7 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     if (rc == 0) {
         if (c->cfg.sync != STELE_SYNC_ALWAYS)
             commit_record_latency(c, ch, done_ns);
-        commit_refresh_disk_bytes(c, false);
+        commit_quota_refresh(c, false);
         if (c->cfg.sync != STELE_SYNC_ALWAYS)
             commit_publish(c);
     }
@@ -853,6 +534,27 @@ commit_main(void *arg)
 
 /* -- lifecycle -------------------------------------------------------------------------- */
 
+/* The locks and sleeping places of a new committer; commit_destroy_locks undoes them. */
+static void
+commit_init_locks(commit_t *c)
+{
+    pthread_mutex_init(&c->io_mu, NULL);
+    pthread_mutex_init(&c->mu, NULL);
+    clock_cond_init(&c->work_cv);
+    clock_cond_init(&c->space_cv);
+    seqwait_init(&c->written_wait);
+    seqwait_init(&c->durable_wait);
+}
+
+static void
+commit_destroy_locks(commit_t *c)
+{
+    pthread_mutex_destroy(&c->io_mu);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->work_cv);
+    pthread_cond_destroy(&c->space_cv);
+}
+
 int
 commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
 {
@@ -864,36 +566,25 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     c->max_chunks = cfg->max_queue_bytes / cfg->batch_bytes + 2;
     c->next_seq = cfg->last_seq + 1;
     c->last_ts_ns = cfg->last_ts_ns;
+    stamp_init(&c->stamp, cfg->journal, cfg->clock, cfg->clock_ctx);
     atomic_init(&c->appended_seq, cfg->last_seq);
     atomic_init(&c->written_seq, cfg->last_seq);
     atomic_init(&c->durable_seq, cfg->last_seq);
     c->woken_written = cfg->last_seq;
     c->woken_durable = cfg->last_seq;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
-    pthread_mutex_init(&c->io_mu, NULL);
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->work_cv, &attr);
-    pthread_cond_init(&c->space_cv, &attr);
-    seqwait_init(&c->written_wait);
-    seqwait_init(&c->durable_wait);
-    pthread_condattr_destroy(&attr);
-    commit_refresh_disk_bytes(c, true);
-    int rc = pthread_create(&c->waker, NULL, commit_waker_main, c);
+    commit_init_locks(c);
+    commit_quota_refresh(c, true);
+    int rc = commit_waker_start(c);
     if (rc == 0) {
         rc = pthread_create(&c->thread, NULL, commit_main, c);
         if (rc)
-            commit_stop_waker(c);
+            commit_waker_stop(c);
     }
     if (rc) {
-        pthread_mutex_destroy(&c->io_mu);
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->work_cv);
-        pthread_cond_destroy(&c->space_cv);
+        commit_destroy_locks(c);
         free(c);
-        return error_set(err, -rc, "could not start the committer thread: %s", strerror(rc));
+        return error_set(err, -rc, "could not start the committer thread: %s", stele_strerror(-rc));
     }
     *out = c;
     return 0;
@@ -912,7 +603,10 @@ commit_stop(commit_t *c, stele_error_t *err)
     pthread_mutex_unlock(&c->mu);
     if (!was_closing) {
         pthread_join(c->thread, NULL);
-        commit_stop_waker(c); /* after the committer: its last batch's waiters are woken */
+        commit_waker_stop(c); /* after the committer: its last batch's waiters are woken */
+        pthread_mutex_lock(&c->mu);
+        stamp_keep(&c->stamp); /* for the next writer of this boot */
+        pthread_mutex_unlock(&c->mu);
     }
     return commit_halted(c, err);
 }
@@ -929,46 +623,17 @@ commit_free(commit_t *c)
         c->spare = ch->next;
         chunk_free(ch);
     }
-    pthread_mutex_destroy(&c->io_mu);
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->work_cv);
-    pthread_cond_destroy(&c->space_cv);
+    commit_destroy_locks(c);
     free(c);
 }
 
 /* -- the append path -------------------------------------------------------------------- */
 
-/* Whether queuing frame_bytes more could take the journal past its quota (mu held). The
- * quota holds every segment but the one prepared ahead (stele.h), so what is queued must
- * fit the active segment and the new segments the quota leaves room for: queued bytes
- * count too, not only what is on disk (a wait=none burst queued below the quota was
- * written whole, past it by up to max_queue_bytes). Conservative: a batch that does not
- * fit a segment's rest starts the next one, so each segment may lose up to a batch. */
-static bool
-commit_over_quota(const commit_t *c, size_t frame_bytes)
-{
-    uint64_t sealed = atomic_load_explicit(&c->sealed_bytes, memory_order_relaxed);
-    uint64_t active = atomic_load_explicit(&c->active_bytes, memory_order_relaxed);
-    uint64_t write_off = atomic_load_explicit(&c->write_off, memory_order_relaxed);
-    uint64_t pending = c->queue_bytes + frame_bytes;
-    uint64_t room =
-        active > write_off + c->cfg.batch_bytes ? active - write_off - c->cfg.batch_bytes : 0;
-    uint64_t rolls = 0;
-    if (pending > room) {
-        uint64_t seg = c->cfg.segment_bytes;
-        uint64_t usable = seg > SEG_HEADER_BYTES + c->cfg.batch_bytes
-                              ? seg - SEG_HEADER_BYTES - c->cfg.batch_bytes
-                              : 1;
-        rolls = (pending - room + usable - 1) / usable;
-    }
-    return sealed + active + rolls * c->cfg.segment_bytes > c->cfg.max_journal_bytes;
-}
-
 /* Why an append cannot go in now (mu held): 0 = it can, else the code to wait on or return. */
 static int
 commit_blocked(commit_t *c, size_t frame_bytes)
 {
-    if (c->cfg.max_journal_bytes && commit_over_quota(c, frame_bytes))
+    if (c->cfg.max_journal_bytes && commit_quota_would_exceed(c, frame_bytes))
         return STELE_EFULL;
     if (c->queue_bytes > 0 && c->queue_bytes + frame_bytes > c->cfg.max_queue_bytes)
         return STELE_ETIMEDOUT;
@@ -978,34 +643,6 @@ commit_blocked(commit_t *c, size_t frame_bytes)
     if (!c->open)
         c->open = chunk_get(c);
     return c->open ? 0 : STELE_ETIMEDOUT;
-}
-
-/* The last record this thread appended, per engine: a waiter spins only for its own record
- * (see commit_spin_for_seq), and only then leads for `written` or waits for the journal. */
-static _Thread_local struct {
-    const commit_t *commit;
-    uint64_t seq;
-} commit_own_append;
-
-/* Whether this thread waits for a record of its own, tested cheaply: its newest append is
- * seq or later (true for a thread that appends, then waits, as stele_append_* does). A
- * thread waiting for records others appended (a server's ack thread) leaves the CPU and the
- * journal to them. */
-static bool
-commit_is_own_append(const commit_t *c, uint64_t seq)
-{
-    return commit_own_append.commit == c && commit_own_append.seq >= seq;
-}
-
-/* The on_full=fail refusal (mu held). */
-static int
-commit_quota_error(commit_t *c, stele_error_t *err)
-{
-    error_set(err, STELE_EFULL, "journal quota reached: %llu of max_journal_bytes %llu",
-              (unsigned long long)atomic_load(&c->disk_bytes),
-              (unsigned long long)c->cfg.max_journal_bytes);
-    error_set_hint(err, "raise max_journal_bytes or let sinks ship so retention frees segments");
-    return STELE_EFULL;
 }
 
 /* The queue_timeout_ms refusal (mu held); `why` is what still blocks the append. */
@@ -1055,6 +692,23 @@ commit_wait_for_room(commit_t *c, size_t frame_bytes, stele_error_t *err)
     }
 }
 
+/* The last record this thread appended, per engine: a waiter spins only for its own record,
+ * and only then leads for `written` or waits for the journal (commit_wait.c). Thread-local,
+ * so no thread sees another's; commit_enqueue sets it inline. */
+static _Thread_local struct {
+    const commit_t *commit;
+    uint64_t seq;
+} commit_own_append;
+
+/* Tested cheaply: this thread's newest append is seq or later (true for a thread that
+ * appends, then waits, as stele_append_* does). A thread waiting for records others
+ * appended (a server's ack thread) leaves the CPU and the journal to them. */
+bool
+commit_is_own_append(const commit_t *c, uint64_t seq)
+{
+    return commit_own_append.commit == c && commit_own_append.seq >= seq;
+}
+
 /* Lays the next record's frame into the open chunk (mu held, room made) and publishes
  * appended_seq. Returns the record's seq. */
 static uint64_t
@@ -1062,9 +716,7 @@ commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len, size
 {
     chunk_t *ch = c->open;
     uint64_t seq = c->next_seq++;
-    int64_t ts = clock_wall_ns();
-    if (ts < c->last_ts_ns)
-        ts = c->last_ts_ns;
+    int64_t ts = stamp_next(&c->stamp, c->last_ts_ns);
     c->last_ts_ns = ts;
     journal_frame_prepare(ch->buf + ch->used_bytes, seq, ts, payload, payload_len);
     ch->used_bytes += frame_bytes;
@@ -1126,209 +778,6 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
     return 0;
 }
 
-/* Whether a waiter for `seq` should spin rather than sleep: only when few writers are
- * active (with many, the spinning core is what the others need to form the next batch) and
- * the record is in the batch being written or the next one. A record queued behind another
- * batch waits a whole commit: sleeping is cheaper. */
-static bool
-commit_spin_worth(commit_t *c, uint64_t seq)
-{
-    if (atomic_load_explicit(&c->n_active, memory_order_relaxed) > COMMIT_SPIN_MAX_WRITERS)
-        return false;
-    /* Between batches (inflight 0) the next batch taken holds seq, even if the committer is
-     * still waking up from the signal the append sent: spinning here keeps the waiter from
-     * needing a wake-up of its own, and a lone writer from falling into a rhythm where both
-     * threads sleep and each commit pays two wake-up latencies. */
-    uint64_t inflight = atomic_load_explicit(&c->inflight_seq, memory_order_relaxed);
-    return inflight == 0 || inflight >= seq;
-}
-
-/* Spins (one waiter at a time) while the committer is about to reach `seq`. Returns true
- * when the position reached seq. */
-static bool
-commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
-{
-    /* A thread waiting for records others appended (a server's ack thread) would spin on the
-     * CPU those appenders need, to save one wake-up per batch; a thread waiting for its own
-     * record has nothing else to do, and its wake-up is the one spinning saves. */
-    if (!commit_is_own_append(c, seq) || !commit_spin_worth(c, seq))
-        return false;
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&c->n_spinners, &expected, 1))
-        return false;
-    uint64_t start = clock_mono_ns(), last = start;
-    uint64_t appended = atomic_load_explicit(&c->appended_seq, memory_order_relaxed);
-    bool reached = false;
-    for (unsigned i = 1;; i++) {
-        if (atomic_load_explicit(pos, memory_order_acquire) >= seq) {
-            reached = true;
-            break;
-        }
-        if (atomic_load_explicit(&c->halted, memory_order_relaxed))
-            break;
-        if (i % 64 == 0) {
-            uint64_t now = clock_mono_ns();
-            /* Stop when the time is up, when seq fell behind another batch, when other
-             * threads append meanwhile (a server's loop, writers outside append: they want
-             * this CPU), or when this thread was descheduled (the CPUs are contended, and the
-             * committer needs one to finish the commit). */
-            if (now - start >= COMMIT_WAITER_SPIN_NS || now - last >= COMMIT_SPIN_PREEMPTED_NS ||
-                !commit_spin_worth(c, seq) ||
-                atomic_load_explicit(&c->appended_seq, memory_order_relaxed) != appended)
-                break;
-            last = now;
-        }
-        commit_cpu_relax();
-    }
-    atomic_store(&c->n_spinners, 0);
-    return reached;
-}
-
-/* Wakes an idle committer if records are queued. Called by a thread that just released
- * io_mu or will not lead: records queued by leading waiters did not wake the committer
- * (their appender meant to lead), so whoever leaves them behind hands them on. */
-static void
-commit_hand_on(commit_t *c)
-{
-    /* An awake committer checks for work under mu before it sleeps, and the records in
-     * question were queued under mu before this call: it will find them. */
-    if (!atomic_load(&c->is_committer_idle) && atomic_load(&c->lead_seq) == 0)
-        return;
-    pthread_mutex_lock(&c->mu);
-    atomic_store(&c->lead_seq, 0); /* whoever meant to lead has given up or is done */
-    if (c->is_committer_idle && commit_has_work(c))
-        pthread_cond_signal(&c->work_cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-/* Takes io_mu for a leader of seq. When another thread holds it, only a lone writer waiting
- * for its own record waits: the holder is then the committer finishing its previous batch
- * (or about to take this record), and a lone writer that handed its record over would find
- * it finishing again on its next append, a rhythm in which the committer commits every
- * batch (seen with a slowed-down, sanitized build). With more writers active the holder is
- * busy for longer and the waiter hands on instead of queueing on the mutex. */
-static bool
-commit_lead_lock(commit_t *c, uint64_t seq)
-{
-    if (pthread_mutex_trylock(&c->io_mu) == 0)
-        return true;
-    if (!commit_is_own_append(c, seq) || atomic_load(&c->n_active) > 1 ||
-        atomic_load(&c->inflight_seq) != 0)
-        return false;
-    pthread_mutex_lock(&c->io_mu);
-    return true;
-}
-
-/* Leading mode, a written or durable waiter: while no other thread holds the journal, take
- * the oldest queued batch and write and sync it in this thread, until `pos` reaches seq. A
- * lone writer so makes its records durable with no thread hand-off, like a plain
- * write+sync loop. Returns true once pos reached seq; false when another thread holds the journal
- * (it finishes, then finds this record queued or hands it on) or the queue halted. */
-static bool
-commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
-{
-    while (atomic_load(pos) < seq) {
-        if (atomic_load(&c->halted) || !commit_lead_lock(c, seq))
-            return false;
-        pthread_mutex_lock(&c->mu);
-        bool must_lead = atomic_load(pos) < seq;
-        if (must_lead && commit_batch_may_grow(c)) {
-            /* Other active writers have not contributed yet: the committer's delay
-             * (commit_grow_batch) is what commit_interval_us asks for. */
-            pthread_mutex_unlock(&c->mu);
-            pthread_mutex_unlock(&c->io_mu);
-            return false;
-        }
-        chunk_t *ch = must_lead ? commit_take_chunk(c) : NULL;
-        if (ch)
-            atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
-        pthread_mutex_unlock(&c->mu);
-        int rc = ch ? commit_batch_io(c, ch) : 0;
-        pthread_mutex_unlock(&c->io_mu);
-        commit_hand_on(c);
-        if (!ch || rc)
-            break;
-    }
-    return atomic_load(pos) >= seq;
-}
-
-static int
-commit_wait_error(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, bool timed_out,
-                  stele_error_t *err)
-{
-    int rc = commit_halted(c, err);
-    if (rc)
-        return rc;
-    if (timed_out)
-        return error_set(
-            err, STELE_ETIMEDOUT, "seq %llu not %s within %lld ms", (unsigned long long)seq,
-            level == STELE_WAIT_WRITTEN ? "written" : "durable", (long long)timeout_ms);
-    return error_set(err, STELE_ECLOSED, "journal closed before seq %llu was reached",
-                     (unsigned long long)seq);
-}
-
-/* The monotonic deadline of a wait of timeout_ms, or 0 (none) for a negative timeout or
- * one too long to express in nanoseconds (over 500 years): multiplied out, such a timeout
- * would wrap into the past and time the wait out at once. */
-static uint64_t
-commit_wait_deadline(int64_t timeout_ms)
-{
-    if (timeout_ms < 0)
-        return 0;
-    uint64_t now = clock_mono_ns();
-    if ((uint64_t)timeout_ms > (UINT64_MAX - now - 1) / NS_PER_MS)
-        return 0;
-    return now + (uint64_t)timeout_ms * NS_PER_MS + 1;
-}
-
-int
-commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, stele_error_t *err)
-{
-    _Atomic uint64_t *pos;
-    seqwait_t *slots;
-    if (level == STELE_WAIT_NONE)
-        return 0;
-    if (level == STELE_WAIT_WRITTEN) {
-        pos = &c->written_seq;
-        slots = &c->written_wait;
-    } else if (level == STELE_WAIT_DURABLE) {
-        pos = &c->durable_seq;
-        slots = &c->durable_wait;
-    } else {
-        return error_set(err, STELE_EINVAL, "wait level %d is not a commit level", (int)level);
-    }
-    if (seq == 0 || seq > atomic_load_explicit(&c->appended_seq, memory_order_acquire))
-        return error_set(err, STELE_EINVAL, "seq %llu was never appended", (unsigned long long)seq);
-    if (atomic_load_explicit(pos, memory_order_acquire) >= seq)
-        return 0;
-    /* A `written` waiter leads only for its own record: one waiting for others' records (a
-     * server's ack thread) is told at the write, before the sync a leader would sit through. */
-    bool may_lead = level == STELE_WAIT_DURABLE || commit_is_own_append(c, seq);
-    if (c->is_leading) {
-        if (may_lead && commit_lead(c, pos, seq))
-            return 0;
-        /* Not led: the journal is busy (the committer is woken now, ready to take the next
-         * batch the moment it is free) or this waiter leaves `written` to the committer. */
-        commit_hand_on(c);
-    }
-    if (commit_spin_for_seq(c, pos, seq))
-        return 0;
-    uint64_t deadline = commit_wait_deadline(timeout_ms);
-    for (;;) {
-        if (atomic_load(pos) >= seq)
-            return 0;
-        if (atomic_load(&c->halted) || atomic_load(&c->is_stopped))
-            return commit_wait_error(c, seq, level, timeout_ms, false, err);
-        uint32_t word = seqwait_prepare(slots, seq);
-        bool must_sleep =
-            atomic_load(pos) < seq && !atomic_load(&c->halted) && !atomic_load(&c->is_stopped);
-        int wrc = must_sleep ? seqwait_sleep(slots, seq, word, deadline) : 0;
-        seqwait_finish(slots, seq);
-        if (wrc == ETIMEDOUT && atomic_load(pos) < seq)
-            return commit_wait_error(c, seq, level, timeout_ms, true, err);
-    }
-}
-
 int
 commit_flush(commit_t *c, stele_error_t *err)
 {
@@ -1375,17 +824,6 @@ commit_durable_seq(const commit_t *c)
 }
 
 void
-commit_space_freed(commit_t *c)
-{
-    pthread_mutex_lock(&c->io_mu);
-    commit_refresh_disk_bytes(c, true);
-    pthread_mutex_unlock(&c->io_mu);
-    pthread_mutex_lock(&c->mu);
-    pthread_cond_broadcast(&c->space_cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-void
 commit_stats(commit_t *c, stele_stats_t *out)
 {
     out->appended_seq = commit_appended_seq(c);
@@ -1403,15 +841,11 @@ commit_stats(commit_t *c, stele_stats_t *out)
     pthread_mutex_unlock(&c->mu);
 
     static const double fractions[] = {0.50, 0.99, 0.999};
-    uint64_t counts[HIST_BUCKETS];
-    uint64_t total = 0;
-    for (unsigned b = 0; b < HIST_BUCKETS; b++) {
-        counts[b] = atomic_load_explicit(&c->hist[b], memory_order_relaxed);
-        total += counts[b];
-    }
-    out->latency_p50_us = hist_percentile_us(counts, total, fractions[0]);
-    out->latency_p99_us = hist_percentile_us(counts, total, fractions[1]);
-    out->latency_p999_us = hist_percentile_us(counts, total, fractions[2]);
+    uint64_t percentiles_us[3];
+    latency_hist_percentiles_us(&c->latency, fractions, percentiles_us, 3);
+    out->latency_p50_us = percentiles_us[0];
+    out->latency_p99_us = percentiles_us[1];
+    out->latency_p999_us = percentiles_us[2];
 
     if (atomic_load_explicit(&c->halted, memory_order_acquire)) {
         out->halted_code = c->halt_err.code;

@@ -1,11 +1,14 @@
 /*
  * commit.h: the group-commit queue and its committer thread.
  *
- * Appending threads call commit_enqueue, which assigns the next seq and timestamp and lays
- * the record's frame into the open batch buffer under one short mutex. One committer thread
- * takes whole batch buffers, writes each with one journal_append_batch (one pwritev), syncs
- * per the `sync` policy, publishes the positions and wakes waiters. A write or sync failure
- * halts the queue for good (sticky error).
+ * Appending threads call commit_enqueue, which assigns the next seq and timestamp (the
+ * record clock, stamp.h) and lays
+ * the record's frame into the open batch buffer under one short mutex. Whoever holds the
+ * journal's I/O lock (commit.io_mu) takes whole batch buffers, writes each with one
+ * journal_append_batch (one pwritev), syncs per the `sync` policy, publishes the positions
+ * and has the waiters woken: the committer thread, or with sync=always and the adaptive
+ * policy a waiter in commit_wait that commits its own record while the journal is free.
+ * A write or sync failure halts the queue for good (sticky error).
  */
 #ifndef STELE_ENGINE_COMMIT_H
 #define STELE_ENGINE_COMMIT_H
@@ -15,16 +18,18 @@
 #include <stdint.h>
 
 #include "journal.h"
+#include "stamp.h"
 #include "stele.h"
 
 typedef struct commit commit_t;
 
-/* Called on the committer thread after each batch is written (before it is synced).
+/* Called after each batch is written (before it is synced), on the thread that wrote it:
+ * the holder of commit.io_mu, the committer or a leading waiter, so calls never overlap.
  * Must not block: the index writer only copies the position into its own queue. */
 typedef void (*commit_batch_fn)(void *ctx, const journal_batch_info_t *info);
 
 typedef struct commit_config {
-    journal_t *journal; /* borrowed; the committer is its only writing thread */
+    journal_t *journal; /* borrowed; written only by the holder of commit.io_mu */
     uint64_t last_seq;  /* last seq in the journal (0 when empty) */
     int64_t last_ts_ns; /* its timestamp: new ones never go below it */
     stele_sync_t sync;
@@ -39,9 +44,11 @@ typedef struct commit_config {
     stele_on_full_t on_full;
     commit_batch_fn on_batch; /* may be NULL */
     void *batch_ctx;
+    stamp_clock_fn clock; /* the record clock's readings (stamp.h); NULL: the machine's */
+    void *clock_ctx;
 } commit_config_t;
 
-/* Starts the committer thread. Returns 0, -ENOMEM, or -errno from pthread_create. */
+/* Starts the committer and waker threads. Returns 0, -ENOMEM, or -errno from pthread_create. */
 int commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err);
 
 /*
@@ -68,8 +75,10 @@ int commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, st
 
 /*
  * Blocks until `seq` is written (STELE_WAIT_WRITTEN) or durable (STELE_WAIT_DURABLE), or
- * timeout_ms passes (-1 = forever). Returns 0, STELE_ETIMEDOUT, STELE_EHALTED, STELE_ECLOSED,
- * STELE_EINVAL (seq never appended or another level).
+ * timeout_ms passes (-1 = forever). With sync=always and the adaptive policy the calling
+ * thread may write and sync queued batches itself (commit_wait.c). Returns 0,
+ * STELE_ETIMEDOUT, STELE_EHALTED, STELE_ECLOSED, STELE_EINVAL (seq never appended or another
+ * level).
  */
 int commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms,
                 stele_error_t *err);

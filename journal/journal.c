@@ -55,8 +55,6 @@ journal_options_init(journal_options_t *opts)
     memset(opts, 0, sizeof *opts);
     opts->segment_bytes = JOURNAL_DEFAULT_SEGMENT_BYTES;
     opts->max_record_bytes = JOURNAL_DEFAULT_MAX_RECORD;
-    opts->file_mode = 0600;
-    opts->dir_mode = 0700;
     opts->create_if_missing = 1;
     /* fallocate-only: as fast as zero-filling for append+fdatasync on the measured disk, and
      * it does not write every segment twice (docs/journal.md). */
@@ -135,6 +133,8 @@ journal_fail_errno(stele_error_t *err, int rc, const char *what, const char *obj
     const char *hint = NULL;
     if (rc == -EACCES || rc == -EROFS || rc == -EPERM)
         hint = "the journal directory must be writable to write; readers need only read access";
+    else if (rc == -ELOOP)
+        hint = JERR_HINT_LINK;
     return jerr_set(err, rc, hint, "could not %s %s: %s", what, obj,
                     jerr_errno_text(rc, ebuf, sizeof ebuf));
 }
@@ -363,6 +363,27 @@ journal_source(const journal_t *j)
     return j ? j->source : "";
 }
 
+int
+journal_clock_note_load(const journal_t *j, journal_clock_note_t *note)
+{
+    if (!j || !j->lock_page)
+        return STELE_ENOTFOUND;
+    return lockfile_clock_note_load(j->lock_page, note);
+}
+
+void
+journal_clock_note_store(journal_t *j, const journal_clock_note_t *note)
+{
+    if (j && j->lock_page)
+        lockfile_clock_note_store(j->lock_page, note);
+}
+
+unsigned
+journal_file_mode(const journal_t *j)
+{
+    return j ? j->file_mode : 0;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Close
  * --------------------------------------------------------------------------------------- */
@@ -383,11 +404,14 @@ journal_close(journal_t *j, stele_error_t *err)
             lockfile_publish(j->lock_page, last, last);
         }
         if (!rc && j->prep_rc) {
-            /* The log is fine, but the next segment could not be made: say so, or a full
-             * disk would go unnoticed until the next roll. */
+            /* Every record is in and the next open prepares again, so this is no failure;
+             * but a full disk must not go unnoticed until the roll that needs the space. */
             char ebuf[64];
-            rc = jerr_set(err, j->prep_rc, NULL, "could not prepare the next segment of %s: %s",
-                          j->dir, jerr_errno_text(j->prep_rc, ebuf, sizeof ebuf));
+            jerr_set(err, 0,
+                     "free space on the journal's file system before the active "
+                     "segment fills",
+                     "could not prepare the next segment of %s: %s", j->dir,
+                     jerr_errno_text(j->prep_rc, ebuf, sizeof ebuf));
         }
     }
     int direct_rc = direct_close(&j->direct, j->io);
@@ -399,6 +423,8 @@ journal_close(journal_t *j, stele_error_t *err)
     if (!rc && j->is_open && j->deferred.code)
         rc = jerr_copy(err, &j->deferred);
     lockfile_close_writer(j->lock_fd, j->lock_page);
+    if (j->dir_fd >= 0)
+        journal_close_fd(j, j->dir_fd, "the journal directory");
     chain_hasher_free(j->hasher);
     pthread_cond_destroy(&j->prep_cv);
     pthread_mutex_destroy(&j->retention_mu);

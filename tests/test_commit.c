@@ -1,5 +1,5 @@
 /*
- * test_commit.c: the committer (engine/commit.c) driven directly over a real journal:
+ * test_commit.c: the committer (engine/commit*.c) driven directly over a real journal:
  * seq assignment, batch splitting at the batch cap, the positions handed to the index
  * writer, the adaptive delay counted only when other writers are active, unwaited records
  * still written promptly, a drain on stop that syncs whatever `sync` says, and who writes

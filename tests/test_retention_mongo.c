@@ -165,10 +165,12 @@ test_retention_deletes_what_every_sink_shipped(void **state)
     assert_int_equal(ship_count_docs(&sinks[1], NULL), (int64_t)last);
     assert_int_equal(stele_close(db, NULL), 0);
 
-    /* What is left still verifies, from its new first record on. */
+    /* What is left still verifies, from its new first record on. A retention pass between
+     * the look at stats and the close may have cut further: never back. */
     stele_verify_report_t rep;
     assert_int_equal(stele_verify(dir, 0, 0, &rep, &err), 0);
-    assert_int_equal(rep.first_seq, first);
+    assert_true(rep.first_seq >= first);
+    assert_true(rep.first_seq <= last);
     assert_int_equal(rep.last_seq, last);
     if (!getenv("STELE_TEST_KEEP"))
         assert_int_equal(test_tmpdir_remove(dir), 0);
@@ -206,7 +208,9 @@ test_retention_waits_for_the_slowest_sink(void **state)
     assert_int_equal(wait_first_seq_moves(db), 1);
     stele_stats_t st = stats_of(db);
     assert_int_equal(st.n_sinks, 2);
-    assert_int_equal(st.sinks[1].shipped_seq, 0);
+    stele_sink_stats_t second;
+    assert_int_equal(stele_sink_stats(db, 1, &second), 0);
+    assert_int_equal(second.shipped_seq, 0);
     assert_int_equal(stele_close(db, NULL), 0);
     if (!getenv("STELE_TEST_KEEP"))
         assert_int_equal(test_tmpdir_remove(dir), 0);

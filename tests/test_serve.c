@@ -244,6 +244,9 @@ test_serve_rejects_bad_requests_and_keeps_connection_usable(void **state)
         ROW("top-level $-key", "{\"$set\":{\"a\":1}}", STELE_EDOLLARKEY, 0),
         ROW("nested $-key", "{\"q\":{\"$gt\":1}}", STELE_EDOLLARKEY, 0),
         ROW("NUL in a key", "{\"a\\u0000b\":1}", STELE_EKEYNUL, STELE_EJSON),
+        ROW("repeated key", "{\"actor\":\"alice\",\"actor\":\"mallory\"}", STELE_EAMBIGUOUS, 0),
+        ROW("dotted key in an envelope's event", "{\"$event\":{\"ip.v4\":\"10.0.0.1\"}}",
+            STELE_EAMBIGUOUS, 0),
         ROW("number out of range", "{\"n\":1e999}", STELE_ENUMBER, STELE_EJSON),
         ROW("unknown wait level", "{\"$event\":{\"a\":1},\"$wait\":\"eventually\"}",
             STELE_EPROTOCOL, 0),
@@ -532,7 +535,9 @@ test_serve_drain_timeout_fails_only_requests_short_of_their_level(void **state)
 
 /* Starts a server whose descriptor limit is fd_limit (the test keeps its own) and opens
  * n_conns connections, each sending one request: more than the server has descriptors for,
- * so the rest wait in the listen backlog. */
+ * so the rest wait in the listen backlog. The connection caps are set above the limit: what
+ * is tested is the server running out of descriptors (for any reason), which its default
+ * caps keep connections alone from doing. */
 static void
 start_server_short_of_descriptors(ts_server_t *srv, const char *dir, int fd_limit, int *fds,
                                   int n_conns)
@@ -542,7 +547,9 @@ start_server_short_of_descriptors(ts_server_t *srv, const char *dir, int fd_limi
     low = saved;
     low.rlim_cur = (rlim_t)fd_limit;
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-    int started = ts_server_start(srv, dir, NULL, NULL);
+    static const char *const above_the_limit[] = {"--serve-max-conns", "100000",
+                                                  "--serve-max-conns-per-uid", "100000", NULL};
+    int started = ts_server_start(srv, dir, NULL, above_the_limit);
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
     assert_int_equal(started, 0);
     for (int i = 0; i < n_conns; i++) {
@@ -912,6 +919,99 @@ test_serve_sigkill_during_load_never_acknowledges_falsely(void **state)
     ts_remove_dir(dir);
 }
 
+/* ---- stele_serve_run in a program of its own ----------------------------------------------- */
+
+static void
+test_serve_run_refuses_bad_options_and_touches_nothing(void **state)
+{
+    (void)state;
+    char dir[256];
+    ts_make_dir(dir, sizeof dir, "servebadopts");
+    stele_serve_options_t so;
+    stele_serve_options_init(&so);
+    assert_int_equal(so.default_wait, STELE_WAIT_DURABLE);
+    assert_int_equal(so.max_line_bytes, 2u * 1024u * 1024u);
+    assert_int_equal(so.drain_timeout_ms, 5000);
+    assert_int_equal(so.log_level, STELE_LOG_INFO);
+    assert_null(so.socket_path);
+    stele_serve_options_t bad[4] = {so, so, so, so};
+    bad[0].max_line_bytes = 1;
+    bad[1].drain_timeout_ms = STELE_SERVE_MAX_DRAIN_TIMEOUT_MS + 1;
+    bad[2].default_wait = (stele_wait_t)4;
+    bad[3].log_level = (stele_log_level_t)9;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        stele_error_t err = {0};
+        assert_int_equal(stele_serve_run(dir, NULL, &bad[i], &err), STELE_EINVAL);
+        assert_non_null(strstr(err.message, "stele_serve_run"));
+    }
+    struct stat st;
+    assert_int_equal(stat(dir, &st), -1); /* the journal was never created */
+    stele_log_level_t level = STELE_LOG_ERROR;
+    assert_int_equal(stele_log_level_parse("debug", &level), 0);
+    assert_int_equal(level, STELE_LOG_DEBUG);
+    assert_int_equal(stele_log_level_parse("verbose", &level), STELE_EINVAL);
+    assert_int_equal(level, STELE_LOG_DEBUG);
+    ts_remove_dir(dir);
+}
+
+typedef struct in_process_server {
+    const char *dir;
+    const stele_serve_options_t *serve;
+    int rc;
+    stele_error_t err;
+} in_process_server_t;
+
+static void *
+in_process_server_main(void *arg)
+{
+    in_process_server_t *s = arg;
+    s->rc = stele_serve_run(s->dir, NULL, s->serve, &s->err);
+    return NULL;
+}
+
+/* The server a program runs itself: it serves from the calling thread, and a SIGTERM sent
+ * to that thread (the signal it blocks and reads) drains and stops it cleanly, removing its
+ * socket and pid file. */
+static void
+test_serve_run_in_process_serves_until_a_signal_to_its_thread(void **state)
+{
+    (void)state;
+    char dir[256], sock[300], pid_file[300];
+    ts_make_dir(dir, sizeof dir, "serveinproc");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    snprintf(pid_file, sizeof pid_file, "%s.pid", dir);
+    stele_serve_options_t so;
+    stele_serve_options_init(&so);
+    so.socket_path = sock;
+    so.pid_path = pid_file;
+    so.log_level = STELE_LOG_WARN;
+    in_process_server_t srv = {.dir = dir, .serve = &so};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, in_process_server_main, &srv), 0);
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    int rc = -ENOENT;
+    for (int attempt = 0; attempt < 30000 && rc != 0; attempt++) { /* until it listens */
+        rc = stele_client_connect(NULL, sock, &c, &err);
+        if (rc != 0)
+            usleep(1000);
+    }
+    assert_int_equal(rc, 0);
+    uint64_t seq = 0;
+    assert_int_equal(stele_client_append_json(c, "{\"a\":1}", 7, STELE_WAIT_DURABLE, &seq, &err),
+                     0);
+    assert_true(seq == 1);
+    stele_client_close(c);
+    assert_int_equal(pthread_kill(thread, SIGTERM), 0);
+    pthread_join(thread, NULL);
+    if (srv.rc != 0)
+        fail_msg("stele_serve_run: %s %s", stele_errname(srv.rc), srv.err.message);
+    assert_int_equal(access(sock, F_OK), -1);
+    assert_int_equal(access(pid_file, F_OK), -1);
+    assert_int_equal(ts_read_journal(dir, NULL, NULL), 1);
+    ts_remove_dir(dir);
+}
+
 /* ---- the client library -----------------------------------------------------------------------
  */
 
@@ -1262,6 +1362,44 @@ test_client_returns_replies_that_came_before_the_server_went_away(void **state)
     ts_remove_dir(dir);
 }
 
+/* A reply line longer than any reply is refused as it arrives, never buffered whole, and
+ * the line after it is read as usual. */
+static void
+test_client_refuses_an_oversize_reply_and_reads_the_next(void **state)
+{
+    (void)state;
+    enum { JUNK_BYTES = 1024 * 1024 };
+    char dir[256], sock[300];
+    ts_make_dir(dir, sizeof dir, "clientbigreply");
+    snprintf(sock, sizeof sock, "%s.sock", dir);
+    char *answer = malloc(JUNK_BYTES + 32);
+    assert_non_null(answer);
+    memset(answer, 'x', JUNK_BYTES);
+    snprintf(answer + JUNK_BYTES, 32, "\n{\"seq\":5}\n");
+    vanishing_server_t vs = {
+        .listen_fd = scripted_server_listen(sock), .n_lines = 2, .answer = answer, .go_fd = -1};
+    assert_true(vs.listen_fd >= 0);
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, vanishing_server_main, &vs), 0);
+    stele_client_t *c = NULL;
+    stele_error_t err = {0};
+    uint64_t seq = 0;
+    assert_int_equal(stele_client_connect(NULL, sock, &c, &err), 0);
+    assert_int_equal(stele_client_send_json(c, "{}", 2, STELE_WAIT_NONE, &err), 0);
+    assert_int_equal(stele_client_send_json(c, "{}", 2, STELE_WAIT_NONE, &err), 0);
+    assert_int_equal(stele_client_recv(c, &seq, &err), STELE_EPROTOCOL);
+    assert_non_null(strstr(err.message, "longer than"));
+    assert_int_equal(stele_client_recv(c, &seq, &err), 0);
+    assert_true(seq == 5);
+    assert_int_equal(stele_client_pending(c), 0);
+    stele_client_close(c);
+    pthread_join(thread, NULL);
+    close(vs.listen_fd);
+    unlink(sock);
+    free(answer);
+    ts_remove_dir(dir);
+}
+
 static void
 on_test_signal(int signo)
 {
@@ -1373,6 +1511,8 @@ main(void)
         cmocka_unit_test(test_serve_client_that_stops_reading_stalls_only_itself),
         cmocka_unit_test(test_serve_discards_oversize_line_without_buffering_it),
         cmocka_unit_test(test_serve_sigkill_during_load_never_acknowledges_falsely),
+        cmocka_unit_test(test_serve_run_refuses_bad_options_and_touches_nothing),
+        cmocka_unit_test(test_serve_run_in_process_serves_until_a_signal_to_its_thread),
         cmocka_unit_test(test_client_connect_without_server_says_so),
         cmocka_unit_test(test_client_reaches_server_on_a_socket_path_of_its_own),
         cmocka_unit_test(test_client_pipelines_and_reports_server_errors),
@@ -1380,6 +1520,7 @@ main(void)
         cmocka_unit_test(test_client_memory_stays_bounded_on_a_long_connection),
         cmocka_unit_test(test_client_connect_survives_signals_while_the_backlog_is_full),
         cmocka_unit_test(test_client_returns_replies_that_came_before_the_server_went_away),
+        cmocka_unit_test(test_client_refuses_an_oversize_reply_and_reads_the_next),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(tests, NULL, NULL);

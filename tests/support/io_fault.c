@@ -31,7 +31,8 @@ typedef struct fault_file {
 /* More descriptors than the journal keeps open at once: the rest are named "?". */
 enum { FAULT_MAX_FILES = 64 };
 
-/* One call as its wrapper sees it: a path (open, rename, unlink, sync_dir) or a descriptor. */
+/* One call as its wrapper sees it: a name (open, rename, unlink, open_dir, make_dir) or a
+ * descriptor. */
 typedef struct fault_call {
     io_method_t method;
     const void *caller;
@@ -77,8 +78,8 @@ struct io_fault {
 #define CALLER __builtin_return_address(0)
 
 static const char *const method_names[IO_METHOD_COUNT] = {
-    "open",     "pread",  "pwritev", "fdatasync", "fsync",     "truncate",
-    "allocate", "rename", "unlink",  "sync_dir",  "file_size", "close",
+    "open",   "pread",    "pwritev",   "fdatasync", "fsync",    "truncate", "allocate", "rename",
+    "unlink", "sync_dir", "file_size", "close",     "open_dir", "make_dir", "set_mode",
 };
 
 const char *
@@ -295,16 +296,16 @@ note_unlinked(io_fault_t *f)
 #define ON_PATH(method, path) (&(fault_call_t){(method), CALLER, (path), -1, 0})
 
 static int
-fault_open_file(void *ctx, const char *path, int flags, mode_t mode)
+fault_open_file(void *ctx, int dir_fd, const char *name, int flags, mode_t mode)
 {
     io_fault_t *f = ctx;
-    fault_call_t call = {IO_METHOD_OPEN, CALLER, path, -1, (flags & JOURNAL_IO_DIRECT) != 0};
+    fault_call_t call = {IO_METHOD_OPEN, CALLER, name, -1, (flags & JOURNAL_IO_DIRECT) != 0};
     int rc = fault_check(f, &call, NULL);
     if (rc)
         return rc;
-    int fd = f->inner->open_file(f->inner->ctx, path, flags, mode);
+    int fd = f->inner->open_file(f->inner->ctx, dir_fd, name, flags, mode);
     if (fd >= 0)
-        note_opened(f, fd, path, flags);
+        note_opened(f, fd, name, flags);
     return fd;
 }
 
@@ -400,39 +401,39 @@ fault_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
 }
 
 static int
-fault_rename(void *ctx, const char *from, const char *to)
+fault_rename(void *ctx, int dir_fd, const char *from, const char *to)
 {
     io_fault_t *f = ctx;
     int rc = fault_check(f, ON_PATH(IO_METHOD_RENAME, from), NULL);
     if (rc)
         return rc;
-    rc = f->inner->rename(f->inner->ctx, from, to);
+    rc = f->inner->rename(f->inner->ctx, dir_fd, from, to);
     if (!rc)
         note_renamed(f, from, to);
     return rc;
 }
 
 static int
-fault_unlink(void *ctx, const char *path)
+fault_unlink(void *ctx, int dir_fd, const char *name)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, ON_PATH(IO_METHOD_UNLINK, path), NULL);
+    int rc = fault_check(f, ON_PATH(IO_METHOD_UNLINK, name), NULL);
     if (rc)
         return rc;
-    rc = f->inner->unlink(f->inner->ctx, path);
+    rc = f->inner->unlink(f->inner->ctx, dir_fd, name);
     if (!rc)
         note_unlinked(f);
     return rc;
 }
 
 static int
-fault_sync_dir(void *ctx, const char *dir)
+fault_sync_dir(void *ctx, int dir_fd)
 {
     io_fault_t *f = ctx;
-    int rc = fault_check(f, ON_PATH(IO_METHOD_SYNC_DIR, dir), NULL);
+    int rc = fault_check(f, ON_FD(IO_METHOD_SYNC_DIR, dir_fd), NULL);
     if (rc || f->syncs_are_noops)
         return rc;
-    return f->inner->sync_dir(f->inner->ctx, dir);
+    return f->inner->sync_dir(f->inner->ctx, dir_fd);
 }
 
 static int
@@ -453,6 +454,45 @@ fault_close(void *ctx, int fd)
     int close_rc = f->inner->close(f->inner->ctx, fd);
     note_closed(f, fd);
     return rc ? rc : close_rc;
+}
+
+static int
+fault_open_dir(void *ctx, int dir_fd, const char *path)
+{
+    io_fault_t *f = ctx;
+    int rc = fault_check(f, ON_PATH(IO_METHOD_OPEN_DIR, "directory"), NULL);
+    if (rc)
+        return rc;
+    int fd = f->inner->open_dir(f->inner->ctx, dir_fd, path);
+    if (fd >= 0)
+        note_opened(f, fd, "directory", 0);
+    return fd;
+}
+
+static int
+fault_make_dir(void *ctx, int dir_fd, const char *name, mode_t mode)
+{
+    io_fault_t *f = ctx;
+    int rc = fault_check(f, ON_PATH(IO_METHOD_MAKE_DIR, "directory"), NULL);
+    if (rc)
+        return rc;
+    rc = f->inner->make_dir(f->inner->ctx, dir_fd, name, mode);
+    if (!rc) {
+        pthread_mutex_lock(&f->mu);
+        note_name_op(f, "create");
+        pthread_mutex_unlock(&f->mu);
+    }
+    return rc;
+}
+
+static int
+fault_set_mode(void *ctx, int fd, mode_t mode)
+{
+    io_fault_t *f = ctx;
+    int rc = fault_check(f, ON_FD(IO_METHOD_SET_MODE, fd), NULL);
+    if (rc)
+        return rc;
+    return f->inner->set_mode(f->inner->ctx, fd, mode);
 }
 
 io_fault_t *
@@ -487,6 +527,9 @@ io_fault_new(const journal_io_t *inner, int syncs_are_noops)
         .sync_dir = fault_sync_dir,
         .file_size = fault_file_size,
         .close = fault_close,
+        .open_dir = fault_open_dir,
+        .make_dir = fault_make_dir,
+        .set_mode = fault_set_mode,
     };
     return f;
 }
