@@ -52,6 +52,7 @@
 #include "io_crash.h"
 #include "stele.h"
 #include "stele_internal.h"
+#include "test_child.h"
 #include "test_util.h"
 
 enum { CRASH_SEGMENT_BYTES = 256 * 1024 }; /* small: the kills land on rolls too */
@@ -404,7 +405,7 @@ kill_one(const char *dir, kill_window_t window, uint64_t delay_us, uint64_t coun
     }
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(fds[0]);

@@ -26,6 +26,7 @@
 #include "io_fault.h"
 #include "stele.h"
 #include "stele_internal.h"
+#include "test_child.h"
 
 /* Enough records to fill several FX_SEGMENT_BYTES segments. */
 #define N_BATCHES 600
@@ -407,7 +408,7 @@ test_reader_works_from_a_read_only_directory_without_the_index(void **state)
     fixture_t *f = *state;
     fx_write_journal(f->dir, N_BATCHES, PER_BATCH, 1);
     make_world_readable(f->dir);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0)
         _exit(read_only_child(f->dir));
@@ -467,7 +468,7 @@ test_reader_in_another_process_follows_a_writer_and_sees_only_committed_records(
     const uint64_t n = 1 + 60 * 3;
     int pipe_fds[2];
     assert_int_equal(pipe(pipe_fds), 0);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(pipe_fds[0]);
@@ -881,7 +882,7 @@ test_engine_appends_are_followed_by_a_reader_in_another_process(void **state)
     int go[2];
     assert_int_equal(pipe(go), 0);
     /* Forked before the engine starts its threads. */
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(go[1]);

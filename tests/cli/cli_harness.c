@@ -5,6 +5,7 @@
  * timeout so a hung command fails its test instead of hanging ctest.
  */
 #include "cli_harness.h"
+#include "test_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -134,7 +135,7 @@ harness_exec(const harness_run_t *run, harness_result_t *res)
     assert_int_equal(pipe2(out_pipe, O_CLOEXEC), 0);
     assert_int_equal(pipe2(err_pipe, O_CLOEXEC), 0);
     const char *bin = harness_bin();
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         int in_fd = in_pipe[0];
@@ -227,7 +228,7 @@ harness_spawn(const char *const *args, int stdin_fd, int *stdout_fd, int *stderr
     assert_int_equal(pipe2(out_pipe, O_CLOEXEC), 0);
     assert_int_equal(pipe2(err_pipe, O_CLOEXEC), 0);
     const char *bin = harness_bin();
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         harness_run_t run = {0};

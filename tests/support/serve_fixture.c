@@ -4,6 +4,7 @@
  * STELE_SERVE_BIN (a compile definition from tests/serve.cmake) names the `stele` binary.
  */
 #include "serve_fixture.h"
+#include "test_child.h"
 
 #include <bson/bson.h>
 #include <errno.h>
@@ -55,7 +56,7 @@ ts_remove_dir(const char *dir)
 {
     char base[256];
     ts_base_dir(dir, base, sizeof base);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     if (pid == 0) {
         execlp("rm", "rm", "-rf", "--", base, (char *)NULL);
         _exit(127);
@@ -134,7 +135,7 @@ ts_server_start_setup(ts_server_t *s, const char *dir, const ts_server_setup_t *
         argv[argc++] = extra[i];
     }
     argv[argc] = NULL;
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     if (pid < 0)
         return -1;
     if (pid == 0) {
