@@ -1,10 +1,10 @@
 /*
  * serve_fixture.c: see serve_fixture.h. The server runs as a separate process (exec,
- * not just fork) so a test can SIGKILL it and so fork never copies a test's threads' locks.
+ * not just fork) so a test can SIGKILL it and so fork never copies a test's threads' locks;
+ * it dies with the test process (PR_SET_PDEATHSIG), so a crashed test leaves no server.
  * STELE_SERVE_BIN (a compile definition from tests/serve.cmake) names the `stele` binary.
  */
 #include "serve_fixture.h"
-#include "test_child.h"
 
 #include <bson/bson.h>
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -56,7 +57,7 @@ ts_remove_dir(const char *dir)
 {
     char base[256];
     ts_base_dir(dir, base, sizeof base);
-    pid_t pid = test_fork_bound();
+    pid_t pid = fork();
     if (pid == 0) {
         execlp("rm", "rm", "-rf", "--", base, (char *)NULL);
         _exit(127);
@@ -135,7 +136,8 @@ ts_server_start_setup(ts_server_t *s, const char *dir, const ts_server_setup_t *
         argv[argc++] = extra[i];
     }
     argv[argc] = NULL;
-    pid_t pid = test_fork_bound();
+    pid_t parent = getpid();
+    pid_t pid = fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
@@ -146,6 +148,12 @@ ts_server_start_setup(ts_server_t *s, const char *dir, const ts_server_setup_t *
         }
         if (ts_apply_setup(setup) != 0)
             _exit(126);
+        /* The server must not outlive a test that crashes or is killed by ctest. Set after
+         * the setup: a change of group id clears it. A test that died before this line
+         * handed the child to another parent already: getppid() says so. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         execv(STELE_SERVE_BIN, (char *const *)argv);
         _exit(127);
     }
