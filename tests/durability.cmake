@@ -13,8 +13,12 @@ stele_add_test(test_io_fault SOURCES test_io_fault.c LABELS durability)
 stele_add_test(test_io_crash SOURCES test_io_crash.c LABELS durability)
 
 # Fault loop: every I/O call of a create/append/roll/sync/delete/close/reopen workload
-# failed in turn (EIO, ENOSPC, short write; once and forever).
-stele_add_test(test_journal_faults SOURCES test_journal_faults.c LABELS durability)
+# failed in turn (EIO, ENOSPC, short write; once and forever). About 1,100 journal
+# lifecycles, each a few hand-offs between the writer and the preparer thread: 15-40 s on a
+# quiet machine, over 5 minutes with both CPUs kept busy (scheduling, not work), hence the
+# timeout of the other loops.
+stele_add_test(test_journal_faults SOURCES test_journal_faults.c LABELS durability
+               TIMEOUT 3600)
 # 1,400 simulated power losses (140,000 in long mode).
 stele_add_test(test_journal_powerloss SOURCES test_journal_powerloss.c LABELS durability
                TIMEOUT 3600)

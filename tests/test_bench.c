@@ -30,6 +30,7 @@
 
 #include "bench.h"
 #include "bench_peers.h"
+#include "test_child.h"
 #include <stele.h>
 
 #define TEST_MAX_LINES 16
@@ -925,7 +926,7 @@ test_bench_interrupted_probe_removes_its_files(void **state)
 {
     (void)state;
     char *dir = make_temp_dir();
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         int null_fd = open("/dev/null", O_WRONLY);
@@ -1219,7 +1220,7 @@ static void
 test_bench_fails_a_cell_whose_writer_threads_cannot_all_start(void **state)
 {
     (void)state;
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0)
         run_cell_short_of_threads();

@@ -2,15 +2,19 @@
  * test_engine_crash.c: the whole engine survives kill -9 and power loss.
  *
  * Kill: a child process opens the journal with stele_open and appends JSON events from
- * several threads with wait=durable, reporting every acknowledged (seq, counter) over a
- * pipe; the parent SIGKILLs it at a random moment (during recovery, mid-batch, mid-roll),
- * reopens with stele_open, and checks every acknowledged record is present with the event
- * it carried, and that stele_verify finds the chain and the index intact. 200 kills by
- * default (several per journal, so recovery of recovered journals is exercised), 10,000 in
- * long mode. A check reopens and so recovers the journal, so the next child's open would
- * only ever recover a recovered journal: 30% of the kills are not checked but followed by a
- * child killed within 5 ms, mostly inside stele_open (recovery, and index catch-up or, with
- * the index deleted half of those times, its rebuild).
+ * several threads with wait=durable, reporting where it is (opening, open) and every
+ * acknowledged (seq, counter) over a pipe; the parent SIGKILLs it, reopens with stele_open,
+ * and checks every acknowledged record is present with the event it carried, and that
+ * stele_verify finds the chain and the index intact. 200 kills by default (several per
+ * journal, so recovery of recovered journals is exercised), 10,000 in long mode. Each kill
+ * is aimed at a window, and the loop counts what it hit and requires a minimum of each:
+ *  - inside stele_open: 30% of the kills are not checked but followed by a child killed
+ *    within the time the last open took (its recovery of the journal the kill left, and its
+ *    index catch-up or, with the index deleted half of those times, its rebuild);
+ *  - mid-batch: most kills come 1 to 60 ms after stele_open returned; a check that finds
+ *    records the child wrote but had not acknowledged counts one;
+ *  - at a roll: 15% of the checked kills (small segments) come as the parent sees a new
+ *    segment's name appear in the directory (inotify), while the roll finishes.
  *
  * Power loss: the engine runs over the crash I/O table (stele_open_with_io); the power fails
  * at a random I/O call, a random subset of the unsynced writes survives, and stele_open with
@@ -18,7 +22,9 @@
  * not behind the I/O table, so it may claim batches the crash took back: the engine must
  * notice and repair it, and must not start recovery from such a batch (the index's hint)
  * when a batch before it was torn (with sync=interval). 30% of the crashes are not checked
- * but followed by one in the recovery of the journal they left.
+ * but followed by one in the recovery of the journal they left. The loop counts crashes in
+ * open, in such recoveries and during appends, the unsynced data lost, and (sync=interval)
+ * the indexes left ahead of the journal, and requires a minimum of each.
  *
  * Seeds are printed; STELE_TEST_SEED replays them (the kill timing stays nondeterministic).
  */
@@ -29,13 +35,16 @@
 
 #include <cmocka.h>
 #include <bson/bson.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +52,7 @@
 #include "io_crash.h"
 #include "stele.h"
 #include "stele_internal.h"
+#include "test_child.h"
 #include "test_util.h"
 
 enum { CRASH_SEGMENT_BYTES = 256 * 1024 }; /* small: the kills land on rolls too */
@@ -59,14 +69,15 @@ typedef struct crash_plan {
     uint64_t kills_per_dir;
     uint64_t max_kill_delay_ms;
     unsigned index_loss_percent; /* chance the index is deleted before a reopen */
+    unsigned roll_kill_percent;  /* chance a checked kill is aimed at a roll */
 } crash_plan_t;
 
-static const crash_plan_t crash_small_segments = {"small segments", CRASH_SEGMENT_BYTES,
-                                                  CRASH_KILLS_PER_DIR, CRASH_MAX_KILL_DELAY_MS, 0};
+static const crash_plan_t crash_small_segments = {
+    "small segments", CRASH_SEGMENT_BYTES, CRASH_KILLS_PER_DIR, CRASH_MAX_KILL_DELAY_MS, 0, 15};
 /* The default segment size, megabytes of records in it, and now and then a lost index: the
  * recovery scan then reads the newest segment from its start across many read chunks (a
  * frame straddling two chunks once ended the log there: 256 KiB segments never had one). */
-static const crash_plan_t crash_large_segments = {"large segments", 64u << 20, 40, 250, 25};
+static const crash_plan_t crash_large_segments = {"large segments", 64u << 20, 40, 250, 25, 0};
 
 /* One acknowledgement as the child writes it to the pipe (16 bytes: atomic in a pipe). Seq
  * 0 says where the child is instead: counter CHILD_OPENING or CHILD_OPEN. */
@@ -231,8 +242,15 @@ check_event(const stele_record_t *rec, uint64_t counter, const char *label)
     bson_destroy(want);
 }
 
+/* What the reopen after a crash found. */
+typedef struct check_result {
+    uint64_t end_seq;          /* the last seq recovery kept */
+    int truncated_torn_tail;   /* recovery zeroed a torn tail */
+    int dropped_index_entries; /* the index named batches the crash took back */
+} check_result_t;
+
 /* Reopens (running recovery), reads every record back, and verifies the chain. */
-static void
+static check_result_t
 check_journal(const char *dir, const ack_book_t *book, const char *label, uint64_t segment_bytes)
 {
     stele_options_t opts;
@@ -245,6 +263,10 @@ check_journal(const char *dir, const ack_book_t *book, const char *label, uint64
         fail_msg("%s: stele_open after the crash: %s (%s)", label, err.message, stele_errname(rc));
     stele_stats_t stats;
     assert_int_equal(stele_stats(db, &stats), 0);
+    check_result_t res = {
+        .end_seq = stats.appended_seq,
+        .truncated_torn_tail = strstr(stats.recovery_note, "recovered segment") != NULL,
+        .dropped_index_entries = strstr(stats.recovery_note, "index entries after seq") != NULL};
     if (stats.appended_seq < book->max_seq)
         fail_msg("%s: journal ends at %" PRIu64 " but %" PRIu64 " was acknowledged", label,
                  stats.appended_seq, book->max_seq);
@@ -278,43 +300,151 @@ check_journal(const char *dir, const ack_book_t *book, const char *label, uint64
     if (rc)
         fail_msg("%s: verify: %s at seq %" PRIu64 " (%s offset %" PRIu64 ")", label, report.what,
                  report.bad_seq, report.bad_segment, report.bad_offset);
+    return res;
 }
 
-/* Runs a child for delay_us, kills it, and books what it acknowledged. Returns whether it
- * was killed inside stele_open. */
+/* Where a kill is aimed (kill_one). */
+typedef enum kill_window {
+    KILL_IN_OPEN,   /* after the child starts stele_open, within the time the last open took */
+    KILL_APPENDING, /* 1 to max_kill_delay_ms after stele_open returned */
+    KILL_AT_ROLL,   /* as a new segment's name appears (inotify): during a roll */
+} kill_window_t;
+
+/* What one kill hit. */
+typedef struct kill_result {
+    int was_in_open;  /* the child had not returned from stele_open */
+    int was_at_roll;  /* KILL_AT_ROLL saw the rename it waited for */
+    uint64_t open_us; /* how long the child's stele_open took, as the parent saw it */
+} kill_result_t;
+
+/* Bounds against a child that hangs, not timings: far longer than any open or roll. */
+enum { KILL_WAIT_MS = 60000 };
+
+/* Reads the child's next message; fails the test when none comes. 0 on EOF (the child
+ * exited: its status says why). */
 static int
-kill_one(const char *dir, uint64_t delay_us, uint64_t counter_base, ack_book_t *book,
-         const crash_plan_t *plan)
+read_ack(int fd, ack_t *a, const char *what)
 {
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    if (poll(&pfd, 1, KILL_WAIT_MS) != 1)
+        fail_msg("the child sent no %s in %d ms", what, KILL_WAIT_MS);
+    ssize_t n = read(fd, a, sizeof *a);
+    if (n == 0)
+        return 0;
+    assert_int_equal(n, sizeof *a);
+    return 1;
+}
+
+/* Waits for the child to say where it is (CHILD_OPENING, CHILD_OPEN). */
+static void
+wait_for_child_at(int fd, uint64_t where, pid_t pid)
+{
+    ack_t a;
+    if (!read_ack(fd, &a, where == CHILD_OPEN ? "CHILD_OPEN" : "CHILD_OPENING")) {
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        fail_msg("the child exited with status %d before %s", WEXITSTATUS(status),
+                 where == CHILD_OPEN ? "its stele_open returned" : "its stele_open");
+    }
+    assert_int_equal(a.seq, 0);
+    assert_int_equal(a.counter, where);
+}
+
+static uint64_t
+mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Whether the inotify descriptor reports a *.seg name moved into the directory (a roll's
+ * rename of prepared.tmp) within timeout_ms. */
+static int
+wait_for_segment_rename(int inotify_fd, int timeout_ms)
+{
+    uint64_t deadline_us = mono_us() + (uint64_t)timeout_ms * 1000u;
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        uint64_t now_us = mono_us();
+        struct pollfd pfd = {.fd = inotify_fd, .events = POLLIN};
+        if (now_us >= deadline_us || poll(&pfd, 1, (int)((deadline_us - now_us) / 1000u)) != 1)
+            return 0;
+        ssize_t n = read(inotify_fd, buf, sizeof buf);
+        for (ssize_t off = 0; n > 0 && off < n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)(buf + off);
+            size_t len = ev->len ? strlen(ev->name) : 0;
+            if (len > 4 && strcmp(ev->name + len - 4, ".seg") == 0)
+                return 1;
+            off += (ssize_t)(sizeof *ev + ev->len);
+        }
+    }
+}
+
+/* Drops the events already queued: renames from before the child's stele_open returned. */
+static void
+drain_inotify(int inotify_fd)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    while (read(inotify_fd, buf, sizeof buf) > 0) {
+    }
+}
+
+/* Runs a child, kills it in `window` (delay_us: the kill's delay inside that window), and
+ * books what it acknowledged. */
+static kill_result_t
+kill_one(const char *dir, kill_window_t window, uint64_t delay_us, uint64_t counter_base,
+         ack_book_t *book, const crash_plan_t *plan)
+{
+    kill_result_t res = {0};
+    int inotify_fd = -1;
+    if (window == KILL_AT_ROLL) {
+        inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        assert_true(inotify_fd >= 0);
+        assert_true(inotify_add_watch(inotify_fd, dir, IN_MOVED_TO) >= 0);
+    }
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(fds[0]);
         child_main(dir, fds[1], counter_base, plan->segment_bytes);
     }
     close(fds[1]);
-    sleep_us(delay_us);
+    wait_for_child_at(fds[0], CHILD_OPENING, pid);
+    uint64_t opening_us = mono_us();
+    if (window == KILL_IN_OPEN) {
+        sleep_us(delay_us);
+    } else {
+        wait_for_child_at(fds[0], CHILD_OPEN, pid);
+        res.open_us = mono_us() - opening_us;
+        if (window == KILL_APPENDING) {
+            sleep_us(delay_us);
+        } else {
+            drain_inotify(inotify_fd);
+            res.was_at_roll = wait_for_segment_rename(inotify_fd, KILL_WAIT_MS);
+        }
+    }
     assert_int_equal(kill(pid, SIGKILL), 0);
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (!WIFSIGNALED(status))
         fail_msg("child exited by itself with status %d", WEXITSTATUS(status));
+    if (inotify_fd >= 0)
+        close(inotify_fd);
 
     /* Everything in the pipe was acknowledged before the kill. */
     ack_t a;
-    ssize_t n;
-    uint64_t where = 0;
-    while ((n = read(fds[0], &a, sizeof(a))) == (ssize_t)sizeof(a)) {
+    res.was_in_open = window == KILL_IN_OPEN;
+    while (read_ack(fds[0], &a, "end of file")) {
         if (a.seq == 0)
-            where = a.counter;
+            res.was_in_open = a.counter == CHILD_OPENING;
         else
             book_add(book, &a);
     }
-    assert_int_equal(n, 0);
     close(fds[0]);
-    return where == CHILD_OPENING;
+    return res;
 }
 
 /* The engine must rebuild a lost index from the journal (stele_index_catch_up). */
@@ -326,10 +456,84 @@ lose_index(const char *dir)
     assert_int_equal(test_tmpdir_remove(index_dir), 0);
 }
 
-/* Kills not followed by a check, but by a child killed within this long, often inside its
- * stele_open: its recovery of the journal the kill left, and its index catch-up (a rebuild
- * when the index was lost). */
-enum { KILL_IN_OPEN_PERCENT = 30, KILL_IN_OPEN_MAX_US = 5000 };
+/* Kills not followed by a check, but by a child killed inside its stele_open: its recovery
+ * of the journal the kill left, and its index catch-up (a rebuild when the index was lost).
+ * The kill comes within the time the last open took, which the first kills measure. */
+enum { KILL_IN_OPEN_PERCENT = 30, KILL_IN_OPEN_FIRST_US = 5000 };
+
+/* What a kill loop's kills hit, counted so the loop can require each window it claims. */
+typedef struct kill_counts {
+    uint64_t kills;
+    uint64_t in_open;      /* inside stele_open */
+    uint64_t mid_batch;    /* checked kills that left records written but not acknowledged */
+    uint64_t at_roll;      /* kills sent as a roll's rename appeared */
+    uint64_t empty_newest; /* checked kills that left a newest segment with no record */
+    uint64_t index_lost;   /* reopens with the index deleted */
+    uint64_t unchecked;    /* kills followed by a kill in open, not by a check */
+    uint64_t acked;
+} kill_counts_t;
+
+/* The first seq of the newest segment in `dir` (0 when none). */
+static uint64_t
+newest_segment_first_seq(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    uint64_t newest = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        uint64_t first_seq = strtoull(de->d_name, NULL, 10);
+        if (len > 4 && strcmp(de->d_name + len - 4, ".seg") == 0 && first_seq > newest)
+            newest = first_seq;
+    }
+    closedir(d);
+    return newest;
+}
+
+/* The window of kill i (after a kill left unchecked: in the next child's open). */
+static kill_window_t
+pick_window(test_rng_t *rng, const crash_plan_t *plan, int is_early)
+{
+    if (is_early)
+        return KILL_IN_OPEN;
+    if (test_rng_chance(rng, plan->roll_kill_percent))
+        return KILL_AT_ROLL;
+    return KILL_APPENDING;
+}
+
+/* The loop must have hit each window it claims, so a change that moved every kill out of
+ * one (or made the child stop appending) fails here rather than passing untested. */
+static void
+check_kill_windows(const kill_counts_t *n, const crash_plan_t *plan)
+{
+    if (n->kills < 40)
+        return; /* a run shortened with STELE_TEST_ITERATIONS */
+    if (n->in_open < n->kills / 20)
+        fail_msg("%s: %" PRIu64 " of %" PRIu64 " kills inside stele_open (want %" PRIu64 ")",
+                 plan->name, n->in_open, n->kills, n->kills / 20);
+    if (n->mid_batch < n->kills / 10)
+        fail_msg("%s: %" PRIu64 " of %" PRIu64 " kills mid-batch (want %" PRIu64 ")", plan->name,
+                 n->mid_batch, n->kills, n->kills / 10);
+    if (plan->roll_kill_percent && n->at_roll < n->kills / 40)
+        fail_msg("%s: %" PRIu64 " of %" PRIu64 " kills at a roll (want %" PRIu64 ")", plan->name,
+                 n->at_roll, n->kills, n->kills / 40);
+    if (n->index_lost < n->kills * plan->index_loss_percent / 200)
+        fail_msg("%s: the index was lost before %" PRIu64 " of %" PRIu64 " reopens", plan->name,
+                 n->index_lost, n->kills);
+    assert_true(n->acked > 0);
+}
+
+/* Checks the journal after a kill, counting what the kill left. */
+static void
+check_after_kill(const char *dir, const ack_book_t *book, const char *label,
+                 const crash_plan_t *plan, kill_counts_t *n)
+{
+    uint64_t newest_first_seq = newest_segment_first_seq(dir);
+    uint64_t end_seq = check_journal(dir, book, label, plan->segment_bytes).end_seq;
+    n->mid_batch += end_seq > book->max_seq;
+    n->empty_newest += newest_first_seq > end_seq;
+}
 
 static void
 kill_loop(const crash_plan_t *plan, const char *seed_name, uint64_t n_default, uint64_t n_long)
@@ -337,45 +541,53 @@ kill_loop(const crash_plan_t *plan, const char *seed_name, uint64_t n_default, u
     uint64_t seed = test_seed(seed_name);
     test_rng_t rng;
     test_rng_init(&rng, seed);
-    uint64_t n_kills = test_iterations(n_default, n_long);
-    uint64_t total_acked = 0, n_index_lost = 0, n_early = 0, n_killed_in_open = 0;
+    kill_counts_t n = {.kills = test_iterations(n_default, n_long)};
+    uint64_t open_us = KILL_IN_OPEN_FIRST_US;
     char *dir = NULL;
     ack_book_t book = {0};
     int is_early = 0;
 
-    for (uint64_t i = 0; i < n_kills; i++) {
+    for (uint64_t i = 0; i < n.kills; i++) {
         if (i % plan->kills_per_dir == 0) {
             if (dir)
                 assert_int_equal(test_tmpdir_remove(dir), 0);
             dir = test_tmpdir_new("kill9");
             assert_non_null(dir);
-            total_acked += book.n_acked;
+            n.acked += book.n_acked;
             book_free(&book);
         }
         char label[128];
         snprintf(label, sizeof(label), "%s: seed %" PRIu64 " kill %" PRIu64, plan->name, seed, i);
-        uint64_t delay_us = is_early ? test_rng_range(&rng, 0, KILL_IN_OPEN_MAX_US)
-                                     : test_rng_range(&rng, 1, plan->max_kill_delay_ms) * 1000;
-        n_killed_in_open += kill_one(dir, delay_us, (i + 1) << 40, &book, plan);
-        n_early += is_early;
-        int is_last_in_dir = (i + 1) % plan->kills_per_dir == 0 || i + 1 == n_kills;
+        kill_window_t window = pick_window(&rng, plan, is_early);
+        uint64_t delay_us = window == KILL_IN_OPEN
+                                ? test_rng_range(&rng, 0, open_us)
+                                : test_rng_range(&rng, 1, plan->max_kill_delay_ms) * 1000;
+        kill_result_t res = kill_one(dir, window, delay_us, (i + 1) << 40, &book, plan);
+        if (res.open_us)
+            open_us = res.open_us;
+        n.in_open += res.was_in_open;
+        n.at_roll += res.was_at_roll;
+        n.unchecked += is_early;
+        int is_last_in_dir = (i + 1) % plan->kills_per_dir == 0 || i + 1 == n.kills;
         is_early = !is_last_in_dir && test_rng_chance(&rng, KILL_IN_OPEN_PERCENT);
         unsigned index_loss_percent = is_early ? 50 : plan->index_loss_percent;
         if (test_rng_chance(&rng, index_loss_percent)) {
             lose_index(dir);
-            n_index_lost++;
+            n.index_lost++;
         }
         if (!is_early)
-            check_journal(dir, &book, label, plan->segment_bytes);
+            check_after_kill(dir, &book, label, plan, &n);
     }
-    total_acked += book.n_acked;
+    n.acked += book.n_acked;
     fprintf(stderr,
-            "kill -9, %s: %" PRIu64 " kills (%" PRIu64 " with the index lost; %" PRIu64
-            " unchecked, then a kill within %d us; %" PRIu64 " kills inside stele_open), %" PRIu64
+            "kill -9, %s: %" PRIu64 " kills: %" PRIu64 " inside stele_open, %" PRIu64
+            " mid-batch (records written, not acknowledged), %" PRIu64 " at a roll (%" PRIu64
+            " checks found the newest segment empty); %" PRIu64 " with the index lost, %" PRIu64
+            " left unchecked for a kill in the next open; %" PRIu64
             " acknowledged records, 0 lost\n",
-            plan->name, n_kills, n_index_lost, n_early, KILL_IN_OPEN_MAX_US, n_killed_in_open,
-            total_acked);
-    assert_true(total_acked > 0);
+            plan->name, n.kills, n.in_open, n.mid_batch, n.at_roll, n.empty_newest, n.index_lost,
+            n.unchecked, n.acked);
+    check_kill_windows(&n, plan);
     book_free(&book);
     assert_int_equal(test_tmpdir_remove(dir), 0);
 }
@@ -448,6 +660,74 @@ powerloss_appends(stele_t *db, io_crash_t *crash, test_rng_t *rng, const powerlo
     }
 }
 
+/* What an engine power-loss loop's crashes hit and left, counted so the loop can require
+ * what it claims. */
+typedef struct powerloss_counts {
+    uint64_t crashes;
+    uint64_t in_open;         /* the power failed inside stele_open */
+    uint64_t in_recovery;     /* ... while it recovered an unchecked crash's journal */
+    uint64_t in_appends;      /* during the appends */
+    uint64_t sectors_dropped; /* unsynced sector pieces the crashes lost */
+    uint64_t dir_ops_lost;    /* creates, renames, unlinks the crashes undid */
+    uint64_t torn_tails;      /* checks whose recovery zeroed a torn tail */
+    uint64_t index_ahead;     /* checks whose index named batches the crash took back */
+    uint64_t acked;
+} powerloss_counts_t;
+
+/* One cycle: open (recovering what the last crash left) and append, the power failing at
+ * the armed call or, if the cycle never reached it, at its end. Returns whether it reached
+ * the armed call. */
+static int
+powerloss_cycle(io_crash_t *crash, const char *dir, test_rng_t *rng, const powerloss_plan_t *plan,
+                uint64_t *counter, ack_book_t *book, const char *label, powerloss_counts_t *n)
+{
+    stele_options_t opts;
+    stele_t *db = NULL;
+    fill_options(&opts, CRASH_SEGMENT_BYTES);
+    opts.sync = plan->sync;
+    opts.sync_interval_ms = POWERLOSS_SYNC_INTERVAL_MS;
+    stele_error_t open_err = {0};
+    if (stele_open_with_io(dir, &opts, io_crash_io(crash), &db, &open_err) == 0) {
+        powerloss_appends(db, crash, rng, plan, counter, book, label);
+        n->in_appends += io_crash_has_crashed(crash);
+    } else if (!io_crash_has_crashed(crash)) {
+        fail_msg("%s: open failed without a crash: %s", label, open_err.message);
+    } else {
+        n->in_open++;
+    }
+    int reached_armed_call = io_crash_has_crashed(crash);
+    if (!reached_armed_call)
+        io_crash_trigger(crash);
+    (void)stele_close(db, NULL); /* fails: the power is gone */
+    io_crash_report_t report;
+    assert_int_equal(io_crash_apply(crash, &report), 0);
+    n->sectors_dropped += report.sectors_dropped;
+    n->dir_ops_lost += report.dir_ops_lost;
+    return reached_armed_call;
+}
+
+/* The loop must have hit what it claims: crashes in open, in the recovery of a crash, and
+ * during appends, losses of unsynced data, and (with sync=interval) an index ahead of the
+ * journal. The minimums are a small fraction of what a run hits (the printed counts show
+ * the margin), so only a loop that stopped reaching one fails them. */
+static void
+check_powerloss_counts(const powerloss_counts_t *n, const powerloss_plan_t *plan)
+{
+    if (n->crashes < 100)
+        return; /* a run shortened with STELE_TEST_ITERATIONS */
+    if (n->in_open < n->crashes / 40 || n->in_recovery < n->crashes / 100 ||
+        n->in_appends < n->crashes / 40)
+        fail_msg("%s: %" PRIu64 " crashes: %" PRIu64 " in open (want %" PRIu64 "), %" PRIu64
+                 " in the recovery of a crash (want %" PRIu64 "), %" PRIu64
+                 " during appends (want %" PRIu64 ")",
+                 plan->name, n->crashes, n->in_open, n->crashes / 40, n->in_recovery,
+                 n->crashes / 100, n->in_appends, n->crashes / 40);
+    assert_true(n->sectors_dropped > 0);
+    assert_true(n->acked > 0);
+    if (plan->sync != STELE_SYNC_ALWAYS)
+        assert_true(n->index_ahead > 0);
+}
+
 /*
  * The engine over the crash table. The LMDB index is not behind it, so it keeps every batch
  * it was told of, the ones the crash took back included: the next open gets the newest as
@@ -460,59 +740,52 @@ powerloss_loop(const powerloss_plan_t *plan, const char *seed_name)
     uint64_t seed = test_seed(seed_name);
     test_rng_t rng;
     test_rng_init(&rng, seed);
-    uint64_t n_crashes = test_iterations(plan->n_crashes, plan->n_crashes_long);
+    powerloss_counts_t n = {.crashes = test_iterations(plan->n_crashes, plan->n_crashes_long)};
     io_crash_t *crash = io_crash_new(journal_io_posix(), test_rng_next(&rng), 0);
     assert_non_null(crash);
     char *dir = NULL;
     ack_book_t book = {0};
-    uint64_t calls_estimate = 200, total_acked = 0, counter = 1, n_recovery_crashes = 0;
+    uint64_t calls_estimate = 200, counter = 1;
     int is_recovering = 0;
 
-    for (uint64_t i = 0; i < n_crashes; i++) {
+    for (uint64_t i = 0; i < n.crashes; i++) {
         if (i % CRASH_KILLS_PER_DIR == 0) {
             if (dir)
                 assert_int_equal(test_tmpdir_remove(dir), 0);
             dir = test_tmpdir_new("enginepl");
             assert_non_null(dir);
-            total_acked += book.n_acked;
+            n.acked += book.n_acked;
             book_free(&book);
         }
         char label[128];
         snprintf(label, sizeof(label), "%s: seed %" PRIu64 " power loss %" PRIu64, plan->name, seed,
                  i);
-
-        stele_options_t opts;
-        stele_t *db = NULL;
-        fill_options(&opts, CRASH_SEGMENT_BYTES);
-        opts.sync = plan->sync;
-        opts.sync_interval_ms = POWERLOSS_SYNC_INTERVAL_MS;
-        uint64_t calls_before = io_crash_calls(crash);
+        uint64_t calls_before = io_crash_calls(crash), in_open_before = n.in_open;
         powerloss_arm(crash, &rng, is_recovering, calls_estimate);
-        stele_error_t open_err = {0};
-        if (stele_open_with_io(dir, &opts, io_crash_io(crash), &db, &open_err) == 0)
-            powerloss_appends(db, crash, &rng, plan, &counter, &book, label);
-        else if (!io_crash_has_crashed(crash))
-            fail_msg("%s: open failed without a crash: %s", label, open_err.message);
-        else
-            n_recovery_crashes += is_recovering;
-        if (!io_crash_has_crashed(crash)) {
+        if (!powerloss_cycle(crash, dir, &rng, plan, &counter, &book, label, &n)) {
             uint64_t used = io_crash_calls(crash) - calls_before;
             if (used > calls_estimate)
-                calls_estimate = used;
-            io_crash_trigger(crash);
+                calls_estimate = used; /* the next crashes aim at the whole cycle */
         }
-        (void)stele_close(db, NULL); /* fails: the power is gone */
-        assert_int_equal(io_crash_apply(crash, NULL), 0);
-        int is_last_in_dir = (i + 1) % CRASH_KILLS_PER_DIR == 0 || i + 1 == n_crashes;
+        n.in_recovery += is_recovering && n.in_open > in_open_before;
+        int is_last_in_dir = (i + 1) % CRASH_KILLS_PER_DIR == 0 || i + 1 == n.crashes;
         is_recovering = !is_last_in_dir && test_rng_chance(&rng, POWERLOSS_RECOVERY_CRASH_PERCENT);
-        if (!is_recovering)
-            check_journal(dir, &book, label, CRASH_SEGMENT_BYTES);
+        if (!is_recovering) {
+            check_result_t res = check_journal(dir, &book, label, CRASH_SEGMENT_BYTES);
+            n.torn_tails += res.truncated_torn_tail;
+            n.index_ahead += res.dropped_index_entries;
+        }
     }
-    total_acked += book.n_acked;
+    n.acked += book.n_acked;
     fprintf(stderr,
-            "engine power loss, %s: %" PRIu64 " crashes (%" PRIu64
-            " in the recovery of the one before), %" PRIu64 " durable records, 0 lost\n",
-            plan->name, n_crashes, n_recovery_crashes, total_acked);
+            "engine power loss, %s: %" PRIu64 " crashes: %" PRIu64 " in open (%" PRIu64
+            " of them in the recovery of the crash before), %" PRIu64 " during appends; %" PRIu64
+            " sector pieces and %" PRIu64 " directory operations lost; %" PRIu64
+            " torn tails recovered, %" PRIu64 " indexes ahead of the journal; %" PRIu64
+            " durable records, 0 lost\n",
+            plan->name, n.crashes, n.in_open, n.in_recovery, n.in_appends, n.sectors_dropped,
+            n.dir_ops_lost, n.torn_tails, n.index_ahead, n.acked);
+    check_powerloss_counts(&n, plan);
     book_free(&book);
     assert_int_equal(test_tmpdir_remove(dir), 0);
     io_crash_free(crash);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_child.h"
 #include "test_util.h"
 
 /* More files than the model tracks at once (HDDFS_DIRTY_SLOTS, 8192). */
@@ -49,7 +50,7 @@ is_mounted(const hddfs_mount_t *m)
 static pid_t
 spawn_hddfs(const hddfs_mount_t *m)
 {
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     if (pid != 0)
         return pid;
     int log_fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);

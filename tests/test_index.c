@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "index.h"
+#include "test_child.h"
 
 typedef struct fixture {
     char dir[64];
@@ -597,7 +598,7 @@ test_index_reader_in_another_process_follows_the_map_the_writer_grew(void **stat
     int ready[2], go[2];
     assert_int_equal(pipe(ready), 0);
     assert_int_equal(pipe(go), 0);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(ready[0]);
@@ -626,7 +627,7 @@ int_from_child(int (*fn)(const char *dir), const char *dir)
 {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         int v = fn(dir);
@@ -756,7 +757,7 @@ test_index_sync_clears_the_slot_of_a_reader_killed_mid_transaction(void **state)
     put_ladder(f->ix, 2);
     int ready[2];
     assert_int_equal(pipe(ready), 0);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(ready[0]);
@@ -774,15 +775,15 @@ test_index_sync_clears_the_slot_of_a_reader_killed_mid_transaction(void **state)
     assert_int_equal(stale_reader_slots(f->dir), 0);
 }
 
-/* After fork() the child opens environments of its own (LMDB forbids using the parent's):
- * its open of the same index adds a lock-file descriptor, and what it writes the parent
+/* After test_fork_bound() the child opens environments of its own (LMDB forbids using the
+ * parent's): its open of the same index adds a lock-file descriptor, and what it writes the parent
  * reads. */
 static void
 test_index_forked_child_opens_its_own_environment(void **state)
 {
     fixture_t *f = *state;
     int fds = lock_file_fds(f->dir);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         index_t *ix = NULL;
@@ -922,7 +923,7 @@ test_index_read_only_open_sees_writes_and_refuses_to_write(void **state)
     int ready[2], go[2];
     assert_int_equal(pipe(ready), 0);
     assert_int_equal(pipe(go), 0);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0)
         _exit(read_only_child(f->dir, ready[1], go[0]));

@@ -278,6 +278,54 @@ test_fault_tells_call_sites_apart(void **state)
     assert_int_equal(n_sync_sites, 1);
 }
 
+/* The number of calls of kind `name` the table has seen (0 when none). */
+static uint64_t
+calls_of_kind(io_fault_t *fault, const char *name)
+{
+    io_fault_kind_t kinds[IO_FAULT_MAX_KINDS];
+    size_t n = io_fault_kinds(fault, kinds, IO_FAULT_MAX_KINDS);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(kinds[i].name, name) == 0)
+            return kinds[i].n_calls;
+    }
+    return 0;
+}
+
+/* Kinds name a call by the workload's phase, the file (followed through a rename) and, for
+ * a directory sync, the name change it makes durable; a fault can target one kind. */
+static void
+test_fault_names_kinds_by_phase_file_and_unsynced_name_change(void **state)
+{
+    fixture_t *fx = *state;
+    io_fault_set_phase(fx->fault, "roll");
+    int fd = fx->io->open_file(fx->io->ctx, fx->dir_fd, "prepared.tmp",
+                               JOURNAL_IO_WRITE | JOURNAL_IO_CREATE, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(fx->io->fsync(fx->io->ctx, fd), 0);
+    assert_int_equal(fx->io->sync_dir(fx->io->ctx, fx->dir_fd), 0);
+    assert_int_equal(fx->io->sync_dir(fx->io->ctx, fx->dir_fd), 0);
+    assert_int_equal(
+        fx->io->rename(fx->io->ctx, fx->dir_fd, "prepared.tmp", "00000000000000000001.seg"), 0);
+    io_fault_spec_t spec = {.method = IO_METHOD_ANY,
+                            .nth = 1,
+                            .error = -EIO,
+                            .kind = "roll: sync_dir directory after rename"};
+    io_fault_arm(fx->fault, &spec);
+    assert_int_equal(fx->io->fdatasync(fx->io->ctx, fd), 0); /* another kind: not targeted */
+    assert_int_equal(fx->io->sync_dir(fx->io->ctx, fx->dir_fd), -EIO);
+    assert_int_equal(fx->io->close(fx->io->ctx, fd), 0);
+
+    assert_int_equal(calls_of_kind(fx->fault, "roll: open prepared.tmp"), 1);
+    assert_int_equal(calls_of_kind(fx->fault, "roll: fsync prepared.tmp"), 1);
+    assert_int_equal(calls_of_kind(fx->fault, "roll: sync_dir directory after create"), 1);
+    assert_int_equal(calls_of_kind(fx->fault, "roll: sync_dir directory"), 1);
+    assert_int_equal(calls_of_kind(fx->fault, "roll: rename prepared.tmp"), 1);
+    assert_int_equal(calls_of_kind(fx->fault, "roll: fdatasync segment"), 1);
+    assert_int_equal(calls_of_kind(fx->fault, "roll: sync_dir directory after rename"), 1);
+    assert_int_equal(calls_of_kind(fx->fault, "roll: close segment"), 1);
+    assert_int_equal(io_fault_fired(fx->fault), 1);
+}
+
 /* io.h: every method retries EINTR (nothing was done; the call is simply made again). A
  * rename interrupted at a roll would otherwise halt the journal, and an interrupted unlink
  * fail a retention pass, for a signal. */
@@ -346,6 +394,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_fault_failed_open_creates_nothing, setup, teardown),
         cmocka_unit_test(test_fault_noop_syncs_are_counted_and_can_fail),
         cmocka_unit_test_setup_teardown(test_fault_tells_call_sites_apart, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_fault_names_kinds_by_phase_file_and_unsynced_name_change, setup, teardown),
         cmocka_unit_test_setup_teardown(test_posix_rename_unlink_and_file_size_retry_eintr, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_posix_allocate_refuses_a_negative_length_in_both_modes,

@@ -26,6 +26,7 @@
 #include "direct.h"
 #include "format.h"
 #include "jtest_util.h"
+#include "test_child.h"
 
 enum { SMALL_SEGMENT_BYTES = 16 * 1024 };
 
@@ -177,7 +178,7 @@ test_second_writer_gets_elocked_naming_the_pid(void **state)
     assert_non_null(strstr(err.hint, "stele serve"));
     assert_non_null(strstr(err.hint, "stele_client_connect"));
     /* And from another process. */
-    pid_t child = fork();
+    pid_t child = test_fork_bound();
     assert_true(child >= 0);
     if (child == 0) {
         stele_error_t cerr = {0};
@@ -423,7 +424,7 @@ test_open_read_only_directory_gives_clear_error_and_readers_work(void **state)
     if (geteuid() != 0) {
         assert_int_equal(ro_check(dir), 0);
     } else {
-        pid_t child = fork();
+        pid_t child = test_fork_bound();
         assert_true(child >= 0);
         if (child == 0) {
             if (setgid(65534) != 0 || setuid(65534) != 0)

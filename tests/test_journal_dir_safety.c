@@ -29,6 +29,7 @@
 #include "jtest_util.h"
 #include "journal.h"
 #include "stele.h"
+#include "test_child.h"
 
 /* The victim: bigger than a LOCK page, so a LOCK written over it would change its size. */
 enum { VICTIM_BYTES = 15000 };
@@ -522,7 +523,7 @@ test_an_ancestor_others_can_write_needs_the_sticky_bit(void **state)
 static int
 run_as(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, int (*fn)(void *), void *arg)
 {
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         if (setgroups(n_groups, groups) != 0 || setgid(gid) != 0 || setuid(uid) != 0)

@@ -24,6 +24,7 @@
 #include "jtest_util.h"
 #include "record.h"
 #include "segment.h"
+#include "test_child.h"
 
 enum { SMALL_SEGMENT_BYTES = 16 * 1024 };
 
@@ -91,7 +92,7 @@ test_reader_without_writer_stops_before_torn_batch(void **state)
      * sync: the last published durable seq is 2. */
     int pipe_fds[2];
     assert_int_equal(pipe(pipe_fds), 0);
-    pid_t child = fork();
+    pid_t child = test_fork_bound();
     assert_true(child >= 0);
     if (child == 0) {
         journal_t *cj = open_writer(dir);
@@ -308,7 +309,7 @@ test_reader_in_another_process_follows_writer_across_rolls(void **state)
     char *dir = jtest_tmpdir("follow");
     journal_t *j = open_writer(dir);
     stele_error_t err = {0};
-    pid_t child = fork();
+    pid_t child = test_fork_bound();
     assert_true(child >= 0);
     if (child == 0)
         _exit(child_follow(dir, TOTAL));

@@ -23,8 +23,10 @@
 #include <unistd.h>
 
 #include "index_fixture.h"
+#include "io_fault.h"
 #include "stele.h"
 #include "stele_internal.h"
+#include "test_child.h"
 
 /* Enough records to fill several FX_SEGMENT_BYTES segments. */
 #define N_BATCHES 600
@@ -283,14 +285,12 @@ test_reader_next_returns_eagain_after_the_timeout_when_nothing_is_new(void **sta
     assert_int_equal(stele_reader_seek_seq(r, 5, NULL), 0);
     stele_record_t rec;
     stele_error_t err;
-    int64_t t0 = now_ms();
     assert_int_equal(stele_reader_next(r, &rec, 0, &err), STELE_EAGAIN);
-    assert_true(now_ms() - t0 < 50);
-    t0 = now_ms();
+    /* It waits out the timeout before it gives up (how much longer it takes is the
+     * scheduler's business, so there is no upper bound here). */
+    int64_t t0 = now_ms();
     assert_int_equal(stele_reader_next(r, &rec, 80, &err), STELE_EAGAIN);
-    int64_t waited = now_ms() - t0;
-    assert_true(waited >= 70);
-    assert_true(waited < 2000);
+    assert_true(now_ms() - t0 >= 70);
     stele_reader_close(r);
 }
 
@@ -408,7 +408,7 @@ test_reader_works_from_a_read_only_directory_without_the_index(void **state)
     fixture_t *f = *state;
     fx_write_journal(f->dir, N_BATCHES, PER_BATCH, 1);
     make_world_readable(f->dir);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0)
         _exit(read_only_child(f->dir));
@@ -468,7 +468,7 @@ test_reader_in_another_process_follows_a_writer_and_sees_only_committed_records(
     const uint64_t n = 1 + 60 * 3;
     int pipe_fds[2];
     assert_int_equal(pipe(pipe_fds), 0);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(pipe_fds[0]);
@@ -882,7 +882,7 @@ test_engine_appends_are_followed_by_a_reader_in_another_process(void **state)
     int go[2];
     assert_int_equal(pipe(go), 0);
     /* Forked before the engine starts its threads. */
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(go[1]);
@@ -900,6 +900,81 @@ test_engine_appends_are_followed_by_a_reader_in_another_process(void **state)
     engine_close(db);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* One append with wait=durable, on a thread of its own: it blocks inside the sync. */
+typedef struct durable_append {
+    stele_t *db;
+    int rc;
+    uint64_t seq;
+} durable_append_t;
+
+static void *
+durable_append_main(void *arg)
+{
+    durable_append_t *a = arg;
+    static const char json[] = "{\"seq\": 2}";
+    a->rc = stele_append_json(a->db, json, sizeof json - 1, STELE_WAIT_DURABLE, &a->seq, NULL);
+    return NULL;
+}
+
+/*
+ * With sync=always a reader sees a record only once it is durable: the record's sync is
+ * held (io_fault's is_hold) after the record was written, and while it is held neither a
+ * following reader nor a new one nor stele_status_read sees it. Readers learn what they
+ * may return from the lock file's shared page, not from their process, so a reader in this
+ * process stands for one in any other.
+ */
+static void
+test_engine_with_sync_always_shows_readers_only_durable_records(void **state)
+{
+    fixture_t *f = *state;
+    io_fault_t *fault = io_fault_new(journal_io_posix(), 0);
+    assert_non_null(fault);
+    stele_options_t opts;
+    stele_options_init(&opts);
+    opts.source = "e2e";
+    opts.sync = STELE_SYNC_ALWAYS;
+    stele_t *db = NULL;
+    stele_error_t err;
+    if (stele_open_with_io(f->dir, &opts, io_fault_io(fault), &db, &err) != 0)
+        fail_msg("stele_open_with_io: %s", err.message);
+    engine_append(db, 1);
+    stele_reader_t *r = open_reader(f->dir);
+    stele_record_t rec;
+    assert_int_equal(stele_reader_next(r, &rec, 0, NULL), 0);
+    assert_int_equal(rec.seq, 1);
+
+    io_fault_spec_t hold = {.method = IO_METHOD_FDATASYNC, .nth = 1, .is_hold = 1};
+    io_fault_arm(fault, &hold);
+    durable_append_t a = {.db = db};
+    pthread_t appender;
+    assert_int_equal(pthread_create(&appender, NULL, durable_append_main, &a), 0);
+    assert_int_equal(io_fault_wait_held(fault, 60000), 0);
+    stele_stats_t st;
+    assert_int_equal(stele_stats(db, &st), 0);
+    assert_int_equal(st.written_seq, 2); /* handed to the OS, */
+    assert_int_equal(st.durable_seq, 1); /* not yet synced */
+    assert_int_equal(stele_reader_next(r, &rec, 0, NULL), STELE_EAGAIN);
+    stele_reader_t *fresh = open_reader(f->dir);
+    assert_int_equal(stele_reader_seek_seq(fresh, 2, NULL), 0);
+    assert_int_equal(stele_reader_next(fresh, &rec, 0, NULL), STELE_EAGAIN);
+    stele_status_t status;
+    assert_int_equal(stele_status_read(f->dir, &status, &err), 0);
+    assert_int_equal(status.committed_seq, 1);
+
+    io_fault_release(fault);
+    assert_int_equal(pthread_join(appender, NULL), 0);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(a.seq, 2);
+    assert_int_equal(stele_reader_next(r, &rec, 0, NULL), 0); /* durable now: visible */
+    assert_int_equal(rec.seq, 2);
+    assert_int_equal(stele_reader_next(fresh, &rec, 5000, NULL), 0);
+    assert_int_equal(rec.seq, 2);
+    stele_reader_close(fresh);
+    stele_reader_close(r);
+    engine_close(db);
+    io_fault_free(fault);
 }
 
 static void
@@ -1008,6 +1083,7 @@ main(void)
         T(test_catch_up_rebuilds_a_wrong_index_but_keeps_checkpoints_and_dead_letters),
         T(test_catch_up_grows_an_index_map_the_batches_overflow),
         T(test_engine_appends_are_followed_by_a_reader_in_another_process),
+        T(test_engine_with_sync_always_shows_readers_only_durable_records),
         T(test_engine_open_rebuilds_a_deleted_index_and_says_so),
         T(test_engine_open_replaces_a_corrupt_index_and_says_so),
         T(test_engine_open_replaces_an_index_with_corrupt_tables_and_says_so),

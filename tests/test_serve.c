@@ -754,12 +754,16 @@ test_serve_discards_oversize_line_without_buffering_it(void **state)
  * ------------------------------------------------------------------------- */
 
 enum { KILL_ROUNDS = 3, KILL_WRITERS = 8, KILL_WINDOW = 32, KILL_MAX_EVENTS = 100000 };
+/* The kill comes only once the server has acknowledged this many events in the round (then
+ * after a random delay): a round that killed a server which acknowledged nothing would
+ * prove nothing. KILL_WAIT_MS bounds the wait against a server that never acknowledges. */
+enum { KILL_MIN_ACKED = 4 * KILL_WRITERS, KILL_WAIT_MS = 60000 };
 
 typedef struct kill_writer {
     const char *dir;
     int round, id;
-    uint64_t *acked_seq; /* [i] = seq acknowledged for event i */
-    int64_t n_acked;     /* events 0 .. n_acked-1 were acknowledged, in order */
+    uint64_t *acked_seq;     /* [i] = seq acknowledged for event i */
+    _Atomic int64_t n_acked; /* events 0 .. n_acked-1 were acknowledged, in order */
     int last_code;
 } kill_writer_t;
 
@@ -787,7 +791,8 @@ kill_writer_main(void *arg)
         w->last_code = stele_client_recv(c, &seq, NULL);
         if (w->last_code != 0)
             break;
-        w->acked_seq[w->n_acked++] = seq;
+        w->acked_seq[atomic_load(&w->n_acked)] = seq;
+        atomic_fetch_add(&w->n_acked, 1);
     }
 done:
     stele_client_close(c);
@@ -815,6 +820,30 @@ kill_check_record(void *ctx, const stele_record_t *rec)
     const kill_writer_t *kw = &kc->writers[r][w];
     if (i < kw->n_acked && kw->acked_seq[i] != rec->seq)
         kc->n_wrong_seq++; /* acknowledged under another seq */
+}
+
+/* The events the round's writers have had acknowledged so far. */
+static int64_t
+kill_round_acked(kill_writer_t *round_writers)
+{
+    int64_t n = 0;
+    for (int w = 0; w < KILL_WRITERS; w++)
+        n += atomic_load(&round_writers[w].n_acked);
+    return n;
+}
+
+/* Waits until the server has acknowledged KILL_MIN_ACKED events of the round. */
+static void
+kill_wait_for_acks(kill_writer_t *round_writers, int round)
+{
+    for (int waited_ms = 0; kill_round_acked(round_writers) < KILL_MIN_ACKED; waited_ms++) {
+        if (waited_ms == KILL_WAIT_MS)
+            fail_msg("round %d: the server acknowledged %lld events in %d ms (want %d before "
+                     "the kill)",
+                     round, (long long)kill_round_acked(round_writers), KILL_WAIT_MS,
+                     KILL_MIN_ACKED);
+        usleep(1000);
+    }
 }
 
 /* Verifies the chain and that every acknowledged event of rounds 0..last is there once. */
@@ -870,13 +899,15 @@ test_serve_sigkill_during_load_never_acknowledges_falsely(void **state)
             assert_int_equal(
                 pthread_create(&threads[w], NULL, kill_writer_main, &writers[round][w]), 0);
         }
-        usleep((useconds_t)(100000 + rand() % 400000));
+        kill_wait_for_acks(writers[round], round);
+        usleep((useconds_t)(rand() % 400000));
         assert_int_equal(ts_server_stop(&srv, SIGKILL), 128 + SIGKILL);
         for (int w = 0; w < KILL_WRITERS; w++) {
             pthread_join(threads[w], NULL);
             /* Each writer saw the connection break: an error, not a hang, not a success. */
             assert_true(writers[round][w].last_code != 0);
         }
+        assert_true(kill_round_acked(writers[round]) >= KILL_MIN_ACKED);
         /* Restart (recovery runs in the new server), stop cleanly, check from outside. */
         start_server(&srv, dir, NULL);
         assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);

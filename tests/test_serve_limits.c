@@ -32,6 +32,7 @@
 
 #include "serve_fixture.h"
 #include "stele.h"
+#include "test_child.h"
 
 /* Long enough for any reply or close on a loaded machine; nothing asserts it is reached. */
 enum { REPLY_TIMEOUT_MS = 60000 };
@@ -250,7 +251,7 @@ need_other_user(uid_t *uid, gid_t *gid)
 static int
 append_as(uid_t uid, gid_t gid, const char *socket_path)
 {
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0)

@@ -5,7 +5,10 @@
  *    every acknowledged event read back exactly once under its acknowledged seq; the
  *    server's RSS is printed idle-connected and at its peak;
  *  - throughput: 64 client connections at wait=durable against 64 in-process writer
- *    threads at the same settings, in the same run; the server must reach at least half.
+ *    threads at the same settings, in the same run; the rates and their ratio are printed
+ *    (docs/protocol.md quotes them, the goal being at least half), not asserted: the two
+ *    sides run one after the other, and on a shared machine load alone can move the ratio.
+ *    The test asserts that both sides ran and every writer's append succeeded.
  * The test raises its own RLIMIT_NOFILE (the server inherits it).
  */
 #include <errno.h>
@@ -306,11 +309,9 @@ test_serve_64_clients_throughput_is_measured_beside_in_process(void **state)
             best_local = local_rate;
     }
     printf("throughput: best of %d rounds: server %.0f/s, in-process %.0f/s, ratio %.2f "
-           "(target >= 0.50)\n",
+           "(goal >= 0.50, printed, not asserted)\n",
            TP_ROUNDS, best_server, best_local, best_server / best_local);
-    /* Reported, not asserted: the project measures performance as ratios with the
-     * benchmark and writes them down (docs/protocol.md), never as a timed assertion in a
-     * unit test on a shared machine. What this test asserts is that both sides ran. */
+    /* Printed, not asserted (see the top of the file). */
     assert_true(best_server > 0 && best_local > 0);
     ts_remove_dir(server_dir);
     ts_remove_dir(local_dir);

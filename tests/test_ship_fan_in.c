@@ -27,6 +27,7 @@
 #include "mongo_server.h"
 #include "ship.h"
 #include "ship_fixture.h"
+#include "test_child.h"
 
 #define N_SOURCES 20
 #define N_CHILDREN 4 /* the last N_CHILDREN sources ship from child processes */
@@ -74,10 +75,9 @@ ship_child_main(char **argv)
 static pid_t
 spawn_ship_child(fan_in_t *f, int i)
 {
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
         char *argv[] = {"/proc/self/exe", "--ship-child",    f->sj[i].dir,
                         f->sj[i].source,  (char *)f->so.uri, NULL};
         execv("/proc/self/exe", argv);

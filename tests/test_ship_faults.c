@@ -24,6 +24,7 @@
 #include "ship.h"
 #include "ship_fixture.h"
 #include "tcp_proxy.h"
+#include "test_child.h"
 
 #define FAULT_WAIT_MS 180000
 /* Socket and selection timeouts of the fault tests' URIs: short, so a frozen server is
@@ -279,10 +280,9 @@ ship_child_main(char **argv)
 static pid_t
 spawn_ship_child(fault_test_t *t)
 {
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
         char *argv[] = {"/proc/self/exe",  "--ship-child",           t->sj.dir, t->sj.source,
                         (char *)t->so.uri, (char *)t->so.collection, NULL};
         execv("/proc/self/exe", argv);

@@ -20,6 +20,7 @@
 
 #include "index_fixture.h"
 #include "stele.h"
+#include "test_child.h"
 
 /* How long the parent waits for the writer child to publish what it checks. */
 #define STATUS_WAIT_MS 15000
@@ -104,7 +105,7 @@ test_status_shows_a_live_writers_settings_and_its_sinks_retries_and_last_error(v
     int ready[2], hold[2];
     assert_int_equal(pipe(ready), 0);
     assert_int_equal(pipe(hold), 0);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(ready[0]);

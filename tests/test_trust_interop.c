@@ -36,6 +36,7 @@
 #include "merkle.h"
 #include "note.h"
 #include "sigkey.h"
+#include "test_child.h"
 #include "test_util.h"
 
 #ifndef STELE_TRUST_INTEROP_BUILD
@@ -60,7 +61,7 @@ run_program(char *const argv[], char *out, size_t cap)
 {
     int pipe_fds[2];
     assert_int_equal(pipe(pipe_fds), 0);
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         dup2(pipe_fds[1], STDOUT_FILENO);

@@ -19,6 +19,7 @@
 
 #include "format.h"
 #include "index_fixture.h"
+#include "record.h"
 #include "stele.h"
 #include "test_util.h"
 
@@ -190,6 +191,27 @@ test_verify_detects_a_flipped_payload_byte(void **state)
     /* The payload ends the frame, before at most 7 bytes of padding. */
     fx_flip_byte(path, at(f, seq)->offset + at(f, seq)->frame_bytes - 12, 0x01);
     expect_failure_at(f, seq, at(f, seq)->segment_seq, at(f, seq)->offset, NULL);
+}
+
+/* A tamperer who also recomputes the frame's CRC: only the chain hash can tell. */
+static void
+test_verify_detects_a_tampered_payload_with_a_valid_crc(void **state)
+{
+    fixture_t *f = *state;
+    uint64_t seq = middle_seq(f) + 3;
+    char path[400];
+    segment_of(f, seq, path, sizeof path);
+    uint8_t frame[4096];
+    size_t frame_bytes = at(f, seq)->frame_bytes;
+    assert_true(frame_bytes <= sizeof frame);
+    fx_read_bytes(path, at(f, seq)->offset, frame, frame_bytes);
+    uint32_t payload_len = format_load_u32(frame + FRAME_OFF_PAYLOAD_LEN);
+    assert_true(payload_len > 8);
+    frame[FRAME_HEADER_BYTES + payload_len - 2] ^= 0x01; /* inside the last BSON value */
+    format_store_u32(frame + FRAME_OFF_CRC, record_crc(frame, payload_len));
+    fx_write_bytes(path, at(f, seq)->offset, frame, frame_bytes);
+    expect_failure_at(f, seq, at(f, seq)->segment_seq, at(f, seq)->offset,
+                      "chain hash does not match");
 }
 
 static void
@@ -485,6 +507,7 @@ main(void)
         T(test_verify_passes_an_empty_journal),
         T(test_verify_refuses_a_directory_that_is_not_a_journal),
         T(test_verify_detects_a_flipped_payload_byte),
+        T(test_verify_detects_a_tampered_payload_with_a_valid_crc),
         T(test_verify_detects_a_flipped_header_byte),
         T(test_verify_reports_a_reserved_header_byte_at_its_offset),
         T(test_verify_without_the_index_finds_damage_that_intact_records_follow),

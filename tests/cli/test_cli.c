@@ -1103,7 +1103,9 @@ bytes_read_by(pid_t pid)
 
 /* `tail -f -n 1 --where` scans a long history for the last match; records a busy writer
  * commits during that scan are new, and every matching one must be printed: the ring that
- * keeps the last N lines of the history must not absorb them (it kept only the last one). */
+ * keeps the last N lines of the history must not absorb them. The test checks its premise
+ * too: the new matches were committed while the tail was still scanning (it prints nothing
+ * before the scan ends, having to find the history's last match first). */
 static void
 test_tail_follow_with_a_filter_prints_every_match_committed_during_its_scan(void **state)
 {
@@ -1117,19 +1119,21 @@ test_tail_follow_with_a_filter_prints_every_match_committed_during_its_scan(void
     const char *args[] = {"tail", "-d", f->dir, "-f", "-n", "1", "--where", "who=target", NULL};
     int out_fd, err_fd;
     pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
-    /* Append once the tail is well into the history (megabytes of it read): its snapshot of
-     * the newest seq is taken before that scan, so these are new records for it, however
-     * slowly a loaded machine got it there. (Waiting for an open segment plus 20 ms was not
-     * enough under load: the snapshot then took the new records in, and -n 1 rightly
-     * showed only the last.) */
+    /* Append once the tail is well into the history (megabytes of it read): it takes its
+     * snapshot of the newest seq before that scan, so these are new records for it, however
+     * slowly a loaded machine got it there. */
     for (int tries = 0; bytes_read_by(tail) < HISTORY_READ_BYTES && tries < 60000; tries++)
         usleep(1000);
-    append_who(db, "target", NEW_MATCHES, STELE_WAIT_WRITTEN);
+    append_who(db, "target", NEW_MATCHES - 1, STELE_WAIT_WRITTEN);
+    append_who(db, "target", 1, STELE_WAIT_DURABLE); /* all committed: readers may see them */
+    struct pollfd out_ready = {.fd = out_fd, .events = POLLIN};
+    int was_scanning = poll(&out_ready, 1, 0) == 0;
     char *lines = harness_read_lines(out_fd, 1 + NEW_MATCHES, 20000);
     uint64_t seqs[1 + NEW_MATCHES + 1];
     size_t n = tail_seqs(lines, seqs, 1 + NEW_MATCHES + 1);
-    printf("# tail printed %zu lines, the first seq %llu\n", n,
-           n ? (unsigned long long)seqs[0] : 0ull);
+    printf("# tail printed %zu lines, the first seq %llu; it was %s its scan when the last "
+           "match was committed\n",
+           n, n ? (unsigned long long)seqs[0] : 0ull, was_scanning ? "still in" : "past");
     free(lines);
     kill(tail, SIGINT); /* before the checks: a failed one must not leave it running */
     int tail_exit = harness_wait(tail);
@@ -1137,6 +1141,9 @@ test_tail_follow_with_a_filter_prints_every_match_committed_during_its_scan(void
     close(err_fd);
     assert_int_equal(stele_close(db, NULL), 0);
     assert_int_equal(tail_exit, 0);
+    if (!was_scanning)
+        fail_msg("the tail had ended its scan before the new matches were committed: the test "
+                 "did not try what it is for");
     assert_int_equal(n, 1 + NEW_MATCHES);
     for (size_t i = 0; i < n; i++)
         assert_int_equal(seqs[i], HISTORY + i);

@@ -30,6 +30,7 @@
 #include "cli_harness.h"
 #include "format.h"
 #include "journal.h"
+#include "test_child.h"
 
 enum { RET_SEGMENT_BYTES = 64 << 10, RET_SEGMENTS = 6 };
 /* A frame of the records below is 88 bytes (72 of header, a 16-byte BSON document), written
@@ -246,7 +247,7 @@ test_verify_beside_a_retention_loop_never_reports_damage(void **state)
     journal_t *j = writer_start(journal, 3 * RET_RECORDS_PER_SEGMENT); /* before the loop */
     stele_error_t err = {0};
     assert_int_equal(journal_close(j, &err), 0);
-    pid_t writer = fork();
+    pid_t writer = test_fork_bound();
     assert_true(writer >= 0);
     if (writer == 0) {
         retention_loop(journal);

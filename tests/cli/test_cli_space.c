@@ -32,6 +32,7 @@
 #include <cmocka.h>
 
 #include "cli_harness.h"
+#include "test_child.h"
 
 /* Events of harness_json_lines take ~130 bytes in a segment: 1 MiB holds ~8,000. */
 enum { SPACE_LINES = 30000 };
@@ -210,7 +211,7 @@ read_all(int fd)
 static pid_t
 feed(int fd, const char *text)
 {
-    pid_t pid = fork();
+    pid_t pid = test_fork_bound();
     assert_true(pid >= 0);
     if (pid == 0) {
         size_t len = strlen(text), done = 0;

@@ -385,11 +385,16 @@ ship_check_exactly_once_many(const ship_journal_t *sjs, size_t n_sources,
 int
 ship_wait_for(uint64_t (*get)(void *ctx), void *ctx, uint64_t want, int timeout_ms)
 {
+    uint64_t seen = get(ctx);
     int64_t deadline = ship_fixture_now_ms() + timeout_ms;
-    while (get(ctx) < want) {
+    while (seen < want) {
         if (ship_fixture_now_ms() > deadline)
             return -1;
         usleep(5 * 1000);
+        uint64_t now_seen = get(ctx);
+        if (now_seen != seen)
+            deadline = ship_fixture_now_ms() + timeout_ms; /* it moved: not stalled */
+        seen = now_seen;
     }
     return 0;
 }

@@ -64,7 +64,9 @@ int64_t ship_delete_range(const stele_sink_options_t *so, const char *source, ui
 /* Drops the sink's collection. */
 void ship_drop_collection(const stele_sink_options_t *so);
 
-/* Waits until the shipped seq read by get(ctx) reaches want, up to timeout_ms. 0 / -1. */
+/* Waits until the shipped seq read by get(ctx) reaches want. 0, or -1 once it has not moved
+ * for timeout_ms: a stalled shipper, told from a slow one (a loaded machine ships slowly, but
+ * ships). */
 int ship_wait_for(uint64_t (*get)(void *ctx), void *ctx, uint64_t want, int timeout_ms);
 
 /* Milliseconds on the monotonic clock. */

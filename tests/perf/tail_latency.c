@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,8 +102,12 @@ spawn_tail(const char *bin, const char *dir, int *out_fd)
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return -1;
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* The tail must not outlive this program, killed or not. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127);
         dup2(fds[1], STDOUT_FILENO);
         /* --from 1, not -n 0: the warm-up event must be printed however late the child
          * starts */

@@ -50,6 +50,10 @@ typedef struct io_fault_spec {
     int is_short_write; /* a failing pwritev first writes part of its data */
     int is_persistent;  /* fail every targeted call from nth on, not just the nth */
     const void *site;   /* only calls from this call site count (io_fault_sites); NULL = all */
+    const char *kind;   /* only calls of this kind count (io_fault_kinds; borrowed); NULL = all */
+    /* Instead of failing, the nth targeted call waits (before it reaches the inner table)
+     * until io_fault_release: a test looks at the world while the journal is inside it. */
+    int is_hold;
 } io_fault_spec_t;
 
 typedef struct io_fault io_fault_t;
@@ -70,6 +74,12 @@ const journal_io_t *io_fault_io(io_fault_t *f);
 void io_fault_arm(io_fault_t *f, const io_fault_spec_t *spec);
 /* No call fails from now on. */
 void io_fault_disarm(io_fault_t *f);
+/* Waits until a call is held by an is_hold fault: 0, or -ETIMEDOUT after `timeout_ms` (a
+ * bound against a hang, not a timing). */
+int io_fault_wait_held(io_fault_t *f, int timeout_ms);
+/* Lets the held call (and any later one) go on to the inner table. */
+void io_fault_release(io_fault_t *f);
+
 /* How many calls failed because of the armed fault. */
 uint64_t io_fault_fired(io_fault_t *f);
 
@@ -97,6 +107,35 @@ enum { IO_FAULT_MAX_SITES = 256 };
 /* Copies up to `max` call sites seen since creation; returns how many there are. A fault
  * loop uses it to show that every call site it reached was also failed. */
 size_t io_fault_sites(io_fault_t *f, io_fault_site_t *out, size_t max);
+
+/*
+ * Calls told apart by what they touch, in words a fault loop can list (its expected sites):
+ * "<phase>: <method> <object>", for example "append: sync_dir directory after rename".
+ *  - phase: the label last given to io_fault_set_phase, for calls on the thread that armed
+ *    the fault (the workload's own calls); "background" for calls on any other thread;
+ *  - object: "segment" (a *.seg file), "prepared.tmp", or the file's base name; for calls on
+ *    a descriptor, the name of the file it was opened on (followed through renames); with
+ *    " (direct)" for an open for direct writes and the calls on its descriptor; for sync_dir,
+ * "directory" followed by the name change it makes durable: " after rename", " after unlink" or "
+ * after create" (the last one the same thread made since its previous sync_dir), or nothing. Unlike
+ * call sites (return addresses), kinds do not change with the compiler's inlining, so a test can
+ * name the ones it must reach.
+ */
+enum { IO_FAULT_KIND_NAME_BYTES = 112, IO_FAULT_MAX_KINDS = 128 };
+
+typedef struct io_fault_kind {
+    char name[IO_FAULT_KIND_NAME_BYTES];
+    io_method_t method;
+    uint64_t n_calls;
+    uint64_t n_calls_before_fault; /* as for io_fault_site_t */
+    uint64_t n_faulted;
+} io_fault_kind_t;
+
+/* Labels the arming thread's calls from now on; `phase` is borrowed (a string literal) and
+ * NULL clears it ("-"). */
+void io_fault_set_phase(io_fault_t *f, const char *phase);
+/* Copies up to `max` kinds seen since creation; returns how many there are. */
+size_t io_fault_kinds(io_fault_t *f, io_fault_kind_t *out, size_t max);
 
 /* Calls attempted per method (IO_METHOD_ANY: all methods), since creation or reset. */
 uint64_t io_fault_calls(io_fault_t *f, io_method_t method);
