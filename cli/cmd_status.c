@@ -115,6 +115,8 @@ print_text(const char *dir, const stele_status_t *st)
                st->sinks[i].name, st->sinks[i].shipped_seq, sink_lag(st, i),
                st->sinks[i].lag_seconds, st->sinks[i].retries, st->sinks[i].dead_letters,
                st->sinks[i].is_stopped ? ", stopped" : "");
+        if (st->sinks[i].destination[0])
+            printf("  destination %s\n", st->sinks[i].destination);
         if (st->sinks[i].last_error_unix_ms != 0) {
             char when[48];
             format_unix_ms(st->sinks[i].last_error_unix_ms, when, sizeof when);

@@ -136,3 +136,10 @@ shipper_classify(const bson_error_t *error, const bson_t *reply, size_t *index_o
     /* Stream, server selection, protocol, cursor: the network or the topology. */
     return SHIPPER_RETRY;
 }
+
+int
+shipper_error_is_unreachable(const bson_error_t *error)
+{
+    return error->domain == MONGOC_ERROR_STREAM || error->domain == MONGOC_ERROR_SERVER_SELECTION ||
+           (error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_NOT_READY);
+}
