@@ -6,7 +6,8 @@
  *  - --sweep: every axis the benchmark has, arranged as the grids the plots need rather than
  *    their full product (which would take hours): throughput vs writers per mode and per
  *    peer, vs commit interval (adaptive and fixed, SSD and emulated HDD), vs record size.
- * --probe and --table run no plan: they measure a disk, or print the tables of a results.csv.
+ * --probe, --table and --plot-from run no plan: they measure a disk, print the tables of a
+ * results.csv, or draw its plots.
  */
 #include "bench_cli.h"
 
@@ -30,6 +31,7 @@ cli_usage(FILE *out)
             "                          x record size x SSD/emulated HDD); use with --out DIR\n"
             "  --probe DIR             device probe: fsync latency, bandwidth, advice\n"
             "  --table FILE.csv        print the Markdown tables of an --out results.csv\n"
+            "  --plot-from FILE.csv    draw the plots of an --out results.csv into --out DIR\n"
             "  --dir DIR               where the run's temporary directory goes (default .)\n"
             "  --writers N[,N..]       writer threads (default 1)\n"
             "  --seconds S             per cell (default 5; quick 3; sweep 2)\n"
@@ -42,7 +44,8 @@ cli_usage(FILE *out)
             "  --record-bytes N[,N..]  event size (default 200)\n"
             "  --input json|bson[,..]  event encoding handed to stele (default json)\n"
             "  --system NAME[,..]      stele, fsync-loop, libbson-json, thread-wakeup,\n"
-            "                          parse-wakeup, or a peer\n"
+            "                          parse-wakeup, a JSON parser (stele-json,\n"
+            "                          simdjson-json, yajl-json, jansson-json), or a peer\n"
             "  --device ssd|hdd[,..]   ssd: --dir itself; hdd: the emulated 7200 rpm disk\n"
             "  --repeat N              run the whole plan N times (noise)\n"
             "  --no-reference          do not run the fsync loop first\n"
@@ -205,6 +208,7 @@ enum {
     OPT_HELP,
     OPT_WARMUP,
     OPT_TABLE,
+    OPT_PLOT_FROM,
 };
 
 static const struct option cli_options[] = {
@@ -235,6 +239,7 @@ static const struct option cli_options[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {"warmup", required_argument, NULL, OPT_WARMUP},
     {"table", required_argument, NULL, OPT_TABLE},
+    {"plot-from", required_argument, NULL, OPT_PLOT_FROM},
     {NULL, 0, NULL, 0},
 };
 
@@ -242,6 +247,7 @@ static void
 cli_list_systems(void)
 {
     printf("stele\nfsync-loop\nlibbson-json\nthread-wakeup\nparse-wakeup\n");
+    printf("stele-json\nsimdjson-json\nyajl-json\njansson-json\n");
     for (const char *const *p = bench_peer_names(); *p; p++)
         printf("%s\n", *p);
 }
@@ -313,6 +319,9 @@ cli_parse_scalar_option(bench_cli_t *cli, int opt, char *arg)
     case OPT_TABLE:
         cli->table_csv = arg;
         return 0;
+    case OPT_PLOT_FROM:
+        cli->plot_from_csv = arg;
+        return 0;
     case OPT_DIR:
         cli->dir = arg;
         return 0;
@@ -353,8 +362,8 @@ cli_check(const bench_cli_t *cli)
                     bench_events_min_bytes(), bench_events_max_bytes());
             return 1;
         }
-    if (cli->plot && !cli->out_dir) {
-        fprintf(stderr, "stele-bench: --plot needs --out DIR\n");
+    if ((cli->plot || cli->plot_from_csv) && !cli->out_dir) {
+        fprintf(stderr, "stele-bench: --plot and --plot-from need --out DIR\n");
         return 1;
     }
     return 0;

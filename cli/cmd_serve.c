@@ -11,24 +11,33 @@
 /* Exit codes as for every command (cli/report.h): 0 ok, 1 usage, 3 engine or I/O. */
 
 static const char serve_usage[] =
-    "usage: stele serve [--socket PATH] [--pid-file PATH] [--wait LEVEL]\n"
-    "                   [--max-line-bytes N] [--drain-timeout-ms N] [--log-level LEVEL]\n"
+    "usage: stele serve [--socket PATH] [--pid-file PATH] [--wait none|written|durable|shipped]\n"
+    "                   [--max-line-bytes N] [--drain-timeout-ms N]\n"
+    "                   [--log-level debug|info|warn|error]\n"
     "                   [--mongo URI [--db NAME] [--collection NAME] [--sink NAME]] [options]\n"
     "\n"
     "Owns the journal and appends the events other processes send over a Unix socket, one\n"
     "JSON object per line (docs/protocol.md); `stele insert` and stele_client_connect() use\n"
-    "it when it runs. Logs one line per event on stderr. Stops cleanly on SIGTERM or SIGINT:\n"
-    "answers what it received, syncs, gives the sinks a bounded time, exits 0.\n"
+    "it when it runs. Logs its own lifecycle on stderr, one logfmt line each (listening,\n"
+    "shutting down, stopped, paused accepts, errors; each connection opened and closed with\n"
+    "--log-level debug), never the audit events it appends: those are in the journal\n"
+    "(stele tail). Stops cleanly on SIGTERM or SIGINT: answers what it received, syncs,\n"
+    "gives the sinks a bounded time, exits 0.\n"
     "\n"
     "      --socket PATH          Unix socket, mode 0660 (default: DIR/stele.sock)\n"
     "      --pid-file PATH        default: DIR/stele.pid\n"
-    "      --wait LEVEL           wait level of requests that do not name one: none, written,\n"
-    "                             durable (default) or shipped\n"
+    "      --wait none|written|durable|shipped\n"
+    "                             wait level of requests that do not name one\n"
+    "                             (default: durable)\n"
     "      --max-line-bytes N     longest request line (default 2097152)\n"
     "      --drain-timeout-ms N   at shutdown, how long replies may still wait (default 5000)\n"
-    "      --log-level LEVEL      debug, info (default), warn or error\n"
+    "      --log-level debug|info|warn|error\n"
+    "                             the least severe line logged, serve's and the sinks'\n"
+    "                             (default: the log_level knob, info)\n"
     "      --mongo URI            ship to this MongoDB (replaces the config file's sinks)\n"
-    "      --db NAME, --collection NAME, --sink NAME   for --mongo\n"
+    "      --db NAME              with --mongo: database (default: the URI's path, else audit)\n"
+    "      --collection NAME      with --mongo: collection (default: events)\n"
+    "      --sink NAME            with --mongo: checkpoint name (default: default)\n"
     "\n"
     "For the socket's group, give --dir-mode 0750 --file-mode 0640 (set on an existing\n"
     "journal too). Connection limits are knobs: --serve-max-conns-per-uid (64),\n"
@@ -59,6 +68,7 @@ static const struct option serve_opts[] = {
 typedef struct serve_args {
     cli_mongo_t mongo; /* its sink is used when sink.uri is set (--mongo) */
     stele_serve_options_t serve;
+    int has_log_level; /* --log-level given: it also sets the log_level knob (the sinks' lines) */
 } serve_args_t;
 
 /* One of serve's own flags. Returns 0 or an exit code after printing the usage error. */
@@ -98,6 +108,7 @@ serve_take_flag(serve_args_t *a, int c, const char *arg)
                                    "--log-level '%s' is not one of debug, info, "
                                    "warn, error",
                                    arg);
+        a->has_log_level = 1;
         return 0;
     default:
         return CLI_EXIT_USAGE;
@@ -143,6 +154,11 @@ cmd_serve(int argc, char **argv)
     else if (exit_code == 0)
         exit_code = cli_options_build(&cli, &opts);
     if (exit_code == 0 && !cli.want_help) {
+        /* One level for serve's lines and the sinks': --log-level, else the log_level knob */
+        if (args.has_log_level)
+            opts.log_level = args.serve.log_level;
+        else
+            args.serve.log_level = opts.log_level;
         if (args.mongo.sink.uri) {
             opts.sinks = &args.mongo.sink;
             opts.n_sinks = 1;

@@ -33,6 +33,9 @@
 static const char ship_usage[] =
     "usage: stele ship --mongo URI [--db NAME] [--collection NAME] [--sink NAME] [--once]\n"
     "                  [options]\n"
+    "       stele ship --mongo URI [--db NAME] [--collection NAME] --from SEQ [--to SEQ]\n"
+    "       stele ship --mongo URI [--sink NAME] --dead-letters | --reship-dead-letters[=SEQ]\n"
+    "                  | --discard-dead-letter SEQ\n"
     "\n"
     "Ships the journal to MongoDB in the foreground, until SIGINT/SIGTERM or, with --once,\n"
     "until every committed record is acknowledged. Prints the shipped seq as it advances.\n"
@@ -154,9 +157,8 @@ static int
 ship_sink_stats(stele_t *db, stele_sink_stats_t *out, uint64_t *committed_out)
 {
     stele_stats_t st;
-    if (stele_stats(db, &st) != 0 || st.n_sinks == 0)
+    if (stele_stats(db, &st) != 0 || st.n_sinks == 0 || stele_sink_stats(db, 0, out) != 0)
         return -1;
-    *out = st.sinks[0];
     *committed_out = st.written_seq;
     return 0;
 }

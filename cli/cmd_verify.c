@@ -15,7 +15,8 @@
 #include <string.h>
 
 static const char verify_usage[] =
-    "usage: stele verify [--from SEQ] [--to SEQ] [--mongo URI] [options]\n"
+    "usage: stele verify [--from SEQ] [--to SEQ] [--mongo URI [--db NAME] [--collection NAME]]\n"
+    "                    [options]\n"
     "\n"
     "Checks every frame's CRC, the hash chain, seq contiguity and the index against the\n"
     "segments. Exit 0 when all holds, 2 when anything fails (first bad seq on stderr).\n"

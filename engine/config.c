@@ -55,8 +55,9 @@ typedef enum knob_type {
 /* X(name, type, unit_ns for durations (else 0), min, max, choices, default, help)
  * retention_seconds stops at INT64_MAX: the engine subtracts it from the clock's seconds. */
 #define CONFIG_KNOBS(X)                                                                            \
-    X(source, KNOB_STRING, 0, 1, CONFIG_SOURCE_MAX, NULL, "(host name)",                           \
-      "this journal's name in MongoDB _id.src; fixed when the journal is created")                 \
+    X(source, KNOB_STRING, 0, 1, CONFIG_SOURCE_MAX, NULL, "",                                      \
+      "this journal's name in MongoDB _id.src (default: the host name); fixed when the journal "   \
+      "is created")                                                                                \
     X(create_if_missing, KNOB_BOOL, 0, 0, 1, NULL, "true",                                         \
       "create the directory and journal when missing")                                             \
     X(file_mode, KNOB_MODE, 0, 0, 0777, NULL, "0",                                                 \
@@ -119,8 +120,20 @@ typedef struct knob_def {
     size_t offset;
 } knob_def_t;
 
+/* How a value of each type is written in usage lines (stele_knob_t.value_text). */
+#define CONFIG_VALUE_TEXT_KNOB_STRING(choices) "NAME"
+#define CONFIG_VALUE_TEXT_KNOB_BOOL(choices) "true|false"
+#define CONFIG_VALUE_TEXT_KNOB_MODE(choices) "MODE"
+#define CONFIG_VALUE_TEXT_KNOB_SIZE32(choices) "SIZE"
+#define CONFIG_VALUE_TEXT_KNOB_SIZE64(choices) "SIZE"
+#define CONFIG_VALUE_TEXT_KNOB_U32(choices) "N"
+#define CONFIG_VALUE_TEXT_KNOB_DURATION32(choices) "DURATION"
+#define CONFIG_VALUE_TEXT_KNOB_DURATION64(choices) "DURATION"
+#define CONFIG_VALUE_TEXT_KNOB_ENUM(choices) choices
+
 static const stele_knob_t config_public_knobs[] = {
-#define CONFIG_X_PUBLIC(name, type, unit, lo, hi, choices, def, help) {#name, def, help},
+#define CONFIG_X_PUBLIC(name, type, unit, lo, hi, choices, def, help)                              \
+    {#name, def, help, CONFIG_VALUE_TEXT_##type(choices)},
     CONFIG_KNOBS(CONFIG_X_PUBLIC)
 #undef CONFIG_X_PUBLIC
 };
@@ -195,6 +208,10 @@ stele_sink_options_init(stele_sink_options_t *sink)
     sink->backoff_min_ms = 50;
     sink->backoff_max_ms = 5000;
     sink->on_destination_change = STELE_DESTINATION_REFUSE;
+    sink->time_field = CONFIG_TIME_FIELD_DEFAULT;
+    sink->indexes = NULL;
+    sink->expire_after_s = 0;
+    sink->timeseries = 0;
 }
 
 /* -- the arena behind opts->owned ------------------------------------------------------- */
@@ -216,9 +233,7 @@ config_arena_free(config_arena_t *a)
     free(a);
 }
 
-/* Records p in the arena of `opts` (created on first use). Frees p and returns NULL when
- * out of memory. */
-static void *
+void *
 config_own(stele_options_t *opts, void *p)
 {
     if (!p)
@@ -246,7 +261,7 @@ config_own(stele_options_t *opts, void *p)
     return p;
 }
 
-static const char *
+const char *
 config_own_string(stele_options_t *opts, const char *s)
 {
     return config_own(opts, strdup(s));
@@ -477,6 +492,7 @@ static const config_sink_number_t config_sink_numbers[] = {
      false},
     {"backoff_max_ms", offsetof(stele_sink_options_t, backoff_max_ms), 1, CONFIG_SINK_MAX_DELAY_MS,
      false},
+    {"expire_after_s", offsetof(stele_sink_options_t, expire_after_s), 0, INT32_MAX, false},
 };
 
 #define CONFIG_N_SINK_NUMBERS (sizeof config_sink_numbers / sizeof config_sink_numbers[0])
@@ -605,6 +621,8 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         return err ? err->code : STELE_ECONFIG;
     int rc = config_sink_set_string(opts, s, key, value, where, err);
     if (rc == 1)
+        rc = config_collection_set(opts, s, key, value, where, err);
+    if (rc == 1)
         rc = config_sink_set_concern(s, key, value, where, err);
     if (rc == 1)
         rc = config_sink_set_number(s, sink_name, key, value, where, err);
@@ -615,7 +633,7 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
     error_set(err, STELE_ECONFIG, "%sunknown sink key \"%.64s\"", where, key);
     error_set_hint(err, "sink keys: uri, database, collection, w, journaled, wtimeout_ms, "
                         "batch_docs, batch_bytes, linger_ms, backoff_min_ms, backoff_max_ms, "
-                        "on_destination_change");
+                        "time_field, index, expire_after_s, timeseries, on_destination_change");
     return STELE_ECONFIG;
 }
 
@@ -737,7 +755,7 @@ config_check_sink_numbers(const stele_sink_options_t *sink, const char *name, st
                          "sink %s: backoff_max_ms (%" PRIu32 ") is below backoff_min_ms (%" PRIu32
                          ")",
                          name, sink->backoff_max_ms, sink->backoff_min_ms);
-    return 0;
+    return config_check_collection(sink, name, err);
 }
 
 /* At most STELE_MAX_SINKS sinks, each named (uniquely), with a uri and numbers in range. */

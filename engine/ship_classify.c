@@ -143,3 +143,14 @@ shipper_error_is_unreachable(const bson_error_t *error)
     return error->domain == MONGOC_ERROR_STREAM || error->domain == MONGOC_ERROR_SERVER_SELECTION ||
            (error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_NOT_READY);
 }
+
+int
+shipper_command_is_refused(const bson_error_t *error, const bson_t *reply)
+{
+    if (reply && mongoc_error_has_label(reply, "RetryableWriteError"))
+        return 0;
+    if (error->domain != MONGOC_ERROR_SERVER || error->code == 0)
+        return 0;
+    return !ship_code_is_transient(error->code) && !ship_code_is_auth(error->code) &&
+           !ship_message_is_transient(error->message);
+}
