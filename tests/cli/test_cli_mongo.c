@@ -611,6 +611,55 @@ test_ship_once_says_what_it_waits_for_and_stops_on_sigint_and_sigterm(void **sta
     harness_result_free(&r);
 }
 
+/* `insert --wait shipped` without a sink of its own goes through a `stele serve` that has
+ * one; serve's stderr carries the sink's state: unreachable (with the retry delay) when the
+ * server dies, recovered when it is back. */
+static void
+test_insert_wait_shipped_through_serve_and_the_sink_says_when_it_fails_and_recovers(void **state)
+{
+    mongo_fixture_t *f = *state;
+    harness_result_t r = harness_run(0, NULL, "insert", "-d", f->dir, "{\"a\":0}", NULL);
+    harness_result_free(&r);
+    const char *args[] = {"serve", "-d", f->dir, "--config", f->config, NULL};
+    int out_fd, err_fd;
+    pid_t server = harness_spawn(args, -1, &out_fd, &err_fd);
+    char *err_text = read_err_until(err_fd, "msg=\"listening\"", 20000);
+    assert_non_null(strstr(err_text, "msg=\"listening\""));
+    free(err_text);
+    r = harness_run(0, NULL, "insert", "-d", f->dir, "--wait", "shipped", "{\"a\":1}", NULL);
+    assert_string_equal(r.out, "2\n");
+    harness_result_free(&r);
+
+    int rc = mongo_server_signal(&f->server, SIGKILL);
+    if (rc == MONGO_SERVER_EXTERNAL) {
+        fprintf(stderr, "note: external server (STELE_TEST_MONGO_URI): the outage part of this "
+                        "test needs the test's own server and was not run\n");
+    } else {
+        assert_int_equal(rc, 0);
+        r = harness_run(0, NULL, "insert", "-d", f->dir, "--wait", "durable", "{\"a\":2}", NULL);
+        harness_result_free(&r);
+        err_text = read_err_until(err_fd, "retry_ms=", 30000);
+        if (!strstr(err_text, "retry_ms="))
+            fprintf(stderr, "serve's stderr: %s\n", err_text);
+        assert_true(strstr(err_text, "level=warn msg=\"sink unreachable\" sink=\"main\"") ||
+                    strstr(err_text, "level=warn msg=\"sink failing\" sink=\"main\""));
+        assert_non_null(strstr(err_text, "attempt=1"));
+        free(err_text);
+        assert_int_equal(mongo_server_restart(&f->server), 0);
+        err_text = read_err_until(err_fd, "msg=\"sink recovered\"", 60000);
+        assert_non_null(strstr(err_text, "level=info msg=\"sink recovered\" sink=\"main\""));
+        assert_non_null(strstr(err_text, "down_ms="));
+        free(err_text);
+        r = harness_run(0, NULL, "insert", "-d", f->dir, "--wait", "shipped", "{\"a\":3}", NULL);
+        assert_string_equal(r.out, "4\n");
+        harness_result_free(&r);
+    }
+    kill(server, SIGTERM);
+    assert_int_equal(wait_child_within(server, 30000), 0);
+    close(out_fd);
+    close(err_fd);
+}
+
 /* Runs stele with stdout on /dev/full; asserts exit 3 and that stderr says so. */
 static void
 assert_lost_output_is_exit_3(const char *const *args)
@@ -714,6 +763,9 @@ main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_ship_once_says_what_it_waits_for_and_stops_on_sigint_and_sigterm, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_wait_shipped_through_serve_and_the_sink_says_when_it_fails_and_recovers,
+            setup, teardown),
         cmocka_unit_test_setup_teardown(test_ship_and_verify_mongo_exit_3_when_stdout_is_full,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_round_trips_through_tail_mongo, setup, teardown),
