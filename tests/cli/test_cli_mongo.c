@@ -629,6 +629,15 @@ test_insert_wait_shipped_through_serve_and_the_sink_says_when_it_fails_and_recov
     r = harness_run(0, NULL, "insert", "-d", f->dir, "--wait", "shipped", "{\"a\":1}", NULL);
     assert_string_equal(r.out, "2\n");
     harness_result_free(&r);
+    /* the sink's metrics: counters named _total, and whether it stopped */
+    r = harness_run(0, NULL, "status", "-d", f->dir, "--prometheus", NULL);
+    assert_non_null(strstr(r.out, "# TYPE stele_sink_retries_total counter\n"));
+    assert_non_null(strstr(r.out, "# TYPE stele_sink_batches_total counter\n"));
+    assert_non_null(strstr(r.out, "# TYPE stele_sink_stopped gauge\n"));
+    assert_non_null(strstr(r.out, "stele_sink_stopped{source=\""));
+    assert_non_null(strstr(r.out, "\",sink=\"main\"} 0\n"));
+    assert_null(strstr(r.out, "stele_sink_retries{"));
+    harness_result_free(&r);
 
     int rc = mongo_server_signal(&f->server, SIGKILL);
     if (rc == MONGO_SERVER_EXTERNAL) {
