@@ -106,6 +106,9 @@ typedef enum bench_status {
     BENCH_FAILED = 2,
 } bench_status_t;
 
+/* A figure the cell could not measure (syncs, mean_batch, counted_back). */
+#define BENCH_UNKNOWN (-1)
+
 typedef struct bench_result {
     bench_cell_t cell;
     bench_status_t status;
@@ -116,11 +119,15 @@ typedef struct bench_result {
     double elapsed_s;
     double appends_per_s;
     double mb_per_s; /* record payload bytes, not the store's overhead */
-    uint64_t syncs;  /* fdatasyncs issued by the store; 0 when it cannot tell */
-    double syncs_per_s;
-    double mean_batch; /* records per sync/commit; 0 when unknown */
+    /* What was not measured is unknown, never assumed: BENCH_UNKNOWN (CSV: empty, JSON: null,
+     * tables: "-"). */
+    int64_t syncs;      /* fdatasyncs the store issued in the window, as it counts them */
+    double syncs_per_s; /* BENCH_UNKNOWN with syncs */
+    double mean_batch;  /* records per sync or commit, counted; BENCH_UNKNOWN when not */
     double p50_us, p99_us, p999_us, max_us;
-    int64_t counted_back;     /* records found in the store afterwards; -1 = not counted */
+    /* Records found in the store afterwards by reading it back (stele: every record through
+     * stele_reader; a peer: its own count); BENCH_UNKNOWN when not counted. */
+    int64_t counted_back;
     double ref_appends_per_s; /* the fsync loop's rate in the same run; 0 when not run */
     double ref_p99_us;
     char data_path[BENCH_PATH_BYTES]; /* where the data was left when keep_data */
@@ -151,6 +158,12 @@ typedef struct bench_target {
     int (*close)(void *state, bench_result_t *r);
 } bench_target_t;
 
+/* Reads every record of the journal a stele cell wrote (bench_readback.c) into
+ * r->counted_back; fails the cell (note filled, BENCH_FAILED) when the count is not
+ * r->appends + r->warmup_appends (up to r->errors more: a failed append may have been
+ * appended) or the seqs have a gap. Returns 0 or BENCH_FAILED. */
+int bench_read_back(const char *journal_dir, bench_result_t *r);
+
 /* Runs one cell of `target`: opens it, starts cell->writers threads that append until
  * cell->seconds have passed, then closes it. Fills *r (r->hist owned by r). When writers
  * are still blocked in an append after the stop grace, the cell fails with
@@ -159,14 +172,18 @@ typedef struct bench_target {
 void bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_result_t *r);
 
 extern const bench_target_t bench_target_stele;
+/* stele through a `stele serve` child process, one stele_client_t per writer (bench_serve.c). */
+extern const bench_target_t bench_target_stele_serve;
+/* The physical references: write + fdatasync per record, buffered and O_DIRECT. */
 extern const bench_target_t bench_target_fsync_loop;
+extern const bench_target_t bench_target_fsync_loop_direct;
 /* libbson's JSON parse alone: the reference of the JSON parser comparison. */
 extern const bench_target_t bench_target_json_parse;
-/* N threads that only sleep until one thread wakes them: the CPU ceiling of N blocking
- * durable writers on this machine (bench_wakeup.c). */
+/* N threads that only sleep until one thread wakes them, the cheapest way known: the CPU
+ * ceiling of N blocking durable writers on this machine (bench_wakeup.c). */
 extern const bench_target_t bench_target_thread_wakeup;
-/* The same, each writer first parsing its JSON event with libbson: the ceiling of N
- * blocking durable writers of JSON events, whatever the engine does after the parse. */
+/* The same, each writer first turning its JSON event into BSON as stele does
+ * (stele_validate_json): the ceiling of N blocking writers of JSON events. */
 extern const bench_target_t bench_target_parse_wakeup;
 
 /* The JSON parser comparison (bench_parsers.c): each parser alone, into libbson's BSON,
@@ -175,13 +192,6 @@ extern const bench_target_t bench_target_json_stele;
 extern const bench_target_t bench_target_json_simdjson;
 extern const bench_target_t bench_target_json_yajl;
 extern const bench_target_t bench_target_json_jansson;
-
-/* libbson's JSON reader fed as one stream (bench_parse.c), for the references
- * that parse: one per writer thread. bench_json_parse returns 0 or -1 (not one object). */
-typedef struct bench_json_parser bench_json_parser_t;
-bench_json_parser_t *bench_json_parser_new(void);
-int bench_json_parse(bench_json_parser_t *p, const bench_event_t *ev);
-void bench_json_parser_free(bench_json_parser_t *p);
 
 /* Peers: filled in by bench_peers.c; each is optional and reports itself skipped. */
 const bench_target_t *bench_peer_find(const char *system);
@@ -200,6 +210,9 @@ typedef struct bench_plan {
 int bench_plan_add(bench_plan_t *p, const bench_cell_t *cell);
 void bench_plan_free(bench_plan_t *p);
 
+/* Whether a system is one of the fsync loops (bench_fsync.c). */
+int bench_system_is_loop(const char *system);
+
 typedef struct bench_run_opts {
     const char *run_dir;     /* the run's own temporary directory (on the SSD / given disk) */
     const char *hdd_dir;     /* the emulated HDD's mount point, NULL when not mounted */
@@ -212,8 +225,9 @@ typedef struct bench_run_opts {
 } bench_run_opts_t;
 
 /* Runs every cell in order; results (owned by the caller, release each) go into *out.
- * A cell whose system is "fsync-loop" with 1 writer becomes the reference for the cells
- * after it that have the same device and record size. Returns 0 or -errno. */
+ * A 1-writer cell of either fsync loop is a reference: each later cell gets the rate and p99
+ * of the faster reference run before it with the same device and record size. Returns 0 or
+ * -errno. */
 int bench_plan_run(const bench_plan_t *p, const bench_run_opts_t *o, bench_result_t **out);
 
 /* ------------------------------------------------------------------------------------------
@@ -223,6 +237,8 @@ const char *bench_sync_name(stele_sync_t s);
 const char *bench_wait_name(stele_wait_t w);
 const char *bench_policy_name(stele_commit_policy_t p);
 const char *bench_input_name(bench_input_t in);
+/* stele in-process or through `stele serve`: the systems that take stele's knobs. */
+int bench_system_is_stele(const char *system);
 
 void bench_print_json(FILE *out, const bench_result_t *r);
 void bench_print_csv_header(FILE *out);

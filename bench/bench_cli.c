@@ -1,7 +1,8 @@
 /*
  * bench_cli.c: stele-bench's flags, and the three kinds of plan they build:
  *  - explicit: the cartesian product of the list flags (--writers 1,8,64 --sync always,never
- *    ...) for each --system, preceded by the 1-writer fsync loop as the reference;
+ *    ...) for each --system, preceded by the 1-writer fsync loops (buffered and O_DIRECT) as
+ *    the references;
  *  - --quick: the README's short default sweep (well under two minutes);
  *  - --sweep: every axis the benchmark has, arranged as the grids the plots need rather than
  *    their full product (which would take hours): throughput vs writers per mode and per
@@ -43,12 +44,13 @@ cli_usage(FILE *out)
             "  --sync-interval-ms N    for sync=interval (default: stele's)\n"
             "  --record-bytes N[,N..]  event size (default 200)\n"
             "  --input json|bson[,..]  event encoding handed to stele (default json)\n"
-            "  --system NAME[,..]      stele, fsync-loop, libbson-json, thread-wakeup,\n"
-            "                          parse-wakeup, a JSON parser (stele-json,\n"
-            "                          simdjson-json, yajl-json, jansson-json), or a peer\n"
+            "  --system NAME[,..]      stele, stele-serve, fsync-loop, fsync-loop-direct,\n"
+            "                          libbson-json, thread-wakeup, parse-wakeup, a JSON\n"
+            "                          parser (stele-json, simdjson-json, yajl-json,\n"
+            "                          jansson-json), or a peer\n"
             "  --device ssd|hdd[,..]   ssd: --dir itself; hdd: the emulated 7200 rpm disk\n"
             "  --repeat N              run the whole plan N times (noise)\n"
-            "  --no-reference          do not run the fsync loop first\n"
+            "  --no-reference          do not run the fsync loops first\n"
             "  --json                  one JSON line per cell instead of the table\n"
             "  --out DIR               write results.csv, results.jsonl, CDFs (and plots)\n"
             "  --plot                  render gnuplot PNG+SVG plots into --out\n"
@@ -246,7 +248,8 @@ static const struct option cli_options[] = {
 static void
 cli_list_systems(void)
 {
-    printf("stele\nfsync-loop\nlibbson-json\nthread-wakeup\nparse-wakeup\n");
+    printf("stele\nstele-serve\nfsync-loop\nfsync-loop-direct\nlibbson-json\nthread-wakeup\n"
+           "parse-wakeup\n");
     printf("stele-json\nsimdjson-json\nyajl-json\njansson-json\n");
     for (const char *const *p = bench_peer_names(); *p; p++)
         printf("%s\n", *p);
@@ -448,9 +451,12 @@ cli_plan_quick(const bench_cli_t *cli, bench_plan_t *plan)
     c.commit_interval_us = 0;
     c.policy = STELE_COMMIT_ADAPTIVE;
     int rc = cli_add(plan, c, "fsync-loop", "ssd", 1);
+    rc = rc ? rc : cli_add(plan, c, "fsync-loop-direct", "ssd", 1);
     static const int quick_writers[] = {1, 8, 64};
     for (size_t i = 0; i < 3 && !rc; i++)
         rc = cli_add(plan, c, "stele", "ssd", quick_writers[i]);
+    rc = rc ? rc : cli_add(plan, c, "stele-serve", "ssd", 1);
+    rc = rc ? rc : cli_add(plan, c, "stele-serve", "ssd", 64);
     rc = rc ? rc : cli_add(plan, c, "thread-wakeup", "ssd", 64);
     rc = rc ? rc : cli_add(plan, c, "parse-wakeup", "ssd", 64);
     bench_cell_t lone = c;
@@ -468,7 +474,8 @@ cli_plan_quick(const bench_cli_t *cli, bench_plan_t *plan)
     return rc;
 }
 
-/* The explicit plan: the fsync-loop reference, then the product of the lists. */
+/* The explicit plan: the references (both fsync loops, 1 writer), then the product of the
+ * lists. */
 static int
 cli_plan_product(const bench_cli_t *cli, bench_plan_t *plan, const char *device)
 {
@@ -477,9 +484,10 @@ cli_plan_product(const bench_cli_t *cli, bench_plan_t *plan, const char *device)
     for (size_t b = 0; b < cli->n_record_bytes && !cli->no_reference && !rc; b++) {
         c.record_bytes = cli->record_bytes[b];
         rc = cli_add(plan, c, "fsync-loop", device, 1);
+        rc = rc ? rc : cli_add(plan, c, "fsync-loop-direct", device, 1);
     }
     for (size_t s = 0; s < cli->n_systems && !rc; s++) {
-        int is_stele = strcmp(cli->systems[s], "stele") == 0;
+        int is_stele = bench_system_is_stele(cli->systems[s]);
         for (size_t b = 0; b < cli->n_record_bytes && !rc; b++)
             for (size_t w = 0; w < cli->n_writers && !rc; w++)
                 for (size_t sy = 0; sy < (is_stele ? cli->n_sync : 1) && !rc; sy++)
@@ -490,7 +498,7 @@ cli_plan_product(const bench_cli_t *cli, bench_plan_t *plan, const char *device)
                                 for (size_t in = 0; in < (is_stele ? cli->n_input : 1) && !rc;
                                      in++) {
                                     if (!cli->no_reference && !is_stele &&
-                                        strcmp(cli->systems[s], "fsync-loop") == 0 &&
+                                        bench_system_is_loop(cli->systems[s]) &&
                                         cli->writers[w] == 1)
                                         continue; /* the reference already ran it */
                                     c.record_bytes = cli->record_bytes[b];

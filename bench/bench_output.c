@@ -1,7 +1,9 @@
 /*
  * bench_output.c: how a result is printed: one JSON object per line (--json, and the sweep's
  * .jsonl file), CSV rows (the sweep's .csv, which the plots read), and the readable table.
- * The JSON keys and CSV columns are the interface scripts rely on: add, never rename.
+ * The JSON keys and CSV columns are the interface scripts rely on: add, never rename (the
+ * note stays the CSV's last column). A figure the cell did not measure (BENCH_UNKNOWN) is
+ * null in JSON, an empty field in CSV and "-" in the table, never a number.
  */
 #include "bench.h"
 
@@ -51,6 +53,12 @@ bench_input_name(bench_input_t in)
     return in == BENCH_INPUT_BSON ? "bson" : "json";
 }
 
+int
+bench_system_is_stele(const char *system)
+{
+    return strcmp(system, "stele") == 0 || strcmp(system, "stele-serve") == 0;
+}
+
 static const char *
 output_status_name(bench_status_t s)
 {
@@ -91,10 +99,49 @@ output_json_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
+/* A count or figure that may be BENCH_UNKNOWN, as JSON (null), CSV ("") or table ("-") text. */
+static const char *
+output_known_count(int64_t v, const char *unknown, char *buf, size_t cap)
+{
+    if (v < 0)
+        return unknown;
+    snprintf(buf, cap, "%lld", (long long)v);
+    return buf;
+}
+
+static const char *
+output_known_figure(double v, int decimals, const char *unknown, char *buf, size_t cap)
+{
+    if (v < 0)
+        return unknown;
+    snprintf(buf, cap, "%.*f", decimals, v);
+    return buf;
+}
+
+/* syncs, syncs_per_s and mean_batch as text, `unknown` where not measured. */
+typedef struct output_sync_text {
+    char syncs[24], per_s[32], batch[32];
+    const char *syncs_p, *per_s_p, *batch_p;
+} output_sync_text_t;
+
+static void
+output_sync_figures(const bench_result_t *r, const char *unknown, int per_s_decimals,
+                    output_sync_text_t *t)
+{
+    t->syncs_p = output_known_count(r->syncs, unknown, t->syncs, sizeof t->syncs);
+    t->per_s_p = output_known_figure(r->syncs >= 0 ? r->syncs_per_s : BENCH_UNKNOWN, per_s_decimals,
+                                     unknown, t->per_s, sizeof t->per_s);
+    t->batch_p = output_known_figure(r->mean_batch, 2, unknown, t->batch, sizeof t->batch);
+}
+
 void
 bench_print_json(FILE *out, const bench_result_t *r)
 {
     const bench_cell_t *c = &r->cell;
+    output_sync_text_t t;
+    output_sync_figures(r, "null", 1, &t);
+    char back[24];
+    const char *back_p = output_known_count(r->counted_back, "null", back, sizeof back);
     fprintf(out, "{\"system\":");
     output_json_string(out, c->system);
     fprintf(out, ",\"device\":");
@@ -104,18 +151,17 @@ bench_print_json(FILE *out, const bench_result_t *r)
             "\"sync\":\"%s\",\"wait\":\"%s\",\"commit_policy\":\"%s\","
             "\"commit_interval_us\":%u,\"record_bytes\":%u,\"input\":\"%s\","
             "\"appends\":%llu,\"errors\":%llu,\"elapsed_s\":%.3f,\"appends_per_s\":%.1f,"
-            "\"mb_per_s\":%.3f,\"syncs\":%llu,\"syncs_per_s\":%.1f,\"mean_batch\":%.2f,"
+            "\"mb_per_s\":%.3f,\"syncs\":%s,\"syncs_per_s\":%s,\"mean_batch\":%s,"
             "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,"
-            "\"counted_back\":%lld,\"ref_appends_per_s\":%.1f,\"ref_p99_us\":%.1f,"
+            "\"counted_back\":%s,\"ref_appends_per_s\":%.1f,\"ref_p99_us\":%.1f,"
             "\"warmup_s\":%.3f,\"warmup_appends\":%llu,"
             "\"data_path\":",
             output_status_name(r->status), r->is_durable ? "true" : "false", c->writers, c->seconds,
             bench_sync_name(c->sync), bench_wait_name(c->wait), bench_policy_name(c->policy),
             c->commit_interval_us, c->record_bytes, bench_input_name(c->input),
             (unsigned long long)r->appends, (unsigned long long)r->errors, r->elapsed_s,
-            r->appends_per_s, r->mb_per_s, (unsigned long long)r->syncs, r->syncs_per_s,
-            r->mean_batch, r->p50_us, r->p99_us, r->p999_us, r->max_us, (long long)r->counted_back,
-            r->ref_appends_per_s, r->ref_p99_us, c->warmup_seconds,
+            r->appends_per_s, r->mb_per_s, t.syncs_p, t.per_s_p, t.batch_p, r->p50_us, r->p99_us,
+            r->p999_us, r->max_us, back_p, r->ref_appends_per_s, r->ref_p99_us, c->warmup_seconds,
             (unsigned long long)r->warmup_appends);
     output_json_string(out, r->data_path);
     fprintf(out, ",\"note\":");
@@ -130,23 +176,27 @@ bench_print_csv_header(FILE *out)
     fprintf(out, "system,device,status,durable,writers,seconds,sync,wait,commit_policy,"
                  "commit_interval_us,record_bytes,input,appends,errors,elapsed_s,appends_per_s,"
                  "mb_per_s,syncs,syncs_per_s,mean_batch,p50_us,p99_us,p999_us,max_us,"
-                 "counted_back,note\n");
+                 "counted_back,warmup_s,warmup_appends,note\n");
 }
 
 void
 bench_print_csv(FILE *out, const bench_result_t *r)
 {
     const bench_cell_t *c = &r->cell;
+    output_sync_text_t t;
+    output_sync_figures(r, "", 1, &t);
+    char back[24];
     fprintf(out,
-            "%s,%s,%s,%d,%d,%.3f,%s,%s,%s,%u,%u,%s,%llu,%llu,%.3f,%.1f,%.3f,%llu,%.1f,%.2f,"
-            "%.1f,%.1f,%.1f,%.1f,%lld,\"",
+            "%s,%s,%s,%d,%d,%.3f,%s,%s,%s,%u,%u,%s,%llu,%llu,%.3f,%.1f,%.3f,%s,%s,%s,"
+            "%.1f,%.1f,%.1f,%.1f,%s,%.3f,%llu,\"",
             c->system, c->device, output_status_name(r->status), r->is_durable, c->writers,
             c->seconds, bench_sync_name(c->sync), bench_wait_name(c->wait),
             bench_policy_name(c->policy), c->commit_interval_us, c->record_bytes,
             bench_input_name(c->input), (unsigned long long)r->appends,
-            (unsigned long long)r->errors, r->elapsed_s, r->appends_per_s, r->mb_per_s,
-            (unsigned long long)r->syncs, r->syncs_per_s, r->mean_batch, r->p50_us, r->p99_us,
-            r->p999_us, r->max_us, (long long)r->counted_back);
+            (unsigned long long)r->errors, r->elapsed_s, r->appends_per_s, r->mb_per_s, t.syncs_p,
+            t.per_s_p, t.batch_p, r->p50_us, r->p99_us, r->p999_us, r->max_us,
+            output_known_count(r->counted_back, "", back, sizeof back), c->warmup_seconds,
+            (unsigned long long)r->warmup_appends);
     for (const char *s = r->note; *s; s++)
         fputc(*s == '"' ? '\'' : *s, out);
     fprintf(out, "\"\n");
@@ -177,7 +227,7 @@ bench_print_table_row(FILE *out, const bench_result_t *r)
         snprintf(note, sizeof note, "%s%s%s", r->is_durable ? "" : "NOT DURABLE; ", ratio, r->note);
     char system[BENCH_NAME_BYTES + 8];
     snprintf(system, sizeof system, "%s%s", c->system,
-             c->policy == STELE_COMMIT_FIXED && strcmp(c->system, "stele") == 0 ? "(fixed)" : "");
+             c->policy == STELE_COMMIT_FIXED && bench_system_is_stele(c->system) ? "(fixed)" : "");
     if (r->status != BENCH_OK) {
         fprintf(out, "%-20s %-13s %5d %7u %-8s %-7s %-4s %6u %12s %8s %9s %8s %9s %9s %9s  %s\n",
                 system, c->device, c->writers, c->commit_interval_us, bench_sync_name(c->sync),
@@ -185,16 +235,15 @@ bench_print_table_row(FILE *out, const bench_result_t *r)
                 "-", "-", "-", "-", "-", note);
         return;
     }
-    char batch[16] = "-";
-    if (r->mean_batch > 0)
-        snprintf(batch, sizeof batch, "%.1f", r->mean_batch);
-    /* Peers have no stele knobs, and some cannot tell their syncs: show "-" there. */
-    int is_stele = strcmp(c->system, "stele") == 0;
-    char ci[16] = "-", syncs[24] = "-";
+    output_sync_text_t t;
+    output_sync_figures(r, "-", 0, &t);
+    if (r->mean_batch >= 0) /* one decimal is enough to read */
+        snprintf(t.batch, sizeof t.batch, "%.1f", r->mean_batch);
+    /* Peers have no stele knobs: show "-" there. */
+    int is_stele = bench_system_is_stele(c->system);
+    char ci[16] = "-";
     if (is_stele)
         snprintf(ci, sizeof ci, "%u", c->commit_interval_us);
-    if (is_stele || r->syncs > 0)
-        snprintf(syncs, sizeof syncs, "%.0f", r->syncs_per_s);
     char lat[3][16];
     const double lat_us[3] = {r->p50_us, r->p99_us, r->p999_us};
     for (int k = 0; k < 3; k++) /* sub-10 us latencies (wait=none) keep a decimal */
@@ -203,6 +252,6 @@ bench_print_table_row(FILE *out, const bench_result_t *r)
             system, c->device, c->writers, ci, is_stele ? bench_sync_name(c->sync) : "-",
             is_stele ? bench_wait_name(c->wait) : "-",
             is_stele ? bench_input_name(c->input) : "json", c->record_bytes, r->appends_per_s,
-            r->mb_per_s, syncs, batch, lat[0], lat[1], lat[2], note);
+            r->mb_per_s, t.per_s_p, t.batch_p, lat[0], lat[1], lat[2], note);
     fflush(out);
 }

@@ -3,8 +3,8 @@
  *
  * Each append turns the event's JSON text into BSON and frees it: no validation, no queue,
  * no disk. It is the reference of the JSON parser comparison (bench_parsers.c: stele's own
- * reader and the other parsers, each writing this reader's BSON), and the parse of
- * `parse-wakeup`. BSON events have nothing to parse: the cell reports itself skipped.
+ * reader and the other parsers, each writing this reader's BSON). BSON events have nothing
+ * to parse: the cell reports itself skipped.
  *
  * Each writer keeps one reader and feeds it its events as one multi-document stream, the
  * cheapest way to use the library (creating a reader zeroes ~20 KiB, more than a small
@@ -20,11 +20,12 @@
 
 enum { PARSE_TEXT_MAX = 64 << 10 };
 
-struct bench_json_parser {
+/* One writer's reader and the text it is fed. */
+typedef struct parse_stream {
     bson_json_reader_t *reader;
     int holds_open_brace;
     char text[PARSE_TEXT_MAX + 1];
-};
+} parse_stream_t;
 
 static int
 parse_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_cap)
@@ -37,14 +38,9 @@ parse_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_c
     return 0;
 }
 
-bench_json_parser_t *
-bench_json_parser_new(void)
-{
-    return calloc(1, sizeof(bench_json_parser_t));
-}
-
-int
-bench_json_parse(bench_json_parser_t *p, const bench_event_t *ev)
+/* One event through the writer's stream: 0, or -1 when it is not one object. */
+static int
+parse_stream_event(parse_stream_t *p, const bench_event_t *ev)
 {
     const char *json = (const char *)ev->data;
     size_t from = 0;
@@ -70,8 +66,8 @@ bench_json_parse(bench_json_parser_t *p, const bench_event_t *ev)
     return -1;
 }
 
-void
-bench_json_parser_free(bench_json_parser_t *p)
+static void
+parse_stream_free(parse_stream_t *p)
 {
     if (p)
         bson_json_reader_destroy(p->reader);
@@ -83,7 +79,7 @@ parse_writer_open(void *state, int writer_id, void **wstate_out, char *note, siz
 {
     (void)state;
     (void)writer_id;
-    bench_json_parser_t *p = bench_json_parser_new();
+    parse_stream_t *p = calloc(1, sizeof *p);
     if (!p) {
         snprintf(note, note_cap, "out of memory");
         return BENCH_FAILED;
@@ -96,14 +92,14 @@ static int
 parse_append(void *state, void *wstate, const bench_event_t *ev)
 {
     (void)state;
-    return bench_json_parse(wstate, ev);
+    return parse_stream_event(wstate, ev);
 }
 
 static void
 parse_writer_close(void *state, void *wstate)
 {
     (void)state;
-    bench_json_parser_free(wstate);
+    parse_stream_free(wstate);
 }
 
 static int
@@ -111,7 +107,6 @@ parse_close(void *state, bench_result_t *r)
 {
     (void)state;
     r->is_durable = 0;
-    r->counted_back = -1;
     snprintf(r->note, sizeof r->note, "NOT A STORE: libbson's JSON reader alone");
     return 0;
 }

@@ -149,7 +149,6 @@ parsers_close(void *state, bench_result_t *r)
 {
     const bench_json_def_t *def = state;
     r->is_durable = 0;
-    r->counted_back = -1;
     snprintf(r->note, sizeof r->note, "NOT A STORE: %s into libbson's BSON", def->library);
     return 0;
 }
@@ -227,7 +226,6 @@ stele_json_close(void *state, bench_result_t *r)
 {
     free(state);
     r->is_durable = 0;
-    r->counted_back = -1;
     snprintf(r->note, sizeof r->note,
              "NOT A STORE: stele_validate_json, stele's reader and every rule, into BSON");
     return 0;

@@ -260,10 +260,10 @@ pg_close(void *state, bench_result_t *r)
     if (PQstatus(c) == CONNECTION_OK) {
         r->counted_back = pg_query_int(c, "SELECT count(*) FROM events");
         int64_t syncs = pg_query_int(c, "SELECT wal_sync FROM pg_stat_wal");
-        if (syncs > 0) {
-            r->syncs = (uint64_t)syncs;
+        if (syncs >= 0) /* -1: the query failed, they stay unknown */
+            r->syncs = syncs;
+        if (syncs > 0)
             r->mean_batch = (double)r->appends / (double)syncs;
-        }
     }
     PQfinish(c);
     bench_server_stop(p->pid, SIGINT, PG_STOP_TIMEOUT_MS);

@@ -31,8 +31,12 @@ pid_t bench_server_spawn(char *const argv[], const char *log_path, const char *r
 /* Runs argv to completion (same options); returns its exit status or -errno. */
 int bench_server_run(char *const argv[], const char *log_path, const char *run_as);
 /* Sends sig to pid and waits for it up to timeout_ms, then SIGKILL. Only for PIDs we
- * spawned. */
-void bench_server_stop(pid_t pid, int sig, int timeout_ms);
+ * spawned. Returns its exit code (128 + the signal that ended it), or -1 when it had to be
+ * killed. */
+int bench_server_stop(pid_t pid, int sig, int timeout_ms);
+/* Whether a server we spawned has exited (then it is reaped, forgotten, and *exit_code set as
+ * bench_server_stop reports it). Never blocks. */
+int bench_server_exited(pid_t pid, int *exit_code);
 /* SIGKILLs and reaps every server still running: those of a cell abandoned because its
  * store hung, which was not closed (closing could hang too). Called as the run ends. */
 void bench_server_stop_all(void);

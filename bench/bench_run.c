@@ -344,7 +344,7 @@ run_fill_rates(bench_result_t *r, int close_rc)
 {
     r->appends_per_s = (double)r->appends / r->elapsed_s;
     r->mb_per_s = r->appends_per_s * r->cell.record_bytes / 1e6;
-    r->syncs_per_s = (double)r->syncs / r->elapsed_s;
+    r->syncs_per_s = r->syncs >= 0 ? (double)r->syncs / r->elapsed_s : BENCH_UNKNOWN;
     run_fill_latencies(r);
     if (close_rc || r->appends == 0)
         r->status = BENCH_FAILED;
@@ -361,7 +361,10 @@ bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_res
     memset(r, 0, sizeof *r);
     r->cell = *cell;
     snprintf(r->cell.system, sizeof r->cell.system, "%s", target->system);
-    r->counted_back = -1;
+    r->syncs = BENCH_UNKNOWN; /* until the target's close says what it counted */
+    r->syncs_per_s = BENCH_UNKNOWN;
+    r->mean_batch = BENCH_UNKNOWN;
+    r->counted_back = BENCH_UNKNOWN;
     r->hist = calloc(1, sizeof *r->hist);
     /* Shared with the writers on the heap: writers that never return keep using it. */
     run_shared_t *sh = calloc(1, sizeof *sh);

@@ -118,6 +118,13 @@ server_note(pid_t pid, pid_t replace)
     pthread_mutex_unlock(&server_mu);
 }
 
+/* A wait status as bench_server_run reports it: the exit code, or 128 + the signal. */
+static int
+server_exit_code(int status)
+{
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 pid_t
 bench_server_spawn(char *const argv[], const char *log_path, const char *run_as)
 {
@@ -143,25 +150,38 @@ bench_server_run(char *const argv[], const char *log_path, const char *run_as)
     server_note(0, pid);
     if (got < 0)
         return -errno;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return server_exit_code(status);
 }
 
-void
+int
 bench_server_stop(pid_t pid, int sig, int timeout_ms)
 {
     if (pid <= 0)
-        return;
+        return -1;
     kill(pid, sig);
+    int status = 0;
     for (int waited = 0; waited < timeout_ms; waited += 20) {
-        if (waitpid(pid, NULL, WNOHANG) == pid) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
             server_note(0, pid);
-            return;
+            return server_exit_code(status);
         }
         bench_sleep_ms(20);
     }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     server_note(0, pid);
+    return -1;
+}
+
+int
+bench_server_exited(pid_t pid, int *exit_code)
+{
+    int status = 0;
+    if (pid <= 0 || waitpid(pid, &status, WNOHANG) != pid)
+        return 0;
+    server_note(0, pid); /* reaped: its PID may be reused, so it is never signalled again */
+    *exit_code = server_exit_code(status);
+    return 1;
 }
 
 void

@@ -4,9 +4,10 @@
  * One stele_t per cell, shared by all writers (that is the point: the engine batches them).
  * The journal lives in <cell dir>/stele-journal. Syncs and batch sizes come from
  * stele_stats() taken when the timed window opens and after the writers stop (before
- * close), so they cover exactly the window; the record count is read back with stele_status_read()
- * after close, and the time close took to drain (which matters for wait=none) is written into the
- * note.
+ * close), so they cover exactly the window; after close every record is read back
+ * (bench_read_back), and the cell fails when the journal does not hold what the writers were
+ * told was appended. The time close took to drain (which matters for wait=none) is written
+ * into the note.
  */
 #include "bench.h"
 
@@ -139,10 +140,10 @@ stele_target_close(void *state, bench_result_t *r)
     stele_stats_t stats;
     if (stele_stats(st->db, &stats) == 0) {
         /* Only the timed window's syncs and batches (the warm-up's are subtracted). */
-        r->syncs = stats.syncs - st->syncs_at_start;
+        r->syncs = (int64_t)(stats.syncs - st->syncs_at_start);
         uint64_t batches = stats.batches - st->batches_at_start;
         r->mean_batch =
-            batches ? (double)(stats.written_seq - st->written_at_start) / batches : 0.0;
+            batches ? (double)(stats.written_seq - st->written_at_start) / batches : BENCH_UNKNOWN;
     }
     r->is_durable = st->wait >= STELE_WAIT_DURABLE;
     uint64_t t0 = bench_now_ns();
@@ -153,11 +154,8 @@ stele_target_close(void *state, bench_result_t *r)
         bench_note(r->note, sizeof r->note, "stele_close: %s", err.message);
     else if (r->note[0] == '\0' && st->wait < STELE_WAIT_DURABLE && close_ms >= 1.0)
         snprintf(r->note, sizeof r->note, "close drained in %.0f ms", close_ms);
-    stele_status_t status;
-    if (stele_status_read(st->journal_dir, &status, &err) == 0)
-        r->counted_back = status.last_seq >= status.first_seq && status.last_seq > 0
-                              ? (int64_t)(status.last_seq - status.first_seq + 1)
-                              : 0;
+    if (rc == 0 && bench_read_back(st->journal_dir, r) != 0)
+        rc = BENCH_FAILED;
     snprintf(r->data_path, sizeof r->data_path, "%s", st->journal_dir);
     if (!st->keep_data)
         bench_remove_tree(st->journal_dir);

@@ -9,14 +9,19 @@
  *  - throughput vs commit interval, adaptive vs fixed policy, 1 and 64 writers (SSD, HDD);
  *  - throughput vs record size, 1 and 64 writers (SSD);
  *  - throughput vs writers on the emulated HDD, stele and the durable peers.
- * Each device's grids start with the 1-writer fsync loop, the reference for the ratios.
+ * Each device's grids start with the 1-writer fsync loops (buffered and O_DIRECT), the
+ * references for the ratios, and run both loops beside every writer count; stele through
+ * `stele serve` (one connection per writer) runs beside the in-process durable cells on the
+ * SSD.
  * Below SWEEP_CPU_BOUND_WRITERS writers every durable system waits mostly for the disk's
  * flushes, so on a real disk the order of two systems there is decided by how the flush
  * latency drifts between their cells: those cells (the loop, stele durable, the peers) run
  * SWEEP_ROUNDS times, interleaved, and the summary compares medians. The emulated HDD's
  * latency is a model, steady from cell to cell: one round there.
  * With --repeat, each cell's line also gives its ratio to the libbson-json cell of the same
- * repetition when it is a JSON parser cell (bench_parsers.c) or stele at wait=none.
+ * repetition when it is a JSON parser cell (bench_parsers.c) or stele at wait=none, and a
+ * stele cell (in-process or served) its ratio to the wake-up ceilings of the same repetition
+ * and writer count (bench_wakeup.c).
  */
 #include "bench_cli.h"
 
@@ -70,6 +75,14 @@ sweep_add_peers(bench_plan_t *plan, const bench_cell_t *base, const char *device
     return rc;
 }
 
+/* Both fsync loops at `writers` on `device`. */
+static int
+sweep_add_loops(bench_plan_t *plan, const bench_cell_t *base, const char *device, int writers)
+{
+    int rc = sweep_add(plan, *base, "fsync-loop", device, writers);
+    return rc ? rc : sweep_add(plan, *base, "fsync-loop-direct", device, writers);
+}
+
 static int
 sweep_grid_writers(bench_plan_t *plan, const bench_cell_t *base, const char *device,
                    int with_all_modes)
@@ -82,7 +95,10 @@ sweep_grid_writers(bench_plan_t *plan, const bench_cell_t *base, const char *dev
             c.wait = sweep_modes[m].wait;
             rc = sweep_add(plan, c, "stele", device, sweep_writers[w]);
         }
-        rc = rc ? rc : sweep_add(plan, *base, "fsync-loop", device, sweep_writers[w]);
+        /* Through the socket: beside the SSD's cells (the README's table). */
+        if (strcmp(device, "ssd") == 0)
+            rc = rc ? rc : sweep_add(plan, *base, "stele-serve", device, sweep_writers[w]);
+        rc = rc ? rc : sweep_add_loops(plan, base, device, sweep_writers[w]);
         /* The wake-up ceiling uses no disk: once, beside the SSD cells. */
         if (strcmp(device, "ssd") == 0 && sweep_writers[w] >= SWEEP_CPU_BOUND_WRITERS) {
             rc = rc ? rc : sweep_add(plan, *base, "thread-wakeup", device, sweep_writers[w]);
@@ -92,8 +108,9 @@ sweep_grid_writers(bench_plan_t *plan, const bench_cell_t *base, const char *dev
         int is_disk_bound =
             strcmp(device, "ssd") == 0 && sweep_writers[w] < SWEEP_CPU_BOUND_WRITERS;
         for (int round = 1; round < SWEEP_ROUNDS && is_disk_bound && !rc; round++) {
-            rc = sweep_add(plan, *base, "fsync-loop", device, sweep_writers[w]);
+            rc = sweep_add_loops(plan, base, device, sweep_writers[w]);
             rc = rc ? rc : sweep_add(plan, *base, "stele", device, sweep_writers[w]);
+            rc = rc ? rc : sweep_add(plan, *base, "stele-serve", device, sweep_writers[w]);
             rc = rc ? rc : sweep_add_peers(plan, base, device, sweep_writers[w]);
         }
     }
@@ -126,7 +143,7 @@ sweep_grid_record_size(bench_plan_t *plan, const bench_cell_t *base)
     for (size_t b = 1; b < SWEEP_N(sweep_record_bytes) && !rc; b++) {
         bench_cell_t c = *base;
         c.record_bytes = sweep_record_bytes[b];
-        rc = sweep_add(plan, c, "fsync-loop", "ssd", 1);
+        rc = sweep_add_loops(plan, &c, "ssd", 1);
         for (size_t w = 0; w < SWEEP_N(writers) && !rc; w++)
             rc = sweep_add(plan, c, "stele", "ssd", writers[w]);
     }
@@ -147,11 +164,11 @@ bench_sweep_plan(const bench_cli_t *cli, bench_plan_t *plan)
     base.input = BENCH_INPUT_JSON;
     base.sync_interval_ms = cli->sync_interval_ms;
     base.mongo_uri = cli->mongo_uri;
-    int rc = sweep_add(plan, base, "fsync-loop", "ssd", 1);
+    int rc = sweep_add_loops(plan, &base, "ssd", 1);
     rc = rc ? rc : sweep_grid_writers(plan, &base, "ssd", 1);
     rc = rc ? rc : sweep_grid_interval(plan, &base, "ssd");
     rc = rc ? rc : sweep_grid_record_size(plan, &base);
-    rc = rc ? rc : sweep_add(plan, base, "fsync-loop", "hdd-emulated", 1);
+    rc = rc ? rc : sweep_add_loops(plan, &base, "hdd-emulated", 1);
     rc = rc ? rc : sweep_grid_writers(plan, &base, "hdd-emulated", 0);
     rc = rc ? rc : sweep_grid_interval(plan, &base, "hdd-emulated");
     return rc;
@@ -197,8 +214,9 @@ summary_find(const bench_result_t *res, size_t n, const char *system, const char
     return summary_median_cell(same, k);
 }
 
-/* The best durable peer (not stele, not the fsync loop) at `writers` on `device`. Not
- * mongo-direct: its server keeps its data on its own disk, whatever the cell's device. */
+/* The best durable peer (not stele in-process or served, not an fsync loop) at `writers` on
+ * `device`. Not mongo-direct: its server keeps its data on its own disk, whatever the cell's
+ * device. */
 static const bench_result_t *
 summary_best_peer(const bench_result_t *res, size_t n, const char *device, int writers)
 {
@@ -206,8 +224,8 @@ summary_best_peer(const bench_result_t *res, size_t n, const char *device, int w
     for (size_t i = 0; i < n; i++) {
         const bench_cell_t *c = &res[i].cell;
         if (res[i].status != BENCH_OK || !res[i].is_durable || strcmp(c->device, device) ||
-            c->writers != writers || strcmp(c->system, "stele") == 0 ||
-            strcmp(c->system, "fsync-loop") == 0 || strcmp(c->system, "mongo-direct") == 0 ||
+            c->writers != writers || bench_system_is_stele(c->system) ||
+            bench_system_is_loop(c->system) || strcmp(c->system, "mongo-direct") == 0 ||
             c->record_bytes != 200)
             continue;
         /* each peer by its median over the cells it has here */
@@ -227,7 +245,7 @@ summary_best_peer(const bench_result_t *res, size_t n, const char *device, int w
 }
 
 /* Beside the writer counts where the CPUs, not the disk, bound a durable append: the
- * references that only sleep and get woken, without and with libbson's parse. */
+ * references that only sleep and get woken, without and with stele's JSON parse. */
 static void
 summary_cpu_ceilings(FILE *out, const bench_result_t *res, size_t n, int writers,
                      const bench_result_t *s)
@@ -235,7 +253,7 @@ summary_cpu_ceilings(FILE *out, const bench_result_t *res, size_t n, int writers
     static const struct {
         const char *system, *label;
     } ceilings[] = {{"thread-wakeup", "thread wake-up ceiling"},
-                    {"parse-wakeup", "with libbson's parse"}};
+                    {"parse-wakeup", "with stele's parse"}};
     for (size_t i = 0; i < SWEEP_N(ceilings); i++) {
         const bench_result_t *c =
             summary_find(res, n, ceilings[i].system, "ssd", writers, STELE_WAIT_DURABLE, 0,
@@ -246,19 +264,44 @@ summary_cpu_ceilings(FILE *out, const bench_result_t *res, size_t n, int writers
     }
 }
 
-static void
-summary_device(FILE *out, const bench_result_t *res, size_t n, const char *device)
+/* The lone writer's reference on `device`: the faster of the two fsync loops' medians. */
+static const bench_result_t *
+summary_loop(const bench_result_t *res, size_t n, const char *device)
 {
     const bench_result_t *loop = summary_find(res, n, "fsync-loop", device, 1, STELE_WAIT_DURABLE,
                                               0, STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+    const bench_result_t *direct =
+        summary_find(res, n, "fsync-loop-direct", device, 1, STELE_WAIT_DURABLE, 0,
+                     STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+    return direct && (!loop || direct->appends_per_s > loop->appends_per_s) ? direct : loop;
+}
+
+/* stele through `stele serve` beside the in-process cell s. */
+static void
+summary_serve(FILE *out, const bench_result_t *res, size_t n, const char *device, int writers,
+              const bench_result_t *s)
+{
+    const bench_result_t *served =
+        summary_find(res, n, "stele-serve", device, writers, STELE_WAIT_DURABLE, 0,
+                     STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+    if (served)
+        fprintf(out, "; through stele serve %.0f/s (%.2fx in-process)", served->appends_per_s,
+                served->appends_per_s / s->appends_per_s);
+}
+
+static void
+summary_device(FILE *out, const bench_result_t *res, size_t n, const char *device)
+{
+    const bench_result_t *loop = summary_loop(res, n, device);
     const bench_result_t *one = summary_find(res, n, "stele", device, 1, STELE_WAIT_DURABLE, 0,
                                              STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
     if (loop && one)
         fprintf(out,
-                "  %s, 1 writer sync=always wait=durable: %.0f/s = %.0f%% of the fsync loop "
-                "(%.0f/s); p99 %.0f us = %.2fx the loop's %.0f us\n",
+                "  %s, 1 writer sync=always wait=durable: %.0f/s = %.0f%% of the faster fsync "
+                "loop (%s %.0f/s); p99 %.0f us = %.2fx the loop's %.0f us\n",
                 device, one->appends_per_s, 100.0 * one->appends_per_s / loop->appends_per_s,
-                loop->appends_per_s, one->p99_us, one->p99_us / loop->p99_us, loop->p99_us);
+                loop->cell.system, loop->appends_per_s, one->p99_us, one->p99_us / loop->p99_us,
+                loop->p99_us);
     for (size_t w = 0; w < SWEEP_N(sweep_writers); w++) {
         const bench_result_t *s =
             summary_find(res, n, "stele", device, sweep_writers[w], STELE_WAIT_DURABLE, 0,
@@ -273,6 +316,7 @@ summary_device(FILE *out, const bench_result_t *res, size_t n, const char *devic
         if (peer)
             fprintf(out, "; best durable peer %s %.0f/s (stele %.2fx)", peer->cell.system,
                     peer->appends_per_s, s->appends_per_s / peer->appends_per_s);
+        summary_serve(out, res, n, device, sweep_writers[w], s);
         if (strcmp(device, "ssd") == 0 && sweep_writers[w] >= SWEEP_CPU_BOUND_WRITERS)
             summary_cpu_ceilings(out, res, n, sweep_writers[w], s);
         fprintf(out, "\n");
@@ -282,8 +326,7 @@ summary_device(FILE *out, const bench_result_t *res, size_t n, const char *devic
 static void
 summary_lone_writer(FILE *out, const bench_result_t *res, size_t n)
 {
-    const bench_result_t *loop = summary_find(res, n, "fsync-loop", "ssd", 1, STELE_WAIT_DURABLE, 0,
-                                              STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
+    const bench_result_t *loop = summary_loop(res, n, "ssd");
     const bench_result_t *adaptive = summary_find(res, n, "stele", "ssd", 1, STELE_WAIT_DURABLE,
                                                   100000, STELE_COMMIT_ADAPTIVE, BENCH_INPUT_JSON);
     const bench_result_t *fixed = summary_find(res, n, "stele", "ssd", 1, STELE_WAIT_DURABLE,
@@ -291,7 +334,7 @@ summary_lone_writer(FILE *out, const bench_result_t *res, size_t n)
     if (adaptive && loop)
         fprintf(out,
                 "  lone writer, commit_interval_us=100000, adaptive: %.0f/s = %.0f%% of the "
-                "fsync loop\n",
+                "faster fsync loop\n",
                 adaptive->appends_per_s, 100.0 * adaptive->appends_per_s / loop->appends_per_s);
     if (fixed)
         fprintf(out,
@@ -367,17 +410,50 @@ summary_is_json_parse(const bench_cell_t *c)
            strcmp(c->system, "libbson-json") != 0;
 }
 
+/* The CPU ceilings a stele cell's repeated line is compared with. */
+static const char *const summary_ceilings[] = {"parse-wakeup", "thread-wakeup"};
+#define SUMMARY_N_CEILINGS SWEEP_N(summary_ceilings)
+
+/* The cell of `system` in one repetition with c's writers and record size, or NULL. */
+static const bench_result_t *
+summary_same_rep(const bench_result_t *rep, size_t n, const char *system, const bench_cell_t *c)
+{
+    for (size_t i = 0; i < n; i++) {
+        const bench_result_t *r = &rep[i];
+        if (r->status == BENCH_OK && strcmp(r->cell.system, system) == 0 &&
+            r->cell.record_bytes == c->record_bytes && r->cell.writers == c->writers)
+            return r;
+    }
+    return NULL;
+}
+
 /* Per-repetition figures of one cell of the plan, gathered for the medians. */
 typedef struct summary_series {
     double *rate, *p99, *ratio, *p99_ratio, *parse_ratio;
-    size_t n, n_ratio, n_parse;
+    double *ceiling_ratio[SUMMARY_N_CEILINGS];
+    size_t n, n_ratio, n_parse, n_ceiling[SUMMARY_N_CEILINGS];
 } summary_series_t;
+
+/* A stele cell's ratios to the ceilings of its repetition `rep`. */
+static void
+summary_gather_ceilings(summary_series_t *s, const bench_result_t *r, const bench_result_t *rep,
+                        size_t per_rep)
+{
+    if (!bench_system_is_stele(r->cell.system))
+        return;
+    for (size_t k = 0; k < SUMMARY_N_CEILINGS; k++) {
+        const bench_result_t *c = summary_same_rep(rep, per_rep, summary_ceilings[k], &r->cell);
+        if (c && c->appends_per_s > 0)
+            s->ceiling_ratio[k][s->n_ceiling[k]++] = r->appends_per_s / c->appends_per_s;
+    }
+}
 
 static void
 summary_gather(summary_series_t *s, const bench_result_t *res, size_t per_rep, uint32_t reps,
                size_t i)
 {
     s->n = s->n_ratio = s->n_parse = 0;
+    memset(s->n_ceiling, 0, sizeof s->n_ceiling);
     for (uint32_t k = 0; k < reps; k++) {
         const bench_result_t *r = &res[k * per_rep + i];
         if (r->status != BENCH_OK)
@@ -394,6 +470,7 @@ summary_gather(summary_series_t *s, const bench_result_t *res, size_t per_rep, u
                 : NULL;
         if (parse && parse->appends_per_s > 0)
             s->parse_ratio[s->n_parse++] = r->appends_per_s / parse->appends_per_s;
+        summary_gather_ceilings(s, r, &res[k * per_rep], per_rep);
     }
 }
 
@@ -401,7 +478,7 @@ static void
 summary_repeat_line(FILE *out, const bench_cell_t *c, summary_series_t *s)
 {
     char knobs[96] = "";
-    if (strcmp(c->system, "stele") == 0)
+    if (bench_system_is_stele(c->system))
         snprintf(knobs, sizeof knobs, " ci=%u %s %s/%s %s", c->commit_interval_us,
                  bench_policy_name(c->policy), bench_sync_name(c->sync), bench_wait_name(c->wait),
                  bench_input_name(c->input));
@@ -418,6 +495,14 @@ summary_repeat_line(FILE *out, const bench_cell_t *c, summary_series_t *s)
         fprintf(out, "; %.2fx libbson-json [%.2f..%.2f]", med, s->parse_ratio[0],
                 s->parse_ratio[s->n_parse - 1]);
     }
+    for (size_t k = 0; k < SUMMARY_N_CEILINGS; k++) {
+        size_t n = s->n_ceiling[k];
+        if (n > 0) {
+            double med = summary_median(s->ceiling_ratio[k], n);
+            fprintf(out, "; %.2fx %s [%.2f..%.2f]", med, summary_ceilings[k],
+                    s->ceiling_ratio[k][0], s->ceiling_ratio[k][n - 1]);
+        }
+    }
     fprintf(out, "\n");
 }
 
@@ -429,7 +514,12 @@ bench_print_repeat_summary(FILE *out, const bench_result_t *res, size_t per_rep,
                           .ratio = calloc(reps, sizeof(double)),
                           .p99_ratio = calloc(reps, sizeof(double)),
                           .parse_ratio = calloc(reps, sizeof(double))};
-    if (s.rate && s.p99 && s.ratio && s.p99_ratio && s.parse_ratio) {
+    int is_allocated = s.rate && s.p99 && s.ratio && s.p99_ratio && s.parse_ratio;
+    for (size_t k = 0; k < SUMMARY_N_CEILINGS; k++) {
+        s.ceiling_ratio[k] = calloc(reps, sizeof(double));
+        is_allocated = is_allocated && s.ceiling_ratio[k];
+    }
+    if (is_allocated) {
         fprintf(out,
                 "\nmedian over %u repetitions (ratios taken inside each repetition, then the "
                 "median; min..max of the ratio in brackets):\n",
@@ -445,4 +535,6 @@ bench_print_repeat_summary(FILE *out, const bench_result_t *res, size_t per_rep,
     free(s.ratio);
     free(s.p99_ratio);
     free(s.parse_ratio);
+    for (size_t k = 0; k < SUMMARY_N_CEILINGS; k++)
+        free(s.ceiling_ratio[k]);
 }

@@ -8,7 +8,8 @@
  * appends/s by commit_interval_us, one row per writer count and policy; then, in a code
  * block, the summary the run printed (bench_print_summary over the same rows). Where the file
  * holds a cell more than once (the sweep's repeated disk-bound cells, --repeat) a table shows
- * the median of its rates and their range.
+ * the median of its rates and their range. The median of an even number of cells is the lower
+ * middle one, as the summary takes it: every figure printed is the rate of a cell that ran.
  *
  * The file's columns are bench_print_csv's: its header must be exactly the one
  * bench_print_csv_header writes, so a file of another layout is refused rather than misread,
@@ -22,8 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* bench_print_csv's columns: 25 without commas, then the note, quoted (it may hold commas). */
-#define TABLE_CSV_COLUMNS 26
+/* bench_print_csv's columns: 27 without commas, then the note, quoted (it may hold commas). */
+#define TABLE_CSV_COLUMNS 28
+#define TABLE_COL_NOTE (TABLE_CSV_COLUMNS - 1)
 /* How the reference cells (bench_parse.c, bench_wakeup.c) start their note. */
 #define TABLE_NOT_A_STORE "NOT A STORE"
 /* Longest row label: a system name and a stele mode. */
@@ -156,8 +158,23 @@ table_parse_names(char **f, bench_result_t *r)
     c->wait = (stele_wait_t)v[2];
     c->policy = (stele_commit_policy_t)v[3];
     c->input = (bench_input_t)v[4];
-    snprintf(r->note, sizeof r->note, "%s", f[25]);
+    snprintf(r->note, sizeof r->note, "%s", f[TABLE_COL_NOTE]);
     return -1;
+}
+
+/* A count that is empty when it was not measured (BENCH_UNKNOWN). */
+static int
+table_known_count(const char *s, int64_t *out)
+{
+    uint64_t v;
+    if (*s == '\0') {
+        *out = BENCH_UNKNOWN;
+        return 0;
+    }
+    if (table_uint(s, INT64_MAX, &v))
+        return -1;
+    *out = (int64_t)v;
+    return 0;
 }
 
 /* The integer columns; returns -1, or the index of the column it could not read. */
@@ -165,39 +182,43 @@ static int
 table_parse_counts(char **f, bench_result_t *r)
 {
     uint64_t v[7];
-    static const int col[7] = {3, 4, 9, 10, 12, 13, 17};
+    static const int col[7] = {3, 4, 9, 10, 12, 13, 26};
     static const uint64_t max[7] = {1,          1u << 20,   UINT32_MAX, UINT32_MAX,
                                     UINT64_MAX, UINT64_MAX, UINT64_MAX};
     for (int i = 0; i < 7; i++)
         if (table_uint(f[col[i]], max[i], &v[i]))
             return col[i];
-    char *end = NULL;
-    errno = 0;
-    long long back = strtoll(f[24], &end, 10);
-    if (end == f[24] || *end || errno || back < -1)
-        return 24; /* counted_back: -1 when not counted */
+    if (table_known_count(f[17], &r->syncs))
+        return 17;
+    if (table_known_count(f[24], &r->counted_back))
+        return 24;
     r->is_durable = (int)v[0];
     r->cell.writers = (int)v[1];
     r->cell.commit_interval_us = (uint32_t)v[2];
     r->cell.record_bytes = (uint32_t)v[3];
     r->appends = v[4];
     r->errors = v[5];
-    r->syncs = v[6];
-    r->counted_back = (int64_t)back;
+    r->warmup_appends = v[6];
     return -1;
 }
 
-/* The measured figures; returns -1, or the index of the column it could not read. */
+/* The measured figures; returns -1, or the index of the column it could not read. Those that
+ * may be unknown (syncs_per_s, mean_batch) are empty then, and read as BENCH_UNKNOWN. */
 static int
 table_parse_figures(char **f, bench_result_t *r)
 {
-    double *dst[10] = {&r->cell.seconds, &r->elapsed_s,  &r->appends_per_s, &r->mb_per_s,
-                       &r->syncs_per_s,  &r->mean_batch, &r->p50_us,        &r->p99_us,
-                       &r->p999_us,      &r->max_us};
-    static const int col[10] = {5, 14, 15, 16, 18, 19, 20, 21, 22, 23};
-    for (int i = 0; i < 10; i++)
-        if (table_double(f[col[i]], dst[i]) || *dst[i] < 0)
+    double *dst[11] = {
+        &r->cell.seconds,       &r->elapsed_s, &r->appends_per_s, &r->mb_per_s, &r->syncs_per_s,
+        &r->mean_batch,         &r->p50_us,    &r->p99_us,        &r->p999_us,  &r->max_us,
+        &r->cell.warmup_seconds};
+    static const int col[11] = {5, 14, 15, 16, 18, 19, 20, 21, 22, 23, 25};
+    for (int i = 0; i < 11; i++) {
+        int may_be_unknown = col[i] == 18 || col[i] == 19;
+        if (may_be_unknown && f[col[i]][0] == '\0')
+            *dst[i] = BENCH_UNKNOWN;
+        else if (table_double(f[col[i]], dst[i]) || *dst[i] < 0)
             return col[i];
+    }
     return -1;
 }
 
@@ -364,9 +385,9 @@ static void
 table_row_label(const bench_result_t *r, char *out, size_t cap)
 {
     const bench_cell_t *c = &r->cell;
-    if (table_is_stele(r))
-        snprintf(out, cap, "stele %s/%s%s", bench_sync_name(c->sync), bench_wait_name(c->wait),
-                 c->input == BENCH_INPUT_BSON ? " bson" : "");
+    if (bench_system_is_stele(c->system)) /* in-process or through `stele serve` */
+        snprintf(out, cap, "%s %s/%s%s", c->system, bench_sync_name(c->sync),
+                 bench_wait_name(c->wait), c->input == BENCH_INPUT_BSON ? " bson" : "");
     else
         snprintf(out, cap, "%s%s", c->system, table_is_reference(r) ? " (not a store)" : "");
 }
@@ -416,8 +437,9 @@ table_format_rate(double v, char *out, size_t cap)
 }
 
 /* What a table shows for the cells same[0..k): the rate of the one cell that ran, or the
- * median of several and their range; without one that ran, the first's status; "-" for none.
- * `bold` is the Markdown emphasis put around the rate ("" or "**"). */
+ * median of several (the lower middle of an even count) and their range; without one that
+ * ran, the first's status; "-" for none. `bold` is the Markdown emphasis put around the rate
+ * ("" or "**"). */
 static void
 table_format_cell(const bench_result_t *const *same, size_t k, const char *bold, char *out,
                   size_t cap)
@@ -435,7 +457,7 @@ table_format_cell(const bench_result_t *const *same, size_t k, const char *bold,
         return;
     }
     qsort(rate, n, sizeof *rate, table_cmp_double);
-    double median = n % 2 ? rate[n / 2] : (rate[n / 2 - 1] + rate[n / 2]) / 2;
+    double median = rate[(n - 1) / 2];
     char med[32], lo[32], hi[32];
     table_format_rate(median, med, sizeof med);
     table_format_rate(rate[0], lo, sizeof lo);

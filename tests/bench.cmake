@@ -5,6 +5,7 @@ if(TARGET stele-bench)
     SOURCES test_bench.c ${PROJECT_SOURCE_DIR}/bench/bench_hist.c
             ${PROJECT_SOURCE_DIR}/bench/bench_event.c ${PROJECT_SOURCE_DIR}/bench/bench_output.c
             ${PROJECT_SOURCE_DIR}/bench/bench_run.c ${PROJECT_SOURCE_DIR}/bench/bench_server.c
+            ${PROJECT_SOURCE_DIR}/bench/bench_readback.c
     LIBS stele PkgConfig::BSON
     TIMEOUT 300
     LABELS bench)

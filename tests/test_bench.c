@@ -42,7 +42,10 @@ typedef struct bench_line {
     int64_t warmup_appends;
     int64_t errors;
     int64_t counted_back;
+    int64_t syncs;
     int64_t durable; /* bson_iter_as_int64 of the JSON boolean: 1 or 0 */
+    double appends_per_s;
+    double ref_appends_per_s;
 } bench_line_t;
 
 typedef struct bench_output {
@@ -51,13 +54,25 @@ typedef struct bench_output {
     bench_line_t lines[TEST_MAX_LINES];
 } bench_output_t;
 
+/* A number of the line; BENCH_UNKNOWN for null (not measured), INT64_MIN when absent. */
 static int64_t
 json_int(const bson_t *doc, const char *key)
 {
     bson_iter_t it;
     if (!bson_iter_init_find(&it, doc, key))
         return INT64_MIN;
+    if (BSON_ITER_HOLDS_NULL(&it))
+        return BENCH_UNKNOWN;
     return bson_iter_as_int64(&it);
+}
+
+static double
+json_double(const bson_t *doc, const char *key)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, key))
+        return -1;
+    return bson_iter_as_double(&it);
 }
 
 static void
@@ -84,6 +99,9 @@ parse_line(const char *text, bench_line_t *l)
     l->errors = json_int(doc, "errors");
     l->counted_back = json_int(doc, "counted_back");
     l->durable = json_int(doc, "durable");
+    l->syncs = json_int(doc, "syncs");
+    l->appends_per_s = json_double(doc, "appends_per_s");
+    l->ref_appends_per_s = json_double(doc, "ref_appends_per_s");
     bson_destroy(doc);
 }
 
@@ -229,6 +247,106 @@ test_bench_peer_rows_are_counted_back(void **state)
         assert_string_equal(l->status, "ok");
         assert_true(l->appends > 0);
         assert_int_equal(l->counted_back, l->appends);
+        /* neither library counts its syncs: unknown, not a number derived from appends */
+        assert_int_equal(l->syncs, BENCH_UNKNOWN);
+    }
+    remove_dir(dir);
+}
+
+/* stele through `stele serve` (a child process, a connection per writer): the journal it
+ * leaves holds every record the writers were told was appended, read back by the cell and
+ * again here; the server's syncs are not visible to the cell, so they are unknown. */
+static void
+test_bench_serve_cell_counts_back_through_the_socket(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_output_t out;
+    const char *args[] = {"--system", "stele-serve", "--writers",      "4", "--seconds", "0.5",
+                          "--warmup", "0.3",         "--no-reference", NULL};
+    run_bench(dir, args, &out);
+    assert_int_equal(out.exit_code, 0);
+    assert_int_equal(out.n, 1);
+    const bench_line_t *l = &out.lines[0];
+    assert_string_equal(l->system, "stele-serve");
+    assert_string_equal(l->status, "ok");
+    assert_int_equal(l->errors, 0);
+    assert_true(l->appends > 0);
+    assert_int_equal(l->durable, 1);
+    assert_int_equal(count_journal(l->data_path), l->appends + l->warmup_appends);
+    assert_int_equal(l->counted_back, l->appends + l->warmup_appends);
+    assert_int_equal(l->syncs, BENCH_UNKNOWN);
+    remove_dir(dir);
+}
+
+/* A plan runs both fsync loops first (buffered, O_DIRECT); each counts the fdatasyncs it made,
+ * and a later cell's reference is the faster of the two. */
+static void
+test_bench_reference_is_the_faster_of_the_two_loops(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_output_t out;
+    const char *args[] = {"--system", "stele", "--writers", "1", "--seconds", "0.3", NULL};
+    run_bench(dir, args, &out);
+    assert_int_equal(out.exit_code, 0);
+    assert_int_equal(out.n, 3);
+    assert_string_equal(out.lines[0].system, "fsync-loop");
+    assert_string_equal(out.lines[1].system, "fsync-loop-direct");
+    double best = 0;
+    for (size_t i = 0; i < 2; i++) {
+        const bench_line_t *l = &out.lines[i];
+        if (strcmp(l->status, "skipped") == 0) /* no O_DIRECT where the test runs (tmpfs) */
+            continue;
+        assert_string_equal(l->status, "ok");
+        assert_true(l->syncs > 0);
+        assert_int_equal(l->counted_back, BENCH_UNKNOWN);
+        if (l->appends_per_s > best)
+            best = l->appends_per_s;
+    }
+    assert_string_equal(out.lines[2].status, "ok");
+    assert_true(best > 0);
+    assert_true(out.lines[2].ref_appends_per_s == best);
+    remove_dir(dir);
+}
+
+/* bench_read_back fails a cell whose journal holds other than appends + warmup_appends
+ * records (up to `errors` more: a failed append may still have been appended). */
+static void
+test_bench_read_back_fails_a_cell_whose_count_differs(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    stele_options_t opts;
+    stele_options_init(&opts);
+    stele_t *db = NULL;
+    stele_error_t err;
+    assert_int_equal(stele_open(dir, &opts, &db, &err), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(stele_append_json(db, "{\"a\":1}", 7, STELE_WAIT_WRITTEN, NULL, &err), 0);
+    assert_int_equal(stele_close(db, &err), 0);
+    static const struct {
+        uint64_t appends, warmup_appends, errors;
+        int rc;
+    } cases[] = {{5, 0, 0, 0},
+                 {3, 2, 0, 0},
+                 {4, 0, 1, 0},
+                 {4, 0, 0, BENCH_FAILED},
+                 {6, 0, 0, BENCH_FAILED},
+                 {3, 1, 0, BENCH_FAILED}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bench_result_t r;
+        memset(&r, 0, sizeof r);
+        r.appends = cases[i].appends;
+        r.warmup_appends = cases[i].warmup_appends;
+        r.errors = cases[i].errors;
+        assert_int_equal(bench_read_back(dir, &r), cases[i].rc);
+        assert_int_equal(r.counted_back, 5);
+        if (cases[i].rc)
+            assert_non_null(strstr(r.note, "read back 5 records, expected appends + "
+                                           "warmup_appends"));
+        else
+            assert_string_equal(r.note, "");
     }
     remove_dir(dir);
 }
@@ -261,13 +379,13 @@ test_bench_reference_cells_say_what_they_are(void **state)
     (void)state;
     char *dir = make_temp_dir();
     bench_output_t out;
-    const char *args[] = {"--system",       "libbson-json,thread-wakeup",
+    const char *args[] = {"--system",       "libbson-json,thread-wakeup,parse-wakeup",
                           "--writers",      "1,16",
                           "--seconds",      "0.5",
                           "--no-reference", NULL};
     run_bench(dir, args, &out);
     assert_int_equal(out.exit_code, 0);
-    assert_int_equal(out.n, 4);
+    assert_int_equal(out.n, 6);
     for (size_t i = 0; i < out.n; i++) {
         const bench_line_t *l = &out.lines[i];
         assert_string_equal(l->status, "ok");
@@ -307,6 +425,38 @@ test_bench_json_parser_cells_write_libbsons_bson(void **state)
         assert_int_equal(l->durable, 0);
         assert_int_equal(l->counted_back, -1);
     }
+    remove_dir(dir);
+}
+
+/* With --repeat, a stele cell's median line gives its ratio to each wake-up ceiling of the
+ * same repetition and writer count, so the doc's ratio to the ceilings is one the tool
+ * printed. */
+static void
+test_bench_repeat_gives_stele_its_ratio_to_the_ceilings(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd,
+             "'%s' --dir '%s' --quiet --system stele,parse-wakeup,thread-wakeup --writers 2 "
+             "--seconds 0.2 --repeat 2 --sync never --wait written --no-reference 2>&1",
+             STELE_BENCH_EXE, dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    const char *line = strstr(out, "  stele              ssd          wr=2    ci=0 adaptive "
+                                   "never/written json 200B: ");
+    if (!line)
+        fail_msg("no median line for stele in:\n%s", out);
+    const char *end = strchr(line, '\n');
+    assert_non_null(end);
+    char text[1024];
+    snprintf(text, sizeof text, "%.*s", (int)(end - line), line);
+    assert_non_null(strstr(text, "x parse-wakeup ["));
+    assert_non_null(strstr(text, "x thread-wakeup ["));
     remove_dir(dir);
 }
 
@@ -370,9 +520,9 @@ assert_contains(const char *text, const char *part)
 }
 
 /* A cell the file holds several times (the sweep's repeated disk-bound cells) shows the
- * median and the range; a cell that ran once, its rate; a skipped one says so; a reference
- * that is not a store is marked; and the summary the run printed comes out of the same rows
- * (it compares whole cells: of an even number, the lower middle one). */
+ * median and the range (of an even number, the lower middle one: a rate a cell had, as the
+ * summary takes it); a cell that ran once, its rate; a skipped one says so; a reference that
+ * is not a store is marked; and the summary the run printed comes out of the same rows. */
 static void
 test_bench_table_shows_the_median_and_range_of_repeated_cells(void **state)
 {
@@ -388,6 +538,8 @@ test_bench_table_shows_the_median_and_range_of_repeated_cells(void **state)
         table_cell("stele", "ssd", 64, STELE_WAIT_WRITTEN, 150000),
         table_cell("sqlite-wal-full", "ssd", 64, STELE_WAIT_DURABLE, 0),
         table_cell("thread-wakeup", "ssd", 64, STELE_WAIT_DURABLE, 1234567),
+        table_cell("fsync-loop-direct", "ssd", 1, STELE_WAIT_DURABLE, 300),
+        table_cell("stele-serve", "ssd", 64, STELE_WAIT_DURABLE, 100000),
     };
     cells[7].status = BENCH_SKIPPED;
     snprintf(cells[7].note, sizeof cells[7].note, "built without sqlite3, \"see\" setup");
@@ -397,13 +549,17 @@ test_bench_table_shows_the_median_and_range_of_repeated_cells(void **state)
     write_results_csv(dir, cells, sizeof cells / sizeof cells[0], path, sizeof path);
     assert_int_equal(run_table(path, out, sizeof out), 0);
     assert_contains(out, "| system / mode | durable | 1 | 64 |\n|---|---|---|---|\n");
-    assert_contains(out, "| fsync-loop | yes | 250 (100..400) | - |\n");
+    assert_contains(out, "| fsync-loop | yes | 200 (100..400) | - |\n"); /* lower middle */
     assert_contains(out, "| **stele always/durable** | yes | **250** | **123,457** |\n");
     assert_contains(out, "| stele always/written | no | - | 150,000 |\n");
     assert_contains(out, "| sqlite-wal-full | yes | - | skipped |\n");
     assert_contains(out, "| thread-wakeup (not a store) | - | - | 1,234,567 |\n");
-    assert_contains(out, "ssd, 1 writer sync=always wait=durable: 250/s = 125% of the fsync loop "
-                         "(200/s)");
+    assert_contains(out, "| fsync-loop-direct | yes | 300 | - |\n");
+    assert_contains(out, "| stele-serve always/durable | yes | - | 100,000 |\n");
+    /* the lone writer against the faster loop: the direct one's 300 beats the buffered 200 */
+    assert_contains(out, "ssd, 1 writer sync=always wait=durable: 250/s = 83% of the faster "
+                         "fsync loop (fsync-loop-direct 300/s)");
+    assert_contains(out, "through stele serve 100000/s (0.81x in-process)");
     assert_contains(out, "thread wake-up ceiling 1234567/s (stele at 10% of it)");
     remove_dir(dir);
 }
@@ -420,7 +576,7 @@ test_bench_table_reads_the_results_file_a_run_writes(void **state)
     bench_output_t run;
     run_bench(dir, args, &run);
     assert_int_equal(run.exit_code, 0);
-    assert_int_equal(run.n, 3); /* the fsync loop, then stele at 1 and 2 writers */
+    assert_int_equal(run.n, 4); /* the two fsync loops, then stele at 1 and 2 writers */
     snprintf(path, sizeof path, "%s/results.csv", out_dir);
     assert_int_equal(run_table(path, out, sizeof out), 0);
     assert_contains(out, "ssd, 200-byte events: appends/s by writers");
@@ -447,8 +603,8 @@ test_bench_table_refuses_a_bad_file_naming_the_line_and_column(void **state)
     } bad[] = {
         {"3s/,90.0,/,ninety,/", "results.csv line 3: column appends_per_s: not a valid value"},
         {"2s/,always,/,sometimes,/", "results.csv line 2: column sync: not a valid value"},
-        {"3s/,-1,/,-2,/", "results.csv line 3: column counted_back: not a valid value"},
-        {"2s/,\"\"$//", "results.csv line 2: expected 26 columns, the last one quoted"},
+        {"3s/,,0.000,/,-2,0.000,/", "results.csv line 3: column counted_back: not a valid value"},
+        {"2s/,\"\"$//", "results.csv line 2: expected 28 columns, the last one quoted"},
         {"1s/note/remark/", "results.csv line 1: not a stele-bench results.csv"},
         {"2,$d", "results.csv holds no results"},
     };
@@ -1216,9 +1372,13 @@ main(void)
         cmocka_unit_test(test_bench_warmup_appends_are_reported_apart),
         cmocka_unit_test(test_bench_counts_events_just_under_the_default_record_limit),
         cmocka_unit_test(test_bench_peer_rows_are_counted_back),
+        cmocka_unit_test(test_bench_serve_cell_counts_back_through_the_socket),
+        cmocka_unit_test(test_bench_reference_is_the_faster_of_the_two_loops),
+        cmocka_unit_test(test_bench_read_back_fails_a_cell_whose_count_differs),
         cmocka_unit_test(test_bench_reference_cells_say_what_they_are),
         cmocka_unit_test(test_bench_json_parser_cells_write_libbsons_bson),
         cmocka_unit_test(test_bench_skips_durable_waits_without_sync),
+        cmocka_unit_test(test_bench_repeat_gives_stele_its_ratio_to_the_ceilings),
         cmocka_unit_test(test_bench_table_shows_the_median_and_range_of_repeated_cells),
         cmocka_unit_test(test_bench_table_reads_the_results_file_a_run_writes),
         cmocka_unit_test(test_bench_table_refuses_a_bad_file_naming_the_line_and_column),
