@@ -576,7 +576,12 @@ insert_connect(inserter_t *ins, const char *dir)
     stele_error_t err = {0};
     int rc = stele_client_connect(dir, NULL, &ins->client, &err);
     if (rc == -ENOENT || rc == -ECONNREFUSED) {
+        /* Through a server, its sinks count (it refuses shipped without one); here, ours. */
         ins->client = NULL;
+        if (ins->level == STELE_WAIT_SHIPPED && ins->opts->n_sinks == 0)
+            return cli_usage_error("insert", "--wait shipped needs a sink: add a [sink NAME] "
+                                             "section to the --config file, or insert through "
+                                             "a stele serve that has one");
         rc = stele_open(dir, ins->opts, &ins->db, &err);
     }
     if (rc != 0) {
@@ -693,11 +698,6 @@ cmd_insert(int argc, char **argv)
     code = cli_options_build(&args, &opts);
     if (code != 0)
         goto done;
-    if (level == STELE_WAIT_SHIPPED && opts.n_sinks == 0) {
-        code = cli_usage_error("insert", "--wait shipped needs a sink: add a [sink NAME] "
-                                         "section to the --config file");
-        goto done;
-    }
     ins = calloc(1, sizeof *ins);
     if (ins == NULL) {
         code = CLI_EXIT_ENGINE;

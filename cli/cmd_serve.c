@@ -32,7 +32,8 @@ static const char serve_usage[] =
     "      --max-line-bytes N     longest request line (default 2097152)\n"
     "      --drain-timeout-ms N   at shutdown, how long replies may still wait (default 5000)\n"
     "      --log-level debug|info|warn|error\n"
-    "                             the least severe line logged (default: info)\n"
+    "                             the least severe line logged, serve's and the sinks'\n"
+    "                             (default: the log_level knob, info)\n"
     "      --mongo URI            ship to this MongoDB (replaces the config file's sinks)\n"
     "      --db NAME              with --mongo: database (default: the URI's path, else audit)\n"
     "      --collection NAME      with --mongo: collection (default: events)\n"
@@ -67,6 +68,7 @@ static const struct option serve_opts[] = {
 typedef struct serve_args {
     cli_mongo_t mongo; /* its sink is used when sink.uri is set (--mongo) */
     stele_serve_options_t serve;
+    int has_log_level; /* --log-level given: it also sets the log_level knob (the sinks' lines) */
 } serve_args_t;
 
 /* One of serve's own flags. Returns 0 or an exit code after printing the usage error. */
@@ -106,6 +108,7 @@ serve_take_flag(serve_args_t *a, int c, const char *arg)
                                    "--log-level '%s' is not one of debug, info, "
                                    "warn, error",
                                    arg);
+        a->has_log_level = 1;
         return 0;
     default:
         return CLI_EXIT_USAGE;
@@ -151,6 +154,11 @@ cmd_serve(int argc, char **argv)
     else if (exit_code == 0)
         exit_code = cli_options_build(&cli, &opts);
     if (exit_code == 0 && !cli.want_help) {
+        /* One level for serve's lines and the sinks': --log-level, else the log_level knob */
+        if (args.has_log_level)
+            opts.log_level = args.serve.log_level;
+        else
+            args.serve.log_level = opts.log_level;
         if (args.mongo.sink.uri) {
             opts.sinks = &args.mongo.sink;
             opts.n_sinks = 1;

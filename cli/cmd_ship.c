@@ -8,6 +8,10 @@
  * JSON Lines, --reship-dead-letters sends them again and --discard-dead-letter drops one
  * (all three also beside a running writer). SIGINT/SIGTERM are blocked and taken with
  * sigtimedwait(), so there is no handler and no global flag; the engine's threads inherit the mask.
+ * --once waits for the sink in slices (SHIP_ONCE_SLICE_MS), looking for a signal between
+ * them, so Ctrl-C ends it promptly (exit 130, 143 for SIGTERM) whatever MongoDB does; what
+ * was acknowledged is in the checkpoint already. While it waits it says so on stderr (a log
+ * line every SHIP_ONCE_NOTE_MS), and it ends with exit 2 when the sink has dead letters.
  */
 #include "cmd.h"
 
@@ -16,9 +20,15 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* How often progress is checked while shipping continuously. */
 #define SHIP_PROGRESS_MS 1000
+/* --once: the longest a signal waits to be seen, and how often a wait is reported (the first
+ * report after SHIP_ONCE_FIRST_NOTE_MS: a sink that answers is done long before). */
+#define SHIP_ONCE_SLICE_MS 100
+#define SHIP_ONCE_FIRST_NOTE_MS 2000
+#define SHIP_ONCE_NOTE_MS 10000
 
 static const char ship_usage[] =
     "usage: stele ship --mongo URI [--db NAME] [--collection NAME] [--sink NAME] [--once]\n"
@@ -32,7 +42,10 @@ static const char ship_usage[] =
     "\n"
     "      --mongo URI        mongodb:// URI (required)\n" CLI_MONGO_NAMES_USAGE
     "      --sink NAME        checkpoint name (default: default)\n"
-    "      --once             stop when caught up\n"
+    "      --once             stop when caught up (exit 2 when the sink has dead letters;\n"
+    "                         130/143 when SIGINT/SIGTERM stop it first)\n"
+    "      --new-destination  the sink's checkpoint belongs to another destination: start\n"
+    "                         over at this one (on_destination_change = restart)\n"
     "      --from SEQ         re-ship from this seq (with --to: a range; then the journal\n"
     "      --to SEQ           is not opened for writing and a writer may be running)\n"
     "      --dead-letters     list the sink's dead letters (JSON Lines: seq, time, reason)\n"
@@ -42,12 +55,21 @@ static const char ship_usage[] =
     "      --discard-dead-letter SEQ\n"
     "                         drop a dead letter without shipping it (logged)\n";
 
-enum { OPT_ONCE = 1, OPT_FROM, OPT_TO, OPT_DEAD_LIST, OPT_DEAD_RESHIP, OPT_DEAD_DISCARD };
+enum {
+    OPT_ONCE = 1,
+    OPT_FROM,
+    OPT_TO,
+    OPT_DEAD_LIST,
+    OPT_DEAD_RESHIP,
+    OPT_DEAD_DISCARD,
+    OPT_NEW_DESTINATION,
+};
 
 static const struct option ship_opts[] = {
     CLI_MONGO_OPTIONS,
     CLI_SINK_OPTION,
     {"once", no_argument, NULL, OPT_ONCE},
+    {"new-destination", no_argument, NULL, OPT_NEW_DESTINATION},
     {"from", required_argument, NULL, OPT_FROM},
     {"to", required_argument, NULL, OPT_TO},
     {"dead-letters", no_argument, NULL, OPT_DEAD_LIST},
@@ -80,6 +102,9 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
         switch (c) {
         case OPT_ONCE:
             q->once = 1;
+            break;
+        case OPT_NEW_DESTINATION:
+            q->mongo.sink.on_destination_change = STELE_DESTINATION_RESTART;
             break;
         case OPT_FROM:
         case OPT_TO: {
@@ -116,9 +141,25 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
         return code;
     if (q->dead_action && (q->has_range || q->once))
         return cli_usage_error("ship", "the dead-letter flags exclude --once and --from/--to");
+    if (q->mongo.sink.on_destination_change == STELE_DESTINATION_RESTART &&
+        (q->dead_action || q->has_range))
+        return cli_usage_error("ship", "--new-destination moves the sink's checkpoint: it goes "
+                                       "with shipping, not with --from/--to or the dead-letter "
+                                       "flags");
     if (q->has_range && q->once)
         return cli_usage_error("ship", "--once and --from/--to exclude each other: a range is "
                                        "shipped once");
+    return 0;
+}
+
+/* The one sink's statistics (ship runs one); 0, or -1 when there are none. */
+static int
+ship_sink_stats(stele_t *db, stele_sink_stats_t *out, uint64_t *committed_out)
+{
+    stele_stats_t st;
+    if (stele_stats(db, &st) != 0 || st.n_sinks == 0 || stele_sink_stats(db, 0, out) != 0)
+        return -1;
+    *committed_out = st.written_seq;
     return 0;
 }
 
@@ -126,23 +167,104 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
 static uint64_t
 shipped_seq(stele_t *db, uint64_t *committed_out)
 {
-    stele_stats_t st;
     stele_sink_stats_t sink;
-    if (stele_stats(db, &st) != 0 || stele_sink_stats(db, 0, &sink) != 0)
-        return 0;
-    *committed_out = st.written_seq;
-    return sink.shipped_seq;
+    return ship_sink_stats(db, &sink, committed_out) == 0 ? sink.shipped_seq : 0;
 }
 
+/* The signal among stop_signals pending now, or 0. */
 static int
-ship_run(stele_t *db, const ship_query_t *q, const sigset_t *stop_signals, stele_error_t *err)
+ship_pending_signal(const sigset_t *stop_signals)
+{
+    struct timespec now = {0, 0};
+    int sig = sigtimedwait(stop_signals, NULL, &now);
+    return sig > 0 ? sig : 0;
+}
+
+/* --once, still waiting: says for what, as a log line on stderr. */
+static void
+ship_note_wait(stele_t *db, uint64_t committed)
+{
+    stele_sink_stats_t sink;
+    uint64_t ignored;
+    if (ship_sink_stats(db, &sink, &ignored) != 0)
+        return;
+    char name[96], target[sizeof sink.target + 16], error[STELE_ERROR_MESSAGE_BYTES + 16];
+    stele_log_write("info", "waiting for the sink to acknowledge",
+                    "sink=%s target=%s shipped_seq=%" PRIu64 " waiting_for_seq=%" PRIu64
+                    " retries=%" PRIu64 " last_error=%s",
+                    stele_log_quote(name, sizeof name, sink.name),
+                    stele_log_quote(target, sizeof target, sink.target), sink.shipped_seq,
+                    committed, sink.retries, stele_log_quote(error, sizeof error, sink.last_error));
+}
+
+/* --once: waits in slices until `committed` is shipped, a signal comes (*signal_out), or the
+ * sink stops. Returns 0 (shipped or signalled) or stele_wait's error. */
+static int
+ship_wait_once(stele_t *db, uint64_t committed, const sigset_t *stop_signals, int *signal_out,
+               stele_error_t *err)
+{
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int64_t start_ms = (int64_t)start.tv_sec * 1000 + start.tv_nsec / 1000000;
+    int64_t next_note_ms = start_ms + SHIP_ONCE_FIRST_NOTE_MS;
+    for (;;) {
+        int rc = stele_wait(db, committed, STELE_WAIT_SHIPPED, SHIP_ONCE_SLICE_MS, err);
+        if (rc != STELE_ETIMEDOUT)
+            return rc;
+        if ((*signal_out = ship_pending_signal(stop_signals)) != 0)
+            return 0;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+        if (now_ms >= next_note_ms) {
+            ship_note_wait(db, committed);
+            next_note_ms = now_ms + SHIP_ONCE_NOTE_MS;
+        }
+    }
+}
+
+/* After --once: the sink's dead letters, which its destination does not hold. Returns
+ * CLI_EXIT_OK, or CLI_EXIT_INVALID after saying how many (and how many are new). */
+static int
+ship_report_dead_letters(stele_t *db, const ship_query_t *q, uint64_t dead_before)
+{
+    stele_sink_stats_t sink;
+    uint64_t ignored;
+    if (ship_sink_stats(db, &sink, &ignored) != 0 || sink.dead_letters == 0)
+        return CLI_EXIT_OK;
+    uint64_t n_new = sink.dead_letters > dead_before ? sink.dead_letters - dead_before : 0;
+    fprintf(stderr,
+            "stele ship: sink %s (%s) has %" PRIu64 " dead letter%s (%" PRIu64
+            " new): records its destination refused for good, not in it\n"
+            "hint: \"stele ship --mongo URI --sink %s --dead-letters\" lists them with the "
+            "reason; --reship-dead-letters sends them again once the cause is fixed\n",
+            sink.name, sink.target, sink.dead_letters, sink.dead_letters == 1 ? "" : "s", n_new,
+            q->mongo.sink.name);
+    return CLI_EXIT_INVALID;
+}
+
+/* Runs the sink: --once until caught up, else until a signal. *code_out receives the exit
+ * code of an ending other than an error: a signal that stopped --once, dead letters. */
+static int
+ship_run(stele_t *db, const ship_query_t *q, const sigset_t *stop_signals, int *code_out,
+         stele_error_t *err)
 {
     uint64_t committed = 0, printed = 0;
-    (void)shipped_seq(db, &committed);
+    stele_sink_stats_t at_start = {0};
+    (void)ship_sink_stats(db, &at_start, &committed);
     if (q->once) {
-        int rc = committed == 0 ? 0 : stele_wait(db, committed, STELE_WAIT_SHIPPED, -1, err);
-        if (rc == 0)
+        int sig = 0;
+        int rc = committed == 0 ? 0 : ship_wait_once(db, committed, stop_signals, &sig, err);
+        if (rc == 0 && sig != 0) {
+            fprintf(stderr,
+                    "stele ship: stopped by %s before seq %" PRIu64 " was shipped; shipped seq "
+                    "%" PRIu64 " is kept\n",
+                    sig == SIGINT ? "SIGINT" : "SIGTERM", committed, shipped_seq(db, &committed));
+            *code_out = CLI_EXIT_SIGNAL_BASE + sig;
+        } else if (rc == 0) {
             printf("%" PRIu64 "\n", committed);
+            *code_out = ship_report_dead_letters(db, q, at_start.dead_letters);
+        }
         return rc;
     }
     struct timespec tick = {SHIP_PROGRESS_MS / 1000, (SHIP_PROGRESS_MS % 1000) * 1000000L};
@@ -286,6 +408,9 @@ cmd_ship(int argc, char **argv)
     /* the command line's sink replaces any of the config file: one sink, in the foreground */
     opts.sinks = &q.mongo.sink;
     opts.n_sinks = 1;
+    /* --once ends when all is shipped, and a signal asks to stop: nothing is left to drain
+     * that the next run does not ship */
+    opts.sink_drain_ms = 0;
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
@@ -296,7 +421,7 @@ cmd_ship(int argc, char **argv)
     stele_error_t err = {0};
     int rc = stele_open(args.dir, &opts, &db, &err);
     if (rc == 0)
-        rc = ship_run(db, &q, &stop_signals, &err);
+        rc = ship_run(db, &q, &stop_signals, &code, &err);
     if (rc != 0) {
         cli_report("ship", rc, &err);
         code = cli_exit_for(rc);
@@ -310,8 +435,11 @@ cmd_ship(int argc, char **argv)
         }
     }
 done:
-    if (code == 0) /* --once, a range, the dead-letter flags: what they printed must arrive */
-        code = cli_stdout_done("ship");
+    /* --once, a range, the dead-letter flags: what they printed must arrive */
+    if (code == 0 || code == CLI_EXIT_INVALID) {
+        int out_code = cli_stdout_done("ship");
+        code = out_code ? out_code : code;
+    }
     stele_options_release(&opts);
     cli_args_end(&args);
     return code;

@@ -115,6 +115,8 @@ print_text(const char *dir, const stele_status_t *st)
                st->sinks[i].name, st->sinks[i].shipped_seq, sink_lag(st, i),
                st->sinks[i].lag_seconds, st->sinks[i].retries, st->sinks[i].dead_letters,
                st->sinks[i].is_stopped ? ", stopped" : "");
+        if (st->sinks[i].destination[0])
+            printf("  destination %s\n", st->sinks[i].destination);
         if (st->sinks[i].last_error_unix_ms != 0) {
             char when[48];
             format_unix_ms(st->sinks[i].last_error_unix_ms, when, sizeof when);
@@ -149,12 +151,21 @@ print_label_value(const char *value)
     }
 }
 
+/* A metric's header; a name ending in _total is a counter (Prometheus' naming rule). */
+static void
+print_metric_header(const char *name, const char *help)
+{
+    size_t len = strlen(name);
+    int is_counter = len > 6 && strcmp(name + len - 6, "_total") == 0;
+    printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, is_counter ? "counter" : "gauge");
+}
+
 static void
 print_metric(const char *name, const char *help, const char *source, const char *sink,
              uint64_t value, int with_header)
 {
     if (with_header)
-        printf("# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+        print_metric_header(name, help);
     printf("%s{source=\"", name);
     print_label_value(source);
     if (sink != NULL) {
@@ -170,7 +181,7 @@ print_metric_f(const char *name, const char *help, const char *source, const cha
                double value, int with_header)
 {
     if (with_header)
-        printf("# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+        print_metric_header(name, help);
     printf("%s{source=\"", name);
     print_label_value(source);
     fputs("\",sink=\"", stdout);
@@ -227,8 +238,17 @@ print_prometheus(const stele_status_t *st)
         print_metric_f("stele_sink_lag_seconds", "Age of the oldest unshipped record.", src,
                        st->sinks[i].name, st->sinks[i].lag_seconds, i == 0);
     for (size_t i = 0; i < n; i++)
-        print_metric("stele_sink_retries", "Retried sink writes, as last published.", src,
+        print_metric("stele_sink_retries_total",
+                     "Retried sink writes since the writer started, as last published.", src,
                      st->sinks[i].name, st->sinks[i].retries, i == 0);
+    for (size_t i = 0; i < n; i++)
+        print_metric("stele_sink_batches_total",
+                     "Batches the sink acknowledged since the writer started, as last published.",
+                     src, st->sinks[i].name, st->sinks[i].batches, i == 0);
+    for (size_t i = 0; i < n; i++)
+        print_metric("stele_sink_stopped",
+                     "1 if the sink stopped for good (integrity or authentication), else 0.", src,
+                     st->sinks[i].name, (uint64_t)(st->sinks[i].is_stopped != 0), i == 0);
     for (size_t i = 0; i < n; i++)
         print_metric_f("stele_sink_last_error_timestamp_seconds",
                        "Unix time of the sink's last error, 0 if none.", src, st->sinks[i].name,

@@ -2,12 +2,14 @@
  * cmd_verify.c: `stele verify`: runs stele_verify() (CRCs, hash chain, seq contiguity, index
  * against segments) over [--from, --to], read-only, beside a running writer.
  * With --mongo it then compares the sink's collection with the journal through
- * stele_remote_check() (missing, extra and mismatching seqs, reported as ranges).
+ * stele_remote_check() (missing, extra and mismatching seqs, reported as ranges); missing
+ * seqs that are the sink's dead letters are named as such, with their own hint.
  * Exit 0 when everything holds, 2 with the first bad seq and why on stderr, 1 for usage
  * errors, 3 when the check could not run.
  */
 #include "cmd.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,111 @@ print_ranges(const char *what, uint64_t n, const stele_seq_range_t *ranges, size
     fprintf(stderr, "%s\n", n_ranges > shown ? " ..." : "");
 }
 
+/* Dead letters read per call while verify sorts missing seqs from refused ones. */
+#define VERIFY_DEAD_PAGE 64
+
+/* The seqs of the sink's dead letters, in seq order, into a malloc'd array (*seqs_out, NULL
+ * when none). Returns how many, or a negative code. */
+static int64_t
+verify_dead_seqs(const char *dir, const char *sink_name, uint64_t **seqs_out)
+{
+    stele_dead_letter_t *page = calloc(VERIFY_DEAD_PAGE, sizeof *page);
+    uint64_t *seqs = NULL, from_seq = 0;
+    int64_t n_seqs = 0;
+    int n;
+    stele_error_t err = {0};
+    *seqs_out = NULL;
+    if (page == NULL)
+        return -ENOMEM;
+    while ((n = stele_dead_letters_list(dir, sink_name, from_seq, page, VERIFY_DEAD_PAGE, &err)) >
+           0) {
+        uint64_t *grown = realloc(seqs, (size_t)(n_seqs + n) * sizeof *seqs);
+        if (grown == NULL) {
+            n = -ENOMEM;
+            break;
+        }
+        seqs = grown;
+        for (int i = 0; i < n; i++)
+            seqs[n_seqs++] = page[i].seq;
+        from_seq = page[n - 1].seq + 1;
+    }
+    free(page);
+    if (n < 0) {
+        free(seqs);
+        return n;
+    }
+    *seqs_out = seqs;
+    return n_seqs;
+}
+
+/* Moves the seqs of the missing ranges that are dead letters (seqs, sorted) into dead[]
+ * (each a one-seq range, at most STELE_REMOTE_MAX_RANGES kept); the missing ranges keep the
+ * rest. Returns how many missing seqs were dead letters. */
+static uint64_t
+verify_split_dead(stele_remote_report_t *report, const uint64_t *seqs, int64_t n_seqs,
+                  stele_seq_range_t *dead, size_t *n_dead_ranges)
+{
+    stele_seq_range_t kept[STELE_REMOTE_MAX_RANGES];
+    size_t n_kept = 0, n_listed = report->n_missing_ranges < STELE_REMOTE_MAX_RANGES
+                                      ? report->n_missing_ranges
+                                      : STELE_REMOTE_MAX_RANGES;
+    uint64_t n_dead = 0;
+    int64_t d = 0;
+    *n_dead_ranges = 0;
+    for (size_t i = 0; i < n_listed; i++) {
+        uint64_t first = report->missing[i].first_seq, last = report->missing[i].last_seq;
+        while (d < n_seqs && seqs[d] < first)
+            d++;
+        for (; d < n_seqs && seqs[d] <= last; d++) {
+            if (seqs[d] > first && n_kept < STELE_REMOTE_MAX_RANGES)
+                kept[n_kept++] = (stele_seq_range_t){first, seqs[d] - 1};
+            if (*n_dead_ranges < STELE_REMOTE_MAX_RANGES)
+                dead[(*n_dead_ranges)++] = (stele_seq_range_t){seqs[d], seqs[d]};
+            n_dead++;
+            first = seqs[d] + 1;
+        }
+        if (first <= last && n_kept < STELE_REMOTE_MAX_RANGES)
+            kept[n_kept++] = (stele_seq_range_t){first, last};
+    }
+    memcpy(report->missing, kept, n_kept * sizeof kept[0]);
+    report->n_missing_ranges = n_kept + (report->n_missing_ranges - n_listed);
+    report->n_missing -= n_dead;
+    return n_dead;
+}
+
+/* What a failed remote check found: dead letters apart from records simply missing, since
+ * re-shipping a record its destination refused for good fails again. */
+static void
+verify_print_findings(const cli_args_t *args, const verify_query_t *q,
+                      stele_remote_report_t *report)
+{
+    const char *sink_name = q->mongo.sink.name ? q->mongo.sink.name : "default";
+    uint64_t *seqs = NULL;
+    int64_t n_seqs = report->n_missing ? verify_dead_seqs(args->dir, sink_name, &seqs) : 0;
+    stele_seq_range_t dead[STELE_REMOTE_MAX_RANGES];
+    size_t n_dead_ranges = 0;
+    uint64_t n_dead =
+        n_seqs > 0 ? verify_split_dead(report, seqs, n_seqs, dead, &n_dead_ranges) : 0;
+    free(seqs);
+    char what[128];
+    snprintf(what, sizeof what, "dead letter%s of sink %s, refused by the remote",
+             n_dead == 1 ? "" : "s", sink_name);
+    print_ranges(what, n_dead, dead, n_dead_ranges);
+    print_ranges("missing from the remote copy", report->n_missing, report->missing,
+                 report->n_missing_ranges);
+    print_ranges("extra in the remote copy", report->n_extra, report->extra,
+                 report->n_extra_ranges);
+    print_ranges("mismatching the journal", report->n_mismatched, report->mismatched,
+                 report->n_mismatched_ranges);
+    if (n_dead)
+        fprintf(stderr,
+                "hint: \"stele ship --sink %s --dead-letters\" lists why they were refused; "
+                "--reship-dead-letters sends them again once the cause is fixed\n",
+                sink_name);
+    if (report->n_missing)
+        fputs("hint: \"stele ship --from SEQ --to SEQ\" re-ships missing records\n", stderr);
+}
+
 /* The --mongo part: the remote copy against the journal. */
 static int
 verify_remote(const cli_args_t *args, const verify_query_t *q)
@@ -102,13 +209,7 @@ verify_remote(const cli_args_t *args, const verify_query_t *q)
                " documents compared (seq %" PRIu64 "..%" PRIu64 ")\n",
                report->records_checked, report->docs_checked, report->from_seq, report->to_seq);
     } else if (rc == STELE_EINTEGRITY) {
-        print_ranges("missing from the remote copy", report->n_missing, report->missing,
-                     report->n_missing_ranges);
-        print_ranges("extra in the remote copy", report->n_extra, report->extra,
-                     report->n_extra_ranges);
-        print_ranges("mismatching the journal", report->n_mismatched, report->mismatched,
-                     report->n_mismatched_ranges);
-        fputs("hint: \"stele ship --from SEQ --to SEQ\" re-ships missing records\n", stderr);
+        verify_print_findings(args, q, report);
         code = CLI_EXIT_INVALID;
     } else {
         cli_report("verify", rc, &err);

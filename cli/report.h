@@ -15,6 +15,9 @@ enum cli_exit {
     CLI_EXIT_INVALID = 2,  /* an event was rejected, or the journal failed a check */
     CLI_EXIT_ENGINE = 3,   /* I/O or engine error: missing/locked journal, halted engine, ... */
     CLI_EXIT_RETAINED = 4, /* a reader fell behind retention: records it had not read are gone */
+    /* A command stopped by a signal before it finished (`ship --once`): 128 + the signal's
+     * number, as a shell reports a process killed by it (130 for SIGINT, 143 for SIGTERM). */
+    CLI_EXIT_SIGNAL_BASE = 128,
 };
 
 /*

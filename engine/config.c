@@ -32,6 +32,9 @@
 #define CONFIG_DEFAULT_SEGMENT_BYTES (64 * MIB)
 #define CONFIG_DEFAULT_MAX_QUEUE_BYTES (64 * MIB)
 #define CONFIG_DEFAULT_MAX_RECORD_BYTES ((uint32_t)MIB)
+/* Long enough for a sink that keeps up to ship the last batches, short enough for a service
+ * manager's stop timeout. */
+#define CONFIG_DEFAULT_SINK_DRAIN_MS 5000u
 /* An idle client costs the server little, but a user could hold the descriptors others
  * need: five minutes and 64 per user bound that without troubling a connection pool. */
 #define CONFIG_DEFAULT_SERVE_IDLE_TIMEOUT_MS 300000u
@@ -93,6 +96,12 @@ typedef enum knob_type {
       "keep at most this much shipped data; 0 = keep all")                                         \
     X(retention_seconds, KNOB_DURATION64, 1000000000, 0, INT64_MAX, NULL, "0",                     \
       "delete shipped data older than this; 0 = keep all")                                         \
+    X(sink_drain_ms, KNOB_DURATION32, 1000000, 0, 3600000, NULL, "5000",                           \
+      "at close, how long the sinks may still ship what is committed (a failing sink stops at "    \
+      "once); 0 = stop at once")                                                                   \
+    X(log_level, KNOB_ENUM, 0, 0, 3, "debug|info|warn|error", "info",                              \
+      "least severe line the engine logs on stderr (sinks unreachable, retrying, recovered, "      \
+      "dead letters, stopped)")                                                                    \
     X(serve_idle_timeout_ms, KNOB_DURATION32, 1000000, 0, UINT32_MAX, NULL, "300000",              \
       "stele serve closes a connection with nothing to answer that sent nothing for this long; "   \
       "0 = never")                                                                                 \
@@ -170,6 +179,8 @@ stele_options_init(stele_options_t *opts)
     opts->on_full = STELE_ON_FULL_BLOCK;
     opts->retention_bytes = 0;
     opts->retention_seconds = 0;
+    opts->sink_drain_ms = CONFIG_DEFAULT_SINK_DRAIN_MS;
+    opts->log_level = STELE_LOG_INFO;
     opts->serve_idle_timeout_ms = CONFIG_DEFAULT_SERVE_IDLE_TIMEOUT_MS;
     opts->serve_max_conns_per_uid = CONFIG_DEFAULT_SERVE_MAX_CONNS_PER_UID;
     opts->serve_max_conns = 0;
@@ -196,6 +207,7 @@ stele_sink_options_init(stele_sink_options_t *sink)
     sink->linger_ms = 5;
     sink->backoff_min_ms = 50;
     sink->backoff_max_ms = 5000;
+    sink->on_destination_change = STELE_DESTINATION_REFUSE;
     sink->time_field = CONFIG_TIME_FIELD_DEFAULT;
     sink->indexes = NULL;
     sink->expire_after_s = 0;
@@ -419,6 +431,7 @@ config_apply(stele_options_t *opts, const knob_def_t *k, const char *value, cons
 _Static_assert(sizeof(stele_sync_t) == sizeof(int), "enum knobs are stored as int");
 _Static_assert(sizeof(stele_on_full_t) == sizeof(int), "enum knobs are stored as int");
 _Static_assert(sizeof(stele_commit_policy_t) == sizeof(int), "enum knobs are stored as int");
+_Static_assert(sizeof(stele_log_level_t) == sizeof(int), "enum knobs are stored as int");
 
 /* -- sinks ------------------------------------------------------------------------------ */
 
@@ -562,6 +575,25 @@ config_sink_set_concern(stele_sink_options_t *s, const char *key, const char *va
     return 1;
 }
 
+/* Sets a sink's on_destination_change; returns 1 when `key` is another. */
+static int
+config_sink_set_choice(stele_sink_options_t *s, const char *key, const char *value,
+                       const char *where, stele_error_t *err)
+{
+    if (strcmp(key, "on_destination_change") != 0)
+        return 1;
+    if (strcmp(value, "refuse") == 0)
+        s->on_destination_change = STELE_DESTINATION_REFUSE;
+    else if (strcmp(value, "restart") == 0)
+        s->on_destination_change = STELE_DESTINATION_RESTART;
+    else
+        return error_set(err, STELE_ECONFIG,
+                         "%sinvalid value \"%.64s\" for sink on_destination_change: expected "
+                         "refuse or restart",
+                         where, value);
+    return 0;
+}
+
 /* Sets one of a sink's uint32 fields; returns 1 when `key` is none of them. */
 static int
 config_sink_set_number(stele_sink_options_t *s, const char *sink_name, const char *key,
@@ -594,12 +626,14 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         rc = config_sink_set_concern(s, key, value, where, err);
     if (rc == 1)
         rc = config_sink_set_number(s, sink_name, key, value, where, err);
+    if (rc == 1)
+        rc = config_sink_set_choice(s, key, value, where, err);
     if (rc != 1)
         return rc;
     error_set(err, STELE_ECONFIG, "%sunknown sink key \"%.64s\"", where, key);
     error_set_hint(err, "sink keys: uri, database, collection, w, journaled, wtimeout_ms, "
                         "batch_docs, batch_bytes, linger_ms, backoff_min_ms, backoff_max_ms, "
-                        "time_field, index, expire_after_s, timeseries");
+                        "time_field, index, expire_after_s, timeseries, on_destination_change");
     return STELE_ECONFIG;
 }
 
@@ -700,6 +734,11 @@ config_check_sink_numbers(const stele_sink_options_t *sink, const char *name, st
     if (sink->journaled != 0 && sink->journaled != 1)
         return error_set(err, STELE_ECONFIG, "sink %s: invalid journaled %d: expected 0 or 1", name,
                          sink->journaled);
+    if ((unsigned)sink->on_destination_change > STELE_DESTINATION_RESTART)
+        return error_set(err, STELE_ECONFIG,
+                         "sink %s: invalid on_destination_change %d: expected 0 (refuse) or 1 "
+                         "(restart)",
+                         name, (int)sink->on_destination_change);
     for (size_t i = 0; i < CONFIG_N_SINK_NUMBERS; i++) {
         const config_sink_number_t *n = &config_sink_numbers[i];
         uint32_t v;

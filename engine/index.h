@@ -95,9 +95,22 @@ int index_get_meta(index_t *ix, const char *key, void *value, size_t cap, size_t
 /* Removes a meta key; 0 also when it was unset. */
 int index_delete_meta(index_t *ix, const char *key, stele_error_t *err);
 
-/* Per-sink shipped checkpoints. get returns 0 with *seq = 0 when the sink has none. */
+/* Per-sink shipped checkpoints, each with the identity of the destination that acknowledged
+ * it (text, at most INDEX_DESTINATION_MAX bytes; "" for a checkpoint stored without one).
+ * get returns 0 with *seq = 0 (and destination "") when the sink has none; the destination is
+ * cut to cap - 1 bytes. put keeps the stored destination; put_at replaces it (NULL keeps). */
+#define INDEX_DESTINATION_MAX 255
 int index_put_checkpoint(index_t *ix, const char *sink, uint64_t seq, stele_error_t *err);
 int index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_error_t *err);
+int index_put_checkpoint_at(index_t *ix, const char *sink, uint64_t seq, const char *destination,
+                            stele_error_t *err);
+int index_get_checkpoint_at(index_t *ix, const char *sink, uint64_t *seq, char *destination,
+                            size_t cap, stele_error_t *err);
+/* Starts a sink over at a new destination, in one transaction: its dead letters (and their
+ * count) are deleted, its checkpoint becomes seq 0 with `destination`. *n_dropped (may be
+ * NULL) receives how many dead letters were deleted. */
+int index_reset_sink(index_t *ix, const char *sink, const char *destination, uint64_t *n_dropped,
+                     stele_error_t *err);
 /* Lists up to max checkpoints; returns how many exist or a negative code. */
 int index_list_checkpoints(index_t *ix, char (*names)[64], uint64_t *seqs, size_t max,
                            stele_error_t *err);

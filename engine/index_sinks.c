@@ -1,12 +1,17 @@
 /*
  * index_sinks.c: what the index keeps per sink and cannot rebuild from the segments: its
- * shipped checkpoint (checkpoints table) and its dead letters, the records its remote
- * rejected for good (dead table), with a count per sink in the meta table. A dead letter's
- * value starts with a NUL byte (text never does) so that values written before the time was
- * recorded (text only) still read.
+ * shipped checkpoint (checkpoints table) with the destination it belongs to, and its dead
+ * letters, the records its remote rejected for good (dead table), with a count per sink in
+ * the meta table. A dead letter's value starts with a NUL byte (text never does) so that
+ * values written before the time was recorded (text only) still read.
+ *
+ * A checkpoint's value is the seq (u64 BE), then the destination's identity as text without
+ * a NUL (ship_target.c: hosts or replica set, database, collection; never credentials), or
+ * nothing for a checkpoint written before identities were kept. The identity ties the seq to
+ * the collection that acknowledged it: a sink pointed elsewhere must not take it as its own.
  *
  * Each call is one transaction of its own (index_txn.c); a dead letter and its sink's count
- * change in the same one.
+ * change in the same one, and so do a sink's reset and its checkpoint.
  */
 #include "index_lmdb.h"
 
@@ -17,21 +22,100 @@
 #include "clock.h"
 #include "error.h"
 
-int
-index_put_checkpoint(index_t *ix, const char *sink, uint64_t seq, stele_error_t *err)
+/* A checkpoint's value: the seq, then the destination (at most INDEX_DESTINATION_MAX bytes). */
+typedef struct index_checkpoint_value {
+    uint8_t bytes[8 + INDEX_DESTINATION_MAX];
+    size_t len;
+} index_checkpoint_value_t;
+
+static void
+index_checkpoint_encode(index_checkpoint_value_t *v, uint64_t seq, const char *destination,
+                        size_t destination_len)
+{
+    index_put_u64(v->bytes, seq);
+    if (destination_len > INDEX_DESTINATION_MAX)
+        destination_len = INDEX_DESTINATION_MAX;
+    if (destination_len)
+        memcpy(v->bytes + 8, destination, destination_len);
+    v->len = 8 + destination_len;
+}
+
+/* Decodes a stored checkpoint: 0, or -1 when it is shorter than a seq. */
+static int
+index_checkpoint_decode(const MDB_val *v, uint64_t *seq, char *destination, size_t cap)
+{
+    if (v->mv_size < 8)
+        return -1;
+    *seq = index_get_u64(v->mv_data);
+    if (destination && cap) {
+        size_t len = v->mv_size - 8 < cap - 1 ? v->mv_size - 8 : cap - 1;
+        memcpy(destination, (const uint8_t *)v->mv_data + 8, len);
+        destination[len] = '\0';
+    }
+    return 0;
+}
+
+typedef struct index_checkpoint_arg {
+    const char *sink;
+    uint64_t seq;
+    const char *destination; /* NULL: keep the stored one */
+} index_checkpoint_arg_t;
+
+static int
+index_put_checkpoint_txn(index_t *ix, MDB_txn *txn, void *arg)
+{
+    const index_checkpoint_arg_t *a = arg;
+    MDB_val k = {strlen(a->sink), (void *)a->sink}, old;
+    index_checkpoint_value_t v;
+    const char *destination = a->destination;
+    size_t destination_len = destination ? strlen(destination) : 0;
+    if (!destination && mdb_get(txn, ix->checkpoints, &k, &old) == 0 && old.mv_size > 8) {
+        destination = (const char *)old.mv_data + 8;
+        destination_len = old.mv_size - 8;
+    }
+    index_checkpoint_encode(&v, a->seq, destination, destination_len);
+    MDB_val val = {v.len, v.bytes};
+    return mdb_put(txn, ix->checkpoints, &k, &val, 0);
+}
+
+/* The checks every checkpoint write makes. */
+static int
+index_check_checkpoint_args(index_t *ix, const char *sink, const char *destination,
+                            stele_error_t *err)
 {
     int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
-    if (rc || !ix)
-        return rc ? rc
-                  : error_set_hinted(err, STELE_EINVAL, NULL, "index_put_checkpoint: no index");
-    uint8_t vb[8];
-    index_put_u64(vb, seq);
-    index_kv_arg_t kv = {ix->checkpoints, {strlen(sink), (void *)sink}, {sizeof vb, vb}, 0};
-    return index_write_kv(ix, &kv, "write a checkpoint to", err);
+    if (rc)
+        return rc;
+    if (!ix)
+        return error_set_hinted(err, STELE_EINVAL, NULL, "checkpoint: no index");
+    if (destination && strlen(destination) > INDEX_DESTINATION_MAX)
+        return error_set_hinted(err, STELE_EINVAL, NULL,
+                                "sink %s: destination longer than %d bytes", sink,
+                                INDEX_DESTINATION_MAX);
+    return index_check_writable(ix, err);
 }
 
 int
-index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_error_t *err)
+index_put_checkpoint_at(index_t *ix, const char *sink, uint64_t seq, const char *destination,
+                        stele_error_t *err)
+{
+    int rc = index_check_checkpoint_args(ix, sink, destination, err);
+    if (rc)
+        return rc;
+    index_checkpoint_arg_t a = {sink, seq, destination};
+    int mrc = index_write(ix, index_put_checkpoint_txn, &a);
+    return mrc ? index_mdb_fail(err, mrc, ix, "write a checkpoint to") : 0;
+}
+
+int
+index_put_checkpoint(index_t *ix, const char *sink, uint64_t seq, stele_error_t *err)
+{
+    return index_put_checkpoint_at(ix, sink, seq, NULL, err);
+}
+
+int
+index_get_checkpoint_at(index_t *ix, const char *sink, uint64_t *seq, char *destination, size_t cap,
+                        stele_error_t *err)
 {
     int rc = index_check_name("sink name", sink, INDEX_SINK_NAME_MAX, err);
     if (rc || !ix || !seq)
@@ -44,15 +128,21 @@ index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_error_t
     MDB_val k = {strlen(sink), (void *)sink}, v;
     int mrc = mdb_get(txn, ix->checkpoints, &k, &v);
     *seq = 0;
-    if (mrc == 0 && v.mv_size == 8)
-        *seq = index_get_u64(v.mv_data);
-    else if (mrc == 0)
+    if (destination && cap)
+        destination[0] = '\0';
+    if (mrc == 0 && index_checkpoint_decode(&v, seq, destination, cap) != 0)
         rc = error_set_hinted(err, STELE_ECORRUPT, NULL,
                               "index %s: malformed checkpoint for sink %s", ix->path, sink);
-    else if (mrc != MDB_NOTFOUND)
+    else if (mrc != 0 && mrc != MDB_NOTFOUND)
         rc = index_mdb_fail(err, mrc, ix, "read a checkpoint from");
     index_read_end(ix, txn);
     return rc;
+}
+
+int
+index_get_checkpoint(index_t *ix, const char *sink, uint64_t *seq, stele_error_t *err)
+{
+    return index_get_checkpoint_at(ix, sink, seq, NULL, 0, err);
 }
 
 int
@@ -76,7 +166,8 @@ index_list_checkpoints(index_t *ix, char (*names)[64], uint64_t *seqs, size_t ma
             size_t len = k.mv_size < 63 ? k.mv_size : 63;
             memcpy(names[n], k.mv_data, len);
             names[n][len] = '\0';
-            seqs[n] = v.mv_size == 8 ? index_get_u64(v.mv_data) : 0;
+            if (index_checkpoint_decode(&v, &seqs[n], NULL, 0) != 0)
+                seqs[n] = 0;
         }
         n++;
     }
@@ -347,4 +438,64 @@ index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_e
     int mrc = index_dead_count_txn(ix, txn, sink, count, &was_stored);
     index_read_end(ix, txn);
     return mrc ? index_mdb_fail(err, mrc, ix, "count dead letters of") : 0;
+}
+
+/* Deletes every dead letter of a sink and its count, inside the caller's write transaction;
+ * *n_out receives how many there were. Returns an LMDB code. */
+static int
+index_drop_dead_letters_txn(index_t *ix, MDB_txn *txn, const char *sink, uint64_t *n_out)
+{
+    uint8_t kb[INDEX_SINK_NAME_MAX + 9];
+    size_t prefix_len = strlen(sink) + 1;
+    MDB_cursor *cur = NULL;
+    MDB_val k = {index_dead_key(kb, sink, 0), kb}, v;
+    *n_out = 0;
+    int mrc = mdb_cursor_open(txn, ix->dead, &cur);
+    if (mrc == 0)
+        mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (mrc == 0 && k.mv_size == prefix_len + 8 && memcmp(k.mv_data, kb, prefix_len) == 0) {
+        mrc = mdb_cursor_del(cur, 0);
+        if (mrc == 0) {
+            (*n_out)++;
+            k = (MDB_val){prefix_len + 8, kb};
+            mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        }
+    }
+    if (cur)
+        mdb_cursor_close(cur);
+    if (mrc != 0 && mrc != MDB_NOTFOUND)
+        return mrc;
+    char key[sizeof INDEX_DEAD_COUNT_PREFIX + INDEX_SINK_NAME_MAX];
+    MDB_val ck = {index_dead_count_key(key, sink), key};
+    mrc = mdb_del(txn, ix->meta, &ck, NULL);
+    return mrc == MDB_NOTFOUND ? 0 : mrc;
+}
+
+typedef struct index_reset_arg {
+    index_checkpoint_arg_t checkpoint;
+    uint64_t n_dropped; /* out */
+} index_reset_arg_t;
+
+static int
+index_reset_sink_txn(index_t *ix, MDB_txn *txn, void *arg)
+{
+    index_reset_arg_t *a = arg;
+    int mrc = index_drop_dead_letters_txn(ix, txn, a->checkpoint.sink, &a->n_dropped);
+    return mrc ? mrc : index_put_checkpoint_txn(ix, txn, &a->checkpoint);
+}
+
+int
+index_reset_sink(index_t *ix, const char *sink, const char *destination, uint64_t *n_dropped,
+                 stele_error_t *err)
+{
+    int rc = index_check_checkpoint_args(ix, sink, destination, err);
+    if (rc)
+        return rc;
+    index_reset_arg_t a = {{sink, 0, destination ? destination : ""}, 0};
+    int mrc = index_write(ix, index_reset_sink_txn, &a);
+    if (mrc)
+        return index_mdb_fail(err, mrc, ix, "reset a sink in");
+    if (n_dropped)
+        *n_dropped = a.n_dropped;
+    return 0;
 }

@@ -136,6 +136,7 @@ render_status_sink(render_buf_t *b, const stele_status_t *st, size_t i)
 {
     render_object_begin(b);
     render_field_text(b, "name", st->sinks[i].name, sizeof st->sinks[i].name);
+    render_field_text(b, "destination", st->sinks[i].destination, sizeof st->sinks[i].destination);
     render_key(b, "shipped_seq");
     render_uint64(b, st->sinks[i].shipped_seq);
     render_key(b, "lag_records");

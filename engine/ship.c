@@ -60,6 +60,10 @@
 
 /* How long the thread sleeps on the journal between checks of the stop request. */
 #define SHIP_IDLE_WAIT_MS 50
+/* How long a stop waits past its drain deadline for a thread inside a network call before it
+ * leaves the thread behind (shipper_abandon): a batch insert that a server answers takes
+ * milliseconds. */
+#define SHIP_STOP_GRACE_MS 500
 #define SHIP_NS_PER_MS 1000000u
 #define SHIP_NS_PER_S 1000000000u
 /* ------------------------------------------------------------------------------------------
@@ -84,9 +88,12 @@ shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
     pthread_mutex_lock(&s->mu);
     snprintf(s->last_error, sizeof s->last_error, "%s", msg);
     s->last_error_unix_ms = clock_wall_ms();
+    int is_first_stop = is_stop && !s->is_stopped;
     if (is_stop)
         s->is_stopped = 1;
     pthread_mutex_unlock(&s->mu);
+    if (is_first_stop)
+        ship_log_stopped(s, msg);
 }
 
 /* 1 when the thread must give up now: stop requested and the drain deadline passed. */
@@ -109,7 +116,7 @@ shipper_stop_requested(shipper_t *s)
 }
 
 int
-shipper_backoff(shipper_t *s, unsigned attempt)
+shipper_backoff(shipper_t *s, unsigned attempt, int is_unreachable)
 {
     uint64_t delay_ms = s->target.opts.backoff_min_ms;
     for (unsigned i = 0; i < attempt && delay_ms < s->target.opts.backoff_max_ms; i++)
@@ -118,18 +125,16 @@ shipper_backoff(shipper_t *s, unsigned attempt)
         delay_ms = s->target.opts.backoff_max_ms;
     uint64_t half = delay_ms / 2;
     uint64_t sleep_ms = half + (half ? (uint64_t)rand_r(&s->jitter_seed) % (half + 1) : 0);
+    ship_log_failure(s, is_unreachable, sleep_ms);
 
     uint64_t until_ns = clock_mono_ns() + sleep_ms * SHIP_NS_PER_MS;
     struct timespec until = {.tv_sec = (time_t)(until_ns / SHIP_NS_PER_S),
                              .tv_nsec = (long)(until_ns % SHIP_NS_PER_S)};
     pthread_mutex_lock(&s->mu);
     int rc = 0;
-    while (rc != ETIMEDOUT) {
-        if (s->stop_requested && clock_mono_ms() >= s->stop_deadline_ms)
-            break;
+    while (rc != ETIMEDOUT && !s->stop_requested)
         rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
-    }
-    int quit = s->stop_requested && clock_mono_ms() >= s->stop_deadline_ms;
+    int quit = s->stop_requested;
     pthread_mutex_unlock(&s->mu);
     return quit;
 }
@@ -167,6 +172,7 @@ shipper_retry_step_ex(shipper_t *s, const char *what, ship_step_fn step, void *c
         mongoc_client_pool_push(s->pool, client);
         if (rc == 0) {
             bson_destroy(&reply);
+            ship_log_success(s);
             return 0;
         }
         size_t index;
@@ -188,7 +194,7 @@ shipper_retry_step_ex(shipper_t *s, const char *what, ship_step_fn step, void *c
         shipper_count_retry(s);
         if (s->max_attempts && attempt + 1 >= s->max_attempts)
             return STELE_EREMOTE;
-        if (shipper_backoff(s, attempt))
+        if (shipper_backoff(s, attempt, shipper_error_is_unreachable(&berr)))
             return STELE_ECLOSED;
     }
 }
@@ -258,11 +264,32 @@ shipper_step_max_seq(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, 
     return ship_collection_newest(&s->target, client, s->source, ctx, berr, reply);
 }
 
+int
+shipper_borrow(shipper_t *s)
+{
+    pthread_rwlock_rdlock(&s->lend_lock);
+    if (!s->is_abandoned)
+        return 0;
+    pthread_rwlock_unlock(&s->lend_lock);
+    return STELE_ECLOSED;
+}
+
+void
+shipper_give_back(shipper_t *s)
+{
+    pthread_rwlock_unlock(&s->lend_lock);
+}
+
 /* Acknowledges a delivered batch: shipped_seq and the progress callback first, so that
- * wait=shipped callers do not wait behind an LMDB transaction, then the checkpoint. */
-static void
+ * wait=shipped callers do not wait behind an LMDB transaction, then the checkpoint. Returns
+ * 0, or STELE_ECLOSED when the shipper was left behind (nothing recorded: the next start
+ * finds the batch stored with its hashes). */
+static int
 shipper_acknowledge(shipper_t *s, uint64_t last_seq)
 {
+    ship_log_success(s);
+    if (shipper_borrow(s) != 0)
+        return STELE_ECLOSED;
     /* Counted before the waiters wake, so that their stats include the batch. */
     pthread_mutex_lock(&s->mu);
     s->batches++;
@@ -274,9 +301,12 @@ shipper_acknowledge(shipper_t *s, uint64_t last_seq)
     stele_error_t ierr = {0};
     /* A failed checkpoint write only means a restart re-sends documents that the duplicate
      * check then recognises; shipping goes on. */
-    if (index_put_checkpoint(s->index, s->target.name, last_seq, &ierr) != 0)
+    if (index_put_checkpoint_at(s->index, s->target.name, last_seq, s->target.destination, &ierr) !=
+        0)
         shipper_note_error(s, 0, "sink %s: could not save checkpoint %" PRIu64 ": %s",
                            s->target.name, last_seq, ierr.message);
+    shipper_give_back(s);
+    return 0;
 }
 
 /* 1 when a test's fault table fails the thread's next allocation. */
@@ -321,7 +351,11 @@ shipper_scratch_free(ship_scratch_t *sc)
 static int
 shipper_linger_left_ms(shipper_t *s, uint64_t last_seq, int64_t linger_until_ms)
 {
-    if (!s->appended_seq || s->appended_seq(s->appended_ctx) <= last_seq)
+    if (!s->appended_seq || shipper_borrow(s) != 0)
+        return 0;
+    uint64_t appended_seq = s->appended_seq(s->appended_ctx);
+    shipper_give_back(s);
+    if (appended_seq <= last_seq)
         return 0;
     int64_t left_ms = linger_until_ms - clock_mono_ms();
     return left_ms > 0 && !shipper_stop_requested(s) ? (int)left_ms : 0;
@@ -425,9 +459,12 @@ shipper_resume_seq(shipper_t *s, uint64_t *seq_out)
 {
     stele_error_t ierr = {0};
     uint64_t seq = 0;
+    if (shipper_borrow(s) != 0)
+        return STELE_ECLOSED;
     if (index_get_checkpoint(s->index, s->target.name, &seq, &ierr) != 0)
         shipper_note_error(s, 0, "sink %s: could not read checkpoint: %s", s->target.name,
                            ierr.message);
+    shipper_give_back(s);
     if (seq == 0) {
         ship_remote_last_t last;
         int rc = shipper_retry_step(s, "resume query", shipper_step_max_seq, &last);
@@ -453,8 +490,11 @@ shipper_open_reader(shipper_t *s, uint64_t after_seq, journal_reader_t **out)
     }
     index_batch_t hint = {0};
     stele_error_t ierr = {0};
-    if (index_find_seq(s->index, after_seq + 1, &hint, &ierr) != 0)
-        memset(&hint, 0, sizeof hint);
+    if (shipper_borrow(s) == 0) {
+        if (index_find_seq(s->index, after_seq + 1, &hint, &ierr) != 0)
+            memset(&hint, 0, sizeof hint);
+        shipper_give_back(s);
+    }
     rc = journal_reader_seek(*out, after_seq + 1, hint.segment_seq, hint.offset, &rerr);
     if (rc == STELE_ENOTFOUND) {
         /* Retention never deletes unshipped segments; if they are gone anyway, say so
@@ -490,7 +530,8 @@ shipper_ship_loop(shipper_t *s, journal_reader_t *reader, uint64_t after_seq, sh
         if (rc != 0)
             return rc;
         after_seq = b->docs[b->n - 1].seq;
-        shipper_acknowledge(s, after_seq);
+        if (shipper_acknowledge(s, after_seq) != 0)
+            return 0;
         ship_batch_clear(b);
         if (shipper_must_quit(s))
             return 0;
@@ -507,6 +548,19 @@ shipper_note_exit(shipper_t *s, int rc)
     pthread_mutex_unlock(&s->mu);
     if (!is_explained)
         shipper_note_error(s, 1, "sink %s: shipper ended: %s", s->target.name, stele_strerror(rc));
+}
+
+/* The thread's last act: marks it finished, and frees the shipper when its stop left it
+ * behind (shipper_abandon): nobody else will. */
+static void
+shipper_finish(shipper_t *s)
+{
+    pthread_rwlock_rdlock(&s->lend_lock);
+    s->is_finished = 1;
+    int is_abandoned = s->is_abandoned;
+    pthread_rwlock_unlock(&s->lend_lock);
+    if (is_abandoned)
+        shipper_free(s);
 }
 
 static void *
@@ -533,6 +587,7 @@ shipper_main(void *arg)
     shipper_note_exit(s, rc);
     journal_reader_close(reader);
     shipper_scratch_free(&sc);
+    shipper_finish(s);
     return NULL;
 }
 
@@ -548,6 +603,7 @@ shipper_free(shipper_t *s)
     free(s->source);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
+    pthread_rwlock_destroy(&s->lend_lock);
     free(s);
 }
 
@@ -561,12 +617,47 @@ shipper_alloc(void)
         return NULL;
     s->is_stored_unknown = 1;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_rwlock_init(&s->lend_lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
     return s;
+}
+
+/*
+ * Ties the sink's checkpoint to its destination before anything ships (ship_destination):
+ * a checkpoint acknowledged by another cluster, database or collection must not make this
+ * one skip the records before it. A checkpoint without an identity (stored before they
+ * were kept) or at seq 0 takes this destination's. Another destination's checkpoint is
+ * refused (STELE_ECONFIG naming both and the way out), or with on_destination_change =
+ * restart reset: the sink starts over as a new one would. Returns 0 or an error (index's,
+ * or STELE_ECONFIG).
+ */
+static int
+shipper_claim_checkpoint(shipper_t *s, stele_error_t *err)
+{
+    const ship_target_t *t = &s->target;
+    char stored[SHIP_DESTINATION_BYTES];
+    uint64_t seq = 0;
+    int rc = index_get_checkpoint_at(s->index, t->name, &seq, stored, sizeof stored, err);
+    if (rc != 0 || strcmp(stored, t->destination) == 0 || (seq == 0 && stored[0] == '\0'))
+        return rc; /* a new sink's first acknowledgement stores its destination */
+    if (seq == 0 || stored[0] == '\0')
+        return index_put_checkpoint_at(s->index, t->name, seq, t->destination, err);
+    if (t->opts.on_destination_change != STELE_DESTINATION_RESTART)
+        return error_set_hinted(
+            err, STELE_ECONFIG,
+            "ship under another sink name (a new --sink NAME or [sink NAME] section), or start "
+            "this sink over there with --new-destination (on_destination_change = restart)",
+            "sink %s: its checkpoint (seq %" PRIu64 ") belongs to %s, not %s", t->name, seq, stored,
+            t->destination);
+    uint64_t n_dropped = 0;
+    rc = index_reset_sink(s->index, t->name, t->destination, &n_dropped, err);
+    if (rc == 0)
+        ship_log_new_destination(s, stored, seq, n_dropped);
+    return rc;
 }
 
 int
@@ -595,7 +686,12 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     s->appended_seq = cfg->appended_seq;
     s->appended_ctx = cfg->appended_ctx;
     s->faults = cfg->faults;
+    s->log_level = cfg->log_level;
+    s->is_logging = 1;
     s->jitter_seed = (unsigned)clock_wall_ms() ^ (unsigned)(uintptr_t)s;
+    rc = shipper_claim_checkpoint(s, err);
+    if (rc != 0)
+        goto fail;
     stele_error_t ierr = {0};
     if (index_count_dead_letters(s->index, s->target.name, &s->dead_letters, &ierr) != 0)
         s->dead_letters = 0;
@@ -623,17 +719,72 @@ fail:
 }
 
 void
-shipper_stop(shipper_t *s, int drain_timeout_ms)
+shipper_request_stop(shipper_t *s, int drain_timeout_ms)
 {
     if (!s)
         return;
     pthread_mutex_lock(&s->mu);
-    s->stop_requested = 1;
-    s->stop_deadline_ms = clock_mono_ms() + (drain_timeout_ms > 0 ? drain_timeout_ms : 0);
+    if (!s->stop_requested) {
+        s->stop_requested = 1;
+        s->stop_deadline_ms = clock_mono_ms() + (drain_timeout_ms > 0 ? drain_timeout_ms : 0);
+    }
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    if (s->is_thread_started)
-        pthread_join(s->thread, NULL);
+}
+
+/* Joins the thread if it ends by deadline_ms (monotonic). Returns 0 when joined. */
+static int
+shipper_join_by(shipper_t *s, int64_t deadline_ms)
+{
+    int64_t left_ms = deadline_ms - clock_mono_ms();
+    if (left_ms < 0)
+        left_ms = 0;
+    struct timespec until =
+        clock_timespec((uint64_t)(clock_wall_ns() + left_ms * (int64_t)SHIP_NS_PER_MS));
+    return pthread_timedjoin_np(s->thread, NULL, &until);
+}
+
+/*
+ * Leaves a thread that did not end in time behind: it is inside a network call (a server
+ * that accepts connections but does not answer holds one up to the socket timeout), and the
+ * journal's close must not wait for it. Once abandoned, the thread no longer touches what the
+ * engine lent it (the index, the progress callback: shipper_borrow), ends at its next stop
+ * check and frees the shipper itself. Its batch is not acknowledged: the next start finds it
+ * stored with the same hashes, or sends it again.
+ */
+static void
+shipper_abandon(shipper_t *s)
+{
+    pthread_t thread = s->thread;
+    ship_log_left_behind(s);
+    pthread_rwlock_wrlock(&s->lend_lock);
+    int is_finished = s->is_finished;
+    s->is_abandoned = !is_finished;
+    pthread_rwlock_unlock(&s->lend_lock);
+    /* From here on an abandoned shipper belongs to its thread: s may be freed already. */
+    if (!is_finished) {
+        pthread_detach(thread);
+        return;
+    }
+    pthread_join(thread, NULL);
+    shipper_free(s);
+}
+
+void
+shipper_stop(shipper_t *s, int drain_timeout_ms)
+{
+    if (!s)
+        return;
+    shipper_request_stop(s, drain_timeout_ms);
+    if (s->is_thread_started) {
+        pthread_mutex_lock(&s->mu);
+        int64_t deadline_ms = s->stop_deadline_ms + SHIP_STOP_GRACE_MS;
+        pthread_mutex_unlock(&s->mu);
+        if (shipper_join_by(s, deadline_ms) != 0) {
+            shipper_abandon(s);
+            return;
+        }
+    }
     shipper_free(s);
 }
 

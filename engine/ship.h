@@ -49,14 +49,22 @@ typedef struct shipper_config {
     shipper_appended_fn appended_seq;
     void *appended_ctx;
     const shipper_faults_t *faults; /* tests only; NULL = none. Borrowed: outlives the shipper */
+    stele_log_level_t log_level;    /* least severe of the sink's log lines written (ship_log.c);
+                                       0 = STELE_LOG_DEBUG */
 } shipper_config_t;
 
-/* Validates the sink (STELE_ECONFIG naming the field), creates the pool, starts the thread.
+/* Validates the sink (STELE_ECONFIG naming the field), ties its checkpoint to its destination
+ * (STELE_ECONFIG when the checkpoint belongs to another destination and the sink does not
+ * restart: see stele_on_destination_change_t), creates the pool, starts the thread.
  * Never blocks on the network: an unreachable server is retried by the thread. */
 int shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err);
 
-/* Asks the thread to stop; gives it up to drain_timeout_ms to ship what is committed first.
- * Joins and frees. NULL is a no-op. */
+/* Asks the thread to stop; gives it up to drain_timeout_ms to ship what is committed first
+ * (a sink that is failing stops at its next retry instead). The first request sets the
+ * deadline. Does not wait. NULL is a no-op. */
+void shipper_request_stop(shipper_t *s, int drain_timeout_ms);
+
+/* shipper_request_stop, then joins the thread and frees. NULL is a no-op. */
 void shipper_stop(shipper_t *s, int drain_timeout_ms);
 
 /* Last seq acknowledged by the sink (atomic read; any thread). */

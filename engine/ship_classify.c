@@ -138,6 +138,13 @@ shipper_classify(const bson_error_t *error, const bson_t *reply, size_t *index_o
 }
 
 int
+shipper_error_is_unreachable(const bson_error_t *error)
+{
+    return error->domain == MONGOC_ERROR_STREAM || error->domain == MONGOC_ERROR_SERVER_SELECTION ||
+           (error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_NOT_READY);
+}
+
+int
 shipper_command_is_refused(const bson_error_t *error, const bson_t *reply)
 {
     if (reply && mongoc_error_has_label(reply, "RetryableWriteError"))

@@ -55,6 +55,9 @@ int shipper_command_is_refused(const bson_error_t *error, const bson_t *reply);
 
 /* ---- a sink's target (ship_target.c) --------------------------------------------------------- */
 
+/* Room for a destination's identity (ship_destination), the index's bound plus a NUL. */
+#define SHIP_DESTINATION_BYTES (INDEX_DESTINATION_MAX + 1)
+
 /* A sink's resolved configuration, shared by the shipper and the one-shot calls. */
 typedef struct ship_target {
     stele_sink_options_t opts; /* numbers only; string fields point into the copies below */
@@ -65,6 +68,7 @@ typedef struct ship_target {
     char *indexes;    /* NULL when the sink declares none */
     char *password;   /* only to scrub it from messages; NULL when the URI has none */
     char where[256];  /* host:port/db.collection, no credentials */
+    char destination[SHIP_DESTINATION_BYTES]; /* the identity its checkpoint is tied to */
     mongoc_uri_t *uri;
     mongoc_write_concern_t *write_concern;
     mongoc_read_concern_t *read_concern;
@@ -96,6 +100,13 @@ void ship_target_append_read_concern(const ship_target_t *t, bson_t *opts);
  * without $); the names are set either way. Shared by shippers and remote readers. */
 int ship_sink_names(const stele_sink_options_t *sink, const char *uri_db, const char **db_out,
                     const char **coll_out);
+
+/* The identity of a destination, what a sink's checkpoint belongs to: "replicaSet=NAME",
+ * "srv=HOST" or the URI's hosts (lower-cased, sorted, ','-joined), then "/db.coll"; never
+ * credentials or options. Two URIs that reach the same collection of the same cluster the
+ * same way have the same identity. Cut to fit cap. */
+void ship_destination(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db,
+                      const char *coll);
 
 /* "host:port/db.coll" of a MongoDB URI, for messages: no credentials, cut to fit cap. Shared
  * by shippers and remote readers. */
@@ -241,6 +252,8 @@ struct shipper {
     shipper_appended_fn appended_seq; /* NULL = no writer to linger for */
     void *appended_ctx;
     const shipper_faults_t *faults; /* tests only; NULL = none */
+    stele_log_level_t log_level;    /* least severe line ship_log.c writes */
+    int is_logging;                 /* 0 for one-shot shippers: their callers report */
 
     mongoc_client_pool_t *pool;
     pthread_t thread;
@@ -253,6 +266,11 @@ struct shipper {
     unsigned max_attempts;
     uint64_t n_inserted;
     uint64_t rejected_seq;
+    /* The outage the log lines describe (ship_log.c). */
+    int is_failing;
+    int64_t failing_since_ms;    /* monotonic */
+    int64_t last_failure_log_ms; /* monotonic */
+    uint64_t failures;           /* attempts failed since is_failing was set */
     /* Documents of the next batch may be stored already (a start, or a failed attempt): on a
      * time-series collection, which has no unique _id, they are looked up before it goes. */
     int is_stored_unknown;
@@ -260,6 +278,13 @@ struct shipper {
     /* -- atomics: written by the shipper's thread only, read by any thread -- */
     _Atomic uint64_t shipped_seq;  /* also set by shipper_start before the thread runs */
     _Atomic int64_t pending_ts_ns; /* ts of the oldest record read but not acknowledged */
+
+    /* -- protected by lend_lock: the thread uses what the engine lends it (index,
+     *    on_progress, appended_seq) only while holding it shared (shipper_borrow);
+     *    shipper_abandon takes it exclusively. Never held across network I/O. -- */
+    pthread_rwlock_t lend_lock;
+    int is_abandoned; /* the stop left the thread behind: it frees the shipper at its end */
+    int is_finished;  /* the thread is about to return */
 
     /* -- protected by mu; cv fires when stop is requested -- */
     pthread_mutex_t mu;
@@ -274,6 +299,12 @@ struct shipper {
     int is_stopped;
 };
 
+/* Before the thread uses what the engine lent it (the index, the progress callback): 0, or
+ * STELE_ECLOSED when its stop left it behind (then it must not, and should end). Pair a 0
+ * with shipper_give_back. A one-shot shipper's loans are its caller's: always 0. */
+int shipper_borrow(shipper_t *s);
+void shipper_give_back(shipper_t *s);
+
 /* The shape of the shipper's documents (its source and its target's time field). */
 ship_doc_shape_t shipper_doc_shape(const shipper_t *s);
 
@@ -286,8 +317,32 @@ void shipper_count_retry(shipper_t *s);
 
 /* Sleeps the backoff for retry number `attempt` (0-based): min * 2^attempt capped at max,
  * with "equal jitter" (half fixed, half random) so that many shippers do not retry in step.
- * Returns early, with 1, when the thread must quit. */
-int shipper_backoff(shipper_t *s, unsigned attempt);
+ * First logs the failure that last_error holds (ship_log_failure; is_unreachable: a network
+ * or server-selection error). Returns at once, with 1, when a stop was requested: a sink that
+ * is failing does not hold up its journal's close with a drain it cannot do. */
+int shipper_backoff(shipper_t *s, unsigned attempt, int is_unreachable);
+
+/* ---- what a shipper tells the operator (ship_log.c) -------------------------------------------
+ */
+
+/* A retryable failure (its text in last_error), retried after retry_ms: the first of an
+ * outage is a warning, the rest a line every 10 s at most. Shipper's thread only. */
+void ship_log_failure(shipper_t *s, int is_unreachable, uint64_t retry_ms);
+/* A success: ends an outage with "sink recovered". Shipper's thread only. */
+void ship_log_success(shipper_t *s);
+/* A record listed as a dead letter. */
+void ship_log_dead_letter(shipper_t *s, uint64_t seq, const char *reason);
+/* The sink stopped for good. */
+void ship_log_stopped(const shipper_t *s, const char *why);
+/* The stop did not wait for the thread, still inside a network call. */
+void ship_log_left_behind(const shipper_t *s);
+/* The sink's checkpoint belonged to old_destination (at old_seq) and was reset. */
+void ship_log_new_destination(const shipper_t *s, const char *old_destination, uint64_t old_seq,
+                              uint64_t n_dropped);
+
+/* 1 when a failure is the network's or server selection's (nothing answered), not a
+ * server's refusal. Pure; any thread. */
+int shipper_error_is_unreachable(const bson_error_t *error);
 
 /* A batch of batch_docs documents and the scratch of its sends, allocated once before any
  * record is read: an allocation that fails later could only end the thread in the middle of

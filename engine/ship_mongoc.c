@@ -4,7 +4,8 @@
  *
  * Owns: the once-guard of mongoc_init; the handler that turns libmongoc's log lines into
  * stele log lines on stderr (log.c), at or above STELE_MONGOC_LOG_LEVEL (default warning),
- * with every URI's password redacted by shape; the scrubbing of a known password out of a
+ * with every URI's password redacted by shape and the warnings nobody can act on (endSessions
+ * refused) lowered to debug; the scrubbing of a known password out of a
  * message (ship_scrub_password, used by the shippers and the remote reader); the removal of
  * libmongoc's shared-memory counters (stele_forget_driver_counters). Does not own any
  * client, pool or sink: ship_target.c and remote_reader.c make those.
@@ -80,6 +81,20 @@ ship_mongoc_min_level(void)
 }
 
 /*
+ * The level of a libmongoc line in stele's log. Its warnings that report nothing an operator
+ * can act on go down to debug, so they are not on stderr by default: "Couldn't send
+ * endSessions" comes at every client's end from servers without sessions (standalone
+ * servers of some versions, MongoDB-compatible servers), and shipping is unaffected.
+ */
+static mongoc_log_level_t
+ship_mongoc_effective_level(mongoc_log_level_t level, const char *message)
+{
+    if (level == MONGOC_LOG_LEVEL_WARNING && message && strstr(message, "\"endSessions\""))
+        return MONGOC_LOG_LEVEL_DEBUG;
+    return level;
+}
+
+/*
  * libmongoc's log handler: its default one prints to stdout, which would corrupt the JSON of
  * `stele tail` and may show a URI. This one writes stele's log line on stderr, with URI
  * passwords redacted. user_data carries the minimum level (no global state).
@@ -87,6 +102,7 @@ ship_mongoc_min_level(void)
 static void
 ship_mongoc_log(mongoc_log_level_t level, const char *domain, const char *message, void *user_data)
 {
+    level = ship_mongoc_effective_level(level, message);
     if ((intptr_t)level > (intptr_t)user_data)
         return;
     char text[512], quoted_domain[64];

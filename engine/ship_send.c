@@ -50,7 +50,10 @@ shipper_put_dead_letter(shipper_t *s, uint64_t seq, const char *why)
     unsigned tries = s->max_attempts ? s->max_attempts : SHIP_DEAD_LETTER_TRIES;
     for (unsigned attempt = 0;; attempt++) {
         stele_error_t ierr = {0};
+        if (shipper_borrow(s) != 0)
+            return STELE_ECLOSED;
         int rc = index_put_dead_letter(s->index, s->target.name, seq, why, &ierr);
+        shipper_give_back(s);
         if (rc == 0)
             return 0;
         if (attempt + 1 >= tries) {
@@ -63,7 +66,7 @@ shipper_put_dead_letter(shipper_t *s, uint64_t seq, const char *why)
         shipper_note_error(s, 0, "sink %s: could not record dead letter %" PRIu64 ", retrying: %s",
                            s->target.name, seq, ierr.message);
         shipper_count_retry(s);
-        if (shipper_backoff(s, attempt))
+        if (shipper_backoff(s, attempt, 0))
             return STELE_ECLOSED;
     }
 }
@@ -97,6 +100,7 @@ shipper_dead_letter(shipper_t *s, ship_doc_t *d, const char *why)
     pthread_mutex_unlock(&s->mu);
     shipper_note_error(s, 0, "sink %s: seq %" PRIu64 " rejected by %s, dead-lettered: %s",
                        s->target.name, d->seq, s->target.where, msg);
+    ship_log_dead_letter(s, d->seq, msg);
     return 0;
 }
 
@@ -256,7 +260,7 @@ shipper_insert_backoff(shipper_t *s, ship_send_t *st, const ship_attempt_t *at)
     shipper_count_retry(s);
     if (s->max_attempts && st->attempt + 1 >= s->max_attempts)
         return STELE_EREMOTE;
-    if (shipper_backoff(s, st->attempt++))
+    if (shipper_backoff(s, st->attempt++, shipper_error_is_unreachable(&at->error)))
         return STELE_ECLOSED;
     return 0;
 }

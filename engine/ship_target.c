@@ -6,8 +6,10 @@
  *
  * Owns: the copies a target keeps (names, the time field and index specs, the password
  * kept only to scrub it, the URI and the concerns) and their checks (STELE_ECONFIG naming the
- * field). Does not own any client or thread (the shipper and the one-shot calls do), nor the ranges
- * of the sink's numbers (config.c's table, config_check_sink_numbers).
+ * field); the destination's identity that a checkpoint is tied to (ship_destination: the
+ * replica set's name, else the SRV name, else the sorted hosts; database and collection; never
+ * credentials). Does not own any client or thread (the shipper and the one-shot calls do), nor
+ * the ranges of the sink's numbers (config.c's table, config_check_sink_numbers).
  *
  * Invariants: a target that ship_target_init returned is valid throughout (names follow
  * MongoDB's rules, numbers are in range); its password never leaves it except through
@@ -21,11 +23,13 @@
 #include "config.h" /* config_check_sink_numbers: one table of sink ranges */
 #include "error.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Socket timeout when the URI sets none: above any sane wtimeout, far below libmongoc's
  * 5-minute default, so a stalled server is noticed and retried. */
@@ -191,6 +195,7 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->opts.time_field = t->time_field;
     t->opts.indexes = t->indexes;
     ship_where(t->where, sizeof t->where, t->uri, t->database, t->collection);
+    ship_destination(t->destination, sizeof t->destination, t->uri, t->database, t->collection);
     ship_target_set_concerns(t, sink);
     ship_target_set_timeouts(t, sink);
     mongoc_uri_set_appname(t->uri, "stele");
@@ -219,6 +224,48 @@ ship_target_append_read_concern(const ship_target_t *t, bson_t *opts)
 {
     if (mongoc_read_concern_get_level(t->read_concern))
         mongoc_read_concern_append(t->read_concern, opts);
+}
+
+/* The hosts of a URI, lower-cased and sorted, joined with ',' into buf (cut at cap), so that
+ * the order a user lists a seed list in does not make another destination. */
+static void
+ship_sorted_hosts(char *buf, size_t cap, const mongoc_uri_t *uri)
+{
+    enum { SHIP_MAX_HOSTS = 32 };
+    const char *hosts[SHIP_MAX_HOSTS];
+    size_t n = 0;
+    for (const mongoc_host_list_t *h = mongoc_uri_get_hosts(uri); h && n < SHIP_MAX_HOSTS;
+         h = h->next)
+        hosts[n++] = h->host_and_port;
+    for (size_t i = 1; i < n; i++) /* insertion sort: a handful of hosts */
+        for (size_t j = i; j > 0 && strcasecmp(hosts[j - 1], hosts[j]) > 0; j--) {
+            const char *t = hosts[j];
+            hosts[j] = hosts[j - 1];
+            hosts[j - 1] = t;
+        }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && len + 1 < cap; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s", i ? "," : "", hosts[i]);
+        len = w < 0 ? len : len + (size_t)w < cap ? len + (size_t)w : cap - 1;
+    }
+    for (char *p = buf; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+}
+
+void
+ship_destination(char *buf, size_t cap, const mongoc_uri_t *uri, const char *db, const char *coll)
+{
+    char cluster[SHIP_DESTINATION_BYTES];
+    const char *replica_set = mongoc_uri_get_replica_set(uri);
+    const char *srv = mongoc_uri_get_srv_hostname(uri);
+    if (replica_set && replica_set[0])
+        snprintf(cluster, sizeof cluster, "replicaSet=%s", replica_set);
+    else if (srv && srv[0])
+        snprintf(cluster, sizeof cluster, "srv=%s", srv);
+    else
+        ship_sorted_hosts(cluster, sizeof cluster, uri);
+    snprintf(buf, cap, "%s/%s.%s", cluster, db, coll);
 }
 
 void

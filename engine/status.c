@@ -142,6 +142,10 @@ status_fill_sinks(journal_reader_t *jr, index_t *ix, stele_status_t *out)
         _Static_assert(sizeof out->sinks[i].name == sizeof names[i], "sink name sizes");
         memcpy(out->sinks[i].name, names[i], sizeof names[i]); /* NUL-terminated */
         out->sinks[i].shipped_seq = seqs[i];
+        uint64_t seq;
+        if (index_get_checkpoint_at(ix, names[i], &seq, out->sinks[i].destination,
+                                    sizeof out->sinks[i].destination, NULL) != 0)
+            out->sinks[i].destination[0] = '\0';
         if (index_count_dead_letters(ix, names[i], &out->sinks[i].dead_letters, NULL) != 0)
             out->sinks[i].dead_letters = 0;
         if (out->committed_seq > seqs[i]) {

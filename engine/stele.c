@@ -49,8 +49,6 @@
 /* Largest batch the committer writes at once: big enough that a backlog is written with
  * few syscalls, small enough that one batch never holds up waiters for long. */
 #define STELE_BATCH_BYTES_MAX ((size_t)4 << 20)
-/* How long close lets each shipper drain what is committed. */
-#define STELE_SHIP_DRAIN_MS 5000
 /* A wait=shipped caller looks at the shippers at least this often, even without progress. */
 #define STELE_SHIP_POLL_MS 100
 
@@ -76,6 +74,7 @@ struct stele {
     /* -- shippers; the array is fixed after open -- */
     shipper_t *shippers[STELE_MAX_SINKS];
     size_t n_shippers;
+    uint32_t sink_drain_ms; /* opts->sink_drain_ms */
     pthread_mutex_t ship_mu;
     pthread_cond_t ship_cv;
 };
@@ -202,7 +201,8 @@ stele_start_shippers(stele_t *db, const stele_options_t *opts, stele_error_t *er
                                 .on_progress = stele_on_ship_progress,
                                 .progress_ctx = db,
                                 .appended_seq = stele_appended_for_ship,
-                                .appended_ctx = db};
+                                .appended_ctx = db,
+                                .log_level = opts->log_level};
         int rc = shipper_start(&cfg, &db->shippers[i], err);
         if (rc)
             return rc;
@@ -292,6 +292,7 @@ stele_alloc(const char *dir, const stele_options_t *opts, const stele_hooks_t *h
     db->io = db->hooks.io;
     db->limits.max_record_bytes = opts->max_record_bytes;
     db->limits.max_depth = opts->max_depth;
+    db->sink_drain_ms = opts->sink_drain_ms;
     validate_limits_reserve_sinks(&db->limits, opts);
     for (size_t i = 0; i < db->limits.n_time_fields; i++) {
         snprintf(db->time_fields[i], sizeof db->time_fields[i], "%s", db->limits.time_fields[i]);
@@ -562,8 +563,11 @@ stele_close(stele_t *db, stele_error_t *err)
     }
     /* The index writer reads shippers' positions for retention: stop it first. */
     index_writer_stop(db->index_writer);
+    /* All drain at once: n sinks cost one drain, not n. */
     for (size_t i = 0; i < db->n_shippers; i++)
-        shipper_stop(db->shippers[i], STELE_SHIP_DRAIN_MS);
+        shipper_request_stop(db->shippers[i], (int)db->sink_drain_ms);
+    for (size_t i = 0; i < db->n_shippers; i++)
+        shipper_stop(db->shippers[i], (int)db->sink_drain_ms);
     commit_free(db->commit);
 
     stele_error_t jerr;

@@ -141,6 +141,15 @@ const char *stele_wait_name(stele_wait_t wait);
  * unchanged (also when an argument is NULL). */
 int stele_wait_parse(const char *name, stele_wait_t *out);
 
+/* Levels of a program's log, least severe first; their names are those of stele_log_write's
+ * convention. */
+typedef enum stele_log_level {
+    STELE_LOG_DEBUG = 0,
+    STELE_LOG_INFO = 1,
+    STELE_LOG_WARN = 2,
+    STELE_LOG_ERROR = 3,
+} stele_log_level_t;
+
 /* What an append does when the journal quota (max_journal_bytes) is reached. */
 typedef enum stele_on_full {
     STELE_ON_FULL_BLOCK = 0, /* wait (up to queue_timeout_ms) for retention to free space */
@@ -155,9 +164,20 @@ typedef enum stele_commit_policy {
                                   MongoDB 2.4's journal; for the benchmark's comparison */
 } stele_commit_policy_t;
 
+/* What a sink does when its checkpoint belongs to another destination than the one it is
+ * configured with now (another cluster, database or collection: docs/mongodb.md, "A
+ * checkpoint belongs to its destination"). */
+typedef enum stele_on_destination_change {
+    STELE_DESTINATION_REFUSE = 0,  /* stele_open fails with STELE_ECONFIG naming both */
+    STELE_DESTINATION_RESTART = 1, /* start the sink over at the new destination, as a new sink
+                                      (after the newest document stored there for this source,
+                                      else from the oldest record); its dead letters go */
+} stele_on_destination_change_t;
+
 /* One MongoDB destination. Fill with stele_sink_options_init() first. */
 typedef struct stele_sink_options {
-    const char *name;        /* unique per journal; keys the checkpoint. Default "default" */
+    const char *name;        /* unique per journal; keys the checkpoint, which is tied to the
+                                destination (on_destination_change). Default "default" */
     const char *uri;         /* mongodb:// URI; required */
     const char *database;    /* default: the URI's path, else "audit" */
     const char *collection;  /* default "events" */
@@ -181,6 +201,7 @@ typedef struct stele_sink_options {
                                 0 (default) = never; 0..2147483647 */
     int timeseries;          /* 1: create the collection as a time-series collection on
                                 time_field (MongoDB 5.0+); default 0 */
+    stele_on_destination_change_t on_destination_change; /* default STELE_DESTINATION_REFUSE */
 } stele_sink_options_t;
 
 void stele_sink_options_init(stele_sink_options_t *sink);
@@ -213,13 +234,20 @@ typedef struct stele_options {
     stele_sync_t sync;                   /* default STELE_SYNC_ALWAYS */
     uint32_t sync_interval_ms;           /* for STELE_SYNC_INTERVAL; default 1000 */
     uint64_t max_queue_bytes;            /* bound on queued, uncommitted bytes; default 64 MiB */
-    uint32_t queue_timeout_ms;  /* how long a full queue/quota blocks an append; 0 = forever */
-    uint64_t max_journal_bytes; /* disk quota of the segment files; 0 = none. Queued records
-                                   count; only the segment prepared ahead may pass it
-                                   (engine/README.md) */
-    stele_on_full_t on_full;    /* default STELE_ON_FULL_BLOCK */
-    uint64_t retention_bytes;   /* keep at most this much shipped data; 0 = keep all */
-    uint64_t retention_seconds; /* keep shipped data at least/at most this old; 0 = keep all */
+    uint32_t queue_timeout_ms;   /* how long a full queue/quota blocks an append; 0 = forever */
+    uint64_t max_journal_bytes;  /* disk quota of the segment files; 0 = none. Queued records
+                                    count; only the segment prepared ahead may pass it
+                                    (engine/README.md) */
+    stele_on_full_t on_full;     /* default STELE_ON_FULL_BLOCK */
+    uint64_t retention_bytes;    /* keep at most this much shipped data; 0 = keep all */
+    uint64_t retention_seconds;  /* keep shipped data at least/at most this old; 0 = keep all */
+    uint32_t sink_drain_ms;      /* at close, how long the sinks may still ship what is
+                                    committed; a sink that is failing, or inside a call that
+                                    does not return, is not waited for past it (+0.5 s).
+                                    Default 5000; 0..3600000 */
+    stele_log_level_t log_level; /* least severe line the engine logs on stderr (the sinks'
+                                    state: unreachable, retrying, recovered, dead letters,
+                                    stopped; docs/mongodb.md); default STELE_LOG_INFO */
     /* stele_serve_run() only: */
     uint32_t serve_idle_timeout_ms;    /* a connection with nothing to answer that sent nothing
                                           for this long is closed; default 300000; 0 = never */
@@ -267,9 +295,9 @@ int stele_options_set(stele_options_t *opts, const char *name, const char *value
  * Loads an INI file: knobs at top level or under [journal]; one [sink NAME] section per sink
  * with keys uri, database, collection, w, journaled, wtimeout_ms, batch_docs, batch_bytes,
  * linger_ms, backoff_min_ms, backoff_max_ms, time_field, index (one line per index, each
- * adding to `indexes`), expire_after_s, timeseries. Returns 0, STELE_ECONFIG with file:line, or
- * -errno when the file cannot be opened or read (-ENOENT, -EISDIR, ...); `opts` is unchanged
- * on error.
+ * adding to `indexes`), expire_after_s, timeseries, on_destination_change. Returns 0,
+ * STELE_ECONFIG with file:line, or -errno when the file cannot be opened or read (-ENOENT,
+ * -EISDIR, ...); `opts` is unchanged on error.
  */
 int stele_options_load_file(stele_options_t *opts, const char *path, stele_error_t *err);
 
@@ -632,6 +660,10 @@ typedef struct stele_status {
         int is_stopped;             /* stopped by an integrity or authentication error */
         int64_t last_error_unix_ms; /* 0 when none */
         char last_error[STELE_ERROR_MESSAGE_BYTES]; /* credentials removed */
+        /* The destination its checkpoint belongs to: "HOSTS/db.coll" (hosts sorted),
+         * "replicaSet=NAME/db.coll" or "srv=HOST/db.coll"; no credentials. "" when the
+         * checkpoint was stored without one. */
+        char destination[256];
     } sinks[STELE_MAX_SINKS];
     /* The settings of the writer that opened the journal last, published in the index at
      * its open. They are the live writer's when writer_pid != 0, else the last writer's (a
@@ -966,7 +998,8 @@ int stele_record_to_short(const stele_record_t *rec, const char *source, char **
  *    "first_seq":1,"last_seq":3,"committed_seq":3,"durable_seq":3,"segments":1,
  *    "disk_bytes":67108864,"settings":{"live":false,"sync":"always","sync_interval_ms":1000,
  *    "commit_interval_us":0,"commit_policy":"adaptive","max_journal_bytes":0,
- *    "on_full":"block"},"sinks":[{"name":"default","shipped_seq":3,"lag_records":0,
+ *    "on_full":"block"},"sinks":[{"name":"default","destination":"127.0.0.1:27017/audit.events",
+ *    "shipped_seq":3,"lag_records":0,
  *    "lag_seconds":0.0,"dead_letters":0,"retries":0,"batches":1,"stopped":false}]}
  * "settings" only when a writer published them (settings_unix_ms != 0); a sink that had an
  * error also has "last_error" and "last_error_time" (RFC 3339 UTC with milliseconds).
@@ -1017,15 +1050,6 @@ void stele_log_vwrite(const char *level, const char *msg, const char *kv_fmt, va
  * anything). Returns buf, so it can be an argument of stele_log_write().
  */
 const char *stele_log_quote(char *buf, size_t cap, const char *text);
-
-/* Levels of a program's log, least severe first; their names are those of stele_log_write's
- * convention. */
-typedef enum stele_log_level {
-    STELE_LOG_DEBUG = 0,
-    STELE_LOG_INFO = 1,
-    STELE_LOG_WARN = 2,
-    STELE_LOG_ERROR = 3,
-} stele_log_level_t;
 
 /* Parses "debug", "info", "warn" or "error". Returns 0, or STELE_EINVAL with *out unchanged
  * (also when an argument is NULL). */

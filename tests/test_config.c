@@ -166,6 +166,9 @@ test_config_set_rejects_bad_values_and_changes_nothing(void **state)
         {"sink.main.backoff_min_ms", "0", "from 1 to 3600000"},
         {"sink.main.backoff_max_ms", "0", "from 1 to 3600000"},
         {"sink.main.backoff_max_ms", "3600001", "from 1 to 3600000"},
+        {"sink.main.on_destination_change", "ignore", "refuse or restart"},
+        {"log_level", "loud", "debug,info,warn,error"},
+        {"sink_drain_ms", "3600001", "0 to"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         stele_options_t o, before;
@@ -239,7 +242,8 @@ test_config_load_file_reads_journal_and_sink_sections(void **state)
                         "uri = mongodb://127.0.0.1:27017/audit\n"
                         "collection = events\n"
                         "w = 1\n"
-                        "journaled = false\n");
+                        "journaled = false\n"
+                        "on_destination_change = restart\n");
     stele_options_t o;
     stele_options_init(&o);
     stele_error_t err = {0};
@@ -254,6 +258,7 @@ test_config_load_file_reads_journal_and_sink_sections(void **state)
     assert_string_equal(o.sinks[0].uri, "mongodb://127.0.0.1:27017/audit");
     assert_int_equal(o.sinks[0].w, 1);
     assert_int_equal(o.sinks[0].journaled, 0);
+    assert_int_equal(o.sinks[0].on_destination_change, STELE_DESTINATION_RESTART);
     stele_options_release(&o);
 }
 
@@ -722,6 +727,7 @@ test_config_check_rejects_out_of_range_sink_numbers(void **state)
         {"w", 51, "sink main: invalid w 51: expected -1 (majority) or 0 to 50"},
         {"w", -2, "invalid w -2"},
         {"journaled", 2, "invalid journaled 2: expected 0 or 1"},
+        {"on_destination_change", 2, "invalid on_destination_change 2"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         stele_sink_options_t sink;
@@ -732,6 +738,8 @@ test_config_check_rejects_out_of_range_sink_numbers(void **state)
             sink.w = (int)bad[i].value;
         else if (strcmp(bad[i].key, "journaled") == 0)
             sink.journaled = (int)bad[i].value;
+        else if (strcmp(bad[i].key, "on_destination_change") == 0)
+            sink.on_destination_change = (stele_on_destination_change_t)bad[i].value;
         else
             set_sink_u32(&sink, bad[i].key, (uint32_t)bad[i].value);
         stele_options_t o;

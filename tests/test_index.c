@@ -335,6 +335,70 @@ test_index_checkpoints_default_to_zero_and_list_by_name(void **state)
 }
 
 static void
+test_index_checkpoint_keeps_its_destination_until_replaced(void **state)
+{
+    fixture_t *f = *state;
+    uint64_t seq = 0;
+    char dest[INDEX_DESTINATION_MAX + 1];
+    assert_int_equal(index_get_checkpoint_at(f->ix, "s", &seq, dest, sizeof dest, NULL), 0);
+    assert_int_equal(seq, 0);
+    assert_string_equal(dest, "");
+    assert_int_equal(index_put_checkpoint_at(f->ix, "s", 10, "h:1/audit.events", NULL), 0);
+    /* A plain put (the catch-up clamping a checkpoint) keeps the destination. */
+    assert_int_equal(index_put_checkpoint(f->ix, "s", 12, NULL), 0);
+    assert_int_equal(index_get_checkpoint_at(f->ix, "s", &seq, dest, sizeof dest, NULL), 0);
+    assert_int_equal(seq, 12);
+    assert_string_equal(dest, "h:1/audit.events");
+    assert_int_equal(index_get_checkpoint(f->ix, "s", &seq, NULL), 0);
+    assert_int_equal(seq, 12);
+    char names[2][64];
+    uint64_t seqs[2];
+    assert_int_equal(index_list_checkpoints(f->ix, names, seqs, 2, NULL), 1);
+    assert_int_equal(seqs[0], 12);
+    /* Cut to the caller's buffer. */
+    char small[5];
+    assert_int_equal(index_get_checkpoint_at(f->ix, "s", &seq, small, sizeof small, NULL), 0);
+    assert_string_equal(small, "h:1/");
+    assert_int_equal(index_put_checkpoint_at(f->ix, "s", 13, "rs=r0/audit.events", NULL), 0);
+    assert_int_equal(index_get_checkpoint_at(f->ix, "s", &seq, dest, sizeof dest, NULL), 0);
+    assert_string_equal(dest, "rs=r0/audit.events");
+    char too_long[INDEX_DESTINATION_MAX + 2];
+    memset(too_long, 'd', sizeof too_long - 1);
+    too_long[sizeof too_long - 1] = '\0';
+    stele_error_t err;
+    assert_int_equal(index_put_checkpoint_at(f->ix, "s", 14, too_long, &err), STELE_EINVAL);
+    assert_int_equal(index_get_checkpoint(f->ix, "s", &seq, NULL), 0);
+    assert_int_equal(seq, 13);
+}
+
+static void
+test_index_reset_sink_drops_its_dead_letters_only(void **state)
+{
+    fixture_t *f = *state;
+    for (uint64_t seq = 1; seq <= 5; seq++)
+        assert_int_equal(index_put_dead_letter(f->ix, "a", seq * 10, "rejected", NULL), 0);
+    assert_int_equal(index_put_dead_letter(f->ix, "ab", 7, "other sink", NULL), 0);
+    assert_int_equal(index_put_checkpoint_at(f->ix, "a", 90, "old/db.c", NULL), 0);
+    uint64_t dropped = 0, count = 9, seq = 9;
+    assert_int_equal(index_reset_sink(f->ix, "a", "new/db.c", &dropped, NULL), 0);
+    assert_int_equal(dropped, 5);
+    assert_int_equal(index_count_dead_letters(f->ix, "a", &count, NULL), 0);
+    assert_int_equal(count, 0);
+    uint64_t seqs[4];
+    assert_int_equal(index_list_dead_letters(f->ix, "a", 0, seqs, 4, NULL), 0);
+    assert_int_equal(index_count_dead_letters(f->ix, "ab", &count, NULL), 0);
+    assert_int_equal(count, 1);
+    char dest[64];
+    assert_int_equal(index_get_checkpoint_at(f->ix, "a", &seq, dest, sizeof dest, NULL), 0);
+    assert_int_equal(seq, 0);
+    assert_string_equal(dest, "new/db.c");
+    /* A later dead letter counts from zero again. */
+    assert_int_equal(index_put_dead_letter(f->ix, "a", 100, "rejected", NULL), 0);
+    assert_int_equal(index_count_dead_letters(f->ix, "a", &count, NULL), 0);
+    assert_int_equal(count, 1);
+}
+
+static void
 test_index_dead_letters_are_kept_per_sink_in_seq_order(void **state)
 {
     fixture_t *f = *state;
@@ -1239,6 +1303,10 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_index_checkpoint_keeps_its_destination_until_replaced,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_reset_sink_drops_its_dead_letters_only, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_index_find_seq_returns_batch_at_or_before, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_index_lookups_on_empty_index_say_not_found, setup,

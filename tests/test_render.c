@@ -464,6 +464,7 @@ test_status_object_has_every_field_in_order(void **state)
                          .on_full = STELE_ON_FULL_FAIL};
     snprintf(st.source, sizeof st.source, "web-1");
     snprintf(st.sinks[0].name, sizeof st.sinks[0].name, "default");
+    snprintf(st.sinks[0].destination, sizeof st.sinks[0].destination, "h1:27017/audit.events");
     st.sinks[0].shipped_seq = 2;
     st.sinks[0].lag_records = 1;
     st.sinks[0].lag_seconds = 0.1;
@@ -478,7 +479,8 @@ test_status_object_has_every_field_in_order(void **state)
               "\"durable_seq\":3,\"segments\":1,\"disk_bytes\":67108864,\"settings\":{"
               "\"live\":false,\"sync\":\"interval\",\"sync_interval_ms\":1000,"
               "\"commit_interval_us\":0,\"commit_policy\":\"adaptive\",\"max_journal_bytes\":0,"
-              "\"on_full\":\"fail\"},\"sinks\":[{\"name\":\"default\",\"shipped_seq\":2,"
+              "\"on_full\":\"fail\"},\"sinks\":[{\"name\":\"default\",\"destination\":\"h1:27017/"
+              "audit.events\",\"shipped_seq\":2,"
               "\"lag_records\":1,\"lag_seconds\":0.1,\"dead_letters\":0,\"retries\":0,"
               "\"batches\":7,\"stopped\":false,\"last_error\":\"no \\\"server\\\"\","
               "\"last_error_time\":\"2023-11-14T22:13:20.123Z\"}]}");

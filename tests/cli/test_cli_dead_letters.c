@@ -3,7 +3,8 @@
  * `--discard-dead-letter SEQ` end to end, against the test server (FerretDB of the test's
  * own, or STELE_TEST_MONGO_URI). The permanent rejection is a unique index on the events'
  * "k" field (FerretDB implements no collection validators): two events repeat a "k" and
- * are dead-lettered; the index is then dropped and they are re-shipped or discarded.
+ * are dead-lettered (`ship --once` says so and exits 2, `verify --mongo` names them as dead
+ * letters); the index is then dropped and they are re-shipped or discarded.
  */
 #include "cli_harness.h"
 #include "mongo_server.h"
@@ -109,10 +110,30 @@ test_ship_lists_reships_and_discards_dead_letters(void **state)
     harness_result_free(&r);
 #define SHIP_ARGS                                                                                  \
     "ship", "-d", f->dir, "--mongo", f->server.uri, "--db", f->db_name, "--collection", "dl"
-    /* seqs 3 and 5 repeat a "k": dead-lettered, the rest ships */
+    /* seqs 3 and 5 repeat a "k": dead-lettered, the rest ships; --once says so, exit 2 */
     const char *once[] = {SHIP_ARGS, "--once", NULL};
-    r = harness_run_argv(0, NULL, once);
+    r = harness_run_argv(2, NULL, once);
     assert_string_equal(r.out, "6\n");
+    assert_non_null(strstr(r.err, "has 2 dead letters (2 new)"));
+    assert_non_null(strstr(r.err, "--dead-letters\" lists them"));
+    /* and the shipper said it as it happened */
+    assert_non_null(strstr(r.err, "level=warn msg=\"record dead-lettered\" sink=\"default\""));
+    assert_non_null(strstr(r.err, "seq=3 reason=\""));
+    assert_non_null(strstr(r.err, "seq=5 reason=\""));
+    harness_result_free(&r);
+    /* a second run: nothing new, the letters still there */
+    r = harness_run_argv(2, NULL, once);
+    assert_non_null(strstr(r.err, "has 2 dead letters (0 new)"));
+    harness_result_free(&r);
+
+    /* verify --mongo names them as dead letters, with the way to deal with them */
+    const char *verify[] = {"verify", "-d",       f->dir,         "--mongo", f->server.uri,
+                            "--db",   f->db_name, "--collection", "dl",      NULL};
+    r = harness_run_argv(2, NULL, verify);
+    assert_non_null(strstr(r.err, "2 dead letters of sink default, refused by the remote: 3 5"));
+    assert_null(strstr(r.err, "missing from the remote copy"));
+    assert_non_null(strstr(r.err, "--reship-dead-letters"));
+    assert_null(strstr(r.err, "--from SEQ --to SEQ"));
     harness_result_free(&r);
 
     const char *list[] = {SHIP_ARGS, "--dead-letters", NULL};
@@ -151,8 +172,6 @@ test_ship_lists_reships_and_discards_dead_letters(void **state)
     harness_result_free(&r);
 
     /* the remote holds everything but the discarded record */
-    const char *verify[] = {"verify", "-d",       f->dir,         "--mongo", f->server.uri,
-                            "--db",   f->db_name, "--collection", "dl",      NULL};
     r = harness_run_argv(2, NULL, verify);
     assert_non_null(strstr(r.err, "1 missing from the remote copy: 5"));
     harness_result_free(&r);
@@ -183,7 +202,7 @@ test_dead_letter_list_reads_back_in_python_and_jq(void **state)
     harness_result_free(&r);
     const char *once[] = {"ship",     "-d",           f->dir, "--mongo", f->server.uri, "--db",
                           f->db_name, "--collection", "dl",   "--once",  NULL};
-    r = harness_run_argv(0, NULL, once);
+    r = harness_run_argv(2, NULL, once); /* 2: the sink has dead letters */
     harness_result_free(&r);
     const char *list[] = {"ship", "-d",       f->dir,         "--mongo", f->server.uri,
                           "--db", f->db_name, "--collection", "dl",      "--dead-letters",

@@ -4,7 +4,8 @@
  * server named by STELE_TEST_MONGO_URI): insert --wait shipped through a configured sink,
  * verify --mongo (agreeing, then with records missing remotely), ship --once to catch up,
  * ship --from/--to re-shipping a range, and tail --mongo (the same lines as the local tail,
- * with every filter; following records shipped after it started; its errors).
+ * with every filter; following records shipped after it started; its errors); a sink's
+ * checkpoint tied to its destination; ship --once stopped by a signal while it waits.
  */
 #include "cli_harness.h"
 #include "mongo_server.h"
@@ -20,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -431,6 +434,241 @@ test_insert_wait_shipped_then_verify_mongo_then_ship_catches_up(void **state)
     harness_result_free(&r);
 }
 
+/* ship --once of the default sink to database db_name; the extra flag (may be NULL) after. */
+static harness_result_t
+ship_once_to(const mongo_fixture_t *f, int want_exit, const char *db_name, const char *extra)
+{
+    const char *args[] = {"ship", "-d",    f->dir,   "--mongo", f->uri,
+                          "--db", db_name, "--once", extra,     NULL};
+    return harness_run_argv(want_exit, NULL, args);
+}
+
+/* verify --mongo against database db_name; returns its stderr's first line of findings. */
+static harness_result_t
+verify_db(const mongo_fixture_t *f, int want_exit, const char *db_name)
+{
+    const char *args[] = {"verify", "-d", f->dir, "--mongo", f->uri, "--db", db_name, NULL};
+    return harness_run_argv(want_exit, NULL, args);
+}
+
+/* A sink's checkpoint is its destination's: shipping the same sink elsewhere is refused
+ * (nothing is skipped there), --new-destination starts it over there from what that
+ * destination holds, and shipping back needs the same choice; each destination ends with every
+ * record, as verify --mongo checks. */
+static void
+test_ship_to_another_destination_is_refused_or_started_over_never_skipped(void **state)
+{
+    mongo_fixture_t *f = *state;
+    char db_a[64], db_b[64];
+    snprintf(db_a, sizeof db_a, "stele_cli_dest_a_%d", (int)getpid());
+    snprintf(db_b, sizeof db_b, "stele_cli_dest_b_%d", (int)getpid());
+    char *lines = harness_json_lines(0, 30);
+    harness_result_t r = harness_run(0, lines, "insert", "-d", f->dir, "--wait", "durable", NULL);
+    harness_result_free(&r);
+    free(lines);
+    r = ship_once_to(f, 0, db_a, NULL);
+    assert_string_equal(r.out, "30\n");
+    harness_result_free(&r);
+    lines = harness_json_lines(30, 5);
+    r = harness_run(0, lines, "insert", "-d", f->dir, "--wait", "durable", NULL);
+    harness_result_free(&r);
+    free(lines);
+
+    /* the same sink pointed at B: refused, naming both destinations and the way out */
+    r = ship_once_to(f, 1, db_b, NULL);
+    assert_string_equal(r.out, "");
+    assert_non_null(strstr(r.err, "sink default: its checkpoint (seq 30) belongs to"));
+    assert_non_null(strstr(r.err, db_a));
+    assert_non_null(strstr(r.err, db_b));
+    assert_non_null(strstr(r.err, "--new-destination"));
+    harness_result_free(&r);
+    r = verify_db(f, 2, db_b);
+    assert_non_null(strstr(r.err, "35 missing from the remote copy: 1-35"));
+    harness_result_free(&r);
+    r = verify_db(f, 2, db_a);
+    assert_non_null(strstr(r.err, "5 missing from the remote copy: 31-35"));
+    harness_result_free(&r);
+
+    /* by choice: B from its start */
+    r = ship_once_to(f, 0, db_b, "--new-destination");
+    assert_string_equal(r.out, "35\n");
+    assert_non_null(strstr(r.err, "msg=\"sink starts over at a new destination\""));
+    harness_result_free(&r);
+    r = verify_db(f, 0, db_b);
+    harness_result_free(&r);
+
+    /* and back to A: refused again, then resumed after what A holds */
+    r = ship_once_to(f, 1, db_a, NULL);
+    assert_non_null(strstr(r.err, "its checkpoint (seq 35) belongs to"));
+    harness_result_free(&r);
+    r = ship_once_to(f, 0, db_a, "--new-destination");
+    assert_string_equal(r.out, "35\n");
+    harness_result_free(&r);
+    r = verify_db(f, 0, db_a);
+    harness_result_free(&r);
+    r = verify_db(f, 0, db_b);
+    harness_result_free(&r);
+    /* the destination is part of what status shows for the sink */
+    r = harness_run(0, NULL, "status", "-d", f->dir, "--json", NULL);
+    assert_non_null(strstr(r.out, "\"destination\":\"127.0.0.1:"));
+    assert_non_null(strstr(r.out, db_a));
+    harness_result_free(&r);
+    /* --new-destination goes with shipping only */
+    const char *range[] = {"ship", "-d",     f->dir, "--mongo", f->uri, "--db",
+                           db_a,   "--from", "1",    "--to",    "2",    "--new-destination",
+                           NULL};
+    r = harness_run_argv(1, NULL, range);
+    assert_non_null(strstr(r.err, "--new-destination"));
+    harness_result_free(&r);
+}
+
+/* Milliseconds on the monotonic clock. */
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for a child at most limit_ms; returns its harness_wait code, or kills it and fails
+ * the test (a stop that never comes must not hang the suite). */
+static int
+wait_child_within(pid_t pid, int64_t limit_ms)
+{
+    int64_t start_ms = now_ms();
+    int status = 0;
+    pid_t got;
+    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && now_ms() - start_ms < limit_ms)
+        usleep(10 * 1000);
+    if (got != pid) {
+        kill(pid, SIGKILL);
+        (void)harness_wait(pid);
+        fail_msg("the child did not end within %lld ms of the signal", (long long)limit_ms);
+    }
+    fprintf(stderr, "note: ended %lld ms after the signal\n", (long long)(now_ms() - start_ms));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+/* Reads the child's stderr until it holds `want` or timeout_ms passed; returns it (owned). */
+static char *
+read_err_until(int err_fd, const char *want, int timeout_ms)
+{
+    size_t len = 0;
+    char *text = calloc(1, 1);
+    assert_non_null(text);
+    int64_t deadline_ms = now_ms() + timeout_ms;
+    while (!strstr(text, want) && now_ms() < deadline_ms) {
+        char *more = harness_read_lines(err_fd, 1, (int)(deadline_ms - now_ms()));
+        size_t n = strlen(more);
+        text = realloc(text, len + n + 1);
+        assert_non_null(text);
+        memcpy(text + len, more, n + 1);
+        len += n;
+        free(more);
+    }
+    return text;
+}
+
+/* `ship --once` against a server that never answers (nothing listens on port 1, and server
+ * selection would wait 60 s): it says what it waits for, and SIGINT and SIGTERM each stop it
+ * promptly with 128 + the signal's number, leaving the journal whole. */
+static void
+test_ship_once_says_what_it_waits_for_and_stops_on_sigint_and_sigterm(void **state)
+{
+    mongo_fixture_t *f = *state;
+    char *lines = harness_json_lines(0, 5);
+    harness_result_t r = harness_run(0, lines, "insert", "-d", f->dir, "--wait", "durable", NULL);
+    harness_result_free(&r);
+    free(lines);
+    const char *args[] = {
+        "ship",   "-d", f->dir, "--mongo", "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=60000",
+        "--once", NULL};
+    const int sigs[] = {SIGINT, SIGTERM};
+    for (size_t i = 0; i < 2; i++) {
+        int out_fd, err_fd;
+        pid_t ship = harness_spawn(args, -1, &out_fd, &err_fd);
+        char *err_text = read_err_until(err_fd, "waiting for the sink to acknowledge", 20000);
+        if (!strstr(err_text, "waiting_for_seq=5"))
+            fprintf(stderr, "stderr so far: %s\n", err_text);
+        assert_non_null(strstr(err_text, "waiting for the sink to acknowledge"));
+        assert_non_null(strstr(err_text, "waiting_for_seq=5"));
+        assert_non_null(strstr(err_text, "target=\"127.0.0.1:1/audit.events\""));
+        free(err_text);
+        kill(ship, sigs[i]);
+        assert_int_equal(wait_child_within(ship, 20000), 128 + sigs[i]);
+        err_text = harness_read_lines(err_fd, 100, 2000);
+        assert_non_null(strstr(err_text, sigs[i] == SIGINT ? "stopped by SIGINT before seq 5"
+                                                           : "stopped by SIGTERM before seq 5"));
+        free(err_text);
+        char *out_text = harness_read_lines(out_fd, 1, 500);
+        assert_string_equal(out_text, "");
+        free(out_text);
+        close(out_fd);
+        close(err_fd);
+    }
+    r = harness_run(0, NULL, "verify", "-d", f->dir, NULL);
+    harness_result_free(&r);
+}
+
+/* `insert --wait shipped` without a sink of its own goes through a `stele serve` that has
+ * one; serve's stderr carries the sink's state: unreachable (with the retry delay) when the
+ * server dies, recovered when it is back. */
+static void
+test_insert_wait_shipped_through_serve_and_the_sink_says_when_it_fails_and_recovers(void **state)
+{
+    mongo_fixture_t *f = *state;
+    harness_result_t r = harness_run(0, NULL, "insert", "-d", f->dir, "{\"a\":0}", NULL);
+    harness_result_free(&r);
+    const char *args[] = {"serve", "-d", f->dir, "--config", f->config, NULL};
+    int out_fd, err_fd;
+    pid_t server = harness_spawn(args, -1, &out_fd, &err_fd);
+    char *err_text = read_err_until(err_fd, "msg=\"listening\"", 20000);
+    assert_non_null(strstr(err_text, "msg=\"listening\""));
+    free(err_text);
+    r = harness_run(0, NULL, "insert", "-d", f->dir, "--wait", "shipped", "{\"a\":1}", NULL);
+    assert_string_equal(r.out, "2\n");
+    harness_result_free(&r);
+    /* the sink's metrics: counters named _total, and whether it stopped */
+    r = harness_run(0, NULL, "status", "-d", f->dir, "--prometheus", NULL);
+    assert_non_null(strstr(r.out, "# TYPE stele_sink_retries_total counter\n"));
+    assert_non_null(strstr(r.out, "# TYPE stele_sink_batches_total counter\n"));
+    assert_non_null(strstr(r.out, "# TYPE stele_sink_stopped gauge\n"));
+    assert_non_null(strstr(r.out, "stele_sink_stopped{source=\""));
+    assert_non_null(strstr(r.out, "\",sink=\"main\"} 0\n"));
+    assert_null(strstr(r.out, "stele_sink_retries{"));
+    harness_result_free(&r);
+
+    int rc = mongo_server_signal(&f->server, SIGKILL);
+    if (rc == MONGO_SERVER_EXTERNAL) {
+        fprintf(stderr, "note: external server (STELE_TEST_MONGO_URI): the outage part of this "
+                        "test needs the test's own server and was not run\n");
+    } else {
+        assert_int_equal(rc, 0);
+        r = harness_run(0, NULL, "insert", "-d", f->dir, "--wait", "durable", "{\"a\":2}", NULL);
+        harness_result_free(&r);
+        err_text = read_err_until(err_fd, "retry_ms=", 30000);
+        if (!strstr(err_text, "retry_ms="))
+            fprintf(stderr, "serve's stderr: %s\n", err_text);
+        assert_true(strstr(err_text, "level=warn msg=\"sink unreachable\" sink=\"main\"") ||
+                    strstr(err_text, "level=warn msg=\"sink failing\" sink=\"main\""));
+        assert_non_null(strstr(err_text, "attempt=1"));
+        free(err_text);
+        assert_int_equal(mongo_server_restart(&f->server), 0);
+        err_text = read_err_until(err_fd, "msg=\"sink recovered\"", 60000);
+        assert_non_null(strstr(err_text, "level=info msg=\"sink recovered\" sink=\"main\""));
+        assert_non_null(strstr(err_text, "down_ms="));
+        free(err_text);
+        r = harness_run(0, NULL, "insert", "-d", f->dir, "--wait", "shipped", "{\"a\":3}", NULL);
+        assert_string_equal(r.out, "4\n");
+        harness_result_free(&r);
+    }
+    kill(server, SIGTERM);
+    assert_int_equal(wait_child_within(server, 30000), 0);
+    close(out_fd);
+    close(err_fd);
+}
+
 /* Runs stele with stdout on /dev/full; asserts exit 3 and that stderr says so. */
 static void
 assert_lost_output_is_exit_3(const char *const *args)
@@ -498,8 +736,9 @@ test_json_round_trips_through_tail_mongo(void **state)
     harness_result_t r = harness_run(0, events, "insert", "-d", f->dir, "--wait", "written", NULL);
     harness_result_free(&r);
     free(events);
-    r = harness_run(0, NULL, "ship", "-d", f->dir, "--mongo", f->uri, "--db", db_name, "--once",
-                    NULL);
+    /* what the test server refuses is dead-lettered: exit 2 */
+    r = harness_run(f->server.is_external ? 0 : 2, NULL, "ship", "-d", f->dir, "--mongo", f->uri,
+                    "--db", db_name, "--once", NULL);
     harness_result_free(&r);
     harness_result_t tail = harness_run(0, NULL, "tail", "-d", f->dir, "--mongo", f->uri, "--db",
                                         db_name, "-n", "all", NULL);
@@ -528,6 +767,14 @@ main(void)
             test_insert_wait_shipped_then_verify_mongo_then_ship_catches_up, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_verify_mongo_reports_an_unreachable_server_as_an_engine_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_ship_to_another_destination_is_refused_or_started_over_never_skipped, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_ship_once_says_what_it_waits_for_and_stops_on_sigint_and_sigterm, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_insert_wait_shipped_through_serve_and_the_sink_says_when_it_fails_and_recovers,
+            setup, teardown),
         cmocka_unit_test_setup_teardown(test_ship_and_verify_mongo_exit_3_when_stdout_is_full,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_round_trips_through_tail_mongo, setup, teardown),
