@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "error.h"
@@ -297,6 +298,32 @@ index_check_data_size(const index_t *ix)
         return errno;
     uint64_t counted = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
     return (uint64_t)fs.st_size < counted ? MDB_CORRUPTED : 0;
+}
+
+/* Pages LMDB counts but never wrote: one allocated and freed again in the same transaction
+ * (a "loose" page, left by deletions) is counted in the meta page and never written, so a
+ * sound file can be shorter than its count, and index_check_data_size would refuse it. The
+ * writer extends the file over them (with zeros; no page the tree reaches is among them)
+ * once its writes are flushed. Returns 0 or an LMDB/errno code. */
+static int
+index_extend_data_file(const index_t *ix)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    int rc = mdb_env_info(ix->env, &info);
+    if (rc == 0)
+        rc = mdb_env_stat(ix->env, &st);
+    if (rc)
+        return rc;
+    char data[sizeof ix->path + 16];
+    snprintf(data, sizeof data, "%s/data.mdb", ix->path);
+    struct stat fs;
+    uint64_t counted = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+    if (stat(data, &fs) != 0)
+        return errno;
+    if ((uint64_t)fs.st_size >= counted)
+        return 0;
+    return truncate(data, (off_t)counted) == 0 ? 0 : errno;
 }
 
 static bool
@@ -565,6 +592,8 @@ index_sync(index_t *ix, stele_error_t *err)
     if (rc)
         return index_mdb_fail(err, rc, ix, "check the readers of");
     rc = mdb_env_sync(ix->env, 1);
+    if (rc == 0)
+        rc = index_extend_data_file(ix);
     if (rc)
         return index_mdb_fail(err, rc, ix, "sync");
     return 0;
