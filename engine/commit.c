@@ -563,6 +563,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     if (!c)
         return error_set(err, -ENOMEM, "out of memory starting the committer");
     c->cfg = *cfg;
+    c->version = journal_version(cfg->journal);
     c->max_chunks = cfg->max_queue_bytes / cfg->batch_bytes + 2;
     c->next_seq = cfg->last_seq + 1;
     c->last_ts_ns = cfg->last_ts_ns;
@@ -708,7 +709,8 @@ commit_is_own_append(const commit_t *c, uint64_t seq)
 /* Lays the next record's frame into the open chunk (mu held, room made) and publishes
  * appended_seq. Returns the record's seq. */
 static uint64_t
-commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len, size_t frame_bytes)
+commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len,
+                 const journal_origin_t *origin, size_t frame_bytes)
 {
     chunk_t *ch = c->open;
     uint64_t seq = c->next_seq++;
@@ -716,7 +718,8 @@ commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len, size
     if (ts < c->last_ts_ns)
         ts = c->last_ts_ns;
     c->last_ts_ns = ts;
-    journal_frame_prepare(ch->buf + ch->used_bytes, seq, ts, payload, payload_len);
+    journal_frame_prepare(c->version, ch->buf + ch->used_bytes, seq, ts, origin, payload,
+                          payload_len);
     ch->used_bytes += frame_bytes;
     if (ch->n_records == 0)
         ch->first_seq = seq;
@@ -753,10 +756,11 @@ commit_route_append(commit_t *c, uint64_t seq, stele_wait_t wait)
 }
 
 int
-commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
-               uint64_t *seq_out, stele_error_t *err)
+commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len,
+               const journal_origin_t *origin, stele_wait_t wait, uint64_t *seq_out,
+               stele_error_t *err)
 {
-    size_t frame_bytes = journal_frame_bytes(payload_len);
+    size_t frame_bytes = journal_frame_bytes(c->version, payload_len);
     if (frame_bytes > c->cfg.batch_bytes)
         return error_set(err, STELE_ETOOBIG, "record frame of %zu bytes exceeds a batch (%zu)",
                          frame_bytes, c->cfg.batch_bytes);
@@ -766,7 +770,7 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
         pthread_mutex_unlock(&c->mu);
         return rc;
     }
-    uint64_t seq = commit_lay_frame(c, payload, payload_len, frame_bytes);
+    uint64_t seq = commit_lay_frame(c, payload, payload_len, origin, frame_bytes);
     commit_route_append(c, seq, wait);
     pthread_mutex_unlock(&c->mu);
     commit_own_append.commit = c;

@@ -58,16 +58,18 @@ int commit_stop(commit_t *c, stele_error_t *err);
 void commit_free(commit_t *c);
 
 /*
- * Queues one record (payload already validated). Blocks while the queue is full or the quota
- * reached (on_full=block), up to queue_timeout_ms. *seq_out receives its seq. `wait` is the
- * level the caller will wait for: a waited record wakes the committer at once (unwaited
- * ones may sit up to about a millisecond so they are written in larger batches), except a
+ * Queues one record (payload already validated) with its origin block (who appended it;
+ * version 2 journals store it, version 1 ones drop it; NULL = unknown). Blocks while the queue is
+ * full or the quota reached (on_full=block), up to queue_timeout_ms. *seq_out receives its seq.
+ * `wait` is the level the caller will wait for: a waited record wakes the committer at once
+ * (unwaited ones may sit up to about a millisecond so they are written in larger batches), except a
  * durable one in leading mode, whose caller commits it itself in commit_wait.
  * Returns 0, STELE_ETIMEDOUT, STELE_EFULL, STELE_EHALTED, STELE_ECLOSED; nothing is queued
  * on error.
  */
-int commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
-                   uint64_t *seq_out, stele_error_t *err);
+int commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len,
+                   const journal_origin_t *origin, stele_wait_t wait, uint64_t *seq_out,
+                   stele_error_t *err);
 
 /*
  * Blocks until `seq` is written (STELE_WAIT_WRITTEN) or durable (STELE_WAIT_DURABLE), or

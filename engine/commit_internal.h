@@ -48,6 +48,7 @@ typedef struct chunk {
 struct commit {
     /* -- fixed after commit_start -- */
     commit_config_t cfg;
+    uint32_t version; /* the journal's format version: the layout of the frames laid */
     pthread_t thread;
     uint64_t max_chunks;
 

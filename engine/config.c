@@ -705,7 +705,7 @@ config_check_sinks(const stele_options_t *opts, stele_error_t *err)
 static int
 config_check_sizes(const stele_options_t *o, stele_error_t *err)
 {
-    size_t frame = journal_frame_bytes(o->max_record_bytes);
+    size_t frame = journal_frame_bytes(FORMAT_VERSION, o->max_record_bytes);
     if ((uint64_t)frame * 2 > o->segment_bytes)
         return error_set(err, STELE_ECONFIG,
                          "segment_bytes (%llu) must hold two records of max_record_bytes (%u): "

@@ -58,6 +58,7 @@ struct stele {
     char source[64];
     const journal_io_t *io;
     validate_limits_t limits;
+    journal_origin_t own_origin; /* this process, the origin of what it appends itself */
     journal_t *journal;
     index_t *index;
     commit_t *commit;
@@ -236,7 +237,7 @@ stele_recovery_hint(const char *dir, unsigned file_mode, journal_options_t *jo)
 static size_t
 stele_batch_bytes(const stele_options_t *o)
 {
-    size_t frame = journal_frame_bytes(o->max_record_bytes);
+    size_t frame = journal_frame_bytes(FORMAT_VERSION, o->max_record_bytes);
     size_t batch = STELE_BATCH_BYTES_MAX;
     if (batch > o->segment_bytes / 2)
         batch = (size_t)(o->segment_bytes / 2);
@@ -273,6 +274,10 @@ stele_alloc(const char *dir, const stele_options_t *opts, const journal_io_t *io
         return NULL;
     }
     db->io = io;
+    db->own_origin = (journal_origin_t){.uid = (uint32_t)getuid(),
+                                        .gid = (uint32_t)getgid(),
+                                        .pid = (uint32_t)getpid(),
+                                        .kind = FRAME_ORIGIN_PROCESS};
     db->limits.max_record_bytes = opts->max_record_bytes;
     db->limits.max_depth = opts->max_depth;
     stele_init_locks(db);
@@ -541,11 +546,11 @@ stele_check_append(stele_t *db, const void *data, stele_wait_t wait, stele_error
 
 /* Queues an encoded event and waits; the caller has entered and marked itself active. */
 static int
-stele_append_encoded(stele_t *db, const uint8_t *bson, uint32_t len, stele_wait_t wait,
-                     uint64_t *seq_out, stele_error_t *err)
+stele_append_encoded(stele_t *db, const uint8_t *bson, uint32_t len, const journal_origin_t *origin,
+                     stele_wait_t wait, uint64_t *seq_out, stele_error_t *err)
 {
     uint64_t seq = 0;
-    int rc = commit_enqueue(db->commit, bson, len, wait, &seq, err);
+    int rc = commit_enqueue(db->commit, bson, len, origin, wait, &seq, err);
     if (rc)
         return rc;
     if (seq_out)
@@ -556,8 +561,8 @@ stele_append_encoded(stele_t *db, const uint8_t *bson, uint32_t len, stele_wait_
 }
 
 int
-stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait, uint64_t *seq_out,
-                  stele_error_t *err)
+stele_append_json_from(stele_t *db, const journal_origin_t *origin, const char *json, size_t len,
+                       stele_wait_t wait, uint64_t *seq_out, stele_error_t *err)
 {
     int rc = stele_check_append(db, json, wait, err);
     if (rc || (rc = stele_enter(db, err)) != 0)
@@ -566,7 +571,8 @@ stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait, 
     bson_t doc;
     rc = validate_json(json, len, &db->limits, &doc, err);
     if (rc == 0) {
-        rc = stele_append_encoded(db, bson_get_data(&doc), doc.len, wait, seq_out, err);
+        rc = stele_append_encoded(db, bson_get_data(&doc), doc.len,
+                                  origin ? origin : &db->own_origin, wait, seq_out, err);
         bson_destroy(&doc);
     }
     commit_writer_leave(db->commit);
@@ -575,8 +581,8 @@ stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait, 
 }
 
 int
-stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t wait,
-                  uint64_t *seq_out, stele_error_t *err)
+stele_append_bson_from(stele_t *db, const journal_origin_t *origin, const uint8_t *bson, size_t len,
+                       stele_wait_t wait, uint64_t *seq_out, stele_error_t *err)
 {
     int rc = stele_check_append(db, bson, wait, err);
     if (rc || (rc = stele_enter(db, err)) != 0)
@@ -584,10 +590,25 @@ stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t wai
     commit_writer_enter(db->commit);
     rc = validate_bson(bson, len, &db->limits, err);
     if (rc == 0)
-        rc = stele_append_encoded(db, bson, (uint32_t)len, wait, seq_out, err);
+        rc = stele_append_encoded(db, bson, (uint32_t)len, origin ? origin : &db->own_origin, wait,
+                                  seq_out, err);
     commit_writer_leave(db->commit);
     stele_leave(db);
     return rc;
+}
+
+int
+stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait, uint64_t *seq_out,
+                  stele_error_t *err)
+{
+    return stele_append_json_from(db, NULL, json, len, wait, seq_out, err);
+}
+
+int
+stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t wait,
+                  uint64_t *seq_out, stele_error_t *err)
+{
+    return stele_append_bson_from(db, NULL, bson, len, wait, seq_out, err);
 }
 
 int

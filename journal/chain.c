@@ -1,12 +1,13 @@
 /*
- * chain.c: SHA-256 chain hashing through OpenSSL's EVP interface. A hasher owns one digest
- * context and the fetched SHA-256 implementation, so hashing a record allocates nothing.
- * A hasher is used by one thread at a time (the journal's writer, or one reader).
+ * chain.c: SHA-256 chain hashing (both format versions) through OpenSSL's EVP interface. A hasher
+ * owns one digest context and the fetched SHA-256 implementation, so hashing a record allocates
+ * nothing. A hasher is used by one thread at a time (the journal's writer, or one reader).
  */
 #include "chain.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <openssl/evp.h>
 
@@ -55,6 +56,21 @@ chain_hash(chain_hasher_t *h, const uint8_t prev[HASH_BYTES], uint64_t seq, int6
         EVP_DigestUpdate(h->ctx, prev, HASH_BYTES) != 1 ||
         EVP_DigestUpdate(h->ctx, fields, sizeof fields) != 1 ||
         (payload_len && EVP_DigestUpdate(h->ctx, payload, payload_len) != 1) ||
+        EVP_DigestFinal_ex(h->ctx, out, &out_len) != 1 || out_len != HASH_BYTES)
+        return -ENOMEM;
+    return 0;
+}
+
+int
+chain_link(chain_hasher_t *h, const uint8_t prev[HASH_BYTES], const uint8_t leaf_hash[HASH_BYTES],
+           uint8_t out[HASH_BYTES])
+{
+    uint8_t input[2 * HASH_BYTES];
+    unsigned int out_len = 0;
+    memcpy(input, prev, HASH_BYTES);
+    memcpy(input + HASH_BYTES, leaf_hash, HASH_BYTES);
+    if (EVP_DigestInit_ex2(h->ctx, NULL, NULL) != 1 ||
+        EVP_DigestUpdate(h->ctx, input, sizeof input) != 1 ||
         EVP_DigestFinal_ex(h->ctx, out, &out_len) != 1 || out_len != HASH_BYTES)
         return -ENOMEM;
     return 0;

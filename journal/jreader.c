@@ -1,8 +1,9 @@
 /*
  * jreader.c: the read side of journal.h, usable from any process, read-only (a read-only
  * directory works). A reader walks segments in seq order through the I/O table, checks
- * every frame (rules 1-5), that seqs follow and the chain hash, and returns only committed
- * records:
+ * every frame (rules F1-F5), that seqs follow and the chain hash (each segment by its own
+ * format version), and returns only committed records (version 2's meta frames, checkpoints
+ * and key statements, only when asked: journal_reader_set_meta):
  *  - with a live writer (it holds the LOCK's OFD lock): records <= the published
  *    visible_seq (the engine publishes durable_seq there with sync=always);
  *  - with no writer: records up to the last complete batch (BATCH_END) on disk; a torn
@@ -27,6 +28,7 @@
 #include "chain.h"
 #include "format.h"
 #include "jerr.h"
+#include "merkle.h"
 #include "record.h"
 #include "segment.h"
 #include "lockfile.h"
@@ -44,6 +46,8 @@ struct journal_reader {
     int lock_fd;
     lockfile_page_t *lock_page; /* NULL until a writer has made LOCK */
     chain_hasher_t *hasher;
+    merkle_hasher_t *mhasher; /* version 2's leaf hashes */
+    int want_meta;            /* return meta frames too (journal_reader_set_meta) */
     char source[SEG_SOURCE_BYTES];
     uint8_t genesis[HASH_BYTES];
     uint32_t version;
@@ -51,6 +55,7 @@ struct journal_reader {
 
     /* -- cursor -- */
     int seg_fd;
+    uint32_t seg_version; /* the current segment's format version */
     uint64_t seg_first_seq;
     uint64_t seg_bytes;
     uint64_t off;      /* the next frame */
@@ -169,6 +174,7 @@ reader_enter_segment(journal_reader_t *r, uint64_t first_seq, stele_error_t *err
     }
     reader_close_segment(r);
     r->seg_fd = fd;
+    r->seg_version = h.version;
     r->seg_first_seq = first_seq;
     r->seg_bytes = seg_bytes;
     r->off = SEG_HEADER_BYTES;
@@ -213,9 +219,10 @@ journal_reader_open(const char *dir, const journal_io_t *io, journal_reader_t **
     r->seg_fd = -1;
     r->dir = strdup(dir);
     r->hasher = chain_hasher_new();
+    r->mhasher = merkle_hasher_new();
     r->next_seq = 1;
     r->min_seq = 1;
-    if (!r->dir || !r->hasher) {
+    if (!r->dir || !r->hasher || !r->mhasher) {
         rc = jerr_set(err, -ENOMEM, NULL, "out of memory");
         goto fail;
     }
@@ -248,6 +255,7 @@ journal_reader_close(journal_reader_t *r)
     reader_close_segment(r);
     lockfile_close_reader(r->lock_fd, r->lock_page);
     chain_hasher_free(r->hasher);
+    merkle_hasher_free(r->mhasher);
     free(r->buf);
     free(r->dir);
     free(r);
@@ -265,7 +273,7 @@ reader_decode(journal_reader_t *r, record_status_t *st, record_view_t *v)
     }
     if (r->off >= r->buf_off && r->off < r->buf_off + r->buf_len) {
         size_t avail = (size_t)(r->buf_off + r->buf_len - r->off);
-        *st = record_decode(r->buf + (r->off - r->buf_off), avail, room, r->off, v);
+        *st = record_decode(r->seg_version, r->buf + (r->off - r->buf_off), avail, room, r->off, v);
         if (*st == RECORD_VALID)
             return 0;
     }
@@ -287,14 +295,15 @@ reader_decode(journal_reader_t *r, record_status_t *st, record_view_t *v)
         r->buf_len = (size_t)n;
         /* Only a short read (the file ends early) bounds the frame at what was read; a frame
          * larger than the chunk needs a second, larger read, not a bad-length verdict. */
-        *st = record_decode(r->buf, (size_t)n, (uint64_t)n < need ? (uint64_t)n : room, r->off, v);
+        *st = record_decode(r->seg_version, r->buf, (size_t)n,
+                            (uint64_t)n < need ? (uint64_t)n : room, r->off, v);
         if (*st != RECORD_NEED_MORE)
             return 0;
         if ((uint64_t)n < need) {
             *st = RECORD_TORN; /* the file ends inside the frame */
             return 0;
         }
-        need = format_frame_bytes(format_load_u32(r->buf + FRAME_OFF_PAYLOAD_LEN));
+        need = format_frame_bytes(r->seg_version, format_load_u32(r->buf + FRAME_OFF_PAYLOAD_LEN));
     }
     *st = RECORD_TORN;
     return 0;
@@ -464,14 +473,15 @@ reader_at_invalid(journal_reader_t *r, record_status_t st, reader_vis_t *vis, st
     return STELE_EAGAIN;
 }
 
-/* S1 and S2 against the record before the cursor. */
+/* S1 and S2 against the frame before the cursor (a meta frame carries the seq of the
+ * record before it). */
 static int
 reader_check_follows(const journal_reader_t *r, const record_view_t *v, stele_error_t *err)
 {
-    if (v->seq != r->next_seq) {
+    uint64_t due = v->is_meta ? r->next_seq - 1 : r->next_seq;
+    if (v->seq != due) {
         char what[96];
-        snprintf(what, sizeof what, "seq %" PRIu64 " where %" PRIu64 " was due", v->seq,
-                 r->next_seq);
+        snprintf(what, sizeof what, "seq %" PRIu64 " where %" PRIu64 " was due", v->seq, due);
         return reader_corrupt(r, err, what);
     }
     if (v->ts_ns < r->prev_ts_ns && r->have_prev)
@@ -501,15 +511,22 @@ reader_settle_batch(journal_reader_t *r, reader_vis_t *vis, stele_error_t *err)
     return 0;
 }
 
-/* S3, checkable once the previous record's hash is known (not right after a hinted seek). */
+/* S3, checkable once the previous record's hash is known (not right after a hinted seek).
+ * A version 2 record's leaf hash is computed into leaf either way. */
 static int
-reader_check_chain(const journal_reader_t *r, const record_view_t *v, stele_error_t *err)
+reader_check_chain(const journal_reader_t *r, const record_view_t *v,
+                   uint8_t leaf[MERKLE_HASH_BYTES], stele_error_t *err)
 {
-    if (!r->have_prev)
-        return 0;
+    memset(leaf, 0, MERKLE_HASH_BYTES);
+    if (v->is_meta)
+        return 0; /* not in the chain */
+    int rc = r->seg_version >= 2 ? record_leaf_hash(r->mhasher, v->frame, v->payload_len, leaf) : 0;
+    if (rc || !r->have_prev)
+        return rc ? jerr_set(err, rc, NULL, "could not hash record: out of memory") : 0;
     uint8_t calc[HASH_BYTES];
-    int rc =
-        chain_hash(r->hasher, r->prev_hash, v->seq, v->ts_ns, v->payload, v->payload_len, calc);
+    rc = r->seg_version >= 2 ? chain_link(r->hasher, r->prev_hash, leaf, calc)
+                             : chain_hash(r->hasher, r->prev_hash, v->seq, v->ts_ns, v->payload,
+                                          v->payload_len, calc);
     if (rc)
         return jerr_set(err, rc, NULL, "could not hash record: out of memory");
     if (memcmp(calc, v->hash, HASH_BYTES) != 0) {
@@ -521,30 +538,49 @@ reader_check_chain(const journal_reader_t *r, const record_view_t *v, stele_erro
 }
 
 static void
-reader_fill_record(const journal_reader_t *r, const record_view_t *v, journal_record_t *rec)
+reader_fill_record(const journal_reader_t *r, const record_view_t *v,
+                   const uint8_t leaf[MERKLE_HASH_BYTES], journal_record_t *rec)
 {
     rec->seq = v->seq;
     rec->ts_ns = v->ts_ns;
     rec->payload = v->payload;
     rec->payload_len = v->payload_len;
     memcpy(rec->hash, v->hash, HASH_BYTES);
-    if (r->have_prev)
+    if (r->have_prev && !v->is_meta)
         memcpy(rec->prev_hash, r->prev_hash, HASH_BYTES);
     else
         memset(rec->prev_hash, 0, HASH_BYTES);
+    memcpy(rec->leaf_hash, leaf, MERKLE_HASH_BYTES);
+    rec->origin = (journal_origin_t){v->origin_uid, v->origin_gid, v->origin_pid, v->origin_kind};
+    rec->version = r->seg_version;
     rec->segment_seq = r->seg_first_seq;
     rec->offset = r->off;
+    rec->frame_bytes = v->frame_bytes;
     rec->is_batch_end = (v->flags & FRAME_FLAG_BATCH_END) != 0;
+    rec->is_meta = v->is_meta;
 }
 
+/* Past the frame at the cursor: a record joins the chain; a meta frame only takes room. */
 static void
 reader_consume(journal_reader_t *r, const record_view_t *v)
 {
-    memcpy(r->prev_hash, v->hash, HASH_BYTES);
-    r->have_prev = 1;
     r->prev_ts_ns = v->ts_ns;
     r->off += v->frame_bytes;
+    if (v->is_meta)
+        return;
+    memcpy(r->prev_hash, v->hash, HASH_BYTES);
+    r->have_prev = 1;
     r->next_seq++;
+}
+
+/* Whether the reader returns the frame just checked: a record at or past min_seq, or, when
+ * meta frames are wanted, one that follows the record before min_seq or a later one. */
+static int
+reader_wants(const journal_reader_t *r, const record_view_t *v)
+{
+    if (v->is_meta)
+        return r->want_meta && v->seq + 1 >= r->min_seq;
+    return v->seq >= r->min_seq;
 }
 
 /* The core of next/wait: finds the next returnable record. With consume 0 the cursor stays
@@ -581,12 +617,13 @@ reader_step(journal_reader_t *r, journal_record_t *rec, int consume, stele_error
                 return rc;
             continue; /* the walk moved the buffer: decode this frame again */
         }
-        int wanted = v.seq >= r->min_seq;
+        int wanted = reader_wants(r, &v);
         if (wanted) {
-            rc = reader_check_chain(r, &v, err);
+            uint8_t leaf[MERKLE_HASH_BYTES];
+            rc = reader_check_chain(r, &v, leaf, err);
             if (rc)
                 return rc;
-            reader_fill_record(r, &v, rec);
+            reader_fill_record(r, &v, leaf, rec);
             if (!consume)
                 return 0;
         }
@@ -619,7 +656,7 @@ reader_try_hint(journal_reader_t *r, uint64_t seq, uint64_t seg, uint64_t hint_s
     record_view_t v;
     r->off = hint_offset;
     int rc = reader_decode(r, &st, &v);
-    if (!rc && st == RECORD_VALID && v.seq < seq && v.seq >= seg) {
+    if (!rc && st == RECORD_VALID && !v.is_meta && v.seq < seq && v.seq >= seg) {
         r->next_seq = v.seq;
         r->have_prev = 0;
     } else {
@@ -699,8 +736,8 @@ journal_reader_wait(journal_reader_t *r, uint64_t after_seq, int timeout_ms)
         } else {
             journal_record_t rec;
             int rc = reader_step(r, &rec, 0, NULL);
-            if (rc != STELE_EAGAIN && (rc != 0 || rec.seq > after_seq))
-                return 0; /* a record, or an error next() will report */
+            if (rc != STELE_EAGAIN && (rc != 0 || rec.is_meta || rec.seq > after_seq))
+                return 0; /* a frame to return, or an error next() will report */
         }
         int64_t left = deadline - reader_now_ms();
         if (left <= 0)
@@ -729,6 +766,13 @@ journal_reader_live(journal_reader_t *r, journal_live_t *out)
         out->visible_seq = atomic_load_explicit(&r->lock_page->visible_seq, memory_order_acquire);
         out->durable_seq = atomic_load_explicit(&r->lock_page->durable_seq, memory_order_acquire);
     }
+}
+
+void
+journal_reader_set_meta(journal_reader_t *r, int want_meta)
+{
+    if (r)
+        r->want_meta = want_meta != 0;
 }
 
 const char *
@@ -766,7 +810,7 @@ journal_reader_segments(journal_reader_t *r, journal_segment_info_t *out, size_t
         int fd = r->io->open_file(r->io->ctx, path, JOURNAL_IO_READ, 0);
         if (fd < 0)
             continue;
-        uint8_t head[FRAME_HEADER_BYTES];
+        uint8_t head[FRAME_HEADER_BYTES_V1]; /* the ts is in the part both versions share */
         if (r->io->pread(r->io->ctx, fd, head, sizeof head, SEG_HEADER_BYTES) ==
                 (ssize_t)sizeof head &&
             format_load_u32(head) == FRAME_MAGIC)

@@ -466,7 +466,7 @@ test_verify_passes_an_engine_journal_and_finds_damage_in_it(void **state)
     assert_int_equal(fx_read_positions(dir, pos, 101), 100);
     char path[400];
     fx_segment_path(path, sizeof path, dir, pos[49].segment_seq);
-    fx_flip_byte(path, pos[49].offset + FRAME_HEADER_BYTES + 10, 0x20);
+    fx_flip_byte(path, pos[49].offset + FRAME_HEADER_BYTES_V2 + 10, 0x20);
     assert_int_equal(stele_verify(dir, 0, 0, &rep, &err), STELE_ECORRUPT);
     assert_int_equal(rep.bad_seq, 50);
     assert_int_equal(rep.bad_offset, pos[49].offset);
