@@ -26,6 +26,7 @@ static const cli_command_t commands[] = {
     {"verify", cmd_verify, "check CRCs, the hash chain, seqs and the index"},
     {"ship", cmd_ship, "run a MongoDB sink in the foreground"},
     {"serve", cmd_serve, "own the journal; take events from other processes on a socket"},
+    {"keygen", cmd_keygen, "make a signing key pair (--key FILE --pub FILE)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -339,7 +339,7 @@ commit_write_chunk(commit_t *c, chunk_t *ch, stele_error_t *err)
     return 0;
 }
 
-static void
+void
 commit_publish(commit_t *c)
 {
     uint64_t written = atomic_load(&c->written_seq);
@@ -356,6 +356,16 @@ commit_free_chunks(chunk_t *list)
         chunk_free(list);
         list = next;
     }
+}
+
+void
+commit_fail(commit_t *c, const stele_error_t *cause)
+{
+    pthread_mutex_lock(&c->mu);
+    chunk_t *dropped = commit_halt_locked(c, cause);
+    pthread_mutex_unlock(&c->mu);
+    commit_kick_waker(c);
+    commit_free_chunks(dropped);
 }
 
 /* Syncs what is written but not yet durable (io_mu held, mu not held). A leading waiter
@@ -463,6 +473,13 @@ commit_idle_wait(commit_t *c, const commit_clock_t *clk, bool halted, bool is_un
     bool nap = !halted && now - clk->last_commit_ns < COMMIT_NAP_WINDOW_NS;
     if (nap && (deadline == 0 || deadline > now + COMMIT_NAP_NS))
         deadline = now + COMMIT_NAP_NS;
+    /* A signed journal takes a checkpoint when the interval passes, even with nothing to
+     * write (commit_seal_chores). */
+    uint64_t seal_due = halted ? 0 : commit_seal_deadline_ns(c);
+    if (seal_due && seal_due <= now)
+        seal_due = now + COMMIT_NAP_NS; /* due, but a leading waiter holds the queue */
+    if (seal_due && (deadline == 0 || seal_due < deadline))
+        deadline = seal_due;
     c->is_committer_idle = true;
     c->is_committer_napping = nap;
     commit_cond_wait(&c->work_cv, &c->mu, deadline);
@@ -518,9 +535,11 @@ commit_main(void *arg)
         if (halted || !commit_committer_has_work(c)) {
             if (c->is_closing && !commit_has_work(c))
                 break;
-            commit_idle_wait(c, &clk, halted, written > durable, now);
+            commit_seal_chores(c);
+            commit_idle_wait(c, &clk, halted, written > durable, clock_mono_ns());
             continue;
         }
+        commit_seal_chores(c); /* a rotation falls due while busy too */
         commit_grow_batch(c, clk.last_commit_ns);
         if (commit_committer_has_work(c))
             commit_write_next(c, &clk);

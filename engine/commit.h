@@ -97,6 +97,14 @@ uint64_t commit_appended_seq(const commit_t *c);
 uint64_t commit_written_seq(const commit_t *c);
 uint64_t commit_durable_seq(const commit_t *c);
 
+/*
+ * Before retention deletes the segments below first_seq from a signed journal: writes and
+ * syncs the retention checkpoint that says so (FORMAT.md section 11.2), under the I/O lock;
+ * the journal deletes nothing it does not cover. A no-op without signing. Any thread (the
+ * index writer). Returns 0, or the error that halted the queue.
+ */
+int commit_seal_retention(commit_t *c, uint64_t first_seq, stele_error_t *err);
+
 /* Wakes appenders blocked on the quota (after retention freed space). */
 void commit_space_freed(commit_t *c);
 

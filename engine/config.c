@@ -34,7 +34,8 @@
 #define CONFIG_DEFAULT_MAX_RECORD_BYTES ((uint32_t)MIB)
 
 typedef enum knob_type {
-    KNOB_STRING,
+    KNOB_STRING, /* a name: letters, digits and . _ : - */
+    KNOB_PATH,   /* a file path */
     KNOB_BOOL,
     KNOB_MODE,
     KNOB_SIZE32,
@@ -79,7 +80,15 @@ typedef enum knob_type {
     X(retention_bytes, KNOB_SIZE64, 0, 0, UINT64_MAX, NULL, "0",                                   \
       "keep at most this much shipped data; 0 = keep all")                                         \
     X(retention_seconds, KNOB_DURATION64, 1000000000, 0, INT64_MAX, NULL, "0",                     \
-      "delete shipped data older than this; 0 = keep all")
+      "delete shipped data older than this; 0 = keep all")                                         \
+    X(signing_key, KNOB_PATH, 0, 1, CONFIG_PATH_MAX, NULL, "(none)",                               \
+      "signer key file (stele keygen): sign checkpoints with it and evolve it in place")           \
+    X(checkpoint_records, KNOB_U32, 0, 1, 100000000, NULL, "1000",                                 \
+      "with a signing key: a signed checkpoint at least every this many records")                  \
+    X(checkpoint_interval_ms, KNOB_DURATION32, 1000000, 1, 3600000, NULL, "10000",                 \
+      "with a signing key: a signed checkpoint at least this often, also when idle")               \
+    X(key_epoch_s, KNOB_DURATION32, 1000000000, 1, 31536000, NULL, "900",                          \
+      "with a signing key: how long one key signs before the next replaces it")
 
 typedef struct knob_def {
     const char *name;
@@ -137,6 +146,10 @@ stele_options_init(stele_options_t *opts)
     opts->on_full = STELE_ON_FULL_BLOCK;
     opts->retention_bytes = 0;
     opts->retention_seconds = 0;
+    opts->signing_key = NULL;
+    opts->checkpoint_records = 1000;
+    opts->checkpoint_interval_ms = 10000;
+    opts->key_epoch_s = 900;
     opts->sinks = NULL;
     opts->n_sinks = 0;
     opts->owned = NULL;
@@ -249,6 +262,9 @@ config_accepts(const knob_def_t *k, char *buf, size_t cap)
         snprintf(buf, cap, "1 to %llu characters of letters, digits and . _ : -",
                  (unsigned long long)k->max);
         break;
+    case KNOB_PATH:
+        snprintf(buf, cap, "a file path of 1 to %llu bytes", (unsigned long long)k->max);
+        break;
     case KNOB_BOOL:
         snprintf(buf, cap, "true or false (also yes/no, on/off, 1/0)");
         break;
@@ -321,6 +337,7 @@ config_parse_value(const knob_def_t *k, const char *value, uint64_t *out)
     case KNOB_DURATION64:
         return config_parse_duration(value, k->unit_ns, out);
     case KNOB_STRING:
+    case KNOB_PATH:
         break;
     }
     return false;
@@ -362,8 +379,10 @@ config_apply(stele_options_t *opts, const knob_def_t *k, const char *value, cons
              stele_error_t *err)
 {
     char *field = (char *)opts + k->offset;
-    if (k->type == KNOB_STRING) {
-        if (!config_source_ok(value))
+    if (k->type == KNOB_STRING || k->type == KNOB_PATH) {
+        bool ok =
+            k->type == KNOB_STRING ? config_source_ok(value) : value[0] && strlen(value) <= k->max;
+        if (!ok)
             return config_bad_value(k, value, where, err);
         const char *copy = config_own_string(opts, value);
         if (!copy)
@@ -621,7 +640,7 @@ config_check_ranges(const stele_options_t *opts, stele_error_t *err)
         const knob_def_t *k = &config_knob_defs[i];
         const char *field = (const char *)opts + k->offset;
         uint64_t v;
-        if (k->type == KNOB_STRING || k->type == KNOB_BOOL)
+        if (k->type == KNOB_STRING || k->type == KNOB_PATH || k->type == KNOB_BOOL)
             continue;
         if (k->type == KNOB_SIZE64 || k->type == KNOB_DURATION64) {
             memcpy(&v, field, sizeof v);
@@ -728,6 +747,9 @@ config_check(const stele_options_t *opts, stele_error_t *err)
     int rc = config_check_ranges(opts, err);
     if (rc)
         return rc;
+    if (opts->signing_key && (!opts->signing_key[0] || strlen(opts->signing_key) > CONFIG_PATH_MAX))
+        return error_set(err, STELE_ECONFIG, "signing_key must be a file path of 1 to %d bytes",
+                         CONFIG_PATH_MAX);
     if (opts->max_journal_bytes && opts->max_journal_bytes < 2 * opts->segment_bytes)
         return error_set(err, STELE_ECONFIG,
                          "max_journal_bytes (%llu) must hold at least two segments of "

@@ -46,6 +46,7 @@
 /* Largest batch the committer writes at once: big enough that a backlog is written with
  * few syscalls, small enough that one batch never holds up waiters for long. */
 #define STELE_BATCH_BYTES_MAX ((size_t)4 << 20)
+
 /* How long close lets each shipper drain what is committed. */
 #define STELE_SHIP_DRAIN_MS 5000
 /* A wait=shipped caller looks at the shippers at least this often, even without progress. */
@@ -241,6 +242,10 @@ stele_batch_bytes(const stele_options_t *o)
     size_t batch = STELE_BATCH_BYTES_MAX;
     if (batch > o->segment_bytes / 2)
         batch = (size_t)(o->segment_bytes / 2);
+    /* A signed journal keeps room in each segment for a batch's checkpoint and its own. */
+    size_t signed_room = (size_t)o->segment_bytes - SEG_HEADER_BYTES - 2 * JOURNAL_META_FRAME_MAX;
+    if (o->signing_key && batch > signed_room)
+        batch = signed_room;
     return batch < frame ? frame : batch;
 }
 
@@ -311,6 +316,10 @@ stele_journal_options(const stele_t *db, const stele_options_t *o, journal_optio
     /* With sync=always every batch is flushed at once, so the page cache only adds work:
      * a copy, then fdatasync's writeback walk, on the committing thread (journal/direct.h). */
     jo->direct_writes = o->sync == STELE_SYNC_ALWAYS;
+    jo->signing_key_path = o->signing_key;
+    jo->checkpoint_records = o->checkpoint_records;
+    jo->checkpoint_interval_ms = o->checkpoint_interval_ms;
+    jo->key_epoch_s = o->key_epoch_s;
 }
 
 /* Opens the journal (lock, recovery) from the index's hint; *rec receives what recovery

@@ -293,6 +293,7 @@ verify_cursor_init(verify_state_t *v, const char *dir, int need_later_frame, ver
     c->fd = -1;
     if (v->have_prev) {
         c->seq = v->prev.seq + 1;
+        c->version = v->prev.version;
         verify_after_prev(v, &c->segment_seq, &c->offset);
         memcpy(c->prev_hash, v->prev.hash, HASH_BYTES);
         c->have_hash = 1;

@@ -176,6 +176,18 @@ typedef struct stele_options {
     stele_on_full_t on_full;    /* default STELE_ON_FULL_BLOCK */
     uint64_t retention_bytes;   /* keep at most this much shipped data; 0 = keep all */
     uint64_t retention_seconds; /* keep shipped data at least/at most this old; 0 = keep all */
+    /* Signing (FORMAT.md section 11; docs/guarantees.md "Trust"). */
+    const char *signing_key;           /* signer key file (stele_keygen()): the writer signs
+                                          checkpoints with it and evolves it in place, so it
+                                          must stay writable by the writer. NULL (default) =
+                                          no signing; a journal already signed then refuses to
+                                          open (STELE_ECONFIG). Version 1 journals refuse a key */
+    uint32_t checkpoint_records;       /* with a key: a checkpoint at least every this many
+                                          records; default 1000 */
+    uint32_t checkpoint_interval_ms;   /* with a key: a checkpoint at least this often, also when
+                                          idle; default 10000 */
+    uint32_t key_epoch_s;              /* with a key: each key signs this long, then the next
+                                          replaces it (forward security); default 900 */
     const stele_sink_options_t *sinks; /* borrowed for the call; copied */
     size_t n_sinks;
     void *owned; /* private: storage of stele_options_set; NULL after stele_options_init */
@@ -531,6 +543,30 @@ typedef struct stele_verify_report {
  */
 int stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_report_t *report,
                  stele_error_t *err);
+
+/* ------------------------------------------------------------------------------------------
+ * Trust: signed checkpoints, forward-secure keys and proofs (FORMAT.md section 11;
+ * docs/guarantees.md, "Trust")
+ *
+ * With a signing key (stele_options_t.signing_key) a writer of a version 2 journal keeps the
+ * records in a Merkle tree and writes signed checkpoints of it into the journal: every
+ * checkpoint_records records, every checkpoint_interval_ms even when idle, at each segment
+ * roll, at close and before retention deletes segments. Every key_epoch_s it signs the next
+ * key with the current one and destroys the current one, so whoever takes the host later
+ * cannot sign anything of an earlier epoch. A verifier needs only the first public key.
+ * ------------------------------------------------------------------------------------------ */
+
+/*
+ * Makes a new key pair: the signer key file `key_path` (the writer's signing_key: epoch 0,
+ * mode 0600, created exclusively; never overwritten) and the verifier key file `pub_path`,
+ * the trust anchor that verify, verify-proof and other checkers take (mode 0644 less the
+ * umask), both in the text forms of Go's golang.org/x/mod/sumdb/note. `name` names the key
+ * in signatures (1 to 255 bytes of UTF-8 without spaces or '+'); NULL = "stele". Both paths
+ * are borrowed. Returns 0; -EEXIST (a file exists: nothing written); STELE_EINVAL (a path is
+ * missing or both are the same, a bad name); -errno (err names the file and the call;
+ * nothing is left behind). Thread-safe.
+ */
+int stele_keygen(const char *key_path, const char *pub_path, const char *name, stele_error_t *err);
 
 /* ------------------------------------------------------------------------------------------
  * The remote copy: consistency check and re-ship against one sink (engine/ship_check.c)

@@ -244,11 +244,9 @@ journal_seal_v2(journal_t *j, uint8_t *frame, uint32_t flags, uint64_t synced, s
     return 0;
 }
 
-/* Seals every frame in place: hashes, BATCH_END on the last unless a checkpoint will follow
- * it (is_last_frame 0), synced_seq, CRC. */
+/* Seals every frame in place: hashes, BATCH_END on the last, synced_seq, CRC. */
 static int
-journal_seal_batch(journal_t *j, uint8_t *buf, size_t len, int is_last_frame, sealed_batch_t *out,
-                   stele_error_t *err)
+journal_seal_batch(journal_t *j, uint8_t *buf, size_t len, sealed_batch_t *out, stele_error_t *err)
 {
     memcpy(out->last_hash, j->last_hash, HASH_BYTES);
     uint64_t synced = atomic_load(&j->durable_seq);
@@ -266,7 +264,7 @@ journal_seal_batch(journal_t *j, uint8_t *buf, size_t len, int is_last_frame, se
     for (size_t off = 0; off < len;) {
         uint32_t payload_len = format_load_u32(buf + off + FRAME_OFF_PAYLOAD_LEN);
         size_t frame_bytes = (size_t)format_frame_bytes(j->version, payload_len);
-        uint32_t flags = off + frame_bytes == len && is_last_frame ? FRAME_FLAG_BATCH_END : 0;
+        uint32_t flags = off + frame_bytes == len ? FRAME_FLAG_BATCH_END : 0;
         int rc = j->version >= 2 ? journal_seal_v2(j, buf + off, flags, synced, out)
                                  : record_seal(buf + off, out->last_hash, flags, synced, j->hasher,
                                                out->last_hash);
@@ -346,16 +344,16 @@ journal_write_failed(journal_t *j, int rc, stele_error_t *err)
     return journal_halt(j, &failure, err);
 }
 
-/* Seals the batch (and builds the checkpoint that ends it, with_checkpoint) and writes both
- * with one write. */
+/* Seals the batch (and, with_checkpoint, builds the checkpoint that follows it: a batch of
+ * its own, so the records end theirs as always) and writes both with one write. */
 static int
 journal_seal_and_write(journal_t *j, uint8_t *buf, size_t len, int with_checkpoint,
-                       sealed_batch_t *sealed, stele_error_t *err)
+                       meta_reason_t reason, sealed_batch_t *sealed, stele_error_t *err)
 {
-    int rc = journal_seal_batch(j, buf, len, !with_checkpoint, sealed, err);
+    int rc = journal_seal_batch(j, buf, len, sealed, err);
     if (!rc && with_checkpoint)
-        rc = journal_seal_build(j, META_REASON_RECORDS, 0, &sealed->range, FRAME_FLAG_BATCH_END,
-                                err);
+        rc = journal_seal_build(j, reason, 0, &sealed->range, sealed->last_ts_ns,
+                                FRAME_FLAG_BATCH_END, err);
     if (rc)
         return rc;
     struct iovec parts[2] = {{.iov_base = buf, .iov_len = len},
@@ -377,7 +375,8 @@ journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_
         rc = journal_check_batch(j, buf, len, &n_records, err);
     if (rc)
         return rc;
-    int with_checkpoint = journal_seal_due(j, n_records);
+    meta_reason_t reason = META_REASON_RECORDS;
+    int with_checkpoint = journal_seal_due(j, n_records, &reason);
     size_t need = len + (with_checkpoint ? JOURNAL_META_FRAME_MAX : 0) + journal_seal_reserve(j);
     int rolled = j->write_off + need > j->active_bytes;
     if (rolled) {
@@ -386,7 +385,7 @@ journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_
             return rc;
     }
     sealed_batch_t sealed;
-    rc = journal_seal_and_write(j, buf, len, with_checkpoint, &sealed, err);
+    rc = journal_seal_and_write(j, buf, len, with_checkpoint, reason, &sealed, err);
     if (rc)
         return rc;
     if (info)
@@ -394,7 +393,7 @@ journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_
     journal_advance(j, len, &sealed);
     if (with_checkpoint) {
         journal_advance_bytes(j, j->seal.frame_len);
-        journal_seal_written(j, META_REASON_RECORDS, 0, sealed.last_seq);
+        journal_seal_written(j, reason, 0, sealed.last_seq);
     } else if (j->seal.is_signing) {
         j->seal.records_since_statement += n_records;
     }
@@ -431,7 +430,8 @@ journal_checkpoint(journal_t *j, journal_checkpoint_kind_t kind, uint64_t first_
         kind == JOURNAL_CHECKPOINT_RETENTION ? META_REASON_RETENTION : META_REASON_INTERVAL;
     if (reason == META_REASON_RETENTION && first_seq == 0)
         return jerr_set(err, STELE_EINVAL, NULL, "a retention checkpoint needs a first seq");
-    rc = journal_seal_build(j, reason, first_seq, &j->range, FRAME_FLAG_BATCH_END, err);
+    rc = journal_seal_build(j, reason, first_seq, &j->range, j->last_ts_ns, FRAME_FLAG_BATCH_END,
+                            err);
     if (!rc)
         rc = journal_write_statement(j, err);
     if (!rc)

@@ -24,6 +24,8 @@
 
 #include "format.h"
 #include "io.h"
+#include "merkle.h"
+#include "meta.h"
 #include "note.h"
 #include "stele.h"
 
@@ -104,6 +106,10 @@ typedef struct journal_options {
     uint32_t key_epoch_s;
 } journal_options_t;
 
+/* The largest meta frame (a checkpoint or key statement): room every segment of a signed
+ * journal keeps at its end, for the checkpoint of its last record, and after each batch. */
+#define JOURNAL_META_FRAME_MAX ((size_t)format_frame_bytes(2, META_PAYLOAD_MAX_BYTES))
+
 #define JOURNAL_DEFAULT_CHECKPOINT_RECORDS 1000
 #define JOURNAL_DEFAULT_CHECKPOINT_INTERVAL_MS 10000
 #define JOURNAL_DEFAULT_KEY_EPOCH_S 900
@@ -117,6 +123,7 @@ typedef struct journal_recovery {
     uint64_t last_seq;  /* newest valid record after recovery (0 when empty) */
     int64_t last_ts_ns;
     uint8_t last_hash[32];    /* chain hash to continue from (genesis when empty) */
+    uint8_t merkle_root[32];  /* version 2: the root of the Merkle tree of all records */
     journal_end_t end;        /* how the newest segment ended */
     uint64_t truncated_bytes; /* bytes of torn tail zeroed */
     uint64_t scanned_bytes;
@@ -346,6 +353,12 @@ typedef struct journal_live {
 void journal_reader_live(journal_reader_t *r, journal_live_t *out);
 
 const char *journal_reader_source(const journal_reader_t *r);
+
+/* Version 2: the Merkle compact range in the header of segment first_seq (the tree of the
+ * records before it), into *out. Returns 0, -ENOENT (no such segment), STELE_ECORRUPT,
+ * STELE_EINVAL (a version 1 segment), -errno. */
+int journal_reader_segment_range(journal_reader_t *r, uint64_t first_seq, merkle_range_t *out,
+                                 stele_error_t *err);
 uint32_t journal_reader_format_version(const journal_reader_t *r);
 
 /* Segment listing for status, verify and index rebuild. */

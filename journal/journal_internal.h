@@ -38,10 +38,6 @@
 #include "merkle.h"
 #include "meta.h"
 
-/* The largest meta frame (a checkpoint or key statement): room every segment of a signed
- * journal keeps at its end, for the checkpoint of its last record. */
-#define JOURNAL_META_FRAME_MAX ((size_t)format_frame_bytes(2, META_PAYLOAD_MAX_BYTES))
-
 /* Signing state (journal_seal.c). Everything but the atomics is the writer's, under the
  * caller's lock; the key rotation's prepare and finish steps read epoch and key_path only,
  * which change only in its commit step. */
@@ -181,14 +177,17 @@ int journal_roll(journal_t *j, stele_error_t *err);
 int journal_seal_open(journal_t *j, stele_error_t *err);
 /* Frees what journal_seal_open made; wipes the key. */
 void journal_seal_free(journal_t *j);
-/* Whether a batch of n_records should end with a checkpoint (records or interval). */
-int journal_seal_due(const journal_t *j, uint64_t n_records);
+/* Whether a batch of n_records should be followed by a checkpoint, and why (*reason:
+ * records or interval). */
+int journal_seal_due(const journal_t *j, uint64_t n_records, meta_reason_t *reason);
 /* Room a batch must leave in its segment: JOURNAL_META_FRAME_MAX while signing, else 0. */
 size_t journal_seal_reserve(const journal_t *j);
-/* Builds into j->seal.frame the checkpoint of `range` (size and root), with flags (BATCH_END
- * or 0; META is added) and synced_seq. Returns 0 or an error (out of memory, signing). */
+/* Builds into j->seal.frame the checkpoint of `range` (size and root), with the ts of the
+ * record before it and flags (BATCH_END or 0; META is added). Returns 0 or an error (out of
+ * memory, signing). */
 int journal_seal_build(journal_t *j, meta_reason_t reason, uint64_t first_seq,
-                       const merkle_range_t *range, uint32_t flags, stele_error_t *err);
+                       const merkle_range_t *range, int64_t ts_ns, uint32_t flags,
+                       stele_error_t *err);
 /* After j->seal.frame was written: the cadence starts again. */
 void journal_seal_written(journal_t *j, meta_reason_t reason, uint64_t first_seq,
                           uint64_t tree_size);

@@ -416,6 +416,8 @@ journal_fill_recovery(const journal_t *j, journal_recovery_t *rec)
     rec->last_seq = last;
     rec->last_ts_ns = j->last_ts_ns;
     memcpy(rec->last_hash, j->last_hash, HASH_BYTES);
+    if (j->version >= 2)
+        merkle_range_root(j->mhasher, &j->range, rec->merkle_root);
 }
 
 int

@@ -61,12 +61,16 @@ journal_seal_reserve(const journal_t *j)
 }
 
 int
-journal_seal_due(const journal_t *j, uint64_t n_records)
+journal_seal_due(const journal_t *j, uint64_t n_records, meta_reason_t *reason)
 {
     if (!j->seal.is_signing)
         return 0;
-    return j->seal.records_since_statement + n_records >= j->opts.checkpoint_records ||
-           seal_mono_ns() >= atomic_load(&((journal_t *)j)->seal.due_mono_ns);
+    if (j->seal.records_since_statement + n_records >= j->opts.checkpoint_records) {
+        *reason = META_REASON_RECORDS;
+        return 1;
+    }
+    *reason = META_REASON_INTERVAL;
+    return seal_mono_ns() >= atomic_load(&((journal_t *)j)->seal.due_mono_ns);
 }
 
 /* The next interval checkpoint is due checkpoint_interval_ms from now. */
@@ -92,11 +96,11 @@ seal_statement(journal_t *j, meta_reason_t reason, const merkle_range_t *range, 
     return merkle_range_root(j->mhasher, range, m->root);
 }
 
-/* Signs m with s and lays its meta frame out in j->seal.frame (seq m->size, the last
- * record's ts, synced_seq as given). */
+/* Signs m with s and lays its meta frame out in j->seal.frame (seq m->size, ts_ns that of
+ * the record before it, synced_seq as given). */
 static int
-seal_frame(journal_t *j, const note_signer_t *s, const meta_statement_t *m, uint32_t flags,
-           uint64_t synced_seq, stele_error_t *err)
+seal_frame(journal_t *j, const note_signer_t *s, const meta_statement_t *m, int64_t ts_ns,
+           uint32_t flags, uint64_t synced_seq, stele_error_t *err)
 {
     char *note = NULL;
     size_t note_len = 0;
@@ -108,8 +112,8 @@ seal_frame(journal_t *j, const note_signer_t *s, const meta_statement_t *m, uint
         return jerr_set(err, STELE_EINVAL, NULL, "signed statement of %zu bytes is too long",
                         note_len);
     }
-    record_meta_build(j->seal.frame, meta_type_of(m->reason), note, note_len, m->size,
-                      j->last_ts_ns, flags, synced_seq);
+    record_meta_build(j->seal.frame, meta_type_of(m->reason), note, note_len, m->size, ts_ns, flags,
+                      synced_seq);
     j->seal.frame_len = record_meta_bytes(note_len);
     j->seal.last_time_ns = m->time_ns;
     free(note);
@@ -118,13 +122,13 @@ seal_frame(journal_t *j, const note_signer_t *s, const meta_statement_t *m, uint
 
 int
 journal_seal_build(journal_t *j, meta_reason_t reason, uint64_t first_seq,
-                   const merkle_range_t *range, uint32_t flags, stele_error_t *err)
+                   const merkle_range_t *range, int64_t ts_ns, uint32_t flags, stele_error_t *err)
 {
     meta_statement_t m;
     if (seal_statement(j, reason, range, &m))
         return jerr_set(err, -ENOMEM, NULL, "could not hash the merkle root: out of memory");
     m.first_seq = first_seq;
-    return seal_frame(j, &j->seal.signer, &m, flags, atomic_load(&j->durable_seq), err);
+    return seal_frame(j, &j->seal.signer, &m, ts_ns, flags, atomic_load(&j->durable_seq), err);
 }
 
 void
@@ -166,7 +170,8 @@ journal_seal_roll(journal_t *j, stele_error_t *err)
 {
     if (!j->seal.is_signing)
         return 0;
-    int rc = journal_seal_build(j, META_REASON_ROLL, 0, &j->range, FRAME_FLAG_BATCH_END, err);
+    int rc = journal_seal_build(j, META_REASON_ROLL, 0, &j->range, j->last_ts_ns,
+                                FRAME_FLAG_BATCH_END, err);
     return rc ? rc : seal_write_last(j, META_REASON_ROLL, err);
 }
 
@@ -175,7 +180,8 @@ journal_seal_close(journal_t *j, stele_error_t *err)
 {
     if (!j->seal.is_signing)
         return 0;
-    int rc = journal_seal_build(j, META_REASON_CLOSE, 0, &j->range, FRAME_FLAG_BATCH_END, err);
+    int rc = journal_seal_build(j, META_REASON_CLOSE, 0, &j->range, j->last_ts_ns,
+                                FRAME_FLAG_BATCH_END, err);
     return rc ? rc : seal_write_last(j, META_REASON_CLOSE, err);
 }
 
@@ -224,7 +230,7 @@ static int
 seal_key_statement(journal_t *j, const note_signer_t *s, const meta_statement_t *m,
                    stele_error_t *err)
 {
-    int rc = seal_frame(j, s, m, FRAME_FLAG_BATCH_END, 0, err);
+    int rc = seal_frame(j, s, m, j->last_ts_ns, FRAME_FLAG_BATCH_END, 0, err);
     if (!rc)
         rc = seal_append_keys(j, err);
     if (rc)
@@ -393,6 +399,26 @@ seal_refuse_unsigned(journal_t *j, const keychain_t *kc, int has_keys, stele_err
                        "journal %s is signed: a writer needs its signing key", j->dir);
 }
 
+/* The three steps of a rotation at once (at open, before any other thread runs). Only a
+ * failed commit fails the open; the others leave the old key in use, reported at close. */
+static int
+seal_rotate_now(journal_t *j, stele_error_t *err)
+{
+    journal_rotation_t r;
+    stele_error_t why;
+    if (journal_rotate_prepare(j, &r, &why) != 0) {
+        journal_defer_error(j, why.code, "prepare the next key of", j->seal.key_path);
+        return 0;
+    }
+    int rc = journal_rotate_commit(j, &r, err);
+    if (rc) {
+        journal_rotate_abandon(j, &r);
+        return rc;
+    }
+    journal_rotate_finish(j, &r, &why);
+    return 0;
+}
+
 int
 journal_seal_open(journal_t *j, stele_error_t *err)
 {
@@ -416,6 +442,8 @@ journal_seal_open(journal_t *j, stele_error_t *err)
             rc = has_keys && kc.n > 0 ? seal_resume_chain(j, &kc, e_f, err)
                                       : seal_start_chain(j, e_f, err);
         atomic_store(&j->seal.epoch_now, j->seal.epoch);
+        if (!rc && journal_rotation_due(j))
+            rc = seal_rotate_now(j, err); /* a key past its epoch signs nothing more */
     }
     keychain_free(&kc);
     return rc;

@@ -768,6 +768,28 @@ journal_reader_live(journal_reader_t *r, journal_live_t *out)
     }
 }
 
+int
+journal_reader_segment_range(journal_reader_t *r, uint64_t first_seq, merkle_range_t *out,
+                             stele_error_t *err)
+{
+    if (!r || !out)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_segment_range needs a reader");
+    segment_header_t h;
+    int fd = -1;
+    uint64_t bytes = 0;
+    int rc = reader_open_segment(r, first_seq, &h, &fd, &bytes, err);
+    if (rc)
+        return rc;
+    r->io->close(r->io->ctx, fd);
+    if (h.version < 2) {
+        char name[SEG_NAME_BYTES];
+        return jerr_set(err, STELE_EINVAL, NULL, "segment %s is format version %u: no merkle tree",
+                        reader_seg_name(name, first_seq), h.version);
+    }
+    *out = h.range;
+    return 0;
+}
+
 void
 journal_reader_set_meta(journal_reader_t *r, int want_meta)
 {

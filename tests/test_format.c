@@ -339,7 +339,7 @@ test_format_decodes_worked_example_v2_frame(void **state)
     assert_int_equal(journal_frame_bytes(2, 12), 104);
     record_view_t v;
     assert_int_equal(record_decode(2, bytes, 104, 1024, SEG_HEADER_BYTES, &v), RECORD_VALID);
-    assert_int_equal(v.flags, 0);
+    assert_int_equal(v.flags, FRAME_FLAG_BATCH_END);
     assert_int_equal(v.seq, 1);
     assert_int_equal(v.ts_ns, example_ts_ns);
     assert_false(v.is_meta);
@@ -348,7 +348,7 @@ test_format_decodes_worked_example_v2_frame(void **state)
     assert_int_equal(v.origin_pid, 4242);
     assert_int_equal(v.origin_kind, FRAME_ORIGIN_PROCESS);
     assert_memory_equal(v.payload, example_payload, sizeof example_payload);
-    assert_int_equal(format_load_u32(bytes + FRAME_OFF_CRC), 0x7c07030bu);
+    assert_int_equal(format_load_u32(bytes + FRAME_OFF_CRC), 0x7b12cd58u);
     uint8_t genesis[HASH_BYTES], leaf[HASH_BYTES], hash[HASH_BYTES];
     memset(genesis, 0x11, sizeof genesis);
     merkle_hasher_t *mh = merkle_hasher_new();
@@ -359,7 +359,7 @@ test_format_decodes_worked_example_v2_frame(void **state)
     assert_memory_equal(hash, v.hash, HASH_BYTES);
     uint8_t frame[104];
     journal_frame_prepare(2, frame, 1, example_ts_ns, &example_origin, example_payload, 12);
-    assert_int_equal(record_seal_v2(frame, genesis, leaf, 0, 0, ch, hash), 0);
+    assert_int_equal(record_seal_v2(frame, genesis, leaf, FRAME_FLAG_BATCH_END, 0, ch, hash), 0);
     assert_memory_equal(frame, bytes, sizeof frame);
     merkle_hasher_free(mh);
     chain_hasher_free(ch);

@@ -116,6 +116,10 @@ fx_writer_batch(fx_writer_t *w, size_t n, const int64_t *ts_ns, int publish)
         rc = index_put_batches(w->ix, &b, 1, &err);
         if (rc)
             fail_msg("index_put_batches: %s", err.message);
+        /* As the engine's index writer does: the Merkle tree's stored hashes too. */
+        index_merkle_run_t run = {info.first_stored, info.stored, info.n_stored};
+        if (info.n_stored && index_put_merkle_runs(w->ix, &run, 1, &err) != 0)
+            fail_msg("index_put_merkle_runs: %s", err.message);
     }
     if (publish)
         fx_writer_publish(w);
