@@ -302,7 +302,10 @@ catchup_merkle_start(index_t *ix, journal_reader_t *jr, const struct journal_rec
     merkle_store_t store = {catchup_read_stored, ix};
     if (leaves)
         return merkle_range_load(range, &store, leaves, err);
-    int rc = journal_reader_segment_range(jr, rec->first_seq, range, err);
+    journal_segment_trust_t trust;
+    int rc = journal_reader_segment_trust(jr, rec->first_seq, &trust, err);
+    if (rc == 0)
+        *range = trust.range;
     uint64_t lo = 0; /* the first leaf under the peak: the highest peak covers the oldest */
     for (unsigned level = MERKLE_MAX_LEVELS; rc == 0 && level-- > 0;) {
         if (!((range->size >> level) & 1))

@@ -525,14 +525,24 @@ typedef struct stele_status {
  */
 int stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err);
 
-/* Outcome of stele_verify(). */
+/* Outcome of stele_verify() and stele_verify_trusted(). */
 typedef struct stele_verify_report {
     uint64_t records_checked;
     uint64_t first_seq, last_seq;
     uint64_t bad_seq;     /* first failing seq, 0 when all holds */
-    char bad_segment[64]; /* segment file of the failure */
+    char bad_segment[64]; /* segment file of the failure ("" when none is to blame, or KEYS) */
     uint64_t bad_offset;
     char what[STELE_ERROR_MESSAGE_BYTES]; /* why it failed */
+    /* -- stele_verify_trusted() only (0 otherwise) -- */
+    uint64_t statements_checked; /* signed checkpoints and key statements that verified */
+    uint64_t key_epoch;          /* the key epoch in force at the end of the journal */
+    uint64_t sealed_seq;         /* records 1 .. sealed_seq are under the newest checkpoint */
+    int64_t sealed_time_ns;      /* that checkpoint's time (wall clock of the writer) */
+    int is_closed;               /* that checkpoint is a clean close's */
+    uint64_t unsealed_first_seq; /* records past it, the unsealed tail (0 when none) */
+    uint64_t unsealed_last_seq;
+    int64_t unsealed_since_ns;    /* ts of the oldest unsealed record */
+    uint64_t retention_first_seq; /* the newest signed retention point (0: none) */
 } stele_verify_report_t;
 
 /*
@@ -567,6 +577,30 @@ int stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_veri
  * nothing is left behind). Thread-safe.
  */
 int stele_keygen(const char *key_path, const char *pub_path, const char *name, stele_error_t *err);
+
+/* stele_verify_trusted() flags. */
+#define STELE_VERIFY_REQUIRE_SEALED 1 /* an unsealed tail fails the check (at its first seq) */
+
+/*
+ * Checks the journal in `dir` against the trust anchor in `pub_path` (the verifier key file
+ * stele_keygen() wrote for epoch 0), FORMAT.md section 11.5: everything stele_verify()
+ * checks, plus the key chain in KEYS from the anchor, the signature and epoch of every
+ * checkpoint and key statement, the Merkle root at each one's tree size (computed from the
+ * records, so successive checkpoints are consistent), that deleted oldest segments are
+ * covered by a signed retention checkpoint, and that no statement names records the journal
+ * lacks. A forged, missing, reordered or truncated record at or below the newest checkpoint
+ * fails, naming the first bad seq (the record whose leaf the signed root contradicts, when
+ * the index's cached hashes can tell; the first missing record; or a statement's tree
+ * size). Records past the newest checkpoint are the unsealed tail, reported in
+ * unsealed_first_seq .. unsealed_last_seq (with STELE_VERIFY_REQUIRE_SEALED: a failure).
+ * Read-only, beside a live writer (its newest records may then be unsealed).
+ *   dir, pub_path: borrowed.   flags: 0 or STELE_VERIFY_REQUIRE_SEALED.
+ * Returns 0 when all holds, STELE_ECORRUPT when anything fails (details in *report), or
+ * another code when it could not check: STELE_EINVAL (pub_path is not a verifier key file:
+ * a private key, a malformed one; err says which), STELE_ENOTJOURNAL, -errno.
+ */
+int stele_verify_trusted(const char *dir, const char *pub_path, int flags,
+                         stele_verify_report_t *report, stele_error_t *err);
 
 /* ------------------------------------------------------------------------------------------
  * The remote copy: consistency check and re-ship against one sink (engine/ship_check.c)

@@ -354,11 +354,22 @@ void journal_reader_live(journal_reader_t *r, journal_live_t *out);
 
 const char *journal_reader_source(const journal_reader_t *r);
 
-/* Version 2: the Merkle compact range in the header of segment first_seq (the tree of the
- * records before it), into *out. Returns 0, -ENOENT (no such segment), STELE_ECORRUPT,
- * STELE_EINVAL (a version 1 segment), -errno. */
-int journal_reader_segment_range(journal_reader_t *r, uint64_t first_seq, merkle_range_t *out,
-                                 stele_error_t *err);
+/* What a version 2 segment header says for trust (FORMAT.md section 2): the Merkle tree of
+ * the records before the segment, and the key epoch in force at its start. */
+typedef struct journal_segment_trust {
+    merkle_range_t range;
+    int is_keyed;
+    uint64_t key_epoch;
+} journal_segment_trust_t;
+
+/* Reads it from the header of segment first_seq. Returns 0, -ENOENT (no such segment),
+ * STELE_ECORRUPT, STELE_EINVAL (a version 1 segment), -errno. */
+int journal_reader_segment_trust(journal_reader_t *r, uint64_t first_seq,
+                                 journal_segment_trust_t *out, stele_error_t *err);
+
+/* The journal's genesis value (HASH_BYTES) into out; 0, or -ENOENT before any segment was
+ * read. */
+int journal_reader_genesis(const journal_reader_t *r, uint8_t out[32]);
 uint32_t journal_reader_format_version(const journal_reader_t *r);
 
 /* Segment listing for status, verify and index rebuild. */

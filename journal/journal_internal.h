@@ -53,6 +53,7 @@ typedef struct journal_seal {
     size_t frame_len;
     uint64_t keys_bytes;        /* where the next KEYS statement goes */
     uint64_t retention_written; /* first seq of the newest retention checkpoint written */
+    uint64_t key_file_epoch;    /* the key file's epoch line, read at open */
     int has_key_end;            /* from recovery: a key in force at the journal's end */
     uint64_t key_epoch_end;
     /* -- atomics, written by the writer -- */
@@ -171,7 +172,10 @@ int journal_roll(journal_t *j, stele_error_t *err);
 
 /* -- journal_seal.c -------------------------------------------------------------------- */
 
-/* At open, after recovery: reads the key file, KEYS and <key>.next, completes or undoes an
+/* At open, before anything is created or changed: reads the signer key file (if any) into
+ * seal.signer and seal.key_file_epoch; a new journal (is_new) needs an epoch 0 key. */
+int journal_seal_load_key(journal_t *j, int is_new, stele_error_t *err);
+/* At open, after recovery: reads KEYS and <key>.next, completes or undoes an
  * interrupted rotation (FORMAT.md 11.4, R1-R4), starts the key chain of a journal signed for
  * the first time, and gets ready to sign. Without a key: refuses a journal that has KEYS. */
 int journal_seal_open(journal_t *j, stele_error_t *err);

@@ -315,7 +315,9 @@ journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_
     segment_dir_t d;
     int rc = segment_dir_list(j->dir, &d);
     if (rc == -ENOENT && j->opts.create_if_missing) {
-        rc = journal_make_dir(j, err);
+        rc = journal_seal_load_key(j, 1, err); /* a bad key creates nothing */
+        if (!rc)
+            rc = journal_make_dir(j, err);
         if (rc)
             return rc;
         rc = segment_dir_list(j->dir, &d);
@@ -334,6 +336,12 @@ journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_
     if (d.n == 0 && !j->opts.create_if_missing) {
         segment_dir_free(&d);
         return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s holds no journal segments", j->dir);
+    }
+    if (!j->seal.key_file_epoch && !j->seal.signer.verifier.name[0])
+        rc = journal_seal_load_key(j, d.n == 0, err);
+    if (rc) {
+        segment_dir_free(&d);
+        return rc;
     }
     int holder = 0;
     rc =

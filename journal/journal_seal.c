@@ -420,6 +420,20 @@ seal_rotate_now(journal_t *j, stele_error_t *err)
 }
 
 int
+journal_seal_load_key(journal_t *j, int is_new, stele_error_t *err)
+{
+    if (!j->opts.signing_key_path)
+        return 0;
+    int rc = sigkey_read_signer_epoch(j->opts.signing_key_path, &j->seal.signer,
+                                      &j->seal.key_file_epoch, err);
+    if (!rc && is_new && j->seal.key_file_epoch != 0)
+        rc = seal_refuse(err, STELE_ECONFIG, "make a new key with \"stele keygen\"",
+                         "key file %s is epoch %" PRIu64 "; a journal's first key is epoch 0",
+                         j->opts.signing_key_path, j->seal.key_file_epoch);
+    return rc;
+}
+
+int
 journal_seal_open(journal_t *j, stele_error_t *err)
 {
     keychain_t kc;
@@ -434,10 +448,8 @@ journal_seal_open(journal_t *j, stele_error_t *err)
                          "journal %s is format version %u, which cannot be signed", j->dir,
                          j->version);
     } else {
-        uint64_t e_f = 0;
-        rc = sigkey_read_signer_epoch(j->opts.signing_key_path, &j->seal.signer, &e_f, err);
-        if (!rc)
-            rc = seal_prepare_signing(j, err);
+        uint64_t e_f = j->seal.key_file_epoch;
+        rc = seal_prepare_signing(j, err);
         if (!rc)
             rc = has_keys && kc.n > 0 ? seal_resume_chain(j, &kc, e_f, err)
                                       : seal_start_chain(j, e_f, err);

@@ -769,11 +769,11 @@ journal_reader_live(journal_reader_t *r, journal_live_t *out)
 }
 
 int
-journal_reader_segment_range(journal_reader_t *r, uint64_t first_seq, merkle_range_t *out,
+journal_reader_segment_trust(journal_reader_t *r, uint64_t first_seq, journal_segment_trust_t *out,
                              stele_error_t *err)
 {
     if (!r || !out)
-        return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_segment_range needs a reader");
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_segment_trust needs a reader");
     segment_header_t h;
     int fd = -1;
     uint64_t bytes = 0;
@@ -786,7 +786,18 @@ journal_reader_segment_range(journal_reader_t *r, uint64_t first_seq, merkle_ran
         return jerr_set(err, STELE_EINVAL, NULL, "segment %s is format version %u: no merkle tree",
                         reader_seg_name(name, first_seq), h.version);
     }
-    *out = h.range;
+    out->range = h.range;
+    out->is_keyed = (h.trust_flags & SEG_TRUST_KEYED) != 0;
+    out->key_epoch = h.key_epoch;
+    return 0;
+}
+
+int
+journal_reader_genesis(const journal_reader_t *r, uint8_t out[32])
+{
+    if (!r || !r->have_genesis)
+        return -ENOENT;
+    memcpy(out, r->genesis, HASH_BYTES);
     return 0;
 }
 
