@@ -57,6 +57,10 @@ void render_null(render_buf_t *b);
  * "2026-11-30T20:44:50.123456Z". `frac` is in units of that many digits (ms or us). */
 void render_time(render_buf_t *b, int64_t unix_s, int64_t frac, int frac_digits);
 
+/* A time in nanoseconds as RFC 3339 UTC with microseconds, floored (also before 1970):
+ * what `stele tail` prints as a record's "ts". */
+void render_time_ns(render_buf_t *b, int64_t ts_ns);
+
 /* A BSON document of `len` bytes as relaxed Extended JSON; STELE_EBSON when it is not a
  * well-formed document (or holds invalid UTF-8), STELE_EDEPTH beyond RENDER_MAX_DEPTH. */
 void render_bson(render_buf_t *b, const uint8_t *doc, size_t len);

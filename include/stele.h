@@ -602,6 +602,47 @@ int stele_keygen(const char *key_path, const char *pub_path, const char *name, s
 int stele_verify_trusted(const char *dir, const char *pub_path, int flags,
                          stele_verify_report_t *report, stele_error_t *err);
 
+/*
+ * Proves that record `seq` is in the signed journal in `dir`: *json_out receives a JSON
+ * object (FORMAT.md section 11.6; no newline) holding the record (its leaf data in base64,
+ * and as seq, ts, origin_block and event), its inclusion proof in the tree of the first
+ * checkpoint after it, that checkpoint's signed note, and the key statements from the trust
+ * anchor to the checkpoint's epoch: all stele_verify_proof() or another implementation of
+ * RFC 9162 and C2SP signed notes needs, offline. The proof reads O(log n) hashes from the
+ * index's cache and is checked against the checkpoint's root before it is returned.
+ * Free *json_out with stele_json_free(); *len_out may be NULL.
+ * Returns 0; STELE_ENOTFOUND (seq is not in the journal, is not sealed by a checkpoint yet,
+ * or the index has no cache of the tree: the message says which and what to do);
+ * STELE_EINVAL (seq 0, a version 1 journal); STELE_ECORRUPT (the journal or its cache does
+ * not prove it); STELE_ENOTJOURNAL, -errno. Read-only, beside a live writer (a checkpoint
+ * it just wrote may take its index writer a moment: the call waits up to 2 s). Thread-safe.
+ */
+int stele_prove(const char *dir, uint64_t seq, char **json_out, size_t *len_out,
+                stele_error_t *err);
+
+/* What a proof that holds proves. */
+typedef struct stele_proof_info {
+    uint64_t seq;          /* the record's */
+    uint64_t tree_size;    /* of the checkpoint that seals it */
+    uint64_t key_epoch;    /* whose key signed that checkpoint */
+    int64_t checkpoint_ns; /* the checkpoint's time */
+} stele_proof_info_t;
+
+/*
+ * Checks a proof bundle (stele_prove()'s JSON, `len` bytes) against the trust anchor in
+ * `pub_path` (the verifier key file of epoch 0), offline: every key statement opens with the
+ * key before it (the first with the anchor), the checkpoint with the last one's key, all
+ * name the bundle's origin, the leaf data is what seq, ts, origin_block and event say, and
+ * its inclusion proof reaches the checkpoint's root. The bundle is parsed strictly (the
+ * members of FORMAT.md 11.6, in order, nothing else). info may be NULL.
+ * Returns 0 when the proof holds; STELE_ECORRUPT when it does not or the bundle is not one
+ * (truncated, altered, malformed: the message says what); STELE_EINVAL (pub_path is not a
+ * verifier key file, or NULL arguments); -errno reading the key file. Pure but for reading
+ * the key file; thread-safe.
+ */
+int stele_verify_proof(const char *bundle, size_t len, const char *pub_path,
+                       stele_proof_info_t *info, stele_error_t *err);
+
 /* ------------------------------------------------------------------------------------------
  * The remote copy: consistency check and re-ship against one sink (engine/ship_check.c)
  * ------------------------------------------------------------------------------------------ */
