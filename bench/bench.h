@@ -160,7 +160,7 @@ void bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, benc
 
 extern const bench_target_t bench_target_stele;
 extern const bench_target_t bench_target_fsync_loop;
-/* libbson's JSON parse alone: the ceiling of wait=none with JSON input. */
+/* libbson's JSON parse alone: the reference of the JSON parser comparison. */
 extern const bench_target_t bench_target_json_parse;
 /* N threads that only sleep until one thread wakes them: the CPU ceiling of N blocking
  * durable writers on this machine (bench_wakeup.c). */
@@ -169,7 +169,14 @@ extern const bench_target_t bench_target_thread_wakeup;
  * blocking durable writers of JSON events, whatever the engine does after the parse. */
 extern const bench_target_t bench_target_parse_wakeup;
 
-/* libbson's JSON reader as stele's validation feeds it (bench_parse.c), for the references
+/* The JSON parser comparison (bench_parsers.c): each parser alone, into libbson's BSON,
+ * beside libbson-json; stele-json is stele_validate_json (stele's reader and its rules). */
+extern const bench_target_t bench_target_json_stele;
+extern const bench_target_t bench_target_json_simdjson;
+extern const bench_target_t bench_target_json_yajl;
+extern const bench_target_t bench_target_json_jansson;
+
+/* libbson's JSON reader fed as one stream (bench_parse.c), for the references
  * that parse: one per writer thread. bench_json_parse returns 0 or -1 (not one object). */
 typedef struct bench_json_parser bench_json_parser_t;
 bench_json_parser_t *bench_json_parser_new(void);

@@ -42,7 +42,8 @@ cli_usage(FILE *out)
             "  --record-bytes N[,N..]  event size (default 200)\n"
             "  --input json|bson[,..]  event encoding handed to stele (default json)\n"
             "  --system NAME[,..]      stele, fsync-loop, libbson-json, thread-wakeup,\n"
-            "                          parse-wakeup, or a peer\n"
+            "                          parse-wakeup, a JSON parser (stele-json,\n"
+            "                          simdjson-json, yajl-json, jansson-json), or a peer\n"
             "  --device ssd|hdd[,..]   ssd: --dir itself; hdd: the emulated 7200 rpm disk\n"
             "  --repeat N              run the whole plan N times (noise)\n"
             "  --no-reference          do not run the fsync loop first\n"
@@ -242,6 +243,7 @@ static void
 cli_list_systems(void)
 {
     printf("stele\nfsync-loop\nlibbson-json\nthread-wakeup\nparse-wakeup\n");
+    printf("stele-json\nsimdjson-json\nyajl-json\njansson-json\n");
     for (const char *const *p = bench_peer_names(); *p; p++)
         printf("%s\n", *p);
 }

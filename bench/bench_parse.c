@@ -2,15 +2,15 @@
  * bench_parse.c: the parsing reference, libbson's JSON reader alone.
  *
  * Each append turns the event's JSON text into BSON and frees it: no validation, no queue,
- * no disk. Its rate is the ceiling of stele's JSON input at wait=none, which must parse
- * every event in the caller's thread, the way the fsync loop is the ceiling of a durable
- * append. BSON events have nothing to parse: the cell reports itself skipped.
+ * no disk. It is the reference of the JSON parser comparison (bench_parsers.c: stele's own
+ * reader and the other parsers, each writing this reader's BSON), and the parse of
+ * `parse-wakeup`. BSON events have nothing to parse: the cell reports itself skipped.
  *
  * Each writer keeps one reader and feeds it its events as one multi-document stream, the
  * cheapest way to use the library (creating a reader zeroes ~20 KiB, more than a small
- * event's parse costs), and the way stele's validation feeds it: libbson starts the next
- * document of a stream when its '{' follows a finished one in the same feed, so each event
- * goes in followed by a '{', and the next one without its own.
+ * event's parse costs): libbson starts the next document of a stream when its '{' follows a
+ * finished one in the same feed, so each event goes in followed by a '{', and the next one
+ * without its own.
  */
 #include "bench.h"
 

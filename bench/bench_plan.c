@@ -46,6 +46,12 @@ plan_target(const char *system)
         return &bench_target_fsync_loop;
     if (strcmp(system, "libbson-json") == 0)
         return &bench_target_json_parse;
+    static const bench_target_t *const parsers[] = {
+        &bench_target_json_stele, &bench_target_json_simdjson, &bench_target_json_yajl,
+        &bench_target_json_jansson};
+    for (size_t i = 0; i < sizeof parsers / sizeof parsers[0]; i++)
+        if (strcmp(system, parsers[i]->system) == 0)
+            return parsers[i];
     if (strcmp(system, "thread-wakeup") == 0)
         return &bench_target_thread_wakeup;
     if (strcmp(system, "parse-wakeup") == 0)

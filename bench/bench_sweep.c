@@ -15,6 +15,8 @@
  * latency drifts between their cells: those cells (the loop, stele durable, the peers) run
  * SWEEP_ROUNDS times, interleaved, and the summary compares medians. The emulated HDD's
  * latency is a model, steady from cell to cell: one round there.
+ * With --repeat, each cell's line also gives its ratio to the libbson-json cell of the same
+ * repetition when it is a JSON parser cell (bench_parsers.c) or stele at wait=none.
  */
 #include "bench_cli.h"
 
@@ -337,51 +339,110 @@ summary_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The libbson-json cell of one repetition beside cell c (same size, writers and input): the
+ * reference of the JSON parser comparison. NULL when none ran. */
+static const bench_result_t *
+summary_parse_reference(const bench_result_t *rep, size_t n, const bench_cell_t *c)
+{
+    for (size_t i = 0; i < n; i++) {
+        const bench_result_t *r = &rep[i];
+        if (r->status == BENCH_OK && strcmp(r->cell.system, "libbson-json") == 0 &&
+            r->cell.record_bytes == c->record_bytes && r->cell.writers == c->writers &&
+            r->cell.input == c->input)
+            return r;
+    }
+    return NULL;
+}
+
+/* Cells compared with libbson-json: the other JSON parsers, and stele at wait=none. */
+static int
+summary_is_json_parse(const bench_cell_t *c)
+{
+    size_t n = strlen(c->system);
+    if (c->input != BENCH_INPUT_JSON)
+        return 0;
+    if (strcmp(c->system, "stele") == 0)
+        return c->wait == STELE_WAIT_NONE;
+    return n > 5 && strcmp(c->system + n - 5, "-json") == 0 &&
+           strcmp(c->system, "libbson-json") != 0;
+}
+
+/* Per-repetition figures of one cell of the plan, gathered for the medians. */
+typedef struct summary_series {
+    double *rate, *p99, *ratio, *p99_ratio, *parse_ratio;
+    size_t n, n_ratio, n_parse;
+} summary_series_t;
+
+static void
+summary_gather(summary_series_t *s, const bench_result_t *res, size_t per_rep, uint32_t reps,
+               size_t i)
+{
+    s->n = s->n_ratio = s->n_parse = 0;
+    for (uint32_t k = 0; k < reps; k++) {
+        const bench_result_t *r = &res[k * per_rep + i];
+        if (r->status != BENCH_OK)
+            continue;
+        s->rate[s->n] = r->appends_per_s;
+        s->p99[s->n++] = r->p99_us;
+        if (r->ref_appends_per_s > 0 && r->ref_p99_us > 0 && r->is_durable) {
+            s->ratio[s->n_ratio] = r->appends_per_s / r->ref_appends_per_s;
+            s->p99_ratio[s->n_ratio++] = r->p99_us / r->ref_p99_us;
+        }
+        const bench_result_t *parse =
+            summary_is_json_parse(&r->cell)
+                ? summary_parse_reference(&res[k * per_rep], per_rep, &r->cell)
+                : NULL;
+        if (parse && parse->appends_per_s > 0)
+            s->parse_ratio[s->n_parse++] = r->appends_per_s / parse->appends_per_s;
+    }
+}
+
+static void
+summary_repeat_line(FILE *out, const bench_cell_t *c, summary_series_t *s)
+{
+    char knobs[96] = "";
+    if (strcmp(c->system, "stele") == 0)
+        snprintf(knobs, sizeof knobs, " ci=%u %s %s/%s %s", c->commit_interval_us,
+                 bench_policy_name(c->policy), bench_sync_name(c->sync), bench_wait_name(c->wait),
+                 bench_input_name(c->input));
+    fprintf(out, "  %-18s %-12s wr=%-4d%s %uB: %.0f/s, p99 %.0f us", c->system, c->device,
+            c->writers, knobs, c->record_bytes, summary_median(s->rate, s->n),
+            summary_median(s->p99, s->n));
+    if (s->n_ratio > 0) {
+        double med = summary_median(s->ratio, s->n_ratio); /* sorted: [0] min, [n-1] max */
+        fprintf(out, "; %.2fx loop rate [%.2f..%.2f], p99 %.2fx loop", med, s->ratio[0],
+                s->ratio[s->n_ratio - 1], summary_median(s->p99_ratio, s->n_ratio));
+    }
+    if (s->n_parse > 0) {
+        double med = summary_median(s->parse_ratio, s->n_parse);
+        fprintf(out, "; %.2fx libbson-json [%.2f..%.2f]", med, s->parse_ratio[0],
+                s->parse_ratio[s->n_parse - 1]);
+    }
+    fprintf(out, "\n");
+}
+
 void
 bench_print_repeat_summary(FILE *out, const bench_result_t *res, size_t per_rep, uint32_t reps)
 {
-    double *rate = calloc(reps, sizeof *rate), *p99 = calloc(reps, sizeof *p99),
-           *ratio = calloc(reps, sizeof *ratio), *p99_ratio = calloc(reps, sizeof *p99_ratio);
-    if (!rate || !p99 || !ratio || !p99_ratio)
-        goto done;
-    fprintf(out,
-            "\nmedian over %u repetitions (ratios taken inside each repetition, then the "
-            "median; min..max of the ratio in brackets):\n",
-            reps);
-    for (size_t i = 0; i < per_rep; i++) {
-        size_t n = 0, n_ratio = 0;
-        for (uint32_t k = 0; k < reps; k++) {
-            const bench_result_t *r = &res[k * per_rep + i];
-            if (r->status != BENCH_OK)
-                continue;
-            rate[n] = r->appends_per_s;
-            p99[n++] = r->p99_us;
-            if (r->ref_appends_per_s > 0 && r->ref_p99_us > 0 && r->is_durable) {
-                ratio[n_ratio] = r->appends_per_s / r->ref_appends_per_s;
-                p99_ratio[n_ratio++] = r->p99_us / r->ref_p99_us;
-            }
+    summary_series_t s = {.rate = calloc(reps, sizeof(double)),
+                          .p99 = calloc(reps, sizeof(double)),
+                          .ratio = calloc(reps, sizeof(double)),
+                          .p99_ratio = calloc(reps, sizeof(double)),
+                          .parse_ratio = calloc(reps, sizeof(double))};
+    if (s.rate && s.p99 && s.ratio && s.p99_ratio && s.parse_ratio) {
+        fprintf(out,
+                "\nmedian over %u repetitions (ratios taken inside each repetition, then the "
+                "median; min..max of the ratio in brackets):\n",
+                reps);
+        for (size_t i = 0; i < per_rep; i++) {
+            summary_gather(&s, res, per_rep, reps, i);
+            if (s.n > 0)
+                summary_repeat_line(out, &res[i].cell, &s);
         }
-        if (n == 0)
-            continue;
-        const bench_cell_t *c = &res[i].cell;
-        char knobs[96] = "";
-        if (strcmp(c->system, "stele") == 0)
-            snprintf(knobs, sizeof knobs, " ci=%u %s %s/%s %s", c->commit_interval_us,
-                     bench_policy_name(c->policy), bench_sync_name(c->sync),
-                     bench_wait_name(c->wait), bench_input_name(c->input));
-        fprintf(out, "  %-18s %-12s wr=%-4d%s %uB: %.0f/s, p99 %.0f us", c->system, c->device,
-                c->writers, knobs, c->record_bytes, summary_median(rate, n),
-                summary_median(p99, n));
-        if (n_ratio > 0) {
-            double med = summary_median(ratio, n_ratio); /* sorted: [0] min, [n-1] max */
-            fprintf(out, "; %.2fx loop rate [%.2f..%.2f], p99 %.2fx loop", med, ratio[0],
-                    ratio[n_ratio - 1], summary_median(p99_ratio, n_ratio));
-        }
-        fprintf(out, "\n");
     }
-done:
-    free(rate);
-    free(p99);
-    free(ratio);
-    free(p99_ratio);
+    free(s.rate);
+    free(s.p99);
+    free(s.ratio);
+    free(s.p99_ratio);
+    free(s.parse_ratio);
 }

@@ -11,9 +11,10 @@
  * of stele's durable rate with N writers on this machine, the way the fsync loop is the
  * ceiling of a lone writer's, and it is reported beside stele's N-writer cell.
  *
- * `parse-wakeup` adds the one other cost no engine built on libbson avoids for a JSON
- * event: each writer first parses its event the way stele's validation feeds libbson, then
- * hands off and sleeps. Its rate is the ceiling of N blocking writers of JSON events.
+ * `parse-wakeup` adds the one other cost no engine built on libbson's reader avoids for a
+ * JSON event: each writer first parses its event with that reader (as `libbson-json` does),
+ * then hands off and sleeps. Its rate is the ceiling of N blocking writers of JSON events
+ * for such an engine; stele reads JSON with its own reader (engine/json_bson.c), cheaper.
  *
  * Lost wake-ups: a writer publishes the seq it waits for and that it sleeps, then reads
  * the futex word, then re-reads `committed`; the committer stores `committed`, then reads

@@ -225,15 +225,6 @@ cli_options_build(const cli_args_t *a, stele_options_t *opts)
 }
 
 int
-cli_options_check(const cli_args_t *a)
-{
-    stele_options_t opts;
-    int code = cli_options_build(a, &opts);
-    stele_options_release(&opts);
-    return code;
-}
-
-int
 cli_parse_u64(const char *text, uint64_t *out)
 {
     if (text == NULL || text[0] < '0' || text[0] > '9')

@@ -62,16 +62,11 @@ int cli_print_help(const cli_args_t *a);
  * Fills *opts: defaults, then the config file, then STELE_* environment variables, then the
  * knob flags (so flags win). On failure prints the error and returns CLI_EXIT_USAGE, also for
  * a missing or unreadable config file: the fix is in what the user gave;
- * release *opts with stele_options_release() either way.
+ * release *opts with stele_options_release() either way. Commands that only read (tail,
+ * status, verify) build them too, so a bad knob is the same usage error for every command,
+ * and pass them to the read calls (allow_unsafe_dir).
  */
 int cli_options_build(const cli_args_t *a, stele_options_t *opts);
-
-/*
- * For commands that only read (tail, status, verify): builds the options as above and drops
- * them, so a missing config file or a bad knob value is the same usage error (exit 1) for
- * every command rather than silently ignored. Returns CLI_EXIT_OK or CLI_EXIT_USAGE (printed).
- */
-int cli_options_check(const cli_args_t *a);
 
 /* Parses a decimal uint64 with nothing after it. Returns 0 or -1. */
 int cli_parse_u64(const char *text, uint64_t *out);

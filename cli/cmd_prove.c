@@ -53,14 +53,16 @@ cmd_prove(int argc, char **argv)
     if (cli_args_begin(&args, "prove", prove_usage, prove_opts, "") != 0)
         return CLI_EXIT_ENGINE;
     uint64_t seq = 0;
+    stele_options_t opts; /* for allow_unsafe_dir */
+    stele_options_init(&opts);
     int code = prove_parse(&args, argc, argv, &seq);
     if (code == 0 && args.want_help)
         code = cli_print_help(&args);
-    else if (code == 0 && (code = cli_options_check(&args)) == 0) {
+    else if (code == 0 && (code = cli_options_build(&args, &opts)) == 0) {
         stele_error_t err = {0};
         char *json = NULL;
         size_t len = 0;
-        int rc = stele_prove(args.dir, seq, &json, &len, &err);
+        int rc = stele_prove(args.dir, &opts, seq, &json, &len, &err);
         if (rc == 0) {
             fwrite(json, 1, len, stdout);
             fputc('\n', stdout);
@@ -71,6 +73,7 @@ cmd_prove(int argc, char **argv)
             code = rc == STELE_ECORRUPT ? CLI_EXIT_INVALID : CLI_EXIT_ENGINE;
         }
     }
+    stele_options_release(&opts);
     cli_args_end(&args);
     return code;
 }

@@ -28,7 +28,12 @@ static const char serve_usage[] =
     "      --drain-timeout-ms N   at shutdown, how long replies may still wait (default 5000)\n"
     "      --log-level LEVEL      debug, info (default), warn or error\n"
     "      --mongo URI            ship to this MongoDB (replaces the config file's sinks)\n"
-    "      --db NAME, --collection NAME, --sink NAME   for --mongo\n";
+    "      --db NAME, --collection NAME, --sink NAME   for --mongo\n"
+    "\n"
+    "For the socket's group, give --dir-mode 0750 --file-mode 0640 (set on an existing\n"
+    "journal too). Connection limits are knobs: --serve-max-conns-per-uid (64),\n"
+    "--serve-max-conns (0: the descriptor limit less a reserve), --serve-idle-timeout-ms\n"
+    "(300000; 0: never).\n";
 
 enum {
     OPT_SOCKET = 1,

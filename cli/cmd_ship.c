@@ -212,13 +212,14 @@ ship_dead_list(const char *dir, const ship_query_t *q)
 /* --reship-dead-letters / --discard-dead-letter; the re-ship prints its counts as JSON. */
 /* The dead-letter calls answer "no dead letters" for a journal without an index, and so also
  * for a mistyped -d: make sure DIR is a journal first (a missing or non-journal directory
- * is exit 3 for every command). Returns 0 or the exit code, reported. */
+ * is exit 3 for every command), and one nobody else could change (allow_unsafe_dir aside).
+ * Returns 0 or the exit code, reported. */
 static int
-ship_check_journal(const char *dir)
+ship_check_journal(const char *dir, const stele_options_t *opts)
 {
     stele_status_t st;
     stele_error_t err = {0};
-    int rc = stele_status_read(dir, &st, &err);
+    int rc = stele_status_read_opts(dir, opts, &st, &err);
     if (rc == 0)
         return CLI_EXIT_OK;
     cli_report("ship", rc, &err);
@@ -226,9 +227,9 @@ ship_check_journal(const char *dir)
 }
 
 static int
-ship_dead_act(const char *dir, const ship_query_t *q)
+ship_dead_act(const char *dir, const stele_options_t *opts, const ship_query_t *q)
 {
-    int code = ship_check_journal(dir);
+    int code = ship_check_journal(dir, opts);
     if (code != 0)
         return code;
     if (q->dead_action == OPT_DEAD_LIST)
@@ -271,7 +272,7 @@ cmd_ship(int argc, char **argv)
     if (code != 0)
         goto done;
     if (q.dead_action) {
-        code = ship_dead_act(args.dir, &q);
+        code = ship_dead_act(args.dir, &opts, &q);
         goto done;
     }
     if (q.has_range) {

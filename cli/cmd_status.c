@@ -244,6 +244,8 @@ cmd_status(int argc, char **argv)
     status_format_t format = STATUS_TEXT;
     unsigned formats_seen = 0;
     int code = 0, first_operand = argc;
+    stele_options_t opts; /* for allow_unsafe_dir */
+    stele_options_init(&opts);
     const char *arg;
     int c;
     while (code == 0 && (c = cli_args_next(&args, argc, argv, &arg, &first_operand)) != -1) {
@@ -268,12 +270,12 @@ cmd_status(int argc, char **argv)
         code = cli_usage_error("status", "unexpected argument '%s'", argv[first_operand]);
         goto done;
     }
-    code = cli_options_check(&args);
+    code = cli_options_build(&args, &opts);
     if (code != 0)
         goto done;
     stele_status_t st;
     stele_error_t err = {0};
-    int rc = stele_status_read(args.dir, &st, &err);
+    int rc = stele_status_read_opts(args.dir, &opts, &st, &err);
     if (rc != 0) {
         cli_report("status", rc, &err);
         code = cli_exit_for(rc);
@@ -290,6 +292,7 @@ cmd_status(int argc, char **argv)
     if (code == CLI_EXIT_OK)
         code = cli_stdout_done("status");
 done:
+    stele_options_release(&opts);
     cli_args_end(&args);
     return code;
 }

@@ -64,7 +64,8 @@ typedef struct tailer {
     stele_remote_reader_t *remote; /* the sink's collection, or NULL */
     const char *src;
     const tail_query_t *q;
-    line_ring_t ring; /* used while catching up when the range must be scanned */
+    const stele_options_t *opts; /* allow_unsafe_dir for the local reader */
+    line_ring_t ring;            /* used while catching up when the range must be scanned */
     int use_ring;
     uint64_t history_last_seq; /* with the ring: the newest seq when the tail started */
     sigset_t stop_signals;
@@ -357,7 +358,7 @@ tailer_last_seq(tailer_t *t, const char *dir, uint64_t *seq_out, stele_error_t *
     if (t->remote != NULL)
         return stele_remote_reader_last_seq(t->remote, seq_out, err);
     stele_status_t st;
-    int rc = stele_status_read(dir, &st, err);
+    int rc = stele_status_read_opts(dir, t->opts, &st, err);
     *seq_out = st.committed_seq;
     return rc;
 }
@@ -520,7 +521,8 @@ tailer_free(tailer_t *t)
 /* The source --mongo reads: --source, else the name of the journal in DIR (copied into
  * `buf`). Returns 0, or CLI_EXIT_USAGE after saying that --source is needed. */
 static int
-tail_remote_source(const tail_query_t *q, const char *dir, char *buf, size_t cap)
+tail_remote_source(const tail_query_t *q, const stele_options_t *opts, const char *dir, char *buf,
+                   size_t cap)
 {
     if (q->source != NULL) {
         snprintf(buf, cap, "%s", q->source);
@@ -528,7 +530,7 @@ tail_remote_source(const tail_query_t *q, const char *dir, char *buf, size_t cap
     }
     stele_reader_t *reader = NULL;
     stele_error_t err = {0};
-    int rc = stele_reader_open(dir, &reader, &err);
+    int rc = stele_reader_open_opts(dir, opts, &reader, &err);
     if (rc != 0)
         return cli_usage_error("tail",
                                "--mongo needs --source NAME: '%s' is not a journal to take the "
@@ -545,7 +547,7 @@ tailer_open(tailer_t *t, const char *dir, const char *source, stele_error_t *err
 {
     const tail_query_t *q = t->q;
     if (q->mongo.sink.uri == NULL) {
-        int rc = stele_reader_open(dir, &t->reader, err);
+        int rc = stele_reader_open_opts(dir, t->opts, &t->reader, err);
         if (rc == 0)
             t->src = stele_reader_source(t->reader);
         return rc;
@@ -571,6 +573,9 @@ cmd_tail(int argc, char **argv)
     tail_query_t *q = calloc(1, sizeof *q);
     tailer_t t = {0};
     char source[256] = "";
+    stele_options_t opts; /* for allow_unsafe_dir */
+    stele_options_init(&opts);
+    t.opts = &opts;
     if (q != NULL)
         cli_mongo_init(&q->mongo);
     int code = q == NULL ? CLI_EXIT_ENGINE : tail_parse(&args, argc, argv, q);
@@ -579,11 +584,11 @@ cmd_tail(int argc, char **argv)
             code = cli_print_help(&args);
         goto done;
     }
-    code = cli_options_check(&args);
+    code = cli_options_build(&args, &opts);
     if (code != 0)
         goto done;
     if (q->mongo.sink.uri != NULL) {
-        code = tail_remote_source(q, args.dir, source, sizeof source);
+        code = tail_remote_source(q, &opts, args.dir, source, sizeof source);
         if (code != 0)
             goto done;
     }
@@ -616,6 +621,7 @@ cmd_tail(int argc, char **argv)
     }
 done:
     tailer_free(&t);
+    stele_options_release(&opts);
     if (q != NULL)
         stele_filter_free(q->where);
     free(q);

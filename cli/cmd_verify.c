@@ -163,14 +163,14 @@ print_trust(const stele_verify_report_t *r)
 
 /* Runs the local check the flags ask for; *report filled. */
 static int
-verify_local(const cli_args_t *args, const verify_query_t *q, stele_verify_report_t *report,
-             stele_error_t *err)
+verify_local(const cli_args_t *args, const stele_options_t *opts, const verify_query_t *q,
+             stele_verify_report_t *report, stele_error_t *err)
 {
     if (q->trust_path)
-        return stele_verify_trusted(args->dir, q->trust_path,
+        return stele_verify_trusted(args->dir, opts, q->trust_path,
                                     q->require_sealed ? STELE_VERIFY_REQUIRE_SEALED : 0, report,
                                     err);
-    return stele_verify(args->dir, q->from_seq, q->to_seq, report, err);
+    return stele_verify_opts(args->dir, opts, q->from_seq, q->to_seq, report, err);
 }
 
 int
@@ -181,19 +181,21 @@ cmd_verify(int argc, char **argv)
         return CLI_EXIT_ENGINE;
     verify_query_t q = {0};
     cli_mongo_init(&q.mongo);
+    stele_options_t opts; /* for allow_unsafe_dir */
+    stele_options_init(&opts);
     int code = verify_parse(&args, argc, argv, &q);
     if (code != 0 || args.want_help) {
         if (code == 0)
             code = cli_print_help(&args);
         goto done;
     }
-    code = cli_options_check(&args);
+    code = cli_options_build(&args, &opts);
     if (code != 0)
         goto done;
     stele_verify_report_t report;
     memset(&report, 0, sizeof report);
     stele_error_t err = {0};
-    int rc = verify_local(&args, &q, &report, &err);
+    int rc = verify_local(&args, &opts, &q, &report, &err);
     if (rc == 0) {
         printf("ok: %" PRIu64 " records checked (seq %" PRIu64 "..%" PRIu64 ")\n",
                report.records_checked, report.first_seq, report.last_seq);
@@ -224,6 +226,7 @@ cmd_verify(int argc, char **argv)
     if (code == 0)
         code = cli_stdout_done("verify");
 done:
+    stele_options_release(&opts);
     cli_args_end(&args);
     return code;
 }

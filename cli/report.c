@@ -73,6 +73,7 @@ cli_exit_for(int rc)
     case STELE_ENUMBER:
     case STELE_EBSON:
     case STELE_EEMPTY:
+    case STELE_EAMBIGUOUS:
         return CLI_EXIT_INVALID;
     default:
         return CLI_EXIT_ENGINE;

@@ -32,6 +32,10 @@
 #define CONFIG_DEFAULT_SEGMENT_BYTES (64 * MIB)
 #define CONFIG_DEFAULT_MAX_QUEUE_BYTES (64 * MIB)
 #define CONFIG_DEFAULT_MAX_RECORD_BYTES ((uint32_t)MIB)
+/* An idle client costs the server little, but a user could hold the descriptors others
+ * need: five minutes and 64 per user bound that without troubling a connection pool. */
+#define CONFIG_DEFAULT_SERVE_IDLE_TIMEOUT_MS 300000u
+#define CONFIG_DEFAULT_SERVE_MAX_CONNS_PER_UID 64u
 
 typedef enum knob_type {
     KNOB_STRING, /* a name: letters, digits and . _ : - */
@@ -53,8 +57,16 @@ typedef enum knob_type {
       "this journal's name in MongoDB _id.src; fixed when the journal is created")                 \
     X(create_if_missing, KNOB_BOOL, 0, 0, 1, NULL, "true",                                         \
       "create the directory and journal when missing")                                             \
-    X(file_mode, KNOB_MODE, 0, 0, 0777, NULL, "0600", "permissions of journal files (octal)")      \
-    X(dir_mode, KNOB_MODE, 0, 0, 0777, NULL, "0700", "permissions of the journal directory")       \
+    X(file_mode, KNOB_MODE, 0, 0, 0777, NULL, "0",                                                 \
+      "permissions of journal files (octal), set on existing ones too; 0: 0600 for a new "         \
+      "journal, "                                                                                  \
+      "an existing one keeps its own")                                                             \
+    X(dir_mode, KNOB_MODE, 0, 0, 0777, NULL, "0",                                                  \
+      "permissions of the journal directory, set on an existing one too; 0: 0700 for a new one, "  \
+      "an existing one keeps its own")                                                             \
+    X(allow_unsafe_dir, KNOB_BOOL, 0, 0, 1, NULL, "false",                                         \
+      "open a journal that users other than its owner and root could change (links are never "     \
+      "followed)")                                                                                 \
     X(segment_bytes, KNOB_SIZE64, 0, 64 * KIB, 16 * GIB, NULL, "64M",                              \
       "preallocated size of a segment file")                                                       \
     X(max_record_bytes, KNOB_SIZE32, 0, 16, CONFIG_MAX_RECORD_LIMIT, NULL, "1M",                   \
@@ -88,7 +100,14 @@ typedef enum knob_type {
     X(checkpoint_interval_ms, KNOB_DURATION32, 1000000, 1, 3600000, NULL, "10000",                 \
       "with a signing key: a signed checkpoint at least this often, also when idle")               \
     X(key_epoch_s, KNOB_DURATION32, 1000000000, 1, 31536000, NULL, "900",                          \
-      "with a signing key: how long one key signs before the next replaces it")
+      "with a signing key: how long one key signs before the next replaces it")                    \
+    X(serve_idle_timeout_ms, KNOB_DURATION32, 1000000, 0, UINT32_MAX, NULL, "300000",              \
+      "stele serve closes a connection with nothing to answer that sent nothing for this long; "   \
+      "0 = never")                                                                                 \
+    X(serve_max_conns_per_uid, KNOB_U32, 0, 1, UINT32_MAX, NULL, "64",                             \
+      "stele serve refuses a user's connections beyond this many")                                 \
+    X(serve_max_conns, KNOB_U32, 0, 0, UINT32_MAX, NULL, "0",                                      \
+      "stele serve refuses connections beyond this many; 0 = its descriptor limit less a reserve")
 
 typedef struct knob_def {
     const char *name;
@@ -131,8 +150,9 @@ stele_options_init(stele_options_t *opts)
     memset(opts, 0, sizeof *opts);
     opts->source = NULL;
     opts->create_if_missing = 1;
-    opts->file_mode = 0600;
-    opts->dir_mode = 0700;
+    opts->file_mode = 0;
+    opts->dir_mode = 0;
+    opts->allow_unsafe_dir = 0;
     opts->segment_bytes = CONFIG_DEFAULT_SEGMENT_BYTES;
     opts->max_record_bytes = CONFIG_DEFAULT_MAX_RECORD_BYTES;
     opts->max_depth = 100;
@@ -150,6 +170,9 @@ stele_options_init(stele_options_t *opts)
     opts->checkpoint_records = 1000;
     opts->checkpoint_interval_ms = 10000;
     opts->key_epoch_s = 900;
+    opts->serve_idle_timeout_ms = CONFIG_DEFAULT_SERVE_IDLE_TIMEOUT_MS;
+    opts->serve_max_conns_per_uid = CONFIG_DEFAULT_SERVE_MAX_CONNS_PER_UID;
+    opts->serve_max_conns = 0;
     opts->sinks = NULL;
     opts->n_sinks = 0;
     opts->owned = NULL;
@@ -173,6 +196,10 @@ stele_sink_options_init(stele_sink_options_t *sink)
     sink->linger_ms = 5;
     sink->backoff_min_ms = 50;
     sink->backoff_max_ms = 5000;
+    sink->time_field = CONFIG_TIME_FIELD_DEFAULT;
+    sink->indexes = NULL;
+    sink->expire_after_s = 0;
+    sink->timeseries = 0;
 }
 
 /* -- the arena behind opts->owned ------------------------------------------------------- */
@@ -194,9 +221,7 @@ config_arena_free(config_arena_t *a)
     free(a);
 }
 
-/* Records p in the arena of `opts` (created on first use). Frees p and returns NULL when
- * out of memory. */
-static void *
+void *
 config_own(stele_options_t *opts, void *p)
 {
     if (!p)
@@ -224,7 +249,7 @@ config_own(stele_options_t *opts, void *p)
     return p;
 }
 
-static const char *
+const char *
 config_own_string(stele_options_t *opts, const char *s)
 {
     return config_own(opts, strdup(s));
@@ -460,6 +485,7 @@ static const config_sink_number_t config_sink_numbers[] = {
      false},
     {"backoff_max_ms", offsetof(stele_sink_options_t, backoff_max_ms), 1, CONFIG_SINK_MAX_DELAY_MS,
      false},
+    {"expire_after_s", offsetof(stele_sink_options_t, expire_after_s), 0, INT32_MAX, false},
 };
 
 #define CONFIG_N_SINK_NUMBERS (sizeof config_sink_numbers / sizeof config_sink_numbers[0])
@@ -569,6 +595,8 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         return err ? err->code : STELE_ECONFIG;
     int rc = config_sink_set_string(opts, s, key, value, where, err);
     if (rc == 1)
+        rc = config_collection_set(opts, s, key, value, where, err);
+    if (rc == 1)
         rc = config_sink_set_concern(s, key, value, where, err);
     if (rc == 1)
         rc = config_sink_set_number(s, sink_name, key, value, where, err);
@@ -576,7 +604,8 @@ config_sink_set(stele_options_t *opts, const char *sink_name, const char *key, c
         return rc;
     error_set(err, STELE_ECONFIG, "%sunknown sink key \"%.64s\"", where, key);
     error_set_hint(err, "sink keys: uri, database, collection, w, journaled, wtimeout_ms, "
-                        "batch_docs, batch_bytes, linger_ms, backoff_min_ms, backoff_max_ms");
+                        "batch_docs, batch_bytes, linger_ms, backoff_min_ms, backoff_max_ms, "
+                        "time_field, index, expire_after_s, timeseries");
     return STELE_ECONFIG;
 }
 
@@ -693,7 +722,7 @@ config_check_sink_numbers(const stele_sink_options_t *sink, const char *name, st
                          "sink %s: backoff_max_ms (%" PRIu32 ") is below backoff_min_ms (%" PRIu32
                          ")",
                          name, sink->backoff_max_ms, sink->backoff_min_ms);
-    return 0;
+    return config_check_collection(sink, name, err);
 }
 
 /* At most STELE_MAX_SINKS sinks, each named (uniquely), with a uri and numbers in range. */
@@ -737,6 +766,25 @@ config_check_sizes(const stele_options_t *o, stele_error_t *err)
     return 0;
 }
 
+/* Modes that let a group or everyone change the journal need allow_unsafe_dir, like a
+ * directory found that way (journal/jdir.h). */
+static int
+config_check_modes(const stele_options_t *o, stele_error_t *err)
+{
+    static const char hint[] = "drop the group and other write bits, or set allow_unsafe_dir";
+    if (o->allow_unsafe_dir)
+        return 0;
+    if (o->file_mode & 022)
+        return error_set_hinted(err, STELE_ECONFIG, hint,
+                                "file_mode %04o lets %s change the journal's files", o->file_mode,
+                                (o->file_mode & 02) ? "every user" : "the group");
+    if (o->dir_mode & 022)
+        return error_set_hinted(err, STELE_ECONFIG, hint,
+                                "dir_mode %04o lets %s change the journal directory", o->dir_mode,
+                                (o->dir_mode & 02) ? "every user" : "the group");
+    return 0;
+}
+
 int
 config_check(const stele_options_t *opts, stele_error_t *err)
 {
@@ -756,6 +804,8 @@ config_check(const stele_options_t *opts, stele_error_t *err)
                          "segment_bytes (%llu)",
                          (unsigned long long)opts->max_journal_bytes,
                          (unsigned long long)opts->segment_bytes);
-    rc = config_check_sinks(opts, err);
+    rc = config_check_modes(opts, err);
+    if (!rc)
+        rc = config_check_sinks(opts, err);
     return rc ? rc : config_check_sizes(opts, err);
 }

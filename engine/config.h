@@ -30,6 +30,39 @@
  * conversion of these delays to an int of milliseconds safe. */
 #define CONFIG_SINK_MAX_DELAY_MS 3600000u
 
+/* A sink's time field when none is set: in the store's '_' namespace beside _id, since
+ * events often carry their own ts or time; events may not use it (validate.c). */
+#define CONFIG_TIME_FIELD_DEFAULT "_ts"
+#define CONFIG_TIME_FIELD_MAX 63
+/* MongoDB's limit of keys in one compound index. */
+#define CONFIG_INDEX_MAX_KEYS 32
+
+typedef struct config_index_key {
+    char field[128]; /* a dotted path, as MongoDB's index key names it */
+    int direction;   /* 1 or -1 */
+} config_index_key_t;
+
+typedef struct config_index {
+    config_index_key_t keys[CONFIG_INDEX_MAX_KEYS];
+    size_t n_keys;
+} config_index_t;
+
+/*
+ * Parses the next index spec of a sink's `indexes` ("field:1|-1[,field:1|-1...]", specs
+ * separated by ';') at *cursor into *out and moves *cursor past it. Returns 1 with an index,
+ * 0 when no spec is left (also for a NULL *cursor), -1 with STELE_ECONFIG in *err naming the
+ * malformed key.
+ */
+int config_index_next(const char **cursor, config_index_t *out, stele_error_t *err);
+
+/* 1 when name may be a sink's time_field: 1 to CONFIG_TIME_FIELD_MAX bytes, no '.', not
+ * starting with '$', neither _id nor _stele. */
+int config_time_field_ok(const char *name);
+
+/* Checks a sink's time_field, timeseries and index specs (config_check_sink_numbers runs it).
+ * Returns 0 or STELE_ECONFIG naming the sink. */
+int config_check_collection(const stele_sink_options_t *sink, const char *name, stele_error_t *err);
+
 /*
  * Checks a sink's numbers: w, journaled, each uint32 key within its range (wtimeout_ms fits
  * libmongoc's int32, batch_docs 1 to CONFIG_SINK_MAX_BATCH_DOCS, ...), backoff_min_ms <=

@@ -39,8 +39,19 @@ int config_set_one(stele_options_t *scratch, const char *name, const char *value
 /* Sets key `key` of the sink called sink_name (added with defaults when missing). */
 int config_sink_set(stele_options_t *scratch, const char *sink_name, const char *key,
                     const char *value, const char *where, stele_error_t *err);
+/* Records p (malloc'd) in the arena of opts, freed by stele_options_release; frees p and
+ * returns NULL when out of memory. config_own_string does so with a copy of s. */
+void *config_own(stele_options_t *opts, void *p);
+const char *config_own_string(stele_options_t *opts, const char *s);
 /* Ends a load worked on a copy of *opts: stores scratch into *opts when rc is 0, else
  * drops what only the scratch owns, so a failed load leaves *opts as it was. Returns rc. */
 int config_finish(stele_options_t *opts, stele_options_t *scratch, int rc);
+
+/* -- config_collection.c: the sink's time field, indexes, time-series ------------------- */
+
+/* Sets time_field, index (appended to indexes) or timeseries of sink s; returns 1 when `key`
+ * is none of them, else 0 or STELE_ECONFIG / -ENOMEM. */
+int config_collection_set(stele_options_t *opts, stele_sink_options_t *s, const char *key,
+                          const char *value, const char *where, stele_error_t *err);
 
 #endif /* STELE_ENGINE_CONFIG_INTERNAL_H */

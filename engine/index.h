@@ -35,15 +35,30 @@ typedef struct index_batch {
     int64_t first_ts_ns;
 } index_batch_t;
 
-/* Opens (creating if `writable` and missing) the LMDB environment in `dir`/index.
- * Read-only opens of an index that does not exist (no directory, or no data file written
- * yet) return STELE_ENOTFOUND and create nothing. */
-int index_open(const char *dir, int writable, unsigned file_mode, index_t **out,
-               stele_error_t *err);
+/* index_open's flags. */
+enum {
+    INDEX_OPEN_WRITE = 1,     /* writable; the index is created when missing */
+    INDEX_OPEN_SET_MODES = 2, /* an existing index's directory and files get file_mode too */
+    /* accept an index directory that is another user's, or that its group or others can
+     * write (allow_unsafe_dir); a link is refused all the same */
+    INDEX_OPEN_ALLOW_UNSAFE = 4,
+};
+
+/* Opens (creating with INDEX_OPEN_WRITE when missing) the LMDB environment in `dir`/index.
+ * New files get file_mode (0: 0600), the directory the same with search where read is
+ * allowed. Read-only opens of an index that does not exist (no directory, or no data file
+ * written yet) return STELE_ENOTFOUND and create nothing.
+ * LMDB opens its files by path, following links, and writes its lock file even for a
+ * read-only open, so nothing is left to it that another user could have changed: index/
+ * must not be a link and must belong to the caller or root and not be writable by its group
+ * or others, and data.mdb and lock.mdb must not be links (STELE_EUNSAFE otherwise, naming
+ * the path; INDEX_OPEN_ALLOW_UNSAFE lifts the owner and mode rules, never the link rule).
+ * Readers fall back to scanning the segments when the index is refused. */
+int index_open(const char *dir, int flags, unsigned file_mode, index_t **out, stele_error_t *err);
 /* index_open with the initial size of the map (address space, not disk) of an environment
  * it opens, in bytes; index_open reserves 8 GiB. Ignored when the process has the index open
  * already (the handles share that environment). For tests that reach the map's limit. */
-int index_open_mapped(const char *dir, int writable, unsigned file_mode, size_t map_bytes,
+int index_open_mapped(const char *dir, int flags, unsigned file_mode, size_t map_bytes,
                       index_t **out, stele_error_t *err);
 void index_close(index_t *ix);
 

@@ -18,6 +18,13 @@
  * the engine's threads (index writer, shippers, status) run read transactions without
  * binding them to a thread. LMDB serialises writers itself.
  *
+ * LMDB opens data.mdb and lock.mdb by path, following links, and writes and truncates its
+ * lock file even for a read-only open; so before any environment is opened, index/ and its
+ * two files are checked with lstat (index_check_path): no link, and an index directory of
+ * the caller's user or root that its group and others cannot write. Only the journal's owner
+ * and root can then swap them between the check and LMDB's open. Modes are set through
+ * O_NOFOLLOW descriptors, never chmod by path.
+ *
  * An environment that LMDB refuses to open as corrupt (bad meta page, wrong version, or
  * table pages it finds corrupt when the tables are opened) is moved aside by a writable open
  * and replaced by an empty one; the "rebuilt" meta key then says why, and
@@ -30,6 +37,7 @@
 #include "index_lmdb.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,13 +288,31 @@ index_dir_mode(unsigned file_mode)
     return m | ((m & 0444) >> 2) | S_IRWXU;
 }
 
+/* Sets the mode of `path`, never through a link (O_NOFOLLOW); unchanged when it has it.
+ * 0, or -1 with errno. */
+static int
+index_chmod_nofollow(const char *path, mode_t mode)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int rc = fstat(fd, &st);
+    if (rc == 0 && (st.st_mode & 07777) != mode)
+        rc = fchmod(fd, mode);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
 /* mkdir with exactly index_dir_mode (not narrowed by the umask). 0, or -1 with errno. */
 static int
 index_make_dir(const index_t *ix, unsigned file_mode)
 {
     if (mkdir(ix->path, index_dir_mode(file_mode)) != 0)
         return -1;
-    return chmod(ix->path, index_dir_mode(file_mode));
+    return index_chmod_nofollow(ix->path, index_dir_mode(file_mode));
 }
 
 /* MDB_CORRUPTED when the data file is shorter than the pages its meta page counts: the
@@ -346,20 +372,57 @@ index_file_is_missing(const index_t *ix, const char *name)
     char path[sizeof ix->path + 16];
     snprintf(path, sizeof path, "%s/%s", ix->path, name);
     struct stat st;
-    return stat(path, &st) != 0 && errno == ENOENT;
+    return lstat(path, &st) != 0 && errno == ENOENT;
 }
 
+static const char *const index_file_names[] = {"data.mdb", "lock.mdb"};
+#define INDEX_N_FILES (sizeof index_file_names / sizeof index_file_names[0])
+
 /* LMDB creates its files with the mode narrowed by the umask; a new environment's files get
- * exactly the journal's file_mode, like the segments. Returns 0 or errno. */
+ * exactly the journal's file_mode, like the segments (and an existing one's with
+ * INDEX_OPEN_SET_MODES). Returns 0 or errno. */
 static int
 index_set_file_modes(const index_t *ix, mode_t mode)
 {
-    static const char *const names[] = {"data.mdb", "lock.mdb"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    for (size_t i = 0; i < INDEX_N_FILES; i++) {
         char path[sizeof ix->path + 16];
-        snprintf(path, sizeof path, "%s/%s", ix->path, names[i]);
-        if (chmod(path, mode) != 0)
+        snprintf(path, sizeof path, "%s/%s", ix->path, index_file_names[i]);
+        if (index_chmod_nofollow(path, mode) != 0 && errno != ENOENT)
             return errno;
+    }
+    return 0;
+}
+
+/* The rules index_open states for what LMDB will open by path (index.h). */
+static int
+index_check_path(const index_t *ix, int flags, stele_error_t *err)
+{
+    static const char hint[] = "a link or a foreign file in a journal is planted: remove it";
+    struct stat st;
+    if (lstat(ix->path, &st) != 0)
+        return error_set_hinted(err, -errno, NULL, "could not open index %s: %s", ix->path,
+                                stele_strerror(-errno));
+    if (S_ISLNK(st.st_mode))
+        return error_set_hinted(err, STELE_EUNSAFE, hint,
+                                "index %s is a symbolic link, which stele does not follow",
+                                ix->path);
+    if (!(flags & INDEX_OPEN_ALLOW_UNSAFE) && st.st_uid != geteuid() && st.st_uid != 0)
+        return error_set_hinted(err, STELE_EUNSAFE, "run stele as the index's owner",
+                                "index %s belongs to uid %u: LMDB writes its lock file even to "
+                                "read, so stele opens only an index of its own user or root",
+                                ix->path, (unsigned)st.st_uid);
+    if (!(flags & INDEX_OPEN_ALLOW_UNSAFE) && (st.st_mode & 022))
+        return error_set_hinted(err, STELE_EUNSAFE, "chmod go-w it, or set allow_unsafe_dir",
+                                "index %s has mode %04o: others could plant links in it", ix->path,
+                                (unsigned)(st.st_mode & 07777));
+    for (size_t i = 0; i < INDEX_N_FILES; i++) {
+        char path[sizeof ix->path + 16];
+        snprintf(path, sizeof path, "%s/%s", ix->path, index_file_names[i]);
+        if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            return error_set_hinted(err, STELE_EUNSAFE, hint, "index file %s is %s", path,
+                                    S_ISLNK(st.st_mode)
+                                        ? "a symbolic link, which stele does not follow"
+                                        : "not a regular file");
     }
     return 0;
 }
@@ -485,13 +548,28 @@ index_handle_new(const char *dir, int writable, size_t map_bytes, index_t **out,
     return 0;
 }
 
-/* A writable open creates the index directory when missing; a read-only one needs it, with
- * an initialised environment in it. */
+/* With INDEX_OPEN_SET_MODES an existing index takes file_mode (its directory the matching
+ * index_dir_mode). */
 static int
-index_prepare_dir(index_t *ix, unsigned file_mode, stele_error_t *err)
+index_apply_modes(const index_t *ix, unsigned file_mode, stele_error_t *err)
+{
+    int rc = index_chmod_nofollow(ix->path, index_dir_mode(file_mode)) == 0 ? 0 : errno;
+    if (rc == 0)
+        rc = index_set_file_modes(ix, (mode_t)file_mode);
+    if (rc)
+        return error_set_hinted(err, -rc, NULL, "could not set the modes of index %s: %s", ix->path,
+                                stele_strerror(-rc));
+    return 0;
+}
+
+/* A writable open creates the index directory when missing; a read-only one needs it, with
+ * an initialised environment in it. Either way what LMDB will open must pass
+ * index_check_path first. */
+static int
+index_prepare_dir(index_t *ix, unsigned file_mode, int flags, stele_error_t *err)
 {
     struct stat st;
-    if (stat(ix->path, &st) != 0) {
+    if (lstat(ix->path, &st) != 0) {
         if (errno != ENOENT || !ix->is_writable) {
             int rc = errno == ENOENT ? STELE_ENOTFOUND : -errno;
             return error_set_hinted(err, rc, NULL, "could not open index %s: %s", ix->path,
@@ -501,6 +579,11 @@ index_prepare_dir(index_t *ix, unsigned file_mode, stele_error_t *err)
             return error_set_hinted(err, -errno, NULL, "could not create index %s: %s", ix->path,
                                     stele_strerror(-errno));
     }
+    int rc = index_check_path(ix, flags, err);
+    if (rc == 0 && (flags & INDEX_OPEN_SET_MODES) && file_mode)
+        rc = index_apply_modes(ix, file_mode, err);
+    if (rc)
+        return rc;
     return ix->is_writable ? 0 : index_check_initialised(ix, err);
 }
 
@@ -550,23 +633,23 @@ index_attach(index_t *ix, unsigned file_mode, stele_error_t *err)
 }
 
 int
-index_open(const char *dir, int writable, unsigned file_mode, index_t **out, stele_error_t *err)
+index_open(const char *dir, int flags, unsigned file_mode, index_t **out, stele_error_t *err)
 {
-    return index_open_mapped(dir, writable, file_mode, INDEX_MAP_BYTES, out, err);
+    return index_open_mapped(dir, flags, file_mode, INDEX_MAP_BYTES, out, err);
 }
 
 int
-index_open_mapped(const char *dir, int writable, unsigned file_mode, size_t map_bytes,
-                  index_t **out, stele_error_t *err)
+index_open_mapped(const char *dir, int flags, unsigned file_mode, size_t map_bytes, index_t **out,
+                  stele_error_t *err)
 {
     if (!dir || !out || map_bytes == 0)
         return error_set_hinted(err, STELE_EINVAL, NULL,
                                 "index_open: dir, out and a map size are required");
     *out = NULL;
     index_t *ix = NULL;
-    int rc = index_handle_new(dir, writable, map_bytes, &ix, err);
+    int rc = index_handle_new(dir, flags & INDEX_OPEN_WRITE, map_bytes, &ix, err);
     if (rc == 0)
-        rc = index_prepare_dir(ix, file_mode, err);
+        rc = index_prepare_dir(ix, file_mode, flags, err);
     if (rc == 0)
         rc = index_attach(ix, file_mode, err);
     if (rc) {

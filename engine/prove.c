@@ -253,7 +253,8 @@ prove_render(const prove_parts_t *p, const keychain_t *kc, char **json_out, size
 }
 
 int
-stele_prove(const char *dir, uint64_t seq, char **json_out, size_t *len_out, stele_error_t *err)
+stele_prove(const char *dir, const stele_options_t *opts, uint64_t seq, char **json_out,
+            size_t *len_out, stele_error_t *err)
 {
     if (!dir || !json_out || seq == 0)
         return error_set_hinted(err, STELE_EINVAL, NULL,
@@ -263,7 +264,7 @@ stele_prove(const char *dir, uint64_t seq, char **json_out, size_t *len_out, ste
     keychain_t kc = {0};
     journal_reader_t *jr = NULL;
     index_t *ix = NULL;
-    int rc = journal_reader_open(dir, NULL, &jr, err);
+    int rc = read_side_open_journal(dir, opts, &jr, err);
     if (!rc) {
         journal_reader_set_meta(jr, 1);
         rc = prove_read_frames(jr, seq, &p, err);
@@ -274,7 +275,8 @@ stele_prove(const char *dir, uint64_t seq, char **json_out, size_t *len_out, ste
                               "journal %s has no index to prove from", dir);
     if (!rc)
         rc = prove_inclusion(ix, &p, err);
-    if (!rc && (rc = keychain_read(journal_io_posix(), dir, &kc, err)) == -ENOENT)
+    if (!rc && (rc = keychain_read(journal_io_posix(), journal_reader_dir_fd(jr), &kc, err)) ==
+                   -ENOENT)
         rc = error_set(err, STELE_ENOTFOUND, "journal %s has no KEYS: it is not signed", dir);
     if (!rc && kc.n <= p.sealing.epoch)
         rc = error_set(err, STELE_ECORRUPT, "KEYS of %s lacks key epoch %" PRIu64, dir,

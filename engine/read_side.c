@@ -12,6 +12,23 @@
 
 #include "error.h"
 
+int
+read_side_open_journal(const char *dir, const stele_options_t *opts, journal_reader_t **out,
+                       stele_error_t *err)
+{
+    *out = NULL;
+    journal_reader_t *jr = NULL;
+    int rc = journal_reader_open(dir, NULL, &jr, err);
+    if (!rc && !(opts && opts->allow_unsafe_dir))
+        rc = journal_reader_check_dir(jr, err);
+    if (rc) {
+        journal_reader_close(jr);
+        return rc;
+    }
+    *out = jr;
+    return 0;
+}
+
 index_t *
 read_side_open_index(const char *dir, journal_reader_t *jr)
 {
@@ -20,7 +37,7 @@ read_side_open_index(const char *dir, journal_reader_t *jr)
     if (live.writer_pid == (int)getpid())
         return NULL;
     index_t *ix = NULL;
-    if (index_open(dir, 0, 0, &ix, NULL) != 0)
+    if (index_open(dir, 0, 0, &ix, NULL) != 0) /* refused or unusable: scan instead */
         return NULL;
     return ix;
 }

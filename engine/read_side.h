@@ -10,11 +10,21 @@
 #include "stele.h"
 
 /*
+ * Opens a journal reader for one of the public read calls: as journal_reader_open (links are
+ * refused), then the check that nobody but the journal's owner and root could change the
+ * directory, unless opts->allow_unsafe_dir (opts NULL: defaults). Returns 0 with *out, or
+ * the reader's codes, STELE_EUNSAFE.
+ */
+int read_side_open_journal(const char *dir, const stele_options_t *opts, journal_reader_t **out,
+                           stele_error_t *err);
+
+/*
  * The index of `dir` opened read-only, or NULL when it must not or cannot be used. LMDB
  * forbids opening one environment twice in a process (closing either drops the other's
  * fcntl locks), so in the process that holds the journal for writing (jr says whether it
  * does) a reader does not open the index; it seeks by scanning instead. An index that cannot
- * be opened (missing, corrupt, directory not writable for LMDB's lock file) gives NULL too:
+ * be opened (missing, corrupt, directory not writable for LMDB's lock file, owned by another user:
+ * index_open refuses those) gives NULL too:
  * slower, never wrong. Close it with index_close (NULL is fine).
  */
 index_t *read_side_open_index(const char *dir, journal_reader_t *jr);

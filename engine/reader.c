@@ -37,13 +37,20 @@ struct stele_reader {
 int
 stele_reader_open(const char *dir, stele_reader_t **out, stele_error_t *err)
 {
+    return stele_reader_open_opts(dir, NULL, out, err);
+}
+
+int
+stele_reader_open_opts(const char *dir, const stele_options_t *opts, stele_reader_t **out,
+                       stele_error_t *err)
+{
     if (!dir || !out)
         return error_set_hinted(err, STELE_EINVAL, NULL, "stele_reader_open: dir and out required");
     *out = NULL;
     stele_reader_t *r = calloc(1, sizeof *r);
     if (!r)
         return error_set_hinted(err, -ENOMEM, NULL, "could not allocate a reader for %s", dir);
-    int rc = journal_reader_open(dir, NULL, &r->jr, err);
+    int rc = read_side_open_journal(dir, opts, &r->jr, err);
     if (rc) {
         free(r);
         return rc;

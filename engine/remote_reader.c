@@ -53,6 +53,7 @@ struct stele_remote_reader {
     char *source;
     char *password;             /* only to scrub it from messages; NULL when the URI has none */
     char where[256];            /* host:port/db.collection */
+    char time_field[64];        /* the sink's: not part of the event (remote_doc_to_record) */
     stele_remote_query_t query; /* source points at `source` */
     mongoc_cursor_t *cursor;    /* NULL between queries */
     size_t chunk_docs;          /* documents the current query returned so far */
@@ -150,10 +151,22 @@ remote_doc_meta(const bson_t *doc, const char *where, stele_record_t *rec, stele
     return 0;
 }
 
-int
-remote_doc_to_record(const bson_t *doc, const char *source, const char *where, bson_t *event,
-                     stele_record_t *rec, stele_error_t *err)
+/* 1 when the top-level field at it is the envelope's: _id, the metadata, or the time field
+ * (a BSON date: the validator keeps events from using its name). */
+static int
+remote_key_is_envelope(const bson_iter_t *it, const char *time_field)
 {
+    const char *key = bson_iter_key(it);
+    return strcmp(key, STELE_ID_FIELD) == 0 || strcmp(key, STELE_META_FIELD) == 0 ||
+           (strcmp(key, time_field) == 0 && BSON_ITER_HOLDS_DATE_TIME(it));
+}
+
+int
+remote_doc_to_record(const bson_t *doc, const char *source, const char *time_field,
+                     const char *where, bson_t *event, stele_record_t *rec, stele_error_t *err)
+{
+    if (!time_field)
+        time_field = STELE_TIME_FIELD_DEFAULT;
     memset(rec, 0, sizeof *rec);
     int rc = remote_doc_id(doc, source, where, &rec->seq, err);
     if (rc == 0)
@@ -165,10 +178,9 @@ remote_doc_to_record(const bson_t *doc, const char *source, const char *where, b
     if (!bson_iter_init(&it, doc))
         return remote_bad_doc(err, where, rec->seq, "is malformed");
     while (bson_iter_next(&it)) {
-        const char *key = bson_iter_key(&it);
-        if (strcmp(key, STELE_ID_FIELD) == 0 || strcmp(key, STELE_META_FIELD) == 0)
+        if (remote_key_is_envelope(&it, time_field))
             continue;
-        if (!bson_append_iter(event, key, (int)bson_iter_key_len(&it), &it))
+        if (!bson_append_iter(event, bson_iter_key(&it), (int)bson_iter_key_len(&it), &it))
             return remote_bad_doc(err, where, rec->seq, "has a field that cannot be copied");
     }
     if (event->len <= 5)
@@ -283,6 +295,8 @@ stele_remote_reader_open(const stele_sink_options_t *sink, const stele_remote_qu
     bson_init(&r->event);
     r->query = *query;
     r->query.source = r->source;
+    snprintf(r->time_field, sizeof r->time_field, "%s",
+             sink->time_field ? sink->time_field : STELE_TIME_FIELD_DEFAULT);
     r->next_seq = query->from_seq > 0 ? query->from_seq : 1;
     r->poll_delay_ms = STELE_REMOTE_POLL_MIN_MS;
     int rc = remote_connect(r, sink, err);
@@ -414,7 +428,7 @@ remote_take(stele_remote_reader_t *r, stele_record_t *rec, stele_error_t *err)
     const bson_t *doc;
     if (mongoc_cursor_next(r->cursor, &doc)) {
         r->chunk_docs++;
-        int rc = remote_doc_to_record(doc, r->source, r->where, &r->event, rec, err);
+        int rc = remote_doc_to_record(doc, r->source, r->time_field, r->where, &r->event, rec, err);
         if (rc == 0 && rec->seq < r->next_seq)
             rc = remote_bad_doc(err, r->where, rec->seq, "came out of seq order");
         if (rc != 0) {

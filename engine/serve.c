@@ -1,7 +1,8 @@
 /*
  * serve.c: stele_serve_run(), the server's start-up and shutdown around the event loop
- * (serve_loop.c; protocol: docs/protocol.md). Owns the order of the steps, the socket file
- * and the pid file; holds no state between calls (no globals).
+ * (serve_loop.c; protocol: docs/protocol.md). Owns the order of the steps and the limits the
+ * loop runs with (connection caps, idle timeout); how the socket and the pid file are made
+ * is serve_files.c's. Holds no state between calls (no globals).
  *
  * Start-up order matters:
  *  1. SIGTERM/SIGINT are blocked before stele_open() starts the engine's threads, so they
@@ -10,7 +11,8 @@
  *     naming the holder's pid) before the socket is touched, so a second server never
  *     unlinks the first one's socket;
  *  3. only then is a leftover socket file (from a crash) removed, after checking that it
- *     is a socket and that no server answers on it, and the pid file written.
+ *     is a socket and that no server answers on it, and the pid file written with the
+ *     journal's file mode.
  * Shutdown runs the other way: socket, then stele_close() (drains the sinks), then pid file.
  */
 #include "serve.h"
@@ -18,24 +20,25 @@
 #include "error.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-/* Connections the kernel queues before accept(); Linux caps it at net.core.somaxconn. */
-#define SERVE_LISTEN_BACKLOG 4096
-/* The socket's group may connect (docs/protocol.md, "Ownership"). */
-#define SERVE_SOCKET_MODE 0660
 #define SERVE_DEFAULT_DRAIN_TIMEOUT_MS 5000u
 #define SERVE_PID_FILE_NAME "stele.pid"
 /* A quoted path in a log line. */
 #define SERVE_QUOTED_PATH_BYTES (PATH_MAX + 8)
+/* Descriptors kept back from the connection cap for the engine: the journal's and the
+ * index's files, the sinks' connections, the loop's own. */
+#define SERVE_FD_RESERVE 64
+/* The pid file's mode when the journal's cannot be read. */
+#define SERVE_PID_FILE_DEFAULT_MODE 0600
 
 void
 stele_serve_options_init(stele_serve_options_t *serve)
@@ -54,7 +57,7 @@ typedef struct serve_run {
     serve_log_t log;
     stele_t *db;
     int signal_fd, listen_fd;
-    int is_socket_bound, is_pid_written;
+    serve_file_t socket, pid; /* their dir_fd is -1 until opened */
     char socket_path[PATH_MAX], pid_path[PATH_MAX];
 } serve_run_t;
 
@@ -84,6 +87,7 @@ serve_run_init(serve_run_t *run, const char *dir, const stele_serve_options_t *s
     memset(run, 0, sizeof *run);
     run->log.min_level = serve->log_level;
     run->signal_fd = run->listen_fd = -1;
+    run->socket.dir_fd = run->pid.dir_fd = -1;
     int n_socket =
         serve->socket_path
             ? snprintf(run->socket_path, sizeof run->socket_path, "%s", serve->socket_path)
@@ -104,93 +108,43 @@ serve_run_init(serve_run_t *run, const char *dir, const stele_serve_options_t *s
     return 0;
 }
 
-/* socket(2) itself failed (out of descriptors or memory). */
-static int
-serve_socket_failed(const serve_log_t *log, int rc, stele_error_t *err)
+/* The mode of the pid file: the journal's file_mode when the options set one, else the mode
+ * the journal's files have (its LOCK's), like every file a writer adds to the journal. */
+static mode_t
+serve_pid_file_mode(const char *dir, const stele_options_t *opts)
 {
-    serve_logf(log, STELE_LOG_ERROR, "could not create a socket", "errno=%s", stele_errname(rc));
-    return error_set(err, rc, "could not create a socket: %s", stele_strerror(rc));
-}
-
-/* Removes a socket file that nothing listens on (left by a crashed server). Only a refused
- * connect() proves that: a live server answers, and a live socket of another kind (a
- * datagram socket such as /dev/log given by mistake) says EPROTOTYPE; neither is touched.
- * Never unlinks what is not a socket: the path may be a typo for a real file. Returns 0
- * when the path is free, else an error (logged). */
-static int
-serve_remove_stale_socket(const char *path, const struct sockaddr_un *addr, const serve_log_t *log,
-                          stele_error_t *err)
-{
-    char quoted[SERVE_QUOTED_PATH_BYTES];
+    if (opts && opts->file_mode)
+        return (mode_t)opts->file_mode;
+    char lock[PATH_MAX];
     struct stat st;
-    stele_log_quote(quoted, sizeof quoted, path);
-    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-        serve_logf(log, STELE_LOG_ERROR, "socket path exists and is not a socket", "socket=%s",
-                   quoted);
-        return error_set(err, -EEXIST, "socket path %s exists and is not a socket", path);
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return serve_socket_failed(log, -errno, err);
-    int rc = connect(fd, (const struct sockaddr *)addr, sizeof *addr) == 0 ? 0 : -errno;
-    close(fd);
-    if (rc == 0) {
-        serve_logf(log, STELE_LOG_ERROR, "another server answers on the socket", "socket=%s",
-                   quoted);
-        return error_set(err, STELE_ELOCKED, "another server answers on the socket %s", path);
-    }
-    if (rc != -ECONNREFUSED && rc != -ENOENT) {
-        serve_logf(log, STELE_LOG_ERROR, "socket path is in use", "socket=%s errno=%s", quoted,
-                   stele_errname(rc));
-        return error_set(err, rc, "socket path %s is in use: %s", path, stele_strerror(rc));
-    }
-    if (unlink(path) == 0)
-        serve_logf(log, STELE_LOG_WARN, "removed stale socket", "socket=%s", quoted);
-    return 0;
+    int n = snprintf(lock, sizeof lock, "%s/LOCK", dir);
+    if (n > 0 && (size_t)n < sizeof lock && lstat(lock, &st) == 0 && S_ISREG(st.st_mode))
+        return st.st_mode & 0777;
+    return SERVE_PID_FILE_DEFAULT_MODE;
 }
 
-/* Binds the listening socket. A socket file left by a crashed server is replaced; one a
- * live server answers on is not. */
+/* Listens on the socket and writes the pid file (step 3). Returns 0 or the error (logged). */
 static int
-serve_listen(const char *path, const serve_log_t *log, int *out_fd, stele_error_t *err)
+serve_make_files(serve_run_t *run, const char *dir, const stele_options_t *opts, stele_error_t *err)
 {
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
     char quoted[SERVE_QUOTED_PATH_BYTES];
-    stele_log_quote(quoted, sizeof quoted, path);
-    if (strlen(path) >= sizeof addr.sun_path) {
-        serve_logf(log, STELE_LOG_ERROR, "socket path too long", "socket=%s max_bytes=%zu", quoted,
-                   sizeof addr.sun_path - 1);
-        return error_set(err, -ENAMETOOLONG, "socket path too long (at most %zu bytes): %s",
-                         sizeof addr.sun_path - 1, path);
+    int rc = serve_file_init(&run->socket, run->socket_path, err);
+    if (rc != 0) {
+        serve_log_error(&run->log, "could not open the socket's directory", rc, err);
+        return rc;
     }
-    memcpy(addr.sun_path, path, strlen(path) + 1);
-    int rc = serve_remove_stale_socket(path, &addr, log, err);
+    rc = serve_socket_listen(&run->socket, &run->log, &run->listen_fd, err);
     if (rc != 0)
         return rc;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return serve_socket_failed(log, -errno, err);
-    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-        chmod(path, SERVE_SOCKET_MODE) != 0 || listen(fd, SERVE_LISTEN_BACKLOG) != 0) {
-        rc = -errno;
-        serve_logf(log, STELE_LOG_ERROR, "could not listen on socket", "socket=%s errno=%s", quoted,
-                   stele_errname(rc));
-        close(fd);
-        return error_set(err, rc, "could not listen on socket %s: %s", path, stele_strerror(rc));
+    rc = serve_file_init(&run->pid, run->pid_path, err);
+    if (rc == 0)
+        rc = serve_pid_write(&run->pid, serve_pid_file_mode(dir, opts));
+    if (rc != 0) {
+        serve_logf(&run->log, STELE_LOG_ERROR, "could not write pid file", "pid_file=%s errno=%s",
+                   stele_log_quote(quoted, sizeof quoted, run->pid_path), stele_errname(rc));
+        return error_set(err, rc, "could not write pid file %s: %s", run->pid_path,
+                         stele_strerror(rc));
     }
-    *out_fd = fd;
-    return 0;
-}
-
-static int
-serve_write_pid_file(const char *path)
-{
-    FILE *f = fopen(path, "we");
-    if (!f)
-        return -errno;
-    int ok = fprintf(f, "%ld\n", (long)getpid()) > 0;
-    if (fclose(f) != 0 || !ok)
-        return -EIO;
     return 0;
 }
 
@@ -217,7 +171,6 @@ serve_signals(int *out_fd)
 static int
 serve_start(serve_run_t *run, const char *dir, const stele_options_t *opts, stele_error_t *err)
 {
-    char quoted[SERVE_QUOTED_PATH_BYTES];
     int rc = serve_signals(&run->signal_fd);
     if (rc != 0) {
         serve_log_error(&run->log, "could not set up signal handling", rc, NULL);
@@ -228,19 +181,7 @@ serve_start(serve_run_t *run, const char *dir, const stele_options_t *opts, stel
         serve_log_error(&run->log, "could not open journal", rc, err);
         return rc;
     }
-    rc = serve_listen(run->socket_path, &run->log, &run->listen_fd, err);
-    if (rc != 0)
-        return rc;
-    run->is_socket_bound = 1;
-    rc = serve_write_pid_file(run->pid_path);
-    if (rc != 0) {
-        serve_logf(&run->log, STELE_LOG_ERROR, "could not write pid file", "pid_file=%s errno=%s",
-                   stele_log_quote(quoted, sizeof quoted, run->pid_path), stele_errname(rc));
-        return error_set(err, rc, "could not write pid file %s: %s", run->pid_path,
-                         stele_strerror(rc));
-    }
-    run->is_pid_written = 1;
-    return 0;
+    return serve_make_files(run, dir, opts, err);
 }
 
 /* Shutdown, the other way round; returns rc, or the journal's error when it closes with
@@ -250,8 +191,7 @@ serve_stop(serve_run_t *run, int rc, stele_error_t *err)
 {
     if (run->listen_fd >= 0)
         close(run->listen_fd);
-    if (run->is_socket_bound)
-        unlink(run->socket_path);
+    serve_file_release(&run->socket);
     if (run->db) {
         stele_error_t close_err = {0};
         int close_rc = stele_close(run->db, &close_err);
@@ -261,8 +201,7 @@ serve_stop(serve_run_t *run, int rc, stele_error_t *err)
                 rc = error_copy(err, &close_err);
         }
     }
-    if (run->is_pid_written)
-        unlink(run->pid_path);
+    serve_file_release(&run->pid);
     if (run->signal_fd >= 0)
         close(run->signal_fd);
     if (rc == 0)
@@ -270,27 +209,48 @@ serve_stop(serve_run_t *run, int rc, stele_error_t *err)
     return rc;
 }
 
+/* The cap on all connections: serve_max_conns when set, else what the descriptor limit
+ * leaves after SERVE_FD_RESERVE (half the limit when that is small), so that connections
+ * never take the descriptors the server needs for itself or to refuse one more. (Set above
+ * the limit, accept pauses when descriptors run out: serve_loop.c.) */
+static size_t
+serve_max_conns(const stele_options_t *opts)
+{
+    struct rlimit rl;
+    if (opts->serve_max_conns)
+        return opts->serve_max_conns;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return SIZE_MAX;
+    return rl.rlim_cur > 2 * SERVE_FD_RESERVE ? (size_t)(rl.rlim_cur - SERVE_FD_RESERVE)
+                                              : (size_t)(rl.rlim_cur / 2);
+}
+
 /* Step 4: serves until a signal, then drains. Returns 0 or the loop's error. */
 static int
 serve_serve(serve_run_t *run, const stele_options_t *opts, const stele_serve_options_t *serve,
             stele_error_t *err)
 {
-    size_t n_sinks = opts ? opts->n_sinks : 0;
     char quoted[SERVE_QUOTED_PATH_BYTES];
-    serve_logf(&run->log, STELE_LOG_INFO, "listening", "socket=%s pid=%ld wait=%s sinks=%zu",
-               stele_log_quote(quoted, sizeof quoted, run->socket_path), (long)getpid(),
-               stele_wait_name(serve->default_wait), n_sinks);
     serve_config_t cfg = {
         .db = run->db,
-        .n_sinks = n_sinks,
+        .n_sinks = opts->n_sinks,
         .listen_fd = run->listen_fd,
         .signal_fd = run->signal_fd,
         .default_wait = serve->default_wait,
-        .is_sync_never = opts && opts->sync == STELE_SYNC_NEVER,
+        .is_sync_never = opts->sync == STELE_SYNC_NEVER,
         .max_line_bytes = serve->max_line_bytes,
         .drain_timeout_ms = serve->drain_timeout_ms,
+        .idle_timeout_ms = opts->serve_idle_timeout_ms,
+        .max_conns_per_uid = opts->serve_max_conns_per_uid,
+        .max_conns = serve_max_conns(opts),
         .log = &run->log,
     };
+    serve_logf(&run->log, STELE_LOG_INFO, "listening",
+               "socket=%s pid=%ld wait=%s sinks=%zu max_conns=%zu max_conns_per_uid=%" PRIu32
+               " idle_timeout_ms=%" PRIu32,
+               stele_log_quote(quoted, sizeof quoted, run->socket_path), (long)getpid(),
+               stele_wait_name(serve->default_wait), cfg.n_sinks, cfg.max_conns,
+               cfg.max_conns_per_uid, cfg.idle_timeout_ms);
     int rc = serve_loop_run(&cfg);
     run->listen_fd = -1; /* closed by the loop */
     if (rc != 0)
@@ -303,11 +263,16 @@ stele_serve_run(const char *dir, const stele_options_t *opts, const stele_serve_
                 stele_error_t *err)
 {
     stele_serve_options_t defaults;
+    stele_options_t default_opts;
     stele_error_t run_err = {0}; /* the log lines quote it even when the caller passed NULL */
     serve_run_t run;
     if (!serve) {
         stele_serve_options_init(&defaults);
         serve = &defaults;
+    }
+    if (!opts) {
+        stele_options_init(&default_opts);
+        opts = &default_opts;
     }
     if (!dir)
         return error_set(err, STELE_EINVAL, "stele_serve_run needs a journal directory");

@@ -1,9 +1,9 @@
 /*
  * serve.h: the parts of the server behind stele_serve_run() (serve.c: start-up and
- * shutdown; serve_loop.c: the event loop; serve_conn.c: one connection; serve_ack.c: the ack
- * threads; serve_log.c: its log). The wire format is protocol.h's; docs/protocol.md is the
- * protocol's contract. The server drives the engine only through <stele.h>, like any
- * program would, so it needs none of the engine's internals.
+ * shutdown; serve_files.c: its socket and pid file; serve_loop.c: the event loop;
+ * serve_conn.c: one connection; serve_ack.c: the ack threads; serve_log.c: its log). The wire
+ * format is protocol.h's; docs/protocol.md is the protocol's contract. The server drives the engine
+ * only through <stele.h>, like any program would, so it needs none of the engine's internals.
  *
  * Roles: one event-loop thread owns every connection, the listening socket and all
  * buffers (no locks on them); it appends with STELE_WAIT_NONE so it never waits for a
@@ -14,9 +14,11 @@
 #ifndef STELE_ENGINE_SERVE_H
 #define STELE_ENGINE_SERVE_H
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "protocol.h"
 #include "stele.h"
@@ -35,6 +37,31 @@ void serve_log(const serve_log_t *log, stele_log_level_t level, const char *msg)
 /* An error line: msg, code=<name>, error=<err's message or the code's text>, hint= when
  * err has one. err may be NULL. */
 void serve_log_error(const serve_log_t *log, const char *msg, int rc, const stele_error_t *err);
+
+/* ---- the server's files (serve_files.c): the socket and the pid file --------------------- */
+
+/* A file the server makes, reached by name relative to its directory (opened once). */
+typedef struct serve_file {
+    char path[PATH_MAX];     /* as given, for messages */
+    int dir_fd;              /* its directory; -1 when not open */
+    char name[NAME_MAX + 1]; /* its name there */
+    int is_made;             /* made by this server: removed by serve_file_release */
+} serve_file_t;
+
+/* Splits `path` and opens its directory. Returns 0, STELE_EINVAL (no file name),
+ * -ENAMETOOLONG or -errno (err set). */
+int serve_file_init(serve_file_t *f, const char *path, stele_error_t *err);
+/* Removes the file if this server made it, and closes the directory. */
+void serve_file_release(serve_file_t *f);
+/* Binds the listening socket (mode 0660) and listens. A socket file left by a crashed server
+ * is replaced; one a live server answers on is not, nor any other kind of file or a link.
+ * Returns 0 with *out_fd (non-blocking), or the error (logged). */
+int serve_socket_listen(serve_file_t *f, const serve_log_t *log, int *out_fd, stele_error_t *err);
+/* socket(2) itself failed (out of descriptors or memory): logs it, fills err, returns rc. */
+int serve_socket_failed(const serve_log_t *log, int rc, stele_error_t *err);
+/* Writes the pid file with exactly `mode`, replacing what had its name. Returns 0 or
+ * -errno. */
+int serve_pid_write(serve_file_t *f, mode_t mode);
 
 /* ---- ack threads (serve_ack.c) ----------------------------------------------------------- */
 
@@ -73,6 +100,9 @@ typedef struct serve_config {
     int is_sync_never;         /* the journal's sync=never: durable waits flush first */
     size_t max_line_bytes;
     uint32_t drain_timeout_ms; /* at shutdown: how long replies may still wait */
+    uint32_t idle_timeout_ms; /* close a connection idle this long (serve_conn_is_idle); 0: never */
+    uint32_t max_conns_per_uid; /* refuse a user's connections beyond this many */
+    size_t max_conns;           /* refuse every connection beyond this many */
     const serve_log_t *log;
 } serve_config_t;
 
@@ -112,7 +142,16 @@ typedef struct serve_conn {
     int is_waiting;
     int is_closed; /* retired: fd closed, struct freed after the epoll batch */
     struct serve_conn *dead_next;
+    uid_t uid;              /* the peer's user (SO_PEERCRED), counted in the loop's uid table */
+    int64_t last_active_ms; /* clock_mono_ms() of the last byte read or sent */
+    struct serve_conn *lru_prev, *lru_next; /* every connection, least recently active first */
 } serve_conn_t;
+
+/* How many connections one user holds (the loop's uid table). */
+typedef struct serve_uid_count {
+    uid_t uid;
+    uint32_t n_conns;
+} serve_uid_count_t;
 
 /* The loop's state; owned by the loop thread. */
 typedef struct serve_loop {
@@ -135,6 +174,11 @@ typedef struct serve_loop {
     uint64_t told_seq[4];      /* per wait level: the newest seq the ack threads were told */
     int64_t drain_deadline_ms; /* clock_mono_ms() */
     char *scratch;             /* SERVE_READ_CHUNK_BYTES, one read at a time */
+    serve_conn_t *lru_head, *lru_tail; /* by last activity: the idle sweep looks at the head */
+    serve_uid_count_t *uids;           /* users with connections; few, searched in order */
+    size_t n_uids, cap_uids;
+    uint64_t n_refused;           /* connections refused at a cap since the last log line */
+    int64_t refused_logged_at_ms; /* clock_mono_ms() of that line */
     /* epoll tags for the non-connection fds: their addresses identify them */
     char tag_listen, tag_signal, tag_wake;
 } serve_loop_t;
@@ -144,9 +188,18 @@ void serve_loop_accept_resume(serve_loop_t *loop);
 
 /* ---- one connection (serve_conn.c) ------------------------------------------------------- */
 
-/* Takes an accepted, non-blocking socket into the loop. Returns 0, or -errno (then fd is
- * closed). */
+/* Takes an accepted, non-blocking socket into the loop, or refuses it when its user holds
+ * max_conns_per_uid connections or the loop max_conns: then one STELE_EBUSY reply is sent and
+ * the socket closed, so no user can hold the descriptors the others need. Returns 0, or
+ * -errno (then fd is closed; STELE_EBUSY when refused). */
 int serve_conn_open(serve_loop_t *loop, int fd);
+
+/* A connection with nothing in flight: no request waits for its reply, no reply or input is
+ * held. Only such a one is closed by the idle sweep. */
+int serve_conn_is_idle(const serve_conn_t *c);
+
+/* Marks the connection active now (it moves to the tail of the loop's LRU list). */
+void serve_conn_touch(serve_loop_t *loop, serve_conn_t *c);
 
 /* Handles epoll events for the connection: hang-up, writable, readable. */
 void serve_conn_on_event(serve_loop_t *loop, serve_conn_t *c, uint32_t events);

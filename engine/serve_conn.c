@@ -16,12 +16,20 @@
  *  - fairness: one read of at most SERVE_READ_CHUNK_BYTES per connection per wakeup;
  *  - an idle connection holds no buffer: each is freed when it empties.
  *
+ * Caps (why one local user cannot lock the others out): a connection is admitted only while
+ * its user (SO_PEERCRED) holds fewer than max_conns_per_uid and the server fewer than
+ * max_conns, which stays below the descriptor limit; beyond either it gets one STELE_EBUSY
+ * reply and is closed at once, never left waiting in the backlog. The loop closes a
+ * connection idle for idle_timeout_ms (serve_loop.c): every connection sits in an LRU list
+ * that each byte read or sent moves to the tail.
+ *
  * Order: each connection keeps a FIFO of unanswered requests; a reply leaves only when
  * every earlier one on that connection has. Errors found before the append (bad JSON,
  * validation) are formatted at once and wait their turn in the FIFO.
  */
 #include "serve.h"
 
+#include "clock.h"
 #include "error.h"
 
 #include <errno.h>
@@ -35,6 +43,10 @@
 
 enum {
     SERVE_PENDING_MIN_CAP = 8, /* first FIFO allocation */
+    SERVE_UIDS_MIN_CAP = 8,    /* first allocation of the uid table */
+    /* Refused connections are logged in one line per this long, however many: a flood of
+     * connections must not become a flood of log lines. */
+    SERVE_REFUSAL_LOG_MS = 10000,
     /* At shutdown, reads of what a client sent before the signal: at most a socket
      * buffer's worth. */
     SERVE_DRAIN_MAX_READS = 64,
@@ -61,13 +73,14 @@ conn_out_append(serve_conn_t *c, const char *data, size_t n)
 
 /* Sends what it can without blocking. */
 static void
-conn_write(serve_conn_t *c)
+conn_write(serve_loop_t *loop, serve_conn_t *c)
 {
     while (!c->is_peer_gone && protocol_buf_held(&c->out) > 0) {
         ssize_t n = send(c->fd, c->out.data + c->out.off, protocol_buf_held(&c->out),
                          MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             protocol_buf_consume(&c->out, (size_t)n);
+            serve_conn_touch(loop, c);
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -321,6 +334,7 @@ conn_read(serve_loop_t *loop, serve_conn_t *c)
         conn_handle_buffered(loop, c);
         return -1;
     }
+    serve_conn_touch(loop, c);
     const char *data = loop->scratch;
     size_t len = (size_t)n;
     if (protocol_buf_held(&c->in) > 0) {
@@ -343,7 +357,7 @@ conn_read(serve_loop_t *loop, serve_conn_t *c)
 static int
 conn_update(serve_loop_t *loop, serve_conn_t *c)
 {
-    conn_write(c);
+    conn_write(loop, c);
     if (c->is_peer_gone ||
         (c->is_read_closed && c->fifo_count == 0 && protocol_buf_held(&c->out) == 0)) {
         serve_conn_close(loop, c);
@@ -365,17 +379,161 @@ conn_update(serve_loop_t *loop, serve_conn_t *c)
     return 0;
 }
 
+/* ---- admission ----------------------------------------------------------------------------- */
+
+/* The peer's user, or (uid_t)-1 when the kernel cannot say (then all such share a count). */
+static uid_t
+conn_peer_uid(int fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred)
+        return (uid_t)-1;
+    return cred.uid;
+}
+
+/* uid's entry in the loop's table; made (n_conns 0) when missing and `make` is set. NULL
+ * when missing, or out of memory. */
+static serve_uid_count_t *
+uid_entry(serve_loop_t *loop, uid_t uid, int make)
+{
+    for (size_t i = 0; i < loop->n_uids; i++)
+        if (loop->uids[i].uid == uid)
+            return &loop->uids[i];
+    if (!make)
+        return NULL;
+    if (loop->n_uids == loop->cap_uids) {
+        size_t new_cap = loop->cap_uids ? loop->cap_uids * 2 : SERVE_UIDS_MIN_CAP;
+        serve_uid_count_t *grown = realloc(loop->uids, new_cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        loop->uids = grown;
+        loop->cap_uids = new_cap;
+    }
+    loop->uids[loop->n_uids] = (serve_uid_count_t){.uid = uid, .n_conns = 0};
+    return &loop->uids[loop->n_uids++];
+}
+
+/* Drops u from the table when it counts no connection (its slot takes the last entry). */
+static void
+uid_forget_if_unused(serve_loop_t *loop, serve_uid_count_t *u)
+{
+    if (u->n_conns == 0)
+        *u = loop->uids[--loop->n_uids];
+}
+
+static void
+uid_release(serve_loop_t *loop, uid_t uid)
+{
+    serve_uid_count_t *u = uid_entry(loop, uid, 0);
+    if (u && u->n_conns > 0) {
+        u->n_conns--;
+        uid_forget_if_unused(loop, u);
+    }
+}
+
+/* One warn line per SERVE_REFUSAL_LOG_MS, counting the refusals since the last one. */
+static void
+conn_log_refusal(serve_loop_t *loop, uid_t uid, uint32_t n_uid)
+{
+    int64_t now = clock_mono_ms();
+    loop->n_refused++;
+    if (loop->refused_logged_at_ms && now - loop->refused_logged_at_ms < SERVE_REFUSAL_LOG_MS)
+        return;
+    serve_logf(loop->cfg->log, STELE_LOG_WARN, "connections refused",
+               "refused=%" PRIu64 " uid=%ld uid_connections=%" PRIu32
+               " connections=%zu max_conns_per_uid=%" PRIu32 " max_conns=%zu",
+               loop->n_refused, (long)uid, n_uid, loop->n_conns, loop->cfg->max_conns_per_uid,
+               loop->cfg->max_conns);
+    loop->n_refused = 0;
+    loop->refused_logged_at_ms = now;
+}
+
+/* Answers a connection beyond a cap with one STELE_EBUSY reply naming it, and closes it. */
+static int
+conn_refuse(serve_loop_t *loop, int fd, uid_t uid, uint32_t n_uid)
+{
+    char reply[PROTOCOL_REPLY_MAX_BYTES];
+    stele_error_t err;
+    if (n_uid >= loop->cfg->max_conns_per_uid)
+        error_set_hinted(
+            &err, STELE_EBUSY, "close idle connections, or raise serve_max_conns_per_uid",
+            "uid %ld holds %" PRIu32 " connections to the server, its limit", (long)uid, n_uid);
+    else
+        error_set_hinted(&err, STELE_EBUSY, "retry later, or raise serve_max_conns",
+                         "the server holds %zu connections, its limit", loop->n_conns);
+    size_t n = protocol_reply_format(reply, sizeof reply, STELE_EBUSY, 0, &err);
+    ssize_t sent = send(fd, reply, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)sent; /* a client that cannot take one line finds the connection closed all the same */
+    close(fd);
+    conn_log_refusal(loop, uid, n_uid);
+    return STELE_EBUSY;
+}
+
+/* ---- the idle list ------------------------------------------------------------------------- */
+
+static void
+lru_unlink(serve_loop_t *loop, serve_conn_t *c)
+{
+    if (c->lru_prev)
+        c->lru_prev->lru_next = c->lru_next;
+    else if (loop->lru_head == c)
+        loop->lru_head = c->lru_next;
+    if (c->lru_next)
+        c->lru_next->lru_prev = c->lru_prev;
+    else if (loop->lru_tail == c)
+        loop->lru_tail = c->lru_prev;
+    c->lru_prev = c->lru_next = NULL;
+}
+
+void
+serve_conn_touch(serve_loop_t *loop, serve_conn_t *c)
+{
+    c->last_active_ms = clock_mono_ms();
+    if (loop->lru_tail == c)
+        return;
+    lru_unlink(loop, c);
+    c->lru_prev = loop->lru_tail;
+    if (loop->lru_tail)
+        loop->lru_tail->lru_next = c;
+    else
+        loop->lru_head = c;
+    loop->lru_tail = c;
+}
+
+int
+serve_conn_is_idle(const serve_conn_t *c)
+{
+    return c->fifo_count == 0 && protocol_buf_held(&c->out) == 0 && protocol_buf_held(&c->in) == 0;
+}
+
+/* ---- the connection's life, continued ------------------------------------------------------ */
+
 int
 serve_conn_open(serve_loop_t *loop, int fd)
 {
+    uid_t uid = conn_peer_uid(fd);
+    serve_uid_count_t *u = uid_entry(loop, uid, 1);
+    if (!u) {
+        close(fd);
+        return -ENOMEM;
+    }
+    if (u->n_conns >= loop->cfg->max_conns_per_uid || loop->n_conns >= loop->cfg->max_conns) {
+        uint32_t n_uid = u->n_conns;
+        uid_forget_if_unused(loop, u);
+        return conn_refuse(loop, fd, uid, n_uid);
+    }
     serve_conn_t *c = calloc(1, sizeof *c);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
     if (!c || epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         int rc = c ? -errno : -ENOMEM;
         free(c);
         close(fd);
+        uid_forget_if_unused(loop, u);
         return rc;
     }
+    u->n_conns++;
+    c->uid = uid;
     c->fd = fd;
     c->id = ++loop->next_conn_id;
     c->events = EPOLLIN;
@@ -385,8 +543,9 @@ serve_conn_open(serve_loop_t *loop, int fd)
         loop->all->all_prev = c;
     loop->all = c;
     loop->n_conns++;
+    serve_conn_touch(loop, c);
     serve_logf(loop->cfg->log, STELE_LOG_DEBUG, "connection opened",
-               "conn=%" PRIu64 " connections=%zu", c->id, loop->n_conns);
+               "conn=%" PRIu64 " uid=%ld connections=%zu", c->id, (long)uid, loop->n_conns);
     return 0;
 }
 
@@ -415,6 +574,8 @@ serve_conn_close(serve_loop_t *loop, serve_conn_t *c)
         loop->all = c->all_next;
     if (c->all_next)
         c->all_next->all_prev = c->all_prev;
+    lru_unlink(loop, c);
+    uid_release(loop, c->uid);
     loop->n_conns--;
     c->dead_next = loop->dead;
     loop->dead = c;
@@ -435,7 +596,7 @@ serve_conn_on_event(serve_loop_t *loop, serve_conn_t *c, uint32_t events)
         return;
     }
     if (events & EPOLLOUT) {
-        conn_write(c);
+        conn_write(loop, c);
         if (!conn_is_throttled(c))
             conn_handle_buffered(loop, c);
     }
@@ -448,7 +609,7 @@ void
 serve_conn_on_acks(serve_loop_t *loop, serve_conn_t *c)
 {
     fifo_flush_ready(loop, c);
-    conn_write(c);
+    conn_write(loop, c);
     if (!conn_is_throttled(c))
         conn_handle_buffered(loop, c);
     conn_update(loop, c);
@@ -489,7 +650,7 @@ serve_conn_fail_unanswered(serve_loop_t *loop, serve_conn_t *c)
         n_failed++;
     }
     fifo_flush_ready(loop, c); /* unlinks and frees the empty FIFO */
-    conn_write(c);
+    conn_write(loop, c);
     serve_conn_close(loop, c);
     return n_failed;
 }

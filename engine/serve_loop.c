@@ -12,7 +12,13 @@
  * at once for ever. Accepting resumes when a connection closes, and also after a backoff
  * (SERVE_ACCEPT_RETRY_MIN_MS doubling to SERVE_ACCEPT_RETRY_MAX_MS), since what took the
  * descriptors may be another part of the process or a passing spike, and no connection
- * need ever close.
+ * need ever close. Caps below the descriptor limit (serve_conn_open) keep that shortage for
+ * a machine short of descriptors, not a client holding them.
+ *
+ * Idle connections: after each epoll batch the loop closes the connections that have had
+ * nothing in flight (serve_conn_is_idle) and no byte read or sent for idle_timeout_ms. They
+ * are kept least recently active first, so the sweep looks only at the head of that list,
+ * and epoll_wait sleeps no longer than until the head's deadline.
  */
 #include "serve.h"
 
@@ -108,6 +114,30 @@ serve_accept(serve_loop_t *loop)
             return;
         }
         serve_conn_open(loop, fd);
+    }
+}
+
+/* Closes the connections idle for idle_timeout_ms (top of the file). One at the head that
+ * has something in flight counts as active: it moves behind the others. */
+static void
+serve_close_idle(serve_loop_t *loop)
+{
+    uint32_t timeout_ms = loop->cfg->idle_timeout_ms;
+    if (timeout_ms == 0 || loop->is_draining)
+        return;
+    int64_t now_ms = clock_mono_ms();
+    for (size_t left = loop->n_conns; left > 0 && loop->lru_head; left--) {
+        serve_conn_t *c = loop->lru_head;
+        if (now_ms - c->last_active_ms < (int64_t)timeout_ms)
+            break;
+        if (!serve_conn_is_idle(c)) {
+            serve_conn_touch(loop, c);
+            continue;
+        }
+        serve_logf(loop->cfg->log, STELE_LOG_DEBUG, "idle connection closed",
+                   "conn=%" PRIu64 " uid=%ld idle_timeout_ms=%" PRIu32, c->id, (long)c->uid,
+                   timeout_ms);
+        serve_conn_close(loop, c);
     }
 }
 
@@ -241,6 +271,7 @@ serve_loop_teardown(serve_loop_t *loop)
         serve_conn_close(loop, loop->all);
     serve_free_dead(loop);
     serve_acks_stop(loop->acks);
+    free(loop->uids);
     if (!loop->is_draining && loop->cfg->listen_fd >= 0)
         close(loop->cfg->listen_fd);
     if (loop->wake_fd >= 0)
@@ -302,15 +333,21 @@ serve_accept_retry_if_due(serve_loop_t *loop)
 }
 
 /* How long epoll_wait may block: until the drain deadline, or until a paused accept is due
- * to be retried, else for ever. */
+ * to be retried or the least recently active connection would turn idle, else for ever. */
 static int
 serve_loop_timeout_ms(const serve_loop_t *loop)
 {
     if (loop->is_draining)
         return (int)ms_until(loop->drain_deadline_ms);
+    int64_t ms = -1;
     if (loop->is_accept_paused)
-        return (int)ms_until(loop->accept_retry_at_ms);
-    return -1;
+        ms = ms_until(loop->accept_retry_at_ms);
+    if (loop->cfg->idle_timeout_ms && loop->lru_head) {
+        int64_t idle_ms = ms_until(loop->lru_head->last_active_ms + loop->cfg->idle_timeout_ms);
+        if (ms < 0 || idle_ms < ms)
+            ms = idle_ms;
+    }
+    return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
 int
@@ -343,6 +380,7 @@ serve_loop_run(const serve_config_t *cfg)
             break;
         }
         serve_on_events(&loop, events, n, &rc);
+        serve_close_idle(&loop);
         serve_accept_retry_if_due(&loop);
         serve_flush_wants(&loop);
         serve_free_dead(&loop);

@@ -3,10 +3,13 @@
  * and its statistics (shipper_start / _stop / _stats / _stopped), and the thread-less
  * one-shot shipper (shipper_oneshot_*) that stele_reship and the re-ship of dead letters use.
  *
- * Owns: the thread's life: create the sink's index, find where to resume (the checkpoint,
- * else the newest document stored for the source, checked against the journal), fill a
- * batch from the journal (batch_docs / batch_bytes / linger_ms), have it delivered, then
- * acknowledge it (checkpoint, shipped_seq, progress callback); the backoff and the stop
+ * Owns: the thread's life: prepare the sink's collection (ship_setup.c's commands, with
+ * retries; an index refused for good is skipped, a refused time-series collection stops the
+ * sink), find where to resume (the checkpoint, else the newest document stored for the
+ * source, checked against the journal), fill a batch from the journal (batch_docs /
+ * batch_bytes, lingering up to linger_ms only while the writer has appended records not yet
+ * readable), have it delivered, then acknowledge it (shipped_seq, progress callback,
+ * checkpoint); the backoff and the stop
  * request; the last error. Does not own the delivery of a batch (ship_send.c), the commands
  * sent to the sink's collection (ship_collection.c), the shape of a document (ship_doc.c),
  * what a MongoDB failure means (ship_classify.c), a sink's configuration (ship_target.c),
@@ -62,6 +65,12 @@
 /* ------------------------------------------------------------------------------------------
  * The shipper
  * ------------------------------------------------------------------------------------------ */
+
+ship_doc_shape_t
+shipper_doc_shape(const shipper_t *s)
+{
+    return (ship_doc_shape_t){.source = s->source, .time_field = s->target.time_field};
+}
 
 void
 shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
@@ -140,8 +149,15 @@ shipper_count_retry(shipper_t *s)
 typedef int (*ship_step_fn)(shipper_t *s, mongoc_client_t *client, bson_error_t *berr,
                             bson_t *reply, void *ctx);
 
+/* How shipper_retry_step treats a failure the server will repeat (shipper_command_is_refused). */
+typedef enum ship_refusal {
+    SHIP_REFUSAL_RETRY,  /* retry it like any failure not known to be permanent */
+    SHIP_REFUSAL_RETURN, /* return STELE_EREMOTE at once, the error noted */
+} ship_refusal_t;
+
 static int
-shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
+shipper_retry_step_ex(shipper_t *s, const char *what, ship_step_fn step, void *ctx,
+                      ship_refusal_t on_refusal)
 {
     for (unsigned attempt = 0;; attempt++) {
         bson_error_t berr = {0};
@@ -155,11 +171,17 @@ shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
         }
         size_t index;
         shipper_verdict_t verdict = shipper_classify(&berr, &reply, &index);
+        int is_refused = shipper_command_is_refused(&berr, &reply);
         bson_destroy(&reply);
         if (verdict == SHIPPER_STOP_AUTH) {
             shipper_note_error(s, 1, "sink %s: %s refused by %s: %s", s->target.name, what,
                                s->target.where, berr.message);
             return STELE_EAUTH;
+        }
+        if (is_refused && on_refusal == SHIP_REFUSAL_RETURN) {
+            shipper_note_error(s, 0, "sink %s: %s refused by %s: %s", s->target.name, what,
+                               s->target.where, berr.message);
+            return STELE_EREMOTE;
         }
         shipper_note_error(s, 0, "sink %s: %s on %s failed: %s", s->target.name, what,
                            s->target.where, berr.message);
@@ -172,11 +194,61 @@ shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
 }
 
 static int
-shipper_step_ensure_index(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply,
-                          void *ctx)
+shipper_retry_step(shipper_t *s, const char *what, ship_step_fn step, void *ctx)
+{
+    return shipper_retry_step_ex(s, what, step, ctx, SHIP_REFUSAL_RETRY);
+}
+
+static int
+shipper_step_timeseries(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply,
+                        void *ctx)
 {
     (void)ctx;
-    return ship_collection_ensure_index(&s->target, client, berr, reply);
+    return ship_setup_timeseries(&s->target, client, berr, reply);
+}
+
+static int
+shipper_step_index(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply,
+                   void *ctx)
+{
+    return ship_setup_index(&s->target, client, *(const size_t *)ctx, berr, reply);
+}
+
+/*
+ * Prepares the sink's collection: the time-series collection when the sink asks for one (a
+ * server that refuses it stops the sink: documents must not go to a plain collection
+ * instead), then each index. An index the server refuses for good (an option it lacks, a
+ * conflicting index of the user's) is noted in last_error and skipped: queries get slower,
+ * but records keep flowing. Returns 0, or the code that stopped the sink (or STELE_ECLOSED).
+ */
+static int
+shipper_prepare_collection(shipper_t *s)
+{
+    int rc = 0;
+    if (s->target.opts.timeseries) {
+        rc = shipper_retry_step_ex(s, "time-series collection (MongoDB 5.0 or later)",
+                                   shipper_step_timeseries, NULL, SHIP_REFUSAL_RETURN);
+        if (rc == STELE_EREMOTE) {
+            char why[STELE_ERROR_MESSAGE_BYTES];
+            pthread_mutex_lock(&s->mu);
+            snprintf(why, sizeof why, "%s", s->last_error);
+            pthread_mutex_unlock(&s->mu);
+            shipper_note_error(s, 1, "%s", why);
+        }
+        if (rc != 0)
+            return rc;
+    }
+    size_t n = ship_setup_index_count(&s->target);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char what[SHIP_INDEX_NAME_BYTES + 32];
+        char name[SHIP_INDEX_NAME_BYTES];
+        ship_setup_index_name(&s->target, i, name, sizeof name);
+        snprintf(what, sizeof what, "creation of index %s", name);
+        rc = shipper_retry_step_ex(s, what, shipper_step_index, &i, SHIP_REFUSAL_RETURN);
+        if (rc == STELE_EREMOTE)
+            rc = 0;
+    }
+    return rc;
 }
 
 static int
@@ -186,23 +258,25 @@ shipper_step_max_seq(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, 
     return ship_collection_newest(&s->target, client, s->source, ctx, berr, reply);
 }
 
-/* Acknowledges a delivered batch: checkpoint in the index, shipped_seq, progress callback. */
+/* Acknowledges a delivered batch: shipped_seq and the progress callback first, so that
+ * wait=shipped callers do not wait behind an LMDB transaction, then the checkpoint. */
 static void
 shipper_acknowledge(shipper_t *s, uint64_t last_seq)
 {
+    /* Counted before the waiters wake, so that their stats include the batch. */
+    pthread_mutex_lock(&s->mu);
+    s->batches++;
+    pthread_mutex_unlock(&s->mu);
+    atomic_store(&s->shipped_seq, last_seq);
+    atomic_store(&s->pending_ts_ns, 0);
+    if (s->on_progress)
+        s->on_progress(s->progress_ctx, s->target.name, last_seq);
     stele_error_t ierr = {0};
     /* A failed checkpoint write only means a restart re-sends documents that the duplicate
      * check then recognises; shipping goes on. */
     if (index_put_checkpoint(s->index, s->target.name, last_seq, &ierr) != 0)
         shipper_note_error(s, 0, "sink %s: could not save checkpoint %" PRIu64 ": %s",
                            s->target.name, last_seq, ierr.message);
-    atomic_store(&s->shipped_seq, last_seq);
-    atomic_store(&s->pending_ts_ns, 0);
-    pthread_mutex_lock(&s->mu);
-    s->batches++;
-    pthread_mutex_unlock(&s->mu);
-    if (s->on_progress)
-        s->on_progress(s->progress_ctx, s->target.name, last_seq);
 }
 
 /* 1 when a test's fault table fails the thread's next allocation. */
@@ -239,14 +313,32 @@ shipper_scratch_free(ship_scratch_t *sc)
 }
 
 /*
- * Fills b with the records after `after_seq`: up to batch_docs / batch_bytes, waiting up to
- * linger_ms after the first record for more. Returns 0 (b may be empty when nothing came
- * within the idle wait), or STELE_ECORRUPT or a journal read's code (the sink is stopped).
+ * How long a batch whose last record is last_seq may still wait to grow: while the writer has
+ * appended past it (those records are between their append and their sync, one flush away),
+ * up to linger_until_ms; 0 when nothing is on its way. A fixed wait would make a lone
+ * wait=shipped writer pay the whole linger_ms for a batch that never fills.
+ */
+static int
+shipper_linger_left_ms(shipper_t *s, uint64_t last_seq, int64_t linger_until_ms)
+{
+    if (!s->appended_seq || s->appended_seq(s->appended_ctx) <= last_seq)
+        return 0;
+    int64_t left_ms = linger_until_ms - clock_mono_ms();
+    return left_ms > 0 && !shipper_stop_requested(s) ? (int)left_ms : 0;
+}
+
+/*
+ * Fills b with the records after `after_seq`: up to batch_docs / batch_bytes. The first
+ * record of an idle sink goes at once; a batch lingers for more only while more are on their
+ * way (shipper_linger_left_ms), never past linger_ms after its first record. Returns 0 (b
+ * may be empty when nothing came within the idle wait), or STELE_ECORRUPT or a journal
+ * read's code (the sink is stopped).
  */
 static int
 shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_batch_t *b)
 {
     const stele_sink_options_t *o = &s->target.opts;
+    const ship_doc_shape_t shape = shipper_doc_shape(s);
     int64_t linger_until_ms = 0;
     uint64_t next_seq = after_seq + 1;
     while (b->n < o->batch_docs && b->bytes < o->batch_bytes) {
@@ -254,16 +346,16 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
         stele_error_t rerr = {0};
         int rc = journal_reader_next(r, &rec, &rerr);
         if (rc == STELE_EAGAIN) {
-            int64_t now_ms = clock_mono_ms();
             if (b->n == 0) {
                 journal_reader_wait(r, next_seq - 1, SHIP_IDLE_WAIT_MS);
                 if (shipper_stop_requested(s))
                     return 0;
                 continue;
             }
-            if (now_ms >= linger_until_ms || shipper_stop_requested(s))
+            int left_ms = shipper_linger_left_ms(s, next_seq - 1, linger_until_ms);
+            if (left_ms == 0)
                 return 0;
-            journal_reader_wait(r, next_seq - 1, (int)(linger_until_ms - now_ms));
+            journal_reader_wait(r, next_seq - 1, left_ms);
             continue;
         }
         if (rc != 0) {
@@ -276,7 +368,7 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
                                s->target.name, next_seq - 1, rec.seq);
             return STELE_ECORRUPT;
         }
-        b->bytes += ship_doc_fill(&b->docs[b->n++], s->source, &rec);
+        b->bytes += ship_doc_fill(&b->docs[b->n++], &shape, &rec);
         if (b->n == 1) {
             linger_until_ms = clock_mono_ms() + o->linger_ms;
             atomic_store(&s->pending_ts_ns, rec.ts_ns);
@@ -429,7 +521,7 @@ shipper_main(void *arg)
         shipper_note_error(s, 1, "sink %s: out of memory for a batch of %" PRIu32 " documents",
                            s->target.name, s->target.opts.batch_docs);
     if (rc == 0)
-        rc = shipper_retry_step(s, "index creation", shipper_step_ensure_index, NULL);
+        rc = shipper_prepare_collection(s);
     if (rc == 0)
         rc = shipper_resume_seq(s, &after_seq);
     if (rc == 0) {
@@ -467,6 +559,7 @@ shipper_alloc(void)
     shipper_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    s->is_stored_unknown = 1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -499,6 +592,8 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     s->index = cfg->index;
     s->on_progress = cfg->on_progress;
     s->progress_ctx = cfg->progress_ctx;
+    s->appended_seq = cfg->appended_seq;
+    s->appended_ctx = cfg->appended_ctx;
     s->faults = cfg->faults;
     s->jitter_seed = (unsigned)clock_wall_ms() ^ (unsigned)(uintptr_t)s;
     stele_error_t ierr = {0};

@@ -23,6 +23,10 @@ typedef struct shipper shipper_t;
 /* Called from the shipper's thread each time its checkpoint advances (for wait=shipped). */
 typedef void (*shipper_progress_fn)(void *ctx, const char *sink_name, uint64_t shipped_seq);
 
+/* The highest seq the journal's writer has appended, durable or not yet (commit's
+ * appended_seq). Called from the shipper's thread; must not block. */
+typedef uint64_t (*shipper_appended_fn)(void *ctx);
+
 /* Failures a test makes a shipper's thread meet, as journal_io_t fails the journal's I/O
  * (tests/test_ship_faults.c); NULL in production. */
 typedef struct shipper_faults {
@@ -39,6 +43,11 @@ typedef struct shipper_config {
     index_t *index;                   /* shared, thread-safe; outlives the shipper */
     shipper_progress_fn on_progress;  /* may be NULL */
     void *progress_ctx;
+    /* Records appended past a batch's last one are on their way: the batch lingers for them
+     * (up to linger_ms), and only then. NULL = none known: a batch goes as soon as the
+     * journal has nothing more to read. */
+    shipper_appended_fn appended_seq;
+    void *appended_ctx;
     const shipper_faults_t *faults; /* tests only; NULL = none. Borrowed: outlives the shipper */
 } shipper_config_t;
 

@@ -334,6 +334,7 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
                 stele_error_t *err)
 {
     const stele_sink_options_t *o = &s->target.opts;
+    const ship_doc_shape_t shape = shipper_doc_shape(s);
     while (b->n < o->batch_docs && b->bytes < o->batch_bytes) {
         journal_record_t rec;
         int rc = journal_reader_next(r, &rec, err);
@@ -343,7 +344,7 @@ ship_fill_range(shipper_t *s, journal_reader_t *r, uint64_t to_seq, ship_batch_t
             return rc;
         if (rec.seq > to_seq)
             return 0;
-        b->bytes += ship_doc_fill(&b->docs[b->n++], s->source, &rec);
+        b->bytes += ship_doc_fill(&b->docs[b->n++], &shape, &rec);
     }
     return 0;
 }

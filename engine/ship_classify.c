@@ -136,3 +136,14 @@ shipper_classify(const bson_error_t *error, const bson_t *reply, size_t *index_o
     /* Stream, server selection, protocol, cursor: the network or the topology. */
     return SHIPPER_RETRY;
 }
+
+int
+shipper_command_is_refused(const bson_error_t *error, const bson_t *reply)
+{
+    if (reply && mongoc_error_has_label(reply, "RetryableWriteError"))
+        return 0;
+    if (error->domain != MONGOC_ERROR_SERVER || error->code == 0)
+        return 0;
+    return !ship_code_is_transient(error->code) && !ship_code_is_auth(error->code) &&
+           !ship_message_is_transient(error->message);
+}

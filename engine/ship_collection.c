@@ -1,7 +1,8 @@
 /*
- * ship_collection.c: the commands a shipper sends to its sink's collection: create the
- * {_id.src, _id.seq} index, find the newest document of a source, find which documents of a
- * batch are stored already, and insert a batch's pending documents.
+ * ship_collection.c: the commands a shipper sends to its sink's collection while it ships:
+ * find the newest document of a source, find which documents of a batch are stored already,
+ * and insert a batch's pending documents. Preparing the collection (its indexes, a
+ * time-series collection) is ship_setup.c's.
  *
  * Owns: the shape of those commands (filters, projections, sort, the write concern of the
  * insert, the read concern of every find). Does not own what a failure means
@@ -20,9 +21,6 @@
 
 #include <stdint.h>
 #include <string.h>
-
-/* Name of the one secondary index a sink creates. */
-#define SHIP_INDEX_NAME "stele_src_seq"
 
 /* Replaces *reply (initialised) by a copy of a cursor's error document, if any. */
 static void
@@ -63,20 +61,6 @@ ship_collection_newest(const ship_target_t *t, mongoc_client_t *client, const ch
     bson_destroy(filter);
     mongoc_collection_destroy(coll);
     return rc;
-}
-
-int
-ship_collection_ensure_index(const ship_target_t *t, mongoc_client_t *client, bson_error_t *berr,
-                             bson_t *reply)
-{
-    mongoc_database_t *db = mongoc_client_get_database(client, t->database);
-    bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(t->collection), "indexes", "[", "{", "key",
-                           "{", "_id.src", BCON_INT32(1), "_id.seq", BCON_INT32(1), "}", "name",
-                           BCON_UTF8(SHIP_INDEX_NAME), "}", "]");
-    bool ok = mongoc_database_write_command_with_opts(db, cmd, NULL, reply, berr);
-    bson_destroy(cmd);
-    mongoc_database_destroy(db);
-    return ok ? 0 : STELE_EREMOTE;
 }
 
 int

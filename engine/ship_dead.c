@@ -105,8 +105,9 @@ ship_dead_read(shipper_t *s, journal_reader_t *r, uint64_t seq, ship_batch_t *b,
         return STELE_ENOTFOUND;
     if (rc != 0)
         return rc;
+    const ship_doc_shape_t shape = shipper_doc_shape(s);
     b->n = 1;
-    b->bytes = ship_doc_fill(&b->docs[0], s->source, &rec);
+    b->bytes = ship_doc_fill(&b->docs[0], &shape, &rec);
     return 0;
 }
 

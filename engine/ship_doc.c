@@ -2,8 +2,9 @@
  * ship_doc.c: the document a record becomes in a sink, and the batch that carries documents
  * to it.
  *
- * Owns: the shape of a shipped document (_id {src, seq}, the event's fields at top level,
- * and under STELE_META_FIELD the timestamp, the chain hash and the previous hash), its
+ * Owns: the shape of a shipped document (_id {src, seq}, the sink's time field, the event's
+ * fields at top level, and under STELE_META_FIELD the timestamp, the chain hash and the
+ * previous hash; ship_doc_shape_t holds what a shipper fixes of it), its
  * identity read back from a stored document, and a batch's documents. Does not own the
  * reading of records (the shipper's journal reader), nor the way back from a document to
  * a record (remote_reader.c).
@@ -18,6 +19,7 @@
 #include "validate.h" /* STELE_META_FIELD */
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,36 +56,67 @@ ship_floor_div(int64_t a, int64_t b)
     return a / b - (a % b != 0 && (a < 0) != (b < 0));
 }
 
+/* The record's time as a BSON date (ms, rounded down, also before 1970). */
+static int64_t
+ship_doc_time_ms(const journal_record_t *rec)
+{
+    return ship_floor_div(rec->ts_ns, 1000000);
+}
+
+/* 1 when an event's top-level key is part of the envelope under this shape. */
+static int
+ship_doc_key_is_envelope(const ship_doc_shape_t *shape, const char *key)
+{
+    return !strcmp(key, "_id") || !strcmp(key, STELE_META_FIELD) || !strcmp(key, shape->time_field);
+}
+
+static void
+ship_append_meta(bson_t *doc, const journal_record_t *rec)
+{
+    bson_t meta;
+    BSON_APPEND_DOCUMENT_BEGIN(doc, STELE_META_FIELD, &meta);
+    BSON_APPEND_DATE_TIME(&meta, "ts", ship_doc_time_ms(rec));
+    BSON_APPEND_INT64(&meta, "ts_ns", rec->ts_ns);
+    BSON_APPEND_BINARY(&meta, "hash", BSON_SUBTYPE_BINARY, rec->hash, SHIP_HASH_BYTES);
+    BSON_APPEND_BINARY(&meta, "prev_hash", BSON_SUBTYPE_BINARY, rec->prev_hash, SHIP_HASH_BYTES);
+    bson_append_document_end(doc, &meta);
+}
+
 /*
- * Builds the shipped document of a record into *out (empty, from bson_new): _id {src, seq}, the
- * event's fields at top level, and under STELE_META_FIELD the timestamp (BSON date, ms, and ts_ns
- * as int64), the chain hash and the previous hash. Returns 0, or STELE_EBSON when the payload is
- * not a document or uses a reserved key (the validator prevents both; a foreign journal could still
- * hold them).
+ * Builds the shipped document of a record into *out (empty, from bson_new): _id {src, seq},
+ * the time field (BSON date, ms), the event's fields at top level, and under STELE_META_FIELD
+ * the timestamp (BSON date, ms, and ts_ns as int64), the chain hash and the previous hash.
+ * Returns 0, or STELE_EBSON when the payload is not a document or uses a key of the envelope
+ * (the validator prevents both in journals opened with this sink; a foreign journal, or one
+ * written before the sink named its time field, could still hold them).
  */
 static int
-ship_doc_build(const char *source, const journal_record_t *rec, bson_t *out)
+ship_doc_build(const ship_doc_shape_t *shape, const journal_record_t *rec, bson_t *out)
 {
-    ship_append_id(out, source, rec->seq);
+    ship_append_id(out, shape->source, rec->seq);
+    BSON_APPEND_DATE_TIME(out, shape->time_field, ship_doc_time_ms(rec));
     bson_t event;
     bson_iter_t it;
     if (!bson_init_static(&event, rec->payload, rec->payload_len) || !bson_iter_init(&it, &event))
         return STELE_EBSON;
     while (bson_iter_next(&it)) {
         const char *key = bson_iter_key(&it);
-        if (!strcmp(key, "_id") || !strcmp(key, STELE_META_FIELD))
+        if (ship_doc_key_is_envelope(shape, key))
             return STELE_EBSON;
         if (!bson_append_iter(out, key, (int)bson_iter_key_len(&it), &it))
             return STELE_EBSON;
     }
-    bson_t meta;
-    BSON_APPEND_DOCUMENT_BEGIN(out, STELE_META_FIELD, &meta);
-    BSON_APPEND_DATE_TIME(&meta, "ts", ship_floor_div(rec->ts_ns, 1000000));
-    BSON_APPEND_INT64(&meta, "ts_ns", rec->ts_ns);
-    BSON_APPEND_BINARY(&meta, "hash", BSON_SUBTYPE_BINARY, rec->hash, SHIP_HASH_BYTES);
-    BSON_APPEND_BINARY(&meta, "prev_hash", BSON_SUBTYPE_BINARY, rec->prev_hash, SHIP_HASH_BYTES);
-    bson_append_document_end(out, &meta);
+    ship_append_meta(out, rec);
     return 0;
+}
+
+void
+ship_doc_unbuildable_reason(const ship_doc_shape_t *shape, char *buf, size_t cap)
+{
+    snprintf(buf, cap,
+             "event is not a document or uses a reserved top-level key (_id, " STELE_META_FIELD
+             ", or the sink's time_field %s)",
+             shape->time_field);
 }
 
 int
@@ -105,13 +138,13 @@ ship_doc_identity(const bson_t *doc, uint64_t *seq_out, const uint8_t **hash_out
 }
 
 size_t
-ship_doc_fill(ship_doc_t *d, const char *source, const journal_record_t *rec)
+ship_doc_fill(ship_doc_t *d, const ship_doc_shape_t *shape, const journal_record_t *rec)
 {
     d->seq = rec->seq;
     d->ts_ns = rec->ts_ns;
     d->is_done = 0;
     memcpy(d->hash, rec->hash, SHIP_HASH_BYTES);
     d->doc = bson_new();
-    d->is_unbuildable = ship_doc_build(source, rec, d->doc) != 0;
+    d->is_unbuildable = ship_doc_build(shape, rec, d->doc) != 0;
     return d->doc->len;
 }

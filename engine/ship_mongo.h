@@ -48,6 +48,11 @@ typedef enum shipper_verdict {
 shipper_verdict_t shipper_classify(const bson_error_t *error, const bson_t *reply,
                                    size_t *index_out);
 
+/* 1 when a command other than an insert (creating an index or a collection) failed with a
+ * server error that is neither transient nor about credentials: sending it again would fail
+ * the same way (unsupported option, conflicting index, ...). Pure; any thread. */
+int shipper_command_is_refused(const bson_error_t *error, const bson_t *reply);
+
 /* ---- a sink's target (ship_target.c) --------------------------------------------------------- */
 
 /* A sink's resolved configuration, shared by the shipper and the one-shot calls. */
@@ -56,8 +61,10 @@ typedef struct ship_target {
     char *name;
     char *database;
     char *collection;
-    char *password;  /* only to scrub it from messages; NULL when the URI has none */
-    char where[256]; /* host:port/db.collection, no credentials */
+    char *time_field; /* the sink's, else CONFIG_TIME_FIELD_DEFAULT */
+    char *indexes;    /* NULL when the sink declares none */
+    char *password;   /* only to scrub it from messages; NULL when the URI has none */
+    char where[256];  /* host:port/db.collection, no credentials */
     mongoc_uri_t *uri;
     mongoc_write_concern_t *write_concern;
     mongoc_read_concern_t *read_concern;
@@ -121,16 +128,55 @@ void ship_batch_clear(ship_batch_t *b);
 /* ship_batch_clear, then frees the docs array and zeroes the batch. */
 void ship_batch_free(ship_batch_t *b);
 
+/* What a sink's documents carry besides the event, fixed for a shipper's life. A field the
+ * envelope gains joins here, and ship_doc.c's builder appends it. */
+typedef struct ship_doc_shape {
+    const char *source;     /* _id.src */
+    const char *time_field; /* top-level BSON date of the record's time */
+} ship_doc_shape_t;
+
 /* Makes the document of a record read from the journal into d (its seq, ts and hash copied,
- * not done); a record that cannot become a document (a payload that is not a document or
- * uses a reserved key) is marked is_unbuildable, for the shipper to dead-letter. Returns the
- * document's size in bytes. */
-size_t ship_doc_fill(ship_doc_t *d, const char *source, const journal_record_t *rec);
+ * not done); a record that cannot become a document (a payload that is not a document, or
+ * that uses a reserved key or the time field at its top level) is marked is_unbuildable, for
+ * the shipper to dead-letter. Returns the document's size in bytes. */
+size_t ship_doc_fill(ship_doc_t *d, const ship_doc_shape_t *shape, const journal_record_t *rec);
+
+/* Why ship_doc_fill found a record unbuildable under shape, for its dead letter. */
+void ship_doc_unbuildable_reason(const ship_doc_shape_t *shape, char *buf, size_t cap);
 
 /* Reads _id.seq and STELE_META_FIELD.hash from a stored document: *hash_out is NULL when the
  * hash is missing or not SHIP_HASH_BYTES long. Returns 0, or STELE_EINTEGRITY when the
  * document has no numeric _id.seq. */
 int ship_doc_identity(const bson_t *doc, uint64_t *seq_out, const uint8_t **hash_out);
+
+/* ---- preparing a sink's collection (ship_setup.c) -------------------------------------------- */
+
+/* Name of the {_id.src: 1, _id.seq: 1} index every sink creates, and of its time index. */
+#define SHIP_INDEX_SRC_SEQ "stele_src_seq"
+#define SHIP_INDEX_TIME "stele_time"
+/* Room for an index's name in messages (a longer default name is cut). */
+#define SHIP_INDEX_NAME_BYTES 1024
+
+/* Creates the sink's collection as a time-series collection on its time field (with its TTL
+ * as the collection's expireAfterSeconds); one that exists already is left as it is.
+ * Returns 0 or STELE_EREMOTE with *berr and *reply set. */
+int ship_setup_timeseries(const ship_target_t *t, mongoc_client_t *client, bson_error_t *berr,
+                          bson_t *reply);
+
+/* The number of indexes a sink creates: stele_src_seq, the time index, then one per spec of
+ * its `indexes`. */
+size_t ship_setup_index_count(const ship_target_t *t);
+
+/* Creates index i (< ship_setup_index_count) of the sink, a no-op when it exists as asked:
+ * 0, stele_src_seq, which the resume query and the remote check use; 1, stele_time on
+ * {time_field: -1}, with expireAfterSeconds when the sink has a TTL (not on a time-series
+ * collection, whose TTL is the collection's); then the declared ones, named as MongoDB names
+ * them ("actor_1__ts_-1"). Returns 0 or STELE_EREMOTE with *berr and *reply set. */
+int ship_setup_index(const ship_target_t *t, mongoc_client_t *client, size_t i, bson_error_t *berr,
+                     bson_t *reply);
+
+/* The name of index i, for messages ("?" past the last). Returns 0 or -1. */
+int ship_setup_index_name(const ship_target_t *t, size_t i, char *buf, size_t cap);
 
 /* ---- commands on a sink's collection (ship_collection.c) ------------------------------------- */
 
@@ -145,11 +191,6 @@ typedef struct ship_remote_last {
  * STELE_EREMOTE with *berr and *reply (initialised by the caller) describing the failure. */
 int ship_collection_newest(const ship_target_t *t, mongoc_client_t *client, const char *source,
                            ship_remote_last_t *out, bson_error_t *berr, bson_t *reply);
-
-/* Creates the {_id.src, _id.seq} index that the resume query and the remote check use (a
- * no-op when it exists). Returns 0 or STELE_EREMOTE with *berr and *reply set. */
-int ship_collection_ensure_index(const ship_target_t *t, mongoc_client_t *client,
-                                 bson_error_t *berr, bson_t *reply);
 
 /*
  * Looks up which documents of b->docs[from..n) are stored already. A stored document with
@@ -197,6 +238,8 @@ struct shipper {
     index_t *index;
     shipper_progress_fn on_progress;
     void *progress_ctx;
+    shipper_appended_fn appended_seq; /* NULL = no writer to linger for */
+    void *appended_ctx;
     const shipper_faults_t *faults; /* tests only; NULL = none */
 
     mongoc_client_pool_t *pool;
@@ -210,6 +253,9 @@ struct shipper {
     unsigned max_attempts;
     uint64_t n_inserted;
     uint64_t rejected_seq;
+    /* Documents of the next batch may be stored already (a start, or a failed attempt): on a
+     * time-series collection, which has no unique _id, they are looked up before it goes. */
+    int is_stored_unknown;
 
     /* -- atomics: written by the shipper's thread only, read by any thread -- */
     _Atomic uint64_t shipped_seq;  /* also set by shipper_start before the thread runs */
@@ -227,6 +273,9 @@ struct shipper {
     char last_error[STELE_ERROR_MESSAGE_BYTES];
     int is_stopped;
 };
+
+/* The shape of the shipper's documents (its source and its target's time field). */
+ship_doc_shape_t shipper_doc_shape(const shipper_t *s);
 
 /* Records the last error (scrubbed of credentials) and, if is_stop, stops the sink. */
 void shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)

@@ -17,6 +17,8 @@
  *    write is retried with the sink's backoff, then stops the sink before that record.
  *  - A document refused as a duplicate key yet not stored under its _id is dead-lettered
  *    only when seen so twice in a row (not a document deleted between insert and find).
+ *  - On a time-series collection, which has no unique _id, a batch that may find documents
+ *    stored already (after a start or a failed attempt) looks them up before it is sent.
  *
  * Threads and locks: runs on the shipper's thread (or the one-shot caller) only, the sole
  * user of the batch and the pool's client it pops. Statistics and errors go through the
@@ -178,9 +180,12 @@ shipper_reject_unbuildable(shipper_t *s, ship_batch_t *b)
     for (size_t i = 0; i < b->n; i++) {
         ship_doc_t *d = &b->docs[i];
         int rc = 0;
-        if (d->is_unbuildable && !d->is_done &&
-            shipper_reject(s, d, "event is not a document or uses a reserved key", &rc) ==
-                SHIP_STEP_END)
+        if (!d->is_unbuildable || d->is_done)
+            continue;
+        char why[STELE_ERROR_MESSAGE_BYTES];
+        ship_doc_shape_t shape = shipper_doc_shape(s);
+        ship_doc_unbuildable_reason(&shape, why, sizeof why);
+        if (shipper_reject(s, d, why, &rc) == SHIP_STEP_END)
             return rc;
     }
     return 0;
@@ -256,6 +261,38 @@ shipper_insert_backoff(shipper_t *s, ship_send_t *st, const ship_attempt_t *at)
     return 0;
 }
 
+/*
+ * A time-series collection has no unique _id index: a document sent twice is stored twice.
+ * So when documents of the batch may be stored already (after a start, or a failed attempt
+ * whose outcome is unknown), look them up first and mark those stored with their hash done.
+ * Returns 0, STELE_EINTEGRITY or STELE_EAUTH (sink stopped), or the backoff's code.
+ */
+static int
+shipper_lookup_stored(shipper_t *s, ship_send_t *st)
+{
+    for (;;) {
+        ship_attempt_t at;
+        memset(&at, 0, sizeof at);
+        mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
+        shipper_lookup_duplicates(s, client, st->b, &at);
+        mongoc_client_pool_push(s->pool, client);
+        if (at.lookup_rc == 0) {
+            s->is_stored_unknown = 0;
+            return 0;
+        }
+        int rc = 0;
+        if (at.lookup_rc == STELE_EINTEGRITY)
+            at.verdict = SHIPPER_DUPLICATE;
+        if (at.verdict != SHIPPER_RETRY) {
+            shipper_on_failure(s, st, &at, &rc);
+            return rc;
+        }
+        rc = shipper_insert_backoff(s, st, &at);
+        if (rc != 0)
+            return rc;
+    }
+}
+
 int
 shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *map)
 {
@@ -264,6 +301,11 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
     if (rc != 0)
         return rc;
     for (;;) {
+        if (s->target.opts.timeseries && s->is_stored_unknown &&
+            (rc = shipper_lookup_stored(s, &st)) != 0)
+            return rc;
+        if (ship_batch_is_done(b))
+            return 0;
         ship_attempt_t at;
         shipper_attempt(s, &st, &at);
         if (at.is_ok) {
@@ -271,6 +313,7 @@ shipper_send_batch(shipper_t *s, ship_batch_t *b, const bson_t **ptrs, size_t *m
                 return 0;
             continue;
         }
+        s->is_stored_unknown = 1;
         ship_step_t step = shipper_on_failure(s, &st, &at, &rc);
         if (step == SHIP_STEP_END)
             return rc;

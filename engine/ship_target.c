@@ -4,10 +4,10 @@
  * collection names and their rules, the write and read concerns, the client pool, and the
  * host:port/db.coll name that messages use instead of the URI.
  *
- * Owns: the copies a target keeps (names, the password kept only to scrub it, the URI and
- * the concerns) and their checks (STELE_ECONFIG naming the field). Does not own any client
- * or thread (the shipper and the one-shot calls do), nor the ranges of the sink's numbers
- * (config.c's table, config_check_sink_numbers).
+ * Owns: the copies a target keeps (names, the time field and index specs, the password
+ * kept only to scrub it, the URI and the concerns) and their checks (STELE_ECONFIG naming the
+ * field). Does not own any client or thread (the shipper and the one-shot calls do), nor the ranges
+ * of the sink's numbers (config.c's table, config_check_sink_numbers).
  *
  * Invariants: a target that ship_target_init returned is valid throughout (names follow
  * MongoDB's rules, numbers are in range); its password never leaves it except through
@@ -38,6 +38,8 @@ ship_target_free(ship_target_t *t)
     free(t->name);
     free(t->database);
     free(t->collection);
+    free(t->time_field);
+    free(t->indexes);
     if (t->password) {
         memset(t->password, 0, strlen(t->password));
         free(t->password);
@@ -114,7 +116,10 @@ ship_target_copy_names(ship_target_t *t, const stele_sink_options_t *sink, const
     t->name = strdup(name);
     t->database = strdup(db);
     t->collection = strdup(coll);
-    if (!t->name || !t->database || !t->collection)
+    t->time_field = strdup(sink->time_field ? sink->time_field : CONFIG_TIME_FIELD_DEFAULT);
+    t->indexes = sink->indexes ? strdup(sink->indexes) : NULL;
+    if (!t->name || !t->database || !t->collection || !t->time_field ||
+        (sink->indexes && !t->indexes))
         return error_set(err, -ENOMEM, "sink %s: out of memory", name);
     if (names_rc != 0)
         return error_set_hinted(err, STELE_ECONFIG, "names may not contain / \\ . space \" or $",
@@ -183,6 +188,8 @@ ship_target_init(ship_target_t *t, const stele_sink_options_t *sink, stele_error
     t->opts.uri = NULL;
     t->opts.database = t->database;
     t->opts.collection = t->collection;
+    t->opts.time_field = t->time_field;
+    t->opts.indexes = t->indexes;
     ship_where(t->where, sizeof t->where, t->uri, t->database, t->collection);
     ship_target_set_concerns(t, sink);
     ship_target_set_timeouts(t, sink);

@@ -155,12 +155,19 @@ status_fill_sinks(journal_reader_t *jr, index_t *ix, stele_status_t *out)
 int
 stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err)
 {
+    return stele_status_read_opts(dir, NULL, out, err);
+}
+
+int
+stele_status_read_opts(const char *dir, const stele_options_t *opts, stele_status_t *out,
+                       stele_error_t *err)
+{
     if (!dir || !out)
         return error_set_hinted(err, STELE_EINVAL, NULL, "stele_status_read: dir and out required");
     memset(out, 0, sizeof *out);
     journal_reader_t *jr = NULL;
     journal_segment_info_t *segs = NULL;
-    int rc = journal_reader_open(dir, NULL, &jr, err);
+    int rc = read_side_open_journal(dir, opts, &jr, err);
     if (rc)
         return rc;
     index_t *ix = read_side_open_index(dir, jr);

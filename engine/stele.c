@@ -60,6 +60,8 @@ struct stele {
     const journal_io_t *io;
     validate_limits_t limits;
     journal_origin_t own_origin; /* this process, the origin of what it appends itself */
+    /* The sinks' time fields, which limits reserves in events (copies: opts are borrowed). */
+    char time_fields[STELE_MAX_SINKS][CONFIG_TIME_FIELD_MAX + 1];
     journal_t *journal;
     index_t *index;
     commit_t *commit;
@@ -106,6 +108,13 @@ stele_on_ship_progress(void *ctx, const char *sink_name, uint64_t shipped_seq)
     pthread_mutex_lock(&db->ship_mu);
     pthread_cond_broadcast(&db->ship_cv);
     pthread_mutex_unlock(&db->ship_mu);
+}
+
+static uint64_t
+stele_appended_for_ship(void *ctx)
+{
+    stele_t *db = ctx;
+    return commit_appended_seq(db->commit);
 }
 
 /* The lowest seq every sink has shipped; 0 when there is none. For callers after
@@ -189,7 +198,9 @@ stele_start_shippers(stele_t *db, const stele_options_t *opts, stele_error_t *er
                                 .io = db->io,
                                 .index = db->index,
                                 .on_progress = stele_on_ship_progress,
-                                .progress_ctx = db};
+                                .progress_ctx = db,
+                                .appended_seq = stele_appended_for_ship,
+                                .appended_ctx = db};
         int rc = shipper_start(&cfg, &db->shippers[i], err);
         if (rc)
             return rc;
@@ -221,11 +232,11 @@ stele_default_source(char *out, size_t cap)
 
 /* The index's newest batch start, read without creating anything. */
 static void
-stele_recovery_hint(const char *dir, unsigned file_mode, journal_options_t *jo)
+stele_recovery_hint(const char *dir, const stele_options_t *o, journal_options_t *jo)
 {
     index_t *ix = NULL;
     index_batch_t last;
-    if (index_open(dir, 0, file_mode, &ix, NULL) != 0)
+    if (index_open(dir, o->allow_unsafe_dir ? INDEX_OPEN_ALLOW_UNSAFE : 0, 0, &ix, NULL) != 0)
         return;
     if (index_last_batch(ix, &last, NULL) == 0) {
         jo->hint_seq = last.first_seq;
@@ -285,6 +296,11 @@ stele_alloc(const char *dir, const stele_options_t *opts, const journal_io_t *io
                                         .kind = FRAME_ORIGIN_PROCESS};
     db->limits.max_record_bytes = opts->max_record_bytes;
     db->limits.max_depth = opts->max_depth;
+    validate_limits_reserve_sinks(&db->limits, opts);
+    for (size_t i = 0; i < db->limits.n_time_fields; i++) {
+        snprintf(db->time_fields[i], sizeof db->time_fields[i], "%s", db->limits.time_fields[i]);
+        db->limits.time_fields[i] = db->time_fields[i];
+    }
     stele_init_locks(db);
     if (opts->source)
         snprintf(db->source, sizeof db->source, "%s", opts->source);
@@ -305,6 +321,7 @@ stele_journal_options(const stele_t *db, const stele_options_t *o, journal_optio
     jo->file_mode = o->file_mode;
     jo->dir_mode = o->dir_mode;
     jo->create_if_missing = o->create_if_missing;
+    jo->allow_unsafe_dir = o->allow_unsafe_dir;
     /* With sync=always, zero-filled segments make every commit an overwrite of written
      * blocks, so each fdatasync has no extent metadata to flush. Zero-filling costs a full
      * extra write of every segment (in the preparer thread, but it competes for the disk
@@ -331,7 +348,7 @@ stele_open_journal(stele_t *db, const stele_options_t *o, journal_recovery_t *re
 {
     journal_options_t jo;
     stele_journal_options(db, o, &jo);
-    stele_recovery_hint(db->dir, o->file_mode, &jo);
+    stele_recovery_hint(db->dir, o, &jo);
     memset(rec, 0, sizeof *rec);
     int rc = journal_open(db->dir, &jo, &db->journal, rec, err);
     if (rc)
@@ -346,7 +363,11 @@ static int
 stele_open_index(stele_t *db, const stele_options_t *o, const journal_recovery_t *rec,
                  stele_error_t *err)
 {
-    int rc = index_open(db->dir, 1, o->file_mode, &db->index, err);
+    /* The index's files follow the journal's: the configured mode (set on existing ones
+     * too), else the mode the journal's own files have. */
+    int flags = INDEX_OPEN_WRITE | (o->file_mode ? INDEX_OPEN_SET_MODES : 0) |
+                (o->allow_unsafe_dir ? INDEX_OPEN_ALLOW_UNSAFE : 0);
+    int rc = index_open(db->dir, flags, journal_file_mode(db->journal), &db->index, err);
     if (rc)
         return rc;
     char catch_note[STELE_ERROR_MESSAGE_BYTES] = "";
@@ -577,13 +598,13 @@ stele_append_json_from(stele_t *db, const journal_origin_t *origin, const char *
     if (rc || (rc = stele_enter(db, err)) != 0)
         return rc;
     commit_writer_enter(db->commit);
-    bson_t doc;
-    rc = validate_json(json, len, &db->limits, &doc, err);
-    if (rc == 0) {
-        rc = stele_append_encoded(db, bson_get_data(&doc), doc.len,
+    validate_buf_t buf;
+    validate_buf_init(&buf);
+    rc = validate_json(json, len, &db->limits, &buf, err);
+    if (rc == 0)
+        rc = stele_append_encoded(db, buf.data, (uint32_t)buf.len,
                                   origin ? origin : &db->own_origin, wait, seq_out, err);
-        bson_destroy(&doc);
-    }
+    validate_buf_free(&buf);
     commit_writer_leave(db->commit);
     stele_leave(db);
     return rc;

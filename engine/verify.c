@@ -266,7 +266,7 @@ verify_after_prev(const verify_state_t *v, uint64_t *segment_seq, uint64_t *offs
 /* Pinpointing's walk over the frames of at most two segment files. */
 typedef struct verify_cursor {
     const journal_io_t *io;
-    const char *dir;
+    int dir_fd;                  /* the journal directory (the reader's, or one of verify's own) */
     int need_later_frame;        /* a bad frame counts only if a valid one follows it */
     stele_verify_report_t saved; /* the report to restore when a bad frame does not count */
     uint64_t seq;                /* the seq the next record must have */
@@ -286,8 +286,9 @@ static int
 verify_cursor_init(verify_state_t *v, const char *dir, int need_later_frame, verify_cursor_t *c)
 {
     memset(c, 0, sizeof *c);
+    (void)dir;
     c->io = journal_io_posix();
-    c->dir = dir;
+    c->dir_fd = journal_reader_dir_fd(v->jr);
     c->need_later_frame = need_later_frame;
     c->saved = *v->report;
     c->fd = -1;
@@ -415,11 +416,10 @@ static verify_scan_end_t
 verify_pinpoint_segment(verify_state_t *v, verify_cursor_t *c)
 {
     const journal_io_t *io = c->io;
-    char path[4096];
+    char name[SEG_NAME_BYTES];
     off_t size = 0;
-    if (segment_path(path, sizeof path, c->dir, c->segment_seq) != 0)
-        return VERIFY_SCAN_STOP;
-    c->fd = io->open_file(io->ctx, path, JOURNAL_IO_READ, 0);
+    segment_name(name, c->segment_seq);
+    c->fd = io->open_file(io->ctx, c->dir_fd, name, JOURNAL_IO_READ, 0);
     if (c->fd < 0)
         return VERIFY_SCAN_STOP;
     verify_scan_end_t end = VERIFY_SCAN_STOP;
@@ -587,25 +587,36 @@ verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_s
 static void
 verify_oldest_header(verify_state_t *v, const char *dir)
 {
+    verify_cursor_t c = {.io = journal_io_posix(), .dir_fd = -1, .fd = -1};
+    if (journal_dir_open(dir, &c.dir_fd, NULL) != 0)
+        return;
     segment_dir_t d;
-    if (segment_dir_list(dir, &d) != 0)
-        return;
-    verify_cursor_t c = {.io = journal_io_posix(), .dir = dir, .fd = -1};
-    char path[4096];
-    if (d.n > 0 && segment_path(path, sizeof path, dir, d.seqs[0]) == 0) {
-        c.segment_seq = d.seqs[0];
-        c.fd = c.io->open_file(c.io->ctx, path, JOURNAL_IO_READ, 0);
+    if (segment_dir_list(c.dir_fd, &d) == 0) {
+        char name[SEG_NAME_BYTES];
+        if (d.n > 0) {
+            c.segment_seq = d.seqs[0];
+            segment_name(name, d.seqs[0]);
+            c.fd = c.io->open_file(c.io->ctx, c.dir_fd, name, JOURNAL_IO_READ, 0);
+        }
+        segment_dir_free(&d);
     }
-    segment_dir_free(&d);
-    if (c.fd < 0)
-        return;
-    verify_pinpoint_header(v, &c);
-    c.io->close(c.io->ctx, c.fd);
+    if (c.fd >= 0) {
+        verify_pinpoint_header(v, &c);
+        c.io->close(c.io->ctx, c.fd);
+    }
+    c.io->close(c.io->ctx, c.dir_fd);
 }
 
 int
 stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_report_t *report,
              stele_error_t *err)
+{
+    return stele_verify_opts(dir, NULL, from_seq, to_seq, report, err);
+}
+
+int
+stele_verify_opts(const char *dir, const stele_options_t *opts, uint64_t from_seq, uint64_t to_seq,
+                  stele_verify_report_t *report, stele_error_t *err)
 {
     if (!dir || !report)
         return error_set_hinted(err, STELE_EINVAL, NULL, "stele_verify: dir and report required");
@@ -615,7 +626,7 @@ stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_r
                                 from_seq, to_seq);
     memset(report, 0, sizeof *report);
     verify_state_t v = {.report = report};
-    int rc = journal_reader_open(dir, NULL, &v.jr, err);
+    int rc = read_side_open_journal(dir, opts, &v.jr, err);
     if (rc == STELE_ECORRUPT)
         verify_oldest_header(&v, dir);
     if (rc)

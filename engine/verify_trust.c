@@ -110,9 +110,9 @@ trust_key_statement(trust_walk_t *t, size_t i, const note_verifier_t *anchor)
 }
 
 static int
-trust_read_keys(trust_walk_t *t, const char *dir, const note_verifier_t *anchor, stele_error_t *err)
+trust_read_keys(trust_walk_t *t, const note_verifier_t *anchor, stele_error_t *err)
 {
-    int rc = keychain_read(journal_io_posix(), dir, &t->kc, err);
+    int rc = keychain_read(journal_io_posix(), journal_reader_dir_fd(t->jr), &t->kc, err);
     if (rc == -ENOENT)
         return trust_bad(t, 1, NULL,
                          "no KEYS file: the journal was never signed, or its key chain was "
@@ -406,9 +406,9 @@ trust_finish(trust_walk_t *t, int flags)
 /* ---- the call ---- */
 
 static int
-trust_open(trust_walk_t *t, const char *dir, stele_error_t *err)
+trust_open(trust_walk_t *t, const char *dir, const stele_options_t *opts, stele_error_t *err)
 {
-    int rc = journal_reader_open(dir, NULL, &t->jr, err);
+    int rc = read_side_open_journal(dir, opts, &t->jr, err);
     if (rc)
         return rc;
     journal_reader_set_meta(t->jr, 1);
@@ -442,13 +442,13 @@ trust_close(trust_walk_t *t)
 /* The trust walk; *reader_failed when the journal reader refused a frame (then the
  * ordinary verify pinpoints it). */
 static int
-trust_run(const char *dir, const note_verifier_t *anchor, int flags, stele_verify_report_t *rep,
-          int *reader_failed, stele_error_t *err)
+trust_run(const char *dir, const stele_options_t *opts, const note_verifier_t *anchor, int flags,
+          stele_verify_report_t *rep, int *reader_failed, stele_error_t *err)
 {
     trust_walk_t t = {.report = rep};
-    int rc = trust_open(&t, dir, err);
+    int rc = trust_open(&t, dir, opts, err);
     if (!rc)
-        rc = trust_read_keys(&t, dir, anchor, err);
+        rc = trust_read_keys(&t, anchor, err);
     if (!rc)
         rc = trust_walk_frames(&t, reader_failed, err);
     if (!rc)
@@ -458,7 +458,7 @@ trust_run(const char *dir, const note_verifier_t *anchor, int flags, stele_verif
 }
 
 int
-stele_verify_trusted(const char *dir, const char *pub_path, int flags,
+stele_verify_trusted(const char *dir, const stele_options_t *opts, const char *pub_path, int flags,
                      stele_verify_report_t *report, stele_error_t *err)
 {
     if (!dir || !pub_path || !report)
@@ -473,7 +473,7 @@ stele_verify_trusted(const char *dir, const char *pub_path, int flags,
     stele_verify_report_t walked;
     memset(&walked, 0, sizeof walked);
     int reader_failed = 0;
-    rc = trust_run(dir, &anchor, flags, &walked, &reader_failed, err);
+    rc = trust_run(dir, opts, &anchor, flags, &walked, &reader_failed, err);
     if (rc && !(rc == STELE_ECORRUPT && reader_failed)) {
         *report = walked;
         if (rc == STELE_ECORRUPT)
@@ -484,7 +484,7 @@ stele_verify_trusted(const char *dir, const char *pub_path, int flags,
     }
     /* The ordinary checks; a damaged frame the reader refused is pinpointed there. */
     stele_error_t reader_err = err ? *err : (stele_error_t){0};
-    rc = stele_verify(dir, 0, 0, report, err);
+    rc = stele_verify_opts(dir, opts, 0, 0, report, err);
     memcpy((char *)report + offsetof(stele_verify_report_t, statements_checked),
            (char *)&walked + offsetof(stele_verify_report_t, statements_checked),
            sizeof *report - offsetof(stele_verify_report_t, statements_checked));

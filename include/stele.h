@@ -47,6 +47,7 @@ extern "C" {
     X(STELE_EAGAIN, -1009, "no record available yet")                                              \
     X(STELE_ENOTFOUND, -1010, "sequence number not in the journal")                                \
     X(STELE_ETOOBIG, -1011, "record too large")                                                    \
+    X(STELE_EUNSAFE, -1012, "journal directory is open to change by other users")                  \
     X(STELE_EJSON, -1020, "malformed JSON")                                                        \
     X(STELE_ENOTOBJECT, -1021, "event is not a JSON object or BSON document")                      \
     X(STELE_EUTF8, -1022, "invalid UTF-8")                                                         \
@@ -57,13 +58,15 @@ extern "C" {
     X(STELE_ENUMBER, -1027, "number fits neither int64 nor double")                                \
     X(STELE_EBSON, -1028, "malformed BSON")                                                        \
     X(STELE_EEMPTY, -1029, "empty event")                                                          \
+    X(STELE_EAMBIGUOUS, -1030, "key is ambiguous: repeated, or containing '.'")                    \
     X(STELE_ECONFIG, -1040, "invalid configuration")                                               \
     X(STELE_ENOSINK, -1041, "no sink configured")                                                  \
     X(STELE_EREMOTE, -1050, "remote store error")                                                  \
     X(STELE_EINTEGRITY, -1051, "remote copy does not match the journal")                           \
     X(STELE_EAUTH, -1052, "remote store refused authentication or authorization")                  \
     X(STELE_ESINKSTOPPED, -1053, "a sink stopped shipping for good")                               \
-    X(STELE_EPROTOCOL, -1060, "malformed request")
+    X(STELE_EPROTOCOL, -1060, "malformed request")                                                 \
+    X(STELE_EBUSY, -1061, "server refused the connection: too many open")
 
 typedef enum stele_code {
 #define STELE_X_ENUM(name, value, text) name = value,
@@ -140,9 +143,21 @@ typedef struct stele_sink_options {
     uint32_t wtimeout_ms;    /* write concern timeout; default 10000; 0..INT32_MAX */
     uint32_t batch_docs;     /* max documents per insert; default 1000; 1..100000 */
     uint32_t batch_bytes;    /* max bytes per insert; default 8 MiB; 1024..48000000 */
-    uint32_t linger_ms;      /* wait this long to fill a batch; default 5; 0..3600000 */
+    uint32_t linger_ms;      /* most a batch waits for records on their way (appended, not yet
+                                durable); never when none is; default 5; 0..3600000 */
     uint32_t backoff_min_ms; /* first retry delay; default 50; 1..3600000 */
     uint32_t backoff_max_ms; /* retry delay cap (jitter); default 5000; min..3600000 */
+    /* The collection's shape for audit queries (docs/mongodb.md, "Collections for audit
+     * queries"): */
+    const char *time_field;  /* top-level BSON date holding the record's time, and the field of
+                                the time index; default "_ts" (reserved in events, as is any
+                                sink's time_field); 1 to 63 bytes, no '.', not '$'-led */
+    const char *indexes;     /* indexes created besides the time index, ';'-separated, each
+                                "field:1|-1[,field:1|-1...]", e.g. "actor:1,_ts:-1"; NULL */
+    uint32_t expire_after_s; /* TTL: MongoDB deletes documents whose time_field is older;
+                                0 (default) = never; 0..2147483647 */
+    int timeseries;          /* 1: create the collection as a time-series collection on
+                                time_field (MongoDB 5.0+); default 0 */
 } stele_sink_options_t;
 
 void stele_sink_options_init(stele_sink_options_t *sink);
@@ -153,9 +168,15 @@ typedef struct stele_options {
     const char *source;          /* this journal's name in MongoDB `_id.src`; fixed when the
                                     journal is created. Default: the host name */
     int create_if_missing;       /* 1 (default): create the directory and journal */
-    unsigned file_mode;          /* journal and index files stele creates, exactly (the
-                                    umask does not narrow it); default 0600 */
-    unsigned dir_mode;           /* journal directory it creates, exactly; default 0700 */
+    unsigned file_mode;          /* journal and index files, exactly (the umask does not
+                                    narrow it), existing ones included; 0 (default): 0600
+                                    for a new journal, an existing one keeps its own */
+    unsigned dir_mode;           /* the journal directory, exactly, an existing one included;
+                                    0 (default): 0700 for a new one, else kept */
+    int allow_unsafe_dir;        /* 1: open a journal that users other than its owner and
+                                    root could change, or modes that let them (STELE_EUNSAFE
+                                    and STELE_ECONFIG otherwise); links are never followed.
+                                    Default 0 */
     uint64_t segment_bytes;      /* preallocated segment size; default 64 MiB */
     uint32_t max_record_bytes;   /* largest event (BSON bytes); default 1 MiB, max 16 MiB
                                     less the shipped document's envelope */
@@ -188,6 +209,13 @@ typedef struct stele_options {
                                           idle; default 10000 */
     uint32_t key_epoch_s;              /* with a key: each key signs this long, then the next
                                           replaces it (forward security); default 900 */
+    /* stele_serve_run() only: */
+    uint32_t serve_idle_timeout_ms;    /* a connection with nothing to answer that sent nothing
+                                          for this long is closed; default 300000; 0 = never */
+    uint32_t serve_max_conns_per_uid;  /* a user's connections beyond this are refused with
+                                          STELE_EBUSY; default 64 */
+    uint32_t serve_max_conns;          /* all connections beyond this are refused; 0 (default)
+                                          = the descriptor limit less a reserve for the engine */
     const stele_sink_options_t *sinks; /* borrowed for the call; copied */
     size_t n_sinks;
     void *owned; /* private: storage of stele_options_set; NULL after stele_options_init */
@@ -222,7 +250,8 @@ int stele_options_set(stele_options_t *opts, const char *name, const char *value
 /*
  * Loads an INI file: knobs at top level or under [journal]; one [sink NAME] section per sink
  * with keys uri, database, collection, w, journaled, wtimeout_ms, batch_docs, batch_bytes,
- * linger_ms, backoff_min_ms, backoff_max_ms. Returns 0, STELE_ECONFIG with file:line, or
+ * linger_ms, backoff_min_ms, backoff_max_ms, time_field, index (one line per index, each
+ * adding to `indexes`), expire_after_s, timeseries. Returns 0, STELE_ECONFIG with file:line, or
  * -errno when the file cannot be opened or read (-ENOENT, -EISDIR, ...); `opts` is unchanged
  * on error.
  */
@@ -262,12 +291,18 @@ int stele_close(stele_t *db, stele_error_t *err);
 /*
  * Appends one event given as JSON text (a JSON object, UTF-8, `len` bytes, no NUL needed).
  * Validation and encoding run in the caller's thread; nothing is appended when it fails.
+ * An event must read the same to every reader: a key repeated in one object, at any depth,
+ * and a key containing '.' are refused (STELE_EAMBIGUOUS, naming the key path), for JSON and
+ * BSON alike. JSON readers disagree on which of two values a repeated key has; FerretDB and
+ * MongoDB before 5.0 refuse a dotted key (so the record could never ship) and later
+ * MongoDB's queries, like `tail --where`, read it as a path.
  *   wait:    the level to reach before returning (see stele_wait_t).
  *   seq_out: may be NULL; receives the record's sequence number (assigned even for
  *            STELE_WAIT_NONE).
  * Returns 0; a validation code (STELE_EJSON with the parse position, STELE_ENOTOBJECT,
- * STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY / STELE_ERESERVEDKEY with the key path,
- * STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG, STELE_EEMPTY); STELE_EFULL; STELE_ETIMEDOUT
+ * STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY / STELE_ERESERVEDKEY / STELE_EAMBIGUOUS with
+ * the key path, STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG, STELE_EEMPTY); STELE_EFULL;
+ * STELE_ETIMEDOUT
  * (queue or quota stayed full for queue_timeout_ms: nothing appended); STELE_EHALTED;
  * STELE_ECLOSED; STELE_ENOSINK for STELE_WAIT_SHIPPED without sinks, STELE_ESINKSTOPPED
  * when a sink stopped for good before shipping it (naming the sink and why).
@@ -295,11 +330,10 @@ int stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t
  *         Borrowed for the call.
  * Returns 0; the validation codes of stele_append_json() (STELE_EJSON with the parse
  * position, STELE_ENOTOBJECT, STELE_EUTF8, STELE_EKEYNUL, STELE_EDOLLARKEY /
- * STELE_ERESERVEDKEY with the key path, STELE_EDEPTH, STELE_ENUMBER, STELE_ETOOBIG,
- * STELE_EEMPTY); STELE_ECONFIG (naming the knob and what it accepts) when stele_open()
- * would refuse opts.
- * A writer opened with other limits than `opts` may still refuse an event this accepts.
- * Pure: thread-safe, no I/O.
+ * STELE_ERESERVEDKEY / STELE_EAMBIGUOUS with the key path, STELE_EDEPTH, STELE_ENUMBER,
+ * STELE_ETOOBIG, STELE_EEMPTY); STELE_ECONFIG (naming the knob and what it accepts) when
+ * stele_open() would refuse opts. A writer opened with other limits than `opts` may still refuse an
+ * event this accepts. Pure: thread-safe, no I/O.
  */
 int stele_validate_json(const char *json, size_t len, const stele_options_t *opts,
                         stele_error_t *err);
@@ -392,9 +426,19 @@ typedef struct stele_record {
 /*
  * Opens a reader on the journal in `dir`, positioned at the oldest record. Works while a
  * writer (in this or another process) appends. A reader returns only committed records;
- * with sync=always only durable ones. Returns 0, STELE_ENOTJOURNAL, STELE_EVERSION, -errno.
+ * with sync=always only durable ones. Like the writer it never follows a link in the journal
+ * (the directory given as a link: STELE_EUNSAFE; a linked segment or LOCK: -ELOOP), and it
+ * refuses a directory that users other than the journal's owner and root could change
+ * (STELE_EUNSAFE; stele_reader_open_opts() with allow_unsafe_dir reads it anyway). The index
+ * is used only when it belongs to the caller or root: another user's is skipped (LMDB writes
+ * its lock file even to read), and seeks scan instead. Returns 0, STELE_ENOTJOURNAL,
+ * STELE_EVERSION, STELE_EUNSAFE, -errno.
  */
 int stele_reader_open(const char *dir, stele_reader_t **out, stele_error_t *err);
+/* As stele_reader_open(), with opts (NULL for defaults; borrowed): only allow_unsafe_dir is
+ * used. */
+int stele_reader_open_opts(const char *dir, const stele_options_t *opts, stele_reader_t **out,
+                           stele_error_t *err);
 
 /* Positions the reader so the next record returned is `seq` (or the first after it if it
  * was deleted by retention: then STELE_ENOTFOUND is returned and the position is the oldest
@@ -524,6 +568,10 @@ typedef struct stele_status {
  * Thread-safe: each call uses handles of its own.
  */
 int stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err);
+/* As stele_status_read(), with opts (NULL for defaults; borrowed): only allow_unsafe_dir is
+ * used. Both refuse a journal others could change, as stele_reader_open() does. */
+int stele_status_read_opts(const char *dir, const stele_options_t *opts, stele_status_t *out,
+                           stele_error_t *err);
 
 /* Outcome of stele_verify() and stele_verify_trusted(). */
 typedef struct stele_verify_report {
@@ -553,6 +601,10 @@ typedef struct stele_verify_report {
  */
 int stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_verify_report_t *report,
                  stele_error_t *err);
+/* As stele_verify(), with opts (NULL for defaults; borrowed): only allow_unsafe_dir is used.
+ * Both refuse a journal others could change (STELE_EUNSAFE), as stele_reader_open() does. */
+int stele_verify_opts(const char *dir, const stele_options_t *opts, uint64_t from_seq,
+                      uint64_t to_seq, stele_verify_report_t *report, stele_error_t *err);
 
 /* ------------------------------------------------------------------------------------------
  * Trust: signed checkpoints, forward-secure keys and proofs (FORMAT.md section 11;
@@ -595,12 +647,13 @@ int stele_keygen(const char *key_path, const char *pub_path, const char *name, s
  * unsealed_first_seq .. unsealed_last_seq (with STELE_VERIFY_REQUIRE_SEALED: a failure).
  * Read-only, beside a live writer (its newest records may then be unsealed).
  *   dir, pub_path: borrowed.   flags: 0 or STELE_VERIFY_REQUIRE_SEALED.
+ *   opts: NULL for defaults (borrowed): only allow_unsafe_dir is used, as stele_verify_opts().
  * Returns 0 when all holds, STELE_ECORRUPT when anything fails (details in *report), or
  * another code when it could not check: STELE_EINVAL (pub_path is not a verifier key file:
  * a private key, a malformed one; err says which), STELE_ENOTJOURNAL, -errno.
  */
-int stele_verify_trusted(const char *dir, const char *pub_path, int flags,
-                         stele_verify_report_t *report, stele_error_t *err);
+int stele_verify_trusted(const char *dir, const stele_options_t *opts, const char *pub_path,
+                         int flags, stele_verify_report_t *report, stele_error_t *err);
 
 /*
  * Proves that record `seq` is in the signed journal in `dir`: *json_out receives a JSON
@@ -610,15 +663,16 @@ int stele_verify_trusted(const char *dir, const char *pub_path, int flags,
  * anchor to the checkpoint's epoch: all stele_verify_proof() or another implementation of
  * RFC 9162 and C2SP signed notes needs, offline. The proof reads O(log n) hashes from the
  * index's cache and is checked against the checkpoint's root before it is returned.
- * Free *json_out with stele_json_free(); *len_out may be NULL.
+ * Free *json_out with stele_json_free(); *len_out may be NULL. opts: NULL for defaults
+ * (borrowed): only allow_unsafe_dir is used, as stele_verify_opts().
  * Returns 0; STELE_ENOTFOUND (seq is not in the journal, is not sealed by a checkpoint yet,
  * or the index has no cache of the tree: the message says which and what to do);
  * STELE_EINVAL (seq 0, a version 1 journal); STELE_ECORRUPT (the journal or its cache does
  * not prove it); STELE_ENOTJOURNAL, -errno. Read-only, beside a live writer (a checkpoint
  * it just wrote may take its index writer a moment: the call waits up to 2 s). Thread-safe.
  */
-int stele_prove(const char *dir, uint64_t seq, char **json_out, size_t *len_out,
-                stele_error_t *err);
+int stele_prove(const char *dir, const stele_options_t *opts, uint64_t seq, char **json_out,
+                size_t *len_out, stele_error_t *err);
 
 /* What a proof that holds proves. */
 typedef struct stele_proof_info {

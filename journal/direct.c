@@ -20,9 +20,9 @@ direct_init(direct_writer_t *dw)
 }
 
 int
-direct_open(direct_writer_t *dw, const journal_io_t *io, const char *path)
+direct_open(direct_writer_t *dw, const journal_io_t *io, int dir_fd, const char *name)
 {
-    int fd = io->open_file(io->ctx, path, DIRECT_OPEN_FLAGS, 0);
+    int fd = io->open_file(io->ctx, dir_fd, name, DIRECT_OPEN_FLAGS, 0);
     if (fd < 0)
         return fd;
     dw->fd = fd;

@@ -39,10 +39,11 @@ typedef struct direct_writer {
 
 void direct_init(direct_writer_t *dw);
 
-/* Opens the segment at path for direct writes. Returns 0, or -errno: the file system does
- * not support O_DIRECT (tmpfs), or any other failure, after which the caller writes
- * buffered (direct writes are an optimisation, never needed for correctness). */
-int direct_open(direct_writer_t *dw, const journal_io_t *io, const char *path);
+/* Opens segment `name` in the journal directory dir_fd for direct writes. Returns 0, or
+ * -errno: the file system does not support O_DIRECT (tmpfs), or any other failure, after
+ * which the caller writes buffered (direct writes are an optimisation, never needed for
+ * correctness). */
+int direct_open(direct_writer_t *dw, const journal_io_t *io, int dir_fd, const char *name);
 
 /* Closes the descriptor (-errno from close, 0 if none); the stage is kept for the next. */
 int direct_close(direct_writer_t *dw, const journal_io_t *io);

@@ -5,9 +5,15 @@
  * implementation (tests/support/io_fault.c, tests/support/io_crash.c) for the POSIX one
  * (io_posix.c). The journal never calls open/pwrite/fdatasync directly.
  *
- * Every method returns 0 (or a byte count where noted) on success and -errno on failure.
- * Implementations retry EINTR and loop over short transfers themselves, so a short count is
- * only ever returned by pread at end of file. `ctx` is the table's own state.
+ * Names are reached relative to a directory descriptor opened once (open_dir), never by a
+ * path built from strings, and no call follows a symbolic link in the last component of the
+ * name it is given: a link where a journal file should be is refused (-ELOOP from open_file,
+ * -ENOTDIR from open_dir), so nobody who can plant a link in the directory can make the
+ * journal write through it (FORMAT.md section 1).
+ *
+ * Every method returns 0 (or a byte count or descriptor where noted) on success and -errno
+ * on failure. Implementations retry EINTR and loop over short transfers themselves, so a
+ * short count is only ever returned by pread at end of file. `ctx` is the table's own state.
  */
 #ifndef STELE_JOURNAL_IO_H
 #define STELE_JOURNAL_IO_H
@@ -32,8 +38,10 @@ typedef struct journal_io journal_io_t;
 
 struct journal_io {
     void *ctx;
-    /* Opens `path` (absolute or relative to the process cwd). Returns fd >= 0 or -errno. */
-    int (*open_file)(void *ctx, const char *path, int flags, mode_t mode);
+    /* Opens `name` in the directory dir_fd (AT_FDCWD: the process cwd) without following a
+     * link in its last component. Returns fd >= 0 or -errno (-ELOOP for a link). A file this
+     * call creates (CREATE | EXCLUSIVE) gets exactly `mode`, whatever the umask. */
+    int (*open_file)(void *ctx, int dir_fd, const char *name, int flags, mode_t mode);
     /* Reads up to len bytes at off. Returns bytes read (short only at EOF) or -errno. */
     ssize_t (*pread)(void *ctx, int fd, void *buf, size_t len, off_t off);
     /* Writes all iov bytes at off. Returns 0 or -errno (a short write is an error). */
@@ -46,12 +54,22 @@ struct journal_io {
     /* Reserves [off, off+len) on disk; `zero_fill` writes zeros instead of fallocate. Either
      * way -EINVAL when off < 0 or len <= 0 (posix_fallocate's rule). */
     int (*allocate)(void *ctx, int fd, off_t off, off_t len, int zero_fill);
-    int (*rename)(void *ctx, const char *from, const char *to);
-    int (*unlink)(void *ctx, const char *path);
-    /* Opens the directory and fsyncs it, making renames/creates/unlinks in it durable. */
-    int (*sync_dir)(void *ctx, const char *dir);
+    /* Renames `from` to `to`, both in dir_fd; a link named `to` is replaced, not followed. */
+    int (*rename)(void *ctx, int dir_fd, const char *from, const char *to);
+    int (*unlink)(void *ctx, int dir_fd, const char *name);
+    /* fsyncs the directory dir_fd, making renames/creates/unlinks in it durable. */
+    int (*sync_dir)(void *ctx, int dir_fd);
     int (*file_size)(void *ctx, int fd, off_t *size_out);
     int (*close)(void *ctx, int fd);
+    /* Opens the directory `path` (relative to dir_fd, or AT_FDCWD) read-only for the calls
+     * above. The last component must be a directory, not a link to one (-ENOTDIR). Returns
+     * fd >= 0 or -errno. */
+    int (*open_dir)(void *ctx, int dir_fd, const char *path);
+    /* Creates directory `name` in dir_fd (mode narrowed by the umask, as mkdir does: the
+     * caller opens it and sets its exact mode with set_mode). */
+    int (*make_dir)(void *ctx, int dir_fd, const char *name, mode_t mode);
+    /* Sets the permission bits of an open file or directory (fchmod). */
+    int (*set_mode)(void *ctx, int fd, mode_t mode);
 };
 
 /* The POSIX table. Static storage; never freed. */

@@ -1,6 +1,9 @@
 /*
- * io_posix.c: the POSIX journal_io_t (io.h). Thin wrappers that retry EINTR, loop over short
- * transfers and return -errno. Stateless: ctx is unused and the table is constant.
+ * io_posix.c: the POSIX journal_io_t (io.h). Thin wrappers over the *at calls that retry
+ * EINTR, loop over short transfers and return -errno. Every open carries O_NOFOLLOW (and a
+ * directory open O_DIRECTORY too), so a symbolic link where a journal file or directory
+ * should be is refused by the kernel, with no window between a check and the open.
+ * Stateless: ctx is unused and the table is constant.
  */
 #include "io.h"
 
@@ -17,10 +20,10 @@
 enum { IO_ZERO_CHUNK_BYTES = 1024 * 1024 };
 
 static int
-io_posix_open(void *ctx, const char *path, int flags, mode_t mode)
+io_posix_open(void *ctx, int dir_fd, const char *name, int flags, mode_t mode)
 {
     (void)ctx;
-    int oflags = O_CLOEXEC | ((flags & JOURNAL_IO_WRITE) ? O_RDWR : O_RDONLY);
+    int oflags = O_CLOEXEC | O_NOFOLLOW | ((flags & JOURNAL_IO_WRITE) ? O_RDWR : O_RDONLY);
     if (flags & JOURNAL_IO_CREATE)
         oflags |= O_CREAT;
     if (flags & JOURNAL_IO_EXCLUSIVE)
@@ -29,7 +32,7 @@ io_posix_open(void *ctx, const char *path, int flags, mode_t mode)
         oflags |= O_DIRECT;
     int fd;
     do {
-        fd = open(path, oflags, mode);
+        fd = openat(dir_fd, name, oflags, mode);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return -errno;
@@ -197,40 +200,64 @@ io_posix_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
 /* rename and unlink are retried on EINTR like every call here: on a FUSE or network file
  * system a signal can interrupt them, and a roll or a retention pass must not fail for it. */
 static int
-io_posix_rename(void *ctx, const char *from, const char *to)
+io_posix_rename(void *ctx, int dir_fd, const char *from, const char *to)
 {
     (void)ctx;
     int rc;
     do {
-        rc = rename(from, to);
+        rc = renameat(dir_fd, from, dir_fd, to);
     } while (rc < 0 && errno == EINTR);
     return rc < 0 ? -errno : 0;
 }
 
 static int
-io_posix_unlink(void *ctx, const char *path)
+io_posix_unlink(void *ctx, int dir_fd, const char *name)
 {
     (void)ctx;
     int rc;
     do {
-        rc = unlink(path);
+        rc = unlinkat(dir_fd, name, 0);
     } while (rc < 0 && errno == EINTR);
     return rc < 0 ? -errno : 0;
 }
 
 static int
-io_posix_sync_dir(void *ctx, const char *dir)
+io_posix_sync_dir(void *ctx, int dir_fd)
+{
+    return io_posix_fsync(ctx, dir_fd);
+}
+
+static int
+io_posix_open_dir(void *ctx, int dir_fd, const char *path)
 {
     (void)ctx;
     int fd;
     do {
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        fd = openat(dir_fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     } while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return -errno;
-    int rc = io_posix_fsync(NULL, fd);
-    close(fd);
-    return rc;
+    return fd < 0 ? -errno : fd;
+}
+
+static int
+io_posix_make_dir(void *ctx, int dir_fd, const char *name, mode_t mode)
+{
+    (void)ctx;
+    int rc;
+    do {
+        rc = mkdirat(dir_fd, name, mode);
+    } while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -errno : 0;
+}
+
+static int
+io_posix_set_mode(void *ctx, int fd, mode_t mode)
+{
+    (void)ctx;
+    int rc;
+    do {
+        rc = fchmod(fd, mode);
+    } while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -errno : 0;
 }
 
 static int
@@ -270,6 +297,9 @@ static const journal_io_t io_posix_table = {
     .sync_dir = io_posix_sync_dir,
     .file_size = io_posix_file_size,
     .close = io_posix_close,
+    .open_dir = io_posix_open_dir,
+    .make_dir = io_posix_make_dir,
+    .set_mode = io_posix_set_mode,
 };
 
 const journal_io_t *

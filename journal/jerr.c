@@ -3,6 +3,7 @@
  */
 #include "jerr.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +37,8 @@ jerr_errno_text(int neg_errno, char *buf, size_t cap)
         snprintf(buf, cap, "unknown error %d", neg_errno);
         return buf;
     }
+    if (neg_errno == -ELOOP)
+        return "is a symbolic link, which stele does not follow";
     /* GNU strerror_r: returns the text, in buf or static. */
     return strerror_r(-neg_errno, buf, cap);
 }

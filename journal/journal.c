@@ -55,8 +55,6 @@ journal_options_init(journal_options_t *opts)
     memset(opts, 0, sizeof *opts);
     opts->segment_bytes = JOURNAL_DEFAULT_SEGMENT_BYTES;
     opts->max_record_bytes = JOURNAL_DEFAULT_MAX_RECORD;
-    opts->file_mode = 0600;
-    opts->dir_mode = 0700;
     opts->create_if_missing = 1;
     /* fallocate-only: as fast as zero-filling for append+fdatasync on the measured disk, and
      * it does not write every segment twice (docs/journal.md). */
@@ -133,6 +131,8 @@ journal_fail_errno(stele_error_t *err, int rc, const char *what, const char *obj
     const char *hint = NULL;
     if (rc == -EACCES || rc == -EROFS || rc == -EPERM)
         hint = "the journal directory must be writable to write; readers need only read access";
+    else if (rc == -ELOOP)
+        hint = JERR_HINT_LINK;
     return jerr_set(err, rc, hint, "could not %s %s: %s", what, obj,
                     jerr_errno_text(rc, ebuf, sizeof ebuf));
 }
@@ -509,6 +509,12 @@ journal_version(const journal_t *j)
     return j ? j->version : 0;
 }
 
+unsigned
+journal_file_mode(const journal_t *j)
+{
+    return j ? j->file_mode : 0;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Close
  * --------------------------------------------------------------------------------------- */
@@ -547,6 +553,8 @@ journal_close(journal_t *j, stele_error_t *err)
     if (!rc && j->is_open && j->deferred.code)
         rc = jerr_copy(err, &j->deferred);
     lockfile_close_writer(j->lock_fd, j->lock_page);
+    if (j->dir_fd >= 0)
+        journal_close_fd(j, j->dir_fd, "the journal directory");
     chain_hasher_free(j->hasher);
     merkle_hasher_free(j->mhasher);
     free(j->stored);

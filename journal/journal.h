@@ -74,9 +74,17 @@ typedef struct journal_options {
     const char *source;        /* stored at creation; ignored when the journal exists */
     uint64_t segment_bytes;    /* preallocated size of a segment file */
     uint32_t max_record_bytes; /* largest payload accepted */
+    /* The modes of the journal's files and directory. 0 (the default): a new journal gets
+     * 0600 and 0700, and an existing one keeps its own (new segments take the newest
+     * segment's mode). Non-zero: exact (the umask does not narrow them), for a new journal
+     * and an existing one alike: open sets the directory's mode and every file's that
+     * differs (FORMAT.md section 1). */
     unsigned file_mode;
     unsigned dir_mode;
     int create_if_missing;
+    /* 1: skip the check that nobody but the journal's owner and root can change it (jdir.h).
+     * Links are never followed either way. Default 0. */
+    int allow_unsafe_dir;
     int zero_fill; /* how segments are preallocated: journal_zero_fill_t */
     /* 1: prepare the next segment in the thread that rolls, at roll time, instead of in the
      * background preparer thread. Slower rolls, but every I/O call happens in the writer, in
@@ -131,10 +139,12 @@ typedef struct journal_recovery {
 } journal_recovery_t;
 
 /*
- * Opens the journal directory for writing: takes the writer lock (STELE_ELOCKED naming the
- * holder's pid), checks the format version (STELE_EVERSION), runs tail recovery (may zero a
- * torn tail; STELE_ECORRUPT with segment and offset for damage anywhere else), and starts
- * the segment preparer. *rec_out (may be NULL) tells what recovery did.
+ * Opens the journal directory for writing: refuses a directory others could change
+ * (STELE_EUNSAFE, unless opts->allow_unsafe_dir) or a link where a journal file should be,
+ * takes the writer lock (STELE_ELOCKED naming the holder's pid), checks the format version
+ * (STELE_EVERSION), runs tail recovery (may zero a torn tail; STELE_ECORRUPT with segment
+ * and offset for damage anywhere else), and starts the segment preparer. *rec_out (may be
+ * NULL) tells what recovery did.
  */
 int journal_open(const char *dir, const journal_options_t *opts, journal_t **out,
                  journal_recovery_t *rec_out, stele_error_t *err);
@@ -240,6 +250,15 @@ void journal_stats(journal_t *j, journal_stats_t *out);
 
 const char *journal_source(const journal_t *j);
 
+/* The mode the journal gives new files: file_mode when set, else the one its files have
+ * (journal_options_t.file_mode). */
+unsigned journal_file_mode(const journal_t *j);
+
+/* Opens `dir` as a journal directory for reading its files relative to it (io.h): never
+ * through a link (STELE_EUNSAFE naming the target), STELE_ENOTJOURNAL when it is not a
+ * directory, -errno (-ENOENT: it does not exist). Close *fd_out with close(). */
+int journal_dir_open(const char *dir, int *fd_out, stele_error_t *err);
+
 /* ---------------------------------------------------------------------------------------
  * Signing (version 2 with a signing key; FORMAT.md section 11). The writer calls these
  * under the same lock as journal_append_batch unless said otherwise. Without a key they do
@@ -326,6 +345,16 @@ void journal_reader_close(journal_reader_t *r);
  * and key statements, is_meta 1) in their place between the records, those that follow the
  * record before the position sought; with 0 (the default) it skips them. */
 void journal_reader_set_meta(journal_reader_t *r, int want_meta);
+
+/* The check journal_open makes on the writer's directory (jdir.h), for a reader: nobody but
+ * the journal's owner and root could change what it reads. Links are refused by the open
+ * itself, whatever this says. Returns 0, STELE_EUNSAFE (naming the path, what was found and
+ * the fix) or -errno. */
+int journal_reader_check_dir(const journal_reader_t *r, stele_error_t *err);
+
+/* The reader's descriptor of the journal directory, for opening its files relative to it
+ * (io.h). Owned by the reader: valid until journal_reader_close. */
+int journal_reader_dir_fd(const journal_reader_t *r);
 
 /* Positions at `seq`. A hint (segment_seq, offset of a frame at or before seq, 0 = none)
  * from the index avoids scanning; a wrong hint is detected and ignored.

@@ -33,10 +33,15 @@
 #include "direct.h"
 #include "format.h"
 #include "journal.h"
-#include "segment.h"
+#include "jdir.h"
 #include "lockfile.h"
 #include "merkle.h"
 #include "meta.h"
+#include "segment.h"
+
+/* Modes of a new journal's files and directory when the options name none (FORMAT.md 1). */
+#define JOURNAL_NEW_FILE_MODE 0600u
+#define JOURNAL_NEW_DIR_MODE 0700u
 
 /* Signing state (journal_seal.c). Everything but the atomics is the writer's, under the
  * caller's lock; the key rotation's prepare and finish steps read epoch and key_path only,
@@ -66,12 +71,14 @@ typedef struct journal_seal {
 } journal_seal_t;
 
 struct journal {
-    char *dir;
+    char *dir;  /* as given, for messages: files are reached through dir_fd */
+    int dir_fd; /* the journal directory, opened once (jdir.h); -1 until then */
     const journal_io_t *io;
     journal_options_t opts; /* opts.source is not kept: see source[] */
     char source[SEG_SOURCE_BYTES];
     uint8_t genesis[HASH_BYTES];
     uint32_t version; /* the format version written: fixed at open (that of the journal) */
+    unsigned file_mode; /* what new files get: opts.file_mode, else the journal's own */
     int lock_fd;
     lockfile_page_t *lock_page;
 

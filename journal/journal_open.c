@@ -1,5 +1,7 @@
 /*
- * journal_open.c: journal_open: checks the options, takes the writer lock, and either
+ * journal_open.c: journal_open: checks the options, opens the journal directory once (jdir.h:
+ * never through a link, refused when others could change it, given the configured modes),
+ * takes the writer lock, and either
  * creates a new journal (directory, genesis value, segment 1) or recovers an existing one:
  * every segment's header is checked (rules H1-H5, one genesis), then only the newest
  * segment's tail is scanned (recover.c), from the index's hint when it checks out, and
@@ -13,6 +15,7 @@
 #include "journal_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -49,39 +52,98 @@ journal_validate_options(const journal_options_t *o, stele_error_t *err)
     return 0;
 }
 
-/* The directory that holds `dir`'s entry: "a/b" and "a/b/" give "a", "/b" gives "/", "b"
- * gives ".". */
-static void
-journal_parent_dir(const char *dir, char *out, size_t cap)
-{
-    snprintf(out, cap, "%s", dir);
-    size_t n = strlen(out);
-    while (n > 1 && out[n - 1] == '/')
-        out[--n] = '\0';
-    char *slash = strrchr(out, '/');
-    if (!slash)
-        snprintf(out, cap, ".");
-    else if (slash == out)
-        slash[1] = '\0';
-    else
-        *slash = '\0';
-}
-
-/* mkdir with the exact mode asked for (not the umask's), and the parent synced so the new
- * directory survives power loss. */
+/* Creates the journal directory with exactly dir_mode (not the umask's), opens it, and syncs
+ * its parent so the new directory survives power loss. A directory that appeared meanwhile
+ * is opened as it is. */
 static int
-journal_make_dir(const journal_t *j, stele_error_t *err)
+journal_make_dir(journal_t *j, stele_error_t *err)
 {
-    if (mkdir(j->dir, (mode_t)j->opts.dir_mode) < 0)
-        return journal_fail_errno(err, -errno, "create journal directory", j->dir);
-    if (chmod(j->dir, (mode_t)j->opts.dir_mode) < 0)
-        return journal_fail_errno(err, -errno, "set the mode of", j->dir);
-    char parent[PATH_MAX];
-    journal_parent_dir(j->dir, parent, sizeof parent);
-    int rc = j->io->sync_dir(j->io->ctx, parent);
+    mode_t mode = (mode_t)(j->opts.dir_mode ? j->opts.dir_mode : JOURNAL_NEW_DIR_MODE);
+    /* Nothing is made where it would be refused. */
+    int rc = j->opts.allow_unsafe_dir ? 0 : jdir_check_new(j->dir, err);
+    if (rc)
+        return rc;
+    rc = j->io->make_dir(j->io->ctx, AT_FDCWD, j->dir, mode);
+    if (rc && rc != -EEXIST)
+        return journal_fail_errno(err, rc, "create journal directory", j->dir);
+    int is_new = rc == 0;
+    rc = jdir_open(j->io, j->dir, &j->dir_fd, err);
+    if (rc == STELE_EUNSAFE || rc == STELE_ENOTJOURNAL)
+        return rc;
+    if (rc)
+        return journal_fail_errno(err, rc, "open journal directory", j->dir);
+    if (!is_new)
+        return 0;
+    rc = j->io->set_mode(j->io->ctx, j->dir_fd, mode);
+    if (rc)
+        return journal_fail_errno(err, rc, "set the mode of", j->dir);
+    /* ".." of the directory just made is the directory that holds its entry. */
+    int parent = j->io->open_dir(j->io->ctx, j->dir_fd, "..");
+    if (parent < 0)
+        return journal_fail_errno(err, parent, "open the parent directory of", j->dir);
+    rc = j->io->sync_dir(j->io->ctx, parent);
+    journal_close_fd(j, parent, "the parent directory");
     if (rc)
         return journal_fail_errno(err, rc, "sync the parent directory of", j->dir);
     return 0;
+}
+
+/* Opens the journal directory (creating it when allowed), refuses one that others could
+ * change, and gives it the configured mode when that differs. */
+static int
+journal_open_dir(journal_t *j, stele_error_t *err)
+{
+    int rc = jdir_open(j->io, j->dir, &j->dir_fd, err);
+    if (rc == -ENOENT && j->opts.create_if_missing) {
+        rc = journal_seal_load_key(j, 1, err); /* a bad key creates nothing */
+        if (!rc)
+            rc = journal_make_dir(j, err);
+    }
+    else if (rc && rc != STELE_EUNSAFE && rc != STELE_ENOTJOURNAL)
+        journal_fail_errno(err, rc, "open journal directory", j->dir);
+    if (rc)
+        return rc;
+    if (!j->opts.allow_unsafe_dir) {
+        rc = jdir_check(j->dir_fd, j->dir, JDIR_WRITER, err);
+        if (rc)
+            return rc;
+    }
+    struct stat st;
+    if (!j->opts.dir_mode ||
+        (fstat(j->dir_fd, &st) == 0 && (st.st_mode & 07777) == j->opts.dir_mode))
+        return 0;
+    rc = j->io->set_mode(j->io->ctx, j->dir_fd, (mode_t)j->opts.dir_mode);
+    return rc ? journal_fail_errno(err, rc, "set the mode of", j->dir) : 0;
+}
+
+/* The mode new files get: the configured one, else the newest segment's (or LOCK's), so a
+ * writer started without file_mode keeps a group's access to the files it adds; write
+ * access for the group or others is not passed on unless allow_unsafe_dir. */
+static void
+journal_pick_file_mode(journal_t *j, const segment_dir_t *d)
+{
+    char name[SEG_NAME_BYTES];
+    struct stat st;
+    j->file_mode = j->opts.file_mode ? j->opts.file_mode : JOURNAL_NEW_FILE_MODE;
+    if (j->opts.file_mode)
+        return;
+    const char *model = d->n          ? journal_seg_name(name, d->seqs[d->n - 1])
+                        : d->has_lock ? LOCK_NAME
+                                      : NULL;
+    if (model && fstatat(j->dir_fd, model, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+        j->file_mode = st.st_mode & (j->opts.allow_unsafe_dir ? 0777 : 0755);
+}
+
+/* An open journal file (fd, named `name`) gets the configured file_mode when it has
+ * another one. */
+static int
+journal_apply_file_mode(journal_t *j, int fd, const char *name, stele_error_t *err)
+{
+    struct stat st;
+    if (!j->opts.file_mode || (fstat(fd, &st) == 0 && (st.st_mode & 07777) == j->opts.file_mode))
+        return 0;
+    int rc = j->io->set_mode(j->io->ctx, fd, (mode_t)j->opts.file_mode);
+    return rc ? journal_fail_errno(err, rc, "set the mode of", name) : 0;
 }
 
 /* A new journal: a genesis value and segment 1, durable before open returns. */
@@ -99,7 +161,7 @@ journal_create(journal_t *j, stele_error_t *err)
     merkle_range_init(&j->range);
     segment_header_t h;
     journal_next_header(j, 1, &h);
-    rc = segment_install(j->io, j->dir, fd, &h);
+    rc = segment_install(j->io, j->dir_fd, fd, &h);
     if (!rc)
         rc = journal_segs_push(j, 1);
     if (rc) {
@@ -115,20 +177,22 @@ static int
 journal_check_headers(journal_t *j, const segment_dir_t *d, segment_header_t *newest,
                       stele_error_t *err)
 {
-    char name[SEG_NAME_BYTES], path[PATH_MAX];
+    char name[SEG_NAME_BYTES];
     for (size_t i = 0; i < d->n; i++) {
         segment_header_t h;
         segment_header_fault_t fault = {0};
         journal_seg_name(name, d->seqs[i]);
-        int rc = segment_path(path, sizeof path, j->dir, d->seqs[i]);
-        if (rc)
-            return journal_fail_errno(err, rc, "open segment", name);
         /* The newest is opened for writing once and kept: recovery and appends use it. */
         int is_newest = i + 1 == d->n;
-        int fd =
-            j->io->open_file(j->io->ctx, path, is_newest ? JOURNAL_IO_WRITE : JOURNAL_IO_READ, 0);
+        int fd = j->io->open_file(j->io->ctx, j->dir_fd, name,
+                                  is_newest ? JOURNAL_IO_WRITE : JOURNAL_IO_READ, 0);
         if (fd < 0)
             return journal_fail_errno(err, fd, "open segment", name);
+        int rc = journal_apply_file_mode(j, fd, name, err);
+        if (rc) {
+            journal_close_fd(j, fd, name);
+            return rc;
+        }
         rc = segment_header_read(j->io, fd, &h, &fault);
         if (is_newest)
             j->active_fd = fd;
@@ -309,21 +373,38 @@ journal_recover(journal_t *j, const segment_header_t *h, journal_recovery_t *rec
     return 0;
 }
 
+/* Takes the writer lock; a LOCK that exists gets the configured file_mode. */
+static int
+journal_take_lock(journal_t *j, stele_error_t *err)
+{
+    int holder = 0;
+    int rc =
+        lockfile_open_writer(j->io, j->dir_fd, j->file_mode, &j->lock_fd, &j->lock_page, &holder);
+    if (rc == STELE_ELOCKED && holder > 0)
+        return jerr_set(err, rc, "stop the other writer, or read with a reader",
+                        "journal %s is locked by another writer (pid %d)", j->dir, holder);
+    if (rc == STELE_ELOCKED)
+        return jerr_set(err, rc, NULL, "journal %s is locked by another writer", j->dir);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", j->dir, LOCK_NAME);
+    if (rc)
+        return journal_fail_errno(err, rc, "open lock file", path);
+    /* LOCK is outside the I/O table (lockfile.c says why), and so is its mode. */
+    struct stat st;
+    if (j->opts.file_mode && fstat(j->lock_fd, &st) == 0 &&
+        (st.st_mode & 07777) != j->opts.file_mode && fchmod(j->lock_fd, j->opts.file_mode) != 0)
+        return journal_fail_errno(err, -errno, "set the mode of", path);
+    return 0;
+}
+
 static int
 journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_t *err)
 {
+    int rc = journal_open_dir(j, err);
+    if (rc)
+        return rc;
     segment_dir_t d;
-    int rc = segment_dir_list(j->dir, &d);
-    if (rc == -ENOENT && j->opts.create_if_missing) {
-        rc = journal_seal_load_key(j, 1, err); /* a bad key creates nothing */
-        if (!rc)
-            rc = journal_make_dir(j, err);
-        if (rc)
-            return rc;
-        rc = segment_dir_list(j->dir, &d);
-    }
-    if (rc == -ENOTDIR)
-        return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s is not a directory", j->dir);
+    rc = segment_dir_list(j->dir_fd, &d);
     if (rc)
         return journal_fail_errno(err, rc, "list journal directory", j->dir);
     if (d.n == 0 && !d.has_lock && d.n_other > 0) {
@@ -343,26 +424,12 @@ journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_
         segment_dir_free(&d);
         return rc;
     }
-    int holder = 0;
-    rc =
-        lockfile_open_writer(j->io, j->dir, j->opts.file_mode, &j->lock_fd, &j->lock_page, &holder);
-    if (rc == STELE_ELOCKED) {
-        segment_dir_free(&d);
-        if (holder > 0)
-            return jerr_set(err, rc, "stop the other writer, or read with a reader",
-                            "journal %s is locked by another writer (pid %d)", j->dir, holder);
-        return jerr_set(err, rc, NULL, "journal %s is locked by another writer", j->dir);
-    }
-    if (rc) {
-        segment_dir_free(&d);
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", j->dir, LOCK_NAME);
-        return journal_fail_errno(err, rc, "open lock file", path);
-    }
-    if (d.n == 0) {
+    journal_pick_file_mode(j, &d);
+    rc = journal_take_lock(j, err);
+    if (rc || d.n == 0) {
         segment_dir_free(&d);
         j->version = j->opts.create_version ? j->opts.create_version : FORMAT_VERSION;
-        return journal_create(j, err);
+        return rc ? rc : journal_create(j, err);
     }
     segment_header_t newest = {0};
     rc = journal_check_headers(j, &d, &newest, err);
@@ -386,6 +453,7 @@ journal_alloc(const char *dir, const journal_options_t *opts_in)
     if (opts_in->source)
         snprintf(j->source, sizeof j->source, "%s", opts_in->source);
     j->io = opts_in->io ? opts_in->io : journal_io_posix();
+    j->dir_fd = -1;
     j->lock_fd = -1;
     j->active_fd = -1;
     direct_init(&j->direct);

@@ -15,6 +15,7 @@
 #include "journal_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,7 @@ journal_segs_push(journal_t *j, uint64_t first_seq)
 int
 journal_delete_before(journal_t *j, uint64_t seq, stele_error_t *err)
 {
-    char path[PATH_MAX], name[SEG_NAME_BYTES];
+    char name[SEG_NAME_BYTES];
     if (!j)
         return jerr_set(err, STELE_EINVAL, NULL, "journal_delete_before needs a journal");
     int rc = journal_check_halted(j, err);
@@ -71,10 +72,7 @@ journal_delete_before(journal_t *j, uint64_t seq, stele_error_t *err)
         pthread_mutex_unlock(&j->mu);
         if (!ok)
             break;
-        journal_seg_name(name, victim);
-        rc = segment_path(path, sizeof path, j->dir, victim);
-        if (!rc)
-            rc = j->io->unlink(j->io->ctx, path);
+        rc = j->io->unlink(j->io->ctx, j->dir_fd, journal_seg_name(name, victim));
         if (rc && rc != -ENOENT)
             break;
         rc = 0;
@@ -94,12 +92,22 @@ journal_delete_before(journal_t *j, uint64_t seq, stele_error_t *err)
     if (deleted) {
         /* Not syncing would only let a deleted segment reappear after a crash: harmless,
          * retention deletes it again. A failure is reported at close, not here. */
-        int sync_rc = j->io->sync_dir(j->io->ctx, j->dir);
+        int sync_rc = j->io->sync_dir(j->io->ctx, j->dir_fd);
         if (sync_rc)
             journal_defer_error(j, sync_rc, "sync journal directory", j->dir);
     }
     pthread_mutex_unlock(&j->retention_mu);
     return deleted ? deleted : rc;
+}
+
+/* Blocks allocated to `name` in the journal directory (0 when it is gone), as du counts. */
+static uint64_t
+journal_file_disk_bytes(const journal_t *j, const char *name)
+{
+    struct stat st;
+    if (fstatat(j->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return 0;
+    return (uint64_t)st.st_blocks * 512u;
 }
 
 void
@@ -108,7 +116,7 @@ journal_stats(journal_t *j, journal_stats_t *out)
     memset(out, 0, sizeof *out);
     if (!j)
         return;
-    char path[PATH_MAX];
+    char name[SEG_NAME_BYTES];
     out->last_seq = atomic_load(&j->last_seq);
     out->syncs = atomic_load(&j->syncs);
     out->is_signing = j->seal.is_signing;
@@ -127,18 +135,12 @@ journal_stats(journal_t *j, journal_stats_t *out)
     out->segments = n + (prepared ? 1 : 0);
     out->first_seq = n && out->last_seq >= seqs[0] ? seqs[0] : 0;
     for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        if (segment_path(path, sizeof path, j->dir, seqs[i]) != 0 || stat(path, &st) != 0)
-            continue;
-        out->disk_bytes += (uint64_t)st.st_blocks * 512u;
+        uint64_t bytes = journal_file_disk_bytes(j, journal_seg_name(name, seqs[i]));
+        out->disk_bytes += bytes;
         if (i + 1 < n)
-            out->sealed_bytes += (uint64_t)st.st_blocks * 512u;
+            out->sealed_bytes += bytes;
     }
-    if (prepared &&
-        snprintf(path, sizeof path, "%s/%s", j->dir, SEG_PREPARED_NAME) < (int)sizeof path) {
-        struct stat st;
-        if (stat(path, &st) == 0)
-            out->disk_bytes += (uint64_t)st.st_blocks * 512u;
-    }
+    if (prepared)
+        out->disk_bytes += journal_file_disk_bytes(j, SEG_PREPARED_NAME);
     free(seqs);
 }

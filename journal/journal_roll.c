@@ -41,8 +41,8 @@ int
 journal_prepare_one(journal_t *j, int *fd_out)
 {
     int fd = -1;
-    int rc = segment_prepare(j->io, j->dir, j->opts.segment_bytes, journal_zero_fill_now(j),
-                             j->opts.file_mode, &fd);
+    int rc = segment_prepare(j->io, j->dir_fd, j->opts.segment_bytes, journal_zero_fill_now(j),
+                             j->file_mode, &fd);
     if (rc && fd >= 0)
         journal_close_fd(j, fd, SEG_PREPARED_NAME);
     *fd_out = rc ? -1 : fd;
@@ -172,19 +172,17 @@ journal_release_prepared(journal_t *j)
 void
 journal_direct_attach(journal_t *j)
 {
-    char path[PATH_MAX], name[SEG_NAME_BYTES];
+    char name[SEG_NAME_BYTES];
     int rc = direct_close(&j->direct, j->io);
     if (rc)
         journal_defer_error(j, rc, "close", "a sealed segment");
-    if (!j->opts.direct_writes || j->active_bytes % DIRECT_ALIGN ||
-        segment_path(path, sizeof path, j->dir, j->active_first_seq))
+    if (!j->opts.direct_writes || j->active_bytes % DIRECT_ALIGN)
         return;
-    rc = direct_open(&j->direct, j->io, path);
+    rc = direct_open(&j->direct, j->io, j->dir_fd, journal_seg_name(name, j->active_first_seq));
     if (rc == -EINVAL)
         j->opts.direct_writes = 0;
     else if (rc)
-        journal_defer_error(j, rc, "open for direct writes",
-                            journal_seg_name(name, j->active_first_seq));
+        journal_defer_error(j, rc, "open for direct writes", name);
 }
 
 void
@@ -229,7 +227,7 @@ journal_install_next(journal_t *j, stele_error_t *err)
      * journal was reopened with a larger segment_bytes than that file has) starts at the
      * same seq: the install replaces that file, and the list must not name it twice. */
     int replaces_active = j->active_fd >= 0 && j->active_first_seq == first_seq;
-    rc = segment_install(j->io, j->dir, fd, &h);
+    rc = segment_install(j->io, j->dir_fd, fd, &h);
     if (!rc && !replaces_active)
         rc = journal_segs_push(j, first_seq);
     journal_release_prepared(j);

@@ -193,7 +193,7 @@ static int
 seal_append_keys(journal_t *j, stele_error_t *err)
 {
     stele_error_t why = {0};
-    int rc = keychain_append(j->io, j->dir, j->opts.file_mode, j->seal.keys_bytes, j->seal.frame,
+    int rc = keychain_append(j->io, j->dir_fd, j->file_mode, j->seal.keys_bytes, j->seal.frame,
                              j->seal.frame_len, &why);
     if (rc)
         return journal_halt(j, &why, err);
@@ -437,7 +437,7 @@ int
 journal_seal_open(journal_t *j, stele_error_t *err)
 {
     keychain_t kc;
-    int rc = keychain_read(j->io, j->dir, &kc, err);
+    int rc = keychain_read(j->io, j->dir_fd, &kc, err);
     int has_keys = rc == 0;
     if (rc && rc != -ENOENT)
         return rc;

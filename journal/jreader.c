@@ -12,11 +12,15 @@
  * segment) is reported with segment and offset. A current segment with no record read from
  * it is opened again by name when it shows no frame: a roll may have replaced that empty
  * newest file (FORMAT.md, "Writing"). A reader belongs to one thread; it has no locks. The
- * LOCK page is mapped read-only and never written.
+ * LOCK page is mapped read-only and never written. Like the writer, a reader opens the
+ * directory once and every file relative to it, never through a link (jdir.h); whether
+ * others could change the directory is journal_reader_check_dir's question, asked by the
+ * engine's public readers.
  */
 #include "journal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -27,6 +31,7 @@
 
 #include "chain.h"
 #include "format.h"
+#include "jdir.h"
 #include "jerr.h"
 #include "merkle.h"
 #include "record.h"
@@ -41,7 +46,8 @@ enum { READER_POLL_MS = 10 };
 enum { READER_WAIT_SLICE_MS = 100 };
 
 struct journal_reader {
-    char *dir;
+    char *dir;  /* for messages: files are reached through dir_fd */
+    int dir_fd; /* the journal directory, opened once (jdir.h) */
     const journal_io_t *io;
     int lock_fd;
     lockfile_page_t *lock_page; /* NULL until a writer has made LOCK */
@@ -84,7 +90,7 @@ static int
 reader_fail_errno(stele_error_t *err, int rc, const char *what, const char *obj)
 {
     char ebuf[64];
-    return jerr_set(err, rc, NULL, "could not %s %s: %s", what, obj,
+    return jerr_set(err, rc, rc == -ELOOP ? JERR_HINT_LINK : NULL, "could not %s %s: %s", what, obj,
                     jerr_errno_text(rc, ebuf, sizeof ebuf));
 }
 
@@ -105,19 +111,16 @@ static int
 reader_open_segment(journal_reader_t *r, uint64_t first_seq, segment_header_t *h, int *fd_out,
                     uint64_t *bytes_out, stele_error_t *err)
 {
-    char path[PATH_MAX], name[SEG_NAME_BYTES];
+    char name[SEG_NAME_BYTES];
     segment_header_fault_t fault = {0};
     reader_seg_name(name, first_seq);
-    int rc = segment_path(path, sizeof path, r->dir, first_seq);
-    if (rc)
-        return reader_fail_errno(err, rc, "open segment", name);
-    int fd = r->io->open_file(r->io->ctx, path, JOURNAL_IO_READ, 0);
+    int fd = r->io->open_file(r->io->ctx, r->dir_fd, name, JOURNAL_IO_READ, 0);
     if (fd == -ENOENT)
         return fd;
     if (fd < 0)
         return reader_fail_errno(err, fd, "open segment", name);
     off_t size = 0;
-    rc = segment_header_read(r->io, fd, h, &fault);
+    int rc = segment_header_read(r->io, fd, h, &fault);
     if (!rc)
         rc = r->io->file_size(r->io->ctx, fd, &size);
     if (rc == STELE_EVERSION) {
@@ -189,7 +192,48 @@ static void
 reader_try_map_lock_page(journal_reader_t *r)
 {
     if (!r->lock_page)
-        lockfile_open_reader(r->dir, &r->lock_fd, &r->lock_page);
+        lockfile_open_reader(r->dir_fd, &r->lock_fd, &r->lock_page);
+}
+
+/* A reader of `dir` with nothing open yet; NULL when out of memory. */
+static journal_reader_t *
+reader_alloc(const char *dir, const journal_io_t *io)
+{
+    journal_reader_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->io = io ? io : journal_io_posix();
+    r->dir_fd = -1;
+    r->lock_fd = -1;
+    r->seg_fd = -1;
+    r->dir = strdup(dir);
+    r->hasher = chain_hasher_new();
+    r->mhasher = merkle_hasher_new();
+    r->next_seq = 1;
+    r->min_seq = 1;
+    if (r->dir && r->hasher && r->mhasher)
+        return r;
+    journal_reader_close(r);
+    return NULL;
+}
+
+/* Opens the journal directory and checks that it holds a journal: segments or a LOCK. */
+static int
+reader_open_dir(journal_reader_t *r, segment_dir_t *d, stele_error_t *err)
+{
+    int rc = jdir_open(r->io, r->dir, &r->dir_fd, err);
+    if (rc == STELE_EUNSAFE || rc == STELE_ENOTJOURNAL)
+        return rc;
+    if (rc)
+        return reader_fail_errno(err, rc, "open journal directory", r->dir);
+    rc = segment_dir_list(r->dir_fd, d);
+    if (rc)
+        return reader_fail_errno(err, rc, "list journal directory", r->dir);
+    if (d->n == 0 && !d->has_lock) {
+        segment_dir_free(d);
+        return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s is not a stele journal", r->dir);
+    }
+    return 0;
 }
 
 int
@@ -199,34 +243,16 @@ journal_reader_open(const char *dir, const journal_io_t *io, journal_reader_t **
     if (!dir || !out)
         return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_open needs a directory");
     *out = NULL;
-    segment_dir_t d;
-    int rc = segment_dir_list(dir, &d);
-    if (rc == -ENOTDIR)
-        return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s is not a directory", dir);
-    if (rc)
-        return reader_fail_errno(err, rc, "list journal directory", dir);
-    if (d.n == 0 && !d.has_lock) {
-        segment_dir_free(&d);
-        return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s is not a stele journal", dir);
-    }
-    journal_reader_t *r = calloc(1, sizeof *r);
-    if (!r) {
-        segment_dir_free(&d);
+    journal_reader_t *r = reader_alloc(dir, io);
+    if (!r)
         return jerr_set(err, -ENOMEM, NULL, "out of memory");
+    segment_dir_t d;
+    int rc = reader_open_dir(r, &d, err);
+    if (rc) {
+        journal_reader_close(r);
+        return rc;
     }
-    r->io = io ? io : journal_io_posix();
-    r->lock_fd = -1;
-    r->seg_fd = -1;
-    r->dir = strdup(dir);
-    r->hasher = chain_hasher_new();
-    r->mhasher = merkle_hasher_new();
-    r->next_seq = 1;
-    r->min_seq = 1;
-    if (!r->dir || !r->hasher || !r->mhasher) {
-        rc = jerr_set(err, -ENOMEM, NULL, "out of memory");
-        goto fail;
-    }
-    rc = lockfile_open_reader(dir, &r->lock_fd, &r->lock_page);
+    rc = lockfile_open_reader(r->dir_fd, &r->lock_fd, &r->lock_page);
     if (rc) {
         reader_fail_errno(err, rc, "map the lock file of", dir);
         goto fail;
@@ -247,6 +273,20 @@ fail:
     return rc;
 }
 
+int
+journal_reader_check_dir(const journal_reader_t *r, stele_error_t *err)
+{
+    if (!r)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_check_dir needs a reader");
+    return jdir_check(r->dir_fd, r->dir, JDIR_READER, err);
+}
+
+int
+journal_reader_dir_fd(const journal_reader_t *r)
+{
+    return r ? r->dir_fd : -1;
+}
+
 void
 journal_reader_close(journal_reader_t *r)
 {
@@ -254,6 +294,8 @@ journal_reader_close(journal_reader_t *r)
         return;
     reader_close_segment(r);
     lockfile_close_reader(r->lock_fd, r->lock_page);
+    if (r->dir_fd >= 0)
+        r->io->close(r->io->ctx, r->dir_fd);
     chain_hasher_free(r->hasher);
     merkle_hasher_free(r->mhasher);
     free(r->buf);
@@ -314,7 +356,7 @@ static int
 reader_segment_is_sealed(const journal_reader_t *r)
 {
     segment_dir_t d;
-    if (segment_dir_list(r->dir, &d))
+    if (segment_dir_list(r->dir_fd, &d))
         return 0;
     int sealed = d.n > 0 && d.seqs[d.n - 1] > r->seg_first_seq;
     segment_dir_free(&d);
@@ -673,7 +715,7 @@ journal_reader_seek(journal_reader_t *r, uint64_t seq, uint64_t hint_segment_seq
     if (seq == 0)
         seq = 1;
     segment_dir_t d;
-    int rc = segment_dir_list(r->dir, &d);
+    int rc = segment_dir_list(r->dir_fd, &d);
     if (rc)
         return reader_fail_errno(err, rc, "list journal directory", r->dir);
     if (d.n == 0) {
@@ -824,23 +866,22 @@ int
 journal_reader_segments(journal_reader_t *r, journal_segment_info_t *out, size_t max,
                         stele_error_t *err)
 {
-    char path[PATH_MAX];
+    char name[SEG_NAME_BYTES];
     if (!r)
         return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_segments needs a reader");
     segment_dir_t d;
-    int rc = segment_dir_list(r->dir, &d);
+    int rc = segment_dir_list(r->dir_fd, &d);
     if (rc)
         return reader_fail_errno(err, rc, "list journal directory", r->dir);
     for (size_t i = 0; i < d.n && i < max; i++) {
         journal_segment_info_t *s = &out[i];
         memset(s, 0, sizeof *s);
         s->first_seq = d.seqs[i];
-        if (segment_path(path, sizeof path, r->dir, d.seqs[i]))
-            continue;
+        reader_seg_name(name, d.seqs[i]);
         struct stat st;
-        if (stat(path, &st) == 0)
+        if (fstatat(r->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
             s->disk_bytes = (uint64_t)st.st_blocks * 512u;
-        int fd = r->io->open_file(r->io->ctx, path, JOURNAL_IO_READ, 0);
+        int fd = r->io->open_file(r->io->ctx, r->dir_fd, name, JOURNAL_IO_READ, 0);
         if (fd < 0)
             continue;
         uint8_t head[FRAME_HEADER_BYTES_V1]; /* the ts is in the part both versions share */

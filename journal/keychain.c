@@ -7,6 +7,7 @@
 #include "keychain.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -31,24 +32,38 @@ keychain_failed(stele_error_t *err, int rc, const char *what, const char *path)
                     jerr_errno_text(rc, ebuf, sizeof ebuf));
 }
 
-static int
-keychain_keys_path(char *out, size_t cap, const char *dir)
-{
-    int n = snprintf(out, cap, "%s/%s", dir, KEYS_NAME);
-    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
-}
+/* A key file's directory, open, and its name in it: key files live outside the journal, and
+ * are reached like the journal's own files, relative to a descriptor. */
+typedef struct keychain_place {
+    int dir_fd;
+    char name[NAME_MAX + 1];
+} keychain_place_t;
 
-/* The directory holding path ("." for a bare name). */
-static void
-keychain_parent(const char *path, char *out, size_t cap)
+static int
+keychain_place_open(const journal_io_t *io, const char *path, keychain_place_t *p)
 {
     const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    char dir[PATH_MAX];
     if (!slash)
-        snprintf(out, cap, ".");
+        snprintf(dir, sizeof dir, ".");
     else if (slash == path)
-        snprintf(out, cap, "/");
+        snprintf(dir, sizeof dir, "/");
     else
-        snprintf(out, cap, "%.*s", (int)(slash - path), path);
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (!*name || strlen(name) > NAME_MAX)
+        return -ENAMETOOLONG;
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->dir_fd = io->open_dir(io->ctx, AT_FDCWD, dir);
+    return p->dir_fd < 0 ? p->dir_fd : 0;
+}
+
+static void
+keychain_place_close(const journal_io_t *io, keychain_place_t *p)
+{
+    if (p->dir_fd >= 0)
+        io->close(io->ctx, p->dir_fd);
+    p->dir_fd = -1;
 }
 
 /* ---- KEYS ---- */
@@ -108,23 +123,19 @@ keychain_take(keychain_t *kc, const uint8_t *buf, uint64_t len, uint64_t off, st
 }
 
 int
-keychain_read(const journal_io_t *io, const char *dir, keychain_t *kc, stele_error_t *err)
+keychain_read(const journal_io_t *io, int dir_fd, keychain_t *kc, stele_error_t *err)
 {
     memset(kc, 0, sizeof *kc);
-    char path[PATH_MAX];
-    int rc = keychain_keys_path(path, sizeof path, dir);
-    if (rc)
-        return keychain_failed(err, rc, "open", KEYS_NAME);
-    int fd = io->open_file(io->ctx, path, JOURNAL_IO_READ, 0);
+    int fd = io->open_file(io->ctx, dir_fd, KEYS_NAME, JOURNAL_IO_READ, 0);
     if (fd == -ENOENT)
         return fd;
     if (fd < 0)
-        return keychain_failed(err, fd, "open", path);
+        return keychain_failed(err, fd, "open", KEYS_NAME);
     uint8_t *buf = NULL;
-    rc = keychain_slurp(io, fd, &buf, &kc->file_bytes);
+    int rc = keychain_slurp(io, fd, &buf, &kc->file_bytes);
     io->close(io->ctx, fd);
     if (rc)
-        return keychain_failed(err, rc, "read", path);
+        return keychain_failed(err, rc, "read", KEYS_NAME);
     for (uint64_t off = 0; off < kc->file_bytes && rc >= 0;) {
         rc = keychain_take(kc, buf, kc->file_bytes, off, err);
         if (rc <= 0)
@@ -151,18 +162,16 @@ keychain_free(keychain_t *kc)
 }
 
 int
-keychain_append(const journal_io_t *io, const char *dir, unsigned file_mode, uint64_t at,
+keychain_append(const journal_io_t *io, int dir_fd, unsigned file_mode, uint64_t at,
                 const uint8_t *frame, size_t frame_len, stele_error_t *err)
 {
-    char path[PATH_MAX];
-    int rc = keychain_keys_path(path, sizeof path, dir);
-    if (rc)
-        return keychain_failed(err, rc, "open", KEYS_NAME);
+    const char *path = KEYS_NAME;
+    int rc = 0;
     int is_new = at == 0;
     int flags = JOURNAL_IO_WRITE | (is_new ? JOURNAL_IO_CREATE | JOURNAL_IO_EXCLUSIVE : 0);
-    if (is_new && (rc = io->unlink(io->ctx, path)) != 0 && rc != -ENOENT)
+    if (is_new && (rc = io->unlink(io->ctx, dir_fd, path)) != 0 && rc != -ENOENT)
         return keychain_failed(err, rc, "remove the empty", path);
-    int fd = io->open_file(io->ctx, path, flags, (mode_t)file_mode);
+    int fd = io->open_file(io->ctx, dir_fd, path, flags, (mode_t)file_mode);
     if (fd < 0)
         return keychain_failed(err, fd, is_new ? "create" : "open", path);
     const char *what = "truncate";
@@ -174,7 +183,7 @@ keychain_append(const journal_io_t *io, const char *dir, unsigned file_mode, uin
     if (!rc && close_rc)
         what = "close", rc = close_rc;
     if (!rc && is_new)
-        what = "sync the directory of", rc = io->sync_dir(io->ctx, dir);
+        what = "sync the directory of", rc = io->sync_dir(io->ctx, dir_fd);
     return rc ? keychain_failed(err, rc, what, path) : 0;
 }
 
@@ -187,18 +196,18 @@ keychain_side_path(char *out, size_t cap, const char *key_path, const char *suff
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-/* Creates path with text, synced (the directory is the caller's). Nothing is left at path
- * on failure. */
+/* Creates `name` in p's directory holding text, synced (the directory is the caller's).
+ * Nothing is left there on failure. `path` names it in messages. */
 static int
-keychain_create_file(const journal_io_t *io, const char *path, const char *text, size_t len,
-                     stele_error_t *err)
+keychain_create_file(const journal_io_t *io, const keychain_place_t *p, const char *name,
+                     const char *path, const char *text, size_t len, stele_error_t *err)
 {
-    int rc = io->unlink(io->ctx, path); /* a leftover of an interrupted write */
+    int rc = io->unlink(io->ctx, p->dir_fd, name); /* a leftover of an interrupted write */
     if (rc && rc != -ENOENT)
         return keychain_failed(err, rc, "remove the leftover", path);
-    int fd =
-        io->open_file(io->ctx, path, JOURNAL_IO_WRITE | JOURNAL_IO_CREATE | JOURNAL_IO_EXCLUSIVE,
-                      KEYCHAIN_KEY_MODE);
+    int fd = io->open_file(io->ctx, p->dir_fd, name,
+                           JOURNAL_IO_WRITE | JOURNAL_IO_CREATE | JOURNAL_IO_EXCLUSIVE,
+                           KEYCHAIN_KEY_MODE);
     if (fd < 0)
         return keychain_failed(err, fd, "create key file", path);
     struct iovec iov = {.iov_base = (void *)text, .iov_len = len};
@@ -210,31 +219,37 @@ keychain_create_file(const journal_io_t *io, const char *path, const char *text,
     if (!rc && close_rc)
         what = "close key file", rc = close_rc;
     if (rc) {
-        io->unlink(io->ctx, path);
+        io->unlink(io->ctx, p->dir_fd, name);
         return keychain_failed(err, rc, what, path);
     }
     return 0;
 }
 
 static int
-keychain_sync_parent(const journal_io_t *io, const char *path, stele_error_t *err)
+keychain_sync_dir(const journal_io_t *io, const keychain_place_t *p, const char *path,
+                  stele_error_t *err)
 {
-    char dir[PATH_MAX];
-    keychain_parent(path, dir, sizeof dir);
-    int rc = io->sync_dir(io->ctx, dir);
+    int rc = io->sync_dir(io->ctx, p->dir_fd);
     return rc ? keychain_failed(err, rc, "sync the directory of", path) : 0;
 }
 
 int
-keychain_write_key(const journal_io_t *io, const char *path, const note_signer_t *s, uint64_t epoch,
-                   stele_error_t *err)
+keychain_write_key(const journal_io_t *io, const char *path, const note_signer_t *s,
+                   uint64_t epoch, stele_error_t *err)
 {
+    keychain_place_t p;
+    int rc = keychain_place_open(io, path, &p);
+    if (rc)
+        return keychain_failed(err, rc, "open the directory of", path);
     char text[SIGKEY_FILE_MAX_BYTES];
     size_t len = sigkey_format_signer(s, epoch, text, sizeof text);
-    int rc = len ? keychain_create_file(io, path, text, len, err)
-                 : jerr_set(err, STELE_EINVAL, NULL, "signer key of %s does not format", path);
+    rc = len ? keychain_create_file(io, &p, p.name, path, text, len, err)
+             : jerr_set(err, STELE_EINVAL, NULL, "signer key of %s does not format", path);
     OPENSSL_cleanse(text, sizeof text);
-    return rc ? rc : keychain_sync_parent(io, path, err);
+    if (!rc)
+        rc = keychain_sync_dir(io, &p, path, err);
+    keychain_place_close(io, &p);
+    return rc;
 }
 
 /* Overwrites the file open as fd, to its end, with zeros, and syncs it. */
@@ -252,34 +267,24 @@ keychain_scrub(const journal_io_t *io, int fd)
     return rc ? rc : io->fdatasync(io->ctx, fd);
 }
 
-int
-keychain_replace_key(const journal_io_t *io, const char *key_path, const note_signer_t *s,
-                     uint64_t epoch, stele_error_t *err)
+/* The rename of <name>.new over name, with the old key's bytes scrubbed once it is durable. */
+static int
+keychain_swap_in(const journal_io_t *io, const keychain_place_t *p, const char *new_name,
+                 const char *path, stele_error_t *err)
 {
-    char new_path[PATH_MAX];
-    int rc = keychain_side_path(new_path, sizeof new_path, key_path, KEYCHAIN_NEW_SUFFIX);
-    if (rc)
-        return keychain_failed(err, rc, "name", key_path);
-    char text[SIGKEY_FILE_MAX_BYTES];
-    size_t len = sigkey_format_signer(s, epoch, text, sizeof text);
-    rc = len ? keychain_create_file(io, new_path, text, len, err)
-             : jerr_set(err, STELE_EINVAL, NULL, "signer key of %s does not format", key_path);
-    OPENSSL_cleanse(text, sizeof text);
-    if (rc)
-        return rc;
     /* Held open across the rename: the old key's bytes stay reachable to be scrubbed. */
-    int old_fd = io->open_file(io->ctx, key_path, JOURNAL_IO_WRITE, 0);
+    int old_fd = io->open_file(io->ctx, p->dir_fd, p->name, JOURNAL_IO_WRITE, 0);
     if (old_fd < 0 && old_fd != -ENOENT) {
-        io->unlink(io->ctx, new_path);
-        return keychain_failed(err, old_fd, "open key file", key_path);
+        io->unlink(io->ctx, p->dir_fd, new_name);
+        return keychain_failed(err, old_fd, "open key file", path);
     }
-    rc = io->rename(io->ctx, new_path, key_path);
+    int rc = io->rename(io->ctx, p->dir_fd, new_name, p->name);
     if (rc) {
-        io->unlink(io->ctx, new_path);
-        rc = keychain_failed(err, rc, "rename the new key over", key_path);
-    } else if ((rc = keychain_sync_parent(io, key_path, err)) == 0 && old_fd >= 0 &&
+        io->unlink(io->ctx, p->dir_fd, new_name);
+        rc = keychain_failed(err, rc, "rename the new key over", path);
+    } else if ((rc = keychain_sync_dir(io, p, path, err)) == 0 && old_fd >= 0 &&
                (rc = keychain_scrub(io, old_fd)) != 0) {
-        rc = keychain_failed(err, rc, "scrub the replaced key file", key_path);
+        rc = keychain_failed(err, rc, "scrub the replaced key file", path);
     }
     if (old_fd >= 0)
         io->close(io->ctx, old_fd);
@@ -287,12 +292,44 @@ keychain_replace_key(const journal_io_t *io, const char *key_path, const note_si
 }
 
 int
+keychain_replace_key(const journal_io_t *io, const char *key_path, const note_signer_t *s,
+                     uint64_t epoch, stele_error_t *err)
+{
+    keychain_place_t p;
+    int rc = keychain_place_open(io, key_path, &p);
+    if (rc)
+        return keychain_failed(err, rc, "open the directory of", key_path);
+    char new_name[NAME_MAX + 1];
+    if (snprintf(new_name, sizeof new_name, "%s%s", p.name, KEYCHAIN_NEW_SUFFIX) >=
+        (int)sizeof new_name) {
+        keychain_place_close(io, &p);
+        return keychain_failed(err, -ENAMETOOLONG, "name", key_path);
+    }
+    char text[SIGKEY_FILE_MAX_BYTES];
+    size_t len = sigkey_format_signer(s, epoch, text, sizeof text);
+    rc = len ? keychain_create_file(io, &p, new_name, key_path, text, len, err)
+             : jerr_set(err, STELE_EINVAL, NULL, "signer key of %s does not format", key_path);
+    OPENSSL_cleanse(text, sizeof text);
+    if (!rc)
+        rc = keychain_swap_in(io, &p, new_name, key_path, err);
+    keychain_place_close(io, &p);
+    return rc;
+}
+
+int
 keychain_remove(const journal_io_t *io, const char *path, stele_error_t *err)
 {
-    int rc = io->unlink(io->ctx, path);
-    if (rc == -ENOENT)
-        return 0;
+    keychain_place_t p;
+    int rc = keychain_place_open(io, path, &p);
     if (rc)
-        return keychain_failed(err, rc, "remove", path);
-    return keychain_sync_parent(io, path, err);
+        return keychain_failed(err, rc, "open the directory of", path);
+    rc = io->unlink(io->ctx, p.dir_fd, p.name);
+    if (rc == -ENOENT)
+        rc = 0;
+    else if (rc)
+        rc = keychain_failed(err, rc, "remove", path);
+    else
+        rc = keychain_sync_dir(io, &p, path, err);
+    keychain_place_close(io, &p);
+    return rc;
 }

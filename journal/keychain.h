@@ -39,22 +39,23 @@ typedef struct keychain {
 } keychain_t;
 
 /*
- * Reads dir/KEYS: every complete key statement frame from offset 0 on, until the end or the
+ * Reads KEYS in the journal directory open as dir_fd: every complete key statement frame from offset 0 on, until the end or the
  * first bytes that are not one (a torn append, left in file_bytes > valid_bytes). Returns 0;
  * -ENOENT when there is no KEYS (err untouched); STELE_ECORRUPT when a complete frame holds
  * something else than a key statement (the message names its offset); -errno, -ENOMEM.
  * Free with keychain_free.
  */
-int keychain_read(const journal_io_t *io, const char *dir, keychain_t *kc, stele_error_t *err);
+int keychain_read(const journal_io_t *io, int dir_fd, keychain_t *kc, stele_error_t *err);
 void keychain_free(keychain_t *kc);
 
 /*
- * Writes a key statement frame (record_meta_build) at offset `at` of dir/KEYS, creating the
+ * Writes a key statement frame (record_meta_build) at offset `at` of KEYS in the journal
+ * directory open as dir_fd, creating the
  * file (mode file_mode) when `at` is 0, cutting off whatever follows, and makes it durable:
  * fsync of the file and, for a new file, of the directory. Returns 0 or -errno (err names
  * the call).
  */
-int keychain_append(const journal_io_t *io, const char *dir, unsigned file_mode, uint64_t at,
+int keychain_append(const journal_io_t *io, int dir_fd, unsigned file_mode, uint64_t at,
                     const uint8_t *frame, size_t frame_len, stele_error_t *err);
 
 /* The path of a key file's side file: key_path + suffix, into out. Returns 0 or

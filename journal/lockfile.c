@@ -3,6 +3,8 @@
  * (F_OFD_SETLK), tied to the open file description: it is released when the writer's
  * descriptor closes or the process dies, so a crashed writer never leaves a stale lock.
  * OFD locks report l_pid = -1, which is why the holder's pid is also written into the page.
+ * LOCK is opened relative to the journal's directory descriptor with O_NOFOLLOW, by the
+ * writer and by readers alike: a link named LOCK is refused (-ELOOP), never written through.
  */
 #include "lockfile.h"
 
@@ -20,21 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
-static int
-lockfile_path(char *out, size_t cap, const char *dir)
-{
-    int n = snprintf(out, cap, "%s/%s", dir, LOCK_NAME);
-    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
-}
-
 /* Creates the lock file with exactly file_mode (the umask must not narrow what the journal's
  * file_mode grants). Returns the descriptor, -EEXIST or -errno. */
 static int
-lockfile_create(const char *path, unsigned file_mode)
+lockfile_create(int dir_fd, unsigned file_mode)
 {
     int fd;
     do {
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)file_mode);
+        fd = openat(dir_fd, LOCK_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    (mode_t)file_mode);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return -errno;
@@ -48,14 +44,14 @@ lockfile_create(const char *path, unsigned file_mode)
 
 /* Opens the lock file, creating it when missing; an existing one keeps its mode. */
 static int
-lockfile_open_or_create(const char *path, unsigned file_mode)
+lockfile_open_or_create(int dir_fd, unsigned file_mode)
 {
     for (;;) {
-        int fd = lockfile_create(path, file_mode);
+        int fd = lockfile_create(dir_fd, file_mode);
         if (fd != -EEXIST)
             return fd;
         do {
-            fd = open(path, O_RDWR | O_CLOEXEC);
+            fd = openat(dir_fd, LOCK_NAME, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         } while (fd < 0 && errno == EINTR);
         if (fd >= 0 || errno != ENOENT)
             return fd < 0 ? -errno : fd;
@@ -119,20 +115,17 @@ lockfile_claim_page(lockfile_page_t *page)
 }
 
 int
-lockfile_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, int *fd_out,
+lockfile_open_writer(const journal_io_t *io, int dir_fd, unsigned file_mode, int *fd_out,
                      lockfile_page_t **page_out, int *holder_pid)
 {
-    char path[PATH_MAX];
-    int rc = lockfile_path(path, sizeof path, dir);
-    if (rc)
-        return rc;
+    int rc;
     *holder_pid = 0;
     /* Opened directly, not through the I/O table: an OFD lock lives as long as any
      * descriptor of its open file description, and a test table that dup()s descriptors
      * would keep the lock after close. LOCK holds no log data, so faults there prove
      * nothing about durability. */
     (void)io;
-    int fd = lockfile_open_or_create(path, file_mode);
+    int fd = lockfile_open_or_create(dir_fd, file_mode);
     if (fd < 0)
         return fd;
     lockfile_page_t *page = NULL;
@@ -164,17 +157,13 @@ lockfile_close_writer(int fd, lockfile_page_t *page)
 }
 
 int
-lockfile_open_reader(const char *dir, int *fd_out, lockfile_page_t **page_out)
+lockfile_open_reader(int dir_fd, int *fd_out, lockfile_page_t **page_out)
 {
-    char path[PATH_MAX];
-    int rc = lockfile_path(path, sizeof path, dir);
-    if (rc)
-        return rc;
     *page_out = NULL;
     if (*fd_out < 0) {
         int fd;
         do
-            fd = open(path, O_RDONLY | O_CLOEXEC);
+            fd = openat(dir_fd, LOCK_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         while (fd < 0 && errno == EINTR);
         if (fd < 0)
             return errno == ENOENT ? 0 : -errno;

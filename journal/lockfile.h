@@ -36,18 +36,19 @@ _Static_assert(offsetof(lockfile_page_t, futex_word) == 32, "LOCK layout");
 _Static_assert(sizeof(lockfile_page_t) <= LOCK_FILE_BYTES, "LOCK layout");
 
 /*
- * Writer side: opens or creates dir/LOCK (directly, not through `io`: see lockfile.c), takes
- * the OFD write lock, sizes the file and maps it read-write.
- * Returns 0; STELE_ELOCKED with *holder_pid set (0 if unknown) when another writer holds it;
- * -errno. On success *fd_out and *page_out are set.
+ * Writer side: opens or creates LOCK in the journal directory dir_fd (directly, not through
+ * `io`: see lockfile.c; never through a link), takes the OFD write lock, sizes the file and
+ * maps it read-write. Returns 0; STELE_ELOCKED with *holder_pid set (0 if unknown) when
+ * another writer holds it; -ELOOP when LOCK is a link; -errno. On success *fd_out and
+ * *page_out are set.
  */
-int lockfile_open_writer(const journal_io_t *io, const char *dir, unsigned file_mode, int *fd_out,
+int lockfile_open_writer(const journal_io_t *io, int dir_fd, unsigned file_mode, int *fd_out,
                          lockfile_page_t **page_out, int *holder_pid);
 void lockfile_close_writer(int fd, lockfile_page_t *page);
 
-/* Reader side: maps dir/LOCK read-only if it exists and is complete. Returns 0 (with
- * *page_out NULL when there is no usable LOCK yet) or -errno. */
-int lockfile_open_reader(const char *dir, int *fd_out, lockfile_page_t **page_out);
+/* Reader side: maps LOCK in dir_fd read-only if it exists and is complete. Returns 0 (with
+ * *page_out NULL when there is no usable LOCK yet), -ELOOP when LOCK is a link, or -errno. */
+int lockfile_open_reader(int dir_fd, int *fd_out, lockfile_page_t **page_out);
 void lockfile_close_reader(int fd, lockfile_page_t *page);
 
 /* The pid of the live writer holding the lock on fd's file, 0 when none. */

@@ -3,17 +3,21 @@
  * prepared.tmp (preallocated and fsynced by the preparer thread, off the commit path) and
  * becomes <first_seq>.seg in segment_install: header written and synced *before* the
  * rename, and the directory synced after it, so a file carrying a segment name always has
- * a durable, valid header. No state of its own; callers serialise use of prepared.tmp.
+ * a durable, valid header. Names are relative to the journal's directory descriptor (io.h),
+ * so a link planted under prepared.tmp or a future segment's name is removed or replaced,
+ * never followed. No state of its own; callers serialise use of prepared.tmp.
  */
 #include "segment.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "crc32c.h"
 #include "record.h"
@@ -41,15 +45,6 @@ segment_parse_name(const char *name, uint64_t *first_seq)
         return 0;
     *first_seq = v;
     return 1;
-}
-
-int
-segment_path(char *out, size_t cap, const char *dir, uint64_t first_seq)
-{
-    char name[SEG_NAME_BYTES];
-    segment_name(name, first_seq);
-    int n = snprintf(out, cap, "%s/%s", dir, name);
-    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
 /* Version 2's part of the header: flags, key epoch and the compact range, under their CRC. */
@@ -239,14 +234,31 @@ segment_dir_read(DIR *d, struct dirent **e)
     }
 }
 
+/* A stream over dir_fd's entries from the start: a descriptor of its own (not a dup, which
+ * would share dir_fd's read position). Returns NULL with errno set. */
+static DIR *
+segment_dir_stream(int dir_fd)
+{
+    int fd;
+    do {
+        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return NULL;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+    }
+    return d;
+}
+
 int
-segment_dir_list(const char *dir, segment_dir_t *out)
+segment_dir_list(int dir_fd, segment_dir_t *out)
 {
     memset(out, 0, sizeof *out);
-    DIR *d;
-    do {
-        d = opendir(dir);
-    } while (!d && errno == EINTR);
+    DIR *d = segment_dir_stream(dir_fd);
     if (!d)
         return -errno;
     size_t cap = 0;
@@ -274,35 +286,26 @@ segment_dir_free(segment_dir_t *d)
     memset(d, 0, sizeof *d);
 }
 
-static int
-segment_prepared_path(char *out, size_t cap, const char *dir)
-{
-    int n = snprintf(out, cap, "%s/%s", dir, SEG_PREPARED_NAME);
-    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
-}
-
 /* The largest size a file can be given: off_t is signed. */
 #define SEGMENT_MAX_FILE_BYTES ((uint64_t)INT64_MAX)
 _Static_assert(sizeof(off_t) == sizeof(int64_t), "64-bit file offsets");
 
 int
-segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes, int zero_fill,
+segment_prepare(const journal_io_t *io, int dir_fd, uint64_t size_bytes, int zero_fill,
                 unsigned file_mode, int *fd_out)
 {
-    char path[PATH_MAX];
     /* As an off_t the size would be negative: no file can have it (and the caller gets
      * -EFBIG before any I/O). */
     if (size_bytes > SEGMENT_MAX_FILE_BYTES)
         return -EFBIG;
-    int rc = segment_prepared_path(path, sizeof path, dir);
-    if (rc)
-        return rc;
-    rc = io->unlink(io->ctx, path); /* a stale one from a crash: never trusted */
+    /* A stale one from a crash is never trusted; a link of that name goes too (unlink
+     * removes the link itself), and the exclusive create below never follows one. */
+    int rc = io->unlink(io->ctx, dir_fd, SEG_PREPARED_NAME);
     if (rc && rc != -ENOENT)
         return rc;
-    int fd =
-        io->open_file(io->ctx, path, JOURNAL_IO_WRITE | JOURNAL_IO_CREATE | JOURNAL_IO_EXCLUSIVE,
-                      (mode_t)file_mode);
+    int fd = io->open_file(io->ctx, dir_fd, SEG_PREPARED_NAME,
+                           JOURNAL_IO_WRITE | JOURNAL_IO_CREATE | JOURNAL_IO_EXCLUSIVE,
+                           (mode_t)file_mode);
     if (fd < 0)
         return fd;
     rc = io->allocate(io->ctx, fd, 0, (off_t)size_bytes, zero_fill);
@@ -315,23 +318,21 @@ segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes, in
 }
 
 int
-segment_install(const journal_io_t *io, const char *dir, int fd, const segment_header_t *h)
+segment_install(const journal_io_t *io, int dir_fd, int fd, const segment_header_t *h)
 {
-    char from[PATH_MAX], to[PATH_MAX];
-    int rc = segment_prepared_path(from, sizeof from, dir);
-    if (!rc)
-        rc = segment_path(to, sizeof to, dir, h->first_seq);
-    if (rc)
-        return rc;
+    char to[SEG_NAME_BYTES];
+    segment_name(to, h->first_seq);
     uint8_t buf[SEG_HEADER_BYTES];
     segment_header_encode(h, buf);
     struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
-    rc = io->pwritev(io->ctx, fd, &iov, 1, 0);
+    int rc = io->pwritev(io->ctx, fd, &iov, 1, 0);
     if (!rc)
         rc = io->fdatasync(io->ctx, fd);
+    /* The rename replaces whatever has the segment's name, a link included, without
+     * following it. */
     if (!rc)
-        rc = io->rename(io->ctx, from, to);
+        rc = io->rename(io->ctx, dir_fd, SEG_PREPARED_NAME, to);
     if (!rc)
-        rc = io->sync_dir(io->ctx, dir);
+        rc = io->sync_dir(io->ctx, dir_fd);
     return rc;
 }

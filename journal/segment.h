@@ -30,8 +30,6 @@ typedef struct segment_header {
 void segment_name(char out[SEG_NAME_BYTES], uint64_t first_seq);
 /* 1 and *first_seq when `name` is exactly a segment file name, else 0. */
 int segment_parse_name(const char *name, uint64_t *first_seq);
-/* dir + "/" + name. Returns 0 or -ENAMETOOLONG. */
-int segment_path(char *out, size_t cap, const char *dir, uint64_t first_seq);
 
 /* Why a header was refused, for a "segment X offset Y: why" message. */
 typedef struct segment_header_fault {
@@ -62,17 +60,19 @@ typedef struct segment_dir {
     size_t n_other; /* entries that are not part of a journal */
 } segment_dir_t;
 
-/* Lists dir. Returns 0 or -errno. Free with segment_dir_free. */
-int segment_dir_list(const char *dir, segment_dir_t *out);
+/* Lists the directory open as dir_fd (from its start, whatever was read of it before).
+ * Returns 0 or -errno. Free with segment_dir_free. */
+int segment_dir_list(int dir_fd, segment_dir_t *out);
 void segment_dir_free(segment_dir_t *d);
 
 /*
- * Creates dir/prepared.tmp (replacing a stale one), reserves `size_bytes` (zero-filled or
- * fallocated) and fsyncs it. The name is not yet durable: segment_install makes it so.
- * Returns 0 with *fd_out, or -errno; after a failure *fd_out is still set (>= 0) when the
- * file was opened, and the caller closes it.
+ * Creates prepared.tmp in dir_fd (replacing a stale one, or a link of that name, which is
+ * removed, never followed), reserves `size_bytes` (zero-filled or fallocated) and fsyncs it.
+ * The name is not yet durable: segment_install makes it so. Returns 0 with *fd_out, or
+ * -errno; after a failure *fd_out is still set (>= 0) when the file was opened, and the
+ * caller closes it.
  */
-int segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes, int zero_fill,
+int segment_prepare(const journal_io_t *io, int dir_fd, uint64_t size_bytes, int zero_fill,
                     unsigned file_mode, int *fd_out);
 
 /*
@@ -80,6 +80,6 @@ int segment_prepare(const journal_io_t *io, const char *dir, uint64_t size_bytes
  * it to its final name and fsyncs the directory. Once this returns 0 the segment and its
  * name survive power loss, so records written into it may be acknowledged.
  */
-int segment_install(const journal_io_t *io, const char *dir, int fd, const segment_header_t *h);
+int segment_install(const journal_io_t *io, int dir_fd, int fd, const segment_header_t *h);
 
 #endif /* STELE_JOURNAL_SEGMENT_H */

@@ -45,6 +45,8 @@ is_system_header() {
         return 0 ;;
     sys/* | linux/* | arpa/* | netinet/* | net/*)
         return 0 ;;
+    cstdint | cstring | new | vector) # C++'s, in bench's one C++ file
+        return 0 ;;
     esac
     return 1
 }
@@ -58,7 +60,13 @@ is_system_header() {
 #     (bench_event.c); the libbson-json cell measures libbson's own JSON parser
 #     (bench_parse.c); the result lines judge a UTF-8 sequence as libbson does
 #     (bench_output.c). The public API writes stele's records, not the bench's results.
+#   simdjson.h, yajl, jansson.h: the JSON parsers measured beside libbson's, each writing
+#     libbson's BSON for the event (bench_json.h, bench_parse_*.c|cpp).
 bench_allowed="
+bench/bench_json.h bson/bson.h
+bench/bench_parse_yajl.c yajl/yajl_parse.h
+bench/bench_parse_jansson.c jansson.h
+bench/bench_parse_simdjson.cpp simdjson.h
 bench/bench_peer_embedded.c sqlite3.h
 bench/bench_peer_embedded.c lmdb.h
 bench/bench_peer_pg.c libpq-fe.h
@@ -89,7 +97,7 @@ includes_of() {
 
 sources_in() {
     for d in "$@"; do
-        [ -d "$d" ] && find "$d" -type f \( -name '*.c' -o -name '*.h' \) | sort
+        [ -d "$d" ] && find "$d" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' \) | sort
     done
 }
 

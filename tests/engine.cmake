@@ -1,7 +1,12 @@
 # tests/engine.cmake: the write path: errors, validation, knobs, group commit, the public API.
 stele_add_test(test_error SOURCES test_error.c LIBS stele TIMEOUT 60)
 stele_add_test(test_log SOURCES test_log.c LIBS stele TIMEOUT 60)
-stele_add_test(test_validate SOURCES test_validate.c LIBS stele TIMEOUT 60)
+stele_add_test(test_validate SOURCES test_validate.c support/json_reference.c LIBS stele
+               TIMEOUT 60)
+# stele's JSON reader against Python's json module (tests/support/json_python_cases.py).
+stele_add_test(test_json_python SOURCES test_json_python.c LIBS stele TIMEOUT 120)
+target_compile_definitions(test_json_python PRIVATE
+  STELE_JSON_PYTHON_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/support/json_python_cases.py")
 stele_add_test(test_config SOURCES test_config.c LIBS stele TIMEOUT 60)
 stele_add_test(test_commit SOURCES test_commit.c LIBS stele TIMEOUT 60)
 stele_add_test(test_latency_hist SOURCES test_latency_hist.c LIBS stele TIMEOUT 60)

@@ -1,7 +1,6 @@
 # tests/fuzz.cmake: libFuzzer targets for frame decoding (record_decode), segment scanning by
-# the reader, tail recovery at open, and the serve wire protocol (engine/protocol*.c). Built
-# when clang
-# is the compiler or with -DSTELE_BUILD_FUZZ=ON (then in a separate clang build dir:
+# the reader, tail recovery at open, the serve wire protocol (engine/protocol*.c), and stele's
+# JSON reader against libbson's. Built when clang is the compiler or with -DSTELE_BUILD_FUZZ=ON (then in a separate clang build dir:
 #   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DSTELE_BUILD_FUZZ=ON).
 # The sources under test are compiled into each target so libFuzzer's coverage sees them.
 # Each target gets a short ctest run (STELE_FUZZ_SECONDS, default 20) from a generated corpus.
@@ -60,3 +59,27 @@ target_link_libraries(fuzz_protocol PRIVATE stele stele_warnings PkgConfig::BSON
 add_test(NAME fuzz_protocol COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run-fuzz.sh
                                    $<TARGET_FILE:fuzz_protocol> ${STELE_FUZZ_SECONDS})
 set_tests_properties(fuzz_protocol PROPERTIES TIMEOUT 300 LABELS fuzz)
+
+# stele's JSON reader (engine/json_bson.c) against the reference (libbson's reader and the
+# rules around it, tests/support/json_reference.c): same bytes or same refusal. The short run
+# is in the suite; the long one runs with -DSTELE_FUZZ_SOAK_SECONDS=N and `ctest -L soak`
+# (or tests/fuzz/run-fuzz.sh on the binary for any time).
+set(STELE_FUZZ_SOAK_SECONDS 0 CACHE STRING "seconds of the long fuzz_json_bson run (0: none)")
+set(fuzz_engine_dir ${PROJECT_SOURCE_DIR}/engine)
+add_executable(fuzz_json_bson fuzz/fuzz_json_bson.c support/json_reference.c
+                              ${fuzz_engine_dir}/json_bson.c ${fuzz_engine_dir}/json_scan.c
+                              ${fuzz_engine_dir}/keyset.c ${fuzz_engine_dir}/validate.c)
+target_include_directories(fuzz_json_bson PRIVATE ${fuzz_engine_dir}
+                           ${CMAKE_CURRENT_SOURCE_DIR}/support)
+target_compile_options(fuzz_json_bson PRIVATE ${fuzz_flags})
+target_link_options(fuzz_json_bson PRIVATE ${fuzz_flags})
+target_link_libraries(fuzz_json_bson PRIVATE stele stele_warnings PkgConfig::BSON)
+add_test(NAME fuzz_json_bson COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run-fuzz.sh
+                                     $<TARGET_FILE:fuzz_json_bson> ${STELE_FUZZ_SECONDS})
+set_tests_properties(fuzz_json_bson PROPERTIES TIMEOUT 300 LABELS fuzz)
+if(STELE_FUZZ_SOAK_SECONDS GREATER 0)
+  add_test(NAME fuzz_json_bson_soak COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run-fuzz.sh
+                                            $<TARGET_FILE:fuzz_json_bson> ${STELE_FUZZ_SOAK_SECONDS})
+  math(EXPR soak_timeout "${STELE_FUZZ_SOAK_SECONDS} + 300")
+  set_tests_properties(fuzz_json_bson_soak PROPERTIES TIMEOUT ${soak_timeout} LABELS soak)
+endif()

@@ -20,6 +20,14 @@ stele_add_test(test_serve
 target_compile_definitions(test_serve PRIVATE ${STELE_SERVE_TEST_DEFS})
 add_dependencies(test_serve stele_cli)
 
+# Connection caps, the idle timeout, the pid file and the socket's modes and links.
+stele_add_test(test_serve_limits
+  SOURCES test_serve_limits.c support/serve_fixture.c
+  LIBS stele PkgConfig::BSON
+  TIMEOUT 600)
+target_compile_definitions(test_serve_limits PRIVATE ${STELE_SERVE_TEST_DEFS})
+add_dependencies(test_serve_limits stele_cli)
+
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/test_serve_load.c)
   # 10,000 connections and the server-vs-in-process throughput comparison (docs/protocol.md).
   stele_add_test(test_serve_load

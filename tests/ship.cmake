@@ -23,8 +23,14 @@ stele_add_test(test_ship_faults SOURCES test_ship_faults.c LIBS stele_ship_test_
                TIMEOUT 900)
 stele_add_test(test_retention_mongo SOURCES test_retention_mongo.c LIBS stele_ship_test_support
                TIMEOUT 600)
-set_tests_properties(test_ship_mongo test_ship_faults test_retention_mongo PROPERTIES
-                     FIXTURES_REQUIRED mongo_server LABELS mongo)
+stele_add_test(test_ship_collection SOURCES test_ship_collection.c LIBS stele_ship_test_support
+               TIMEOUT 600)
+# Twenty journals into one collection through a server restart and shipper kills (about a
+# minute here).
+stele_add_test(test_ship_fan_in SOURCES test_ship_fan_in.c LIBS stele_ship_test_support
+               TIMEOUT 900)
+set_tests_properties(test_ship_mongo test_ship_faults test_retention_mongo test_ship_collection
+                     test_ship_fan_in PROPERTIES FIXTURES_REQUIRED mongo_server LABELS mongo)
 
 # The full 100,000-record exactly-once run (about 110 s on FerretDB-SQLite here, so in the
 # default suite).

@@ -278,6 +278,37 @@ test_bench_reference_cells_say_what_they_are(void **state)
     remove_dir(dir);
 }
 
+/* The JSON parser cells (bench_parsers.c) run, each after checking that its parser writes
+ * libbson's exact BSON for the events it is about to measure (a parser writing other bytes
+ * fails its cell), and say they are not stores. A cell whose library stele-bench was built
+ * without reports itself skipped; stele's own is always there. */
+static void
+test_bench_json_parser_cells_write_libbsons_bson(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    bench_output_t out;
+    const char *args[] = {"--system",       "stele-json,simdjson-json,yajl-json,jansson-json",
+                          "--record-bytes", "200,2000",
+                          "--seconds",      "0.3",
+                          "--no-reference", NULL};
+    run_bench(dir, args, &out);
+    assert_int_equal(out.exit_code, 0);
+    assert_int_equal(out.n, 8);
+    for (size_t i = 0; i < out.n; i++) {
+        const bench_line_t *l = &out.lines[i];
+        if (strcmp(l->status, "skipped") == 0 && strcmp(l->system, "stele-json") != 0)
+            continue;
+        if (strcmp(l->status, "ok") != 0)
+            fail_msg("%s: %s", l->system, l->status);
+        assert_int_equal(l->errors, 0);
+        assert_true(l->appends > 0);
+        assert_int_equal(l->durable, 0);
+        assert_int_equal(l->counted_back, -1);
+    }
+    remove_dir(dir);
+}
+
 /* -- --table: the doc's tables from a results.csv ----------------------------------------- */
 
 /* A row of a crafted results.csv: one cell with the given rate, the rest of a real cell. */
@@ -953,6 +984,7 @@ main(void)
         cmocka_unit_test(test_bench_counts_events_just_under_the_default_record_limit),
         cmocka_unit_test(test_bench_peer_rows_are_counted_back),
         cmocka_unit_test(test_bench_reference_cells_say_what_they_are),
+        cmocka_unit_test(test_bench_json_parser_cells_write_libbsons_bson),
         cmocka_unit_test(test_bench_skips_durable_waits_without_sync),
         cmocka_unit_test(test_bench_table_shows_the_median_and_range_of_repeated_cells),
         cmocka_unit_test(test_bench_table_reads_the_results_file_a_run_writes),

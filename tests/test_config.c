@@ -239,6 +239,101 @@ test_config_load_file_reads_journal_and_sink_sections(void **state)
     stele_options_release(&o);
 }
 
+/* A sink's collection shape: the time field, one index per `index` line (in order), the TTL
+ * and the time-series choice; defaults when unset. */
+static void
+test_config_load_file_reads_a_sinks_time_field_indexes_and_ttl(void **state)
+{
+    fixture_t *f = *state;
+    write_file(f->path, "[sink audit]\n"
+                        "uri = mongodb://127.0.0.1:27017/audit\n"
+                        "time_field = ts\n"
+                        "index = actor:1, ts:-1\n"
+                        "index = object.id:1,ts:-1\n"
+                        "expire_after_s = 7776000\n"
+                        "timeseries = yes\n"
+                        "[sink plain]\n"
+                        "uri = mongodb://127.0.0.1:27017/other\n");
+    stele_options_t o;
+    stele_options_init(&o);
+    stele_error_t err = {0};
+    int rc = stele_options_load_file(&o, f->path, &err);
+    if (rc)
+        fail_msg("%s", err.message);
+    assert_string_equal(o.sinks[0].time_field, "ts");
+    assert_string_equal(o.sinks[0].indexes, "actor:1, ts:-1;object.id:1,ts:-1");
+    assert_int_equal(o.sinks[0].expire_after_s, 7776000);
+    assert_int_equal(o.sinks[0].timeseries, 1);
+    assert_string_equal(o.sinks[1].time_field, "_ts");
+    assert_null(o.sinks[1].indexes);
+    assert_int_equal(o.sinks[1].expire_after_s, 0);
+    assert_int_equal(o.sinks[1].timeseries, 0);
+    assert_int_equal(config_check(&o, NULL), 0);
+
+    const char *cursor = o.sinks[0].indexes;
+    config_index_t ix;
+    assert_int_equal(config_index_next(&cursor, &ix, NULL), 1);
+    assert_int_equal(ix.n_keys, 2);
+    assert_string_equal(ix.keys[0].field, "actor");
+    assert_int_equal(ix.keys[0].direction, 1);
+    assert_string_equal(ix.keys[1].field, "ts");
+    assert_int_equal(ix.keys[1].direction, -1);
+    assert_int_equal(config_index_next(&cursor, &ix, NULL), 1);
+    assert_string_equal(ix.keys[0].field, "object.id");
+    assert_int_equal(config_index_next(&cursor, &ix, NULL), 0);
+    stele_options_release(&o);
+}
+
+/* Each malformed shape value is refused where it is set, naming what it accepts, and leaves
+ * the options as they were; a struct filled by hand is refused the same way at open. */
+static void
+test_config_refuses_a_bad_time_field_or_index(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *key, *value, *says;
+    } bad[] = {
+        {"time_field", "a.b", "no '.'"},     {"time_field", "$t", "no '.'"},
+        {"time_field", "_id", "not _id"},    {"time_field", "_stele", "not _id"},
+        {"index", "actor", "field:1"},       {"index", "actor:2", "expected 1 or -1"},
+        {"index", ":1", "field:1"},          {"index", "$a:1", "field:1"},
+        {"index", "a..b:1", "field:1"},      {"index", "a:1;b:1", "one index per"},
+        {"index", "", "empty value"},        {"timeseries", "maybe", "true or false"},
+        {"expire_after_s", "-1", "integer"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        stele_options_t o;
+        stele_options_init(&o);
+        assert_int_equal(stele_options_set(&o, "sink.a.uri", "mongodb://127.0.0.1/", NULL), 0);
+        assert_int_equal(stele_options_set(&o, "sink.a.index", "x:1", NULL), 0);
+        char knob[64];
+        snprintf(knob, sizeof knob, "sink.a.%s", bad[i].key);
+        stele_error_t err = {0};
+        assert_int_equal(stele_options_set(&o, knob, bad[i].value, &err), STELE_ECONFIG);
+        if (!strstr(err.message, bad[i].says))
+            fail_msg("%s = \"%s\": %s", bad[i].key, bad[i].value, err.message);
+        assert_string_equal(o.sinks[0].time_field, "_ts");
+        assert_string_equal(o.sinks[0].indexes, "x:1");
+        assert_int_equal(o.sinks[0].timeseries, 0);
+        stele_options_release(&o);
+    }
+    stele_sink_options_t sink;
+    stele_sink_options_init(&sink);
+    sink.uri = "mongodb://127.0.0.1/";
+    stele_options_t o;
+    stele_options_init(&o);
+    o.sinks = &sink;
+    o.n_sinks = 1;
+    stele_error_t err = {0};
+    sink.indexes = "actor:1;b:up";
+    assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "sink default"));
+    sink.indexes = NULL;
+    sink.time_field = "a.b";
+    assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+    assert_non_null(strstr(err.message, "time_field"));
+}
+
 static void
 test_config_load_file_names_file_and_line_and_changes_nothing(void **state)
 {
@@ -550,6 +645,38 @@ test_config_check_rejects_inconsistent_options(void **state)
     assert_non_null(strstr(err.message, "two sinks are named default"));
 }
 
+/* Modes that let the group or everyone change the journal need allow_unsafe_dir, like a
+ * directory found in that state (test_journal_dir_safety). */
+static void
+test_config_check_refuses_modes_others_could_write_unless_allowed(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *knob, *value, *want;
+    } rows[] = {
+        {"file_mode", "0660", "file_mode 0660 lets the group"},
+        {"file_mode", "0602", "file_mode 0602 lets every user"},
+        {"dir_mode", "0770", "dir_mode 0770 lets the group"},
+        {"dir_mode", "0777", "dir_mode 0777 lets every user"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        stele_options_t o;
+        stele_options_init(&o);
+        stele_error_t err = {0};
+        assert_int_equal(stele_options_set(&o, rows[i].knob, rows[i].value, &err), 0);
+        assert_int_equal(config_check(&o, &err), STELE_ECONFIG);
+        assert_non_null(strstr(err.message, rows[i].want));
+        assert_non_null(strstr(err.hint, "allow_unsafe_dir"));
+        assert_int_equal(stele_options_set(&o, "allow_unsafe_dir", "true", &err), 0);
+        assert_int_equal(config_check(&o, &err), 0);
+    }
+    stele_options_t o;
+    stele_options_init(&o);
+    o.file_mode = 0640;
+    o.dir_mode = 0750;
+    assert_int_equal(config_check(&o, NULL), 0);
+}
+
 /* What stele_open refuses in a sink filled by hand (config_check; the shipper runs the same
  * check): each out-of-range number, named with its sink, value and range. */
 static void
@@ -641,9 +768,13 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_load_file_reports_a_missing_file, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_config_load_file_reads_a_sinks_time_field_indexes_and_ttl, setup, teardown),
+        cmocka_unit_test(test_config_refuses_a_bad_time_field_or_index),
         cmocka_unit_test(test_config_load_env_reads_upper_case_knobs),
         cmocka_unit_test(test_config_retention_seconds_stays_within_int64),
         cmocka_unit_test(test_config_check_rejects_inconsistent_options),
+        cmocka_unit_test(test_config_check_refuses_modes_others_could_write_unless_allowed),
         cmocka_unit_test(test_config_check_names_a_missing_sinks_array),
         cmocka_unit_test(test_config_check_rejects_out_of_range_sink_numbers),
     };

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ enum { SECTOR_BYTES = 512 };
 
 typedef struct fixture {
     char *dir;
+    int dir_fd; /* for sync_dir; the files are named by absolute path (AT_FDCWD) */
     uint64_t seed;
 } fixture_t;
 
@@ -36,6 +38,8 @@ setup(void **state)
     assert_non_null(fx);
     fx->dir = test_tmpdir_new("iocrash");
     assert_non_null(fx->dir);
+    fx->dir_fd = open(fx->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fx->dir_fd >= 0);
     fx->seed = test_seed("test_io_crash");
     *state = fx;
     return 0;
@@ -45,6 +49,7 @@ static int
 teardown(void **state)
 {
     fixture_t *fx = *state;
+    close(fx->dir_fd);
     assert_int_equal(test_tmpdir_remove(fx->dir), 0);
     free(fx);
     return 0;
@@ -84,7 +89,7 @@ slurp(const char *path, off_t *len_out)
 static int
 open_rw(const journal_io_t *io, const char *path)
 {
-    int fd = io->open_file(io->ctx, path, JOURNAL_IO_WRITE | JOURNAL_IO_CREATE, 0600);
+    int fd = io->open_file(io->ctx, AT_FDCWD, path, JOURNAL_IO_WRITE | JOURNAL_IO_CREATE, 0600);
     assert_true(fd >= 0);
     return fd;
 }
@@ -105,7 +110,7 @@ test_crash_keeps_synced_data_and_loses_unsynced_in_whole_sectors(void **state)
         int fd = open_rw(io, path);
         assert_int_equal(write_fill(io, fd, 'A', 4 * SECTOR_BYTES, 0), 0);
         assert_int_equal(io->fdatasync(io->ctx, fd), 0);
-        assert_int_equal(io->sync_dir(io->ctx, fx->dir), 0);
+        assert_int_equal(io->sync_dir(io->ctx, fx->dir_fd), 0);
         assert_int_equal(write_fill(io, fd, 'B', 3 * SECTOR_BYTES, SECTOR_BYTES), 0);
         assert_int_equal(write_fill(io, fd, 'C', 2 * SECTOR_BYTES, 4 * SECTOR_BYTES), 0);
         assert_int_equal(io->close(io->ctx, fd), 0);
@@ -214,7 +219,7 @@ test_crash_may_lose_a_new_file_until_its_directory_is_synced(void **state)
         assert_int_equal(write_fill(io, fd, 'N', 700, 0), 0);
         assert_int_equal(io->fsync(io->ctx, fd), 0);
         if (sync_dir)
-            assert_int_equal(io->sync_dir(io->ctx, fx->dir), 0);
+            assert_int_equal(io->sync_dir(io->ctx, fx->dir_fd), 0);
         assert_int_equal(io->close(io->ctx, fd), 0);
         assert_int_equal(io_crash_apply(c, NULL), 0);
         io_crash_free(c);
@@ -257,8 +262,8 @@ test_crash_lost_rename_brings_back_both_files(void **state)
         assert_int_equal(write_fill(io, fd, 'T', 300, 0), 0);
         assert_int_equal(io->fdatasync(io->ctx, fd), 0);
         assert_int_equal(io->close(io->ctx, fd), 0);
-        assert_int_equal(io->sync_dir(io->ctx, fx->dir), 0);
-        assert_int_equal(io->rename(io->ctx, tmp, final), 0);
+        assert_int_equal(io->sync_dir(io->ctx, fx->dir_fd), 0);
+        assert_int_equal(io->rename(io->ctx, AT_FDCWD, tmp, final), 0);
         assert_int_equal(io_crash_apply(c, NULL), 0);
         io_crash_free(c);
 
@@ -301,8 +306,8 @@ test_crash_lost_unlink_brings_the_file_back_intact(void **state)
         assert_int_equal(write_fill(io, fd, 'U', 1500, 0), 0);
         assert_int_equal(io->fdatasync(io->ctx, fd), 0);
         assert_int_equal(io->close(io->ctx, fd), 0);
-        assert_int_equal(io->sync_dir(io->ctx, fx->dir), 0);
-        assert_int_equal(io->unlink(io->ctx, path), 0);
+        assert_int_equal(io->sync_dir(io->ctx, fx->dir_fd), 0);
+        assert_int_equal(io->unlink(io->ctx, AT_FDCWD, path), 0);
         assert_int_equal(io_crash_apply(c, NULL), 0);
         io_crash_free(c);
 
@@ -337,7 +342,7 @@ test_crash_unsynced_truncate_and_allocate_are_all_or_nothing(void **state)
         int fd = open_rw(io, path);
         assert_int_equal(write_fill(io, fd, 'D', 2048, 0), 0);
         assert_int_equal(io->fsync(io->ctx, fd), 0);
-        assert_int_equal(io->sync_dir(io->ctx, fx->dir), 0);
+        assert_int_equal(io->sync_dir(io->ctx, fx->dir_fd), 0);
         assert_int_equal(io->truncate(io->ctx, fd, 1024), 0);
         assert_int_equal(io->allocate(io->ctx, fd, 1024, 4096, 1), 0);
         assert_int_equal(io->close(io->ctx, fd), 0);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "io_fault.h"
@@ -25,34 +26,34 @@
 /*
  * EINTR below the POSIX table. A signal can interrupt any call on a FUSE or network file
  * system, but never these on the local disks the tests run on, so the test binary puts its
- * own rename, unlink and fstat in front of the C library's (an executable's definitions win
- * at link time): each fails with EINTR as many times as armed here, then makes the real call
- * through renameat, unlinkat or fstatat, which the POSIX table does not use.
+ * own renameat, unlinkat and fstat in front of the C library's (an executable's definitions
+ * win at link time): each fails with EINTR as many times as armed here, then makes the real
+ * call through the raw system call or fstatat, which the POSIX table does not use.
  */
 static struct {
     int rename, unlink, fstat;
 } eintr_left;
 
 int
-rename(const char *from, const char *to)
+renameat(int from_dir_fd, const char *from, int to_dir_fd, const char *to)
 {
     if (eintr_left.rename > 0) {
         eintr_left.rename--;
         errno = EINTR;
         return -1;
     }
-    return renameat(AT_FDCWD, from, AT_FDCWD, to);
+    return (int)syscall(SYS_renameat2, from_dir_fd, from, to_dir_fd, to, 0);
 }
 
 int
-unlink(const char *path)
+unlinkat(int dir_fd, const char *name, int flags)
 {
     if (eintr_left.unlink > 0) {
         eintr_left.unlink--;
         errno = EINTR;
         return -1;
     }
-    return unlinkat(AT_FDCWD, path, 0);
+    return (int)syscall(SYS_unlinkat, dir_fd, name, flags);
 }
 
 int
@@ -68,6 +69,7 @@ fstat(int fd, struct stat *st)
 
 typedef struct fixture {
     char *dir;
+    int dir_fd;
     char *path;
     io_fault_t *fault;
     const journal_io_t *io;
@@ -85,7 +87,10 @@ setup(void **state)
     fx->fault = io_fault_new(journal_io_posix(), 0);
     assert_non_null(fx->fault);
     fx->io = io_fault_io(fx->fault);
-    fx->fd = fx->io->open_file(fx->io->ctx, fx->path, JOURNAL_IO_WRITE | JOURNAL_IO_CREATE, 0600);
+    fx->dir_fd = fx->io->open_dir(fx->io->ctx, AT_FDCWD, fx->dir);
+    assert_true(fx->dir_fd >= 0);
+    fx->fd = fx->io->open_file(fx->io->ctx, fx->dir_fd, "file",
+                               JOURNAL_IO_WRITE | JOURNAL_IO_CREATE, 0600);
     assert_true(fx->fd >= 0);
     *state = fx;
     return 0;
@@ -100,6 +105,7 @@ teardown(void **state)
         journal_io_posix()->close(NULL, fx->fd);
     io_fault_free(fx->fault);
     free(fx->path);
+    close(fx->dir_fd);
     assert_int_equal(test_tmpdir_remove(fx->dir), 0);
     free(fx);
     return 0;
@@ -190,7 +196,7 @@ test_fault_counts_every_call_per_method(void **state)
     for (int i = 0; i < 3; i++)
         assert_int_equal(fx->io->fdatasync(fx->io->ctx, fx->fd), 0);
     assert_int_equal(fx->io->fsync(fx->io->ctx, fx->fd), 0);
-    assert_int_equal(fx->io->sync_dir(fx->io->ctx, fx->dir), 0);
+    assert_int_equal(fx->io->sync_dir(fx->io->ctx, fx->dir_fd), 0);
     assert_int_equal(write_bytes(fx, "z", 1, 0), 0);
 
     assert_int_equal(io_fault_calls(fx->fault, IO_METHOD_FDATASYNC), 3);
@@ -222,8 +228,9 @@ test_fault_failed_open_creates_nothing(void **state)
     io_fault_arm(fx->fault, &spec);
     char *other = test_path_join(fx->dir, "other");
 
-    assert_int_equal(
-        fx->io->open_file(fx->io->ctx, other, JOURNAL_IO_WRITE | JOURNAL_IO_CREATE, 0600), -ENOSPC);
+    assert_int_equal(fx->io->open_file(fx->io->ctx, fx->dir_fd, "other",
+                                       JOURNAL_IO_WRITE | JOURNAL_IO_CREATE, 0600),
+                     -ENOSPC);
     assert_int_equal(access(other, F_OK), -1);
     free(other);
 }
@@ -284,7 +291,7 @@ test_posix_rename_unlink_and_file_size_retry_eintr(void **state)
     assert_int_equal(write_bytes(fx, "abc", 3, 0), 0);
 
     eintr_left.rename = 2;
-    assert_int_equal(posix->rename(posix->ctx, fx->path, to), 0);
+    assert_int_equal(posix->rename(posix->ctx, fx->dir_fd, "file", "renamed"), 0);
     assert_int_equal(eintr_left.rename, 0);
     assert_int_equal(access(to, F_OK), 0);
     assert_int_equal(access(fx->path, F_OK), -1);
@@ -296,7 +303,7 @@ test_posix_rename_unlink_and_file_size_retry_eintr(void **state)
     assert_int_equal(size, 3);
 
     eintr_left.unlink = 2;
-    assert_int_equal(posix->unlink(posix->ctx, to), 0);
+    assert_int_equal(posix->unlink(posix->ctx, fx->dir_fd, "renamed"), 0);
     assert_int_equal(eintr_left.unlink, 0);
     assert_int_equal(access(to, F_OK), -1);
     free(to);

@@ -2,7 +2,7 @@
  * test_journal.c: the journal's writer API end to end on real files: create and reopen,
  * append/sync/roll, the writer lock, bad input (oversize, not a journal, newer version,
  * read-only directory, a segment size no file can have), retention, file modes, the sticky
- * failed state, and listing the directory through EINTR (interposed opendir/readdir).
+ * failed state, and listing the directory through EINTR (interposed openat/readdir).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,28 +30,36 @@
 enum { SMALL_SEGMENT_BYTES = 16 * 1024 };
 
 /*
- * EINTR from the directory listing. A signal can interrupt opendir and readdir on a FUSE or
- * network file system, never on the local disks the tests run on, so this binary puts its
- * own opendir and readdir in front of the C library's (an executable's definitions win at
- * link time): each fails with EINTR as many times as armed, then calls the next definition
- * (the C library's, or a sanitizer's interceptor).
+ * EINTR from the directory listing. A signal can interrupt the open of a directory stream
+ * (openat of ".", relative to the journal's descriptor) and readdir on a FUSE or network
+ * file system, never on the local disks the tests run on, so this binary puts its own openat
+ * and readdir in front of the C library's (an executable's definitions win at link time):
+ * each fails with EINTR as many times as armed (openat only for "."), then calls the next
+ * definition (the C library's, or a sanitizer's interceptor).
  */
 static struct {
-    int opendir, readdir;
+    int open_dot, readdir;
 } eintr_left;
 
-DIR *
-opendir(const char *path)
+int
+openat(int dir_fd, const char *path, int flags, ...)
 {
-    if (eintr_left.opendir > 0) {
-        eintr_left.opendir--;
-        errno = EINTR;
-        return NULL;
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, unsigned);
+        va_end(ap);
     }
-    DIR *(*next)(const char *);
-    void *sym = dlsym(RTLD_NEXT, "opendir");
+    if (eintr_left.open_dot > 0 && strcmp(path, ".") == 0) {
+        eintr_left.open_dot--;
+        errno = EINTR;
+        return -1;
+    }
+    int (*next)(int, const char *, int, ...);
+    void *sym = dlsym(RTLD_NEXT, "openat");
     memcpy(&next, &sym, sizeof next); /* POSIX's way from dlsym to a function pointer */
-    return next(path);
+    return next(dir_fd, path, flags, mode);
 }
 
 struct dirent *
@@ -551,7 +559,7 @@ failing_fdatasync(void *ctx, int fd)
         const journal_io_t *inner = *(const journal_io_t *const *)ctx;                             \
         return inner->name args;                                                                   \
     }
-FWD(open_file, int, (void *ctx, const char *p, int fl, mode_t m), (inner->ctx, p, fl, m))
+FWD(open_file, int, (void *ctx, int d, const char *p, int fl, mode_t m), (inner->ctx, d, p, fl, m))
 FWD(pread, ssize_t, (void *ctx, int fd, void *b, size_t l, off_t o), (inner->ctx, fd, b, l, o))
 FWD(pwritev, int, (void *ctx, int fd, const struct iovec *v, int n, off_t o),
     (inner->ctx, fd, v, n, o))
@@ -559,11 +567,14 @@ FWD(fdatasync, int, (void *ctx, int fd), (inner->ctx, fd))
 FWD(fsync, int, (void *ctx, int fd), (inner->ctx, fd))
 FWD(truncate, int, (void *ctx, int fd, off_t l), (inner->ctx, fd, l))
 FWD(allocate, int, (void *ctx, int fd, off_t o, off_t l, int z), (inner->ctx, fd, o, l, z))
-FWD(rename, int, (void *ctx, const char *a, const char *b), (inner->ctx, a, b))
-FWD(unlink, int, (void *ctx, const char *p), (inner->ctx, p))
-FWD(sync_dir, int, (void *ctx, const char *d), (inner->ctx, d))
+FWD(rename, int, (void *ctx, int d, const char *a, const char *b), (inner->ctx, d, a, b))
+FWD(unlink, int, (void *ctx, int d, const char *p), (inner->ctx, d, p))
+FWD(sync_dir, int, (void *ctx, int d), (inner->ctx, d))
 FWD(file_size, int, (void *ctx, int fd, off_t *s), (inner->ctx, fd, s))
 FWD(close, int, (void *ctx, int fd), (inner->ctx, fd))
+FWD(open_dir, int, (void *ctx, int d, const char *p), (inner->ctx, d, p))
+FWD(make_dir, int, (void *ctx, int d, const char *p, mode_t m), (inner->ctx, d, p, m))
+FWD(set_mode, int, (void *ctx, int fd, mode_t m), (inner->ctx, fd, m))
 
 /* A table that passes every call on to the `inner` table at the start of ctx's state;
  * tests then replace the methods they watch or break. */
@@ -582,7 +593,10 @@ fwd_table(void *ctx)
                           .unlink = fwd_unlink,
                           .sync_dir = fwd_sync_dir,
                           .file_size = fwd_file_size,
-                          .close = fwd_close};
+                          .close = fwd_close,
+                          .open_dir = fwd_open_dir,
+                          .make_dir = fwd_make_dir,
+                          .set_mode = fwd_set_mode};
 }
 
 static void
@@ -632,10 +646,10 @@ typedef struct direct_probe {
 } direct_probe_t;
 
 static int
-probe_open_file(void *ctx, const char *path, int flags, mode_t mode)
+probe_open_file(void *ctx, int dir_fd, const char *name, int flags, mode_t mode)
 {
     direct_probe_t *p = ctx;
-    int fd = p->inner->open_file(p->inner->ctx, path, flags, mode);
+    int fd = p->inner->open_file(p->inner->ctx, dir_fd, name, flags, mode);
     if (fd >= 0 && fd < 1024) {
         p->is_direct[fd] = (flags & JOURNAL_IO_DIRECT) != 0;
         p->n_direct_opens += p->is_direct[fd];
@@ -821,7 +835,7 @@ test_roll_from_an_empty_newest_segment_replaces_it(void **state)
     jtest_rmtree(dir);
 }
 
-/* Records the directories sync_dir was asked to sync. */
+/* Records the directories sync_dir was asked to sync, by the path their descriptor has. */
 typedef struct dir_sync_log {
     const journal_io_t *inner;
     char synced[8][PATH_MAX];
@@ -829,12 +843,14 @@ typedef struct dir_sync_log {
 } dir_sync_log_t;
 
 static int
-logging_sync_dir(void *ctx, const char *dir)
+logging_sync_dir(void *ctx, int dir_fd)
 {
     dir_sync_log_t *l = ctx;
-    if (l->n < 8)
-        snprintf(l->synced[l->n++], PATH_MAX, "%s", dir);
-    return l->inner->sync_dir(l->inner->ctx, dir);
+    char self_path[64];
+    snprintf(self_path, sizeof self_path, "/proc/self/fd/%d", dir_fd);
+    if (l->n < 8 && realpath(self_path, l->synced[l->n]))
+        l->n++;
+    return l->inner->sync_dir(l->inner->ctx, dir_fd);
 }
 
 /* A new journal's directory entry is made durable by syncing the directory that holds it,
@@ -917,7 +933,7 @@ eintr_disarm(void **state)
     return 0;
 }
 
-/* Listing the journal directory retries EINTR (opendir, and readdir, which leaves the stream
+/* Listing the journal directory retries EINTR (its open, and readdir, which leaves the stream
  * where it was), as every other call of the journal does: a signal must not make an open
  * fail, nor a reader miss a segment. */
 static void
@@ -936,10 +952,10 @@ test_open_and_readers_list_the_directory_through_eintr(void **state)
     assert_int_equal(journal_close(j, &err), 0);
 
     journal_recovery_t rec;
-    eintr_left.opendir = 2;
+    eintr_left.open_dot = 2;
     eintr_left.readdir = 3;
     assert_int_equal(journal_open(dir, &o, &j, &rec, &err), 0);
-    assert_int_equal(eintr_left.opendir, 0);
+    assert_int_equal(eintr_left.open_dot, 0);
     assert_int_equal(eintr_left.readdir, 0);
     assert_int_equal(rec.first_seq, 1);
     assert_int_equal(rec.last_seq, last);

@@ -1,6 +1,8 @@
 /*
- * test_journal_faults.c: the journal's fault loop. A fixed workload (create, appends that
- * roll across small segments, syncs, delete_before, close, reopen, more appends, close) runs
+ * test_journal_faults.c: the journal's fault loop. A fixed workload (create the directory
+ * and the journal, appends that roll across small segments, syncs, delete_before, close,
+ * reopen with other modes, which open sets on the directory and the files, more appends,
+ * close) runs
  * over the faulting I/O table with call n = 1, 2, ... armed to fail, until a run finishes
  * without reaching call n. After every run:
  *  - if the fault fired, some journal call must have returned an error, and once an append
@@ -149,6 +151,10 @@ run_workload(const char *dir, const journal_io_t *io, const loop_case_t *lc, tes
 
     for (int phase = 0; phase < 2; phase++) {
         journal_recovery_t rec;
+        if (phase == 1) { /* the reopen changes the modes: every set_mode site is reached */
+            opts.dir_mode = 0750;
+            opts.file_mode = 0640;
+        }
         int rc = journal_open(dir, &opts, &j, &rec, &err);
         if (rc) {
             note_error(res, rc, phase ? "journal_open (reopen)" : "journal_open (create)");
@@ -208,7 +214,10 @@ check_after_fault(const char *dir, const loop_case_t *lc, test_ledger_t *lg, con
 static int
 faulted_run(io_fault_t *fault, const loop_case_t *lc, const io_fault_spec_t *spec, uint64_t seed)
 {
-    char *dir = test_tmpdir_new("faults");
+    char *base = test_tmpdir_new("faults");
+    assert_non_null(base);
+    /* A directory the workload creates, so creating it is among the calls failed. */
+    char *dir = test_path_join(base, "j");
     assert_non_null(dir);
     test_ledger_t lg;
     test_ledger_init(&lg, lc->is_large ? FAULT_LARGE_MAX_PAD_BYTES : FAULT_MAX_PAD_BYTES);
@@ -246,7 +255,8 @@ faulted_run(io_fault_t *fault, const loop_case_t *lc, const io_fault_spec_t *spe
     check_after_fault(dir, lc, &lg, label);
 
     test_ledger_free(&lg);
-    assert_int_equal(test_tmpdir_remove(dir), 0);
+    free(dir);
+    assert_int_equal(test_tmpdir_remove(base), 0);
     return fired != 0;
 }
 

@@ -66,12 +66,14 @@ append_meta(bson_t *doc, const shipped_t *s, int omit)
     bson_append_document_end(doc, &meta);
 }
 
-/* The document the shipper builds for `event`: _id, the event's fields, the metadata. */
+/* The document the shipper builds for `event`: _id, the time field _ts, the event's fields,
+ * the metadata. */
 static bson_t *
 shipped_doc(const shipped_t *s, const bson_t *event, int omit)
 {
     bson_t *doc = bson_new();
     append_id(doc, SOURCE, s->seq);
+    BSON_APPEND_DATE_TIME(doc, STELE_TIME_FIELD_DEFAULT, s->ts_ns / 1000000);
     bson_concat(doc, event);
     append_meta(doc, s, omit);
     return doc;
@@ -93,7 +95,7 @@ assert_rejected(const bson_t *doc, const char *want_in_message)
     bson_init(&event);
     stele_record_t rec;
     stele_error_t err = {0};
-    assert_int_equal(remote_doc_to_record(doc, SOURCE, WHERE, &event, &rec, &err),
+    assert_int_equal(remote_doc_to_record(doc, SOURCE, NULL, WHERE, &event, &rec, &err),
                      STELE_EINTEGRITY);
     assert_int_equal(err.code, STELE_EINTEGRITY);
     if (strstr(err.message, want_in_message) == NULL)
@@ -116,7 +118,7 @@ test_a_shipped_document_gives_back_the_record_and_the_event_bytes(void **state)
     bson_init(&out);
     stele_record_t rec;
     stele_error_t err = {0};
-    assert_int_equal(remote_doc_to_record(doc, SOURCE, WHERE, &out, &rec, &err), 0);
+    assert_int_equal(remote_doc_to_record(doc, SOURCE, NULL, WHERE, &out, &rec, &err), 0);
     assert_int_equal(rec.seq, 42);
     assert_true(rec.ts_ns == s.ts_ns);
     assert_memory_equal(rec.hash, s.hash, 32);
@@ -129,6 +131,34 @@ test_a_shipped_document_gives_back_the_record_and_the_event_bytes(void **state)
     bson_destroy(event);
 }
 
+/* The sink's time field is the envelope's, not the event's: it is left out under the name
+ * the reader is given (a BSON date), while a field of that name in an event shipped under
+ * another time field stays. */
+static void
+test_the_sinks_time_field_is_left_out_of_the_event(void **state)
+{
+    (void)state;
+    shipped_t s;
+    shipped_init(&s, 7);
+    bson_t *event = json_doc("{\"ts\":\"2026-12-01\",\"who\":\"bob\"}");
+    bson_t *doc = bson_new();
+    append_id(doc, SOURCE, s.seq);
+    BSON_APPEND_DATE_TIME(doc, "when", s.ts_ns / 1000000);
+    bson_concat(doc, event);
+    append_meta(doc, &s, META_ALL);
+    bson_t out;
+    bson_init(&out);
+    stele_record_t rec;
+    assert_int_equal(remote_doc_to_record(doc, SOURCE, "when", WHERE, &out, &rec, NULL), 0);
+    assert_int_equal(rec.bson_len, event->len);
+    assert_memory_equal(rec.bson, bson_get_data(event), event->len);
+    /* Read with the default time field, "when" is a field of the event. */
+    assert_int_equal(remote_doc_to_record(doc, SOURCE, NULL, WHERE, &out, &rec, NULL), 0);
+    assert_true(rec.bson_len > event->len);
+    bson_destroy(&out);
+    bson_destroy(doc);
+    bson_destroy(event);
+}
 static void
 test_the_event_is_replaced_not_appended_on_the_next_document(void **state)
 {
@@ -143,8 +173,8 @@ test_the_event_is_replaced_not_appended_on_the_next_document(void **state)
     bson_t out;
     bson_init(&out);
     stele_record_t rec;
-    assert_int_equal(remote_doc_to_record(doc1, SOURCE, WHERE, &out, &rec, NULL), 0);
-    assert_int_equal(remote_doc_to_record(doc2, SOURCE, WHERE, &out, &rec, NULL), 0);
+    assert_int_equal(remote_doc_to_record(doc1, SOURCE, NULL, WHERE, &out, &rec, NULL), 0);
+    assert_int_equal(remote_doc_to_record(doc2, SOURCE, NULL, WHERE, &out, &rec, NULL), 0);
     assert_int_equal(rec.seq, 2);
     assert_int_equal(rec.bson_len, small->len);
     assert_memory_equal(rec.bson, bson_get_data(small), small->len);
@@ -166,7 +196,7 @@ test_without_ts_ns_the_bson_date_gives_the_time_in_ms(void **state)
     bson_t out;
     bson_init(&out);
     stele_record_t rec;
-    assert_int_equal(remote_doc_to_record(doc, SOURCE, WHERE, &out, &rec, NULL), 0);
+    assert_int_equal(remote_doc_to_record(doc, SOURCE, NULL, WHERE, &out, &rec, NULL), 0);
     assert_true(rec.ts_ns == (s.ts_ns / 1000000) * 1000000);
     bson_destroy(&out);
     bson_destroy(doc);
@@ -380,6 +410,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_shipped_document_gives_back_the_record_and_the_event_bytes),
+        cmocka_unit_test(test_the_sinks_time_field_is_left_out_of_the_event),
         cmocka_unit_test(test_the_event_is_replaced_not_appended_on_the_next_document),
         cmocka_unit_test(test_without_ts_ns_the_bson_date_gives_the_time_in_ms),
         cmocka_unit_test(test_a_document_without_the_metadata_field_is_a_clear_error),

@@ -244,6 +244,9 @@ test_serve_rejects_bad_requests_and_keeps_connection_usable(void **state)
         ROW("top-level $-key", "{\"$set\":{\"a\":1}}", STELE_EDOLLARKEY, 0),
         ROW("nested $-key", "{\"q\":{\"$gt\":1}}", STELE_EDOLLARKEY, 0),
         ROW("NUL in a key", "{\"a\\u0000b\":1}", STELE_EKEYNUL, STELE_EJSON),
+        ROW("repeated key", "{\"actor\":\"alice\",\"actor\":\"mallory\"}", STELE_EAMBIGUOUS, 0),
+        ROW("dotted key in an envelope's event", "{\"$event\":{\"ip.v4\":\"10.0.0.1\"}}",
+            STELE_EAMBIGUOUS, 0),
         ROW("number out of range", "{\"n\":1e999}", STELE_ENUMBER, STELE_EJSON),
         ROW("unknown wait level", "{\"$event\":{\"a\":1},\"$wait\":\"eventually\"}",
             STELE_EPROTOCOL, 0),
@@ -532,7 +535,9 @@ test_serve_drain_timeout_fails_only_requests_short_of_their_level(void **state)
 
 /* Starts a server whose descriptor limit is fd_limit (the test keeps its own) and opens
  * n_conns connections, each sending one request: more than the server has descriptors for,
- * so the rest wait in the listen backlog. */
+ * so the rest wait in the listen backlog. The connection caps are set above the limit: what
+ * is tested is the server running out of descriptors (for any reason), which its default
+ * caps keep connections alone from doing. */
 static void
 start_server_short_of_descriptors(ts_server_t *srv, const char *dir, int fd_limit, int *fds,
                                   int n_conns)
@@ -542,7 +547,9 @@ start_server_short_of_descriptors(ts_server_t *srv, const char *dir, int fd_limi
     low = saved;
     low.rlim_cur = (rlim_t)fd_limit;
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-    int started = ts_server_start(srv, dir, NULL, NULL);
+    static const char *const above_the_limit[] = {"--serve-max-conns", "100000",
+                                                  "--serve-max-conns-per-uid", "100000", NULL};
+    int started = ts_server_start(srv, dir, NULL, above_the_limit);
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
     assert_int_equal(started, 0);
     for (int i = 0; i < n_conns; i++) {

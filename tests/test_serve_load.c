@@ -141,7 +141,9 @@ test_serve_holds_10000_connections_with_every_ack_exactly_once(void **state)
     raise_fd_limit(LOAD_CONNS + LOAD_FD_SLACK);
     ts_make_dir(dir, sizeof dir, "load10k");
     int exit_code = -1;
-    if (ts_server_start(&srv, dir, &exit_code, NULL) != 0)
+    /* One user opens every connection here: its cap (64 by default) is lifted. */
+    static const char *const caps[] = {"--serve-max-conns-per-uid", "20000", NULL};
+    if (ts_server_start(&srv, dir, &exit_code, caps) != 0)
         fail_msg("server did not start (exit %d)", exit_code);
     assert_int_equal(ts_proc_rss_kib(srv.pid, &rss_start, &hwm_start), 0);
     int64_t t0 = now_ms();
@@ -283,7 +285,8 @@ test_serve_64_clients_throughput_is_measured_beside_in_process(void **state)
     ts_make_dir(local_dir, sizeof local_dir, "tp-local");
     for (int round = 0; round < TP_ROUNDS; round++) {
         int exit_code = -1;
-        if (ts_server_start(&srv, server_dir, &exit_code, NULL) != 0)
+        static const char *const caps[] = {"--serve-max-conns-per-uid", "1000", NULL};
+        if (ts_server_start(&srv, server_dir, &exit_code, caps) != 0)
             fail_msg("server did not start (exit %d)", exit_code);
         double server_rate = tp_run(server_dir, NULL);
         assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);

@@ -1,8 +1,8 @@
 /*
  * test_ship_mongo.c: shipping to the test server (FerretDB, or STELE_TEST_MONGO_URI):
  * exactly-once delivery, resume from the checkpoint and from the remote, integrity stop,
- * dead letters (and an index that cannot list one), fan-in, remote check and re-ship,
- * credential redaction.
+ * dead letters (and an index that cannot list one), the keys the server refuses that append
+ * refuses too, fan-in, remote check and re-ship, credential redaction.
  * Every test ends with the exactly-once check (ship_check_exactly_once) where it applies.
  * STELE_TEST_SHIP_RECORDS overrides the record count of the bulk test (default 20000; the
  * test_ship_100k ctest entry, in the default suite, runs it with 100000).
@@ -316,6 +316,100 @@ test_wait_shipped_fails_at_once_when_its_sink_stops(void **state)
     ship_journal_destroy(&other, 0);
 }
 
+/* A journal with one sink whose batches may linger an hour (linger_ms's largest value). */
+static stele_t *
+open_lingering(ship_test_t *t, const char *name, stele_sink_options_t *so, char **dir_out)
+{
+    ship_sink_options(so, "main", t->server.uri, name);
+    ship_drop_collection(so);
+    so->linger_ms = 3600000;
+    stele_options_t o;
+    stele_options_init(&o);
+    o.source = name;
+    o.sinks = so;
+    o.n_sinks = 1;
+    *dir_out = test_tmpdir_new(name);
+    assert_non_null(*dir_out);
+    stele_t *db = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(stele_open(*dir_out, &o, &db, &err), 0);
+    return db;
+}
+
+/* A lone writer's record goes to the sink as soon as it is durable: the batch lingers only
+ * while more records are on their way, so however long linger_ms is, a wait=shipped returns
+ * once MongoDB acknowledged it (with a fixed linger each one would wait the whole hour). */
+static void
+test_wait_shipped_of_a_lone_writer_does_not_wait_for_the_linger(void **state)
+{
+    ship_test_t *t = *state;
+    stele_sink_options_t so;
+    char *dir;
+    stele_t *db = open_lingering(t, "lone", &so, &dir);
+    for (int i = 0; i < 3; i++) {
+        uint64_t seq = 0;
+        stele_error_t err = {0};
+        assert_int_equal(stele_append_json(db, "{\"a\":1}", 7, STELE_WAIT_DURABLE, &seq, &err), 0);
+        int rc = stele_wait(db, seq, STELE_WAIT_SHIPPED, SHIP_TEST_WAIT_MS / 2, &err);
+        if (rc != 0)
+            fprintf(stderr, "wait=shipped of seq %llu: %s\n", (unsigned long long)seq, err.message);
+        assert_int_equal(rc, 0);
+    }
+    stele_stats_t st;
+    assert_int_equal(stele_stats(db, &st), 0);
+    assert_int_equal(st.sinks[0].batches, 3);
+    assert_int_equal(stele_close(db, NULL), 0);
+    test_tmpdir_remove(dir);
+}
+
+typedef struct shipped_writer {
+    stele_t *db;
+    int n;
+    int rc;
+} shipped_writer_t;
+
+static void *
+shipped_writer_run(void *arg)
+{
+    shipped_writer_t *w = arg;
+    for (int i = 0; i < w->n && w->rc == 0; i++) {
+        uint64_t seq = 0;
+        w->rc = stele_append_json(w->db, "{\"b\":2}", 7, STELE_WAIT_DURABLE, &seq, NULL);
+        if (w->rc == 0)
+            w->rc = stele_wait(w->db, seq, STELE_WAIT_SHIPPED, SHIP_TEST_WAIT_MS / 2, NULL);
+    }
+    return NULL;
+}
+
+/* Writers that each wait for the sink never leave a batch waiting for records that will not
+ * come: once every writer waits, nothing is on its way and the batch goes. */
+static void
+test_wait_shipped_of_many_writers_does_not_wait_for_the_linger(void **state)
+{
+    ship_test_t *t = *state;
+    enum { N_WRITERS = 8, N_EACH = 25 };
+    stele_sink_options_t so;
+    char *dir;
+    stele_t *db = open_lingering(t, "many", &so, &dir);
+    pthread_t th[N_WRITERS];
+    shipped_writer_t w[N_WRITERS];
+    for (int i = 0; i < N_WRITERS; i++) {
+        w[i] = (shipped_writer_t){db, N_EACH, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, shipped_writer_run, &w[i]), 0);
+    }
+    for (int i = 0; i < N_WRITERS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].rc, 0);
+    }
+    stele_stats_t st;
+    assert_int_equal(stele_stats(db, &st), 0);
+    printf("# %d records in %llu batches\n", N_WRITERS * N_EACH,
+           (unsigned long long)st.sinks[0].batches);
+    assert_int_equal(st.sinks[0].shipped_seq, N_WRITERS * N_EACH);
+    assert_int_equal(stele_close(db, NULL), 0);
+    test_tmpdir_remove(dir);
+}
+
 /* An event the server rejects for good: a dotted key (FerretDB refuses it) and, for a real
  * MongoDB, a value that breaks the collection's validator created below. */
 static void
@@ -325,6 +419,48 @@ append_poison(ship_journal_t *sj)
                            BCON_UTF8("not an int"));
     assert_int_equal(ship_journal_append_bson(sj, bson_get_data(doc), doc->len), 0);
     bson_destroy(doc);
+}
+
+/* What append refuses as ambiguous (STELE_EAMBIGUOUS) is what the sink refuses: the test
+ * server (FerretDB) refuses a key holding '.' and a repeated key at any depth, inside arrays
+ * too, so local and sink acceptance agree and no event stele takes becomes a dead letter
+ * for these. Against STELE_TEST_MONGO_URI the server's verdicts are printed, not asserted:
+ * MongoDB 5 and later store dotted keys (stele still refuses them: queries read them as
+ * paths). */
+static void
+test_ship_sink_refuses_the_keys_append_refuses_as_ambiguous(void **state)
+{
+    ship_test_t *t = *state;
+    static const char *const ambiguous[] = {
+        "{\"a.b\":1}",       "{\"x\":{\"a.b\":1}}",       "{\"x\":[{\"a.b\":1}]}",
+        "{\"a\":1,\"a\":2}", "{\"x\":{\"k\":1,\"k\":2}}", "{\"x\":[{\"k\":1,\"k\":2}]}",
+    };
+    stele_sink_options_t so;
+    ship_sink_options(&so, "main", t->server.uri, "ambiguous");
+    ship_drop_collection(&so);
+    mongoc_client_t *client = mongoc_client_new(so.uri);
+    mongoc_collection_t *coll = mongoc_client_get_collection(client, so.database, so.collection);
+    for (size_t i = 0; i < sizeof ambiguous / sizeof ambiguous[0]; i++) {
+        const char *json = ambiguous[i];
+        assert_int_equal(stele_validate_json(json, strlen(json), NULL, NULL), STELE_EAMBIGUOUS);
+        bson_error_t berr;
+        bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, &berr); /* keeps them */
+        assert_non_null(doc);
+        bool stored = mongoc_collection_insert_one(coll, doc, NULL, NULL, &berr);
+        printf("# %s: the server %s%s\n", json,
+               stored ? "stored it" : "refused it: ", stored ? "" : berr.message);
+        if (!t->server.is_external)
+            assert_false(stored);
+        bson_destroy(doc);
+    }
+    const char *nested = "{\"ip\":{\"v4\":\"10.0.0.1\"},\"k\":[{\"k\":1},{\"k\":2}]}";
+    assert_int_equal(stele_validate_json(nested, strlen(nested), NULL, NULL), 0);
+    bson_error_t berr;
+    bson_t *doc = bson_new_from_json((const uint8_t *)nested, -1, &berr);
+    assert_true(mongoc_collection_insert_one(coll, doc, NULL, NULL, &berr));
+    bson_destroy(doc);
+    mongoc_collection_destroy(coll);
+    mongoc_client_destroy(client);
 }
 
 static void
@@ -801,6 +937,8 @@ main(void)
         cmocka_set_test_filter(getenv("STELE_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wait_shipped_fails_at_once_when_its_sink_stops),
+        cmocka_unit_test(test_wait_shipped_of_a_lone_writer_does_not_wait_for_the_linger),
+        cmocka_unit_test(test_wait_shipped_of_many_writers_does_not_wait_for_the_linger),
         cmocka_unit_test(test_ship_delivers_every_record_exactly_once),
         cmocka_unit_test(test_ship_delivers_the_largest_records),
         cmocka_unit_test(test_ship_resumes_from_checkpoint_after_restart),
@@ -808,6 +946,7 @@ main(void)
         cmocka_unit_test(test_ship_treats_stored_duplicate_with_same_hash_as_shipped),
         cmocka_unit_test(test_ship_stops_sink_when_stored_hash_differs),
         cmocka_unit_test(test_ship_dead_letters_rejected_record_and_goes_on),
+        cmocka_unit_test(test_ship_sink_refuses_the_keys_append_refuses_as_ambiguous),
         cmocka_unit_test(test_ship_retries_a_dead_letter_write_until_the_index_takes_it),
         cmocka_unit_test(test_ship_stops_before_a_dead_letter_the_index_cannot_list),
         cmocka_unit_test(test_dead_letters_are_listed_reshipped_and_leave_the_list),

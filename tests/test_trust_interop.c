@@ -726,7 +726,7 @@ test_interop_go_verifies_stele_proof_bundles(void **state)
         char *json = NULL;
         size_t len = 0;
         stele_error_t err = {0};
-        if (stele_prove(journal, seqs[i], &json, &len, &err))
+        if (stele_prove(journal, NULL, seqs[i], &json, &len, &err))
             fail_msg("prove seq %llu: %s", (unsigned long long)seqs[i], err.message);
         assert_int_equal(stele_verify_proof(json, len, pub, NULL, &err), 0);
         write_text(dir, "bundle.json", json, len);

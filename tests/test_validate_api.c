@@ -37,6 +37,8 @@ static const char *const events[] = {
     "{\"a\":NaN}",
     "{\"bad\":\"\xff\xfe\"}",
     "{\"k\\u0000\":1}",
+    "{\"actor\":\"alice\",\"actor\":\"mallory\"}",
+    "{\"x\":[{\"a.b\":1}]}",
 };
 
 static void
@@ -67,6 +69,47 @@ test_validate_json_refuses_what_append_refuses_with_the_same_code_and_message(vo
     }
     assert_int_equal(n_appended, 2);
     assert_int_equal(stele_close(db, &err), 0);
+    test_tmpdir_remove(dir);
+}
+
+/* The time field of every sink the journal is opened with is reserved at the top level
+ * (the default _ts always is); the same name deeper down, or a ts while no sink names it,
+ * is the event's own. */
+static void
+test_validate_json_reserves_the_time_field_of_each_sink(void **state)
+{
+    (void)state;
+    stele_sink_options_t sinks[2];
+    stele_sink_options_init(&sinks[0]);
+    stele_sink_options_init(&sinks[1]);
+    sinks[0].name = "a";
+    sinks[0].uri = "mongodb://127.0.0.1/";
+    sinks[1].name = "b";
+    sinks[1].uri = "mongodb://127.0.0.1/";
+    sinks[1].time_field = "when";
+    stele_options_t o;
+    stele_options_init(&o);
+    assert_int_equal(stele_validate_json("{\"ts\":1,\"when\":2}", 17, &o, NULL), 0);
+    o.sinks = sinks;
+    o.n_sinks = 2;
+    stele_error_t err = {0};
+    assert_int_equal(stele_validate_json("{\"ts\":1,\"when\":2}", 17, &o, &err),
+                     STELE_ERESERVEDKEY);
+    assert_non_null(strstr(err.message, "\"when\""));
+    assert_int_equal(stele_validate_json("{\"_ts\":1}", 9, &o, &err), STELE_ERESERVEDKEY);
+    assert_int_equal(stele_validate_json("{\"a\":{\"when\":1,\"_ts\":2}}", 24, &o, NULL), 0);
+
+    char *dir = test_tmpdir_new("validate-time-field");
+    assert_non_null(dir);
+    stele_t *db = NULL;
+    sinks[0].uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100";
+    sinks[1].uri = sinks[0].uri;
+    assert_int_equal(stele_open(dir, &o, &db, &err), 0);
+    uint64_t seq = 0;
+    assert_int_equal(stele_append_json(db, "{\"when\":1}", 10, STELE_WAIT_NONE, &seq, &err),
+                     STELE_ERESERVEDKEY);
+    assert_int_equal(stele_append_json(db, "{\"ts\":1}", 8, STELE_WAIT_NONE, &seq, &err), 0);
+    assert_int_equal(stele_close(db, NULL), 0);
     test_tmpdir_remove(dir);
 }
 
@@ -155,6 +198,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(
             test_validate_json_refuses_what_append_refuses_with_the_same_code_and_message),
+        cmocka_unit_test(test_validate_json_reserves_the_time_field_of_each_sink),
         cmocka_unit_test(test_validate_json_honours_the_limits_it_is_given),
         cmocka_unit_test(test_validate_json_refuses_limits_that_open_would_refuse),
         cmocka_unit_test(test_validate_json_accepts_a_null_error_and_a_null_text),

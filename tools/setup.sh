@@ -5,7 +5,8 @@
 #                            MongoDB-compatible test server, the Go checker of the trust
 #                            formats), build with tests
 #   tools/setup.sh --peers   also the benchmark's peers (SQLite, PostgreSQL, Redis,
-#                            RocksDB), so `stele-bench --sweep` can run them
+#                            RocksDB, and the JSON parsers simdjson, yajl, jansson), so
+#                            `stele-bench --sweep` and the `-json` cells can run them
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,8 @@ done
 # Every dependency, by Debian package name (named in the README too).
 build_pkgs="build-essential cmake pkg-config libbson-dev libmongoc-dev liblmdb-dev libssl-dev libinih-dev"
 bench_pkgs="libfuse3-dev fuse3 gnuplot-nox"
-peer_pkgs="libsqlite3-dev libpq-dev postgresql libhiredis-dev redis-server librocksdb-dev"
+peer_pkgs="libsqlite3-dev libpq-dev postgresql libhiredis-dev redis-server librocksdb-dev \
+    libsimdjson-dev libyajl-dev libjansson-dev"
 test_pkgs="libcmocka-dev clang clang-format golang-go ca-certificates git"
 
 pkgs="$build_pkgs $bench_pkgs"
@@ -59,7 +61,7 @@ if [ -n "$fuzz_dir" ]; then
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTELE_WERROR=ON -DSTELE_BUILD_FUZZ=ON \
         -DSTELE_BUILD_BENCH=OFF -DSTELE_FUZZ_SECONDS=15 >/dev/null
     cmake --build "$fuzz_dir" -j "$(nproc)" --target fuzz_frame_decode fuzz_segment_read \
-        fuzz_tail_recovery fuzz_protocol
+        fuzz_tail_recovery fuzz_protocol fuzz_json_bson
 fi
 
 if [ "$with_tests" = 1 ] && [ -x tests/integration/build-test-server.sh ]; then

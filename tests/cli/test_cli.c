@@ -1131,6 +1131,43 @@ test_verify_exits_2_and_names_the_seq_after_a_byte_is_flipped(void **state)
 
 /* ---- output that cannot be written ---------------------------------------------------- */
 
+/* allow_unsafe_dir, as a flag or from the environment, lets every command use a journal its
+ * directory's mode opens to every user (test_cli_bad_input has the refusals). */
+static void
+test_allow_unsafe_dir_opens_a_world_writable_journal_for_every_command(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 2);
+    assert_int_equal(chmod(f->dir, 0777), 0);
+    static const char *const commands[][8] = {
+        {"insert", "-d", "@J", "{\"a\":1}"},
+        {"tail", "-d", "@J", "-n", "all"},
+        {"status", "-d", "@J"},
+        {"verify", "-d", "@J"},
+    };
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        for (int via_env = 0; via_env <= 1; via_env++) {
+            harness_run_t run = {.env = {via_env ? "STELE_ALLOW_UNSAFE_DIR=true" : NULL}};
+            size_t n = 0;
+            for (; n < 7 && commands[i][n] != NULL; n++)
+                run.args[n] = strcmp(commands[i][n], "@J") == 0 ? f->dir : commands[i][n];
+            if (!via_env) {
+                run.args[n++] = "--allow-unsafe-dir";
+                run.args[n++] = "true";
+            }
+            harness_result_t r;
+            harness_exec(&run, &r);
+            if (r.exit_code != 0)
+                fail_msg("%s (%s): exit %d: %s", commands[i][0], via_env ? "env" : "flag",
+                         r.exit_code, r.err);
+            harness_result_free(&r);
+        }
+    }
+    harness_result_t r = harness_run(3, NULL, "status", "-d", f->dir, NULL);
+    assert_non_null(strstr(r.err, "allow-unsafe-dir"));
+    harness_result_free(&r);
+}
+
 /* A command whose output is lost (a full disk, here /dev/full) must not exit 0: a script
  * would take the missing output for the answer. Each row is one command; "@J" is a journal
  * of three records. */
@@ -1257,6 +1294,9 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_verify_exits_2_and_names_the_seq_after_a_byte_is_flipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_allow_unsafe_dir_opens_a_world_writable_journal_for_every_command, setup,
+            teardown),
         cmocka_unit_test_setup_teardown(test_every_command_exits_3_and_says_so_when_stdout_is_full,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_ship_needs_a_mongo_uri, setup, teardown),

@@ -35,13 +35,21 @@ typedef enum stdin_kind {
     IN_NUL,    /* a valid object with a NUL byte inside the line */
 } stdin_kind_t;
 
+/* What a row does to the journal for its run. */
+typedef enum journal_state {
+    JOURNAL_AS_IS = 0,
+    JOURNAL_READ_ONLY = 1,      /* files 0400, directory 0555 */
+    JOURNAL_WORLD_WRITABLE = 2, /* directory 0777 */
+    JOURNAL_GROUP_WRITABLE = 3, /* directory 0770 */
+} journal_state_t;
+
 typedef struct bad_input_case {
     const char *name;
     const char *args[16]; /* after "stele" */
     stdin_kind_t in;
     const char *text;
-    const char *env; /* one "NAME=value" or NULL */
-    int read_only;   /* make the journal read-only (files 0400, dir 0555) for the run */
+    const char *env;   /* one "NAME=value" or NULL */
+    int journal_state; /* the journal for the run (then restored): journal_state_t */
     int want_exit;
     const char *want_err; /* substring of stderr */
 } bad_input_case_t;
@@ -122,6 +130,38 @@ static const bad_input_case_t cases[] = {
      0,
      2,
      "stdin line 1: "},
+    {"repeated key",
+     {"insert", "-d", "@J"},
+     IN_TEXT,
+     "{\"actor\":\"alice\",\"actor\":\"mallory\"}\n",
+     NULL,
+     0,
+     2,
+     "stdin line 1: duplicate key \"actor\" at actor"},
+    {"repeated nested key",
+     {"insert", "-d", "@J"},
+     IN_TEXT,
+     "{\"a\":[{\"k\":1,\"k\":2}]}\n",
+     NULL,
+     0,
+     2,
+     "duplicate key \"k\" at a.0.k"},
+    {"dotted key",
+     {"insert", "-d", "@J"},
+     IN_TEXT,
+     "{\"ip.v4\":\"10.0.0.1\"}\n",
+     NULL,
+     0,
+     2,
+     "stdin line 1: key \"ip.v4\" contains '.'"},
+    {"dotted key argument",
+     {"insert", "-d", "@J", "{\"a\":{\"b.c\":1}}"},
+     IN_NONE,
+     NULL,
+     NULL,
+     0,
+     2,
+     "argument 1: key \"b.c\" under a contains '.'"},
     {"nul byte in a line", {"insert", "-d", "@J"}, IN_NUL, NULL, NULL, 0, 2, "stdin line 1: "},
     {"trailing garbage after object",
      {"insert", "-d", "@J"},
@@ -311,6 +351,54 @@ static const bad_input_case_t cases[] = {
      1,
      3,
      "ermission denied"},
+    {"insert into a world-writable journal",
+     {"insert", "-d", "@J", "{\"a\":1}"},
+     IN_NONE,
+     NULL,
+     NULL,
+     JOURNAL_WORLD_WRITABLE,
+     3,
+     "chmod go-w"},
+    {"insert into a group-writable journal",
+     {"insert", "-d", "@J", "{\"a\":1}"},
+     IN_NONE,
+     NULL,
+     NULL,
+     JOURNAL_GROUP_WRITABLE,
+     3,
+     "mode 0770: its group can change"},
+    {"insert with a group-writable file mode",
+     {"insert", "-d", "@J", "--file-mode", "0660", "{\"a\":1}"},
+     IN_NONE,
+     NULL,
+     NULL,
+     0,
+     1,
+     "file_mode 0660 lets the group change"},
+    {"tail of a world-writable journal",
+     {"tail", "-d", "@J"},
+     IN_NONE,
+     NULL,
+     NULL,
+     JOURNAL_WORLD_WRITABLE,
+     3,
+     "allow-unsafe-dir"},
+    {"status of a world-writable journal",
+     {"status", "-d", "@J"},
+     IN_NONE,
+     NULL,
+     NULL,
+     JOURNAL_WORLD_WRITABLE,
+     3,
+     "every user can change the journal"},
+    {"verify of a group-writable journal",
+     {"verify", "-d", "@J"},
+     IN_NONE,
+     NULL,
+     NULL,
+     JOURNAL_GROUP_WRITABLE,
+     3,
+     "its group can change the journal"},
     /* ---- tail ---- */
     {"tail unknown flag",
      {"tail", "-d", "@J", "--bogus"},
@@ -753,6 +841,19 @@ set_journal_writable(const char *dir, int writable)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Puts the journal in the row's state (is_for_run) or back. */
+static void
+set_journal_state(const char *dir, journal_state_t state, int is_for_run)
+{
+    if (state == JOURNAL_READ_ONLY)
+        set_journal_writable(dir, !is_for_run);
+    else if (state != JOURNAL_AS_IS)
+        assert_int_equal(chmod(dir, !is_for_run                       ? 0700
+                                    : state == JOURNAL_WORLD_WRITABLE ? 0777
+                                                                      : 0770),
+                         0);
+}
+
 /* Runs one row; prints what went wrong and returns 0 when the row fails. */
 static int
 run_case(const bad_fixture_t *f, const bad_input_case_t *c, unsigned seed)
@@ -765,15 +866,13 @@ run_case(const bad_fixture_t *f, const bad_input_case_t *c, unsigned seed)
     run.stdin_data = in;
     run.stdin_len = in_len;
     run.env[0] = c->env;
-    run.drop_dac_override = c->read_only;
+    run.drop_dac_override = c->journal_state == JOURNAL_READ_ONLY;
 
     char *before = harness_journal_snapshot(f->journal);
-    if (c->read_only)
-        set_journal_writable(f->journal, 0);
+    set_journal_state(f->journal, (journal_state_t)c->journal_state, 1);
     harness_result_t r;
     harness_exec(&run, &r);
-    if (c->read_only)
-        set_journal_writable(f->journal, 1);
+    set_journal_state(f->journal, (journal_state_t)c->journal_state, 0);
     char *after = harness_journal_snapshot(f->journal);
 
     int is_ok = 1;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mongo_server.h"
+#include "ship_mongo.h" /* ship_doc_identity */
 
 /* Segment size for test journals: small enough for many test directories, large enough to
  * hold the biggest test batch. */
@@ -271,6 +272,114 @@ ship_check_exactly_once(const ship_journal_t *sj, const stele_sink_options_t *so
         return -1;
     }
     return 0;
+}
+
+/* The chain hashes of records 1..n of a journal, n * 32 bytes (NULL when it lacks one). */
+static uint8_t *
+ship_fixture_hashes(const ship_journal_t *sj, uint64_t n)
+{
+    uint8_t *hashes = calloc(n ? n : 1, 32);
+    journal_reader_t *r = NULL;
+    stele_error_t err;
+    if (!hashes || journal_reader_open(sj->dir, NULL, &r, &err) != 0 ||
+        journal_reader_seek(r, 1, 0, 0, &err) != 0) {
+        journal_reader_close(r);
+        free(hashes);
+        return NULL;
+    }
+    journal_record_t rec;
+    uint64_t got = 0;
+    while (got < n && journal_reader_next(r, &rec, &err) == 0 && rec.seq == got + 1)
+        memcpy(hashes + 32 * got++, rec.hash, 32);
+    journal_reader_close(r);
+    if (got < n) {
+        free(hashes);
+        return NULL;
+    }
+    return hashes;
+}
+
+/* Checks one stored document against the journals: known source, seq in 1..n, first time
+ * seen, same hash. */
+static int
+ship_fixture_check_doc(const bson_t *doc, const ship_journal_t *sjs, size_t n_sources,
+                       uint8_t **hashes, uint8_t **seen, uint64_t n)
+{
+    bson_iter_t it;
+    const char *src = NULL;
+    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "_id.src", &it) &&
+        BSON_ITER_HOLDS_UTF8(&it))
+        src = bson_iter_utf8(&it, NULL);
+    uint64_t seq = 0;
+    const uint8_t *hash = NULL;
+    size_t i = 0;
+    while (src && i < n_sources && strcmp(src, sjs[i].source) != 0)
+        i++;
+    if (!src || i == n_sources || ship_doc_identity(doc, &seq, &hash) != 0 || seq < 1 || seq > n ||
+        !hash) {
+        fprintf(stderr, "exactly-once: unexpected document (source %s, seq %llu)\n",
+                src ? src : "?", (unsigned long long)seq);
+        return -1;
+    }
+    if (seen[i][seq - 1]++) {
+        fprintf(stderr, "exactly-once: %s seq %llu stored twice\n", src, (unsigned long long)seq);
+        return -1;
+    }
+    if (memcmp(hash, hashes[i] + 32 * (seq - 1), 32) != 0) {
+        fprintf(stderr, "exactly-once: %s seq %llu has another hash\n", src,
+                (unsigned long long)seq);
+        return -1;
+    }
+    return 0;
+}
+
+int
+ship_check_exactly_once_many(const ship_journal_t *sjs, size_t n_sources,
+                             const stele_sink_options_t *so, uint64_t n)
+{
+    uint8_t **hashes = calloc(n_sources, sizeof *hashes);
+    uint8_t **seen = calloc(n_sources, sizeof *seen);
+    int rc = hashes && seen ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n_sources; i++) {
+        hashes[i] = ship_fixture_hashes(&sjs[i], n);
+        seen[i] = calloc(n ? n : 1, 1);
+        if (!hashes[i] || !seen[i])
+            rc = -1;
+    }
+    mongoc_client_t *client = NULL;
+    mongoc_collection_t *coll = rc == 0 ? ship_fixture_collection(so, &client) : NULL;
+    bson_t filter = BSON_INITIALIZER;
+    bson_t *opts =
+        BCON_NEW("projection", "{", "_id", BCON_INT32(1), "_stele.hash", BCON_INT32(1), "}");
+    mongoc_cursor_t *cur =
+        coll ? mongoc_collection_find_with_opts(coll, &filter, opts, NULL) : NULL;
+    const bson_t *doc;
+    while (rc == 0 && cur && mongoc_cursor_next(cur, &doc))
+        rc = ship_fixture_check_doc(doc, sjs, n_sources, hashes, seen, n);
+    bson_error_t berr;
+    if (rc == 0 && (!cur || mongoc_cursor_error(cur, &berr))) {
+        fprintf(stderr, "exactly-once: cannot read the collection\n");
+        rc = -1;
+    }
+    for (size_t i = 0; rc == 0 && i < n_sources; i++)
+        for (uint64_t k = 0; rc == 0 && k < n; k++)
+            if (!seen[i][k]) {
+                fprintf(stderr, "exactly-once: %s seq %llu missing\n", sjs[i].source,
+                        (unsigned long long)k + 1);
+                rc = -1;
+            }
+    mongoc_cursor_destroy(cur);
+    bson_destroy(opts);
+    if (coll)
+        mongoc_collection_destroy(coll);
+    mongoc_client_destroy(client);
+    for (size_t i = 0; i < n_sources && hashes && seen; i++) {
+        free(hashes[i]);
+        free(seen[i]);
+    }
+    free(hashes);
+    free(seen);
+    return rc;
 }
 
 int

@@ -47,6 +47,13 @@ void ship_sink_options(stele_sink_options_t *so, const char *name, const char *u
  * Returns 0 or -1 with the reason on stderr. */
 int ship_check_exactly_once(const ship_journal_t *sj, const stele_sink_options_t *so, uint64_t n);
 
+/* The same check for n_sources journals sharing one collection, in one pass over it (a
+ * server that scans for every query, as FerretDB does, would otherwise read the collection
+ * twice per source): exactly n documents per source, seqs 1..n each once, every hash equal to
+ * its journal's, and no document of another source. Returns 0 or -1 with the reason. */
+int ship_check_exactly_once_many(const ship_journal_t *sjs, size_t n_sources,
+                                 const stele_sink_options_t *so, uint64_t n);
+
 /* Documents in the sink's collection for a source (NULL: all of them). -1 on error. */
 int64_t ship_count_docs(const stele_sink_options_t *so, const char *source);
 

@@ -12,6 +12,9 @@
  *       wait in the journal, and with --catch-up while it ships them once MongoDB is back
  *       (for up to S seconds, 0 = until caught up). Needs its own test server. Exits 1
  *       when a phase's peak exceeds K KiB.
+ *   stele-ship-bench fanin  [--sources N] [--records N] [--batch N] [--rounds N] [--uri URI]
+ *       many hosts into one collection: N journals of --records each shipped by N shippers at
+ *       once, against N clients inserting the same documents with insert_many, alternating.
  *
  * Without --uri it starts its own test server (mongo_server.h). Prints one line per
  * figure; exit status 0, or 1 on a usage or setup error.
@@ -41,6 +44,7 @@ typedef struct bench_args {
     int seconds;
     int catch_up;     /* memory: -1 = no catch-up, 0 = until caught up, else seconds */
     long max_rss_kib; /* memory: fail when a phase's peak RSS exceeds it (0 = no limit) */
+    int sources;      /* fanin: journals, shippers and direct clients (1..64) */
 } bench_args_t;
 
 static uint64_t
@@ -59,6 +63,7 @@ bench_doc(const char *source, const journal_record_t *rec)
     BSON_APPEND_UTF8(&id, "src", source);
     BSON_APPEND_INT64(&id, "seq", (int64_t)rec->seq);
     bson_append_document_end(doc, &id);
+    BSON_APPEND_DATE_TIME(doc, "_ts", rec->ts_ns / 1000000);
     bson_init_static(&event, rec->payload, rec->payload_len);
     bson_concat(doc, &event);
     BSON_APPEND_DOCUMENT_BEGIN(doc, "_stele", &meta);
@@ -88,6 +93,27 @@ bench_load_docs(const ship_journal_t *sj, uint64_t n)
     return docs;
 }
 
+/* Gives a baseline's collection the indexes a sink creates on its own (stele_src_seq and
+ * stele_time), so that both sides of a comparison pay the same index maintenance and the
+ * difference is the shipping itself. */
+static void
+bench_sink_indexes(mongoc_collection_t *coll)
+{
+    bson_t *keys[2] = {BCON_NEW("_id.src", BCON_INT32(1), "_id.seq", BCON_INT32(1)),
+                       BCON_NEW("_ts", BCON_INT32(-1))};
+    const char *names[2] = {"stele_src_seq", "stele_time"};
+    for (int i = 0; i < 2; i++) {
+        bson_t *cmd =
+            BCON_NEW("createIndexes", BCON_UTF8(mongoc_collection_get_name(coll)), "indexes", "[",
+                     "{", "key", BCON_DOCUMENT(keys[i]), "name", BCON_UTF8(names[i]), "}", "]");
+        bson_error_t err;
+        if (!mongoc_collection_write_command_with_opts(coll, cmd, NULL, NULL, &err))
+            fprintf(stderr, "baseline index %s: %s\n", names[i], err.message);
+        bson_destroy(cmd);
+        bson_destroy(keys[i]);
+    }
+}
+
 static double
 bench_plain_loop(const stele_sink_options_t *so, bson_t **docs, uint64_t n, uint32_t batch)
 {
@@ -96,6 +122,7 @@ bench_plain_loop(const stele_sink_options_t *so, bson_t **docs, uint64_t n, uint
     mongoc_client_t *client = mongoc_client_pool_pop(pool);
     mongoc_collection_t *coll = mongoc_client_get_collection(client, so->database, so->collection);
     mongoc_collection_drop(coll, NULL);
+    bench_sink_indexes(coll);
     mongoc_write_concern_t *wc = mongoc_write_concern_new();
     mongoc_write_concern_set_wmajority(wc, (int32_t)so->wtimeout_ms);
     mongoc_write_concern_set_journal(wc, true);
@@ -232,6 +259,154 @@ bench_lag(const bench_args_t *a, const char *uri)
     shipper_stop(s, 0);
     free(lag);
     ship_journal_destroy(&sj, 0);
+    return 0;
+}
+
+/* One client of the direct fan-in: its own client, its source's documents. */
+typedef struct fanin_client {
+    const stele_sink_options_t *so;
+    mongoc_client_pool_t *pool;
+    bson_t **docs;
+    uint64_t n;
+    uint32_t batch;
+    int rc;
+} fanin_client_t;
+
+static void *
+fanin_client_run(void *arg)
+{
+    fanin_client_t *c = arg;
+    mongoc_client_t *client = mongoc_client_pool_pop(c->pool);
+    mongoc_collection_t *coll =
+        mongoc_client_get_collection(client, c->so->database, c->so->collection);
+    mongoc_write_concern_t *wc = mongoc_write_concern_new();
+    mongoc_write_concern_set_wmajority(wc, (int32_t)c->so->wtimeout_ms);
+    mongoc_write_concern_set_journal(wc, true);
+    bson_t opts = BSON_INITIALIZER;
+    BSON_APPEND_BOOL(&opts, "ordered", true);
+    mongoc_write_concern_append(wc, &opts);
+    for (uint64_t off = 0; c->rc == 0 && off < c->n; off += c->batch) {
+        size_t k = c->n - off < c->batch ? (size_t)(c->n - off) : c->batch;
+        bson_error_t err;
+        if (!mongoc_collection_insert_many(coll, (const bson_t **)c->docs + off, k, &opts, NULL,
+                                           &err)) {
+            fprintf(stderr, "direct fan-in: %s\n", err.message);
+            c->rc = -1;
+        }
+    }
+    bson_destroy(&opts);
+    mongoc_write_concern_destroy(wc);
+    mongoc_collection_destroy(coll);
+    mongoc_client_pool_push(c->pool, client);
+    return NULL;
+}
+
+/* n_sources clients, each inserting its source's documents with insert_many in batches, at
+ * once into one collection. Returns the aggregate documents/s. */
+static double
+fanin_direct(const stele_sink_options_t *so, bson_t ***docs, int n_sources, uint64_t n,
+             uint32_t batch)
+{
+    ship_drop_collection(so);
+    mongoc_uri_t *uri = mongoc_uri_new(so->uri);
+    mongoc_client_pool_t *pool = mongoc_client_pool_new(uri);
+    mongoc_client_pool_max_size(pool, (uint32_t)n_sources);
+    mongoc_client_t *setup = mongoc_client_pool_pop(pool);
+    mongoc_collection_t *coll = mongoc_client_get_collection(setup, so->database, so->collection);
+    bench_sink_indexes(coll);
+    mongoc_collection_destroy(coll);
+    mongoc_client_pool_push(pool, setup);
+    fanin_client_t c[64];
+    pthread_t th[64];
+    int64_t start = ship_fixture_now_ms();
+    for (int i = 0; i < n_sources; i++) {
+        c[i] = (fanin_client_t){so, pool, docs[i], n, batch, 0};
+        pthread_create(&th[i], NULL, fanin_client_run, &c[i]);
+    }
+    int rc = 0;
+    for (int i = 0; i < n_sources; i++) {
+        pthread_join(th[i], NULL);
+        rc |= c[i].rc;
+    }
+    double secs = (double)(ship_fixture_now_ms() - start) / 1000.0;
+    mongoc_client_pool_destroy(pool);
+    mongoc_uri_destroy(uri);
+    return rc ? 0 : (double)n * n_sources / secs;
+}
+
+/* n_sources shippers, one per journal, started at once on their whole journals. Returns the
+ * aggregate documents/s until the last one shipped its last record. */
+static double
+fanin_shippers(ship_journal_t *sj, const stele_sink_options_t *so, int n_sources, uint64_t n)
+{
+    ship_drop_collection(so);
+    shipper_t *s[64] = {0};
+    int64_t start = ship_fixture_now_ms();
+    for (int i = 0; i < n_sources; i++) {
+        index_put_checkpoint(sj[i].index, so->name, 0, NULL);
+        shipper_config_t cfg = {
+            .sink = so, .journal_dir = sj[i].dir, .source = sj[i].source, .index = sj[i].index};
+        stele_error_t err;
+        if (shipper_start(&cfg, &s[i], &err) != 0)
+            fprintf(stderr, "shipper: %s\n", err.message);
+    }
+    int rc = 0;
+    for (int i = 0; i < n_sources; i++)
+        rc |= !s[i] || ship_wait_for(get_shipped, s[i], n, 600000) != 0;
+    double secs = (double)(ship_fixture_now_ms() - start) / 1000.0;
+    for (int i = 0; i < n_sources; i++)
+        shipper_stop(s[i], 0);
+    return rc ? 0 : (double)n * n_sources / secs;
+}
+
+/*
+ * Many hosts into one collection: `sources` journals of `records` each, shipped by as many
+ * shippers at once, against as many clients inserting the same documents with insert_many,
+ * alternating, in the same run. Prints each round and the medians.
+ */
+static int
+bench_fanin(const bench_args_t *a, const char *uri)
+{
+    int n_sources = a->sources;
+    ship_journal_t sj[64];
+    bson_t **docs[64];
+    for (int i = 0; i < n_sources; i++) {
+        char source[16];
+        snprintf(source, sizeof source, "host-%02d", i);
+        if (ship_journal_create(&sj[i], source) != 0 ||
+            ship_journal_append(&sj[i], a->records, 1000, 100) != 0 ||
+            !(docs[i] = bench_load_docs(&sj[i], a->records)))
+            return 1;
+    }
+    stele_sink_options_t so;
+    ship_sink_options(&so, "fanin", uri, "fanin");
+    so.batch_docs = a->batch;
+    so.backoff_min_ms = 50;
+    so.backoff_max_ms = 5000;
+    double direct[16], shipped[16], ratio[16];
+    int rounds = a->rounds > 16 ? 16 : a->rounds;
+    for (int r = 0; r < rounds; r++) {
+        direct[r] = fanin_direct(&so, docs, n_sources, a->records, a->batch);
+        shipped[r] = fanin_shippers(sj, &so, n_sources, a->records);
+        ratio[r] = direct[r] > 0 ? shipped[r] / direct[r] : 0;
+        printf("round %d: %d clients insert_many %.0f docs/s, %d shippers %.0f docs/s, ratio "
+               "%.2f\n",
+               r + 1, n_sources, direct[r], n_sources, shipped[r], ratio[r]);
+        fflush(stdout);
+    }
+    qsort(direct, (size_t)rounds, sizeof direct[0], bench_cmp_double);
+    qsort(shipped, (size_t)rounds, sizeof shipped[0], bench_cmp_double);
+    qsort(ratio, (size_t)rounds, sizeof ratio[0], bench_cmp_double);
+    printf("median of %d rounds, %d sources x %llu records, batch %u: direct %.0f docs/s, "
+           "shippers %.0f docs/s, ratio %.2f\n",
+           rounds, n_sources, (unsigned long long)a->records, a->batch, direct[rounds / 2],
+           shipped[rounds / 2], ratio[rounds / 2]);
+    for (int i = 0; i < n_sources; i++) {
+        for (uint64_t k = 0; k < a->records; k++)
+            bson_destroy(docs[i][k]);
+        free(docs[i]);
+        ship_journal_destroy(&sj[i], 0);
+    }
     return 0;
 }
 
@@ -405,7 +580,8 @@ main(int argc, char **argv)
                       .rounds = 3,
                       .rate = 10000,
                       .seconds = 10,
-                      .catch_up = -1};
+                      .catch_up = -1,
+                      .sources = 20};
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--uri"))
             a.uri = argv[i + 1];
@@ -423,17 +599,20 @@ main(int argc, char **argv)
             a.catch_up = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-rss-kib"))
             a.max_rss_kib = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--sources"))
+            a.sources = atoi(argv[i + 1]);
         else
             a.mode = "";
     }
-    if (strcmp(a.mode, "rate") && strcmp(a.mode, "lag") && strcmp(a.mode, "memory")) {
-        fprintf(
-            stderr,
-            "usage: stele-ship-bench rate|lag|memory [--records N] [--batch N] "
-            "[--rounds N] [--rate R] [--seconds S] [--catch-up S] [--max-rss-kib K] [--uri URI]\n");
+    if (strcmp(a.mode, "rate") && strcmp(a.mode, "lag") && strcmp(a.mode, "memory") &&
+        strcmp(a.mode, "fanin")) {
+        fprintf(stderr, "usage: stele-ship-bench rate|lag|memory|fanin [--records N] [--batch N] "
+                        "[--rounds N] [--rate R] [--seconds S] [--catch-up S] [--max-rss-kib K] "
+                        "[--sources N] [--uri URI]\n");
         return 1;
     }
-    if (a.records == 0 || a.batch == 0 || a.rounds < 1 || a.rate < 100 || a.seconds < 1)
+    if (a.records == 0 || a.batch == 0 || a.rounds < 1 || a.rate < 100 || a.seconds < 1 ||
+        a.sources < 1 || a.sources > 64)
         return 1;
     if (!strcmp(a.mode, "memory"))
         return bench_memory(&a);
@@ -443,7 +622,9 @@ main(int argc, char **argv)
             return 1;
         a.uri = ms.uri;
     }
-    int rc = !strcmp(a.mode, "rate") ? bench_rate(&a, a.uri) : bench_lag(&a, a.uri);
+    int rc = !strcmp(a.mode, "rate")    ? bench_rate(&a, a.uri)
+             : !strcmp(a.mode, "fanin") ? bench_fanin(&a, a.uri)
+                                        : bench_lag(&a, a.uri);
     mongo_server_destroy(&ms);
     return rc;
 }

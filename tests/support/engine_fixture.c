@@ -100,10 +100,10 @@ struct fixture_gate {
 };
 
 static int
-gate_open_file(void *ctx, const char *path, int flags, mode_t mode)
+gate_open_file(void *ctx, int dir_fd, const char *name, int flags, mode_t mode)
 {
     fixture_gate_t *g = ctx;
-    return g->inner->open_file(g->inner->ctx, path, flags, mode);
+    return g->inner->open_file(g->inner->ctx, dir_fd, name, flags, mode);
 }
 
 static ssize_t
@@ -163,24 +163,45 @@ gate_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
 }
 
 static int
-gate_rename(void *ctx, const char *from, const char *to)
+gate_rename(void *ctx, int dir_fd, const char *from, const char *to)
 {
     fixture_gate_t *g = ctx;
-    return g->inner->rename(g->inner->ctx, from, to);
+    return g->inner->rename(g->inner->ctx, dir_fd, from, to);
 }
 
 static int
-gate_unlink(void *ctx, const char *path)
+gate_unlink(void *ctx, int dir_fd, const char *name)
 {
     fixture_gate_t *g = ctx;
-    return g->inner->unlink(g->inner->ctx, path);
+    return g->inner->unlink(g->inner->ctx, dir_fd, name);
 }
 
 static int
-gate_sync_dir(void *ctx, const char *dir)
+gate_sync_dir(void *ctx, int dir_fd)
 {
     fixture_gate_t *g = ctx;
-    return g->inner->sync_dir(g->inner->ctx, dir);
+    return g->inner->sync_dir(g->inner->ctx, dir_fd);
+}
+
+static int
+gate_open_dir(void *ctx, int dir_fd, const char *path)
+{
+    fixture_gate_t *g = ctx;
+    return g->inner->open_dir(g->inner->ctx, dir_fd, path);
+}
+
+static int
+gate_make_dir(void *ctx, int dir_fd, const char *name, mode_t mode)
+{
+    fixture_gate_t *g = ctx;
+    return g->inner->make_dir(g->inner->ctx, dir_fd, name, mode);
+}
+
+static int
+gate_set_mode(void *ctx, int fd, mode_t mode)
+{
+    fixture_gate_t *g = ctx;
+    return g->inner->set_mode(g->inner->ctx, fd, mode);
 }
 
 static int
@@ -216,7 +237,10 @@ fixture_gate_new(void)
                            .unlink = gate_unlink,
                            .sync_dir = gate_sync_dir,
                            .file_size = gate_file_size,
-                           .close = gate_close};
+                           .close = gate_close,
+                           .open_dir = gate_open_dir,
+                           .make_dir = gate_make_dir,
+                           .set_mode = gate_set_mode};
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
     return g;

@@ -174,6 +174,35 @@ canonical_dir_of(const char *path)
     return canon;
 }
 
+/* The directory open as dir_fd, as a canonical path (malloc'd), or NULL. */
+static char *
+canonical_dir_fd(int dir_fd)
+{
+    if (dir_fd == AT_FDCWD)
+        return realpath(".", NULL);
+    char self_path[64];
+    snprintf(self_path, sizeof(self_path), "/proc/self/fd/%d", dir_fd);
+    return realpath(self_path, NULL);
+}
+
+/* `name` in the directory dir_fd as an absolute path (malloc'd), or NULL: the undo log
+ * names files by path, since the journal's descriptors are gone by the time it is applied. */
+static char *
+path_at(int dir_fd, const char *name)
+{
+    if (name[0] == '/')
+        return strdup(name);
+    char *dir = canonical_dir_fd(dir_fd);
+    if (!dir)
+        return NULL;
+    size_t cap = strlen(dir) + strlen(name) + 2;
+    char *path = malloc(cap);
+    if (path)
+        snprintf(path, cap, "%s/%s", dir, name);
+    free(dir);
+    return path;
+}
+
 static void
 inode_free(inode_t *in)
 {
@@ -331,7 +360,7 @@ crash_gate(io_crash_t *c, io_crash_method_t method)
  * --------------------------------------------------------------------------------------- */
 
 static int
-crash_open_file(void *ctx, const char *path, int flags, mode_t mode)
+crash_open_file(void *ctx, int dir_fd, const char *name, int flags, mode_t mode)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
@@ -339,14 +368,17 @@ crash_open_file(void *ctx, const char *path, int flags, mode_t mode)
     if (rc)
         goto out;
     struct stat st;
-    int is_new = (flags & JOURNAL_IO_CREATE) && lstat(path, &st) != 0 && errno == ENOENT;
-    rc = c->inner->open_file(c->inner->ctx, path, flags, mode);
+    int is_new = (flags & JOURNAL_IO_CREATE) &&
+                 fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
+    rc = c->inner->open_file(c->inner->ctx, dir_fd, name, flags, mode);
     if (rc < 0)
         goto out;
     int fd = rc;
     int log_rc = inode_of_fd(c, fd) ? 0 : -ENOMEM;
-    if (!log_rc && is_new)
-        log_rc = log_dir_op(c, DIR_OP_CREATE, path, NULL, NULL);
+    char *path = is_new && !log_rc ? path_at(dir_fd, name) : NULL;
+    if (is_new && !log_rc)
+        log_rc = path ? log_dir_op(c, DIR_OP_CREATE, path, NULL, NULL) : -ENOMEM;
+    free(path);
     if (log_rc) {
         c->inner->close(c->inner->ctx, fd);
         rc = log_rc;
@@ -476,49 +508,65 @@ out:
 }
 
 static int
-crash_rename(void *ctx, const char *from, const char *to)
+crash_rename(void *ctx, int dir_fd, const char *from, const char *to)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
+    char *from_path = NULL, *to_path = NULL;
     int rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (rc)
         goto out;
+    from_path = path_at(dir_fd, from);
+    to_path = path_at(dir_fd, to);
+    if (!from_path || !to_path) {
+        rc = -ENOMEM;
+        goto out;
+    }
     /* The file a rename replaces must come back if the rename is lost. */
-    inode_t *replaced = inode_of_path(c, to);
-    rc = c->inner->rename(c->inner->ctx, from, to);
+    inode_t *replaced = inode_of_path(c, to_path);
+    rc = c->inner->rename(c->inner->ctx, dir_fd, from, to);
     if (!rc)
-        rc = log_dir_op(c, DIR_OP_RENAME, to, from, replaced);
+        rc = log_dir_op(c, DIR_OP_RENAME, to_path, from_path, replaced);
 out:
+    free(from_path);
+    free(to_path);
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
 
 static int
-crash_unlink(void *ctx, const char *path)
+crash_unlink(void *ctx, int dir_fd, const char *name)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
+    char *path = NULL;
     int rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (rc)
         goto out;
+    path = path_at(dir_fd, name);
+    if (!path) {
+        rc = -ENOMEM;
+        goto out;
+    }
     inode_t *removed = inode_of_path(c, path);
-    rc = c->inner->unlink(c->inner->ctx, path);
+    rc = c->inner->unlink(c->inner->ctx, dir_fd, name);
     if (!rc && removed)
         rc = log_dir_op(c, DIR_OP_UNLINK, path, NULL, removed);
 out:
+    free(path);
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
 
 static int
-crash_sync_dir(void *ctx, const char *dir)
+crash_sync_dir(void *ctx, int dir_fd)
 {
     io_crash_t *c = ctx;
     pthread_mutex_lock(&c->mu);
     int rc = crash_gate(c, IO_CRASH_AT_ANY);
     if (!rc && c->syncs_reach_disk)
-        rc = c->inner->sync_dir(c->inner->ctx, dir);
-    char *canon = rc ? NULL : realpath(dir, NULL);
+        rc = c->inner->sync_dir(c->inner->ctx, dir_fd);
+    char *canon = rc ? NULL : canonical_dir_fd(dir_fd);
     if (!rc && !canon)
         rc = -errno;
     if (!rc) {
@@ -532,6 +580,45 @@ crash_sync_dir(void *ctx, const char *dir)
         c->n_dir_ops = kept;
     }
     free(canon);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/* Opening a directory, making one and setting a mode pass straight through once gated: the
+ * model keeps no undo image of them (the journal syncs a new directory's parent before it
+ * relies on it, and a mode is not log data). */
+static int
+crash_open_dir(void *ctx, int dir_fd, const char *path)
+{
+    io_crash_t *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    int rc = crash_gate(c, IO_CRASH_AT_ANY);
+    if (!rc)
+        rc = c->inner->open_dir(c->inner->ctx, dir_fd, path);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+static int
+crash_make_dir(void *ctx, int dir_fd, const char *name, mode_t mode)
+{
+    io_crash_t *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    int rc = crash_gate(c, IO_CRASH_AT_ANY);
+    if (!rc)
+        rc = c->inner->make_dir(c->inner->ctx, dir_fd, name, mode);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+static int
+crash_set_mode(void *ctx, int fd, mode_t mode)
+{
+    io_crash_t *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    int rc = crash_gate(c, IO_CRASH_AT_ANY);
+    if (!rc)
+        rc = c->inner->set_mode(c->inner->ctx, fd, mode);
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -862,6 +949,9 @@ io_crash_new(const journal_io_t *inner, uint64_t seed, int syncs_reach_disk)
         .sync_dir = crash_sync_dir,
         .file_size = crash_file_size,
         .close = crash_close,
+        .open_dir = crash_open_dir,
+        .make_dir = crash_make_dir,
+        .set_mode = crash_set_mode,
     };
     return c;
 }

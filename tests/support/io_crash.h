@@ -8,6 +8,7 @@
  *    Until then the table remembers what the write replaced.
  *  - Directory entries: creating a file, renaming and unlinking are durable only once
  *    sync_dir on the directory returns. fsync of the file does not make its name durable.
+ *    Making a directory and setting a mode are not modelled: they reach the disk at once.
  *  - A crash keeps a random subset of what was not durable: each unsynced write is split
  *    into its 512-byte sectors and each piece survives or not on its own; truncates and
  *    allocations survive or not; in each directory a random prefix of the pending

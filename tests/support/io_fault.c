@@ -42,8 +42,8 @@ struct io_fault {
 #define CALLER __builtin_return_address(0)
 
 static const char *const method_names[IO_METHOD_COUNT] = {
-    "open",     "pread",  "pwritev", "fdatasync", "fsync",     "truncate",
-    "allocate", "rename", "unlink",  "sync_dir",  "file_size", "close",
+    "open",   "pread",    "pwritev",   "fdatasync", "fsync",    "truncate", "allocate", "rename",
+    "unlink", "sync_dir", "file_size", "close",     "open_dir", "make_dir", "set_mode",
 };
 
 const char *
@@ -109,13 +109,13 @@ fault_check(io_fault_t *f, io_method_t method, const void *caller, int *is_short
 }
 
 static int
-fault_open_file(void *ctx, const char *path, int flags, mode_t mode)
+fault_open_file(void *ctx, int dir_fd, const char *name, int flags, mode_t mode)
 {
     io_fault_t *f = ctx;
     int rc = fault_check(f, IO_METHOD_OPEN, CALLER, NULL);
     if (rc)
         return rc;
-    return f->inner->open_file(f->inner->ctx, path, flags, mode);
+    return f->inner->open_file(f->inner->ctx, dir_fd, name, flags, mode);
 }
 
 static ssize_t
@@ -210,33 +210,33 @@ fault_allocate(void *ctx, int fd, off_t off, off_t len, int zero_fill)
 }
 
 static int
-fault_rename(void *ctx, const char *from, const char *to)
+fault_rename(void *ctx, int dir_fd, const char *from, const char *to)
 {
     io_fault_t *f = ctx;
     int rc = fault_check(f, IO_METHOD_RENAME, CALLER, NULL);
     if (rc)
         return rc;
-    return f->inner->rename(f->inner->ctx, from, to);
+    return f->inner->rename(f->inner->ctx, dir_fd, from, to);
 }
 
 static int
-fault_unlink(void *ctx, const char *path)
+fault_unlink(void *ctx, int dir_fd, const char *name)
 {
     io_fault_t *f = ctx;
     int rc = fault_check(f, IO_METHOD_UNLINK, CALLER, NULL);
     if (rc)
         return rc;
-    return f->inner->unlink(f->inner->ctx, path);
+    return f->inner->unlink(f->inner->ctx, dir_fd, name);
 }
 
 static int
-fault_sync_dir(void *ctx, const char *dir)
+fault_sync_dir(void *ctx, int dir_fd)
 {
     io_fault_t *f = ctx;
     int rc = fault_check(f, IO_METHOD_SYNC_DIR, CALLER, NULL);
     if (rc || f->syncs_are_noops)
         return rc;
-    return f->inner->sync_dir(f->inner->ctx, dir);
+    return f->inner->sync_dir(f->inner->ctx, dir_fd);
 }
 
 static int
@@ -256,6 +256,36 @@ fault_close(void *ctx, int fd)
     int rc = fault_check(f, IO_METHOD_CLOSE, CALLER, NULL);
     int close_rc = f->inner->close(f->inner->ctx, fd);
     return rc ? rc : close_rc;
+}
+
+static int
+fault_open_dir(void *ctx, int dir_fd, const char *path)
+{
+    io_fault_t *f = ctx;
+    int rc = fault_check(f, IO_METHOD_OPEN_DIR, CALLER, NULL);
+    if (rc)
+        return rc;
+    return f->inner->open_dir(f->inner->ctx, dir_fd, path);
+}
+
+static int
+fault_make_dir(void *ctx, int dir_fd, const char *name, mode_t mode)
+{
+    io_fault_t *f = ctx;
+    int rc = fault_check(f, IO_METHOD_MAKE_DIR, CALLER, NULL);
+    if (rc)
+        return rc;
+    return f->inner->make_dir(f->inner->ctx, dir_fd, name, mode);
+}
+
+static int
+fault_set_mode(void *ctx, int fd, mode_t mode)
+{
+    io_fault_t *f = ctx;
+    int rc = fault_check(f, IO_METHOD_SET_MODE, CALLER, NULL);
+    if (rc)
+        return rc;
+    return f->inner->set_mode(f->inner->ctx, fd, mode);
 }
 
 io_fault_t *
@@ -284,6 +314,9 @@ io_fault_new(const journal_io_t *inner, int syncs_are_noops)
         .sync_dir = fault_sync_dir,
         .file_size = fault_file_size,
         .close = fault_close,
+        .open_dir = fault_open_dir,
+        .make_dir = fault_make_dir,
+        .set_mode = fault_set_mode,
     };
     return f;
 }

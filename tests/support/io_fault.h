@@ -34,6 +34,9 @@ typedef enum io_method {
     IO_METHOD_SYNC_DIR,
     IO_METHOD_FILE_SIZE,
     IO_METHOD_CLOSE,
+    IO_METHOD_OPEN_DIR,
+    IO_METHOD_MAKE_DIR,
+    IO_METHOD_SET_MODE,
     IO_METHOD_COUNT
 } io_method_t;
 

@@ -8,12 +8,14 @@
 #include <bson/bson.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -88,6 +90,32 @@ ts_exit_code(int status)
 int
 ts_server_start(ts_server_t *s, const char *dir, int *exit_code_out, const char *const *extra)
 {
+    return ts_server_start_setup(s, dir, NULL, exit_code_out, extra);
+}
+
+/* In the server's child, before exec: what `setup` asks for. 0 or -1. */
+static int
+ts_apply_setup(const ts_server_setup_t *setup)
+{
+    if (!setup)
+        return 0;
+    if (setup->gid && (setgroups(1, &setup->gid) != 0 || setgid(setup->gid) != 0))
+        return -1;
+    struct rlimit rl;
+    if (setup->max_fds && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rl.rlim_cur = setup->max_fds;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return -1;
+    }
+    if (setup->has_umask)
+        umask(setup->umask);
+    return 0;
+}
+
+int
+ts_server_start_setup(ts_server_t *s, const char *dir, const ts_server_setup_t *setup,
+                      int *exit_code_out, const char *const *extra)
+{
     const char *argv[TS_MAX_ARGS];
     int argc = 0;
     memset(s, 0, sizeof *s);
@@ -115,6 +143,8 @@ ts_server_start(ts_server_t *s, const char *dir, int *exit_code_out, const char 
             dup2(fd, STDERR_FILENO);
             dup2(fd, STDOUT_FILENO); /* libmongoc's own log lines go to stdout */
         }
+        if (ts_apply_setup(setup) != 0)
+            _exit(126);
         execv(STELE_SERVE_BIN, (char *const *)argv);
         _exit(127);
     }

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "stele.h"
@@ -31,6 +32,18 @@ void ts_remove_dir(const char *dir);
  * and waits until its socket accepts connections. Returns 0, or -1 when it exited first
  * (then *exit_code_out receives its exit code when not NULL). */
 int ts_server_start(ts_server_t *s, const char *dir, int *exit_code_out, const char *const *extra);
+
+/* How the server process runs besides its flags; zeroed: as the test does. */
+typedef struct ts_server_setup {
+    gid_t gid;      /* non-zero: its group (it keeps the test's user) */
+    rlim_t max_fds; /* non-zero: its RLIMIT_NOFILE soft limit */
+    int has_umask;  /* 1: its umask is `umask` */
+    mode_t umask;
+} ts_server_setup_t;
+
+/* ts_server_start with `setup` (NULL: as ts_server_start). */
+int ts_server_start_setup(ts_server_t *s, const char *dir, const ts_server_setup_t *setup,
+                          int *exit_code_out, const char *const *extra);
 
 /* Sends `signo` and waits for the exit; returns the exit code, or 128+signal. */
 int ts_server_stop(ts_server_t *s, int signo);
