@@ -488,8 +488,10 @@ index_catchup_at_open(index_t *ix, const char *dir, const journal_io_t *io,
         rc = catchup_empty_index(&c, err);
     else if ((rc = catchup_trim_index(&c, rec, err)) == 0)
         rc = catchup_batches(&c, rec->last_seq, err);
+    /* The stored hashes are a cache of a cache: when they cannot be made whole (a full
+     * disk), the journal opens with them behind, like the batch starts, and prove says so. */
     if (rc == 0)
-        rc = catchup_merkle(c.ix, c.jr, rec, c.note, c.note_cap, err);
+        rc = catchup_index_rc(&c, catchup_merkle(c.ix, c.jr, rec, c.note, c.note_cap, err));
     if (rc == 0)
         rc = catchup_lower_checkpoints(&c, rec->last_seq, err);
     return catchup_finish(&c, rc, was_replaced, is_index_failure, err);

@@ -40,6 +40,7 @@
 #define FORGER_RECORDS (FORGER_ROUNDS * FORGER_RECORDS_PER_ROUND)
 #define FORGER_PAD_BYTES 600 /* about 45 records per 64 KiB segment */
 #define FORGER_EPOCH_S 1
+#define FORGER_TRIM_AT 250 /* in the last epoch, a batch boundary after it */
 #define FORGER_CMD_MAX 4096
 #define FORGER_SHIP_WAIT_MS 120000
 #define FORGER_RETENTION_SETTLE_MS 5000
@@ -162,8 +163,12 @@ write_template(forger_fixture_t *f)
         stele_t *db = NULL;
         if (stele_open(f->template, &o, &db, &err) != 0)
             fail_msg("open: %s", err.message);
-        for (int i = 0; i < FORGER_RECORDS_PER_ROUND; i++)
+        for (int i = 0; i < FORGER_RECORDS_PER_ROUND; i++) {
+            /* A batch starts at FORGER_TRIM_AT + 1 (the index names it): see the trim case. */
+            if (next == FORGER_TRIM_AT + 1)
+                assert_int_equal(stele_flush(db, &err), 0);
             forger_append(db, next++);
+        }
         assert_int_equal(stele_close(db, &err), 0);
     }
 }
@@ -277,13 +282,16 @@ test_forger_deleted_record_is_named(void **state)
 }
 
 /* The newest records trimmed with their checkpoints, the LOCK page set to the new end: the
- * index still names the records (and without it the KEYS statement does, next case). */
+ * index still names the batch that started after the cut (and without it the KEYS statement
+ * does, next case). */
 static void
 test_forger_trimmed_tail_is_named(void **state)
 {
     forger_fixture_t *f = *state;
-    forge(f, "trim DIR 290", NULL, 0);
-    expect_caught(f, 291, "records are missing");
+    char args[64];
+    snprintf(args, sizeof args, "trim DIR %d", FORGER_TRIM_AT);
+    forge(f, args, NULL, 0);
+    expect_caught(f, FORGER_TRIM_AT + 1, "records are missing");
 }
 
 /* Trimmed back past a key rotation, index deleted: KEYS (never trimmed by stele) still holds
