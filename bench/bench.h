@@ -174,6 +174,7 @@ void bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, benc
 extern const bench_target_t bench_target_stele;
 /* stele through a `stele serve` child process, one stele_client_t per writer (bench_serve.c). */
 extern const bench_target_t bench_target_stele_serve;
+extern const bench_target_t bench_target_stele_signed; /* stele with a signing key */
 /* The physical references: write + fdatasync per record, buffered and O_DIRECT. */
 extern const bench_target_t bench_target_fsync_loop;
 extern const bench_target_t bench_target_fsync_loop_direct;
@@ -237,7 +238,8 @@ const char *bench_sync_name(stele_sync_t s);
 const char *bench_wait_name(stele_wait_t w);
 const char *bench_policy_name(stele_commit_policy_t p);
 const char *bench_input_name(bench_input_t in);
-/* stele in-process or through `stele serve`: the systems that take stele's knobs. */
+/* stele in-process (signed or not) or through `stele serve`: the systems that take stele's
+ * knobs. */
 int bench_system_is_stele(const char *system);
 
 void bench_print_json(FILE *out, const bench_result_t *r);

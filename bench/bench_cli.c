@@ -44,10 +44,10 @@ cli_usage(FILE *out)
             "  --sync-interval-ms N    for sync=interval (default: stele's)\n"
             "  --record-bytes N[,N..]  event size (default 200)\n"
             "  --input json|bson[,..]  event encoding handed to stele (default json)\n"
-            "  --system NAME[,..]      stele, stele-serve, fsync-loop, fsync-loop-direct,\n"
-            "                          libbson-json, thread-wakeup, parse-wakeup, a JSON\n"
-            "                          parser (stele-json, simdjson-json, yajl-json,\n"
-            "                          jansson-json), or a peer\n"
+            "  --system NAME[,..]      stele, stele-signed (with a signing key), stele-serve,\n"
+            "                          fsync-loop, fsync-loop-direct, libbson-json,\n"
+            "                          thread-wakeup, parse-wakeup, a JSON parser (stele-json,\n"
+            "                          simdjson-json, yajl-json, jansson-json), or a peer\n"
             "  --device ssd|hdd[,..]   ssd: --dir itself; hdd: the emulated 7200 rpm disk\n"
             "  --repeat N              run the whole plan N times (noise)\n"
             "  --no-reference          do not run the fsync loops first\n"
@@ -248,8 +248,8 @@ static const struct option cli_options[] = {
 static void
 cli_list_systems(void)
 {
-    printf("stele\nstele-serve\nfsync-loop\nfsync-loop-direct\nlibbson-json\nthread-wakeup\n"
-           "parse-wakeup\n");
+    printf("stele\nstele-signed\nstele-serve\nfsync-loop\nfsync-loop-direct\nlibbson-json\n"
+           "thread-wakeup\nparse-wakeup\n");
     printf("stele-json\nsimdjson-json\nyajl-json\njansson-json\n");
     for (const char *const *p = bench_peer_names(); *p; p++)
         printf("%s\n", *p);

@@ -56,7 +56,8 @@ bench_input_name(bench_input_t in)
 int
 bench_system_is_stele(const char *system)
 {
-    return strcmp(system, "stele") == 0 || strcmp(system, "stele-serve") == 0;
+    return strcmp(system, "stele") == 0 || strcmp(system, "stele-serve") == 0 ||
+           strcmp(system, "stele-signed") == 0;
 }
 
 static const char *

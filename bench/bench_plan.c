@@ -45,6 +45,8 @@ plan_target(const char *system)
         return &bench_target_stele;
     if (strcmp(system, "stele-serve") == 0)
         return &bench_target_stele_serve;
+    if (strcmp(system, "stele-signed") == 0)
+        return &bench_target_stele_signed;
     if (strcmp(system, "fsync-loop") == 0)
         return &bench_target_fsync_loop;
     if (strcmp(system, "fsync-loop-direct") == 0)

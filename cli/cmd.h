@@ -20,5 +20,8 @@ int cmd_status(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_ship(int argc, char **argv);
 int cmd_serve(int argc, char **argv); /* the daemon: stele_serve_run() behind its flags */
+int cmd_keygen(int argc, char **argv);
+int cmd_prove(int argc, char **argv);
+int cmd_verify_proof(int argc, char **argv);
 
 #endif /* STELE_CLI_CMD_H */

@@ -23,9 +23,13 @@ static const cli_command_t commands[] = {
     {"insert", cmd_insert, "append events (arguments, or JSON Lines on stdin)"},
     {"tail", cmd_tail, "print records as JSON Lines; -f follows new ones"},
     {"status", cmd_status, "journal and sink positions (--json, --prometheus)"},
-    {"verify", cmd_verify, "check CRCs, the hash chain, seqs and the index"},
+    {"verify", cmd_verify,
+     "check CRCs, the hash chain, seqs and the index (--trust PUB: signatures)"},
     {"ship", cmd_ship, "run a MongoDB sink in the foreground"},
     {"serve", cmd_serve, "own the journal; take events from other processes on a socket"},
+    {"keygen", cmd_keygen, "make a signing key pair (--key FILE --pub FILE)"},
+    {"prove", cmd_prove, "print the proof that a record is in the signed journal (--seq N)"},
+    {"verify-proof", cmd_verify_proof, "check a proof from \"stele prove\" (--trust PUB FILE)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

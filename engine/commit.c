@@ -339,7 +339,7 @@ commit_write_chunk(commit_t *c, chunk_t *ch, stele_error_t *err)
     return 0;
 }
 
-static void
+void
 commit_publish(commit_t *c)
 {
     uint64_t written = atomic_load(&c->written_seq);
@@ -356,6 +356,16 @@ commit_free_chunks(chunk_t *list)
         chunk_free(list);
         list = next;
     }
+}
+
+void
+commit_fail(commit_t *c, const stele_error_t *cause)
+{
+    pthread_mutex_lock(&c->mu);
+    chunk_t *dropped = commit_halt_locked(c, cause);
+    pthread_mutex_unlock(&c->mu);
+    commit_kick_waker(c);
+    commit_free_chunks(dropped);
 }
 
 /* Syncs what is written but not yet durable (io_mu held, mu not held). A leading waiter
@@ -463,6 +473,13 @@ commit_idle_wait(commit_t *c, const commit_clock_t *clk, bool halted, bool is_un
     bool nap = !halted && now - clk->last_commit_ns < COMMIT_NAP_WINDOW_NS;
     if (nap && (deadline == 0 || deadline > now + COMMIT_NAP_NS))
         deadline = now + COMMIT_NAP_NS;
+    /* A signed journal takes a checkpoint when the interval passes, even with nothing to
+     * write (commit_seal_chores). */
+    uint64_t seal_due = halted ? 0 : commit_seal_deadline_ns(c);
+    if (seal_due && seal_due <= now)
+        seal_due = now + COMMIT_NAP_NS; /* due, but a leading waiter holds the queue */
+    if (seal_due && (deadline == 0 || seal_due < deadline))
+        deadline = seal_due;
     c->is_committer_idle = true;
     c->is_committer_napping = nap;
     commit_cond_wait(&c->work_cv, &c->mu, deadline);
@@ -518,9 +535,11 @@ commit_main(void *arg)
         if (halted || !commit_committer_has_work(c)) {
             if (c->is_closing && !commit_has_work(c))
                 break;
-            commit_idle_wait(c, &clk, halted, written > durable, now);
+            commit_seal_chores(c);
+            commit_idle_wait(c, &clk, halted, written > durable, clock_mono_ns());
             continue;
         }
+        commit_seal_chores(c); /* a rotation falls due while busy too */
         commit_grow_batch(c, clk.last_commit_ns);
         if (commit_committer_has_work(c))
             commit_write_next(c, &clk);
@@ -563,6 +582,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     if (!c)
         return error_set(err, -ENOMEM, "out of memory starting the committer");
     c->cfg = *cfg;
+    c->version = journal_version(cfg->journal);
     c->max_chunks = cfg->max_queue_bytes / cfg->batch_bytes + 2;
     c->next_seq = cfg->last_seq + 1;
     c->last_ts_ns = cfg->last_ts_ns;
@@ -712,13 +732,15 @@ commit_is_own_append(const commit_t *c, uint64_t seq)
 /* Lays the next record's frame into the open chunk (mu held, room made) and publishes
  * appended_seq. Returns the record's seq. */
 static uint64_t
-commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len, size_t frame_bytes)
+commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len,
+                 const journal_origin_t *origin, size_t frame_bytes)
 {
     chunk_t *ch = c->open;
     uint64_t seq = c->next_seq++;
     int64_t ts = stamp_next(&c->stamp, c->last_ts_ns);
     c->last_ts_ns = ts;
-    journal_frame_prepare(ch->buf + ch->used_bytes, seq, ts, payload, payload_len);
+    journal_frame_prepare(c->version, ch->buf + ch->used_bytes, seq, ts, origin, payload,
+                          payload_len);
     ch->used_bytes += frame_bytes;
     if (ch->n_records == 0)
         ch->first_seq = seq;
@@ -755,10 +777,11 @@ commit_route_append(commit_t *c, uint64_t seq, stele_wait_t wait)
 }
 
 int
-commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
-               uint64_t *seq_out, stele_error_t *err)
+commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len,
+               const journal_origin_t *origin, stele_wait_t wait, uint64_t *seq_out,
+               stele_error_t *err)
 {
-    size_t frame_bytes = journal_frame_bytes(payload_len);
+    size_t frame_bytes = journal_frame_bytes(c->version, payload_len);
     if (frame_bytes > c->cfg.batch_bytes)
         return error_set(err, STELE_ETOOBIG, "record frame of %zu bytes exceeds a batch (%zu)",
                          frame_bytes, c->cfg.batch_bytes);
@@ -768,7 +791,7 @@ commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_
         pthread_mutex_unlock(&c->mu);
         return rc;
     }
-    uint64_t seq = commit_lay_frame(c, payload, payload_len, frame_bytes);
+    uint64_t seq = commit_lay_frame(c, payload, payload_len, origin, frame_bytes);
     commit_route_append(c, seq, wait);
     pthread_mutex_unlock(&c->mu);
     commit_own_append.commit = c;

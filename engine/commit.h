@@ -62,16 +62,18 @@ int commit_stop(commit_t *c, stele_error_t *err);
 void commit_free(commit_t *c);
 
 /*
- * Queues one record (payload already validated). Blocks while the queue is full or the quota
- * reached (on_full=block), up to queue_timeout_ms. *seq_out receives its seq. `wait` is the
- * level the caller will wait for: a waited record wakes the committer at once (unwaited
- * ones may sit up to about a millisecond so they are written in larger batches), except a
+ * Queues one record (payload already validated) with its origin block (who appended it;
+ * version 2 journals store it, version 1 ones drop it; NULL = unknown). Blocks while the queue is
+ * full or the quota reached (on_full=block), up to queue_timeout_ms. *seq_out receives its seq.
+ * `wait` is the level the caller will wait for: a waited record wakes the committer at once
+ * (unwaited ones may sit up to about a millisecond so they are written in larger batches), except a
  * durable one in leading mode, whose caller commits it itself in commit_wait.
  * Returns 0, STELE_ETIMEDOUT, STELE_EFULL, STELE_EHALTED, STELE_ECLOSED; nothing is queued
  * on error.
  */
-int commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len, stele_wait_t wait,
-                   uint64_t *seq_out, stele_error_t *err);
+int commit_enqueue(commit_t *c, const uint8_t *payload, uint32_t payload_len,
+                   const journal_origin_t *origin, stele_wait_t wait, uint64_t *seq_out,
+                   stele_error_t *err);
 
 /*
  * Blocks until `seq` is written (STELE_WAIT_WRITTEN) or durable (STELE_WAIT_DURABLE), or
@@ -98,6 +100,14 @@ int commit_halted(commit_t *c, stele_error_t *err);
 uint64_t commit_appended_seq(const commit_t *c);
 uint64_t commit_written_seq(const commit_t *c);
 uint64_t commit_durable_seq(const commit_t *c);
+
+/*
+ * Before retention deletes the segments below first_seq from a signed journal: writes and
+ * syncs the retention checkpoint that says so (FORMAT.md section 11.2), under the I/O lock;
+ * the journal deletes nothing it does not cover. A no-op without signing. Any thread (the
+ * index writer). Returns 0, or the error that halted the queue.
+ */
+int commit_seal_retention(commit_t *c, uint64_t first_seq, stele_error_t *err);
 
 /* Wakes appenders blocked on the quota (after retention freed space). */
 void commit_space_freed(commit_t *c);

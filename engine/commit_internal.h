@@ -6,6 +6,8 @@
  *                    committer's spin for the next waited record
  *   commit_waker.c   the waker thread, which makes finished batches' wake-up syscalls
  *   commit_quota.c   the disk quota (max_journal_bytes) checked as records are queued
+ *   commit_seal.c    a signed journal's chores no batch carries: idle checkpoints, key
+ *                    rotation, retention checkpoints
  * and latency_hist.c keeps the append-to-durable latencies.
  *
  * Locks: io_mu is held by whoever writes or syncs the journal (the committer, or a waiter
@@ -49,6 +51,7 @@ typedef struct chunk {
 struct commit {
     /* -- fixed after commit_start -- */
     commit_config_t cfg;
+    uint32_t version; /* the journal's format version: the layout of the frames laid */
     pthread_t thread;
     uint64_t max_chunks;
 
@@ -160,6 +163,22 @@ int commit_batch_io(commit_t *c, chunk_t *ch);
 /* Whether the calling thread's newest append to c is seq or later: a waiter spins, and
  * leads for `written`, only for its own records (commit_wait.c). */
 bool commit_is_own_append(const commit_t *c, uint64_t seq);
+
+/* Tells readers in other processes the positions reached (io_mu held). */
+void commit_publish(commit_t *c);
+
+/* Halts the queue on `cause` (a failed journal write or sync; io_mu held, mu not held):
+ * drops everything queued and wakes everyone. */
+void commit_fail(commit_t *c, const stele_error_t *cause);
+
+/* -- commit_seal.c ----------------------------------------------------------------------- */
+
+/* The committer, in its loop (mu held on entry and on return, dropped for the work): a
+ * signed journal's interval checkpoint when it has nothing to write, and key rotation. */
+void commit_seal_chores(commit_t *c);
+
+/* When the committer must wake for commit_seal_chores (monotonic ns); 0 without signing. */
+uint64_t commit_seal_deadline_ns(const commit_t *c);
 
 /* -- commit_wait.c ----------------------------------------------------------------------- */
 

@@ -41,7 +41,8 @@
 #define CONFIG_DEFAULT_SERVE_MAX_CONNS_PER_UID 64u
 
 typedef enum knob_type {
-    KNOB_STRING,
+    KNOB_STRING, /* a name: letters, digits and . _ : - */
+    KNOB_PATH,   /* a file path */
     KNOB_BOOL,
     KNOB_MODE,
     KNOB_SIZE32,
@@ -102,6 +103,15 @@ typedef enum knob_type {
     X(log_level, KNOB_ENUM, 0, 0, 3, "debug|info|warn|error", "info",                              \
       "least severe line the engine logs on stderr (sinks unreachable, retrying, recovered, "      \
       "dead letters, stopped)")                                                                    \
+    X(signing_key, KNOB_PATH, 0, 1, CONFIG_PATH_MAX, NULL, "",                                     \
+      "signer key file (stele keygen): sign checkpoints with it and evolve it in place "           \
+      "(default: none, no signing)")                                                               \
+    X(checkpoint_records, KNOB_U32, 0, 1, 100000000, NULL, "1000",                                 \
+      "with a signing key: a signed checkpoint at least every this many records")                  \
+    X(checkpoint_interval_ms, KNOB_DURATION32, 1000000, 1, 3600000, NULL, "10000",                 \
+      "with a signing key: a signed checkpoint at least this often, also when idle")               \
+    X(key_epoch_s, KNOB_DURATION32, 1000000000, 1, 31536000, NULL, "900",                          \
+      "with a signing key: how long one key signs before the next replaces it")                    \
     X(serve_idle_timeout_ms, KNOB_DURATION32, 1000000, 0, UINT32_MAX, NULL, "300000",              \
       "stele serve closes a connection with nothing to answer that sent nothing for this long; "   \
       "0 = never")                                                                                 \
@@ -122,6 +132,7 @@ typedef struct knob_def {
 
 /* How a value of each type is written in usage lines (stele_knob_t.value_text). */
 #define CONFIG_VALUE_TEXT_KNOB_STRING(choices) "NAME"
+#define CONFIG_VALUE_TEXT_KNOB_PATH(choices) "FILE"
 #define CONFIG_VALUE_TEXT_KNOB_BOOL(choices) "true|false"
 #define CONFIG_VALUE_TEXT_KNOB_MODE(choices) "MODE"
 #define CONFIG_VALUE_TEXT_KNOB_SIZE32(choices) "SIZE"
@@ -181,6 +192,10 @@ stele_options_init(stele_options_t *opts)
     opts->retention_seconds = 0;
     opts->sink_drain_ms = CONFIG_DEFAULT_SINK_DRAIN_MS;
     opts->log_level = STELE_LOG_INFO;
+    opts->signing_key = NULL;
+    opts->checkpoint_records = 1000;
+    opts->checkpoint_interval_ms = 10000;
+    opts->key_epoch_s = 900;
     opts->serve_idle_timeout_ms = CONFIG_DEFAULT_SERVE_IDLE_TIMEOUT_MS;
     opts->serve_max_conns_per_uid = CONFIG_DEFAULT_SERVE_MAX_CONNS_PER_UID;
     opts->serve_max_conns = 0;
@@ -299,6 +314,9 @@ config_accepts(const knob_def_t *k, char *buf, size_t cap)
         snprintf(buf, cap, "1 to %llu characters of letters, digits and . _ : -",
                  (unsigned long long)k->max);
         break;
+    case KNOB_PATH:
+        snprintf(buf, cap, "a file path of 1 to %llu bytes", (unsigned long long)k->max);
+        break;
     case KNOB_BOOL:
         snprintf(buf, cap, "true or false (also yes/no, on/off, 1/0)");
         break;
@@ -371,6 +389,7 @@ config_parse_value(const knob_def_t *k, const char *value, uint64_t *out)
     case KNOB_DURATION64:
         return config_parse_duration(value, k->unit_ns, out);
     case KNOB_STRING:
+    case KNOB_PATH:
         break;
     }
     return false;
@@ -412,8 +431,10 @@ config_apply(stele_options_t *opts, const knob_def_t *k, const char *value, cons
              stele_error_t *err)
 {
     char *field = (char *)opts + k->offset;
-    if (k->type == KNOB_STRING) {
-        if (!config_source_ok(value))
+    if (k->type == KNOB_STRING || k->type == KNOB_PATH) {
+        bool ok =
+            k->type == KNOB_STRING ? config_source_ok(value) : value[0] && strlen(value) <= k->max;
+        if (!ok)
             return config_bad_value(k, value, where, err);
         const char *copy = config_own_string(opts, value);
         if (!copy)
@@ -697,7 +718,7 @@ config_check_ranges(const stele_options_t *opts, stele_error_t *err)
         const knob_def_t *k = &config_knob_defs[i];
         const char *field = (const char *)opts + k->offset;
         uint64_t v;
-        if (k->type == KNOB_STRING || k->type == KNOB_BOOL)
+        if (k->type == KNOB_STRING || k->type == KNOB_PATH || k->type == KNOB_BOOL)
             continue;
         if (k->type == KNOB_SIZE64 || k->type == KNOB_DURATION64) {
             memcpy(&v, field, sizeof v);
@@ -786,7 +807,7 @@ config_check_sinks(const stele_options_t *opts, stele_error_t *err)
 static int
 config_check_sizes(const stele_options_t *o, stele_error_t *err)
 {
-    size_t frame = journal_frame_bytes(o->max_record_bytes);
+    size_t frame = journal_frame_bytes(FORMAT_VERSION, o->max_record_bytes);
     if ((uint64_t)frame * 2 > o->segment_bytes)
         return error_set(err, STELE_ECONFIG,
                          "segment_bytes (%llu) must hold two records of max_record_bytes (%u): "
@@ -828,6 +849,9 @@ config_check(const stele_options_t *opts, stele_error_t *err)
     int rc = config_check_ranges(opts, err);
     if (rc)
         return rc;
+    if (opts->signing_key && (!opts->signing_key[0] || strlen(opts->signing_key) > CONFIG_PATH_MAX))
+        return error_set(err, STELE_ECONFIG, "signing_key must be a file path of 1 to %d bytes",
+                         CONFIG_PATH_MAX);
     if (opts->max_journal_bytes && opts->max_journal_bytes < 2 * opts->segment_bytes)
         return error_set(err, STELE_ECONFIG,
                          "max_journal_bytes (%llu) must hold at least two segments of "

@@ -15,6 +15,8 @@
 #define CONFIG_MAX_RECORD_LIMIT ((uint32_t)(16u << 20) - (16u << 10))
 /* Source names appear in MongoDB _id values and file names: keep them short and plain. */
 #define CONFIG_SOURCE_MAX 63
+/* The longest file path a knob takes (PATH_MAX less its NUL). */
+#define CONFIG_PATH_MAX 4095
 
 /* Sink limits. w counts members, and a replica set has at most 50. */
 #define CONFIG_SINK_MAX_W 50

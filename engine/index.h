@@ -4,14 +4,14 @@
  * transactions and grows the map, index.c keeps batch starts, index_meta.c named values,
  * index_sinks.c checkpoints and dead letters.
  *
- * The index is a cache: everything in it but the sinks' checkpoints and dead letters can be
- * rebuilt from the segments, and a checkpoint can be re-derived from MongoDB. It is sparse:
- * one entry per committed batch (first seq -> segment, offset; first ts -> first seq), so a
- * lookup lands at most one batch before the wanted record and the reader scans forward.
- * Batch starts are written by one thread (the engine's index writer; the catch-up at open
- * before it starts), a sink's checkpoint and dead letters by that sink's shipper; LMDB
- * serialises the writers. Writes are not synced (MDB_NOSYNC): index_sync flushes them
- * lazily. Readers in any process open the index read-only.
+ * The index is a cache: everything in it but the sinks' checkpoints and dead letters (and,
+ * after retention, the Merkle hashes of deleted records) can be rebuilt from the segments, and a
+ * checkpoint can be re-derived from MongoDB. It is sparse: one entry per committed batch (first seq
+ * -> segment, offset; first ts -> first seq), so a lookup lands at most one batch before the wanted
+ * record and the reader scans forward. Batch starts are written by one thread (the engine's index
+ * writer; the catch-up at open before it starts), a sink's checkpoint and dead letters by that
+ * sink's shipper; LMDB serialises the writers. Writes are not synced (MDB_NOSYNC): index_sync
+ * flushes them lazily. Readers in any process open the index read-only.
  *
  * A writable index_open() of an environment LMDB finds corrupt moves it aside
  * (index.corrupt-<unix time>) and starts an empty one; the meta key "rebuilt" then says so,
@@ -135,6 +135,26 @@ int index_list_dead_letters(index_t *ix, const char *sink, uint64_t from_seq, ui
 int index_read_dead_letters(index_t *ix, const char *sink, uint64_t from_seq,
                             index_dead_letter_t *out, size_t max, stele_error_t *err);
 int index_count_dead_letters(index_t *ix, const char *sink, uint64_t *count, stele_error_t *err);
+
+/* The Merkle tree's stored hashes (journal/merkle.h) of a version 2 journal, a cache: runs
+ * of them, each the hashes one batch completed, numbered from first_index. */
+typedef struct index_merkle_run {
+    uint64_t first_index;
+    const uint8_t *hashes; /* n x 32 bytes, borrowed for the call */
+    size_t n;
+} index_merkle_run_t;
+
+/* Writes runs in one transaction. Returns 0 or a negative code. */
+int index_put_merkle_runs(index_t *ix, const index_merkle_run_t *runs, size_t n,
+                          stele_error_t *err);
+/* The stored hash of stored_index into out. STELE_ENOTFOUND when the index does not hold it
+ * (a short or missing cache). */
+int index_read_merkle(index_t *ix, uint64_t stored_index, uint8_t out[32], stele_error_t *err);
+/* One past the last stored hash the index holds (0 when none): the runs cover 0 .. end - 1
+ * when the cache is whole. */
+int index_merkle_end(index_t *ix, uint64_t *end_out, stele_error_t *err);
+/* Drops the stored hashes from end on (after recovery cut records). */
+int index_truncate_merkle(index_t *ix, uint64_t end, stele_error_t *err);
 
 /* Flushes the environment to disk (the index is opened with MDB_NOSYNC) and clears the
  * lock-table slots of reader processes that died inside a transaction (they would pin old

@@ -3,7 +3,9 @@
  * At open (stele_index_catch_up, index_catchup_at_open), after recovery and with the
  * journal's writer lock held: drop entries the segments no longer hold, index the batches a
  * lazily-synced index missed, rebuild it whole when it is empty, replaced (index.h) or
- * disagrees with the segments, and lower sink checkpoints past the journal's end. While the
+ * disagrees with the segments, lower sink checkpoints past the journal's end and, for a
+ * version 2 journal, make the index's copy of the Merkle tree's stored hashes whole
+ * (checked against the tree's root recovery computed). While the
  * journal is live (index_catchup_live), for an index that fell behind because writing it
  * failed: index what it missed, up to what readers may see. Each says what it did in a note
  * (empty when nothing was needed) and, when it fails, whether writing the index failed (the
@@ -28,6 +30,7 @@
 #include "error.h"
 #include "index.h"
 #include "journal.h"
+#include "merkle.h"
 #include "stele_internal.h"
 
 /* Batch starts written to the index per LMDB transaction during a catch-up scan. */
@@ -258,6 +261,158 @@ catchup_batches(catchup_t *c, uint64_t last_seq, stele_error_t *err)
     return 0;
 }
 
+/* ---- the Merkle tree's stored hashes (version 2) ---- */
+
+/* Stored hashes collected for one index transaction. */
+typedef struct catchup_runs {
+    index_merkle_run_t runs[CATCHUP_CHUNK];
+    uint8_t *hashes; /* CATCHUP_CHUNK runs of up to MERKLE_MAX_LEVELS hashes */
+    size_t n_runs, n_hashes;
+} catchup_runs_t;
+
+static int
+catchup_runs_flush(index_t *ix, catchup_runs_t *cr, stele_error_t *err)
+{
+    int rc = index_put_merkle_runs(ix, cr->runs, cr->n_runs, err);
+    cr->n_runs = cr->n_hashes = 0;
+    return rc;
+}
+
+/* Adds one append's stored hashes; writes a full chunk. */
+static int
+catchup_runs_add(index_t *ix, catchup_runs_t *cr, const merkle_stored_t *st, stele_error_t *err)
+{
+    uint8_t *at = cr->hashes + cr->n_hashes * MERKLE_HASH_BYTES;
+    memcpy(at, st->hash, (size_t)st->count * MERKLE_HASH_BYTES);
+    cr->runs[cr->n_runs++] = (index_merkle_run_t){st->first_index, at, st->count};
+    cr->n_hashes += st->count;
+    return cr->n_runs == CATCHUP_CHUNK ? catchup_runs_flush(ix, cr, err) : 0;
+}
+
+/* The index's stored hashes as a merkle_store_t. */
+static int
+catchup_read_stored(void *ctx, unsigned level, uint64_t index, uint8_t out[MERKLE_HASH_BYTES],
+                    stele_error_t *err)
+{
+    return index_read_merkle(ctx, merkle_stored_index(level, index), out, err);
+}
+
+/* The number of leaves whose stored hashes end exactly at `end`, or UINT64_MAX when `end`
+ * falls inside an append's hashes (binary search: merkle_stored_count grows with size). */
+static uint64_t
+catchup_leaves_at(uint64_t end, uint64_t max_leaves)
+{
+    uint64_t lo = 0, hi = max_leaves;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (merkle_stored_count(mid) < end)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return merkle_stored_count(lo) == end ? lo : UINT64_MAX;
+}
+
+/* Whether the index's tree of `leaves` leaves has the root recovery computed. */
+static int
+catchup_merkle_matches(index_t *ix, uint64_t leaves, const uint8_t root[MERKLE_HASH_BYTES])
+{
+    merkle_hasher_t *h = merkle_hasher_new();
+    merkle_store_t store = {catchup_read_stored, ix};
+    uint8_t mine[MERKLE_HASH_BYTES];
+    int ok = h && merkle_tree_hash(h, &store, leaves, mine, NULL) == 0 &&
+             memcmp(mine, root, MERKLE_HASH_BYTES) == 0;
+    merkle_hasher_free(h);
+    return ok;
+}
+
+/* The tree the rebuild starts from: the index's at `leaves`, or for 0 the oldest segment's
+ * header range (whose peaks are stored first: proofs of later leaves read them). */
+static int
+catchup_merkle_start(index_t *ix, journal_reader_t *jr, const struct journal_recovery *rec,
+                     uint64_t leaves, merkle_range_t *range, catchup_runs_t *cr, stele_error_t *err)
+{
+    merkle_store_t store = {catchup_read_stored, ix};
+    if (leaves)
+        return merkle_range_load(range, &store, leaves, err);
+    journal_segment_trust_t trust;
+    int rc = journal_reader_segment_trust(jr, rec->first_seq, &trust, err);
+    if (rc == 0)
+        *range = trust.range;
+    uint64_t lo = 0; /* the first leaf under the peak: the highest peak covers the oldest */
+    for (unsigned level = MERKLE_MAX_LEVELS; rc == 0 && level-- > 0;) {
+        if (!((range->size >> level) & 1))
+            continue;
+        merkle_stored_t st = {.first_index = merkle_stored_index(level, lo >> level), .count = 1};
+        memcpy(st.hash[0], range->peak[level], MERKLE_HASH_BYTES);
+        rc = catchup_runs_add(ix, cr, &st, err);
+        lo += UINT64_C(1) << level;
+    }
+    return rc;
+}
+
+/* Appends every record after the tree's size to it, storing what each completes. */
+static int
+catchup_merkle_append(index_t *ix, journal_reader_t *jr, uint64_t last_seq, merkle_range_t *range,
+                      catchup_runs_t *cr, stele_error_t *err)
+{
+    merkle_hasher_t *h = merkle_hasher_new();
+    if (!h)
+        return error_set(err, -ENOMEM, "index catch-up: out of memory");
+    int rc = journal_reader_seek(jr, range->size + 1, 0, 0, err);
+    journal_record_t rec;
+    merkle_stored_t st;
+    while (rc == 0 && range->size < last_seq && (rc = journal_reader_next(jr, &rec, err)) == 0) {
+        rc = merkle_range_append(h, range, rec.leaf_hash, &st, err);
+        if (rc == 0)
+            rc = catchup_runs_add(ix, cr, &st, err);
+    }
+    merkle_hasher_free(h);
+    if (rc == STELE_EAGAIN && range->size < last_seq)
+        rc = error_set_hinted(err, STELE_ECORRUPT, "run \"stele verify\" on the journal",
+                              "merkle catch-up could read only to seq %" PRIu64 " of %" PRIu64,
+                              range->size, last_seq);
+    return rc ? rc : catchup_runs_flush(ix, cr, err);
+}
+
+/* Brings the index's stored hashes in line with the journal's tree: trims what recovery
+ * cut, checks the rest against the tree's root, and computes what is missing. */
+static int
+catchup_merkle(index_t *ix, journal_reader_t *jr, const struct journal_recovery *rec, char *note,
+               size_t note_cap, stele_error_t *err)
+{
+    if (rec->version < 2 || rec->last_seq == 0)
+        return 0;
+    uint64_t want_end = merkle_stored_count(rec->last_seq), end = 0;
+    int rc = index_merkle_end(ix, &end, err);
+    if (rc == 0 && end > want_end && (rc = index_truncate_merkle(ix, want_end, err)) == 0)
+        end = want_end;
+    if (rc || (end == want_end && catchup_merkle_matches(ix, rec->last_seq, rec->merkle_root)))
+        return rc;
+    uint64_t leaves = catchup_leaves_at(end, rec->last_seq);
+    if (leaves == UINT64_MAX || (end == want_end) || leaves < rec->first_seq - 1) {
+        leaves = 0; /* unusable: from the oldest segment again */
+        rc = index_truncate_merkle(ix, 0, err);
+    }
+    catchup_runs_t *cr = calloc(1, sizeof *cr);
+    if (cr)
+        cr->hashes = malloc((size_t)CATCHUP_CHUNK * MERKLE_MAX_LEVELS * MERKLE_HASH_BYTES);
+    merkle_range_t range;
+    if (!rc && (!cr || !cr->hashes))
+        rc = error_set(err, -ENOMEM, "index catch-up: out of memory");
+    if (!rc)
+        rc = catchup_merkle_start(ix, jr, rec, leaves, &range, cr, err);
+    if (!rc)
+        rc = catchup_merkle_append(ix, jr, rec->last_seq, &range, cr, err);
+    if (!rc)
+        catchup_note(note, note_cap, "merkle hashes %s from seq %" PRIu64,
+                     leaves ? "caught up" : "rebuilt", leaves + 1);
+    if (cr)
+        free(cr->hashes);
+    free(cr);
+    return rc;
+}
+
 /* Lowers every sink checkpoint past the journal's end to that end. With sync=interval or never
  * a sink may ship records that a machine crash then takes from the journal; recovery gives
  * their seqs to new records, which a sink keeping its checkpoint would skip and report
@@ -333,6 +488,10 @@ index_catchup_at_open(index_t *ix, const char *dir, const journal_io_t *io,
         rc = catchup_empty_index(&c, err);
     else if ((rc = catchup_trim_index(&c, rec, err)) == 0)
         rc = catchup_batches(&c, rec->last_seq, err);
+    /* The stored hashes are a cache of a cache: when they cannot be made whole (a full
+     * disk), the journal opens with them behind, like the batch starts, and prove says so. */
+    if (rc == 0)
+        rc = catchup_index_rc(&c, catchup_merkle(c.ix, c.jr, rec, c.note, c.note_cap, err));
     if (rc == 0)
         rc = catchup_lower_checkpoints(&c, rec->last_seq, err);
     return catchup_finish(&c, rc, was_replaced, is_index_failure, err);

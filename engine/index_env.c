@@ -3,13 +3,15 @@
  * writable, moving a corrupt one aside), the process-wide registry that shares one
  * environment per index per process, fork, closing, and the flush (index_sync).
  *
- * Layout: one environment in <journal dir>/index/ with five named databases:
+ * Layout: one environment in <journal dir>/index/ with six named databases:
  *   batches      first_seq (u64 BE)              -> segment_seq, offset, first_ts (3 x u64 BE)
  *   times        biased first_ts (u64 BE) || first_seq (u64 BE) -> (empty)
  *   meta         key (string, no NUL)            -> value (<= INDEX_META_VALUE_MAX bytes)
  *   checkpoints  sink name                       -> shipped seq (u64 BE)
  *   dead         sink name || NUL || seq (u64 BE) -> NUL || unix ms (u64 BE) || why (text)
- * index.c keeps the first two, index_meta.c the third, index_sinks.c the last two.
+ *   merkle       first stored index (u64 BE)     -> the run of stored hashes from it (32 bytes
+ * each) index.c keeps the first two, index_meta.c the third, index_sinks.c the next two,
+ * index_merkle.c the last (absent from an index made before it: read-only opens do without).
  *
  * Durability: the environment is opened with MDB_NOSYNC (a commit does not fsync; the
  * index is a cache rebuilt from the segments) and flushed by index_sync(). MDB_NOTLS lets
@@ -129,6 +131,8 @@ index_registry_attach(index_t *ix, index_shared_t *e)
     ix->meta = e->dbis[2];
     ix->checkpoints = e->dbis[3];
     ix->dead = e->dbis[4];
+    ix->merkle = e->dbis[5];
+    ix->has_merkle = e->has_merkle;
 }
 
 /* A new entry, not yet registered, for an environment about to be opened. Its map lock
@@ -174,8 +178,10 @@ index_registry_link(index_t *ix, stele_error_t *err)
     e->dev = st.st_dev;
     e->ino = st.st_ino;
     e->env = ix->env;
-    MDB_dbi dbis[INDEX_MAX_DBS] = {ix->batches, ix->times, ix->meta, ix->checkpoints, ix->dead};
+    MDB_dbi dbis[INDEX_MAX_DBS] = {ix->batches,     ix->times, ix->meta,
+                                   ix->checkpoints, ix->dead,  ix->merkle};
     memcpy(e->dbis, dbis, sizeof dbis);
+    e->has_merkle = ix->has_merkle;
     e->is_writable = ix->is_writable;
     e->refs = 1;
     e->next = index_registry;
@@ -218,19 +224,27 @@ index_registry_release(index_t *ix)
     }
 }
 
-static const char *const index_table_names[INDEX_MAX_DBS] = {"batches", "times", "meta",
-                                                             "checkpoints", "dead"};
+static const char *const index_table_names[INDEX_MAX_DBS] = {"batches",     "times", "meta",
+                                                             "checkpoints", "dead",  "merkle"};
+/* The tables an index written before the Merkle tree's cache lacks; a read-only open does
+ * without them (a writable one creates them). */
+#define INDEX_FIRST_OPTIONAL_DB 5
 
 /* Opens the tables in txn (creating them when ix may write); *arg receives the name of a
  * table LMDB refused. */
 static int
 index_open_dbis_txn(index_t *ix, MDB_txn *txn, void *arg)
 {
-    MDB_dbi *dbis[INDEX_MAX_DBS] = {&ix->batches, &ix->times, &ix->meta, &ix->checkpoints,
-                                    &ix->dead};
+    MDB_dbi *dbis[INDEX_MAX_DBS] = {&ix->batches,     &ix->times, &ix->meta,
+                                    &ix->checkpoints, &ix->dead,  &ix->merkle};
+    ix->has_merkle = 1;
     for (int i = 0; i < INDEX_MAX_DBS; i++) {
         int mrc =
             mdb_dbi_open(txn, index_table_names[i], ix->is_writable ? MDB_CREATE : 0, dbis[i]);
+        if (mrc == MDB_NOTFOUND && i >= INDEX_FIRST_OPTIONAL_DB) {
+            ix->has_merkle = 0;
+            continue;
+        }
         if (mrc) {
             *(const char **)arg = index_table_names[i];
             return mrc;
@@ -324,6 +338,32 @@ index_check_data_size(const index_t *ix)
         return errno;
     uint64_t counted = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
     return (uint64_t)fs.st_size < counted ? MDB_CORRUPTED : 0;
+}
+
+/* Pages LMDB counts but never wrote: one allocated and freed again in the same transaction
+ * (a "loose" page, left by deletions) is counted in the meta page and never written, so a
+ * sound file can be shorter than its count, and index_check_data_size would refuse it. The
+ * writer extends the file over them (with zeros; no page the tree reaches is among them)
+ * once its writes are flushed. Returns 0 or an LMDB/errno code. */
+static int
+index_extend_data_file(const index_t *ix)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    int rc = mdb_env_info(ix->env, &info);
+    if (rc == 0)
+        rc = mdb_env_stat(ix->env, &st);
+    if (rc)
+        return rc;
+    char data[sizeof ix->path + 16];
+    snprintf(data, sizeof data, "%s/data.mdb", ix->path);
+    struct stat fs;
+    uint64_t counted = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+    if (stat(data, &fs) != 0)
+        return errno;
+    if ((uint64_t)fs.st_size >= counted)
+        return 0;
+    return truncate(data, (off_t)counted) == 0 ? 0 : errno;
 }
 
 static bool
@@ -649,6 +689,8 @@ index_sync(index_t *ix, stele_error_t *err)
     if (rc)
         return index_mdb_fail(err, rc, ix, "check the readers of");
     rc = mdb_env_sync(ix->env, 1);
+    if (rc == 0)
+        rc = index_extend_data_file(ix);
     if (rc)
         return index_mdb_fail(err, rc, ix, "sync");
     return 0;

@@ -3,8 +3,9 @@
  * file: lmdb.h is included only by them. It holds the handle and the per-process
  * environment entry (index_env.c), the transactions every table goes through (index_txn.c)
  * and the big-endian key encoding. The tables themselves are index.c (batch starts by seq
- * and by time), index_meta.c (small named values) and index_sinks.c (checkpoints and dead
- * letters); index_env.c's top comment gives the layout of all five.
+ * and by time), index_meta.c (small named values), index_sinks.c (checkpoints and dead
+ * letters) and index_merkle.c (the Merkle tree's stored hashes); index_env.c's top comment
+ * gives the layout of all six.
  */
 #ifndef STELE_ENGINE_INDEX_LMDB_H
 #define STELE_ENGINE_INDEX_LMDB_H
@@ -18,8 +19,8 @@
 
 #include "index.h"
 
-/* batches, times, meta, checkpoints, dead. */
-#define INDEX_MAX_DBS 5
+/* batches, times, meta, checkpoints, dead, merkle. */
+#define INDEX_MAX_DBS 6
 /* The longest meta value, and key. */
 #define INDEX_META_VALUE_MAX 256
 /* The longest sink name a checkpoint or dead letter is kept under. */
@@ -30,7 +31,8 @@ typedef struct index_shared {
     dev_t dev;
     ino_t ino; /* of the index directory */
     MDB_env *env;
-    MDB_dbi dbis[INDEX_MAX_DBS]; /* batches, times, meta, checkpoints, dead */
+    MDB_dbi dbis[INDEX_MAX_DBS]; /* batches, times, meta, checkpoints, dead, merkle */
+    int has_merkle;              /* the merkle table exists (a read-only open may lack it) */
     int is_writable;
     /* Held shared by every transaction on env, exclusively to resize its map. */
     pthread_rwlock_t map_lock;
@@ -46,6 +48,8 @@ struct index {
     MDB_dbi meta;
     MDB_dbi checkpoints;
     MDB_dbi dead;
+    MDB_dbi merkle;
+    int has_merkle;         /* the merkle table exists (a read-only open may lack it) */
     int is_writable;        /* what this handle may do, whatever the environment allows */
     index_shared_t *shared; /* the entry of the environment this handle uses */
     size_t map_bytes;       /* the map of an environment this handle opens */

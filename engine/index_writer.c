@@ -5,7 +5,8 @@
  * (stele.c opens and closes them, in an order that lets this thread stop first).
  *
  * Locks:
- *   ix_mu  protects the ring (ring..is_idle), the stop flag and the shippers this thread
+ *   ix_mu  protects the ring (ring..is_idle, with each batch's Merkle stored hashes in
+ *          merkle_fill), the stop flag and the shippers this thread
  *          may look at (shippers, n_shippers); ix_cv wakes the thread. Taken by
  *          index_writer_on_batch on the thread that wrote a batch (after it dropped
  *          commit.mu) and held only to copy; never held across LMDB, retention or
@@ -44,6 +45,12 @@
 /* Batch starts a batch's writer may hand the index writer before it drops some (the index
  * is sparse and rebuilt at open, so a dropped start only makes a seek scan a little longer). */
 #define INDEX_WRITER_RING_CAP 4096
+/* Bytes of Merkle stored hashes (journal/merkle.h, 2 per record on average) queued for the
+ * index at most: about 32,000 records' worth. A batch whose hashes do not fit is dropped,
+ * and so is every later one: the cache stays whole up to where it stops, and the catch-up
+ * at the next open fills in the rest from the segments. */
+#define INDEX_WRITER_MERKLE_BYTES ((size_t)2 << 20)
+#define INDEX_WRITER_HASH_BYTES 32
 /* The index writer applies queued batch starts at least this often... */
 #define INDEX_WRITER_APPLY_MS 20
 /* ...and flushes the LMDB environment (index_sync) when it was written and: this many
@@ -82,6 +89,11 @@ struct index_writer {
     pthread_cond_t ix_cv; /* monotonic clock (index_writer_wait) */
     /* -- protected by ix_mu -- */
     index_batch_t ring[INDEX_WRITER_RING_CAP];
+    uint64_t ring_first_stored[INDEX_WRITER_RING_CAP]; /* each batch's Merkle stored hashes: */
+    uint32_t ring_n_stored[INDEX_WRITER_RING_CAP];     /* their first index and count, */
+    uint8_t *merkle_fill;                              /* and the hashes, back to back */
+    size_t merkle_fill_len;
+    bool is_merkle_dropped; /* hashes were dropped: none are queued from then on */
     size_t head;
     size_t count;
     bool is_stopping;
@@ -92,6 +104,7 @@ struct index_writer {
     char behind_msg[STELE_ERROR_MESSAGE_BYTES]; /* why the index is behind; "" when it is not */
 
     /* -- written by the index writer only -- */
+    uint8_t *merkle_spare;  /* swapped with merkle_fill at each drain */
     stele_error_t last_err; /* last failure, for a debugger: the index is a cache, none is fatal */
     _Atomic uint64_t syncs; /* index_sync calls, for stats */
     journal_reader_t *retention_reader;            /* opened on first use, for segment listings */
@@ -114,6 +127,24 @@ typedef struct index_writer_clock {
 
 /* -- the ring --------------------------------------------------------------------------- */
 
+/* Queues the batch's stored hashes (ix_mu held); their count goes into the slot. */
+static void
+index_writer_queue_merkle(index_writer_t *w, size_t slot, const journal_batch_info_t *info)
+{
+    size_t bytes = info->n_stored * INDEX_WRITER_HASH_BYTES;
+    w->ring_n_stored[slot] = 0;
+    if (info->n_stored == 0 || w->is_merkle_dropped)
+        return;
+    if (!w->merkle_fill || w->merkle_fill_len + bytes > INDEX_WRITER_MERKLE_BYTES) {
+        w->is_merkle_dropped = true;
+        return;
+    }
+    memcpy(w->merkle_fill + w->merkle_fill_len, info->stored, bytes);
+    w->merkle_fill_len += bytes;
+    w->ring_first_stored[slot] = info->first_stored;
+    w->ring_n_stored[slot] = (uint32_t)info->n_stored;
+}
+
 void
 index_writer_on_batch(void *ctx, const journal_batch_info_t *info)
 {
@@ -125,11 +156,13 @@ index_writer_on_batch(void *ctx, const journal_batch_info_t *info)
                                         .segment_seq = info->segment_seq,
                                         .offset = info->offset,
                                         .first_ts_ns = info->first_ts_ns};
+        index_writer_queue_merkle(w, slot, info);
         w->count++;
         if (w->is_idle || w->count == INDEX_WRITER_RING_CAP / 2)
             pthread_cond_signal(&w->ix_cv);
     } else {
         w->n_dropped++;
+        w->is_merkle_dropped = w->is_merkle_dropped || info->n_stored > 0;
     }
     pthread_mutex_unlock(&w->ix_mu);
 }
@@ -157,19 +190,39 @@ index_writer_gather(index_writer_t *w)
         index_writer_wait(w, INDEX_WRITER_APPLY_MS);
 }
 
-/* Moves the queued batch starts into batch (ix_mu held); returns how many. */
-static size_t
-index_writer_drain(index_writer_t *w, index_batch_t *batch)
+/* What one drain takes from the queue. */
+typedef struct index_writer_drained {
+    index_batch_t *batch; /* INDEX_WRITER_RING_CAP entries */
+    index_merkle_run_t *runs;
+    size_t n, n_runs;
+} index_writer_drained_t;
+
+/* Moves the queued batch starts and stored hashes into d (ix_mu held). The hashes change
+ * buffers rather than being copied: the thread's spare becomes the one appenders fill. */
+static void
+index_writer_drain(index_writer_t *w, index_writer_drained_t *d)
 {
-    size_t n = 0;
-    while (w->count && batch) {
-        batch[n++] = w->ring[w->head];
+    d->n = d->n_runs = 0;
+    uint8_t *hashes = w->merkle_fill;
+    size_t at = 0;
+    while (w->count && d->batch) {
+        size_t slot = w->head;
+        d->batch[d->n++] = w->ring[slot];
+        if (w->ring_n_stored[slot] && d->runs) {
+            d->runs[d->n_runs++] = (index_merkle_run_t){w->ring_first_stored[slot], hashes + at,
+                                                        w->ring_n_stored[slot]};
+            at += (size_t)w->ring_n_stored[slot] * INDEX_WRITER_HASH_BYTES;
+        }
         w->head = (w->head + 1) % INDEX_WRITER_RING_CAP;
         w->count--;
     }
-    if (!batch)
+    if (!d->batch || !d->runs) {
         w->count = 0; /* out of memory at start: drop, catch-up repairs */
-    return n;
+        w->is_merkle_dropped = true;
+    }
+    w->merkle_fill = w->merkle_spare;
+    w->merkle_spare = hashes;
+    w->merkle_fill_len = 0;
 }
 
 /* -- falling behind and catching up -------------------------------------------------- */
@@ -244,19 +297,23 @@ index_writer_behind(index_writer_t *w, char *msg, size_t cap)
     return is_behind;
 }
 
-/* Writes the drained batch starts, unless the index is behind (then they are dropped: the
- * catch-up indexes them from the segments). Returns whether it wrote the index. */
+/* Writes the drained batch starts and stored hashes, unless the index is behind (then they
+ * are dropped: the catch-up indexes the batches from the segments, the next open's the
+ * hashes). Returns whether it wrote batch starts. */
 static bool
-index_writer_apply(index_writer_t *w, index_batch_t *batch, size_t n)
+index_writer_apply(index_writer_t *w, const index_writer_drained_t *d)
 {
     stele_error_t err;
-    if (n == 0 || w->is_behind)
+    if (w->is_behind)
         return false;
-    if (index_put_batches(w->cfg.index, batch, n, &err) != 0) {
+    if (d->n && index_put_batches(w->cfg.index, d->batch, d->n, &err) != 0) {
         index_writer_fall_behind(w, &err);
         return false;
     }
-    return true;
+    /* A cache as well: a failure leaves the stored hashes to the next open's catch-up. */
+    if (d->n_runs && index_put_merkle_runs(w->cfg.index, d->runs, d->n_runs, &err) != 0)
+        w->last_err = err;
+    return d->n > 0;
 }
 
 /* -- retention -------------------------------------------------------------------------- */
@@ -346,6 +403,11 @@ index_writer_apply_retention(index_writer_t *w, shipper_t *const *shippers, size
     if (cut == 0)
         return;
     stele_error_t err;
+    /* A signed journal says what it deletes first, durably (the journal deletes no more). */
+    if (commit_seal_retention(w->commit, cut, &err) != 0) {
+        w->last_err = err;
+        return;
+    }
     int deleted = journal_delete_before(w->cfg.journal, cut, &err);
     if (deleted < 0) {
         w->last_err = err;
@@ -446,7 +508,8 @@ index_writer_main(void *arg)
 {
     index_writer_t *w = arg;
     pthread_setname_np(pthread_self(), "stele-index"); /* names it in top -H, perf, gdb */
-    index_batch_t *batch = malloc(sizeof(index_batch_t) * INDEX_WRITER_RING_CAP);
+    index_writer_drained_t d = {.batch = malloc(sizeof(index_batch_t) * INDEX_WRITER_RING_CAP),
+                                .runs = malloc(sizeof(index_merkle_run_t) * INDEX_WRITER_RING_CAP)};
     uint64_t start_ms = (uint64_t)clock_mono_ms();
     /* Sink counters are published on the first pass; the rest waits a period. */
     /* Catch-up at open left the index in line with the journal: count from its end. */
@@ -459,15 +522,15 @@ index_writer_main(void *arg)
     pthread_mutex_lock(&w->ix_mu);
     for (;;) {
         index_writer_gather(w);
-        size_t n = index_writer_drain(w, batch);
+        index_writer_drain(w, &d);
         bool stop = w->is_stopping;
         shipper_t *const *shippers = w->shippers;
         size_t n_shippers = w->n_shippers;
         pthread_mutex_unlock(&w->ix_mu);
 
-        if (index_writer_apply(w, batch, n)) {
+        if (index_writer_apply(w, &d)) {
             clk.is_dirty = true;
-            clk.indexed_seq = batch[n - 1].first_seq;
+            clk.indexed_seq = d.batch[d.n - 1].first_seq;
         }
         index_writer_periodic(w, &clk, shippers, n_shippers, stop);
         pthread_mutex_lock(&w->ix_mu);
@@ -475,7 +538,8 @@ index_writer_main(void *arg)
             break;
     }
     pthread_mutex_unlock(&w->ix_mu);
-    free(batch);
+    free(d.batch);
+    free(d.runs);
     journal_reader_close(w->retention_reader);
     w->retention_reader = NULL;
     return NULL;
@@ -491,6 +555,10 @@ index_writer_create(const index_writer_config_t *cfg, index_writer_t **out, stel
     if (!w)
         return error_set(err, -ENOMEM, "out of memory starting the index writer");
     w->cfg = *cfg;
+    /* Without them no stored hash is queued: the catch-up at the next open makes them. */
+    w->merkle_fill = malloc(INDEX_WRITER_MERKLE_BYTES);
+    w->merkle_spare = malloc(INDEX_WRITER_MERKLE_BYTES);
+    w->is_merkle_dropped = !w->merkle_fill || !w->merkle_spare;
     w->cfg.behind = NULL;
     pthread_mutex_init(&w->ix_mu, NULL);
     clock_cond_init(&w->ix_cv);
@@ -546,5 +614,7 @@ index_writer_free(index_writer_t *w)
         return;
     pthread_mutex_destroy(&w->ix_mu);
     pthread_cond_destroy(&w->ix_cv);
+    free(w->merkle_fill);
+    free(w->merkle_spare);
     free(w);
 }

@@ -16,8 +16,7 @@
 #define MS_PER_SEC INT64_C(1000)
 #define US_PER_MS INT64_C(1000)
 
-/* A time in nanoseconds as RFC 3339 UTC with microseconds (floored, also before 1970). */
-static void
+void
 render_time_ns(render_buf_t *b, int64_t ts_ns)
 {
     int64_t sec = ts_ns / NS_PER_SEC;

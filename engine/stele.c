@@ -60,6 +60,7 @@ struct stele {
     stele_hooks_t hooks; /* tests' seams (stele_internal.h); all zero in production */
     const journal_io_t *io;
     validate_limits_t limits;
+    journal_origin_t own_origin; /* this process, the origin of what it appends itself */
     /* The sinks' time fields, which limits reserves in events (copies: opts are borrowed). */
     char time_fields[STELE_MAX_SINKS][CONFIG_TIME_FIELD_MAX + 1];
     journal_t *journal;
@@ -251,10 +252,14 @@ stele_recovery_hint(const char *dir, const stele_options_t *o, journal_options_t
 static size_t
 stele_batch_bytes(const stele_options_t *o)
 {
-    size_t frame = journal_frame_bytes(o->max_record_bytes);
+    size_t frame = journal_frame_bytes(FORMAT_VERSION, o->max_record_bytes);
     size_t batch = STELE_BATCH_BYTES_MAX;
     if (batch > o->segment_bytes / 2)
         batch = (size_t)(o->segment_bytes / 2);
+    /* A signed journal keeps room in each segment for a batch's checkpoint and its own. */
+    size_t signed_room = (size_t)o->segment_bytes - SEG_HEADER_BYTES - 2 * JOURNAL_META_FRAME_MAX;
+    if (o->signing_key && batch > signed_room)
+        batch = signed_room;
     return batch < frame ? frame : batch;
 }
 
@@ -287,6 +292,10 @@ stele_alloc(const char *dir, const stele_options_t *opts, const stele_hooks_t *h
         free(db);
         return NULL;
     }
+    db->own_origin = (journal_origin_t){.uid = (uint32_t)getuid(),
+                                        .gid = (uint32_t)getgid(),
+                                        .pid = (uint32_t)getpid(),
+                                        .kind = FRAME_ORIGIN_PROCESS};
     if (hooks)
         db->hooks = *hooks;
     db->io = db->hooks.io;
@@ -330,6 +339,10 @@ stele_journal_options(const stele_t *db, const stele_options_t *o, journal_optio
     /* With sync=always every batch is flushed at once, so the page cache only adds work:
      * a copy, then fdatasync's writeback walk, on the committing thread (journal/direct.h). */
     jo->direct_writes = o->sync == STELE_SYNC_ALWAYS;
+    jo->signing_key_path = o->signing_key;
+    jo->checkpoint_records = o->checkpoint_records;
+    jo->checkpoint_interval_ms = o->checkpoint_interval_ms;
+    jo->key_epoch_s = o->key_epoch_s;
 }
 
 /* Opens the journal (lock, recovery) from the index's hint; *rec receives what recovery
@@ -627,11 +640,11 @@ stele_check_append(stele_t *db, const void *data, stele_wait_t wait, stele_error
 
 /* Queues an encoded event and waits; the caller has entered and marked itself active. */
 static int
-stele_append_encoded(stele_t *db, const uint8_t *bson, uint32_t len, stele_wait_t wait,
-                     uint64_t *seq_out, stele_error_t *err)
+stele_append_encoded(stele_t *db, const uint8_t *bson, uint32_t len, const journal_origin_t *origin,
+                     stele_wait_t wait, uint64_t *seq_out, stele_error_t *err)
 {
     uint64_t seq = 0;
-    int rc = commit_enqueue(db->commit, bson, len, wait, &seq, err);
+    int rc = commit_enqueue(db->commit, bson, len, origin, wait, &seq, err);
     if (rc)
         return rc;
     if (seq_out)
@@ -642,8 +655,8 @@ stele_append_encoded(stele_t *db, const uint8_t *bson, uint32_t len, stele_wait_
 }
 
 int
-stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait, uint64_t *seq_out,
-                  stele_error_t *err)
+stele_append_json_from(stele_t *db, const journal_origin_t *origin, const char *json, size_t len,
+                       stele_wait_t wait, uint64_t *seq_out, stele_error_t *err)
 {
     int rc = stele_check_append(db, json, wait, err);
     if (rc || (rc = stele_enter(db, err)) != 0)
@@ -653,7 +666,8 @@ stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait, 
     validate_buf_init(&buf);
     rc = validate_json(json, len, &db->limits, &buf, err);
     if (rc == 0)
-        rc = stele_append_encoded(db, buf.data, (uint32_t)buf.len, wait, seq_out, err);
+        rc = stele_append_encoded(db, buf.data, (uint32_t)buf.len,
+                                  origin ? origin : &db->own_origin, wait, seq_out, err);
     validate_buf_free(&buf);
     commit_writer_leave(db->commit);
     stele_leave(db);
@@ -661,8 +675,8 @@ stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait, 
 }
 
 int
-stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t wait,
-                  uint64_t *seq_out, stele_error_t *err)
+stele_append_bson_from(stele_t *db, const journal_origin_t *origin, const uint8_t *bson, size_t len,
+                       stele_wait_t wait, uint64_t *seq_out, stele_error_t *err)
 {
     int rc = stele_check_append(db, bson, wait, err);
     if (rc || (rc = stele_enter(db, err)) != 0)
@@ -670,10 +684,25 @@ stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t wai
     commit_writer_enter(db->commit);
     rc = validate_bson(bson, len, &db->limits, err);
     if (rc == 0)
-        rc = stele_append_encoded(db, bson, (uint32_t)len, wait, seq_out, err);
+        rc = stele_append_encoded(db, bson, (uint32_t)len, origin ? origin : &db->own_origin, wait,
+                                  seq_out, err);
     commit_writer_leave(db->commit);
     stele_leave(db);
     return rc;
+}
+
+int
+stele_append_json(stele_t *db, const char *json, size_t len, stele_wait_t wait, uint64_t *seq_out,
+                  stele_error_t *err)
+{
+    return stele_append_json_from(db, NULL, json, len, wait, seq_out, err);
+}
+
+int
+stele_append_bson(stele_t *db, const uint8_t *bson, size_t len, stele_wait_t wait,
+                  uint64_t *seq_out, stele_error_t *err)
+{
+    return stele_append_bson_from(db, NULL, bson, len, wait, seq_out, err);
 }
 
 int

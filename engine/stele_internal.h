@@ -7,11 +7,24 @@
 
 #include "stele.h"
 #include "io.h"
+#include "journal.h"
 #include "stamp.h"
 
 /* stele_open() with the journal's file I/O going through `io` (NULL = POSIX). */
 int stele_open_with_io(const char *dir, const stele_options_t *opts, const journal_io_t *io,
                        stele_t **out, stele_error_t *err);
+
+/*
+ * stele_append_json() / stele_append_bson() with the record's origin block given by the
+ * caller (who appended it, outside the event: FORMAT.md, "Frame"). The public calls record
+ * the writing process itself (FRAME_ORIGIN_PROCESS); `stele serve` passes each peer's
+ * SO_PEERCRED (FRAME_ORIGIN_PEER). origin NULL = this process. Borrowed for the call.
+ * Same results as the public calls.
+ */
+int stele_append_json_from(stele_t *db, const journal_origin_t *origin, const char *json,
+                           size_t len, stele_wait_t wait, uint64_t *seq_out, stele_error_t *err);
+int stele_append_bson_from(stele_t *db, const journal_origin_t *origin, const uint8_t *bson,
+                           size_t len, stele_wait_t wait, uint64_t *seq_out, stele_error_t *err);
 
 /* Seams for tests; a zeroed struct is stele_open(). */
 typedef struct stele_hooks {

@@ -36,6 +36,7 @@
 #include "format.h"
 #include "index.h"
 #include "journal.h"
+#include "merkle.h"
 #include "read_side.h"
 #include "record.h"
 #include "segment.h"
@@ -50,6 +51,7 @@ typedef struct verify_state {
     journal_reader_t *jr;
     index_t *ix;
     chain_hasher_t *hasher;
+    merkle_hasher_t *mhasher;
     stele_verify_report_t *report;
     stele_verify_hook_fn hook; /* tests: called after each record checked (stele_internal.h) */
     void *hook_ctx;
@@ -87,10 +89,13 @@ verify_bad(verify_state_t *v, uint64_t seq, uint64_t segment_seq, uint64_t offse
     return STELE_ECORRUPT;
 }
 
-/* The record's chain hash recomputed from its contents (journal/chain.h, FORMAT.md). */
+/* The record's chain hash recomputed from its contents (journal/chain.h, FORMAT.md): in
+ * version 2 from its leaf hash, which the reader computed from the frame. */
 static int
 verify_hash(chain_hasher_t *hasher, const journal_record_t *rec, uint8_t out[HASH_BYTES])
 {
+    if (rec->version >= 2)
+        return chain_link(hasher, rec->prev_hash, rec->leaf_hash, out);
     return chain_hash(hasher, rec->prev_hash, rec->seq, rec->ts_ns, rec->payload, rec->payload_len,
                       out);
 }
@@ -211,11 +216,11 @@ typedef struct verify_frame {
 } verify_frame_t;
 
 static int
-verify_read_frame(const journal_io_t *io, int fd, uint64_t off, uint64_t file_bytes,
-                  verify_frame_t *f)
+verify_read_frame(const journal_io_t *io, int fd, uint32_t version, uint64_t off,
+                  uint64_t file_bytes, verify_frame_t *f)
 {
     uint64_t room = off < file_bytes ? file_bytes - off : 0;
-    uint64_t want = FRAME_HEADER_BYTES;
+    uint64_t want = format_frame_header_bytes(version);
     for (int pass = 0; pass < 2; pass++) {
         if (want > room)
             want = room;
@@ -229,11 +234,11 @@ verify_read_frame(const journal_io_t *io, int fd, uint64_t off, uint64_t file_by
         ssize_t got = want ? io->pread(io->ctx, fd, f->buf, want, (off_t)off) : 0;
         if (got < 0)
             return (int)got;
-        f->status = record_decode(f->buf, (size_t)got, room, off, &f->view);
+        f->status = record_decode(version, f->buf, (size_t)got, room, off, &f->view);
         if (f->status != RECORD_NEED_MORE)
             return 0;
         uint64_t len = format_load_u32(f->buf + FRAME_OFF_PAYLOAD_LEN);
-        want = format_frame_bytes(len);
+        want = format_frame_bytes(version, len);
     }
     f->status = RECORD_TORN;
     return 0;
@@ -249,7 +254,8 @@ verify_read_frame(const journal_io_t *io, int fd, uint64_t off, uint64_t file_by
  * (or a deletion) in the middle.
  */
 static int
-verify_later_frame(const journal_io_t *io, int fd, uint64_t off, uint64_t file_bytes, uint64_t seq)
+verify_later_frame(const journal_io_t *io, int fd, uint32_t version, uint64_t off,
+                   uint64_t file_bytes, uint64_t seq)
 {
     uint64_t len = file_bytes > off ? file_bytes - off : 0;
     if (len > VERIFY_LATER_WINDOW_BYTES)
@@ -259,14 +265,15 @@ verify_later_frame(const journal_io_t *io, int fd, uint64_t off, uint64_t file_b
         return 0;
     ssize_t got = io->pread(io->ctx, fd, buf, len, (off_t)off);
     int is_found = 0;
-    for (uint64_t at = FRAME_ALIGN;
-         got > 0 && at + FRAME_HEADER_BYTES <= (uint64_t)got && !is_found; at += FRAME_ALIGN) {
+    uint32_t header = format_frame_header_bytes(version);
+    for (uint64_t at = FRAME_ALIGN; got > 0 && at + header <= (uint64_t)got && !is_found;
+         at += FRAME_ALIGN) {
         if (format_load_u32(buf + at) != FRAME_MAGIC)
             continue;
         record_view_t view;
-        record_status_t st = record_decode(buf + at, (size_t)((uint64_t)got - at),
+        record_status_t st = record_decode(version, buf + at, (size_t)((uint64_t)got - at),
                                            file_bytes - off - at, off + at, &view);
-        is_found = st == RECORD_VALID && view.seq > seq;
+        is_found = st == RECORD_VALID && !view.is_meta && view.seq > seq;
     }
     free(buf);
     return is_found;
@@ -277,7 +284,7 @@ static void
 verify_after_prev(const verify_state_t *v, uint64_t *segment_seq, uint64_t *offset)
 {
     *segment_seq = v->have_prev ? v->prev.segment_seq : 0;
-    *offset = v->have_prev ? v->prev.offset + journal_frame_bytes(v->prev.payload_len) : 0;
+    *offset = v->have_prev ? v->prev.offset + v->prev.frame_bytes : 0;
 }
 
 /* Pinpointing's walk over the frames of at most two segment files. */
@@ -286,7 +293,8 @@ typedef struct verify_cursor {
     int dir_fd;                  /* the journal directory (the reader's, or one of verify's own) */
     int need_later_frame;        /* a bad frame counts only if a valid one follows it */
     stele_verify_report_t saved; /* the report to restore when a bad frame does not count */
-    uint64_t seq;                /* the seq the next frame must have */
+    uint64_t seq;                /* the seq the next record must have */
+    uint32_t version;            /* of the open segment (its header says) */
     uint64_t segment_seq;
     uint64_t offset; /* of the next frame; at most SEG_HEADER_BYTES: read the header first */
     uint8_t prev_hash[HASH_BYTES];
@@ -310,6 +318,7 @@ verify_cursor_init(verify_state_t *v, const char *dir, int need_later_frame, ver
     c->fd = -1;
     if (v->have_prev) {
         c->seq = v->prev.seq + 1;
+        c->version = v->prev.version;
         verify_after_prev(v, &c->segment_seq, &c->offset);
         memcpy(c->prev_hash, v->prev.hash, HASH_BYTES);
         c->have_hash = 1;
@@ -347,6 +356,7 @@ verify_pinpoint_header(verify_state_t *v, verify_cursor_t *c)
     }
     memcpy(c->prev_hash, h.prev_hash, HASH_BYTES);
     c->have_hash = 1;
+    c->version = h.version;
     c->offset = SEG_HEADER_BYTES;
     return 0;
 }
@@ -358,9 +368,15 @@ verify_frame_breaks_chain(verify_state_t *v, const verify_cursor_t *c)
 {
     const record_view_t *fv = &c->frame.view;
     uint8_t calc[HASH_BYTES];
-    journal_record_t jr = {
-        .seq = fv->seq, .ts_ns = fv->ts_ns, .payload = fv->payload, .payload_len = fv->payload_len};
+    journal_record_t jr = {.seq = fv->seq,
+                           .ts_ns = fv->ts_ns,
+                           .payload = fv->payload,
+                           .payload_len = fv->payload_len,
+                           .version = fv->version};
     memcpy(jr.prev_hash, c->prev_hash, HASH_BYTES);
+    if (fv->version >= 2 &&
+        record_leaf_hash(v->mhasher, fv->frame, fv->payload_len, jr.leaf_hash) != 0)
+        return 0;
     return verify_hash(v->hasher, &jr, calc) == 0 && memcmp(calc, fv->hash, HASH_BYTES) != 0;
 }
 
@@ -370,13 +386,14 @@ static int
 verify_pinpoint_frame(verify_state_t *v, const verify_cursor_t *c)
 {
     const verify_frame_t *f = &c->frame;
+    uint64_t due = f->status == RECORD_VALID && f->view.is_meta ? c->seq - 1 : c->seq;
     if (f->status != RECORD_VALID)
         verify_bad(v, c->seq, c->segment_seq, c->offset, "frame: %s",
                    record_status_name(f->status));
-    else if (f->view.seq != c->seq)
+    else if (f->view.seq != due)
         verify_bad(v, c->seq, c->segment_seq, c->offset,
-                   "seq %" PRIu64 " where %" PRIu64 " was due", f->view.seq, c->seq);
-    else if (c->have_hash && verify_frame_breaks_chain(v, c))
+                   "seq %" PRIu64 " where %" PRIu64 " was due", f->view.seq, due);
+    else if (!f->view.is_meta && c->have_hash && verify_frame_breaks_chain(v, c))
         verify_bad(v, c->seq, c->segment_seq, c->offset, "chain hash does not match the record");
     else
         return 0;
@@ -390,21 +407,23 @@ verify_pinpoint_frames(verify_state_t *v, verify_cursor_t *c)
 {
     const verify_frame_t *f = &c->frame;
     for (;;) {
-        if (verify_read_frame(c->io, c->fd, c->offset, c->file_bytes, &c->frame) != 0)
+        if (verify_read_frame(c->io, c->fd, c->version, c->offset, c->file_bytes, &c->frame) != 0)
             return 0;
         if (f->status == RECORD_ZERO)
             return 0; /* end of this segment's frames: the batch may be in the next */
         int is_bad = verify_pinpoint_frame(v, c);
         if (is_bad && c->need_later_frame &&
-            !verify_later_frame(c->io, c->fd, c->offset, c->file_bytes, c->seq)) {
+            !verify_later_frame(c->io, c->fd, c->version, c->offset, c->file_bytes, c->seq)) {
             /* Nothing intact follows: a torn tail, which the next writer truncates. */
             *v->report = c->saved;
             return 0;
         }
         if (is_bad || (f->status == RECORD_VALID && (f->view.flags & FRAME_FLAG_BATCH_END)))
             return is_bad;
-        memcpy(c->prev_hash, f->view.hash, HASH_BYTES);
         c->offset += f->view.frame_bytes;
+        if (f->view.is_meta)
+            continue; /* no record: the seq and the chain stay */
+        memcpy(c->prev_hash, f->view.hash, HASH_BYTES);
         c->seq++;
     }
 }
@@ -560,9 +579,10 @@ verify_walk_end(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t 
                           " as durable but the segments end at seq %" PRIu64
                           ": records are missing",
                           durable_before, last);
+    /* The index records batch starts, so the first record missing is the one after the
+     * end, whichever seq the index names beyond it. */
     if (is_index_ahead)
-        return verify_bad(v, v->index_next.first_seq, v->index_next.segment_seq,
-                          v->index_next.offset,
+        return verify_bad(v, last + 1, segment_seq, offset,
                           "index names seq %" PRIu64 " past the end of the journal (last %" PRIu64
                           "): records are missing",
                           v->index_next.first_seq, last);
@@ -668,7 +688,8 @@ stele_verify_hooked(const char *dir, const stele_options_t *opts, uint64_t from_
         goto done;
     v.ix = read_side_open_index(dir, v.jr);
     v.hasher = chain_hasher_new();
-    if (!v.hasher) {
+    v.mhasher = merkle_hasher_new();
+    if (!v.hasher || !v.mhasher) {
         rc = error_set_hinted(err, -ENOMEM, NULL, "could not allocate a SHA-256 context");
         goto done;
     }
@@ -684,6 +705,7 @@ done:
         report->first_seq = from_seq;
     }
     chain_hasher_free(v.hasher);
+    merkle_hasher_free(v.mhasher);
     index_close(v.ix);
     journal_reader_close(v.jr);
     return rc;

@@ -248,6 +248,18 @@ typedef struct stele_options {
     stele_log_level_t log_level; /* least severe line the engine logs on stderr (the sinks'
                                     state: unreachable, retrying, recovered, dead letters,
                                     stopped; docs/mongodb.md); default STELE_LOG_INFO */
+    /* Signing (FORMAT.md section 11; docs/guarantees.md "Trust"). */
+    const char *signing_key;         /* signer key file (stele_keygen()): the writer signs
+                                        checkpoints with it and evolves it in place, so it
+                                        must stay writable by the writer. NULL (default) =
+                                        no signing; a journal already signed then refuses to
+                                        open (STELE_ECONFIG). Version 1 journals refuse a key */
+    uint32_t checkpoint_records;     /* with a key: a checkpoint at least every this many
+                                        records; default 1000 */
+    uint32_t checkpoint_interval_ms; /* with a key: a checkpoint at least this often, also when
+                                        idle; default 10000 */
+    uint32_t key_epoch_s;            /* with a key: each key signs this long, then the next
+                                        replaces it (forward security); default 900 */
     /* stele_serve_run() only: */
     uint32_t serve_idle_timeout_ms;    /* a connection with nothing to answer that sent nothing
                                           for this long is closed; default 300000; 0 = never */
@@ -713,14 +725,24 @@ int stele_status_read(const char *dir, stele_status_t *out, stele_error_t *err);
 int stele_status_read_opts(const char *dir, const stele_options_t *opts, stele_status_t *out,
                            stele_error_t *err);
 
-/* Outcome of stele_verify(). */
+/* Outcome of stele_verify() and stele_verify_trusted(). */
 typedef struct stele_verify_report {
     uint64_t records_checked;
     uint64_t first_seq, last_seq;
     uint64_t bad_seq;     /* first failing seq, 0 when all holds */
-    char bad_segment[64]; /* segment file of the failure */
+    char bad_segment[64]; /* segment file of the failure ("" when none is to blame, or KEYS) */
     uint64_t bad_offset;
     char what[STELE_ERROR_MESSAGE_BYTES]; /* why it failed */
+    /* -- stele_verify_trusted() only (0 otherwise) -- */
+    uint64_t statements_checked; /* signed checkpoints and key statements that verified */
+    uint64_t key_epoch;          /* the key epoch in force at the end of the journal */
+    uint64_t sealed_seq;         /* records 1 .. sealed_seq are under the newest checkpoint */
+    int64_t sealed_time_ns;      /* that checkpoint's time (wall clock of the writer) */
+    int is_closed;               /* that checkpoint is a clean close's */
+    uint64_t unsealed_first_seq; /* records past it, the unsealed tail (0 when none) */
+    uint64_t unsealed_last_seq;
+    int64_t unsealed_since_ns;    /* ts of the oldest unsealed record */
+    uint64_t retention_first_seq; /* the newest signed retention point (0: none) */
 } stele_verify_report_t;
 
 /*
@@ -735,6 +757,97 @@ int stele_verify(const char *dir, uint64_t from_seq, uint64_t to_seq, stele_veri
  * Both refuse a journal others could change (STELE_EUNSAFE), as stele_reader_open() does. */
 int stele_verify_opts(const char *dir, const stele_options_t *opts, uint64_t from_seq,
                       uint64_t to_seq, stele_verify_report_t *report, stele_error_t *err);
+
+/* ------------------------------------------------------------------------------------------
+ * Trust: signed checkpoints, forward-secure keys and proofs (FORMAT.md section 11;
+ * docs/guarantees.md, "Trust")
+ *
+ * With a signing key (stele_options_t.signing_key) a writer of a version 2 journal keeps the
+ * records in a Merkle tree and writes signed checkpoints of it into the journal: every
+ * checkpoint_records records, every checkpoint_interval_ms even when idle, at each segment
+ * roll, at close and before retention deletes segments. Every key_epoch_s it signs the next
+ * key with the current one and destroys the current one, so whoever takes the host later
+ * cannot sign anything of an earlier epoch. A verifier needs only the first public key.
+ * ------------------------------------------------------------------------------------------ */
+
+/*
+ * Makes a new key pair: the signer key file `key_path` (the writer's signing_key: epoch 0,
+ * mode 0600, created exclusively; never overwritten) and the verifier key file `pub_path`,
+ * the trust anchor that verify, verify-proof and other checkers take (mode 0644 less the
+ * umask), both in the text forms of Go's golang.org/x/mod/sumdb/note. `name` names the key
+ * in signatures (1 to 255 bytes of UTF-8 without spaces or '+'); NULL = "stele". Both paths
+ * are borrowed. Returns 0; -EEXIST (a file exists: nothing written); STELE_EINVAL (a path is
+ * missing or both are the same, a bad name); -errno (err names the file and the call;
+ * nothing is left behind). Thread-safe.
+ */
+int stele_keygen(const char *key_path, const char *pub_path, const char *name, stele_error_t *err);
+
+/* stele_verify_trusted() flags. */
+#define STELE_VERIFY_REQUIRE_SEALED 1 /* an unsealed tail fails the check (at its first seq) */
+
+/*
+ * Checks the journal in `dir` against the trust anchor in `pub_path` (the verifier key file
+ * stele_keygen() wrote for epoch 0), FORMAT.md section 11.5: everything stele_verify()
+ * checks, plus the key chain in KEYS from the anchor, the signature and epoch of every
+ * checkpoint and key statement, the Merkle root at each one's tree size (computed from the
+ * records, so successive checkpoints are consistent), that deleted oldest segments are
+ * covered by a signed retention checkpoint, and that no statement names records the journal
+ * lacks. A forged, missing, reordered or truncated record at or below the newest checkpoint
+ * fails, naming the first bad seq (the record whose leaf the signed root contradicts, when
+ * the index's cached hashes can tell; the first missing record; or a statement's tree
+ * size). Records past the newest checkpoint are the unsealed tail, reported in
+ * unsealed_first_seq .. unsealed_last_seq (with STELE_VERIFY_REQUIRE_SEALED: a failure).
+ * Read-only, beside a live writer (its newest records may then be unsealed).
+ *   dir, pub_path: borrowed.   flags: 0 or STELE_VERIFY_REQUIRE_SEALED.
+ *   opts: NULL for defaults (borrowed): only allow_unsafe_dir is used, as stele_verify_opts().
+ * Returns 0 when all holds, STELE_ECORRUPT when anything fails (details in *report), or
+ * another code when it could not check: STELE_EINVAL (pub_path is not a verifier key file:
+ * a private key, a malformed one; err says which), STELE_ENOTJOURNAL, -errno.
+ */
+int stele_verify_trusted(const char *dir, const stele_options_t *opts, const char *pub_path,
+                         int flags, stele_verify_report_t *report, stele_error_t *err);
+
+/*
+ * Proves that record `seq` is in the signed journal in `dir`: *json_out receives a JSON
+ * object (FORMAT.md section 11.6; no newline) holding the record (its leaf data in base64,
+ * and as seq, ts, origin_block and event), its inclusion proof in the tree of the first
+ * checkpoint after it, that checkpoint's signed note, and the key statements from the trust
+ * anchor to the checkpoint's epoch: all stele_verify_proof() or another implementation of
+ * RFC 9162 and C2SP signed notes needs, offline. The proof reads O(log n) hashes from the
+ * index's cache and is checked against the checkpoint's root before it is returned.
+ * Free *json_out with stele_json_free(); *len_out may be NULL. opts: NULL for defaults
+ * (borrowed): only allow_unsafe_dir is used, as stele_verify_opts().
+ * Returns 0; STELE_ENOTFOUND (seq is not in the journal, is not sealed by a checkpoint yet,
+ * or the index has no cache of the tree: the message says which and what to do);
+ * STELE_EINVAL (seq 0, a version 1 journal); STELE_ECORRUPT (the journal or its cache does
+ * not prove it); STELE_ENOTJOURNAL, -errno. Read-only, beside a live writer (a checkpoint
+ * it just wrote may take its index writer a moment: the call waits up to 2 s). Thread-safe.
+ */
+int stele_prove(const char *dir, const stele_options_t *opts, uint64_t seq, char **json_out,
+                size_t *len_out, stele_error_t *err);
+
+/* What a proof that holds proves. */
+typedef struct stele_proof_info {
+    uint64_t seq;          /* the record's */
+    uint64_t tree_size;    /* of the checkpoint that seals it */
+    uint64_t key_epoch;    /* whose key signed that checkpoint */
+    int64_t checkpoint_ns; /* the checkpoint's time */
+} stele_proof_info_t;
+
+/*
+ * Checks a proof bundle (stele_prove()'s JSON, `len` bytes) against the trust anchor in
+ * `pub_path` (the verifier key file of epoch 0), offline: every key statement opens with the
+ * key before it (the first with the anchor), the checkpoint with the last one's key, all
+ * name the bundle's origin, the leaf data is what seq, ts, origin_block and event say, and
+ * its inclusion proof reaches the checkpoint's root. The bundle is parsed strictly (the
+ * members of FORMAT.md 11.6, in order, nothing else). info may be NULL.
+ * Returns 0 when the proof holds; STELE_ECORRUPT when it does not or the bundle is not one
+ * (truncated, altered, malformed: the message says what); STELE_EINVAL (pub_path is not a
+ * verifier key file, or NULL arguments); -errno reading the key file. Pure but for reading
+ * the key file; thread-safe.
+ */
+int stele_verify_proof(const char *bundle, size_t len, const char *pub_path,
+                       stele_proof_info_t *info, stele_error_t *err);
 
 /* ------------------------------------------------------------------------------------------
  * The remote copy: consistency check and re-ship against one sink (engine/ship_check.c)

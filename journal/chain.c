@@ -1,11 +1,12 @@
 /*
- * chain.c: the hash chain of chain.h. A hasher owns one SHA-256 context (sha256.h), so
- * hashing a record allocates nothing. A hasher is used by one thread at a time (the
- * journal's writer, or one reader).
+ * chain.c: the hash chain of chain.h, both format versions. A hasher owns one SHA-256
+ * context (sha256.h), so hashing a record allocates nothing. A hasher is used by one thread
+ * at a time (the journal's writer, or one reader).
  */
 #include "chain.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "sha256.h"
 
@@ -46,5 +47,15 @@ chain_hash(chain_hasher_t *h, const uint8_t prev[HASH_BYTES], uint64_t seq, int6
     rc = rc ? rc : sha256_update(&h->sha, prev, HASH_BYTES);
     rc = rc ? rc : sha256_update(&h->sha, fields, sizeof fields);
     rc = rc ? rc : sha256_update(&h->sha, payload, payload_len);
+    return rc ? rc : sha256_final(&h->sha, out);
+}
+
+int
+chain_link(chain_hasher_t *h, const uint8_t prev[HASH_BYTES], const uint8_t leaf_hash[HASH_BYTES],
+           uint8_t out[HASH_BYTES])
+{
+    int rc = sha256_begin(&h->sha);
+    rc = rc ? rc : sha256_update(&h->sha, prev, HASH_BYTES);
+    rc = rc ? rc : sha256_update(&h->sha, leaf_hash, HASH_BYTES);
     return rc ? rc : sha256_final(&h->sha, out);
 }

@@ -94,9 +94,12 @@ direct_load_head(direct_writer_t *dw, const journal_io_t *io, int read_fd, uint6
 }
 
 int
-direct_write(direct_writer_t *dw, const journal_io_t *io, int read_fd, const uint8_t *buf,
-             size_t len, uint64_t off)
+direct_write(direct_writer_t *dw, const journal_io_t *io, int read_fd, const struct iovec *parts,
+             int n_parts, uint64_t off)
 {
+    size_t len = 0;
+    for (int i = 0; i < n_parts; i++)
+        len += parts[i].iov_len;
     uint64_t block = off / DIRECT_ALIGN * DIRECT_ALIGN;
     size_t head = (size_t)(off - block);
     size_t padded = direct_round_up(head + len);
@@ -105,7 +108,11 @@ direct_write(direct_writer_t *dw, const journal_io_t *io, int read_fd, const uin
         rc = direct_load_head(dw, io, read_fd, block, head);
     if (rc)
         return rc;
-    memcpy(dw->stage + head, buf, len);
+    size_t at = head;
+    for (int i = 0; i < n_parts; i++) {
+        memcpy(dw->stage + at, parts[i].iov_base, parts[i].iov_len);
+        at += parts[i].iov_len;
+    }
     memset(dw->stage + head + len, 0, padded - head - len);
     struct iovec iov = {.iov_base = dw->stage, .iov_len = padded};
     rc = io->pwritev(io->ctx, dw->fd, &iov, 1, (off_t)block);

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/uio.h>
+
 #include "io.h"
 
 /* Offset, length and buffer alignment of every direct write: the largest logical block
@@ -49,11 +51,12 @@ int direct_close(direct_writer_t *dw, const journal_io_t *io);
 /* Frees the stage (after direct_close). */
 void direct_free(direct_writer_t *dw);
 
-/* Writes buf[0..len) at file offset off through the direct descriptor. The head of the
- * first block is read through read_fd (a buffered descriptor of the same file) when it is
- * not the block the previous write ended in. off + len rounded up to DIRECT_ALIGN must not
- * pass the end of the file. Returns 0 or -errno (-ENOMEM when the stage cannot grow). */
-int direct_write(direct_writer_t *dw, const journal_io_t *io, int read_fd, const uint8_t *buf,
-                 size_t len, uint64_t off);
+/* Writes the n_parts pieces, back to back, at file offset off through the direct
+ * descriptor. The head of the first block is read through read_fd (a buffered descriptor of
+ * the same file) when it is not the block the previous write ended in. off + their length
+ * rounded up to DIRECT_ALIGN must not pass the end of the file. Returns 0 or -errno
+ * (-ENOMEM when the stage cannot grow). */
+int direct_write(direct_writer_t *dw, const journal_io_t *io, int read_fd,
+                 const struct iovec *parts, int n_parts, uint64_t off);
 
 #endif

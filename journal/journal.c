@@ -76,9 +76,7 @@ journal_seg_name(char buf[SEG_NAME_BYTES], uint64_t first_seq)
     return buf;
 }
 
-/* Halts the journal with `failure` if it is the first (later calls report STELE_EHALTED
- * naming it) and hands it to the caller in err. */
-static int
+int
 journal_halt(journal_t *j, const stele_error_t *failure, stele_error_t *err)
 {
     if (atomic_load_explicit(&j->sticky_rc, memory_order_acquire) == 0) {
@@ -143,18 +141,21 @@ journal_fail_errno(stele_error_t *err, int rc, const char *what, const char *obj
  * Writing
  * --------------------------------------------------------------------------------------- */
 
-/* Checks a batch laid out by journal_frame_prepare before anything is changed. */
+/* Checks a batch laid out by journal_frame_prepare before anything is changed; counts its
+ * records into *n_records. */
 static int
-journal_check_batch(const journal_t *j, const uint8_t *buf, size_t len, stele_error_t *err)
+journal_check_batch(const journal_t *j, const uint8_t *buf, size_t len, uint64_t *n_records,
+                    stele_error_t *err)
 {
     uint64_t expect = atomic_load(&j->last_seq) + 1;
     int64_t prev_ts = j->last_ts_ns;
+    uint32_t header = format_frame_header_bytes(j->version);
     size_t off = 0;
     if (len == 0)
         return jerr_set(err, STELE_EINVAL, NULL, "empty batch");
     while (off < len) {
-        if (len - off < FRAME_HEADER_BYTES ||
-            format_load_u32(buf + off + FRAME_OFF_MAGIC) != FRAME_MAGIC)
+        if (len - off < header || format_load_u32(buf + off + FRAME_OFF_MAGIC) != FRAME_MAGIC ||
+            format_load_u32(buf + off + FRAME_OFF_FLAGS) != 0)
             return jerr_set(err, STELE_EINVAL, NULL,
                             "batch byte %zu is not a frame from journal_frame_prepare", off);
         uint32_t payload_len = format_load_u32(buf + off + FRAME_OFF_PAYLOAD_LEN);
@@ -166,7 +167,7 @@ journal_check_batch(const journal_t *j, const uint8_t *buf, size_t len, stele_er
                             payload_len, j->opts.max_record_bytes);
         if (payload_len == 0)
             return jerr_set(err, STELE_EINVAL, NULL, "record seq %" PRIu64 " is empty", seq);
-        if (format_frame_bytes(payload_len) > len - off)
+        if (format_frame_bytes(j->version, payload_len) > len - off)
             return jerr_set(err, STELE_EINVAL, NULL, "record seq %" PRIu64 " overruns the batch",
                             seq);
         if (seq != expect)
@@ -176,14 +177,20 @@ journal_check_batch(const journal_t *j, const uint8_t *buf, size_t len, stele_er
             return jerr_set(err, STELE_EINVAL, NULL,
                             "record seq %" PRIu64 " timestamp %" PRId64 " is before %" PRId64, seq,
                             ts_ns, prev_ts);
+        if (j->version >= 2 &&
+            format_load_u32(buf + off + FRAME_OFF_ORIGIN_KIND) > FRAME_ORIGIN_KIND_MAX)
+            return jerr_set(err, STELE_EINVAL, NULL,
+                            "record seq %" PRIu64 " has an unknown origin kind", seq);
         prev_ts = ts_ns;
         expect++;
-        off += format_frame_bytes(payload_len);
+        off += format_frame_bytes(j->version, payload_len);
     }
-    if (len > j->opts.segment_bytes - SEG_HEADER_BYTES)
+    /* Room for it, a checkpoint after it and the segment's last checkpoint, when signing. */
+    if (len + 2 * journal_seal_reserve(j) > j->opts.segment_bytes - SEG_HEADER_BYTES)
         return jerr_set(err, STELE_ETOOBIG, "raise segment_bytes or commit smaller batches",
                         "batch of %zu bytes does not fit in a %" PRIu64 "-byte segment", len,
                         j->opts.segment_bytes);
+    *n_records = expect - 1 - atomic_load(&j->last_seq);
     return 0;
 }
 
@@ -193,9 +200,51 @@ typedef struct sealed_batch {
     uint64_t last_seq;
     int64_t last_ts_ns;
     uint8_t last_hash[HASH_BYTES];
+    merkle_range_t range;  /* version 2: the tree after the batch */
+    uint64_t first_stored; /* version 2: the stored hashes the batch completed, in */
+    size_t n_stored;       /* j->stored */
 } sealed_batch_t;
 
-/* Seals every frame in place: chain hash, BATCH_END on the last, synced_seq, CRC. */
+/* Room in j->stored for the stored hashes a batch of n_records completes (at most 2 per
+ * record, plus one per level for the carries of the first). */
+static int
+journal_stored_reserve(journal_t *j, size_t n_records)
+{
+    size_t want = 2 * n_records + MERKLE_MAX_LEVELS;
+    if (want <= j->stored_cap_hashes)
+        return 0;
+    uint8_t *grown = realloc(j->stored, want * MERKLE_HASH_BYTES);
+    if (!grown)
+        return -ENOMEM;
+    j->stored = grown;
+    j->stored_cap_hashes = want;
+    return 0;
+}
+
+/* Version 2: the record's leaf goes into the tree (its stored hashes into j->stored), and
+ * the chain links its leaf hash. */
+static int
+journal_seal_v2(journal_t *j, uint8_t *frame, uint32_t flags, uint64_t synced, sealed_batch_t *b)
+{
+    uint32_t payload_len = format_load_u32(frame + FRAME_OFF_PAYLOAD_LEN);
+    uint8_t leaf[MERKLE_HASH_BYTES];
+    merkle_stored_t done;
+    int rc = record_leaf_hash(j->mhasher, frame, payload_len, leaf);
+    if (!rc)
+        rc = merkle_range_append(j->mhasher, &b->range, leaf, &done, NULL);
+    if (!rc)
+        rc = record_seal_v2(frame, b->last_hash, leaf, flags, synced, j->hasher, b->last_hash);
+    if (rc)
+        return rc;
+    if (b->n_stored == 0)
+        b->first_stored = done.first_index;
+    memcpy(j->stored + b->n_stored * MERKLE_HASH_BYTES, done.hash,
+           (size_t)done.count * MERKLE_HASH_BYTES);
+    b->n_stored += done.count;
+    return 0;
+}
+
+/* Seals every frame in place: hashes, BATCH_END on the last, synced_seq, CRC. */
 static int
 journal_seal_batch(journal_t *j, uint8_t *buf, size_t len, sealed_batch_t *out, stele_error_t *err)
 {
@@ -204,11 +253,21 @@ journal_seal_batch(journal_t *j, uint8_t *buf, size_t len, sealed_batch_t *out, 
     out->first_seq = format_load_u64(buf + FRAME_OFF_SEQ);
     out->last_seq = out->first_seq;
     out->last_ts_ns = j->last_ts_ns;
+    out->n_stored = 0;
+    out->first_stored = 0;
+    if (j->version >= 2) {
+        out->range = j->range;
+        size_t max_records = len / FRAME_HEADER_BYTES_V2 + 1;
+        if (journal_stored_reserve(j, max_records))
+            return jerr_set(err, -ENOMEM, NULL, "could not hash records: out of memory");
+    }
     for (size_t off = 0; off < len;) {
         uint32_t payload_len = format_load_u32(buf + off + FRAME_OFF_PAYLOAD_LEN);
-        size_t frame_bytes = (size_t)format_frame_bytes(payload_len);
+        size_t frame_bytes = (size_t)format_frame_bytes(j->version, payload_len);
         uint32_t flags = off + frame_bytes == len ? FRAME_FLAG_BATCH_END : 0;
-        int rc = record_seal(buf + off, out->last_hash, flags, synced, j->hasher, out->last_hash);
+        int rc = j->version >= 2 ? journal_seal_v2(j, buf + off, flags, synced, out)
+                                 : record_seal(buf + off, out->last_hash, flags, synced, j->hasher,
+                                               out->last_hash);
         if (rc)
             return jerr_set(err, rc, NULL, "could not hash record: out of memory");
         out->last_seq = format_load_u64(buf + off + FRAME_OFF_SEQ);
@@ -218,13 +277,13 @@ journal_seal_batch(journal_t *j, uint8_t *buf, size_t len, sealed_batch_t *out, 
     return 0;
 }
 
-/* The batch in one write at write_off: one pwritev, or with direct writes the whole blocks
- * it touches. */
-static int
-journal_write_batch(journal_t *j, uint8_t *buf, size_t len)
+/* The pieces in one write at write_off: one pwritev, or with direct writes the whole blocks
+ * they touch. */
+int
+journal_write_at_end(journal_t *j, const struct iovec *parts, int n_parts)
 {
     if (j->direct.fd >= 0) {
-        int rc = direct_write(&j->direct, j->io, j->active_fd, buf, len, j->write_off);
+        int rc = direct_write(&j->direct, j->io, j->active_fd, parts, n_parts, j->write_off);
         if (rc != -EINVAL)
             return rc;
         /* A file system that opens files with O_DIRECT but refuses the writes (EINVAL,
@@ -235,8 +294,7 @@ journal_write_batch(journal_t *j, uint8_t *buf, size_t len)
             journal_defer_error(j, rc, "close", "the active segment");
         j->opts.direct_writes = 0;
     }
-    struct iovec iov = {.iov_base = buf, .iov_len = len};
-    return j->io->pwritev(j->io->ctx, j->active_fd, &iov, 1, (off_t)j->write_off);
+    return j->io->pwritev(j->io->ctx, j->active_fd, parts, n_parts, (off_t)j->write_off);
 }
 
 static void
@@ -249,55 +307,136 @@ journal_fill_batch_info(const journal_t *j, const uint8_t *buf, const sealed_bat
     info->segment_seq = j->active_first_seq;
     info->offset = j->write_off;
     info->rolled = rolled;
+    info->first_stored = b->first_stored;
+    info->n_stored = b->n_stored;
+    info->stored = b->n_stored ? j->stored : NULL;
+}
+
+void
+journal_advance_bytes(journal_t *j, size_t len)
+{
+    j->write_off += len;
+    j->bytes_since_sync += len;
+    journal_maybe_want_prepared(j);
 }
 
 /* The batch is written: the journal continues after it. */
 static void
 journal_advance(journal_t *j, size_t len, const sealed_batch_t *b)
 {
-    j->write_off += len;
-    j->bytes_since_sync += len;
-    journal_maybe_want_prepared(j);
+    journal_advance_bytes(j, len);
     j->last_ts_ns = b->last_ts_ns;
     memcpy(j->last_hash, b->last_hash, HASH_BYTES);
+    if (j->version >= 2)
+        j->range = b->range;
     atomic_store_explicit(&j->last_seq, b->last_seq, memory_order_release);
+}
+
+/* Fails the write of the batch at write_off: the journal halts. */
+static int
+journal_write_failed(journal_t *j, int rc, stele_error_t *err)
+{
+    char name[SEG_NAME_BYTES], ebuf[64];
+    stele_error_t failure;
+    jerr_set(&failure, rc, NULL, "could not write segment %s at offset %" PRIu64 ": %s",
+             journal_seg_name(name, j->active_first_seq), j->write_off,
+             jerr_errno_text(rc, ebuf, sizeof ebuf));
+    return journal_halt(j, &failure, err);
+}
+
+/* Seals the batch (and, with_checkpoint, builds the checkpoint that follows it: a batch of
+ * its own, so the records end theirs as always) and writes both with one write. */
+static int
+journal_seal_and_write(journal_t *j, uint8_t *buf, size_t len, int with_checkpoint,
+                       meta_reason_t reason, sealed_batch_t *sealed, stele_error_t *err)
+{
+    int rc = journal_seal_batch(j, buf, len, sealed, err);
+    if (!rc && with_checkpoint)
+        rc = journal_seal_build(j, reason, 0, &sealed->range, sealed->last_ts_ns,
+                                FRAME_FLAG_BATCH_END, err);
+    if (rc)
+        return rc;
+    struct iovec parts[2] = {{.iov_base = buf, .iov_len = len},
+                             {.iov_base = j->seal.frame, .iov_len = j->seal.frame_len}};
+    rc = journal_write_at_end(j, parts, with_checkpoint ? 2 : 1);
+    return rc ? journal_write_failed(j, rc, err) : 0;
 }
 
 int
 journal_append_batch(journal_t *j, uint8_t *buf, size_t len, journal_batch_info_t *info,
                      stele_error_t *err)
 {
-    char name[SEG_NAME_BYTES], ebuf[64];
     if (!j || !buf)
         return jerr_set(err, STELE_EINVAL, NULL,
                         "journal_append_batch needs a journal and a batch");
+    uint64_t n_records = 0;
     int rc = journal_check_halted(j, err);
     if (!rc)
-        rc = journal_check_batch(j, buf, len, err);
+        rc = journal_check_batch(j, buf, len, &n_records, err);
     if (rc)
         return rc;
-    int rolled = j->write_off + len > j->active_bytes;
+    meta_reason_t reason = META_REASON_RECORDS;
+    int with_checkpoint = journal_seal_due(j, n_records, &reason);
+    size_t need = len + (with_checkpoint ? JOURNAL_META_FRAME_MAX : 0) + journal_seal_reserve(j);
+    int rolled = j->write_off + need > j->active_bytes;
     if (rolled) {
         rc = journal_roll(j, err);
         if (rc)
             return rc;
     }
     sealed_batch_t sealed;
-    rc = journal_seal_batch(j, buf, len, &sealed, err);
+    rc = journal_seal_and_write(j, buf, len, with_checkpoint, reason, &sealed, err);
     if (rc)
         return rc;
-    rc = journal_write_batch(j, buf, len);
-    if (rc) {
-        stele_error_t failure;
-        jerr_set(&failure, rc, NULL, "could not write segment %s at offset %" PRIu64 ": %s",
-                 journal_seg_name(name, j->active_first_seq), j->write_off,
-                 jerr_errno_text(rc, ebuf, sizeof ebuf));
-        return journal_halt(j, &failure, err);
-    }
     if (info)
         journal_fill_batch_info(j, buf, &sealed, rolled, info);
     journal_advance(j, len, &sealed);
+    if (with_checkpoint) {
+        journal_advance_bytes(j, j->seal.frame_len);
+        journal_seal_written(j, reason, 0, sealed.last_seq);
+    } else if (j->seal.is_signing) {
+        j->seal.records_since_statement += n_records;
+    }
     return 0;
+}
+
+/* Writes the checkpoint built in j->seal.frame as a batch of its own. */
+static int
+journal_write_statement(journal_t *j, stele_error_t *err)
+{
+    if (j->write_off + j->seal.frame_len + journal_seal_reserve(j) > j->active_bytes) {
+        int rc = journal_roll(j, err);
+        if (rc)
+            return rc;
+    }
+    struct iovec part = {.iov_base = j->seal.frame, .iov_len = j->seal.frame_len};
+    int rc = journal_write_at_end(j, &part, 1);
+    if (rc)
+        return journal_write_failed(j, rc, err);
+    journal_advance_bytes(j, j->seal.frame_len);
+    return 0;
+}
+
+int
+journal_checkpoint(journal_t *j, journal_checkpoint_kind_t kind, uint64_t first_seq,
+                   stele_error_t *err)
+{
+    if (!j)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_checkpoint needs a journal");
+    int rc = journal_check_halted(j, err);
+    if (rc || !j->seal.is_signing)
+        return rc;
+    meta_reason_t reason =
+        kind == JOURNAL_CHECKPOINT_RETENTION ? META_REASON_RETENTION : META_REASON_INTERVAL;
+    if (reason == META_REASON_RETENTION && first_seq == 0)
+        return jerr_set(err, STELE_EINVAL, NULL, "a retention checkpoint needs a first seq");
+    rc = journal_seal_build(j, reason, first_seq, &j->range, j->last_ts_ns, FRAME_FLAG_BATCH_END,
+                            err);
+    if (!rc)
+        rc = journal_write_statement(j, err);
+    if (!rc)
+        journal_seal_written(j, reason, first_seq, atomic_load(&j->last_seq));
+    return rc;
 }
 
 /* After a sync: the bytes it carried, into a moving average (1/8 weight) the preparer
@@ -328,6 +467,7 @@ journal_sync(journal_t *j, stele_error_t *err)
     atomic_fetch_add_explicit(&j->syncs, 1, memory_order_relaxed);
     atomic_store_explicit(&j->durable_seq, written, memory_order_release);
     journal_note_sync_bytes(j);
+    journal_seal_synced(j);
     return 0;
 }
 
@@ -361,6 +501,12 @@ const char *
 journal_source(const journal_t *j)
 {
     return j ? j->source : "";
+}
+
+uint32_t
+journal_version(const journal_t *j)
+{
+    return j ? j->version : 0;
 }
 
 int
@@ -398,7 +544,9 @@ journal_close(journal_t *j, stele_error_t *err)
     if (rc) {
         jerr_set(err, rc, NULL, "journal %s halted: %s", j->dir ? j->dir : "", j->sticky_msg);
     } else if (j->is_open) {
-        rc = journal_sync(j, err);
+        rc = journal_seal_close(j, err);
+        if (!rc)
+            rc = journal_sync(j, err);
         if (!rc) {
             uint64_t last = atomic_load(&j->last_seq);
             lockfile_publish(j->lock_page, last, last);
@@ -426,6 +574,9 @@ journal_close(journal_t *j, stele_error_t *err)
     if (j->dir_fd >= 0)
         journal_close_fd(j, j->dir_fd, "the journal directory");
     chain_hasher_free(j->hasher);
+    merkle_hasher_free(j->mhasher);
+    free(j->stored);
+    journal_seal_free(j);
     pthread_cond_destroy(&j->prep_cv);
     pthread_mutex_destroy(&j->retention_mu);
     pthread_mutex_destroy(&j->mu);

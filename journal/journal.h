@@ -22,10 +22,24 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "format.h"
 #include "io.h"
+#include "merkle.h"
+#include "meta.h"
+#include "note.h"
 #include "stele.h"
 
 typedef struct journal journal_t;
+
+/* Who appended a record: version 2's origin block (FORMAT.md, "Frame"), set by the engine,
+ * never by the event. kind is FRAME_ORIGIN_UNKNOWN, _PROCESS (the writing process itself)
+ * or _PEER (a peer of `stele serve`, vouched for by SO_PEERCRED). Version 1 stores none. */
+typedef struct journal_origin {
+    uint32_t uid;
+    uint32_t gid;
+    uint32_t pid;
+    uint32_t kind;
+} journal_origin_t;
 
 /* How a log ended, as classified by recovery or a scan. */
 typedef enum journal_end {
@@ -87,16 +101,37 @@ typedef struct journal_options {
     uint64_t hint_seq;
     uint64_t hint_segment_seq;
     uint64_t hint_offset;
+    /* The format version of a journal this open creates: 0 = FORMAT_VERSION (the newest);
+     * 1 makes a version 1 journal (tests). An existing journal keeps its own version. */
+    uint32_t create_version;
+    /* Signing (version 2, FORMAT.md section 11): the signer key file the writer signs with
+     * and evolves in place (NULL: no signing; a journal that has KEYS then refuses to open),
+     * and the cadence of checkpoints and key epochs. Zeros take the defaults
+     * (JOURNAL_DEFAULT_CHECKPOINT_*, JOURNAL_DEFAULT_KEY_EPOCH_S). */
+    const char *signing_key_path;
+    uint64_t checkpoint_records;
+    uint32_t checkpoint_interval_ms;
+    uint32_t key_epoch_s;
 } journal_options_t;
+
+/* The largest meta frame (a checkpoint or key statement): room every segment of a signed
+ * journal keeps at its end, for the checkpoint of its last record, and after each batch. */
+#define JOURNAL_META_FRAME_MAX ((size_t)format_frame_bytes(2, META_PAYLOAD_MAX_BYTES))
+
+#define JOURNAL_DEFAULT_CHECKPOINT_RECORDS 1000
+#define JOURNAL_DEFAULT_CHECKPOINT_INTERVAL_MS 10000
+#define JOURNAL_DEFAULT_KEY_EPOCH_S 900
 
 void journal_options_init(journal_options_t *opts);
 
 /* What recovery found and did at open. */
 typedef struct journal_recovery {
+    uint32_t version;   /* the journal's format version (that of its newest segment) */
     uint64_t first_seq; /* oldest record (0 when empty) */
     uint64_t last_seq;  /* newest valid record after recovery (0 when empty) */
     int64_t last_ts_ns;
     uint8_t last_hash[32];    /* chain hash to continue from (genesis when empty) */
+    uint8_t merkle_root[32];  /* version 2: the root of the Merkle tree of all records */
     journal_end_t end;        /* how the newest segment ended */
     uint64_t truncated_bytes; /* bytes of torn tail zeroed */
     uint64_t scanned_bytes;
@@ -125,15 +160,21 @@ int journal_open(const char *dir, const journal_options_t *opts, journal_t **out
  * *err, code 0 and the message set. */
 int journal_close(journal_t *j, stele_error_t *err);
 
-/* Bytes a frame with a `payload_len`-byte payload occupies (header + payload + padding). */
-size_t journal_frame_bytes(uint32_t payload_len);
+/* The format version the journal writes (fixed when it was created). Any thread. */
+uint32_t journal_version(const journal_t *j);
+
+/* Bytes a frame with a `payload_len`-byte payload occupies in a journal of `version`
+ * (header + payload + padding). */
+size_t journal_frame_bytes(uint32_t version, uint32_t payload_len);
 
 /*
- * Lays out one frame at `frame` (journal_frame_bytes(payload_len) bytes): header fields seq
- * and ts_ns, the payload copied in, padding zeroed. The chain hash, batch flag and CRC are
- * left for journal_append_batch. Pure; any thread.
+ * Lays out one frame of `version` at `frame` (journal_frame_bytes(version, payload_len)
+ * bytes): header fields seq and ts_ns, the origin block (version 2; origin NULL = all zero,
+ * FRAME_ORIGIN_UNKNOWN), the payload copied in, padding zeroed. The hashes, batch flag and
+ * CRC are left for journal_append_batch. Pure; any thread.
  */
-void journal_frame_prepare(uint8_t *frame, uint64_t seq, int64_t ts_ns, const uint8_t *payload,
+void journal_frame_prepare(uint32_t version, uint8_t *frame, uint64_t seq, int64_t ts_ns,
+                           const journal_origin_t *origin, const uint8_t *payload,
                            uint32_t payload_len);
 
 /* Where a batch landed. */
@@ -144,6 +185,12 @@ typedef struct journal_batch_info {
     uint64_t segment_seq; /* first seq of the segment holding the batch (its file name) */
     uint64_t offset;      /* byte offset of the batch's first frame in that segment */
     int rolled;           /* 1 when this batch started a new segment */
+    /* Version 2: the Merkle tree's stored hashes the batch completed (merkle.h), numbered
+     * first_stored .. first_stored + n_stored - 1, 32 bytes each back to back; borrowed
+     * until the next append. NULL and 0 in version 1. */
+    uint64_t first_stored;
+    size_t n_stored;
+    const uint8_t *stored;
 } journal_batch_info_t;
 
 /*
@@ -197,6 +244,12 @@ typedef struct journal_stats {
     uint64_t disk_bytes;   /* allocated size of all segment files */
     uint64_t sealed_bytes; /* of them, the segments before the active one */
     uint64_t syncs;
+    /* Signing (0 without a key): statements written by this writer, the tree size of the
+     * newest, the key epoch in force. */
+    int is_signing;
+    uint64_t checkpoints;
+    uint64_t sealed_seq;
+    uint64_t key_epoch;
     /* 0, or why the next segment could not be prepared (-ENOSPC ...): the preparation is
      * tried again when retention frees space and when a roll needs it, and only a failure
      * then halts the journal. */
@@ -236,26 +289,91 @@ unsigned journal_file_mode(const journal_t *j);
 int journal_dir_open(const char *dir, int *fd_out, stele_error_t *err);
 
 /* ---------------------------------------------------------------------------------------
+ * Signing (version 2 with a signing key; FORMAT.md section 11). The writer calls these
+ * under the same lock as journal_append_batch unless said otherwise. Without a key they do
+ * nothing and return 0.
+ * --------------------------------------------------------------------------------------- */
+
+/* Why a checkpoint is written outside the batch path. */
+typedef enum journal_checkpoint_kind {
+    JOURNAL_CHECKPOINT_INTERVAL = 1,  /* the interval passed with nothing to write */
+    JOURNAL_CHECKPOINT_RETENTION = 2, /* before deleting segments below first_seq */
+} journal_checkpoint_kind_t;
+
+/* 1 when the journal signs. Any thread. */
+int journal_is_signing(const journal_t *j);
+
+/* The monotonic time (clock.h's CLOCK_MONOTONIC, ns) by which the next interval checkpoint
+ * is due, 0 when not signing. Any thread (a committer's idle wait). */
+uint64_t journal_checkpoint_due_ns(const journal_t *j);
+
+/*
+ * Writes a checkpoint alone, as a batch of its own (a roll first when the segment lacks
+ * room), of the tree as it is. For JOURNAL_CHECKPOINT_RETENTION, first_seq is the first seq
+ * retention will keep: journal_delete_before never deletes below the newest one that a
+ * journal_sync has made durable. Does not sync. A failed write halts the journal.
+ * Returns 0, STELE_EHALTED, -errno.
+ */
+int journal_checkpoint(journal_t *j, journal_checkpoint_kind_t kind, uint64_t first_seq,
+                       stele_error_t *err);
+
+/* A key rotation in three steps (FORMAT.md section 11.4), so the slow file work runs without
+ * the writer's lock: prepare (not under the lock; writes <key>.next), commit (under it:
+ * KEYS, the journal's key statement, synced; the writer signs with the new key from here),
+ * finish (not under it: the key file replaced, the old key's bytes scrubbed, <key>.next
+ * removed). One rotation at a time, from one thread. */
+typedef struct journal_rotation {
+    note_signer_t next; /* the next epoch's key: secret, wiped by finish or abandon */
+    uint64_t epoch;
+    int is_committed;
+} journal_rotation_t;
+
+/* 1 when the current key epoch began key_epoch_s or more ago (wall clock). Any thread. */
+int journal_rotation_due(const journal_t *j);
+
+/* Returns 0 with r ready, or an error: nothing changed but perhaps a removed <key>.next. */
+int journal_rotate_prepare(journal_t *j, journal_rotation_t *r, stele_error_t *err);
+/* Returns 0, or an error that halted the journal (KEYS or the journal could not be written:
+ * the next open completes or undoes the rotation). */
+int journal_rotate_commit(journal_t *j, journal_rotation_t *r, stele_error_t *err);
+/* Returns 0; an error leaves the old key file in place until the next open completes the
+ * rotation (it is reported by journal_close too). Wipes r either way. */
+int journal_rotate_finish(journal_t *j, journal_rotation_t *r, stele_error_t *err);
+/* A prepared rotation not committed: removes <key>.next, wipes r. */
+void journal_rotate_abandon(journal_t *j, journal_rotation_t *r);
+
+/* ---------------------------------------------------------------------------------------
  * Reading (any process, read-only)
  * --------------------------------------------------------------------------------------- */
 typedef struct journal_reader journal_reader_t;
 
-/* A decoded record; pointers borrowed until the next call on the reader. */
+/* A decoded record (or, from a reader asked for them, a meta frame); pointers borrowed until
+ * the next call on the reader. */
 typedef struct journal_record {
-    uint64_t seq;
+    uint64_t seq; /* a meta frame: the tree size, i.e. the seq of the record before it */
     int64_t ts_ns;
-    const uint8_t *payload;
+    const uint8_t *payload; /* a meta frame: its type byte, then the signed note's text */
     uint32_t payload_len;
-    uint8_t hash[32];
-    uint8_t prev_hash[32];
+    uint8_t hash[32];        /* chain hash (zero for a meta frame) */
+    uint8_t prev_hash[32];   /* chain hash of the record before (zero when not known) */
+    uint8_t leaf_hash[32];   /* version 2: the record's Merkle leaf hash; zero otherwise */
+    journal_origin_t origin; /* version 2: who appended it; zero otherwise */
+    uint32_t version;        /* format version of the segment it is in */
     uint64_t segment_seq;
     uint64_t offset;
+    uint64_t frame_bytes;
     int is_batch_end;
+    int is_meta; /* a checkpoint or key statement (journal_reader_set_meta), not a record */
 } journal_record_t;
 
 int journal_reader_open(const char *dir, const journal_io_t *io, journal_reader_t **out,
                         stele_error_t *err);
 void journal_reader_close(journal_reader_t *r);
+
+/* With want_meta 1, journal_reader_next also returns version 2's meta frames (checkpoints
+ * and key statements, is_meta 1) in their place between the records, those that follow the
+ * record before the position sought; with 0 (the default) it skips them. */
+void journal_reader_set_meta(journal_reader_t *r, int want_meta);
 
 /* The check journal_open makes on the writer's directory (jdir.h), for a reader: nobody but
  * the journal's owner and root could change what it reads. Links are refused by the open
@@ -295,6 +413,23 @@ typedef struct journal_live {
 void journal_reader_live(journal_reader_t *r, journal_live_t *out);
 
 const char *journal_reader_source(const journal_reader_t *r);
+
+/* What a version 2 segment header says for trust (FORMAT.md section 2): the Merkle tree of
+ * the records before the segment, and the key epoch in force at its start. */
+typedef struct journal_segment_trust {
+    merkle_range_t range;
+    int is_keyed;
+    uint64_t key_epoch;
+} journal_segment_trust_t;
+
+/* Reads it from the header of segment first_seq. Returns 0, -ENOENT (no such segment),
+ * STELE_ECORRUPT, STELE_EINVAL (a version 1 segment), -errno. */
+int journal_reader_segment_trust(journal_reader_t *r, uint64_t first_seq,
+                                 journal_segment_trust_t *out, stele_error_t *err);
+
+/* The journal's genesis value (HASH_BYTES) into out; 0, or -ENOENT before any segment was
+ * read. */
+int journal_reader_genesis(const journal_reader_t *r, uint8_t out[32]);
 uint32_t journal_reader_format_version(const journal_reader_t *r);
 
 /* Segment listing for status, verify and index rebuild. */

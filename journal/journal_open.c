@@ -48,6 +48,10 @@ journal_validate_options(const journal_options_t *o, stele_error_t *err)
     if (o->max_record_bytes == 0 || o->max_record_bytes > FRAME_MAX_PAYLOAD)
         return jerr_set(err, STELE_EINVAL, NULL, "max record size %u out of range 1..%u",
                         o->max_record_bytes, FRAME_MAX_PAYLOAD);
+    if (o->create_version > FORMAT_VERSION ||
+        (o->create_version && o->create_version < FORMAT_VERSION_MIN))
+        return jerr_set(err, STELE_EINVAL, NULL, "format version %u: this stele writes %u to %u",
+                        o->create_version, FORMAT_VERSION_MIN, FORMAT_VERSION);
     if (o->source && strlen(o->source) >= SEG_SOURCE_BYTES)
         return jerr_set(err, STELE_EINVAL, NULL, "source name longer than %u bytes",
                         SEG_SOURCE_BYTES - 1);
@@ -96,9 +100,11 @@ static int
 journal_open_dir(journal_t *j, stele_error_t *err)
 {
     int rc = jdir_open(j->io, j->dir, &j->dir_fd, err);
-    if (rc == -ENOENT && j->opts.create_if_missing)
-        rc = journal_make_dir(j, err);
-    else if (rc && rc != STELE_EUNSAFE && rc != STELE_ENOTJOURNAL)
+    if (rc == -ENOENT && j->opts.create_if_missing) {
+        rc = journal_seal_load_key(j, 1, err); /* a bad key creates nothing */
+        if (!rc)
+            rc = journal_make_dir(j, err);
+    } else if (rc && rc != STELE_EUNSAFE && rc != STELE_ENOTJOURNAL)
         journal_fail_errno(err, rc, "open journal directory", j->dir);
     if (rc)
         return rc;
@@ -157,6 +163,7 @@ journal_create(journal_t *j, stele_error_t *err)
     if (rc)
         return journal_fail_errno(err, rc, "create segment", journal_seg_name(name, 1));
     memcpy(j->last_hash, j->genesis, HASH_BYTES); /* seq 1's prev_hash */
+    merkle_range_init(&j->range);
     segment_header_t h;
     journal_next_header(j, 1, &h);
     rc = segment_install(j->io, j->dir_fd, fd, &h);
@@ -212,6 +219,11 @@ journal_check_headers(journal_t *j, const segment_dir_t *d, segment_header_t *ne
         if (i == 0) {
             memcpy(j->genesis, h.genesis, HASH_BYTES);
             memcpy(j->source, h.source, SEG_SOURCE_BYTES);
+        } else if (h.version != newest->version) {
+            return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
+                            "segment %s offset 0: format version %u differs from the segment "
+                            "before it (%u): a journal keeps one version",
+                            name, h.version, newest->version);
         } else if (memcmp(j->genesis, h.genesis, HASH_BYTES) != 0) {
             return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY,
                             "segment %s offset 0: genesis differs from segment %020" PRIu64
@@ -223,6 +235,7 @@ journal_check_headers(journal_t *j, const segment_dir_t *d, segment_header_t *ne
             return journal_fail_errno(err, rc, "list segment", name);
         *newest = h;
     }
+    j->version = newest->version;
     return 0;
 }
 
@@ -241,11 +254,15 @@ journal_pick_scan_start(journal_t *j, recover_scan_t *s, const segment_header_t 
     s->start_off = SEG_HEADER_BYTES;
     s->expect_seq = h->first_seq;
     s->trust_first = 0;
+    /* Version 2 rebuilds the Merkle tree's compact range from the header's and every leaf
+     * of the segment: the scan starts at the first frame. */
+    if (h->version >= 2)
+        return;
     if (!o->hint_seq || o->hint_segment_seq != h->first_seq || o->hint_offset < SEG_HEADER_BYTES ||
         o->hint_offset % FRAME_ALIGN || o->hint_offset >= s->seg_bytes ||
         o->hint_seq < h->first_seq || o->hint_offset == SEG_HEADER_BYTES)
         return;
-    uint8_t head[FRAME_HEADER_BYTES];
+    uint8_t head[FRAME_HEADER_BYTES_V1];
     ssize_t n = j->io->pread(j->io->ctx, s->fd, head, sizeof head, (off_t)o->hint_offset);
     if (n != (ssize_t)sizeof head || format_load_u32(head) != FRAME_MAGIC ||
         format_load_u64(head + FRAME_OFF_SEQ) != o->hint_seq ||
@@ -264,9 +281,14 @@ journal_scan_tail(journal_t *j, const segment_header_t *h, recover_scan_t *s)
 {
     *s = (recover_scan_t){.io = j->io,
                           .fd = j->active_fd,
+                          .version = h->version,
                           .seg_bytes = j->active_bytes,
                           .prev_ts_ns = h->prev_ts_ns,
-                          .hasher = j->hasher};
+                          .hasher = j->hasher,
+                          .mhasher = j->mhasher,
+                          .range = h->range,
+                          .has_key = (h->trust_flags & SEG_TRUST_KEYED) != 0,
+                          .key_epoch = h->key_epoch};
     memcpy(s->prev_hash, h->prev_hash, HASH_BYTES);
     journal_pick_scan_start(j, s, h);
     int rc = recover_scan_tail(s);
@@ -349,6 +371,10 @@ journal_recover(journal_t *j, const segment_header_t *h, journal_recovery_t *rec
     atomic_store(&j->last_seq, s.last_seq);
     j->last_ts_ns = s.last_ts_ns;
     memcpy(j->last_hash, s.last_hash, HASH_BYTES);
+    j->range = s.last_range;
+    j->seal.has_key_end = s.has_key_end;
+    j->seal.key_epoch_end = s.key_epoch_end;
+    j->seal.records_since_statement = s.last_seq - s.statement_size_end;
     return 0;
 }
 
@@ -398,10 +424,17 @@ journal_open_existing_or_new(journal_t *j, journal_recovery_t *rec, stele_error_
         segment_dir_free(&d);
         return jerr_set(err, STELE_ENOTJOURNAL, NULL, "%s holds no journal segments", j->dir);
     }
+    if (!j->seal.key_file_epoch && !j->seal.signer.verifier.name[0])
+        rc = journal_seal_load_key(j, d.n == 0, err);
+    if (rc) {
+        segment_dir_free(&d);
+        return rc;
+    }
     journal_pick_file_mode(j, &d);
     rc = journal_take_lock(j, err);
     if (rc || d.n == 0) {
         segment_dir_free(&d);
+        j->version = j->opts.create_version ? j->opts.create_version : FORMAT_VERSION;
         return rc ? rc : journal_create(j, err);
     }
     segment_header_t newest = {0};
@@ -433,6 +466,7 @@ journal_alloc(const char *dir, const journal_options_t *opts_in)
     j->prep_fd = -1;
     j->dir = strdup(dir);
     j->hasher = chain_hasher_new();
+    j->mhasher = merkle_hasher_new();
     pthread_mutex_init(&j->mu, NULL);
     pthread_mutex_init(&j->retention_mu, NULL);
     pthread_cond_init(&j->prep_cv, NULL);
@@ -462,10 +496,13 @@ static void
 journal_fill_recovery(const journal_t *j, journal_recovery_t *rec)
 {
     uint64_t last = atomic_load(&j->last_seq);
+    rec->version = j->version;
     rec->first_seq = last ? j->seg_seqs[0] : 0;
     rec->last_seq = last;
     rec->last_ts_ns = j->last_ts_ns;
     memcpy(rec->last_hash, j->last_hash, HASH_BYTES);
+    if (j->version >= 2)
+        merkle_range_root(j->mhasher, &j->range, rec->merkle_root);
 }
 
 int
@@ -489,13 +526,16 @@ journal_open(const char *dir, const journal_options_t *opts_in, journal_t **out,
     journal_t *j = journal_alloc(dir, opts_in);
     if (!j)
         return jerr_set(err, -ENOMEM, NULL, "out of memory opening journal %s", dir);
-    if (!j->dir || !j->hasher) {
+    if (!j->dir || !j->hasher || !j->mhasher) {
         rc = jerr_set(err, -ENOMEM, NULL, "out of memory opening journal %s", dir);
         goto fail;
     }
     rc = journal_open_existing_or_new(j, rec, err);
     if (!rc)
         rc = journal_go_live(j, err);
+    /* Signing last: it may write (a key chain's start, the end of a rotation) and roll. */
+    if (!rc)
+        rc = journal_seal_open(j, err);
     if (rc)
         goto fail;
     journal_fill_recovery(j, rec);

@@ -5,6 +5,8 @@
  * (what quota and retention decisions are made from). Not here: which records may go (the
  * engine's retention policy), making segments (journal_roll.c).
  *
+ * A signed journal deletes only below its newest durable retention checkpoint.
+ *
  * Threads: any thread may delete or ask for stats while the writer appends. The list is
  * protected by mu, held only to read or change it, never across an unlink, a stat or a
  * sync; retention_mu serialises deletions, so two callers never pick the same victim. The
@@ -52,6 +54,11 @@ journal_delete_before(journal_t *j, uint64_t seq, stele_error_t *err)
     int rc = journal_check_halted(j, err);
     if (rc)
         return rc;
+    /* A signed journal deletes only what a durable retention checkpoint covers (FORMAT.md
+     * section 11.2), so a verifier tells retention from deletion. */
+    uint64_t covered = atomic_load(&j->seal.retention_durable);
+    if (j->seal.is_signing && seq > covered)
+        seq = covered;
     pthread_mutex_lock(&j->retention_mu);
     int deleted = 0;
     for (;;) {
@@ -113,6 +120,10 @@ journal_stats(journal_t *j, journal_stats_t *out)
     char name[SEG_NAME_BYTES];
     out->last_seq = atomic_load(&j->last_seq);
     out->syncs = atomic_load(&j->syncs);
+    out->is_signing = j->seal.is_signing;
+    out->checkpoints = atomic_load(&j->seal.checkpoints);
+    out->sealed_seq = atomic_load(&j->seal.sealed_seq);
+    out->key_epoch = atomic_load(&j->seal.epoch_now);
     pthread_mutex_lock(&j->mu);
     size_t n = j->n_segs;
     uint64_t *seqs = malloc((n ? n : 1) * sizeof *seqs);

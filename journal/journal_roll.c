@@ -215,13 +215,19 @@ journal_direct_attach(journal_t *j)
 void
 journal_next_header(const journal_t *j, uint64_t first_seq, segment_header_t *h)
 {
-    *h = (segment_header_t){.version = FORMAT_VERSION,
-                            .first_seq = first_seq,
-                            .created_ns = journal_now_ns(),
-                            .prev_ts_ns = j->last_ts_ns};
+    memset(h, 0, sizeof *h);
+    h->version = j->version;
+    h->first_seq = first_seq;
+    h->created_ns = journal_now_ns();
+    h->prev_ts_ns = j->last_ts_ns;
     memcpy(h->source, j->source, SEG_SOURCE_BYTES);
     memcpy(h->genesis, j->genesis, HASH_BYTES);
     memcpy(h->prev_hash, j->last_hash, HASH_BYTES);
+    if (j->version >= 2) {
+        h->range = j->range; /* the tree of records 1 .. first_seq - 1 */
+        h->trust_flags = j->seal.is_signing ? SEG_TRUST_KEYED : 0;
+        h->key_epoch = j->seal.is_signing ? j->seal.epoch : 0;
+    }
 }
 
 void
@@ -263,12 +269,15 @@ journal_install_next(journal_t *j, stele_error_t *err)
     return 0;
 }
 
-/* Seals the active segment (its records durable before the next segment's header vouches
- * for them through prev_hash) and moves on to the prepared one. */
+/* Seals the active segment (a signed journal's with the checkpoint of its last record; its
+ * records durable before the next segment's header vouches for them through prev_hash) and
+ * moves on to the prepared one. */
 int
 journal_roll(journal_t *j, stele_error_t *err)
 {
-    int rc = journal_sync(j, err);
+    int rc = journal_seal_roll(j, err);
+    if (!rc)
+        rc = journal_sync(j, err);
     if (rc)
         return rc;
     return journal_install_next(j, err);

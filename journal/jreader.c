@@ -1,8 +1,9 @@
 /*
  * jreader.c: the read side of journal.h, usable from any process, read-only (a read-only
  * directory works). A reader walks segments in seq order through the I/O table, checks
- * every frame (rules 1-5), that seqs follow and the chain hash, and returns only committed
- * records:
+ * every frame (rules F1-F5), that seqs follow and the chain hash (each segment by its own
+ * format version), and returns only committed records (version 2's meta frames, checkpoints
+ * and key statements, only when asked: journal_reader_set_meta):
  *  - with a live writer (it holds the LOCK's OFD lock): records <= the published
  *    visible_seq (the engine publishes durable_seq there with sync=always);
  *  - with no writer: records up to the last complete batch (BATCH_END) on disk; a torn
@@ -34,6 +35,7 @@
 #include "format.h"
 #include "jdir.h"
 #include "jerr.h"
+#include "merkle.h"
 #include "record.h"
 #include "segment.h"
 #include "lockfile.h"
@@ -52,6 +54,8 @@ struct journal_reader {
     int lock_fd;
     lockfile_page_t *lock_page; /* NULL until a writer has made LOCK */
     chain_hasher_t *hasher;
+    merkle_hasher_t *mhasher; /* version 2's leaf hashes */
+    int want_meta;            /* return meta frames too (journal_reader_set_meta) */
     char source[SEG_SOURCE_BYTES];
     uint8_t genesis[HASH_BYTES];
     uint32_t version;
@@ -59,7 +63,9 @@ struct journal_reader {
 
     /* -- cursor -- */
     int seg_fd;
+    uint32_t seg_version; /* the current segment's format version */
     uint64_t seg_first_seq;
+    int64_t seg_created_ns; /* its header's: tells a file replaced under the same name */
     uint64_t seg_bytes;
     uint64_t off;      /* the next frame */
     uint64_t next_seq; /* its seq */
@@ -174,7 +180,9 @@ reader_enter_segment(journal_reader_t *r, uint64_t first_seq, stele_error_t *err
     }
     reader_close_segment(r);
     r->seg_fd = fd;
+    r->seg_version = h.version;
     r->seg_first_seq = first_seq;
+    r->seg_created_ns = h.created_ns;
     r->seg_bytes = seg_bytes;
     r->off = SEG_HEADER_BYTES;
     r->next_seq = first_seq;
@@ -204,9 +212,10 @@ reader_alloc(const char *dir, const journal_io_t *io)
     r->seg_fd = -1;
     r->dir = strdup(dir);
     r->hasher = chain_hasher_new();
+    r->mhasher = merkle_hasher_new();
     r->next_seq = 1;
     r->min_seq = 1;
-    if (r->dir && r->hasher)
+    if (r->dir && r->hasher && r->mhasher)
         return r;
     journal_reader_close(r);
     return NULL;
@@ -292,6 +301,7 @@ journal_reader_close(journal_reader_t *r)
     if (r->dir_fd >= 0)
         r->io->close(r->io->ctx, r->dir_fd);
     chain_hasher_free(r->hasher);
+    merkle_hasher_free(r->mhasher);
     free(r->buf);
     free(r->dir);
     free(r);
@@ -309,7 +319,7 @@ reader_decode(journal_reader_t *r, record_status_t *st, record_view_t *v)
     }
     if (r->off >= r->buf_off && r->off < r->buf_off + r->buf_len) {
         size_t avail = (size_t)(r->buf_off + r->buf_len - r->off);
-        *st = record_decode(r->buf + (r->off - r->buf_off), avail, room, r->off, v);
+        *st = record_decode(r->seg_version, r->buf + (r->off - r->buf_off), avail, room, r->off, v);
         if (*st == RECORD_VALID)
             return 0;
     }
@@ -331,14 +341,15 @@ reader_decode(journal_reader_t *r, record_status_t *st, record_view_t *v)
         r->buf_len = (size_t)n;
         /* Only a short read (the file ends early) bounds the frame at what was read; a frame
          * larger than the chunk needs a second, larger read, not a bad-length verdict. */
-        *st = record_decode(r->buf, (size_t)n, (uint64_t)n < need ? (uint64_t)n : room, r->off, v);
+        *st = record_decode(r->seg_version, r->buf, (size_t)n,
+                            (uint64_t)n < need ? (uint64_t)n : room, r->off, v);
         if (*st != RECORD_NEED_MORE)
             return 0;
         if ((uint64_t)n < need) {
             *st = RECORD_TORN; /* the file ends inside the frame */
             return 0;
         }
-        need = format_frame_bytes(format_load_u32(r->buf + FRAME_OFF_PAYLOAD_LEN));
+        need = format_frame_bytes(r->seg_version, format_load_u32(r->buf + FRAME_OFF_PAYLOAD_LEN));
     }
     *st = RECORD_TORN;
     return 0;
@@ -404,19 +415,29 @@ reader_corrupt(const journal_reader_t *r, stele_error_t *err, const char *what)
  * The current segment has no record yet, so it is the newest, and a roll can replace it with
  * a new file of the same name (journal_install_next: the power failed right after a roll,
  * and the next writer's first batch does not fit that file); the descriptor would go on
- * reading the replaced file, empty for ever. Nothing has been read from it, so entering it
- * again by name loses nothing. *has_frame says the file now under the name does not start
- * with zeros (a frame, or damage the caller judges).
+ * reading the replaced file, empty for ever. No record has been read from it, so entering it
+ * again by name loses nothing. *has_frame says the file now under the name is another one
+ * and does not start with zeros (a frame, or damage the caller judges). The same file (its
+ * header's creation time unchanged) may hold meta frames the cursor has already passed
+ * (a signed journal's checkpoint or key statement before its first record): the cursor goes
+ * back to where it was, or it would walk them again and again.
  */
 static int
 reader_reenter_empty_segment(journal_reader_t *r, int *has_frame, stele_error_t *err)
 {
     *has_frame = 0;
+    int64_t created_ns = r->seg_created_ns, prev_ts_ns = r->prev_ts_ns;
+    uint64_t off = r->off;
     int rc = reader_enter_segment(r, r->seg_first_seq, err);
     if (rc == -ENOENT) /* gone meanwhile: the caller's verdict on the old file stands */
         return 0;
     if (rc)
         return rc;
+    if (r->seg_created_ns == created_ns) {
+        r->off = off;
+        r->prev_ts_ns = prev_ts_ns;
+        return 0;
+    }
     record_status_t st;
     record_view_t v;
     rc = reader_decode(r, &st, &v);
@@ -532,14 +553,15 @@ reader_at_invalid(journal_reader_t *r, record_status_t st, reader_vis_t *vis, st
     return STELE_EAGAIN;
 }
 
-/* S1 and S2 against the record before the cursor. */
+/* S1 and S2 against the frame before the cursor (a meta frame carries the seq of the
+ * record before it). */
 static int
 reader_check_follows(const journal_reader_t *r, const record_view_t *v, stele_error_t *err)
 {
-    if (v->seq != r->next_seq) {
+    uint64_t due = v->is_meta ? r->next_seq - 1 : r->next_seq;
+    if (v->seq != due) {
         char what[96];
-        snprintf(what, sizeof what, "seq %" PRIu64 " where %" PRIu64 " was due", v->seq,
-                 r->next_seq);
+        snprintf(what, sizeof what, "seq %" PRIu64 " where %" PRIu64 " was due", v->seq, due);
         return reader_corrupt(r, err, what);
     }
     if (v->ts_ns < r->prev_ts_ns && r->have_prev)
@@ -569,15 +591,22 @@ reader_settle_batch(journal_reader_t *r, reader_vis_t *vis, stele_error_t *err)
     return 0;
 }
 
-/* S3, checkable once the previous record's hash is known (not right after a hinted seek). */
+/* S3, checkable once the previous record's hash is known (not right after a hinted seek).
+ * A version 2 record's leaf hash is computed into leaf either way. */
 static int
-reader_check_chain(const journal_reader_t *r, const record_view_t *v, stele_error_t *err)
+reader_check_chain(const journal_reader_t *r, const record_view_t *v,
+                   uint8_t leaf[MERKLE_HASH_BYTES], stele_error_t *err)
 {
-    if (!r->have_prev)
-        return 0;
+    memset(leaf, 0, MERKLE_HASH_BYTES);
+    if (v->is_meta)
+        return 0; /* not in the chain */
+    int rc = r->seg_version >= 2 ? record_leaf_hash(r->mhasher, v->frame, v->payload_len, leaf) : 0;
+    if (rc || !r->have_prev)
+        return rc ? jerr_set(err, rc, NULL, "could not hash record: out of memory") : 0;
     uint8_t calc[HASH_BYTES];
-    int rc =
-        chain_hash(r->hasher, r->prev_hash, v->seq, v->ts_ns, v->payload, v->payload_len, calc);
+    rc = r->seg_version >= 2 ? chain_link(r->hasher, r->prev_hash, leaf, calc)
+                             : chain_hash(r->hasher, r->prev_hash, v->seq, v->ts_ns, v->payload,
+                                          v->payload_len, calc);
     if (rc)
         return jerr_set(err, rc, NULL, "could not hash record: out of memory");
     if (memcmp(calc, v->hash, HASH_BYTES) != 0) {
@@ -589,30 +618,49 @@ reader_check_chain(const journal_reader_t *r, const record_view_t *v, stele_erro
 }
 
 static void
-reader_fill_record(const journal_reader_t *r, const record_view_t *v, journal_record_t *rec)
+reader_fill_record(const journal_reader_t *r, const record_view_t *v,
+                   const uint8_t leaf[MERKLE_HASH_BYTES], journal_record_t *rec)
 {
     rec->seq = v->seq;
     rec->ts_ns = v->ts_ns;
     rec->payload = v->payload;
     rec->payload_len = v->payload_len;
     memcpy(rec->hash, v->hash, HASH_BYTES);
-    if (r->have_prev)
+    if (r->have_prev && !v->is_meta)
         memcpy(rec->prev_hash, r->prev_hash, HASH_BYTES);
     else
         memset(rec->prev_hash, 0, HASH_BYTES);
+    memcpy(rec->leaf_hash, leaf, MERKLE_HASH_BYTES);
+    rec->origin = (journal_origin_t){v->origin_uid, v->origin_gid, v->origin_pid, v->origin_kind};
+    rec->version = r->seg_version;
     rec->segment_seq = r->seg_first_seq;
     rec->offset = r->off;
+    rec->frame_bytes = v->frame_bytes;
     rec->is_batch_end = (v->flags & FRAME_FLAG_BATCH_END) != 0;
+    rec->is_meta = v->is_meta;
 }
 
+/* Past the frame at the cursor: a record joins the chain; a meta frame only takes room. */
 static void
 reader_consume(journal_reader_t *r, const record_view_t *v)
 {
-    memcpy(r->prev_hash, v->hash, HASH_BYTES);
-    r->have_prev = 1;
     r->prev_ts_ns = v->ts_ns;
     r->off += v->frame_bytes;
+    if (v->is_meta)
+        return;
+    memcpy(r->prev_hash, v->hash, HASH_BYTES);
+    r->have_prev = 1;
     r->next_seq++;
+}
+
+/* Whether the reader returns the frame just checked: a record at or past min_seq, or, when
+ * meta frames are wanted, one that follows the record before min_seq or a later one. */
+static int
+reader_wants(const journal_reader_t *r, const record_view_t *v)
+{
+    if (v->is_meta)
+        return r->want_meta && v->seq + 1 >= r->min_seq;
+    return v->seq >= r->min_seq;
 }
 
 /* The core of next/wait: finds the next returnable record. With consume 0 the cursor stays
@@ -649,12 +697,13 @@ reader_step(journal_reader_t *r, journal_record_t *rec, int consume, stele_error
                 return rc;
             continue; /* the walk moved the buffer: decode this frame again */
         }
-        int wanted = v.seq >= r->min_seq;
+        int wanted = reader_wants(r, &v);
         if (wanted) {
-            rc = reader_check_chain(r, &v, err);
+            uint8_t leaf[MERKLE_HASH_BYTES];
+            rc = reader_check_chain(r, &v, leaf, err);
             if (rc)
                 return rc;
-            reader_fill_record(r, &v, rec);
+            reader_fill_record(r, &v, leaf, rec);
             if (!consume)
                 return 0;
         }
@@ -687,7 +736,7 @@ reader_try_hint(journal_reader_t *r, uint64_t seq, uint64_t seg, uint64_t hint_s
     record_view_t v;
     r->off = hint_offset;
     int rc = reader_decode(r, &st, &v);
-    if (!rc && st == RECORD_VALID && v.seq < seq && v.seq >= seg) {
+    if (!rc && st == RECORD_VALID && !v.is_meta && v.seq < seq && v.seq >= seg) {
         r->next_seq = v.seq;
         r->have_prev = 0;
     } else {
@@ -767,8 +816,8 @@ journal_reader_wait(journal_reader_t *r, uint64_t after_seq, int timeout_ms)
         } else {
             journal_record_t rec;
             int rc = reader_step(r, &rec, 0, NULL);
-            if (rc != STELE_EAGAIN && (rc != 0 || rec.seq > after_seq))
-                return 0; /* a record, or an error next() will report */
+            if (rc != STELE_EAGAIN && (rc != 0 || rec.is_meta || rec.seq > after_seq))
+                return 0; /* a frame to return, or an error next() will report */
         }
         int64_t left = deadline - reader_now_ms();
         if (left <= 0)
@@ -797,6 +846,46 @@ journal_reader_live(journal_reader_t *r, journal_live_t *out)
         out->visible_seq = atomic_load_explicit(&r->lock_page->visible_seq, memory_order_acquire);
         out->durable_seq = atomic_load_explicit(&r->lock_page->durable_seq, memory_order_acquire);
     }
+}
+
+int
+journal_reader_segment_trust(journal_reader_t *r, uint64_t first_seq, journal_segment_trust_t *out,
+                             stele_error_t *err)
+{
+    if (!r || !out)
+        return jerr_set(err, STELE_EINVAL, NULL, "journal_reader_segment_trust needs a reader");
+    segment_header_t h;
+    int fd = -1;
+    uint64_t bytes = 0;
+    int rc = reader_open_segment(r, first_seq, &h, &fd, &bytes, err);
+    if (rc)
+        return rc;
+    r->io->close(r->io->ctx, fd);
+    if (h.version < 2) {
+        char name[SEG_NAME_BYTES];
+        return jerr_set(err, STELE_EINVAL, NULL, "segment %s is format version %u: no merkle tree",
+                        reader_seg_name(name, first_seq), h.version);
+    }
+    out->range = h.range;
+    out->is_keyed = (h.trust_flags & SEG_TRUST_KEYED) != 0;
+    out->key_epoch = h.key_epoch;
+    return 0;
+}
+
+int
+journal_reader_genesis(const journal_reader_t *r, uint8_t out[32])
+{
+    if (!r || !r->have_genesis)
+        return -ENOENT;
+    memcpy(out, r->genesis, HASH_BYTES);
+    return 0;
+}
+
+void
+journal_reader_set_meta(journal_reader_t *r, int want_meta)
+{
+    if (r)
+        r->want_meta = want_meta != 0;
 }
 
 const char *
@@ -833,7 +922,7 @@ journal_reader_segments(journal_reader_t *r, journal_segment_info_t *out, size_t
         int fd = r->io->open_file(r->io->ctx, r->dir_fd, name, JOURNAL_IO_READ, 0);
         if (fd < 0)
             continue;
-        uint8_t head[FRAME_HEADER_BYTES];
+        uint8_t head[FRAME_HEADER_BYTES_V1]; /* the ts is in the part both versions share */
         if (r->io->pread(r->io->ctx, fd, head, sizeof head, SEG_HEADER_BYTES) ==
                 (ssize_t)sizeof head &&
             format_load_u32(head) == FRAME_MAGIC)

@@ -1,9 +1,11 @@
 /*
  * recover.c: the tail scan of the newest segment (recover.h), FORMAT.md's end-of-log rules.
  *
- * Pass 1 walks frames from a batch start, checking validity rules 1-5, that seqs follow,
+ * Pass 1 walks frames from a batch start, checking validity rules F1-F5, that seqs follow,
  * that timestamps do not go back, and the chain hash; the log ends at the first frame that
- * fails, and is cut back to the end of the last complete batch (BATCH_END). Pass 2 reads
+ * fails, and is cut back to the end of the last complete batch (BATCH_END). In version 2 it
+ * also grows the Merkle tree's compact range by each record's leaf (meta frames are no
+ * leaves), so the writer continues the tree from the end. Pass 2 reads
  * everything from that cut to the end of the segment: it finds where non-zero bytes stop
  * (what truncation must zero) and every valid frame there, whose synced_seq tells whether
  * the damage hit data that had already been fdatasynced (then it is corruption, never a
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meta.h"
 #include "record.h"
 
 /* Reads are done in chunks this large: few syscalls, bounded memory. */
@@ -74,7 +77,8 @@ recover_decode_at(const recover_scan_t *s, scan_buf_t *b, uint64_t off, record_s
                   record_view_t *v)
 {
     uint64_t room = s->seg_bytes - off;
-    uint64_t need = FRAME_HEADER_BYTES;
+    uint32_t header = format_frame_header_bytes(s->version);
+    uint64_t need = header;
     for (int attempt = 0; attempt < 3; attempt++) {
         uint64_t asked = need < room ? need : room;
         ssize_t avail = scan_buf_fill(s, b, off, asked);
@@ -84,13 +88,13 @@ recover_decode_at(const recover_scan_t *s, scan_buf_t *b, uint64_t off, record_s
         /* Only a short read (the file ends early) bounds the frame at what was read; a frame
          * that merely runs past the buffered chunk needs more, not a bad-length verdict. */
         uint64_t frame_room = (uint64_t)avail < asked ? (uint64_t)avail : room;
-        *st = record_decode(p, (size_t)avail, frame_room, off, v);
+        *st = record_decode(s->version, p, (size_t)avail, frame_room, off, v);
         if (*st != RECORD_NEED_MORE)
             return 0;
-        if ((uint64_t)avail >= FRAME_HEADER_BYTES)
-            need = format_frame_bytes(format_load_u32(p + FRAME_OFF_PAYLOAD_LEN));
+        if ((uint64_t)avail >= header)
+            need = format_frame_bytes(s->version, format_load_u32(p + FRAME_OFF_PAYLOAD_LEN));
         else
-            need = FRAME_HEADER_BYTES;
+            need = header;
     }
     *st = RECORD_TORN; /* the file ends inside the frame */
     return 0;
@@ -102,6 +106,11 @@ typedef struct walk_pos {
     uint64_t expect_seq;
     int64_t prev_ts_ns;
     uint8_t prev_hash[HASH_BYTES];
+    merkle_range_t range;            /* version 2: the tree so far */
+    uint8_t leaf[MERKLE_HASH_BYTES]; /* version 2: the leaf hash of the frame at off */
+    int has_key;                     /* version 2: the key epoch in force so far */
+    uint64_t key_epoch;
+    uint64_t statement_size; /* tree size of the last statement walked */
 } walk_pos_t;
 
 /* Until a complete batch is found the log ends where the walk starts. */
@@ -112,23 +121,32 @@ recover_walk_begin(recover_scan_t *s, walk_pos_t *w)
     w->expect_seq = s->expect_seq;
     w->prev_ts_ns = s->prev_ts_ns;
     memcpy(w->prev_hash, s->prev_hash, HASH_BYTES);
+    w->range = s->range;
+    w->has_key = s->has_key;
+    w->key_epoch = s->key_epoch;
+    w->statement_size = s->range.size;
+    s->has_key_end = w->has_key;
+    s->key_epoch_end = w->key_epoch;
+    s->statement_size_end = w->statement_size;
     s->end_off = w->off;
     s->last_seq = w->expect_seq - 1;
     s->last_ts_ns = w->prev_ts_ns;
     memcpy(s->last_hash, w->prev_hash, HASH_BYTES);
+    s->last_range = w->range;
 }
 
-/* S1 and S2. A valid frame out of sequence still counts for E2: its synced_seq is real. */
+/* S1 and S2 (a meta frame carries the seq of the record before it). A valid frame out of
+ * sequence still counts for E2: its synced_seq is real. */
 static int
 recover_follows(recover_scan_t *s, const walk_pos_t *w, const record_view_t *v)
 {
-    if (v->seq == w->expect_seq && v->ts_ns >= w->prev_ts_ns)
+    uint64_t due = v->is_meta ? w->expect_seq - 1 : w->expect_seq;
+    if (v->seq == due && v->ts_ns >= w->prev_ts_ns)
         return 1;
     s->end = JOURNAL_END_BAD_SEQ;
     snprintf(s->why, sizeof s->why,
-             v->seq != w->expect_seq ? "seq %llu where %llu was due"
-                                     : "timestamp of seq %llu goes back",
-             (unsigned long long)v->seq, (unsigned long long)w->expect_seq);
+             v->seq != due ? "seq %llu where %llu was due" : "timestamp of seq %llu goes back",
+             (unsigned long long)v->seq, (unsigned long long)due);
     if (v->synced_seq > s->max_later_synced)
         s->max_later_synced = v->synced_seq;
     return 0;
@@ -138,13 +156,21 @@ recover_follows(recover_scan_t *s, const walk_pos_t *w, const record_view_t *v)
  * frame with the wrong hash was written that way (E3). Returns 1 (holds), 0 (broken) or
  * -errno. */
 static int
-recover_chain_holds(recover_scan_t *s, const walk_pos_t *w, const record_view_t *v)
+recover_chain_holds(recover_scan_t *s, walk_pos_t *w, const record_view_t *v)
 {
+    if (v->is_meta)
+        return 1; /* not in the chain (its hash field is zero: checked by record_decode) */
+    int rc = 0;
+    if (s->version >= 2)
+        rc = record_leaf_hash(s->mhasher, v->frame, v->payload_len, w->leaf);
+    if (rc)
+        return rc;
     if (s->trust_first && w->off == s->start_off)
         return 1;
     uint8_t calc[HASH_BYTES];
-    int rc =
-        chain_hash(s->hasher, w->prev_hash, v->seq, v->ts_ns, v->payload, v->payload_len, calc);
+    rc = s->version >= 2 ? chain_link(s->hasher, w->prev_hash, w->leaf, calc)
+                         : chain_hash(s->hasher, w->prev_hash, v->seq, v->ts_ns, v->payload,
+                                      v->payload_len, calc);
     if (rc)
         return rc;
     if (memcmp(calc, v->hash, HASH_BYTES) == 0)
@@ -157,21 +183,49 @@ recover_chain_holds(recover_scan_t *s, const walk_pos_t *w, const record_view_t 
     return 0;
 }
 
-/* Past a frame that follows; a BATCH_END moves the log's end to after it. */
+/* A statement in the walk: its tree size, and for a key statement the epoch it brings into
+ * force. Its signature is not checked here (verify does that); a statement that does not
+ * parse changes nothing. */
 static void
+recover_note_statement(walk_pos_t *w, const record_view_t *v)
+{
+    meta_statement_t st;
+    w->statement_size = v->seq;
+    if (v->payload[0] != META_TYPE_KEY || meta_read_unsigned(v->payload, v->payload_len, &st, NULL))
+        return;
+    w->has_key = 1;
+    w->key_epoch = st.key_epoch;
+}
+
+/* Past a frame that follows (a record joins the chain and, in version 2, the tree); a
+ * BATCH_END moves the log's end to after it. Returns 0 or -ENOMEM. */
+static int
 recover_advance(recover_scan_t *s, walk_pos_t *w, const record_view_t *v)
 {
-    memcpy(w->prev_hash, v->hash, HASH_BYTES);
+    if (v->is_meta)
+        recover_note_statement(w, v);
+    else {
+        if (s->version >= 2 && merkle_range_append(s->mhasher, &w->range, w->leaf, NULL, NULL))
+            return -ENOMEM;
+        memcpy(w->prev_hash, v->hash, HASH_BYTES);
+        w->expect_seq++;
+    }
     w->prev_ts_ns = v->ts_ns;
     w->off += v->frame_bytes;
-    w->expect_seq++;
     if (v->flags & FRAME_FLAG_BATCH_END) {
         s->end_off = w->off;
-        s->last_seq = v->seq;
+        s->last_seq = w->expect_seq - 1;
         s->last_ts_ns = v->ts_ns;
         memcpy(s->last_hash, w->prev_hash, HASH_BYTES);
+        if (s->version >= 2) {
+            s->last_range = w->range;
+            s->has_key_end = w->has_key;
+            s->key_epoch_end = w->key_epoch;
+            s->statement_size_end = w->statement_size;
+        }
         s->n_batches++;
     }
+    return 0;
 }
 
 /* One frame of pass 1. Returns 1 to go on, 0 where the walk stops (s->end says why), or
@@ -198,8 +252,8 @@ recover_walk_frame(recover_scan_t *s, scan_buf_t *b, walk_pos_t *w)
     rc = recover_chain_holds(s, w, &v);
     if (rc <= 0)
         return rc;
-    recover_advance(s, w, &v);
-    return 1;
+    rc = recover_advance(s, w, &v);
+    return rc ? rc : 1;
 }
 
 /* Pass 1: frames that follow each other, up to the first that does not. */

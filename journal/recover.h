@@ -12,11 +12,13 @@
 #include "format.h"
 #include "io.h"
 #include "journal.h"
+#include "merkle.h"
 
 typedef struct recover_scan {
     /* -- in -- */
     const journal_io_t *io;
     int fd;
+    uint32_t version;    /* of the segment: its frames' layout and chain rule */
     uint64_t seg_bytes;  /* file size: frames may not cross it */
     uint64_t start_off;  /* a batch start (the segment's first frame, or a checked hint) */
     uint64_t expect_seq; /* seq of the frame at start_off */
@@ -24,6 +26,10 @@ typedef struct recover_scan {
     int64_t prev_ts_ns;
     int trust_first; /* 1: start_off came from a hint; its frame's hash is taken as given */
     chain_hasher_t *hasher;
+    merkle_hasher_t *mhasher; /* version 2 */
+    merkle_range_t range;     /* version 2: the tree before start_off (the header's range) */
+    int has_key;              /* version 2: a key was in force before start_off ... */
+    uint64_t key_epoch;       /* ... of this epoch (the header's) */
 
     /* -- out: the log's end (after the last complete batch) -- */
     journal_end_t end;
@@ -31,7 +37,12 @@ typedef struct recover_scan {
     uint64_t last_seq; /* expect_seq - 1 when no complete batch was found */
     int64_t last_ts_ns;
     uint8_t last_hash[HASH_BYTES];
-    uint64_t n_batches; /* complete batches scanned */
+    merkle_range_t last_range;   /* version 2: the tree of records 1 .. last_seq */
+    int has_key_end;             /* version 2: a key is in force at the end ... */
+    uint64_t key_epoch_end;      /* ... of this epoch (the header's, or a key statement's) */
+    uint64_t statement_size_end; /* tree size of the last statement before the end, or the
+                                  * header's first_seq - 1 when there is none */
+    uint64_t n_batches;          /* complete batches scanned */
 
     /* -- out: what lies past the end -- */
     uint64_t damage_off;       /* first invalid frame (== end_off unless a batch was torn) */

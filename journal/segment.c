@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "record.h"
 #include "stele.h"
 
 void
@@ -46,6 +47,18 @@ segment_parse_name(const char *name, uint64_t *first_seq)
     return 1;
 }
 
+/* Version 2's part of the header: flags, key epoch and the compact range, under their CRC. */
+static void
+segment_header_encode_v2(const segment_header_t *h, uint8_t buf[SEG_HEADER_BYTES])
+{
+    size_t range_bytes = merkle_range_encode(&h->range, buf + SEG_OFF_RANGE, SEG_RANGE_AREA_BYTES);
+    format_store_u32(buf + SEG_OFF_TRUST_FLAGS, h->trust_flags);
+    format_store_u32(buf + SEG_OFF_RANGE_BYTES, (uint32_t)range_bytes);
+    format_store_u64(buf + SEG_OFF_KEY_EPOCH, h->key_epoch);
+    format_store_u32(buf + SEG_OFF_EXT_CRC,
+                     crc32c(buf + SEG_EXT_CRC_FROM, SEG_V2_USED_BYTES - SEG_EXT_CRC_FROM));
+}
+
 void
 segment_header_encode(const segment_header_t *h, uint8_t buf[SEG_HEADER_BYTES])
 {
@@ -61,6 +74,8 @@ segment_header_encode(const segment_header_t *h, uint8_t buf[SEG_HEADER_BYTES])
     memcpy(buf + SEG_OFF_GENESIS, h->genesis, HASH_BYTES);
     memcpy(buf + SEG_OFF_PREV_HASH, h->prev_hash, HASH_BYTES);
     format_store_u32(buf + SEG_OFF_CRC, crc32c(buf, SEG_CRC_COVERED_BYTES));
+    if (h->version >= 2)
+        segment_header_encode_v2(h, buf);
 }
 
 /* Sets *fault and returns STELE_ECORRUPT. */
@@ -72,13 +87,38 @@ segment_header_refuse(segment_header_fault_t *fault, const char *why, uint32_t o
     return STELE_ECORRUPT;
 }
 
-/* Rule H5: the offset of the first non-zero reserved byte, or 0 when they are all zero. */
+/* Rule H5: the offset of the first non-zero reserved byte at or after `from`, or 0 when
+ * they are all zero. */
 static uint32_t
-segment_first_nonzero_reserved(const uint8_t *buf)
+segment_first_nonzero_reserved(const uint8_t *buf, uint32_t from)
 {
-    for (uint32_t off = SEG_USED_BYTES; off < SEG_HEADER_BYTES; off++)
+    for (uint32_t off = from; off < SEG_HEADER_BYTES; off++)
         if (buf[off] != 0)
             return off;
+    return 0;
+}
+
+/* Rule H6, version 2's part: its CRC, known flags, a key epoch only when keyed, and a compact
+ * range of exactly the records before first_seq, canonically encoded. */
+static int
+segment_header_decode_v2(const uint8_t *buf, segment_header_t *h, segment_header_fault_t *fault)
+{
+    if (format_load_u32(buf + SEG_OFF_EXT_CRC) !=
+        crc32c(buf + SEG_EXT_CRC_FROM, SEG_V2_USED_BYTES - SEG_EXT_CRC_FROM))
+        return segment_header_refuse(fault, "bad header crc (version 2 part)", 0);
+    h->trust_flags = format_load_u32(buf + SEG_OFF_TRUST_FLAGS);
+    h->key_epoch = format_load_u64(buf + SEG_OFF_KEY_EPOCH);
+    uint32_t range_bytes = format_load_u32(buf + SEG_OFF_RANGE_BYTES);
+    if (h->trust_flags & ~SEG_TRUST_FLAGS_KNOWN)
+        return segment_header_refuse(fault, "unknown trust flags", 0);
+    if (!(h->trust_flags & SEG_TRUST_KEYED) && h->key_epoch != 0)
+        return segment_header_refuse(fault, "key epoch without a key", 0);
+    if (range_bytes > SEG_RANGE_AREA_BYTES ||
+        merkle_range_decode(&h->range, buf + SEG_OFF_RANGE, range_bytes, NULL) != 0 ||
+        h->range.size != h->first_seq - 1)
+        return segment_header_refuse(fault, "bad merkle range", 0);
+    if (!record_is_zero(buf + SEG_OFF_RANGE + range_bytes, SEG_RANGE_AREA_BYTES - range_bytes))
+        return segment_header_refuse(fault, "merkle range not zero-padded", 0);
     return 0;
 }
 
@@ -92,6 +132,7 @@ segment_header_decode(const uint8_t *buf, size_t len, segment_header_t *h,
         return segment_header_refuse(fault, "bad segment magic", 0);
     if (format_load_u32(buf + SEG_OFF_CRC) != crc32c(buf, SEG_CRC_COVERED_BYTES)) /* H2 */
         return segment_header_refuse(fault, "bad header crc", 0);
+    memset(h, 0, sizeof *h);
     h->version = format_load_u32(buf + SEG_OFF_VERSION);
     if (h->version > FORMAT_VERSION) { /* H3, before H5: a newer format may use those bytes */
         fault->why = "written by a newer format version";
@@ -109,8 +150,14 @@ segment_header_decode(const uint8_t *buf, size_t len, segment_header_t *h,
     memcpy(h->prev_hash, buf + SEG_OFF_PREV_HASH, HASH_BYTES);
     if (h->first_seq == 0)
         return segment_header_refuse(fault, "first seq is 0", 0);
-    /* The CRC does not cover the reserved bytes, so this is all that guards them. */
-    uint32_t reserved_off = segment_first_nonzero_reserved(buf);
+    if (h->version >= 2) {
+        int rc = segment_header_decode_v2(buf, h, fault);
+        if (rc)
+            return rc;
+    }
+    /* The CRCs do not cover the reserved bytes, so this is all that guards them. */
+    uint32_t reserved_off =
+        segment_first_nonzero_reserved(buf, h->version >= 2 ? SEG_V2_USED_BYTES : SEG_USED_BYTES);
     if (reserved_off)
         return segment_header_refuse(fault, "reserved header byte is not zero", reserved_off);
     return 0;

@@ -10,15 +10,20 @@
 
 #include "format.h"
 #include "io.h"
+#include "merkle.h"
 
 typedef struct segment_header {
-    uint32_t version;
+    uint32_t version; /* 1 or 2: the layout of the header and of the segment's frames */
     uint64_t first_seq;
     int64_t created_ns;
     int64_t prev_ts_ns; /* ts of record first_seq-1 (0 for the journal's first segment) */
     char source[SEG_SOURCE_BYTES];
     uint8_t genesis[HASH_BYTES];
     uint8_t prev_hash[HASH_BYTES]; /* chain hash of record first_seq-1 (genesis for seq 1) */
+    /* -- version 2 only (zero in version 1) -- */
+    uint32_t trust_flags; /* SEG_TRUST_KEYED: a signing key was in force at the start */
+    uint64_t key_epoch;   /* the key epoch in force at the start (0 unless keyed) */
+    merkle_range_t range; /* the Merkle tree of records 1 .. first_seq - 1 (its compact range) */
 } segment_header_t;
 
 /* "<first_seq as 20 digits>.seg" into out[SEG_NAME_BYTES]. */
@@ -36,9 +41,9 @@ typedef struct segment_header_fault {
 
 void segment_header_encode(const segment_header_t *h, uint8_t buf[SEG_HEADER_BYTES]);
 /*
- * Decodes and checks a header (FORMAT.md rules H1-H5): the one check recovery, readers and
- * verify share. Returns 0, STELE_EVERSION (a newer format; its reserved bytes are not
- * looked at) or STELE_ECORRUPT, with *fault set when not 0.
+ * Decodes and checks a header of either version (FORMAT.md rules H1-H6): the one check
+ * recovery, readers and verify share. Returns 0, STELE_EVERSION (a newer format; its
+ * reserved bytes are not looked at) or STELE_ECORRUPT, with *fault set when not 0.
  */
 int segment_header_decode(const uint8_t *buf, size_t len, segment_header_t *h,
                           segment_header_fault_t *fault);

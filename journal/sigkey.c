@@ -7,6 +7,7 @@
 #include "sigkey.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -191,24 +192,78 @@ key_file_invalid(stele_error_t *err, const char *path, int rc, const stele_error
     return jerr_set(err, rc, NULL, "key file %s: %s", path, why->message);
 }
 
+/* A signer key file's text: the key string, then optionally "\nepoch <E>" (FORMAT.md
+ * section 11.4). Splits off the epoch line into *epoch (0 when absent). */
+static int
+split_epoch_line(const char *path, char *text, size_t *len, uint64_t *epoch, stele_error_t *err)
+{
+    *epoch = 0;
+    char *nl = memchr(text, '\n', *len);
+    if (!nl)
+        return 0;
+    const char *line = nl + 1;
+    size_t line_len = *len - (size_t)(line - text);
+    uint64_t v = 0;
+    int ok = line_len > 6 && line_len <= 6 + 20 && memcmp(line, "epoch ", 6) == 0 &&
+             (line_len == 7 || line[6] != '0');
+    for (size_t i = 6; ok && i < line_len; i++) {
+        ok = line[i] >= '0' && line[i] <= '9' && v <= (UINT64_MAX - (uint64_t)(line[i] - '0')) / 10;
+        v = v * 10 + (uint64_t)(line[i] - '0');
+    }
+    if (!ok)
+        return jerr_set(err, STELE_EINVAL, NULL, "key file %s: line 2 is not \"epoch <number>\"",
+                        path);
+    *epoch = v;
+    *nl = '\0';
+    *len = (size_t)(nl - text);
+    return 0;
+}
+
 int
-sigkey_read_signer(const char *path, note_signer_t *out, stele_error_t *err)
+sigkey_read_signer_epoch(const char *path, note_signer_t *out, uint64_t *epoch_out,
+                         stele_error_t *err)
 {
     char text[SIGKEY_FILE_MAX_BYTES + 1];
     size_t len = 0;
+    uint64_t epoch = 0;
     int rc = read_key_file(path, 1, text, sizeof text, &len, err);
+    if (rc == 0)
+        rc = split_epoch_line(path, text, &len, &epoch, err);
     if (rc == 0) {
         stele_error_t why = {0};
         note_signer_t s;
         rc = note_signer_parse(text, len, &s, &why);
         if (rc)
             key_file_invalid(err, path, rc, &why);
-        else
+        else {
             *out = s;
+            if (epoch_out)
+                *epoch_out = epoch;
+        }
         note_signer_wipe(&s);
     }
     OPENSSL_cleanse(text, sizeof text);
     return rc;
+}
+
+int
+sigkey_read_signer(const char *path, note_signer_t *out, stele_error_t *err)
+{
+    return sigkey_read_signer_epoch(path, out, NULL, err);
+}
+
+size_t
+sigkey_format_signer(const note_signer_t *s, uint64_t epoch, char *out, size_t cap)
+{
+    size_t len = note_signer_format(s, out, cap);
+    if (len == 0)
+        return 0;
+    int n = snprintf(out + len, cap - len, "\nepoch %" PRIu64 "\n", epoch);
+    if (n < 0 || (size_t)n >= cap - len) {
+        OPENSSL_cleanse(out, cap);
+        return 0;
+    }
+    return len + (size_t)n;
 }
 
 int

@@ -33,6 +33,17 @@ int sigkey_write_verifier(const char *path, const note_verifier_t *v, stele_erro
 int sigkey_read_signer(const char *path, note_signer_t *out, stele_error_t *err);
 int sigkey_read_verifier(const char *path, note_verifier_t *out, stele_error_t *err);
 
+/* A journal writer's signer key file may hold a second line, "epoch <E>": the key epoch of
+ * the key (FORMAT.md section 11.4). As sigkey_read_signer, with that epoch (0 when the line
+ * is absent) in *epoch_out (may be NULL); a second line of another shape is STELE_EINVAL. */
+int sigkey_read_signer_epoch(const char *path, note_signer_t *out, uint64_t *epoch_out,
+                             stele_error_t *err);
+
+/* The text of a signer key file of epoch `epoch` (key string, "\n", "epoch <E>", "\n") into
+ * out. Returns its length, or 0 when cap is too small (SIGKEY_FILE_MAX_BYTES suffices).
+ * Secret: wipe the buffer when done. */
+size_t sigkey_format_signer(const note_signer_t *s, uint64_t epoch, char *out, size_t cap);
+
 /*
  * Replaces the signer key file `path` with s, so that at every instant the file holds
  * either the old key or the new one: writes and fsyncs "<path>.new" (a leftover from an

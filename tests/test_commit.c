@@ -115,7 +115,7 @@ enqueue_or_fail(commit_t *c, fixture_t *f, stele_wait_t wait)
 {
     uint64_t seq = 0;
     stele_error_t err = {0};
-    int rc = commit_enqueue(c, bson_get_data(f->event), f->event->len, wait, &seq, &err);
+    int rc = commit_enqueue(c, bson_get_data(f->event), f->event->len, NULL, wait, &seq, &err);
     if (rc)
         fail_msg("enqueue: %s", err.message);
     return seq;
@@ -139,7 +139,7 @@ test_commit_assigns_contiguous_seqs_and_splits_at_the_batch_cap(void **state)
     commit_free(c);
     assert_int_equal(f->seen.is_broken, 0);
     assert_int_equal(f->seen.next_first_seq, 3001);
-    assert_true(f->seen.n >= 3000 * journal_frame_bytes(f->event->len) / 4096);
+    assert_true(f->seen.n >= 3000 * journal_frame_bytes(FORMAT_VERSION, f->event->len) / 4096);
     assert_int_equal(st.batches, f->seen.n);
     assert_int_equal(journal_last_seq(f->journal), 3000);
 }
@@ -265,8 +265,8 @@ slow_writer_main(void *arg)
     for (int i = 0; i < SLOW_RECORDS_EACH && !w->failed; i++) {
         commit_writer_enter(w->c);
         uint64_t seq = 0;
-        if (commit_enqueue(w->c, bson_get_data(w->f->event), w->f->event->len, STELE_WAIT_DURABLE,
-                           &seq, NULL) != 0 ||
+        if (commit_enqueue(w->c, bson_get_data(w->f->event), w->f->event->len, NULL,
+                           STELE_WAIT_DURABLE, &seq, NULL) != 0 ||
             commit_wait(w->c, seq, STELE_WAIT_DURABLE, -1, NULL) != 0)
             w->failed = 1;
         commit_writer_leave(w->c);
@@ -382,8 +382,8 @@ test_commit_rejects_waits_for_seqs_never_appended(void **state)
     assert_int_equal(commit_wait(c, seq, STELE_WAIT_NONE, 0, &err), 0);
     assert_int_equal(commit_stop(c, NULL), 0);
     stele_error_t closed = {0};
-    assert_int_equal(commit_enqueue(c, bson_get_data(f->event), f->event->len, STELE_WAIT_DURABLE,
-                                    &seq, &closed),
+    assert_int_equal(commit_enqueue(c, bson_get_data(f->event), f->event->len, NULL,
+                                    STELE_WAIT_DURABLE, &seq, &closed),
                      STELE_ECLOSED);
     commit_free(c);
 }

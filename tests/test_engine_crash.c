@@ -26,6 +26,13 @@
  * open, in such recoveries and during appends, the unsynced data lost, and (sync=interval)
  * the indexes left ahead of the journal, and requires a minimum of each.
  *
+ * Signed variants (a signing key, a checkpoint every few records and milliseconds, a new key
+ * epoch every second) run both loops too: after each checked crash the reopened journal must
+ * also pass stele_verify_trusted against the epoch 0 anchor, and the only private key left
+ * is the key file of the epoch in force at the journal's end (no `.next` or `.new` copy of
+ * another epoch): an epoch's key is gone once its successor is durable and the writer
+ * reopened.
+ *
  * Seeds are printed; STELE_TEST_SEED replays them (the kill timing stays nondeterministic).
  */
 #include <setjmp.h>
@@ -70,14 +77,65 @@ typedef struct crash_plan {
     uint64_t max_kill_delay_ms;
     unsigned index_loss_percent; /* chance the index is deleted before a reopen */
     unsigned roll_kill_percent;  /* chance a checked kill is aimed at a roll */
+    int is_signed;               /* the writers sign (fill_options) */
 } crash_plan_t;
 
 static const crash_plan_t crash_small_segments = {
-    "small segments", CRASH_SEGMENT_BYTES, CRASH_KILLS_PER_DIR, CRASH_MAX_KILL_DELAY_MS, 0, 15};
+    "small segments", CRASH_SEGMENT_BYTES, CRASH_KILLS_PER_DIR, CRASH_MAX_KILL_DELAY_MS, 0, 15, 0};
 /* The default segment size, megabytes of records in it, and now and then a lost index: the
  * recovery scan then reads the newest segment from its start across many read chunks (a
  * frame straddling two chunks once ended the log there: 256 KiB segments never had one). */
-static const crash_plan_t crash_large_segments = {"large segments", 64u << 20, 40, 250, 25, 0};
+static const crash_plan_t crash_large_segments = {"large segments", 64u << 20, 40, 250, 25, 0, 0};
+/* Signed: kills up to 400 ms in, twenty to a journal, so journals live for several key
+ * epochs of a second and kills land in rotations, rolls and checkpoints. */
+static const crash_plan_t crash_signed = {"signed", CRASH_SEGMENT_BYTES, 20, 400, 25, 0, 1};
+
+/* A journal's key pair: "<dir>.key" (the writer's, evolving) and "<dir>.pub" (the anchor). */
+typedef struct crash_keys {
+    char key[512];
+    char pub[512];
+} crash_keys_t;
+
+static void
+crash_keys_new(const char *dir, crash_keys_t *k)
+{
+    snprintf(k->key, sizeof k->key, "%s.key", dir);
+    snprintf(k->pub, sizeof k->pub, "%s.pub", dir);
+    stele_error_t err = {0};
+    if (stele_keygen(k->key, k->pub, "crash-test", &err) != 0)
+        fail_msg("keygen: %s", err.message);
+}
+
+static void
+crash_keys_remove(const crash_keys_t *k)
+{
+    const char *suffixes[] = {"", ".next", ".new"};
+    char path[600];
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(path, sizeof path, "%s%s", k->key, suffixes[i]);
+        unlink(path);
+    }
+    unlink(k->pub);
+}
+
+/* A new journal directory for a loop, with a key pair beside it when keys is not NULL. */
+static char *
+crash_dir_new(const char *prefix, crash_keys_t *keys)
+{
+    char *dir = test_tmpdir_new(prefix);
+    assert_non_null(dir);
+    if (keys)
+        crash_keys_new(dir, keys);
+    return dir;
+}
+
+static void
+crash_dir_remove(char *dir, const crash_keys_t *keys)
+{
+    if (keys)
+        crash_keys_remove(keys);
+    assert_int_equal(test_tmpdir_remove(dir), 0);
+}
 
 /* One acknowledgement as the child writes it to the pipe (16 bytes: atomic in a pipe). Seq
  * 0 says where the child is instead: counter CHILD_OPENING or CHILD_OPEN. */
@@ -140,14 +198,22 @@ event_json(uint64_t counter, char *buf, size_t cap)
                     counter, pad);
 }
 
+/* key: the signer key file, or NULL for an unsigned journal. */
 static void
-fill_options(stele_options_t *opts, uint64_t segment_bytes)
+fill_options(stele_options_t *opts, uint64_t segment_bytes, const char *key)
 {
     stele_options_init(opts);
     opts->source = "crash-test";
     opts->segment_bytes = segment_bytes;
     opts->max_record_bytes = CRASH_MAX_RECORD_BYTES; /* a segment must hold two of them */
     opts->sync = STELE_SYNC_ALWAYS;
+    if (key) {
+        /* Often enough that crashes land in checkpoints and key rotations. */
+        opts->signing_key = key;
+        opts->checkpoint_records = 16;
+        opts->checkpoint_interval_ms = 20;
+        opts->key_epoch_s = 1;
+    }
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -176,11 +242,12 @@ child_writer_main(void *arg)
 }
 
 static void
-child_main(const char *dir, int pipe_fd, uint64_t counter_base, uint64_t segment_bytes)
+child_main(const char *dir, int pipe_fd, uint64_t counter_base, uint64_t segment_bytes,
+           const char *key)
 {
     stele_options_t opts;
     stele_t *db = NULL;
-    fill_options(&opts, segment_bytes);
+    fill_options(&opts, segment_bytes, key);
     stele_error_t err = {0};
     ack_t where = {0, CHILD_OPENING};
     if (write(pipe_fd, &where, sizeof(where)) != (ssize_t)sizeof(where))
@@ -249,14 +316,58 @@ typedef struct check_result {
     int dropped_index_entries; /* the index named batches the crash took back */
 } check_result_t;
 
-/* Reopens (running recovery), reads every record back, and verifies the chain. */
+/* The epoch of the signer key file `key` ("epoch <E>" on its second line; none: 0). */
+static uint64_t
+key_file_epoch(const char *key)
+{
+    FILE *f = fopen(key, "r");
+    assert_non_null(f);
+    char line[1100];
+    unsigned long long epoch = 0;
+    assert_non_null(fgets(line, sizeof line, f));
+    if (fgets(line, sizeof line, f) && sscanf(line, "epoch %llu", &epoch) != 1)
+        fail_msg("key file %s: bad second line %s", key, line);
+    fclose(f);
+    return epoch;
+}
+
+/* A signed journal after its reopen: every signature checks from the anchor, and the only
+ * private key on disk is the key file, of the epoch in force at the journal's end. */
+static void
+check_signed(const char *dir, const crash_keys_t *keys, const char *label)
+{
+    stele_verify_report_t report;
+    stele_error_t err = {0};
+    int rc = stele_verify_trusted(dir, NULL, keys->pub, 0, &report, &err);
+    if (rc)
+        fail_msg("%s: verify --trust: %s at seq %" PRIu64 " (%s) [%s]", label, report.what,
+                 report.bad_seq, report.bad_segment, err.message);
+    if (report.unsealed_first_seq)
+        fail_msg("%s: seqs %" PRIu64 "..%" PRIu64 " unsealed after a clean close", label,
+                 report.unsealed_first_seq, report.unsealed_last_seq);
+    uint64_t epoch = key_file_epoch(keys->key);
+    if (epoch != report.key_epoch)
+        fail_msg("%s: the key file is epoch %" PRIu64 ", the journal ends in epoch %" PRIu64, label,
+                 epoch, report.key_epoch);
+    char path[600];
+    snprintf(path, sizeof path, "%s.next", keys->key);
+    if (access(path, F_OK) == 0)
+        fail_msg("%s: %s is left after the reopen", label, path);
+    snprintf(path, sizeof path, "%s.new", keys->key);
+    if (access(path, F_OK) == 0)
+        fail_msg("%s: %s is left after the reopen", label, path);
+}
+
+/* Reopens (running recovery), reads every record back, and verifies the chain (and, with
+ * keys, the signatures). */
 static check_result_t
-check_journal(const char *dir, const ack_book_t *book, const char *label, uint64_t segment_bytes)
+check_journal(const char *dir, const ack_book_t *book, const char *label, uint64_t segment_bytes,
+              const crash_keys_t *keys)
 {
     stele_options_t opts;
     stele_t *db = NULL;
     stele_error_t err = {0};
-    fill_options(&opts, segment_bytes);
+    fill_options(&opts, segment_bytes, keys ? keys->key : NULL);
 
     int rc = stele_open(dir, &opts, &db, &err);
     if (rc)
@@ -300,6 +411,8 @@ check_journal(const char *dir, const ack_book_t *book, const char *label, uint64
     if (rc)
         fail_msg("%s: verify: %s at seq %" PRIu64 " (%s offset %" PRIu64 ")", label, report.what,
                  report.bad_seq, report.bad_segment, report.bad_offset);
+    if (keys)
+        check_signed(dir, keys, label);
     return res;
 }
 
@@ -394,7 +507,7 @@ drain_inotify(int inotify_fd)
  * books what it acknowledged. */
 static kill_result_t
 kill_one(const char *dir, kill_window_t window, uint64_t delay_us, uint64_t counter_base,
-         ack_book_t *book, const crash_plan_t *plan)
+         ack_book_t *book, const crash_plan_t *plan, const crash_keys_t *keys)
 {
     kill_result_t res = {0};
     int inotify_fd = -1;
@@ -409,7 +522,7 @@ kill_one(const char *dir, kill_window_t window, uint64_t delay_us, uint64_t coun
     assert_true(pid >= 0);
     if (pid == 0) {
         close(fds[0]);
-        child_main(dir, fds[1], counter_base, plan->segment_bytes);
+        child_main(dir, fds[1], counter_base, plan->segment_bytes, keys ? keys->key : NULL);
     }
     close(fds[1]);
     wait_for_child_at(fds[0], CHILD_OPENING, pid);
@@ -527,10 +640,10 @@ check_kill_windows(const kill_counts_t *n, const crash_plan_t *plan)
 /* Checks the journal after a kill, counting what the kill left. */
 static void
 check_after_kill(const char *dir, const ack_book_t *book, const char *label,
-                 const crash_plan_t *plan, kill_counts_t *n)
+                 const crash_plan_t *plan, const crash_keys_t *keys, kill_counts_t *n)
 {
     uint64_t newest_first_seq = newest_segment_first_seq(dir);
-    uint64_t end_seq = check_journal(dir, book, label, plan->segment_bytes).end_seq;
+    uint64_t end_seq = check_journal(dir, book, label, plan->segment_bytes, keys).end_seq;
     n->mid_batch += end_seq > book->max_seq;
     n->empty_newest += newest_first_seq > end_seq;
 }
@@ -546,13 +659,13 @@ kill_loop(const crash_plan_t *plan, const char *seed_name, uint64_t n_default, u
     char *dir = NULL;
     ack_book_t book = {0};
     int is_early = 0;
+    crash_keys_t keys_store, *keys = plan->is_signed ? &keys_store : NULL;
 
     for (uint64_t i = 0; i < n.kills; i++) {
         if (i % plan->kills_per_dir == 0) {
             if (dir)
-                assert_int_equal(test_tmpdir_remove(dir), 0);
-            dir = test_tmpdir_new("kill9");
-            assert_non_null(dir);
+                crash_dir_remove(dir, keys);
+            dir = crash_dir_new("kill9", keys);
             n.acked += book.n_acked;
             book_free(&book);
         }
@@ -562,7 +675,7 @@ kill_loop(const crash_plan_t *plan, const char *seed_name, uint64_t n_default, u
         uint64_t delay_us = window == KILL_IN_OPEN
                                 ? test_rng_range(&rng, 0, open_us)
                                 : test_rng_range(&rng, 1, plan->max_kill_delay_ms) * 1000;
-        kill_result_t res = kill_one(dir, window, delay_us, (i + 1) << 40, &book, plan);
+        kill_result_t res = kill_one(dir, window, delay_us, (i + 1) << 40, &book, plan, keys);
         if (res.open_us)
             open_us = res.open_us;
         n.in_open += res.was_in_open;
@@ -576,7 +689,7 @@ kill_loop(const crash_plan_t *plan, const char *seed_name, uint64_t n_default, u
             n.index_lost++;
         }
         if (!is_early)
-            check_after_kill(dir, &book, label, plan, &n);
+            check_after_kill(dir, &book, label, plan, keys, &n);
     }
     n.acked += book.n_acked;
     fprintf(stderr,
@@ -589,7 +702,7 @@ kill_loop(const crash_plan_t *plan, const char *seed_name, uint64_t n_default, u
             n.unchecked, n.acked);
     check_kill_windows(&n, plan);
     book_free(&book);
-    assert_int_equal(test_tmpdir_remove(dir), 0);
+    crash_dir_remove(dir, keys);
 }
 
 static void
@@ -607,6 +720,14 @@ test_kill9_with_large_segments_never_loses_acknowledged_record(void **state)
               "test_kill9_with_large_segments_never_loses_acknowledged_record", 40, 2000);
 }
 
+static void
+test_kill9_signed_never_loses_a_record_and_always_verifies_trusted(void **state)
+{
+    (void)state;
+    kill_loop(&crash_signed, "test_kill9_signed_never_loses_a_record_and_always_verifies_trusted",
+              60, 3000);
+}
+
 /* ---------------------------------------------------------------------------------------
  * Power loss through the crash I/O table
  * --------------------------------------------------------------------------------------- */
@@ -617,6 +738,7 @@ typedef struct powerloss_plan {
     stele_sync_t sync;
     unsigned durable_percent; /* appends that wait for durable; the rest wait for written */
     uint64_t n_crashes, n_crashes_long;
+    int is_signed;
 } powerloss_plan_t;
 
 /* Crashes followed by one during the recovery of what they left, not by a check. */
@@ -679,11 +801,12 @@ typedef struct powerloss_counts {
  * the armed call. */
 static int
 powerloss_cycle(io_crash_t *crash, const char *dir, test_rng_t *rng, const powerloss_plan_t *plan,
-                uint64_t *counter, ack_book_t *book, const char *label, powerloss_counts_t *n)
+                uint64_t *counter, ack_book_t *book, const char *label, const crash_keys_t *keys,
+                powerloss_counts_t *n)
 {
     stele_options_t opts;
     stele_t *db = NULL;
-    fill_options(&opts, CRASH_SEGMENT_BYTES);
+    fill_options(&opts, CRASH_SEGMENT_BYTES, keys ? keys->key : NULL);
     opts.sync = plan->sync;
     opts.sync_interval_ms = POWERLOSS_SYNC_INTERVAL_MS;
     stele_error_t open_err = {0};
@@ -747,13 +870,13 @@ powerloss_loop(const powerloss_plan_t *plan, const char *seed_name)
     ack_book_t book = {0};
     uint64_t calls_estimate = 200, counter = 1;
     int is_recovering = 0;
+    crash_keys_t keys_store, *keys = plan->is_signed ? &keys_store : NULL;
 
     for (uint64_t i = 0; i < n.crashes; i++) {
         if (i % CRASH_KILLS_PER_DIR == 0) {
             if (dir)
-                assert_int_equal(test_tmpdir_remove(dir), 0);
-            dir = test_tmpdir_new("enginepl");
-            assert_non_null(dir);
+                crash_dir_remove(dir, keys);
+            dir = crash_dir_new("enginepl", keys);
             n.acked += book.n_acked;
             book_free(&book);
         }
@@ -762,7 +885,7 @@ powerloss_loop(const powerloss_plan_t *plan, const char *seed_name)
                  i);
         uint64_t calls_before = io_crash_calls(crash), in_open_before = n.in_open;
         powerloss_arm(crash, &rng, is_recovering, calls_estimate);
-        if (!powerloss_cycle(crash, dir, &rng, plan, &counter, &book, label, &n)) {
+        if (!powerloss_cycle(crash, dir, &rng, plan, &counter, &book, label, keys, &n)) {
             uint64_t used = io_crash_calls(crash) - calls_before;
             if (used > calls_estimate)
                 calls_estimate = used; /* the next crashes aim at the whole cycle */
@@ -771,7 +894,7 @@ powerloss_loop(const powerloss_plan_t *plan, const char *seed_name)
         int is_last_in_dir = (i + 1) % CRASH_KILLS_PER_DIR == 0 || i + 1 == n.crashes;
         is_recovering = !is_last_in_dir && test_rng_chance(&rng, POWERLOSS_RECOVERY_CRASH_PERCENT);
         if (!is_recovering) {
-            check_result_t res = check_journal(dir, &book, label, CRASH_SEGMENT_BYTES);
+            check_result_t res = check_journal(dir, &book, label, CRASH_SEGMENT_BYTES, keys);
             n.torn_tails += res.truncated_torn_tail;
             n.index_ahead += res.dropped_index_entries;
         }
@@ -787,7 +910,7 @@ powerloss_loop(const powerloss_plan_t *plan, const char *seed_name)
             n.dir_ops_lost, n.torn_tails, n.index_ahead, n.acked);
     check_powerloss_counts(&n, plan);
     book_free(&book);
-    assert_int_equal(test_tmpdir_remove(dir), 0);
+    crash_dir_remove(dir, keys);
     io_crash_free(crash);
 }
 
@@ -795,8 +918,18 @@ static void
 test_engine_powerloss_never_loses_durable_record(void **state)
 {
     (void)state;
-    static const powerloss_plan_t plan = {"sync=always", STELE_SYNC_ALWAYS, 100, 200, 10000};
+    static const powerloss_plan_t plan = {"sync=always", STELE_SYNC_ALWAYS, 100, 200, 10000, 0};
     powerloss_loop(&plan, "test_engine_powerloss_never_loses_durable_record");
+}
+
+/* Signed: the power also fails inside checkpoints, key rotations (the key file, its .next
+ * copy, KEYS) and their recovery at open. */
+static void
+test_engine_powerloss_signed_never_loses_durable_record(void **state)
+{
+    (void)state;
+    static const powerloss_plan_t plan = {"signed", STELE_SYNC_ALWAYS, 100, 150, 10000, 1};
+    powerloss_loop(&plan, "test_engine_powerloss_signed_never_loses_durable_record");
 }
 
 /* With sync=interval batches are written before the ones ahead of them are synced, and the
@@ -807,7 +940,7 @@ static void
 test_engine_powerloss_with_interval_sync_leaves_a_readable_log(void **state)
 {
     (void)state;
-    static const powerloss_plan_t plan = {"sync=interval", STELE_SYNC_INTERVAL, 10, 100, 5000};
+    static const powerloss_plan_t plan = {"sync=interval", STELE_SYNC_INTERVAL, 10, 100, 5000, 0};
     powerloss_loop(&plan, "test_engine_powerloss_with_interval_sync_leaves_a_readable_log");
 }
 
@@ -817,7 +950,9 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kill9_never_loses_acknowledged_record),
         cmocka_unit_test(test_kill9_with_large_segments_never_loses_acknowledged_record),
+        cmocka_unit_test(test_kill9_signed_never_loses_a_record_and_always_verifies_trusted),
         cmocka_unit_test(test_engine_powerloss_never_loses_durable_record),
+        cmocka_unit_test(test_engine_powerloss_signed_never_loses_durable_record),
         cmocka_unit_test(test_engine_powerloss_with_interval_sync_leaves_a_readable_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

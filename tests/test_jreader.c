@@ -22,6 +22,7 @@
 #include "crc32c.h"
 #include "format.h"
 #include "jtest_util.h"
+#include "merkle.h"
 #include "record.h"
 #include "segment.h"
 #include "test_child.h"
@@ -113,14 +114,14 @@ test_reader_without_writer_stops_before_torn_batch(void **state)
      * the write had been cut. */
     char seg[4200];
     jtest_seg_path(seg, sizeof seg, dir, 1);
-    uint64_t off = info.offset + journal_frame_bytes(jtest_payload_len(3)) +
-                   journal_frame_bytes(jtest_payload_len(4));
+    uint64_t off = info.offset + journal_frame_bytes(JTEST_VERSION, jtest_payload_len(3)) +
+                   journal_frame_bytes(JTEST_VERSION, jtest_payload_len(4));
     size_t len = 0;
     uint8_t *file = jtest_read_file(seg, &len);
     uint8_t *frame = file + off;
     format_store_u32(frame + FRAME_OFF_FLAGS, 0);
-    format_store_u32(frame + FRAME_OFF_CRC, record_crc(frame, jtest_payload_len(5)));
-    jtest_poke(seg, off, frame, journal_frame_bytes(jtest_payload_len(5)));
+    format_store_u32(frame + FRAME_OFF_CRC, record_crc(JTEST_VERSION, frame, jtest_payload_len(5)));
+    jtest_poke(seg, off, frame, journal_frame_bytes(JTEST_VERSION, jtest_payload_len(5)));
     free(file);
     assert_int_equal(jtest_read_all(dir, 1, &err), 2);
     /* The next writer drops it; readers agree. */
@@ -148,10 +149,10 @@ test_reader_reports_damage_in_durable_records_of_newest_segment(void **state)
     assert_int_equal(journal_close(j, &err), 0); /* synced and published: all durable */
     char seg[4200];
     jtest_seg_path(seg, sizeof seg, dir, 1);
-    uint64_t off5 = info.offset + journal_frame_bytes(jtest_payload_len(3)) +
-                    journal_frame_bytes(jtest_payload_len(4));
+    uint64_t off5 = info.offset + journal_frame_bytes(JTEST_VERSION, jtest_payload_len(3)) +
+                    journal_frame_bytes(JTEST_VERSION, jtest_payload_len(4));
     uint8_t byte = 0x5a;
-    jtest_poke(seg, off5 + FRAME_HEADER_BYTES + 2, &byte, 1);
+    jtest_poke(seg, off5 + JTEST_HEADER_BYTES + 2, &byte, 1);
     journal_reader_t *r = NULL;
     assert_int_equal(journal_reader_open(dir, NULL, &r, &err), 0);
     journal_record_t rec;
@@ -350,9 +351,15 @@ make_empty_newest_segment(const char *dir, uint64_t n_records)
     assert_int_equal(journal_close(j, &err), 0);
     journal_reader_t *r = NULL;
     journal_record_t rec;
+    merkle_hasher_t *mh = merkle_hasher_new();
+    merkle_range_t range; /* version 2's header carries the tree of the records before it */
+    merkle_range_init(&range);
     assert_int_equal(journal_reader_open(dir, NULL, &r, &err), 0);
-    assert_int_equal(journal_reader_seek(r, n_records, 0, 0, &err), 0);
-    assert_int_equal(journal_reader_next(r, &rec, &err), 0);
+    for (uint64_t seq = 1; seq <= n_records; seq++) {
+        assert_int_equal(journal_reader_next(r, &rec, &err), 0);
+        assert_int_equal(merkle_range_append(mh, &range, rec.leaf_hash, NULL, NULL), 0);
+    }
+    merkle_hasher_free(mh);
     assert_int_equal(rec.seq, n_records);
     char seg[4200];
     jtest_seg_path(seg, sizeof seg, dir, 1);
@@ -362,6 +369,7 @@ make_empty_newest_segment(const char *dir, uint64_t n_records)
     segment_header_fault_t fault = {0};
     assert_int_equal(segment_header_decode(page, len, &h, &fault), 0);
     h.first_seq = n_records + 1;
+    h.range = range;
     h.prev_ts_ns = rec.ts_ns;
     memcpy(h.prev_hash, rec.hash, HASH_BYTES);
     journal_reader_close(r);
@@ -540,7 +548,7 @@ test_reader_returns_records_larger_than_its_read_chunk(void **state)
     journal_t *j = NULL;
     stele_error_t err = {0};
     assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
-    size_t cap = 2 * journal_frame_bytes(BIG_PAYLOAD_BYTES);
+    size_t cap = 2 * journal_frame_bytes(JTEST_VERSION, BIG_PAYLOAD_BYTES);
     uint8_t *batch = malloc(cap), *payload = malloc(BIG_PAYLOAD_BYTES);
     assert_non_null(batch);
     assert_non_null(payload);
@@ -549,9 +557,9 @@ test_reader_returns_records_larger_than_its_read_chunk(void **state)
         size_t len = 0;
         for (int k = 0; k < BIG_PER_BATCH; k++, seq++) {
             memset(payload, (int)(uint8_t)seq, big_test_payload_len(seq));
-            journal_frame_prepare(batch + len, seq, (int64_t)seq * 1000, payload,
-                                  big_test_payload_len(seq));
-            len += journal_frame_bytes(big_test_payload_len(seq));
+            journal_frame_prepare(JTEST_VERSION, batch + len, seq, (int64_t)seq * 1000, NULL,
+                                  payload, big_test_payload_len(seq));
+            len += journal_frame_bytes(JTEST_VERSION, big_test_payload_len(seq));
         }
         assert_int_equal(journal_append_batch(j, batch, len, NULL, &err), 0);
     }

@@ -25,6 +25,7 @@ enum { TABLE_SEGMENT_BYTES = 64 * 1024 };
 
 typedef struct fixture {
     char *dir;
+    uint32_t version; /* the journal's format version */
     char seg[4200];
     uint64_t batch_off[4]; /* A, B, C, and the end of C */
 } fixture_t;
@@ -35,19 +36,22 @@ frame_off(const fixture_t *f, uint64_t seq)
     uint64_t batch = (seq - 1) / 3;
     uint64_t off = f->batch_off[batch];
     for (uint64_t s = batch * 3 + 1; s < seq; s++)
-        off += journal_frame_bytes(jtest_payload_len(s));
+        off += journal_frame_bytes(f->version, jtest_payload_len(s));
     return off;
 }
 
-/* Batches A (1-3), B (4-6) and C (7-9); the first `n_synced` of them each followed by a
- * sync before the next is written (the close syncs the rest). */
+/* Batches A (1-3), B (4-6) and C (7-9) in a journal of format `version`; the first
+ * `n_synced` of them each followed by a sync before the next is written (the close syncs
+ * the rest). */
 static void
-fixture_make_synced(fixture_t *f, int n_synced)
+fixture_make_synced_in(fixture_t *f, int n_synced, uint32_t version)
 {
     memset(f, 0, sizeof *f);
     f->dir = jtest_tmpdir("eol");
+    f->version = version;
     journal_options_t o;
     jtest_options(&o, TABLE_SEGMENT_BYTES);
+    o.create_version = version;
     journal_t *j = NULL;
     stele_error_t err = {0};
     journal_batch_info_t info;
@@ -60,9 +64,15 @@ fixture_make_synced(fixture_t *f, int n_synced)
     }
     f->batch_off[3] = info.offset;
     for (uint64_t s = 7; s <= 9; s++)
-        f->batch_off[3] += journal_frame_bytes(jtest_payload_len(s));
+        f->batch_off[3] += journal_frame_bytes(version, jtest_payload_len(s));
     assert_int_equal(journal_close(j, &err), 0);
     jtest_seg_path(f->seg, sizeof f->seg, f->dir, 1);
+}
+
+static void
+fixture_make_synced(fixture_t *f, int n_synced)
+{
+    fixture_make_synced_in(f, n_synced, JTEST_VERSION);
 }
 
 static void
@@ -76,14 +86,15 @@ static void
 edit_frame(const fixture_t *f, uint64_t seq, void (*edit)(uint8_t *frame), int fix_crc)
 {
     uint32_t len = jtest_payload_len(seq);
-    size_t bytes = journal_frame_bytes(len);
+    size_t bytes = journal_frame_bytes(f->version, len);
     size_t file_len = 0;
     uint8_t *file = jtest_read_file(f->seg, &file_len);
     uint8_t *frame = file + frame_off(f, seq);
     edit(frame);
     if (fix_crc)
-        format_store_u32(frame + FRAME_OFF_CRC,
-                         record_crc(frame, format_load_u32(frame + FRAME_OFF_PAYLOAD_LEN)));
+        format_store_u32(
+            frame + FRAME_OFF_CRC,
+            record_crc(f->version, frame, format_load_u32(frame + FRAME_OFF_PAYLOAD_LEN)));
     jtest_poke(f->seg, frame_off(f, seq), frame, bytes);
     free(file);
 }
@@ -100,7 +111,7 @@ zero_range(const fixture_t *f, uint64_t from, uint64_t to)
 static void
 edit_flip_payload_byte(uint8_t *frame)
 {
-    frame[FRAME_HEADER_BYTES + 5] ^= 0x40;
+    frame[JTEST_HEADER_BYTES + 5] ^= 0x40;
 }
 
 static void
@@ -189,7 +200,7 @@ test_recover_truncates_short_payload(void **state)
     fixture_t f;
     fixture_make(&f);
     /* Seq 9's header is there; its payload never reached the disk. */
-    zero_range(&f, frame_off(&f, 9) + FRAME_HEADER_BYTES, frame_off(&f, 10));
+    zero_range(&f, frame_off(&f, 9) + JTEST_HEADER_BYTES, frame_off(&f, 10));
     stele_error_t err = {0};
     journal_recovery_t rec = open_expect(&f, 0, JOURNAL_END_TORN_FRAME, 6, &err);
     assert_non_null(strstr(rec.note, "dropped 2 unacknowledged record"));
@@ -257,7 +268,7 @@ test_recover_zero_header_followed_by_data_is_torn(void **state)
     fixture_t f;
     fixture_make(&f);
     /* C's first sector-ish never arrived; its later frames did. */
-    zero_range(&f, frame_off(&f, 7), frame_off(&f, 7) + FRAME_HEADER_BYTES);
+    zero_range(&f, frame_off(&f, 7), frame_off(&f, 7) + JTEST_HEADER_BYTES);
     stele_error_t err = {0};
     journal_recovery_t rec = open_expect(&f, 0, JOURNAL_END_TORN_FRAME, 6, &err);
     assert_true(rec.truncated_bytes > 0);
@@ -332,8 +343,8 @@ test_recover_reports_damage_in_sealed_segment(void **state)
     uint8_t byte = 0;
     size_t len = 0;
     uint8_t *file = jtest_read_file(seg, &len);
-    uint64_t victim =
-        SEG_HEADER_BYTES + journal_frame_bytes(jtest_payload_len(1)) + FRAME_HEADER_BYTES + 3;
+    uint64_t victim = SEG_HEADER_BYTES + journal_frame_bytes(JTEST_VERSION, jtest_payload_len(1)) +
+                      JTEST_HEADER_BYTES + 3;
     byte = file[victim] ^ 0xff;
     jtest_poke(seg, victim, &byte, 1);
     assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
@@ -341,8 +352,9 @@ test_recover_reports_damage_in_sealed_segment(void **state)
     assert_int_equal(jtest_read_all(dir, 1, &err), STELE_ECORRUPT);
     print_message("%s\n", err.message);
     char want[128];
-    snprintf(want, sizeof want, "segment 00000000000000000001.seg offset %u: bad crc",
-             (unsigned)(SEG_HEADER_BYTES + journal_frame_bytes(jtest_payload_len(1))));
+    snprintf(
+        want, sizeof want, "segment 00000000000000000001.seg offset %u: bad crc",
+        (unsigned)(SEG_HEADER_BYTES + journal_frame_bytes(JTEST_VERSION, jtest_payload_len(1))));
     assert_non_null(strstr(err.message, want));
     assert_non_null(strstr(err.hint, "stele verify"));
     byte ^= 0xff;
@@ -359,12 +371,13 @@ test_recover_reports_damage_in_sealed_segment(void **state)
     jtest_rmtree(dir);
 }
 
+/* Version 1 starts the scan at the index's hint when it checks out. */
 static void
 test_recover_uses_a_good_hint_and_ignores_a_bad_one(void **state)
 {
     (void)state;
     fixture_t f;
-    fixture_make(&f);
+    fixture_make_synced_in(&f, 2, 1);
     journal_options_t o;
     jtest_options(&o, TABLE_SEGMENT_BYTES);
     journal_t *j = NULL;
@@ -398,7 +411,7 @@ test_recover_ignores_a_hint_written_before_its_predecessors_were_synced(void **s
 {
     (void)state;
     fixture_t f;
-    fixture_make_synced(&f, 1);
+    fixture_make_synced_in(&f, 1, 1);
     edit_frame(&f, 5, edit_flip_payload_byte, 0);
     journal_options_t o;
     jtest_options(&o, TABLE_SEGMENT_BYTES);
@@ -431,7 +444,7 @@ test_recover_reads_frames_across_its_read_chunks(void **state)
     journal_options_t o;
     jtest_options(&o, 4u << 20);
     stele_error_t err = {0};
-    size_t frame_bytes = journal_frame_bytes(BIG_PAYLOAD_BYTES);
+    size_t frame_bytes = journal_frame_bytes(JTEST_VERSION, BIG_PAYLOAD_BYTES);
     uint8_t *frame = malloc(frame_bytes), *payload = malloc(BIG_PAYLOAD_BYTES);
     assert_non_null(frame);
     assert_non_null(payload);
@@ -447,7 +460,8 @@ test_recover_reads_frames_across_its_read_chunks(void **state)
         assert_int_equal(rec.last_seq, seq - 1);
         assert_int_equal(rec.truncated_bytes, 0);
         memset(payload, (int)seq, BIG_PAYLOAD_BYTES);
-        journal_frame_prepare(frame, seq, (int64_t)seq * 1000, payload, BIG_PAYLOAD_BYTES);
+        journal_frame_prepare(JTEST_VERSION, frame, seq, (int64_t)seq * 1000, NULL, payload,
+                              BIG_PAYLOAD_BYTES);
         assert_int_equal(journal_append_batch(j, frame, frame_bytes, NULL, &err), 0);
         assert_int_equal(journal_sync(j, &err), 0);
         assert_int_equal(journal_close(j, &err), 0);

@@ -11,6 +11,8 @@
  * Go to C: Go generates a key, signs a checkpoint and writes its own hashes and proofs; the
  * C side reads the key files, opens the note, verifies every proof, finds the same stored
  * hashes and proofs, and signs the same text to the same bytes.
+ * Proof bundles: `stele prove`'s bundles of a journal signed over three key epochs are
+ * checked by Go from the anchor alone (note.Open along the key chain, tlog.CheckRecord).
  *
  * Without Go every test skips and the binary exits 77 (ctest SKIP_RETURN_CODE).
  */
@@ -37,6 +39,7 @@
 #include "note.h"
 #include "sigkey.h"
 #include "test_child.h"
+#include "stele.h"
 #include "test_util.h"
 
 #ifndef STELE_TRUST_INTEROP_BUILD
@@ -672,6 +675,88 @@ test_interop_c_verifies_go_keys_notes_and_proofs(void **state)
     test_tmpdir_remove(dir);
 }
 
+/* ---- proof bundles of a signed journal ---- */
+
+/* A signed journal of n records over three key epochs (one second each): a rotation at each
+ * reopen past the epoch, checkpoints every 7 records. */
+static void
+make_signed_journal(const char *dir, const char *key, const char *pub, uint64_t n)
+{
+    stele_error_t err = {0};
+    assert_int_equal(stele_keygen(key, pub, "interop/journal", &err), 0);
+    char *journal = test_path_join(dir, "journal");
+    for (int epoch = 0; epoch < 3; epoch++) {
+        stele_options_t o;
+        stele_options_init(&o);
+        o.signing_key = key;
+        o.checkpoint_records = 7;
+        o.key_epoch_s = 1;
+        o.segment_bytes = 64 * 1024;
+        o.max_record_bytes = 4096;
+        stele_t *db = NULL;
+        if (stele_open(journal, &o, &db, &err))
+            fail_msg("open a signed journal: %s", err.message);
+        for (uint64_t i = 0; i < n / 3; i++) {
+            char event[64];
+            int len = snprintf(event, sizeof event, "{\"epoch\":%d,\"i\":%llu}", epoch,
+                               (unsigned long long)i);
+            assert_int_equal(stele_append_json(db, event, (size_t)len, STELE_WAIT_NONE, NULL, &err),
+                             0);
+        }
+        assert_int_equal(stele_close(db, &err), 0);
+        if (epoch < 2)
+            sleep(1); /* the next open finds the key past its epoch and rotates */
+    }
+    free(journal);
+}
+
+/* stele prove's bundles of a journal signed over several key epochs, checked by Go's
+ * sumdb/note (the key statements, one after the other from the anchor, then the checkpoint)
+ * and sumdb/tlog (CheckRecord of the leaf data's hash); a bundle with one inclusion hash
+ * changed is refused by Go as by stele_verify_proof. */
+static void
+test_interop_go_verifies_stele_proof_bundles(void **state)
+{
+    interop_t *it = interop_ready(state);
+    char *dir = test_tmpdir_new("interop-proof");
+    char *key = test_path_join(dir, "signer.key"), *pub = test_path_join(dir, "verifier.key");
+    char *journal = test_path_join(dir, "journal");
+    make_signed_journal(dir, key, pub, 300);
+    const uint64_t seqs[] = {1, 100, 150, 299, 300};
+    for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++) {
+        char *json = NULL;
+        size_t len = 0;
+        stele_error_t err = {0};
+        if (stele_prove(journal, NULL, seqs[i], &json, &len, &err))
+            fail_msg("prove seq %llu: %s", (unsigned long long)seqs[i], err.message);
+        assert_int_equal(stele_verify_proof(json, len, pub, NULL, &err), 0);
+        write_text(dir, "bundle.json", json, len);
+        char *path = test_path_join(dir, "bundle.json");
+        char *argv[] = {it->checker, "bundle", path, pub, NULL};
+        char out[4096];
+        int rc = run_program(argv, out, sizeof out);
+        if (rc != 0)
+            fail_msg("Go refused the bundle of seq %llu (exit %d): %s", (unsigned long long)seqs[i],
+                     rc, out);
+        if (seqs[i] == 300) /* signed in the third epoch: the chain's three statements */
+            assert_non_null(strstr(out, "3 key statements"));
+        /* One inclusion hash altered: both checkers refuse it. */
+        char *hash = strstr(json, "\"inclusion\":[\"");
+        assert_non_null(hash);
+        hash += strlen("\"inclusion\":[\"");
+        hash[0] = hash[0] == 'A' ? 'B' : 'A';
+        write_text(dir, "bundle.json", json, len);
+        assert_int_equal(stele_verify_proof(json, len, pub, NULL, &err), STELE_ECORRUPT);
+        assert_int_not_equal(run_program(argv, out, sizeof out), 0);
+        free(path);
+        stele_json_free(json);
+    }
+    free(journal);
+    free(key);
+    free(pub);
+    test_tmpdir_remove(dir);
+}
+
 int
 main(void)
 {
@@ -683,6 +768,7 @@ main(void)
         cmocka_unit_test_prestate(test_interop_go_verifies_the_worked_example, &it),
         cmocka_unit_test_prestate(test_interop_checker_refuses_tampered_files, &it),
         cmocka_unit_test_prestate(test_interop_c_verifies_go_keys_notes_and_proofs, &it),
+        cmocka_unit_test_prestate(test_interop_go_verifies_stele_proof_bundles, &it),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     if (it.go_missing) {

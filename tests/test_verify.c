@@ -207,8 +207,8 @@ test_verify_detects_a_tampered_payload_with_a_valid_crc(void **state)
     fx_read_bytes(path, at(f, seq)->offset, frame, frame_bytes);
     uint32_t payload_len = format_load_u32(frame + FRAME_OFF_PAYLOAD_LEN);
     assert_true(payload_len > 8);
-    frame[FRAME_HEADER_BYTES + payload_len - 2] ^= 0x01; /* inside the last BSON value */
-    format_store_u32(frame + FRAME_OFF_CRC, record_crc(frame, payload_len));
+    frame[FRAME_HEADER_BYTES_V2 + payload_len - 2] ^= 0x01; /* inside the last BSON value */
+    format_store_u32(frame + FRAME_OFF_CRC, record_crc(2, frame, payload_len));
     fx_write_bytes(path, at(f, seq)->offset, frame, frame_bytes);
     expect_failure_at(f, seq, at(f, seq)->segment_seq, at(f, seq)->offset,
                       "chain hash does not match");
@@ -488,7 +488,7 @@ test_verify_passes_an_engine_journal_and_finds_damage_in_it(void **state)
     assert_int_equal(fx_read_positions(dir, pos, 101), 100);
     char path[400];
     fx_segment_path(path, sizeof path, dir, pos[49].segment_seq);
-    fx_flip_byte(path, pos[49].offset + FRAME_HEADER_BYTES + 10, 0x20);
+    fx_flip_byte(path, pos[49].offset + FRAME_HEADER_BYTES_V2 + 10, 0x20);
     assert_int_equal(stele_verify(dir, 0, 0, &rep, &err), STELE_ECORRUPT);
     assert_int_equal(rep.bad_seq, 50);
     assert_int_equal(rep.bad_offset, pos[49].offset);

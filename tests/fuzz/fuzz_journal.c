@@ -210,7 +210,7 @@ scan_layout(const char *dir, uint64_t after_seq, layout_t *out)
     if (rc && rc != STELE_ENOTFOUND)
         die("reader_seek", err.message);
     while ((rc = journal_reader_next(r, &rec, &err)) == 0) {
-        uint64_t end = rec.offset + journal_frame_bytes(rec.payload_len);
+        uint64_t end = rec.offset + rec.frame_bytes;
         if (!out->last_seq) {
             out->first_off = rec.offset;
             out->segment_seq = rec.segment_seq;

@@ -90,7 +90,7 @@ ship_journal_commit(ship_journal_t *sj, bson_t **docs, uint32_t n)
 {
     size_t total = 0;
     for (uint32_t k = 0; k < n; k++)
-        total += journal_frame_bytes(docs[k]->len);
+        total += journal_frame_bytes(journal_version(sj->journal), docs[k]->len);
     uint8_t *buf = malloc(total);
     if (!buf)
         return -1;
@@ -99,9 +99,9 @@ ship_journal_commit(ship_journal_t *sj, bson_t **docs, uint32_t n)
     if (ts < sj->last_ts_ns)
         ts = sj->last_ts_ns;
     for (uint32_t k = 0; k < n; k++) {
-        journal_frame_prepare(buf + off, sj->last_seq + 1 + k, ts, bson_get_data(docs[k]),
-                              docs[k]->len);
-        off += journal_frame_bytes(docs[k]->len);
+        journal_frame_prepare(journal_version(sj->journal), buf + off, sj->last_seq + 1 + k, ts,
+                              NULL, bson_get_data(docs[k]), docs[k]->len);
+        off += journal_frame_bytes(journal_version(sj->journal), docs[k]->len);
     }
     stele_error_t err = {0};
     journal_batch_info_t info;

@@ -107,7 +107,7 @@ journal_side_open(journal_side_t *js, const perf_args_t *a, int zero_fill)
     /* The preparer starts on the next segment only once the active one is a quarter full
      * (16 MiB here), far beyond what a measurement writes, so none of its zero-filling
      * lands in the measurement. */
-    js->frame_bytes = journal_frame_bytes(a->payload_bytes);
+    js->frame_bytes = journal_frame_bytes(journal_version(js->j), a->payload_bytes);
     js->payload = calloc(1, a->payload_bytes);
     js->frame = calloc(1, js->frame_bytes);
     memset(js->payload, 'x', a->payload_bytes);
@@ -121,7 +121,8 @@ journal_side_run(journal_side_t *js, const perf_args_t *a, uint64_t n)
     double t0 = now_s();
     for (uint64_t i = 0; i < n; i++) {
         uint64_t seq = journal_last_seq(js->j) + 1;
-        journal_frame_prepare(js->frame, seq, (int64_t)seq, js->payload, a->payload_bytes);
+        journal_frame_prepare(journal_version(js->j), js->frame, seq, (int64_t)seq, NULL,
+                              js->payload, a->payload_bytes);
         int rc = journal_append_batch(js->j, js->frame, js->frame_bytes, NULL, &err);
         if (!rc)
             rc = journal_sync(js->j, &err);
@@ -257,7 +258,7 @@ static void
 perf_prealloc(const perf_args_t *a)
 {
     plain_side_t zs, fs;
-    size_t write_bytes = journal_frame_bytes(a->payload_bytes);
+    size_t write_bytes = journal_frame_bytes(FORMAT_VERSION, a->payload_bytes);
     plain_side_open(&zs, a, 1, write_bytes);
     plain_side_open(&fs, a, 0, write_bytes);
     printf("prealloc: %d rounds of %" PRIu64 " x (pwrite %zu bytes + fdatasync), alternating\n",
@@ -323,7 +324,7 @@ perf_recovery(const perf_args_t *a)
     if (rc)
         die("journal_open", rc, &err);
     enum { BATCH = 256 };
-    size_t frame_bytes = journal_frame_bytes(a->payload_bytes);
+    size_t frame_bytes = journal_frame_bytes(journal_version(j), a->payload_bytes);
     uint8_t *payload = calloc(1, a->payload_bytes), *batch = calloc(BATCH, frame_bytes);
     memset(payload, 'y', a->payload_bytes);
     uint64_t target = (uint64_t)(a->gib * 1024 * 1024 * 1024);
@@ -334,8 +335,9 @@ perf_recovery(const perf_args_t *a)
     for (int is_last = 0;;) {
         uint64_t seq = journal_last_seq(j) + 1;
         for (int i = 0; i < BATCH; i++)
-            journal_frame_prepare(batch + (size_t)i * frame_bytes, seq + (uint64_t)i,
-                                  (int64_t)(seq + (uint64_t)i), payload, a->payload_bytes);
+            journal_frame_prepare(journal_version(j), batch + (size_t)i * frame_bytes,
+                                  seq + (uint64_t)i, (int64_t)(seq + (uint64_t)i), NULL, payload,
+                                  a->payload_bytes);
         rc = journal_append_batch(j, batch, BATCH * frame_bytes, &info, &err);
         if (rc)
             die("append", rc, &err);

@@ -85,7 +85,7 @@ fx_writer_batch(fx_writer_t *w, size_t n, const int64_t *ts_ns, int publish)
         docs[i] = bson_new();
         BSON_APPEND_INT64(docs[i], "seq", (int64_t)seq);
         BSON_APPEND_UTF8(docs[i], "pad", pad);
-        total += journal_frame_bytes(docs[i]->len);
+        total += journal_frame_bytes(journal_version(w->j), docs[i]->len);
     }
     uint8_t *buf = calloc(1, total);
     assert_non_null(buf);
@@ -93,9 +93,9 @@ fx_writer_batch(fx_writer_t *w, size_t n, const int64_t *ts_ns, int publish)
     int64_t ts = w->last_ts_ns;
     for (size_t i = 0; i < n; i++) {
         ts = ts_ns ? ts_ns[i] : ts + 1000;
-        journal_frame_prepare(buf + off, w->last_seq + 1 + i, ts, bson_get_data(docs[i]),
-                              docs[i]->len);
-        off += journal_frame_bytes(docs[i]->len);
+        journal_frame_prepare(journal_version(w->j), buf + off, w->last_seq + 1 + i, ts, NULL,
+                              bson_get_data(docs[i]), docs[i]->len);
+        off += journal_frame_bytes(journal_version(w->j), docs[i]->len);
         bson_destroy(docs[i]);
     }
     free(docs);
@@ -116,6 +116,10 @@ fx_writer_batch(fx_writer_t *w, size_t n, const int64_t *ts_ns, int publish)
         rc = index_put_batches(w->ix, &b, 1, &err);
         if (rc)
             fail_msg("index_put_batches: %s", err.message);
+        /* As the engine's index writer does: the Merkle tree's stored hashes too. */
+        index_merkle_run_t run = {info.first_stored, info.stored, info.n_stored};
+        if (info.n_stored && index_put_merkle_runs(w->ix, &run, 1, &err) != 0)
+            fail_msg("index_put_merkle_runs: %s", err.message);
     }
     if (publish)
         fx_writer_publish(w);
@@ -162,7 +166,7 @@ fx_read_positions(const char *dir, fx_record_t *out, size_t max)
                                    .ts_ns = rec.ts_ns,
                                    .segment_seq = rec.segment_seq,
                                    .offset = rec.offset,
-                                   .frame_bytes = (uint32_t)journal_frame_bytes(rec.payload_len),
+                                   .frame_bytes = (uint32_t)rec.frame_bytes,
                                    .is_batch_end = rec.is_batch_end};
         n++;
     }

@@ -110,15 +110,16 @@ jtest_append(journal_t *j, uint64_t n, journal_batch_info_t *info, stele_error_t
     uint64_t first = journal_last_seq(j) + 1;
     size_t total = 0;
     for (uint64_t s = first; s < first + n; s++)
-        total += journal_frame_bytes(jtest_payload_len(s));
+        total += journal_frame_bytes(journal_version(j), jtest_payload_len(s));
     uint8_t *buf = malloc(total ? total : 1);
     uint8_t payload[512];
     assert_non_null(buf);
     size_t off = 0;
     for (uint64_t s = first; s < first + n; s++) {
         jtest_payload(s, payload);
-        journal_frame_prepare(buf + off, s, (int64_t)s * 1000, payload, jtest_payload_len(s));
-        off += journal_frame_bytes(jtest_payload_len(s));
+        journal_frame_prepare(journal_version(j), buf + off, s, (int64_t)s * 1000, NULL, payload,
+                              jtest_payload_len(s));
+        off += journal_frame_bytes(journal_version(j), jtest_payload_len(s));
     }
     int rc = journal_append_batch(j, buf, total, info, err);
     free(buf);

@@ -10,6 +10,11 @@
 
 #include "journal.h"
 
+/* The format version of the journals these tests create (the newest, unless a test asks
+ * journal_options_t.create_version for another). */
+#define JTEST_VERSION FORMAT_VERSION
+#define JTEST_HEADER_BYTES FRAME_HEADER_BYTES_V2 /* a frame header in that version */
+
 /* A fresh directory under $TMPDIR (default /tmp); malloc'd path. Aborts the test on failure. */
 char *jtest_tmpdir(const char *tag);
 /* Removes the tree and frees the path. NULL is a no-op. */

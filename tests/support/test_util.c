@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -217,28 +218,58 @@ test_digest(const uint8_t *bytes, size_t len)
     return h ? h : 1; /* 0 means "no payload recorded" in the ledger */
 }
 
+/* SHA-256 of the pieces, concatenated. Returns 0 or -1. */
+static int
+test_sha256(const struct iovec *parts, int n_parts, uint8_t out[32])
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned int out_len = 0;
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+    for (int i = 0; ok && i < n_parts; i++)
+        ok = EVP_DigestUpdate(ctx, parts[i].iov_base, parts[i].iov_len) == 1;
+    ok = ok && EVP_DigestFinal_ex(ctx, out, &out_len) == 1 && out_len == 32;
+    EVP_MD_CTX_free(ctx);
+    return ok ? 0 : -1;
+}
+
+static void
+test_store_le(uint8_t *out, uint64_t v, int n_bytes)
+{
+    for (int i = 0; i < n_bytes; i++)
+        out[i] = (uint8_t)(v >> (8 * i));
+}
+
 int
-test_chain_hash(const uint8_t prev_hash[32], uint64_t seq, int64_t ts_ns, const uint8_t *payload,
-                uint32_t payload_len, uint8_t out[32])
+test_chain_hash(const journal_record_t *rec, uint8_t out[32])
 {
     /* Spelled out here rather than taken from journal/chain.c, so the test checks the
      * format's definition instead of the journal agreeing with itself. */
-    uint8_t fields[16];
+    uint8_t fields[16], origin[16];
     uint64_t ts_bits;
-    memcpy(&ts_bits, &ts_ns, sizeof(ts_bits));
-    for (int i = 0; i < 8; i++) {
-        fields[i] = (uint8_t)(seq >> (8 * i));
-        fields[8 + i] = (uint8_t)(ts_bits >> (8 * i));
+    memcpy(&ts_bits, &rec->ts_ns, sizeof(ts_bits));
+    test_store_le(fields, rec->seq, 8);
+    test_store_le(fields + 8, ts_bits, 8);
+    if (rec->version < 2) {
+        struct iovec parts[3] = {{(void *)rec->prev_hash, 32},
+                                 {fields, sizeof fields},
+                                 {(void *)rec->payload, rec->payload_len}};
+        return test_sha256(parts, 3, out);
     }
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    unsigned int out_len = 0;
-    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
-             EVP_DigestUpdate(ctx, prev_hash, 32) == 1 &&
-             EVP_DigestUpdate(ctx, fields, sizeof(fields)) == 1 &&
-             EVP_DigestUpdate(ctx, payload, payload_len) == 1 &&
-             EVP_DigestFinal_ex(ctx, out, &out_len) == 1 && out_len == 32;
-    EVP_MD_CTX_free(ctx);
-    return ok ? 0 : -1;
+    /* Version 2: the chain links the record's Merkle leaf hash, SHA-256(0x00 || seq || ts ||
+     * origin block || payload). */
+    test_store_le(origin, rec->origin.uid, 4);
+    test_store_le(origin + 4, rec->origin.gid, 4);
+    test_store_le(origin + 8, rec->origin.pid, 4);
+    test_store_le(origin + 12, rec->origin.kind, 4);
+    uint8_t prefix = 0, leaf[32];
+    struct iovec leaf_parts[4] = {{&prefix, 1},
+                                  {fields, sizeof fields},
+                                  {origin, sizeof origin},
+                                  {(void *)rec->payload, rec->payload_len}};
+    struct iovec link[2] = {{(void *)rec->prev_hash, 32}, {leaf, 32}};
+    if (test_sha256(leaf_parts, 4, leaf) || memcmp(leaf, rec->leaf_hash, 32) != 0)
+        return -1;
+    return test_sha256(link, 2, out);
 }
 
 void
@@ -327,7 +358,7 @@ test_ledger_append(test_ledger_t *lg, journal_t *j, test_rng_t *rng, unsigned n_
             rc = STELE_EINVAL;
             goto out;
         }
-        size_t frame_bytes = journal_frame_bytes(len);
+        size_t frame_bytes = journal_frame_bytes(journal_version(j), len);
         if (used_bytes + frame_bytes > cap_bytes) {
             size_t grown_cap = (used_bytes + frame_bytes) * 2;
             uint8_t *grown = realloc(batch, grown_cap);
@@ -340,7 +371,8 @@ test_ledger_append(test_ledger_t *lg, journal_t *j, test_rng_t *rng, unsigned n_
         }
         /* Timestamps advance by a random step: the journal requires them never to decrease. */
         lg->last_ts_ns += (int64_t)test_rng_below(rng, 3);
-        journal_frame_prepare(batch + used_bytes, seq, lg->last_ts_ns, payload, len);
+        journal_frame_prepare(journal_version(j), batch + used_bytes, seq, lg->last_ts_ns, NULL,
+                              payload, len);
         used_bytes += frame_bytes;
         lg->digests[seq] = test_digest(payload, len);
     }
@@ -395,10 +427,8 @@ check_record(const test_ledger_t *lg, const journal_record_t *rec, const uint8_t
         return check_fail(out, "seq %" PRIu64 ": prev_hash is not seq %" PRIu64 "'s hash", rec->seq,
                           prev_seq);
     uint8_t want_hash[32];
-    if (test_chain_hash(rec->prev_hash, rec->seq, rec->ts_ns, rec->payload, rec->payload_len,
-                        want_hash) != 0 ||
-        memcmp(want_hash, rec->hash, 32) != 0)
-        return check_fail(out, "seq %" PRIu64 ": hash is not SHA-256(prev, seq, ts, payload)",
+    if (test_chain_hash(rec, want_hash) != 0 || memcmp(want_hash, rec->hash, 32) != 0)
+        return check_fail(out, "seq %" PRIu64 ": hash is not its chain hash (FORMAT.md section 4)",
                           rec->seq);
     if (test_payload_seq(rec->payload, rec->payload_len) != rec->seq)
         return check_fail(out, "seq %" PRIu64 ": payload is not the one appended (%" PRIu64 ")",

@@ -99,10 +99,11 @@ uint64_t test_payload_seq(const uint8_t *payload, uint32_t len);
 
 uint64_t test_digest(const uint8_t *bytes, size_t len);
 
-/* The chain hash as the format defines it: SHA-256 over the previous hash, the seq and the
- * timestamp (little-endian 64-bit) and the payload. Returns 0 or -1 if OpenSSL failed. */
-int test_chain_hash(const uint8_t prev_hash[32], uint64_t seq, int64_t ts_ns,
-                    const uint8_t *payload, uint32_t payload_len, uint8_t out[32]);
+/* rec's chain hash as the format defines it, from rec->prev_hash: version 1, SHA-256 over
+ * the previous hash, the seq and the timestamp (little-endian 64-bit) and the payload;
+ * version 2, SHA-256 over the previous hash and the leaf hash, which must be rec->leaf_hash.
+ * Returns 0, or -1 when the leaf hash differs or OpenSSL failed. */
+int test_chain_hash(const journal_record_t *rec, uint8_t out[32]);
 
 /*
  * Appends one batch of `n_records` fresh records (seqs journal_last_seq(j)+1 ...) with

@@ -6,6 +6,10 @@
 //	                      first thing that did not verify)
 //	trust sign DIR NAME N writes a key pair Go generated, a checkpoint of N leaves Go signed,
 //	                      the leaves, Go's stored hashes and Go's proofs, for the C side
+//	trust bundle FILE PUB checks a proof bundle of `stele prove` (FORMAT.md section 11.6)
+//	                      from the verifier key file PUB alone: the key statements with
+//	                      note.Open, one after the other from PUB, the checkpoint with the
+//	                      last key, the record's inclusion with tlog.CheckRecord
 //
 // The files of DIR, in both directions:
 //
@@ -24,7 +28,10 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -43,8 +50,10 @@ func main() {
 		err = check(os.Args[2])
 	case len(os.Args) == 5 && os.Args[1] == "sign":
 		err = sign(os.Args[2], os.Args[3], os.Args[4])
+	case len(os.Args) == 4 && os.Args[1] == "bundle":
+		err = bundle(os.Args[2], os.Args[3])
 	default:
-		err = errors.New("usage: trust check DIR | trust sign DIR NAME SIZE")
+		err = errors.New("usage: trust check DIR | trust sign DIR NAME SIZE | trust bundle FILE PUB")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "trust:", err)
@@ -373,4 +382,92 @@ func joinHashes(p []tlog.Hash) string {
 		b.WriteString(h.String())
 	}
 	return b.String()
+}
+
+// proofBundle is the JSON of `stele prove` (FORMAT.md section 11.6); the event is not
+// needed here: the leaf data is what the proof is about.
+type proofBundle struct {
+	Version    int      `json:"stele_proof"`
+	Origin     string   `json:"origin"`
+	Seq        int64    `json:"seq"`
+	LeafData   string   `json:"leaf_data"`
+	TreeSize   int64    `json:"tree_size"`
+	Inclusion  []string `json:"inclusion"`
+	Checkpoint string   `json:"checkpoint"`
+	Keys       []string `json:"keys"`
+}
+
+// nextKey opens a key statement with v and returns the verifier its "key E VKEY" line names
+// for epoch `epoch`.
+func nextKey(statement string, v note.Verifier, epoch int, origin string) (note.Verifier, error) {
+	n, err := note.Open([]byte(statement), note.VerifierList(v))
+	if err != nil {
+		return nil, fmt.Errorf("key statement %d: %v", epoch, err)
+	}
+	lines := strings.Split(strings.TrimSuffix(n.Text, "\n"), "\n")
+	if len(lines) < 7 || lines[0] != origin {
+		return nil, fmt.Errorf("key statement %d is not one of %s", epoch, origin)
+	}
+	fields := strings.Fields(lines[len(lines)-1])
+	if len(fields) != 3 || fields[0] != "key" || fields[1] != strconv.Itoa(epoch) {
+		return nil, fmt.Errorf("key statement %d names no key of epoch %d", epoch, epoch)
+	}
+	return note.NewVerifier(fields[2])
+}
+
+func bundle(file, pubFile string) error {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var b proofBundle
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return fmt.Errorf("bundle: %v", err)
+	}
+	if b.Version != 1 || b.Seq < 1 || len(b.Keys) == 0 {
+		return errors.New("bundle: not a version 1 proof of a record with its keys")
+	}
+	pub, err := os.ReadFile(pubFile)
+	if err != nil {
+		return err
+	}
+	v, err := note.NewVerifier(strings.TrimSuffix(string(pub), "\n"))
+	if err != nil {
+		return fmt.Errorf("public key: %v", err)
+	}
+	for i, statement := range b.Keys {
+		if v, err = nextKey(statement, v, i, b.Origin); err != nil {
+			return err
+		}
+	}
+	n, err := note.Open([]byte(b.Checkpoint), note.VerifierList(v))
+	if err != nil {
+		return fmt.Errorf("checkpoint: %v", err)
+	}
+	cp, err := parseCheckpoint(n.Text)
+	if err != nil {
+		return err
+	}
+	if cp.origin != b.Origin || cp.size != b.TreeSize {
+		return fmt.Errorf("checkpoint of %s, %d leaves; the bundle says %s, %d", cp.origin,
+			cp.size, b.Origin, b.TreeSize)
+	}
+	leaf, err := base64.StdEncoding.DecodeString(b.LeafData)
+	if err != nil || len(leaf) < 32 || int64(binary.LittleEndian.Uint64(leaf)) != b.Seq {
+		return errors.New("leaf_data is not the record of the bundle's seq")
+	}
+	var proof tlog.RecordProof
+	for _, s := range b.Inclusion {
+		h, err := tlog.ParseHash(s)
+		if err != nil {
+			return fmt.Errorf("inclusion: %v", err)
+		}
+		proof = append(proof, h)
+	}
+	if err := tlog.CheckRecord(proof, cp.size, cp.root, b.Seq-1, tlog.RecordHash(leaf)); err != nil {
+		return fmt.Errorf("CheckRecord(seq %d, tree %d): %v", b.Seq, cp.size, err)
+	}
+	fmt.Printf("ok: %s: seq %d in the checkpoint of %d leaves, %d key statements\n", b.Origin,
+		b.Seq, cp.size, len(b.Keys))
+	return nil
 }
