@@ -1,6 +1,6 @@
 /*
  * cmd_tail.c: `stele tail`: prints records as JSON Lines
- *   {"seq":N,"ts":"<RFC 3339 UTC, µs>","src":"...","event":{...}}
+ *   {"seq":N,"ts":"<RFC 3339 UTC, µs>","src":"...","origin":{...},"event":{...}}
  * (stele_record_to_json: compact, the event as relaxed Extended JSON), in seq order; -f
  * follows new records. --where conditions are a stele_filter_t.
  *
@@ -123,9 +123,11 @@ format_record(const tailer_t *t, const stele_record_t *rec, char **line_out, ste
     char *line = NULL;
     int n;
     if (t->q->pretty) {
-        char ts[64];
+        char ts[64], who[32] = "";
         cli_format_time(rec->ts_ns, ts, sizeof ts);
-        n = asprintf(&line, "%s %s #%" PRIu64 " %s\n", ts, t->src, rec->seq, json);
+        if (rec->origin.kind != STELE_ORIGIN_UNKNOWN)
+            snprintf(who, sizeof who, " uid=%" PRIu32, rec->origin.uid);
+        n = asprintf(&line, "%s %s%s #%" PRIu64 " %s\n", ts, t->src, who, rec->seq, json);
     } else {
         n = asprintf(&line, "%s\n", json);
     }

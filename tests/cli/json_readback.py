@@ -4,7 +4,7 @@
 Usage: json_readback.py INSERTED TAIL PRETTY STATUS
   INSERTED  the events given to `stele insert`, one JSON object per line
   TAIL      `stele tail -n all` output: {"seq":N,...,"event":{...}} per line
-  PRETTY    `stele tail -n all -o pretty` output: "TS SRC #N {...}" per line
+  PRETTY    `stele tail -n all -o pretty` output: "TS SRC uid=U #N {...}" per line
   STATUS    `stele status --json` output
 Each event must read back equal to the inserted one in type and value (a float with the
 same bits, -0.0 included; an int as an int; key order kept), every double's text must be

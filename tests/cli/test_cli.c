@@ -616,7 +616,7 @@ test_tail_prints_the_last_ten_by_default_and_honours_n(void **state)
 }
 
 static void
-test_tail_line_has_seq_rfc3339_ts_src_and_event(void **state)
+test_tail_line_has_seq_rfc3339_ts_src_origin_and_event(void **state)
 {
     fixture_t *f = *state;
     harness_result_t r = harness_run(0, NULL, "insert", "-d", f->dir, "--source", "host-a",
@@ -629,7 +629,13 @@ test_tail_line_has_seq_rfc3339_ts_src_and_event(void **state)
     assert_int_equal(strlen(p) > 27, 1);
     assert_true(p[4] == '-' && p[7] == '-' && p[10] == 'T' && p[13] == ':' && p[19] == '.');
     assert_true(p[26] == 'Z' && p[27] == '"');
-    assert_non_null(strstr(r.out, ",\"src\":\"host-a\",\"event\":"));
+    char origin[160];
+    snprintf(origin, sizeof origin,
+             ",\"src\":\"host-a\",\"origin\":{\"kind\":\"process\",\"uid\":%u,\"gid\":%u,"
+             "\"pid\":",
+             (unsigned)getuid(), (unsigned)getgid());
+    assert_non_null(strstr(r.out, origin));
+    assert_non_null(strstr(r.out, "},\"event\":"));
     assert_non_null(strstr(r.out, "\"user\":\"alice\""));
     assert_string_equal(r.out + r.out_len - 2, "}\n");
     harness_result_free(&r);
@@ -805,7 +811,9 @@ test_tail_pretty_output_is_one_readable_line_per_record(void **state)
     insert_lines(f, 0, 2);
     harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "--output", "pretty", NULL);
     assert_int_equal(harness_count_lines(r.out), 2);
-    assert_non_null(strstr(r.out, " #1 {\"i\":0"));
+    char who[64];
+    snprintf(who, sizeof who, " uid=%u #1 {\"i\":0", (unsigned)getuid());
+    assert_non_null(strstr(r.out, who));
     assert_null(strstr(r.out, "\"seq\""));
     harness_result_free(&r);
     r = harness_run(0, NULL, "tail", "-d", f->dir, "-o", "json", "-n", "1", NULL);
@@ -1262,7 +1270,7 @@ main(void)
             test_knob_flag_wins_over_environment_which_wins_over_config_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_prints_the_last_ten_by_default_and_honours_n,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tail_line_has_seq_rfc3339_ts_src_and_event, setup,
+        cmocka_unit_test_setup_teardown(test_tail_line_has_seq_rfc3339_ts_src_origin_and_event, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_tail_from_starts_at_the_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_since_and_until_split_at_a_time, setup, teardown),
