@@ -25,3 +25,7 @@ target_compile_definitions(test_pkgconfig PRIVATE
   STELE_CMAKE_COMMAND="${CMAKE_COMMAND}" STELE_BUILD_DIR="${PROJECT_BINARY_DIR}"
   STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STELE_C_COMPILER="${CMAKE_C_COMPILER}"
   STELE_INSTALL_LIBDIR="${CMAKE_INSTALL_LIBDIR}")
+# Who appended a record (stele_origin_t): the library writer, the engine-internal append serve
+# uses, the tail line, the shipped document and its way back; no server needed.
+stele_add_test(test_origin SOURCES test_origin.c support/index_fixture.c LIBS stele
+               PkgConfig::BSON TIMEOUT 60)
