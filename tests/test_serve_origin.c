@@ -219,11 +219,11 @@ remote_forge_origin_uid(mongoc_collection_t *coll, int64_t seq, int64_t uid)
     bson_destroy(filter);
 }
 
-/* The local tail shows both uids, each with its own peer; the pretty line shows the uid. */
+/* The local tail shows both uids, each with its own peer; the short line shows the uid. */
 static void
 check_local_tail(const two_users_t *t, pid_t other_pid)
 {
-    char want_root[160], want_other[160], pretty_other[64];
+    char want_root[160], want_other[160], short_other[64];
     origin_json(want_root, sizeof want_root, 0, getgid(), getpid());
     origin_json(want_other, sizeof want_other, t->uid, t->gid, other_pid);
     harness_result_t r = harness_run(0, NULL, "tail", "-d", t->dir, "-n", "all", NULL);
@@ -233,10 +233,10 @@ check_local_tail(const two_users_t *t, pid_t other_pid)
     assert_true(strstr(r.out, want_root) < second);
     assert_non_null(strstr(second, want_other));
     harness_result_free(&r);
-    r = harness_run(0, NULL, "tail", "-d", t->dir, "-n", "all", "-o", "pretty", NULL);
-    snprintf(pretty_other, sizeof pretty_other, " uid=%u #2 ", (unsigned)t->uid);
-    assert_non_null(strstr(r.out, " uid=0 #1 "));
-    assert_non_null(strstr(r.out, pretty_other));
+    r = harness_run(0, NULL, "tail", "-d", t->dir, "-n", "all", "-o", "short", NULL);
+    snprintf(short_other, sizeof short_other, " 2 uid=%u - - who=other ", (unsigned)t->uid);
+    assert_non_null(strstr(r.out, " 1 uid=0 - - who=root\n"));
+    assert_non_null(strstr(r.out, short_other));
     harness_result_free(&r);
 }
 

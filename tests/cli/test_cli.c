@@ -952,7 +952,8 @@ test_tail_output_forms(void **state)
     harness_result_free(&r);
     r = harness_run(0, NULL, "tail", "-d", f->dir, "-o", "json", "-n", "1", NULL);
     assert_non_null(strstr(r.out, "{\"seq\":2,"));
-    assert_non_null(strstr(r.out, ",\"src\":\"web-1\",\"event\":{\"who\":\"x\","));
+    assert_non_null(strstr(r.out, ",\"src\":\"web-1\",\"origin\":{\"kind\":\"process\","));
+    assert_non_null(strstr(r.out, "},\"event\":{\"who\":\"x\","));
     harness_result_free(&r);
 }
 
