@@ -297,22 +297,23 @@ index_writer_behind(index_writer_t *w, char *msg, size_t cap)
     return is_behind;
 }
 
-/* Writes the drained stored hashes (a failure leaves a hole the catch-up at the next open
- * fills), then the batch starts, unless the index is behind (then they are dropped: the
- * catch-up indexes them from the segments). Returns whether it wrote batch starts. */
+/* Writes the drained batch starts and stored hashes, unless the index is behind (then they
+ * are dropped: the catch-up indexes the batches from the segments, the next open's the
+ * hashes). Returns whether it wrote batch starts. */
 static bool
 index_writer_apply(index_writer_t *w, const index_writer_drained_t *d)
 {
     stele_error_t err;
-    if (d->n_runs && index_put_merkle_runs(w->cfg.index, d->runs, d->n_runs, &err) != 0)
-        w->last_err = err;
-    if (d->n == 0 || w->is_behind)
+    if (w->is_behind)
         return false;
-    if (index_put_batches(w->cfg.index, d->batch, d->n, &err) != 0) {
+    if (d->n && index_put_batches(w->cfg.index, d->batch, d->n, &err) != 0) {
         index_writer_fall_behind(w, &err);
         return false;
     }
-    return true;
+    /* A cache as well: a failure leaves the stored hashes to the next open's catch-up. */
+    if (d->n_runs && index_put_merkle_runs(w->cfg.index, d->runs, d->n_runs, &err) != 0)
+        w->last_err = err;
+    return d->n > 0;
 }
 
 /* -- retention -------------------------------------------------------------------------- */

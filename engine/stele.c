@@ -293,13 +293,13 @@ stele_alloc(const char *dir, const stele_options_t *opts, const stele_hooks_t *h
         free(db);
         return NULL;
     }
-    if (hooks)
-        db->hooks = *hooks;
-    db->io = db->hooks.io;
     db->own_origin = (journal_origin_t){.uid = (uint32_t)getuid(),
                                         .gid = (uint32_t)getgid(),
                                         .pid = (uint32_t)getpid(),
                                         .kind = FRAME_ORIGIN_PROCESS};
+    if (hooks)
+        db->hooks = *hooks;
+    db->io = db->hooks.io;
     db->limits.max_record_bytes = opts->max_record_bytes;
     db->limits.max_depth = opts->max_depth;
     validate_limits_reserve_sinks(&db->limits, opts);

@@ -80,8 +80,8 @@ test_config_defaults_match_the_knob_table(void **state)
             }
         }
         if (knobs[i].default_text[0] == '\0') {
-            /* no default to show: the source's is worked out at open (the host name), and
-             * without a signing key nothing is signed */
+            /* only the source's default is worked out at open (the host name); a signing
+             * key has none */
             if (strcmp(knobs[i].name, "signing_key") != 0)
                 assert_string_equal(knobs[i].name, "source");
             continue;

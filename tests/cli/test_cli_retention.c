@@ -56,8 +56,7 @@ writer_open(const char *dir, stele_error_t *err)
 static int
 writer_append(journal_t *j, uint64_t n, stele_error_t *err)
 {
-    uint8_t buf[50 * 104]; /* a version 2 frame of this 16-byte payload: 88 + 16 */
-    uint32_t version = journal_version(j);
+    uint8_t buf[50 * 104]; /* a version 2 frame of this event is 104 bytes */
     for (uint64_t done = 0; done < n;) {
         uint64_t batch = n - done < 50 ? n - done : 50;
         size_t off = 0;
@@ -66,9 +65,9 @@ writer_append(journal_t *j, uint64_t n, stele_error_t *err)
             uint8_t doc[16] = {16, 0, 0, 0, 0x12, 'i', 0};
             for (int b = 0; b < 8; b++)
                 doc[7 + b] = (uint8_t)(seq >> (8 * b));
-            journal_frame_prepare(version, buf + off, seq, (int64_t)seq * 1000, NULL, doc,
-                                  sizeof doc);
-            off += journal_frame_bytes(version, sizeof doc);
+            journal_frame_prepare(journal_version(j), buf + off, seq, (int64_t)seq * 1000, NULL,
+                                  doc, sizeof doc);
+            off += journal_frame_bytes(journal_version(j), sizeof doc);
         }
         int rc = journal_append_batch(j, buf, off, NULL, err);
         if (rc)
