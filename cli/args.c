@@ -4,14 +4,15 @@
  * Knob flags are not written down here: they are generated at run time from stele_knobs(),
  * the library's one knob table, by turning "commit_interval_us" into --commit-interval-us.
  * A knob flag is only recorded while parsing; cli_options_build() applies them last, after
- * the config file and the environment, so a flag always wins. Owns getopt's global cursor
- * (optind, opterr) for the length of one parse; no state outlives a call but what
- * cli_args_t holds. Time values and the MongoDB flags have their own files (timearg.c,
- * mongo_args.c).
+ * the config file and the environment, so a flag always wins. The seq flags (--from, --to)
+ * of the commands that take a range are read here too. Owns getopt's global cursor (optind,
+ * opterr) for the length of one parse; no state outlives a call but what cli_args_t holds.
+ * Time values and the MongoDB flags have their own files (timearg.c, mongo_args.c).
  */
 #include "args.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,5 +239,22 @@ cli_parse_u64(const char *text, uint64_t *out)
     if (errno != 0 || *end != '\0')
         return -1;
     *out = v;
+    return 0;
+}
+
+int
+cli_parse_seq_flag(const char *command, const char *flag, const char *arg, uint64_t *seq)
+{
+    if (cli_parse_u64(arg, seq) != 0 || *seq == 0)
+        return cli_usage_error(command, "%s '%s' is not a seq (1 or more)", flag, arg);
+    return 0;
+}
+
+int
+cli_check_seq_range(const char *command, uint64_t from_seq, uint64_t to_seq)
+{
+    if (from_seq != 0 && to_seq != 0 && to_seq < from_seq)
+        return cli_usage_error(command, "--to %" PRIu64 " is before --from %" PRIu64, to_seq,
+                               from_seq);
     return 0;
 }

@@ -71,4 +71,12 @@ int cli_options_build(const cli_args_t *a, stele_options_t *opts);
 /* Parses a decimal uint64 with nothing after it. Returns 0 or -1. */
 int cli_parse_u64(const char *text, uint64_t *out);
 
+/* Parses the seq `arg` of `flag` ("--from", "--to") into *seq. Returns 0, or CLI_EXIT_USAGE
+ * after printing "stele COMMAND: FLAG 'ARG' is not a seq (1 or more)". */
+int cli_parse_seq_flag(const char *command, const char *flag, const char *arg, uint64_t *seq);
+
+/* Checks that a --from/--to range (0: an open end) is not backwards. Returns 0, or
+ * CLI_EXIT_USAGE after printing the error. */
+int cli_check_seq_range(const char *command, uint64_t from_seq, uint64_t to_seq);
+
 #endif /* STELE_CLI_ARGS_H */

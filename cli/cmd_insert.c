@@ -249,7 +249,7 @@ report_bad_event(const char *where, uint64_t number, int rc, const stele_error_t
 {
     const char *message = own_message;
     if (message == NULL)
-        message = (err->code == rc && err->message[0]) ? err->message : stele_strerror(rc);
+        message = cli_error_text(rc, err);
     fprintf(stderr, "stele insert: %s %" PRIu64 ": %s\n", where, number, message);
 }
 

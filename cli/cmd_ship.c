@@ -83,10 +83,10 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
             break;
         case OPT_FROM:
         case OPT_TO: {
-            uint64_t *seq = (c == OPT_FROM) ? &q->from_seq : &q->to_seq;
-            if (cli_parse_u64(arg, seq) != 0 || *seq == 0)
-                return cli_usage_error("ship", "%s '%s' is not a seq (1 or more)",
-                                       c == OPT_FROM ? "--from" : "--to", arg);
+            int code = c == OPT_FROM ? cli_parse_seq_flag("ship", "--from", arg, &q->from_seq)
+                                     : cli_parse_seq_flag("ship", "--to", arg, &q->to_seq);
+            if (code != 0)
+                return code;
             q->has_range = 1;
             break;
         }
@@ -111,9 +111,9 @@ ship_parse(cli_args_t *args, int argc, char **argv, ship_query_t *q)
     int code = cli_mongo_check(&q->mongo, "ship", 1);
     if (code != 0)
         return code;
-    if (q->from_seq != 0 && q->to_seq != 0 && q->to_seq < q->from_seq)
-        return cli_usage_error("ship", "--to %" PRIu64 " is before --from %" PRIu64, q->to_seq,
-                               q->from_seq);
+    code = cli_check_seq_range("ship", q->from_seq, q->to_seq);
+    if (code != 0)
+        return code;
     if (q->dead_action && (q->has_range || q->once))
         return cli_usage_error("ship", "the dead-letter flags exclude --once and --from/--to");
     if (q->has_range && q->once)

@@ -345,9 +345,7 @@ tail_parse_one(tail_query_t *q, int c, const char *arg, int64_t now_ns)
         q->follow = 1;
         return 0;
     case OPT_FROM:
-        if (cli_parse_u64(arg, &q->from_seq) != 0 || q->from_seq == 0)
-            return cli_usage_error("tail", "--from '%s' is not a seq (1 or more)", arg);
-        return 0;
+        return cli_parse_seq_flag("tail", "--from", arg, &q->from_seq);
     case OPT_SINCE:
     case OPT_UNTIL: {
         int64_t *ts = (c == OPT_SINCE) ? &q->since_ns : &q->until_ns;
@@ -437,7 +435,7 @@ tail_remote_source(const tail_query_t *q, const stele_options_t *opts, const cha
         return cli_usage_error("tail",
                                "--mongo needs --source NAME: '%s' is not a journal to take the "
                                "source name from (%s)",
-                               dir, err.message[0] ? err.message : stele_strerror(rc));
+                               dir, cli_error_text(rc, &err));
     snprintf(buf, cap, "%s", stele_reader_source(reader));
     stele_reader_close(reader);
     return 0;

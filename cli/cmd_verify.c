@@ -64,10 +64,10 @@ verify_parse(cli_args_t *args, int argc, char **argv, verify_query_t *q)
         switch (c) {
         case OPT_FROM:
         case OPT_TO: {
-            uint64_t *seq = (c == OPT_FROM) ? &q->from_seq : &q->to_seq;
-            if (cli_parse_u64(arg, seq) != 0 || *seq == 0)
-                return cli_usage_error("verify", "%s '%s' is not a seq (1 or more)",
-                                       c == OPT_FROM ? "--from" : "--to", arg);
+            int code = c == OPT_FROM ? cli_parse_seq_flag("verify", "--from", arg, &q->from_seq)
+                                     : cli_parse_seq_flag("verify", "--to", arg, &q->to_seq);
+            if (code != 0)
+                return code;
             break;
         }
         case OPT_TRUST:
@@ -88,10 +88,8 @@ verify_parse(cli_args_t *args, int argc, char **argv, verify_query_t *q)
         return cli_usage_error("verify", "--require-sealed needs --trust PUB");
     if (first_operand < argc)
         return cli_usage_error("verify", "unexpected argument '%s'", argv[first_operand]);
-    if (q->from_seq != 0 && q->to_seq != 0 && q->to_seq < q->from_seq)
-        return cli_usage_error("verify", "--to %" PRIu64 " is before --from %" PRIu64, q->to_seq,
-                               q->from_seq);
-    return cli_mongo_check(&q->mongo, "verify", 0);
+    int code = cli_check_seq_range("verify", q->from_seq, q->to_seq);
+    return code != 0 ? code : cli_mongo_check(&q->mongo, "verify", 0);
 }
 
 static void

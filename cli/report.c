@@ -23,18 +23,26 @@ cli_stdout_done(const char *command)
     return CLI_EXIT_ENGINE;
 }
 
+/* An error struct speaks for a return code only when it was filled by the call that
+ * returned it; otherwise its text may belong to an earlier call. */
+static int
+error_describes(int rc, const stele_error_t *err)
+{
+    return err != NULL && err->code == rc && err->message[0] != '\0';
+}
+
+const char *
+cli_error_text(int rc, const stele_error_t *err)
+{
+    return error_describes(rc, err) ? err->message : stele_strerror(rc);
+}
+
 void
 cli_report(const char *command, int rc, const stele_error_t *err)
 {
-    const char *message = stele_strerror(rc);
-    const char *hint = "";
-    if (err != NULL && err->code == rc && err->message[0] != '\0') {
-        message = err->message;
-        hint = err->hint;
-    }
-    fprintf(stderr, "stele %s: %s\n", command, message);
-    if (hint[0] != '\0')
-        fprintf(stderr, "hint: %s\n", hint);
+    fprintf(stderr, "stele %s: %s\n", command, cli_error_text(rc, err));
+    if (error_describes(rc, err) && err->hint[0] != '\0')
+        fprintf(stderr, "hint: %s\n", err->hint);
 }
 
 int

@@ -25,6 +25,10 @@ enum cli_exit {
  */
 int cli_stdout_done(const char *command);
 
+/* The text for a failed call: the library's message when `err` describes `rc`, otherwise
+ * stele_strerror(rc). Borrowed from `err` or static; never NULL. */
+const char *cli_error_text(int rc, const stele_error_t *err);
+
 /* Prints "stele CMD: message" and "hint: ..." for a failed call, to stderr. */
 void cli_report(const char *command, int rc, const stele_error_t *err);
 

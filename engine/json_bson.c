@@ -189,25 +189,6 @@ jb_first_hit(uint64_t hits)
 #endif
 }
 
-static int
-jb_hex4(const char *s, size_t len, size_t at)
-{
-    if (at + 4 > len)
-        return -1;
-    int v = 0;
-    for (size_t k = at; k < at + 4; k++) {
-        char c = s[k];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0)
-            return -1;
-        v = v << 4 | d;
-    }
-    return v;
-}
-
 static uint8_t *
 jb_put_utf8(uint8_t *dst, uint32_t cp)
 {
@@ -235,7 +216,7 @@ static int
 jb_unicode_escape(jb_t *jb, size_t *pos, bool is_key, uint32_t *cp)
 {
     size_t at = *pos;
-    int v = jb_hex4(jb->in, jb->len, at + 2);
+    int v = json_hex4(jb->in, jb->len, at + 2);
     if (v < 0) {
         jb->pos = at + 6 > jb->len ? jb->len : at;
         return jb_malformed(jb, "a \\u escape needs four hex digits");
@@ -243,7 +224,7 @@ jb_unicode_escape(jb_t *jb, size_t *pos, bool is_key, uint32_t *cp)
     *pos = at + 6;
     if (v >= 0xD800 && v <= 0xDBFF && at + 8 <= jb->len && jb->in[at + 6] == '\\' &&
         jb->in[at + 7] == 'u') {
-        int low = jb_hex4(jb->in, jb->len, at + 8);
+        int low = json_hex4(jb->in, jb->len, at + 8);
         if (low >= 0xDC00 && low <= 0xDFFF) {
             *cp = 0x10000u + ((uint32_t)(v - 0xD800) << 10) + (uint32_t)(low - 0xDC00);
             *pos = at + 12;

@@ -244,8 +244,8 @@ json_scan_number(const char *s, size_t start, size_t end, stele_error_t *err)
 
 /* -- strings ---------------------------------------------------------------------------- */
 
-static int
-scan_hex4(const char *s, size_t len, size_t at)
+int
+json_hex4(const char *s, size_t len, size_t at)
 {
     if (at + 4 > len)
         return -1;
@@ -271,13 +271,13 @@ scan_escape(const char *s, size_t close, size_t k)
 {
     if (k + 1 >= close || s[k + 1] != 'u')
         return 2;
-    int v = scan_hex4(s, close, k + 2);
+    int v = json_hex4(s, close, k + 2);
     if (v < 0xD800 || v > 0xDFFF)
         return 2;
     if (v >= 0xDC00)
         return 0;
     int low =
-        k + 7 < close && s[k + 6] == '\\' && s[k + 7] == 'u' ? scan_hex4(s, close, k + 8) : -1;
+        k + 7 < close && s[k + 6] == '\\' && s[k + 7] == 'u' ? json_hex4(s, close, k + 8) : -1;
     return low >= 0xDC00 && low <= 0xDFFF ? 12 : 0;
 }
 

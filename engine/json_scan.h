@@ -49,6 +49,10 @@ int json_scan_number(const char *s, size_t start, size_t end, stele_error_t *err
 /* The bytes a number token is made of: digits, '-', '+', '.', 'e', 'E'. */
 bool json_is_number_char(char c);
 
+/* The value (0 to 0xFFFF) of the four hex digits of a \u escape at s[at..at+4), either case;
+ * -1 when s, which holds len bytes, has fewer than four there or one is not a hex digit. */
+int json_hex4(const char *s, size_t len, size_t at);
+
 /* JSON whitespace: space, tab, line feed, carriage return. */
 bool json_is_space(char c);
 

@@ -4,12 +4,20 @@
  * written with one write(2) so lines of concurrent threads and processes never
  * interleave. Used by the shippers and the libmongoc log handler (ship_mongoc.c) and by the
  * `stele` command (serve's log), so every line a stele process prints has one shape.
+ *
+ * ts is the wall clock as clock.h reads it, not the record clock (stamp.h): the record clock
+ * belongs to an open journal's writer, while log lines also come from processes and threads
+ * with no journal (serve, the libmongoc handler), and a log line should show the time the
+ * machine believes, even one the record clock would not yet trust. No state, no lock.
  */
 #include "stele.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 /* A longer line is cut; long enough for a quoted error message and hint. */
 #define LOG_LINE_BYTES 1024
@@ -47,13 +55,13 @@ stele_log_vwrite(const char *level, const char *msg, const char *kv_fmt, va_list
 {
     char line[LOG_LINE_BYTES];
     char quoted[LOG_MSG_BYTES];
-    struct timespec now;
     struct tm tm_utc;
-    clock_gettime(CLOCK_REALTIME, &now);
-    gmtime_r(&now.tv_sec, &tm_utc);
+    int64_t now_ns = clock_wall_ns();
+    time_t now_s = (time_t)(now_ns / 1000000000);
+    gmtime_r(&now_s, &tm_utc);
     int n = snprintf(line, sizeof line, "ts=%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ level=%s msg=%s",
                      tm_utc.tm_year + 1900, tm_utc.tm_mon + 1, tm_utc.tm_mday, tm_utc.tm_hour,
-                     tm_utc.tm_min, tm_utc.tm_sec, now.tv_nsec / 1000, level,
+                     tm_utc.tm_min, tm_utc.tm_sec, (long)(now_ns % 1000000000 / 1000), level,
                      stele_log_quote(quoted, sizeof quoted, msg));
     size_t len = n < 0 ? 0 : (size_t)n;
     if (kv_fmt && kv_fmt[0] && len + 2 < sizeof line) {

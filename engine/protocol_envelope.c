@@ -13,6 +13,7 @@
 #include "protocol.h"
 
 #include "error.h"
+#include "json_scan.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,24 +63,6 @@ envelope_scan_expect(envelope_scan_t *s, char c)
     return 0;
 }
 
-static int
-envelope_scan_hex4(const char *p, unsigned *out)
-{
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
-                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
-                                            : 16u;
-        if (d == 16u)
-            return -1;
-        v = v * 16 + d;
-    }
-    *out = v;
-    return 0;
-}
-
 /* Reads one escape after its backslash; stores the byte it stands for in *out. An escape of
  * a character beyond ASCII becomes '?': it can never match an envelope key or a wait name.
  * Returns 0, or -1 when malformed. */
@@ -96,8 +79,8 @@ envelope_scan_escape(envelope_scan_t *s, char *out)
         *out = means[hit - plain];
         return 0;
     }
-    unsigned code;
-    if (c != 'u' || s->n - s->pos < 4 || envelope_scan_hex4(s->p + s->pos, &code) != 0)
+    int code = c == 'u' ? json_hex4(s->p, s->n, s->pos) : -1;
+    if (code < 0)
         return -1;
     s->pos += 4;
     *out = code < 0x80 ? (char)code : '?';

@@ -92,6 +92,17 @@ short_is_bare(const char *s, size_t len)
     return 1;
 }
 
+/* Appends what `v` rendered, escaped, or passes on its failure; frees v's text. */
+static void
+short_append_rendered(render_buf_t *b, render_buf_t *v)
+{
+    if (v->rc != 0)
+        render_fail(b, v->rc, v->what);
+    else
+        short_append_escaped(b, v->text, v->len);
+    free(v->text);
+}
+
 /* A string: bare when it can be, else a JSON string with the controls escaped. */
 static void
 short_string(render_buf_t *b, const char *s, size_t len)
@@ -103,11 +114,7 @@ short_string(render_buf_t *b, const char *s, size_t len)
     render_buf_t v;
     render_init(&v);
     render_string(&v, s, len);
-    if (v.rc != 0)
-        render_fail(b, v.rc, v.what);
-    else
-        short_append_escaped(b, v.text, v.len);
-    free(v.text);
+    short_append_rendered(b, &v);
 }
 
 /* The value at `it`: a string as short_string, anything else as its compact JSON. */
@@ -123,11 +130,7 @@ short_value(render_buf_t *b, const bson_iter_t *it)
     render_buf_t v;
     render_init(&v);
     render_bson_value(&v, it);
-    if (v.rc != 0)
-        render_fail(b, v.rc, v.what);
-    else
-        short_append_escaped(b, v.text, v.len);
-    free(v.text);
+    short_append_rendered(b, &v);
 }
 
 /* The commit time in local time: "2026-12-01T21:00:05.123456+01:00". */

@@ -1,8 +1,8 @@
 /*
  * merkle.c: RFC 6962 / RFC 9162 Merkle tree hashing, the writer's compact range, roots and
  * proofs from stored subtree hashes, and proof verification (merkle.h). Owns no storage:
- * stored hashes are read through the caller's callback. A merkle_hasher_t (one OpenSSL
- * digest context) is used by one thread at a time; everything else is a pure function of
+ * stored hashes are read through the caller's callback. A merkle_hasher_t (one SHA-256
+ * context, sha256.h) is used by one thread at a time; everything else is a pure function of
  * its arguments.
  *
  * Proofs follow the RFC's recursive definitions, unrolled: each step splits the range of
@@ -19,10 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "format.h"
 #include "jerr.h"
+#include "sha256.h"
+
+_Static_assert(MERKLE_HASH_BYTES == SHA256_BYTES, "a Merkle hash is a SHA-256 digest");
 
 /* Domain separation prefixes of RFC 6962 section 2.1: a leaf can never pass for a node. */
 #define MERKLE_LEAF_PREFIX 0x00
@@ -34,8 +35,7 @@ static const uint8_t empty_root[MERKLE_HASH_BYTES] = {
     0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55};
 
 struct merkle_hasher {
-    EVP_MD_CTX *ctx;
-    EVP_MD *sha256;
+    sha256_t sha;
 };
 
 /* A run of leaves [lo, hi) whose tree hash a proof needs. */
@@ -46,14 +46,9 @@ typedef struct leaf_range {
 merkle_hasher_t *
 merkle_hasher_new(void)
 {
-    merkle_hasher_t *h = calloc(1, sizeof *h);
-    if (!h)
-        return NULL;
-    h->ctx = EVP_MD_CTX_new();
-    h->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-    /* Bound once; each hash then re-initialises with a NULL type (no provider lookup). */
-    if (!h->ctx || !h->sha256 || EVP_DigestInit_ex2(h->ctx, h->sha256, NULL) != 1) {
-        merkle_hasher_free(h);
+    merkle_hasher_t *h = malloc(sizeof *h);
+    if (h && sha256_init(&h->sha) != 0) {
+        free(h);
         return NULL;
     }
     return h;
@@ -64,8 +59,7 @@ merkle_hasher_free(merkle_hasher_t *h)
 {
     if (!h)
         return;
-    EVP_MD_CTX_free(h->ctx);
-    EVP_MD_free(h->sha256);
+    sha256_release(&h->sha);
     free(h);
 }
 
@@ -74,15 +68,11 @@ merkle_hash_leaf(merkle_hasher_t *h, const struct iovec *parts, int n_parts,
                  uint8_t out[MERKLE_HASH_BYTES])
 {
     const uint8_t prefix = MERKLE_LEAF_PREFIX;
-    unsigned int out_len = 0;
-    if (EVP_DigestInit_ex2(h->ctx, NULL, NULL) != 1 || EVP_DigestUpdate(h->ctx, &prefix, 1) != 1)
-        return -ENOMEM;
-    for (int i = 0; i < n_parts; i++)
-        if (parts[i].iov_len && EVP_DigestUpdate(h->ctx, parts[i].iov_base, parts[i].iov_len) != 1)
-            return -ENOMEM;
-    if (EVP_DigestFinal_ex(h->ctx, out, &out_len) != 1 || out_len != MERKLE_HASH_BYTES)
-        return -ENOMEM;
-    return 0;
+    int rc = sha256_begin(&h->sha);
+    rc = rc ? rc : sha256_update(&h->sha, &prefix, 1);
+    for (int i = 0; i < n_parts && rc == 0; i++)
+        rc = sha256_update(&h->sha, parts[i].iov_base, parts[i].iov_len);
+    return rc ? rc : sha256_final(&h->sha, out);
 }
 
 int
@@ -93,12 +83,9 @@ merkle_hash_node(merkle_hasher_t *h, const uint8_t left[MERKLE_HASH_BYTES],
     input[0] = MERKLE_NODE_PREFIX;
     memcpy(input + 1, left, MERKLE_HASH_BYTES);
     memcpy(input + 1 + MERKLE_HASH_BYTES, right, MERKLE_HASH_BYTES);
-    unsigned int out_len = 0;
-    if (EVP_DigestInit_ex2(h->ctx, NULL, NULL) != 1 ||
-        EVP_DigestUpdate(h->ctx, input, sizeof input) != 1 ||
-        EVP_DigestFinal_ex(h->ctx, out, &out_len) != 1 || out_len != MERKLE_HASH_BYTES)
-        return -ENOMEM;
-    return 0;
+    int rc = sha256_begin(&h->sha);
+    rc = rc ? rc : sha256_update(&h->sha, input, sizeof input);
+    return rc ? rc : sha256_final(&h->sha, out);
 }
 
 void

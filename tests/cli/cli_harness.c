@@ -2,7 +2,8 @@
  * cli_harness.c: runs the `stele` binary under test as a child process (see cli_harness.h).
  * stdin is fed and stdout/stderr drained together with poll(), so a child that writes a lot
  * before reading all of its input cannot deadlock the test. Each child is killed after its
- * timeout so a hung command fails its test instead of hanging ctest.
+ * timeout so a hung command fails its test instead of hanging ctest, and dies with the test
+ * process (PR_SET_PDEATHSIG), so a crashed test leaves no command running.
  */
 #include "cli_harness.h"
 
@@ -62,7 +63,8 @@ child_drop_dac_override(void)
  * assertion would longjmp the child back into the tests, and it would fork in turn), so
  * the binary was looked up by the parent and every failure is _exit. */
 static void
-child_exec(const char *bin, const harness_run_t *run, int in_fd, int out_fd, int err_fd)
+child_exec(const char *bin, const harness_run_t *run, pid_t parent, int in_fd, int out_fd,
+           int err_fd)
 {
     dup2(in_fd, STDIN_FILENO);
     dup2(out_fd, STDOUT_FILENO);
@@ -96,6 +98,11 @@ child_exec(const char *bin, const harness_run_t *run, int in_fd, int out_fd, int
     const char *argv[HARNESS_MAX_ARGS + 2] = {"stele"};
     for (int i = 0; i < HARNESS_MAX_ARGS && run->args[i] != NULL; i++)
         argv[i + 1] = run->args[i];
+    /* A command (serve, tail -f) must not outlive a test that crashes or is killed by ctest.
+     * A test that died before this line left the child to another parent: getppid() says. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127);
     execv(bin, (char *const *)argv);
     _exit(127);
 }
@@ -134,13 +141,14 @@ harness_exec(const harness_run_t *run, harness_result_t *res)
     assert_int_equal(pipe2(out_pipe, O_CLOEXEC), 0);
     assert_int_equal(pipe2(err_pipe, O_CLOEXEC), 0);
     const char *bin = harness_bin();
+    pid_t parent = getpid();
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         int in_fd = in_pipe[0];
         if (run->stdin_data == NULL)
             in_fd = open("/dev/null", O_RDONLY);
-        child_exec(bin, run, in_fd, out_pipe[1], err_pipe[1]);
+        child_exec(bin, run, parent, in_fd, out_pipe[1], err_pipe[1]);
     }
     close(in_pipe[0]);
     close(out_pipe[1]);
@@ -227,14 +235,15 @@ harness_spawn(const char *const *args, int stdin_fd, int *stdout_fd, int *stderr
     assert_int_equal(pipe2(out_pipe, O_CLOEXEC), 0);
     assert_int_equal(pipe2(err_pipe, O_CLOEXEC), 0);
     const char *bin = harness_bin();
+    pid_t parent = getpid();
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         harness_run_t run = {0};
         for (int i = 0; i < HARNESS_MAX_ARGS - 1 && args[i] != NULL; i++)
             run.args[i] = args[i];
-        child_exec(bin, &run, stdin_fd >= 0 ? stdin_fd : open("/dev/null", O_RDONLY), out_pipe[1],
-                   err_pipe[1]);
+        child_exec(bin, &run, parent, stdin_fd >= 0 ? stdin_fd : open("/dev/null", O_RDONLY),
+                   out_pipe[1], err_pipe[1]);
     }
     close(out_pipe[1]);
     close(err_pipe[1]);

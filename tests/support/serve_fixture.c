@@ -1,6 +1,7 @@
 /*
  * serve_fixture.c: see serve_fixture.h. The server runs as a separate process (exec,
- * not just fork) so a test can SIGKILL it and so fork never copies a test's threads' locks.
+ * not just fork) so a test can SIGKILL it and so fork never copies a test's threads' locks;
+ * it dies with the test process (PR_SET_PDEATHSIG), so a crashed test leaves no server.
  * STELE_SERVE_BIN (a compile definition from tests/serve.cmake) names the `stele` binary.
  */
 #include "serve_fixture.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -134,6 +136,7 @@ ts_server_start_setup(ts_server_t *s, const char *dir, const ts_server_setup_t *
         argv[argc++] = extra[i];
     }
     argv[argc] = NULL;
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -145,6 +148,12 @@ ts_server_start_setup(ts_server_t *s, const char *dir, const ts_server_setup_t *
         }
         if (ts_apply_setup(setup) != 0)
             _exit(126);
+        /* The server must not outlive a test that crashes or is killed by ctest. Set after
+         * the setup: a change of group id clears it. A test that died before this line
+         * handed the child to another parent already: getppid() says so. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         execv(STELE_SERVE_BIN, (char *const *)argv);
         _exit(127);
     }
