@@ -330,7 +330,8 @@ catchup_merkle_matches(index_t *ix, uint64_t leaves, const uint8_t root[MERKLE_H
  * header range (whose peaks are stored first: proofs of later leaves read them). */
 static int
 catchup_merkle_start(index_t *ix, journal_reader_t *jr, const struct journal_recovery *rec,
-                     uint64_t leaves, merkle_range_t *range, catchup_runs_t *cr, stele_error_t *err)
+                     uint64_t leaves, merkle_range_t *range, catchup_runs_t *cr,
+                     int *is_journal_failure, stele_error_t *err)
 {
     merkle_store_t store = {catchup_read_stored, ix};
     if (leaves)
@@ -339,6 +340,8 @@ catchup_merkle_start(index_t *ix, journal_reader_t *jr, const struct journal_rec
     int rc = journal_reader_segment_trust(jr, rec->first_seq, &trust, err);
     if (rc == 0)
         *range = trust.range;
+    else
+        *is_journal_failure = 1;
     uint64_t lo = 0; /* the first leaf under the peak: the highest peak covers the oldest */
     for (unsigned level = MERKLE_MAX_LEVELS; rc == 0 && level-- > 0;) {
         if (!((range->size >> level) & 1))
@@ -354,12 +357,13 @@ catchup_merkle_start(index_t *ix, journal_reader_t *jr, const struct journal_rec
 /* Appends every record after the tree's size to it, storing what each completes. */
 static int
 catchup_merkle_append(index_t *ix, journal_reader_t *jr, uint64_t last_seq, merkle_range_t *range,
-                      catchup_runs_t *cr, stele_error_t *err)
+                      catchup_runs_t *cr, int *is_journal_failure, stele_error_t *err)
 {
     merkle_hasher_t *h = merkle_hasher_new();
     if (!h)
         return error_set(err, -ENOMEM, "index catch-up: out of memory");
     int rc = journal_reader_seek(jr, range->size + 1, 0, 0, err);
+    *is_journal_failure = rc != 0;
     journal_record_t rec;
     merkle_stored_t st;
     while (rc == 0 && range->size < last_seq && (rc = journal_reader_next(jr, &rec, err)) == 0) {
@@ -372,15 +376,20 @@ catchup_merkle_append(index_t *ix, journal_reader_t *jr, uint64_t last_seq, merk
         rc = error_set_hinted(err, STELE_ECORRUPT, "run \"stele verify\" on the journal",
                               "merkle catch-up could read only to seq %" PRIu64 " of %" PRIu64,
                               range->size, last_seq);
+    if (rc == STELE_ECORRUPT)
+        *is_journal_failure = 1;
     return rc ? rc : catchup_runs_flush(ix, cr, err);
 }
 
 /* Brings the index's stored hashes in line with the journal's tree: trims what recovery
- * cut, checks the rest against the tree's root, and computes what is missing. */
+ * cut, checks the rest against the tree's root, and computes what is missing (all of it
+ * when the stored hashes have a hole: a write that failed while the index was behind).
+ * *is_journal_failure says a failure was in reading the journal, not in the index. */
 static int
 catchup_merkle(index_t *ix, journal_reader_t *jr, const struct journal_recovery *rec, char *note,
-               size_t note_cap, stele_error_t *err)
+               size_t note_cap, int *is_journal_failure, stele_error_t *err)
 {
+    *is_journal_failure = 0;
     if (rec->version < 2 || rec->last_seq == 0)
         return 0;
     uint64_t want_end = merkle_stored_count(rec->last_seq), end = 0;
@@ -401,9 +410,15 @@ catchup_merkle(index_t *ix, journal_reader_t *jr, const struct journal_recovery 
     if (!rc && (!cr || !cr->hashes))
         rc = error_set(err, -ENOMEM, "index catch-up: out of memory");
     if (!rc)
-        rc = catchup_merkle_start(ix, jr, rec, leaves, &range, cr, err);
+        rc = catchup_merkle_start(ix, jr, rec, leaves, &range, cr, is_journal_failure, err);
+    if (rc == STELE_ENOTFOUND && leaves) {
+        leaves = 0; /* a hole in the stored hashes: from the oldest segment again */
+        rc = index_truncate_merkle(ix, 0, err);
+        if (!rc)
+            rc = catchup_merkle_start(ix, jr, rec, 0, &range, cr, is_journal_failure, err);
+    }
     if (!rc)
-        rc = catchup_merkle_append(ix, jr, rec->last_seq, &range, cr, err);
+        rc = catchup_merkle_append(ix, jr, rec->last_seq, &range, cr, is_journal_failure, err);
     if (!rc)
         catchup_note(note, note_cap, "merkle hashes %s from seq %" PRIu64,
                      leaves ? "caught up" : "rebuilt", leaves + 1);
@@ -489,9 +504,12 @@ index_catchup_at_open(index_t *ix, const char *dir, const journal_io_t *io,
     else if ((rc = catchup_trim_index(&c, rec, err)) == 0)
         rc = catchup_batches(&c, rec->last_seq, err);
     if (rc == 0)
-        rc = catchup_merkle(c.ix, c.jr, rec, c.note, c.note_cap, err);
-    if (rc == 0)
         rc = catchup_lower_checkpoints(&c, rec->last_seq, err);
+    int is_journal_failure = 0;
+    if (rc == 0 &&
+        (rc = catchup_merkle(c.ix, c.jr, rec, c.note, c.note_cap, &is_journal_failure, err)) &&
+        !is_journal_failure)
+        c.is_index_failure = 1; /* the stored hashes are a cache too: the open goes on */
     return catchup_finish(&c, rc, was_replaced, is_index_failure, err);
 }
 
