@@ -1,6 +1,6 @@
 /*
  * cmd_tail.c: `stele tail`: prints records in seq order, by default as JSON Lines
- *   {"seq":N,"ts":"<RFC 3339 UTC, µs>","src":"...","event":{...}}
+ *   {"seq":N,"ts":"<RFC 3339 UTC, µs>","src":"...","origin":{...},"event":{...}}
  * (tail_lines.c writes them in the --output form); -f follows new records, -r prints newest
  * first (tail_reverse.c). --where conditions are a stele_filter_t, --since/--until times
  * are read by stele_time_parse. This file reads the command line, opens the reader and runs

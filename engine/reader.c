@@ -23,6 +23,7 @@
 #include "error.h"
 #include "index.h"
 #include "journal.h"
+#include "origin.h"
 #include "read_side.h"
 
 struct stele_reader {
@@ -194,6 +195,7 @@ read_fill_record(stele_record_t *out, const journal_record_t *rec)
     out->bson_len = rec->payload_len;
     memcpy(out->hash, rec->hash, sizeof out->hash);
     memcpy(out->prev_hash, rec->prev_hash, sizeof out->prev_hash);
+    out->origin = origin_from_journal(&rec->origin);
 }
 
 int

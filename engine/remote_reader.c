@@ -128,7 +128,8 @@ remote_meta_hash(const bson_t *meta, const char *key, uint8_t out[REMOTE_HASH_BY
     return 0;
 }
 
-/* Reads the metadata sub-document: ts_ns (or ts in ms), hash, prev_hash. */
+/* Reads the metadata sub-document: ts_ns (or ts in ms), hash, prev_hash, origin (unknown
+ * when absent). */
 static int
 remote_doc_meta(const bson_t *doc, const char *where, stele_record_t *rec, stele_error_t *err)
 {
@@ -154,6 +155,8 @@ remote_doc_meta(const bson_t *doc, const char *where, stele_record_t *rec, stele
         remote_meta_hash(&meta, "prev_hash", rec->prev_hash) != 0)
         return remote_bad_doc(err, where, rec->seq,
                               "has no 32-byte " STELE_META_FIELD ".hash and .prev_hash");
+    if (ship_doc_origin(doc, &rec->origin) != 0)
+        return remote_bad_doc(err, where, rec->seq, "has a malformed " STELE_META_FIELD ".origin");
     return 0;
 }
 

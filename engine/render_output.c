@@ -1,8 +1,8 @@
 /*
  * render_output.c: the public JSON output calls (stele.h, "JSON output"): a record as the
- * line `stele tail` prints, an event alone, the `stele status --json` object and a
- * `stele ship --dead-letters` line. Owns the field names and order of those objects, which
- * scripts read, so they change only here; the writing itself is render.c's and
+ * line `stele tail` prints (its origin included), an event alone, the `stele status --json`
+ * object and a `stele ship --dead-letters` line. Owns the field names and order of those objects,
+ * which scripts read, so they change only here; the writing itself is render.c's and
  * render_bson.c's. Pure functions of their arguments; no state, no locks.
  */
 #include <stdlib.h>
@@ -67,6 +67,27 @@ render_field_text(render_buf_t *b, const char *key, const char *text, size_t cap
     render_string(b, text, render_whole_utf8_len(text, cap));
 }
 
+/* The record's origin object, {"kind":…,"uid":…,"gid":…,"pid":…}; nothing when it is
+ * unknown (a version 1 journal, a document shipped without one). */
+static void
+render_origin(render_buf_t *b, const stele_origin_t *o)
+{
+    const char *kind = stele_origin_kind_name(o->kind);
+    if (o->kind == STELE_ORIGIN_UNKNOWN || kind == NULL)
+        return;
+    render_key(b, "origin");
+    render_object_begin(b);
+    render_key(b, "kind");
+    render_string(b, kind, strlen(kind));
+    render_key(b, "uid");
+    render_uint64(b, o->uid);
+    render_key(b, "gid");
+    render_uint64(b, o->gid);
+    render_key(b, "pid");
+    render_uint64(b, o->pid);
+    render_object_end(b);
+}
+
 int
 stele_record_to_json(const stele_record_t *rec, const char *source, char **json_out,
                      size_t *len_out, stele_error_t *err)
@@ -82,6 +103,7 @@ stele_record_to_json(const stele_record_t *rec, const char *source, char **json_
     render_time_ns(&b, rec->ts_ns);
     render_key(&b, "src");
     render_string(&b, source, strlen(source));
+    render_origin(&b, &rec->origin);
     render_key(&b, "event");
     render_bson(&b, rec->bson, rec->bson_len);
     render_object_end(&b);

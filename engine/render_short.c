@@ -1,15 +1,16 @@
 /*
  * render_short.c: stele_record_to_short (stele.h, "JSON output"): a record as the one human
  * line of `stele tail --output short`:
- *   2026-12-01T21:00:05.123456+01:00 web-1 42 alice login target=host-1 outcome=ok n=7
- * local time, source, seq, the event's actor and action, then its other top-level fields as
- * KEY=VALUE. Values are written by render.c and render_bson.c (the same numbers and JSON as
- * every other output); this file chooses the layout and keeps the line safe for a terminal:
- * a string is bare only when nothing in it could be misread (a space, '=', a quote) or
- * could drive the terminal; otherwise it is a JSON string in which the C0 and C1 control
- * characters, DEL and the bidirectional overrides are all \u escapes, so no byte of a
- * record reaches the terminal as a control. Pure functions but for the time zone read by
- * localtime_r; no state, no locks.
+ *   2026-12-01T21:00:05.123456+01:00 web-1 42 uid=1001 alice login target=host-1 outcome=ok
+ * local time, source, seq, the uid of the record's origin (who appended it, when known), the
+ * event's actor and action, then its other top-level fields as KEY=VALUE. Values are
+ * written by render.c and render_bson.c (the same numbers and JSON as every other output);
+ * this file chooses the layout and keeps the line safe for a terminal: a string is bare
+ * only when nothing in it could be misread (a space, '=', a quote) or could drive the
+ * terminal; otherwise it is a JSON string in which the C0 and C1 control characters, DEL
+ * and the bidirectional overrides are all \u escapes, so no byte of a record reaches the
+ * terminal as a control. Pure functions but for the time zone read by localtime_r; no
+ * state, no locks.
  */
 #include <bson/bson.h>
 #include <inttypes.h>
@@ -228,6 +229,10 @@ stele_record_to_short(const stele_record_t *rec, const char *source, char **text
     char seq[32];
     int n = snprintf(seq, sizeof seq, " %" PRIu64, rec->seq);
     render_text(&b, seq, (size_t)n);
+    if (rec->origin.kind != STELE_ORIGIN_UNKNOWN) {
+        n = snprintf(seq, sizeof seq, " uid=%" PRIu32, rec->origin.uid);
+        render_text(&b, seq, (size_t)n);
+    }
     short_lead_fields(&b, &event);
     short_other_fields(&b, &event);
     return render_finish(&b, "record", text_out, len_out, err);

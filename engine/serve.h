@@ -3,7 +3,9 @@
  * shutdown; serve_files.c: its socket and pid file; serve_loop.c: the event loop;
  * serve_conn.c: one connection; serve_ack.c: the ack threads; serve_log.c: its log). The wire
  * format is protocol.h's; docs/protocol.md is the protocol's contract. The server drives the engine
- * only through <stele.h>, like any program would, so it needs none of the engine's internals.
+ * through <stele.h>, like any program would, except for one call: it appends with
+ * stele_append_json_from() (stele_internal.h), which records each connection's peer as the
+ * record's origin, something no public call lets a program claim.
  *
  * Roles: one event-loop thread owns every connection, the listening socket and all
  * buffers (no locks on them); it appends with STELE_WAIT_NONE so it never waits for a
@@ -144,6 +146,7 @@ typedef struct serve_conn {
     int is_closed; /* retired: fd closed, struct freed after the epoll batch */
     struct serve_conn *dead_next;
     uid_t uid;              /* the peer's user (SO_PEERCRED), counted in the loop's uid table */
+    stele_origin_t origin;  /* the peer's SO_PEERCRED: every record appended for it says so */
     int64_t last_active_ms; /* clock_mono_ms() of the last byte read or sent */
     struct serve_conn *lru_prev, *lru_next; /* every connection, least recently active first */
 } serve_conn_t;

@@ -23,6 +23,11 @@
  * connection idle for idle_timeout_ms (serve_loop.c): every connection sits in an LRU list
  * that each byte read or sent moves to the tail.
  *
+ * Origin: each record appended for a connection carries its peer's SO_PEERCRED uid, gid and
+ * pid (STELE_ORIGIN_PEER), read once at accept, through the engine-internal
+ * stele_append_json_from(): the kernel vouches for them, and nothing in a request line can
+ * change them (a field the event names "uid" or "origin" is event data).
+ *
  * Order: each connection keeps a FIFO of unanswered requests; a reply leaves only when
  * every earlier one on that connection has. Errors found before the append (bad JSON,
  * validation) are formatted at once and wait their turn in the FIFO.
@@ -31,6 +36,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "stele_internal.h" /* stele_append_json_from: the record's origin */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -246,8 +252,14 @@ conn_handle_request(serve_loop_t *loop, serve_conn_t *c, const char *line, size_
                               "start the server with --mongo URI or a [sink] section in its "
                               "config",
                               "wait level shipped needs a sink");
-    if (rc == 0)
-        rc = stele_append_json(cfg->db, req.json, req.json_len, STELE_WAIT_NONE, &seq, &err);
+    if (rc == 0) {
+        journal_origin_t origin = {.uid = c->origin.uid,
+                                   .gid = c->origin.gid,
+                                   .pid = c->origin.pid,
+                                   .kind = (uint32_t)c->origin.kind};
+        rc = stele_append_json_from(cfg->db, &origin, req.json, req.json_len, STELE_WAIT_NONE, &seq,
+                                    &err);
+    }
     stele_wait_t level = req.wait;
     if (rc == STELE_EHALTED && !loop->has_logged_halt) {
         char quoted[300];
@@ -381,15 +393,19 @@ conn_update(serve_loop_t *loop, serve_conn_t *c)
 
 /* ---- admission ----------------------------------------------------------------------------- */
 
-/* The peer's user, or (uid_t)-1 when the kernel cannot say (then all such share a count). */
-static uid_t
-conn_peer_uid(int fd)
+/* The peer's credentials as the kernel recorded them at connect (STELE_ORIGIN_PEER), or an
+ * unknown origin when it cannot say. */
+static stele_origin_t
+conn_peer_origin(int fd)
 {
     struct ucred cred;
     socklen_t len = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred)
-        return (uid_t)-1;
-    return cred.uid;
+        return (stele_origin_t){.kind = STELE_ORIGIN_UNKNOWN};
+    return (stele_origin_t){.uid = (uint32_t)cred.uid,
+                            .gid = (uint32_t)cred.gid,
+                            .pid = (uint32_t)cred.pid,
+                            .kind = STELE_ORIGIN_PEER};
 }
 
 /* uid's entry in the loop's table; made (n_conns 0) when missing and `make` is set. NULL
@@ -512,7 +528,9 @@ serve_conn_is_idle(const serve_conn_t *c)
 int
 serve_conn_open(serve_loop_t *loop, int fd)
 {
-    uid_t uid = conn_peer_uid(fd);
+    stele_origin_t origin = conn_peer_origin(fd);
+    /* (uid_t)-1 when the kernel cannot say: then all such share a count */
+    uid_t uid = origin.kind == STELE_ORIGIN_PEER ? (uid_t)origin.uid : (uid_t)-1;
     serve_uid_count_t *u = uid_entry(loop, uid, 1);
     if (!u) {
         close(fd);
@@ -534,6 +552,7 @@ serve_conn_open(serve_loop_t *loop, int fd)
     }
     u->n_conns++;
     c->uid = uid;
+    c->origin = origin;
     c->fd = fd;
     c->id = ++loop->next_conn_id;
     c->events = EPOLLIN;

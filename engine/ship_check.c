@@ -9,8 +9,9 @@
  * the reading of a range into batches for a one-shot shipper. Does not own the delivery of a
  * batch (ship_send.c), the shipper (ship.c), nor the sink's configuration (ship_target.c).
  *
- * Invariants: the check writes nothing, locally or remotely; it compares chain hashes, so a
- * document altered in the sink shows as mismatched; the report's counts are exact even where
+ * Invariants: the check writes nothing, locally or remotely; it compares chain hashes and
+ * origins, so a document whose stored hash or _stele.origin was altered in the sink shows
+ * as mismatched; the report's counts are exact even where
  * its ranges stop at STELE_REMOTE_MAX_RANGES. A re-ship inserts under the shipper's
  * deterministic _id, so a document stored already with the same hash is not inserted again,
  * one stored with another hash fails it (STELE_EINTEGRITY), and without an index a document
@@ -21,6 +22,7 @@
  */
 #include "ship_mongo.h"
 #include "error.h"
+#include "origin.h"
 #include "validate.h" /* STELE_META_FIELD */
 
 #include <inttypes.h>
@@ -97,7 +99,8 @@ ship_range_cursor(const ship_target_t *t, mongoc_collection_t *coll, const char 
         BCON_NEW("_id.src", BCON_UTF8(source), "_id.seq", "{", "$gte",
                  BCON_INT64((int64_t)from_seq), "$lte", BCON_INT64((int64_t)to_seq), "}");
     bson_t *opts = BCON_NEW("sort", "{", "_id.seq", BCON_INT32(1), "}", "projection", "{", "_id",
-                            BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1), "}");
+                            BCON_INT32(1), STELE_META_FIELD ".hash", BCON_INT32(1),
+                            STELE_META_FIELD ".origin", BCON_INT32(1), "}");
     ship_target_append_read_concern(t, opts);
     mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
     bson_destroy(opts);
@@ -127,6 +130,8 @@ typedef struct ship_check_cursor {
     int has_doc;
     uint64_t seq;
     const uint8_t *hash;
+    stele_origin_t origin;
+    int is_origin_bad; /* the document's origin is malformed: it matches no record */
     int has_error;
     bson_error_t error;
     bson_t error_doc;
@@ -155,6 +160,7 @@ ship_check_cursor_next(ship_check_cursor_t *c, stele_remote_report_t *report)
         while (!c->is_drained && mongoc_cursor_next(c->cursor, &doc)) {
             if (ship_doc_identity(doc, &c->seq, &c->hash) != 0)
                 continue;
+            c->is_origin_bad = ship_doc_origin(doc, &c->origin) != 0;
             report->docs_checked++;
             c->has_doc = 1;
             return;
@@ -204,6 +210,16 @@ ship_check_cursor_follow(ship_check_cursor_t *c, const journal_record_t *rec, in
     }
 }
 
+/* 1 when the remote's current document is the record's: the same chain hash and origin (the
+ * hash covers the origin in the journal, but a document carries both as stored fields). */
+static int
+ship_check_doc_matches(const ship_check_cursor_t *remote, const journal_record_t *rec)
+{
+    stele_origin_t want = origin_from_journal(&rec->origin);
+    return remote->hash && memcmp(remote->hash, rec->hash, SHIP_HASH_BYTES) == 0 &&
+           !remote->is_origin_bad && origin_equal(&remote->origin, &want);
+}
+
 /* Merges the journal's records (from *rec on, up to to_seq) and the remote's documents by
  * seq into the report's missing, extra and mismatched ranges. */
 static int
@@ -222,7 +238,7 @@ ship_check_merge(journal_reader_t *r, uint64_t to_seq, journal_record_t *rec, in
             ship_check_cursor_next(remote, report);
             continue;
         } else {
-            if (!remote->hash || memcmp(remote->hash, rec->hash, SHIP_HASH_BYTES) != 0)
+            if (!ship_check_doc_matches(remote, rec))
                 ship_range_add(&mismatched, rec->seq);
             ship_check_cursor_next(remote, report);
         }

@@ -3,11 +3,11 @@
  * to it.
  *
  * Owns: the shape of a shipped document (_id {src, seq}, the sink's time field, the event's
- * fields at top level, and under STELE_META_FIELD the timestamp, the chain hash and the
- * previous hash; ship_doc_shape_t holds what a shipper fixes of it), its
- * identity read back from a stored document, and a batch's documents. Does not own the
- * reading of records (the shipper's journal reader), nor the way back from a document to
- * a record (remote_reader.c).
+ * fields at top level, and under STELE_META_FIELD the timestamp, the chain hash, the
+ * previous hash and the record's origin; ship_doc_shape_t holds what a shipper fixes of it),
+ * its identity and origin read back from a stored document, and a batch's documents. Does
+ * not own the reading of records (the shipper's journal reader), nor the way back from a
+ * document to a record (remote_reader.c).
  *
  * Invariants: a document's _id is a function of (source, seq) only, so a retried insert
  * never makes a second copy; a batch's docs array is allocated by its owner once and never
@@ -16,6 +16,7 @@
  * Threads and locks: none; a batch belongs to one thread.
  */
 #include "ship_mongo.h"
+#include "origin.h"
 #include "validate.h" /* STELE_META_FIELD */
 
 #include <stdint.h>
@@ -70,6 +71,23 @@ ship_doc_key_is_envelope(const ship_doc_shape_t *shape, const char *key)
     return !strcmp(key, "_id") || !strcmp(key, STELE_META_FIELD) || !strcmp(key, shape->time_field);
 }
 
+/* The record's origin under the metadata: {kind: "process"|"peer", uid, gid, pid} (int64:
+ * the ids are unsigned 32-bit); nothing when the journal recorded none. */
+static void
+ship_append_origin(bson_t *meta, const journal_record_t *rec)
+{
+    stele_origin_t o = origin_from_journal(&rec->origin);
+    if (o.kind == STELE_ORIGIN_UNKNOWN)
+        return;
+    bson_t sub;
+    BSON_APPEND_DOCUMENT_BEGIN(meta, "origin", &sub);
+    BSON_APPEND_UTF8(&sub, "kind", stele_origin_kind_name(o.kind));
+    BSON_APPEND_INT64(&sub, "uid", o.uid);
+    BSON_APPEND_INT64(&sub, "gid", o.gid);
+    BSON_APPEND_INT64(&sub, "pid", o.pid);
+    bson_append_document_end(meta, &sub);
+}
+
 static void
 ship_append_meta(bson_t *doc, const journal_record_t *rec)
 {
@@ -79,13 +97,15 @@ ship_append_meta(bson_t *doc, const journal_record_t *rec)
     BSON_APPEND_INT64(&meta, "ts_ns", rec->ts_ns);
     BSON_APPEND_BINARY(&meta, "hash", BSON_SUBTYPE_BINARY, rec->hash, SHIP_HASH_BYTES);
     BSON_APPEND_BINARY(&meta, "prev_hash", BSON_SUBTYPE_BINARY, rec->prev_hash, SHIP_HASH_BYTES);
+    ship_append_origin(&meta, rec);
     bson_append_document_end(doc, &meta);
 }
 
 /*
  * Builds the shipped document of a record into *out (empty, from bson_new): _id {src, seq},
  * the time field (BSON date, ms), the event's fields at top level, and under STELE_META_FIELD
- * the timestamp (BSON date, ms, and ts_ns as int64), the chain hash and the previous hash.
+ * the timestamp (BSON date, ms, and ts_ns as int64), the chain hash, the previous hash and
+ * the origin (who appended the record; absent when the journal recorded none).
  * Returns 0, or STELE_EBSON when the payload is not a document or uses a key of the envelope
  * (the validator prevents both in journals opened with this sink; a foreign journal, or one
  * written before the sink named its time field, could still hold them).
@@ -134,6 +154,47 @@ ship_doc_identity(const bson_t *doc, uint64_t *seq_out, const uint8_t **hash_out
         BSON_ITER_HOLDS_BINARY(&it))
         bson_iter_binary(&it, &subtype, &hash_len, &hash);
     *hash_out = hash_len == SHIP_HASH_BYTES ? hash : NULL;
+    return 0;
+}
+
+/* An origin id: an integer in [0, UINT32_MAX]. */
+static int
+ship_doc_origin_id(const bson_t *origin, const char *key, uint32_t *out)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, origin, key) ||
+        (!BSON_ITER_HOLDS_INT64(&it) && !BSON_ITER_HOLDS_INT32(&it)))
+        return -1;
+    int64_t v = bson_iter_as_int64(&it);
+    if (v < 0 || v > (int64_t)UINT32_MAX)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int
+ship_doc_origin(const bson_t *doc, stele_origin_t *out)
+{
+    memset(out, 0, sizeof *out);
+    bson_iter_t it, kind_it;
+    if (!bson_iter_init(&it, doc) ||
+        !bson_iter_find_descendant(&it, STELE_META_FIELD ".origin", &it))
+        return 0;
+    const uint8_t *data = NULL;
+    uint32_t len = 0;
+    bson_t origin;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return -1;
+    bson_iter_document(&it, &len, &data);
+    if (!bson_init_static(&origin, data, len) || !bson_iter_init_find(&kind_it, &origin, "kind") ||
+        !BSON_ITER_HOLDS_UTF8(&kind_it) ||
+        origin_kind_parse(bson_iter_utf8(&kind_it, NULL), &out->kind) != 0 ||
+        ship_doc_origin_id(&origin, "uid", &out->uid) != 0 ||
+        ship_doc_origin_id(&origin, "gid", &out->gid) != 0 ||
+        ship_doc_origin_id(&origin, "pid", &out->pid) != 0) {
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
     return 0;
 }
 

@@ -160,6 +160,11 @@ void ship_doc_unbuildable_reason(const ship_doc_shape_t *shape, char *buf, size_
  * document has no numeric _id.seq. */
 int ship_doc_identity(const bson_t *doc, uint64_t *seq_out, const uint8_t **hash_out);
 
+/* Reads STELE_META_FIELD.origin from a stored document into *out: {kind: "process"|"peer"|
+ * "unknown", uid, gid, pid as integers in [0, 2^32)}. Returns 0 (*out zero, kind unknown,
+ * when the document has none), or -1 when it is there but malformed (*out zero). */
+int ship_doc_origin(const bson_t *doc, stele_origin_t *out);
+
 /* ---- preparing a sink's collection (ship_setup.c) -------------------------------------------- */
 
 /* Name of the {_id.src: 1, _id.seq: 1} index every sink creates, and of its time index. */

@@ -370,6 +370,9 @@ int stele_close(stele_t *db, stele_error_t *err);
  * STELE_ECLOSED; STELE_ENOSINK for STELE_WAIT_SHIPPED without sinks, STELE_ESINKSTOPPED
  * when a sink stopped for good before shipping it (naming the sink and why).
  * If the record was appended but the wait failed, *seq_out is still set.
+ * The record's origin (stele_origin_t, outside the event) is this process: kind
+ * STELE_ORIGIN_PROCESS with its getuid(), getgid() and getpid() at stele_open(). Whatever the
+ * event says about its author ("uid", "origin", ...) is data and changes none of it.
  * Thread-safe; blocks up to the wait level. With STELE_WAIT_DURABLE (and the default
  * sync=always, adaptive policy) the calling thread may itself write and fdatasync the
  * queued batch when no other thread is (so a lone writer pays no thread hand-off): give
@@ -491,6 +494,24 @@ uint64_t stele_reached_seq(stele_t *db, stele_wait_t level);
  * ------------------------------------------------------------------------------------------ */
 typedef struct stele_reader stele_reader_t;
 
+/* Who appended a record, as the engine saw it: never taken from the event, so a client
+ * cannot set it. Journal format version 2 keeps it in every record, covered by the CRC, the
+ * hash chain and the Merkle tree (journal/FORMAT.md, "Frame"). */
+typedef enum stele_origin_kind {
+    STELE_ORIGIN_UNKNOWN = 0, /* not recorded (a version 1 journal): uid, gid, pid are 0 */
+    STELE_ORIGIN_PROCESS = 1, /* the writing process itself: its getuid, getgid, getpid */
+    STELE_ORIGIN_PEER = 2,    /* a client of `stele serve`: its SO_PEERCRED, from the kernel */
+} stele_origin_kind_t;
+
+typedef struct stele_origin {
+    uint32_t uid, gid, pid;
+    stele_origin_kind_t kind;
+} stele_origin_t;
+
+/* The kind's name as `stele tail` and MongoDB documents show it: "unknown", "process",
+ * "peer"; NULL for a value outside the enum. */
+const char *stele_origin_kind_name(stele_origin_kind_t kind);
+
 /*
  * A record as read back. Pointers are borrowed until the next call on the same reader.
  *
@@ -510,6 +531,7 @@ typedef struct stele_record {
     uint32_t bson_len;
     uint8_t hash[32];      /* SHA-256 chain hash of this record */
     uint8_t prev_hash[32]; /* chain hash of the record before (genesis for the first) */
+    stele_origin_t origin; /* who appended it (all zero when the journal does not say) */
 } stele_record_t;
 
 /*
@@ -1069,9 +1091,11 @@ int stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t s
 
 /*
  * A record as the line `stele tail` prints (without the newline):
- *   {"seq":42,"ts":"2026-11-30T20:44:50.123456Z","src":"web-1","event":{"user":"alice"}}
+ *   {"seq":42,"ts":"2026-11-30T20:44:50.123456Z","src":"web-1",
+ *    "origin":{"kind":"peer","uid":1001,"gid":1001,"pid":4242},"event":{"user":"alice"}}
  * ts is rec->ts_ns as RFC 3339 UTC with microseconds; src is `source`, the journal's name
- * (stele_reader_source(); borrowed); event is rec->bson.
+ * (stele_reader_source(); borrowed); origin is rec->origin (absent when its kind is
+ * STELE_ORIGIN_UNKNOWN; kind as stele_origin_kind_name()); event is rec->bson.
  *   json_out: set to the text; free it with stele_json_free().
  *   len_out:  may be NULL; set to the text's length in bytes.
  * Returns 0; STELE_EINVAL (a NULL argument); STELE_EBSON (the event is not a well-formed
@@ -1089,10 +1113,11 @@ int stele_event_to_json(const uint8_t *bson, size_t bson_len, char **json_out, s
 /*
  * A record as the line `stele tail --output short` prints for people at a terminal (not
  * JSON, without the newline):
- *   2026-12-01T21:00:05.123456+01:00 web-1 42 alice login target=host-1 outcome=ok n=7
+ *   2026-12-01T21:00:05.123456+01:00 web-1 42 uid=1001 alice login target=host-1 outcome=ok
  * the commit time in local time (TZ) with microseconds and the zone's offset; the source;
- * the seq; the values of the event's top-level "actor" and "action" ("-" for a missing
- * one); then every other top-level field as KEY=VALUE, in the event's order. A string (key
+ * the seq; uid= and the uid of the record's origin (left out when its kind is
+ * STELE_ORIGIN_UNKNOWN); the values of the event's top-level "actor" and "action" ("-" for a
+ * missing one); then every other top-level field as KEY=VALUE, in the event's order. A string (key
  * or value) is bare when it is not empty and holds no space, '"', '\' or '=' and no
  * control character; else it is a JSON string. Numbers, booleans, null, documents, arrays
  * and the other types are their compact JSON, as in stele_record_to_json(). No character a

@@ -6,7 +6,6 @@
 #include "chain.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "sha256.h"
 

@@ -57,3 +57,7 @@ endif()
 # stele_version() and the header's version macros.
 stele_add_test(test_version SOURCES test_version.c LIBS stele TIMEOUT 60)
 target_compile_definitions(test_version PRIVATE STELE_TEST_PROJECT_VERSION="${PROJECT_VERSION}")
+# Who appended a record (stele_origin_t): the library writer, the engine-internal append serve
+# uses, the tail line, the shipped document and its way back; no server needed.
+stele_add_test(test_origin SOURCES test_origin.c support/index_fixture.c LIBS stele
+               PkgConfig::BSON TIMEOUT 60)

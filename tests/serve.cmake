@@ -38,3 +38,18 @@ if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/test_serve_load.c)
   target_compile_definitions(test_serve_load PRIVATE ${STELE_SERVE_TEST_DEFS})
   add_dependencies(test_serve_load stele_cli)
 endif()
+
+# What serve records about each sender (SO_PEERCRED as the record's origin): two users through
+# the socket (root only: the second is made with useradd and removed), `stele tail`, and
+# MongoDB (the FerretDB test server) receiving, returning and comparing their uids.
+stele_add_test(test_serve_origin
+  SOURCES test_serve_origin.c support/serve_fixture.c cli/cli_harness.c
+          integration/mongo_server.c
+  LIBS stele PkgConfig::BSON PkgConfig::MONGOC
+  TIMEOUT 600)
+target_compile_definitions(test_serve_origin PRIVATE ${STELE_SERVE_TEST_DEFS})
+target_include_directories(test_serve_origin PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cli
+                           ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+add_dependencies(test_serve_origin stele_cli)
+set_tests_properties(test_serve_origin PROPERTIES
+                     ENVIRONMENT "STELE_BIN=$<TARGET_FILE:stele_cli>")

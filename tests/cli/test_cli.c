@@ -722,7 +722,7 @@ test_tail_prints_the_last_ten_by_default_and_honours_n(void **state)
 }
 
 static void
-test_tail_line_has_seq_rfc3339_ts_src_and_event(void **state)
+test_tail_line_has_seq_rfc3339_ts_src_origin_and_event(void **state)
 {
     fixture_t *f = *state;
     harness_result_t r = harness_run(0, NULL, "insert", "-d", f->dir, "--source", "host-a",
@@ -735,7 +735,13 @@ test_tail_line_has_seq_rfc3339_ts_src_and_event(void **state)
     assert_int_equal(strlen(p) > 27, 1);
     assert_true(p[4] == '-' && p[7] == '-' && p[10] == 'T' && p[13] == ':' && p[19] == '.');
     assert_true(p[26] == 'Z' && p[27] == '"');
-    assert_non_null(strstr(r.out, ",\"src\":\"host-a\",\"event\":"));
+    char origin[160];
+    snprintf(origin, sizeof origin,
+             ",\"src\":\"host-a\",\"origin\":{\"kind\":\"process\",\"uid\":%u,\"gid\":%u,"
+             "\"pid\":",
+             (unsigned)getuid(), (unsigned)getgid());
+    assert_non_null(strstr(r.out, origin));
+    assert_non_null(strstr(r.out, "},\"event\":"));
     assert_non_null(strstr(r.out, "\"user\":\"alice\""));
     assert_string_equal(r.out + r.out_len - 2, "}\n");
     harness_result_free(&r);
@@ -923,12 +929,13 @@ test_tail_output_forms(void **state)
     harness_exec(&short_run, &r);
     assert_int_equal(r.exit_code, 0);
     regex_t line_re;
-    assert_int_equal(regcomp(&line_re,
-                             "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}"
-                             "\\+0[12]:00 web-1 1 alice login target=\"h 1\" n=7\n"
-                             "[0-9T:.+-]+ web-1 2 - - who=x esc=\"\\\\u001b\\[2J\"\n$",
-                             REG_EXTENDED),
-                     0);
+    char pattern[512];
+    snprintf(pattern, sizeof pattern,
+             "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}"
+             "\\+0[12]:00 web-1 1 uid=%u alice login target=\"h 1\" n=7\n"
+             "[0-9T:.+-]+ web-1 2 uid=%u - - who=x esc=\"\\\\u001b\\[2J\"\n$",
+             (unsigned)getuid(), (unsigned)getuid());
+    assert_int_equal(regcomp(&line_re, pattern, REG_EXTENDED), 0);
     if (regexec(&line_re, r.out, 0, NULL, 0) != 0)
         fail_msg("tail -o short printed:\n%s", r.out);
     regfree(&line_re);
@@ -945,7 +952,8 @@ test_tail_output_forms(void **state)
     harness_result_free(&r);
     r = harness_run(0, NULL, "tail", "-d", f->dir, "-o", "json", "-n", "1", NULL);
     assert_non_null(strstr(r.out, "{\"seq\":2,"));
-    assert_non_null(strstr(r.out, ",\"src\":\"web-1\",\"event\":{\"who\":\"x\","));
+    assert_non_null(strstr(r.out, ",\"src\":\"web-1\",\"origin\":{\"kind\":\"process\","));
+    assert_non_null(strstr(r.out, "},\"event\":{\"who\":\"x\","));
     harness_result_free(&r);
 }
 
@@ -1474,8 +1482,8 @@ main(void)
             test_knob_flag_wins_over_environment_which_wins_over_config_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_prints_the_last_ten_by_default_and_honours_n,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tail_line_has_seq_rfc3339_ts_src_and_event, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_tail_line_has_seq_rfc3339_ts_src_origin_and_event,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_from_starts_at_the_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail_since_and_until_split_at_a_time, setup, teardown),
         cmocka_unit_test_setup_teardown(
