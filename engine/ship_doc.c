@@ -3,8 +3,8 @@
  * to it.
  *
  * Owns: the shape of a shipped document (_id {src, seq}, the sink's time field, the event's
- * fields at top level, and under STELE_META_FIELD the timestamp, the chain hash and the
- * previous hash; ship_doc_shape_t holds what a shipper fixes of it), its
+ * fields at top level, and under STELE_META_FIELD the timestamp, the chain hash, the
+ * previous hash and the origin block; ship_doc_shape_t holds what a shipper fixes of it), its
  * identity read back from a stored document, and a batch's documents. Does not own the
  * reading of records (the shipper's journal reader), nor the way back from a document to
  * a record (remote_reader.c).
@@ -70,6 +70,20 @@ ship_doc_key_is_envelope(const ship_doc_shape_t *shape, const char *key)
     return !strcmp(key, "_id") || !strcmp(key, STELE_META_FIELD) || !strcmp(key, shape->time_field);
 }
 
+/* Who appended a version 2 record (FORMAT.md section 3, the origin block): part of its leaf
+ * data, so a verifier of the remote copy recomputes the leaf from the document. */
+static void
+ship_append_origin(bson_t *meta, const journal_record_t *rec)
+{
+    bson_t origin;
+    BSON_APPEND_DOCUMENT_BEGIN(meta, "origin", &origin);
+    BSON_APPEND_INT64(&origin, "uid", rec->origin.uid);
+    BSON_APPEND_INT64(&origin, "gid", rec->origin.gid);
+    BSON_APPEND_INT64(&origin, "pid", rec->origin.pid);
+    BSON_APPEND_INT64(&origin, "kind", rec->origin.kind);
+    bson_append_document_end(meta, &origin);
+}
+
 static void
 ship_append_meta(bson_t *doc, const journal_record_t *rec)
 {
@@ -79,16 +93,19 @@ ship_append_meta(bson_t *doc, const journal_record_t *rec)
     BSON_APPEND_INT64(&meta, "ts_ns", rec->ts_ns);
     BSON_APPEND_BINARY(&meta, "hash", BSON_SUBTYPE_BINARY, rec->hash, SHIP_HASH_BYTES);
     BSON_APPEND_BINARY(&meta, "prev_hash", BSON_SUBTYPE_BINARY, rec->prev_hash, SHIP_HASH_BYTES);
+    if (rec->version >= 2)
+        ship_append_origin(&meta, rec);
     bson_append_document_end(doc, &meta);
 }
 
 /*
  * Builds the shipped document of a record into *out (empty, from bson_new): _id {src, seq},
  * the time field (BSON date, ms), the event's fields at top level, and under STELE_META_FIELD
- * the timestamp (BSON date, ms, and ts_ns as int64), the chain hash and the previous hash.
- * Returns 0, or STELE_EBSON when the payload is not a document or uses a key of the envelope
- * (the validator prevents both in journals opened with this sink; a foreign journal, or one
- * written before the sink named its time field, could still hold them).
+ * the timestamp (BSON date, ms, and ts_ns as int64), the chain hash, the previous hash and,
+ * for a version 2 record, its origin {uid, gid, pid, kind} (int64 each). Returns 0, or STELE_EBSON
+ * when the payload is not a document or uses a key of the envelope (the validator prevents both in
+ * journals opened with this sink; a foreign journal, or one written before the sink named its time
+ * field, could still hold them).
  */
 static int
 ship_doc_build(const ship_doc_shape_t *shape, const journal_record_t *rec, bson_t *out)
