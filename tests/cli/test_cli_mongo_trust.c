@@ -5,12 +5,14 @@
  * shipped with its statements to <collection>_checkpoints, then deleted; the copy is then
  * damaged through the driver as someone with write access to the database would (documents
  * deleted from the middle, the start and the end, an event altered, a statement forged or
- * removed), and verify must exit 2 naming the right seq, and 0 on the intact copy.
+ * removed, one signed by a fresh key, an old one re-signed with the newest epoch's key), and
+ * verify must exit 2 naming the right seq, and 0 on the intact copy.
  */
 #include "cli_harness.h"
 #include "mongo_server.h"
 
 #include <mongoc/mongoc.h>
+#include <openssl/evp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "meta.h"   /* a forger's statements: FORMAT.md section 11.3 */
+#include "sigkey.h" /* and keys: section 10.3 */
 
 #define SOURCE "trust-src"
 #define N_RECORDS 100
@@ -38,6 +43,7 @@ typedef struct trust_copy {
     char pub[4096];
     char key[4096];
     char dir[4096];
+    const char *key_epoch_s;
 } trust_copy_t;
 
 static int
@@ -72,19 +78,22 @@ static void
 insert_lines(const trust_copy_t *c, size_t first, size_t count)
 {
     char *lines = harness_json_lines(first, count);
-    harness_result_t r =
-        harness_run(0, lines, "insert", "-d", c->dir, "--source", SOURCE, "--signing-key", c->key,
-                    "--checkpoint-records", "1000", "--wait", "written", NULL);
+    harness_result_t r = harness_run(0, lines, "insert", "-d", c->dir, "--source", SOURCE,
+                                     "--signing-key", c->key, "--checkpoint-records", "1000",
+                                     "--key-epoch-s", c->key_epoch_s, "--wait", "written", NULL);
     harness_result_free(&r);
     free(lines);
 }
 
 /* A signed journal of N_RECORDS records, closed after 40, 70 and 100 (a checkpoint each),
- * shipped to a database of its own, then removed: only the copy and the keys remain. */
+ * shipped to a database of its own, then removed: only the copy and the keys remain. With
+ * key_epoch_s "1", each insert after the first opens the journal more than a key epoch after
+ * the last rotation, so it rotates: epoch 1 from tree size 40, epoch 2 from 70. */
 static void
-copy_make(trust_fixture_t *f, trust_copy_t *c)
+copy_make(trust_fixture_t *f, trust_copy_t *c, const char *key_epoch_s)
 {
     memset(c, 0, sizeof *c);
+    c->key_epoch_s = key_epoch_s ? key_epoch_s : "900";
     c->root = harness_mkdtemp();
     snprintf(c->db, sizeof c->db, "stele_trust_%d_%d", (int)getpid(), f->n_db++);
     snprintf(c->key, sizeof c->key, "%s/signer.key", c->root);
@@ -93,10 +102,14 @@ copy_make(trust_fixture_t *f, trust_copy_t *c)
     harness_result_t r = harness_run(0, NULL, "keygen", "--key", c->key, "--pub", c->pub, NULL);
     harness_result_free(&r);
     insert_lines(c, 0, 40);
+    if (key_epoch_s)
+        usleep(1100 * 1000);
     insert_lines(c, 40, 30);
+    if (key_epoch_s)
+        usleep(1100 * 1000);
     insert_lines(c, 70, 30);
-    r = harness_run(0, NULL, "ship", "-d", c->dir, "--signing-key", c->key, "--mongo",
-                    f->server.uri, "--db", c->db, "--once", NULL);
+    r = harness_run(0, NULL, "ship", "-d", c->dir, "--signing-key", c->key, "--key-epoch-s",
+                    c->key_epoch_s, "--mongo", f->server.uri, "--db", c->db, "--once", NULL);
     harness_result_free(&r);
     harness_rmtree(c->dir);
 }
@@ -183,7 +196,7 @@ test_intact_copy_verifies_without_a_journal(void **state)
 {
     trust_fixture_t *f = *state;
     trust_copy_t c;
-    copy_make(f, &c);
+    copy_make(f, &c, NULL);
     assert_true(copy_count(f, &c, "events_checkpoints") >= 4); /* start, 40, 70, 100 */
     harness_result_t r = copy_verify(f, &c, 0);
     assert_contains(r.out, "ok: remote copy of " SOURCE " verified, 100 documents (seq 1..100)");
@@ -201,7 +214,7 @@ test_documents_deleted_from_the_middle_fail_at_the_first(void **state)
 {
     trust_fixture_t *f = *state;
     trust_copy_t c;
-    copy_make(f, &c);
+    copy_make(f, &c, NULL);
     copy_delete(f, &c, 50, 52);
     harness_result_t r = copy_verify(f, &c, 2);
     assert_contains(r.err, "failed at seq 50:");
@@ -215,7 +228,7 @@ test_documents_deleted_from_the_start_fail_at_seq_1(void **state)
 {
     trust_fixture_t *f = *state;
     trust_copy_t c;
-    copy_make(f, &c);
+    copy_make(f, &c, NULL);
     copy_delete(f, &c, 1, 3);
     harness_result_t r = copy_verify(f, &c, 2);
     assert_contains(r.err, "failed at seq 1:");
@@ -229,7 +242,7 @@ test_documents_deleted_from_the_end_fail_below_the_checkpoint(void **state)
 {
     trust_fixture_t *f = *state;
     trust_copy_t c;
-    copy_make(f, &c);
+    copy_make(f, &c, NULL);
     copy_delete(f, &c, 96, 100);
     harness_result_t r = copy_verify(f, &c, 2);
     assert_contains(r.err, "failed at seq 96:");
@@ -243,7 +256,7 @@ test_an_altered_event_fails_at_its_seq(void **state)
 {
     trust_fixture_t *f = *state;
     trust_copy_t c;
-    copy_make(f, &c);
+    copy_make(f, &c, NULL);
     copy_update(f, &c, "events", BCON_NEW("_id.src", BCON_UTF8(SOURCE), "_id.seq", BCON_INT64(61)),
                 BCON_NEW("$set", "{", "who", BCON_UTF8("mallory"), "}"));
     harness_result_t r = copy_verify(f, &c, 2);
@@ -258,7 +271,7 @@ test_an_altered_origin_fails_at_its_seq(void **state)
 {
     trust_fixture_t *f = *state;
     trust_copy_t c;
-    copy_make(f, &c);
+    copy_make(f, &c, NULL);
     copy_update(f, &c, "events", BCON_NEW("_id.src", BCON_UTF8(SOURCE), "_id.seq", BCON_INT64(7)),
                 BCON_NEW("$set", "{", "_stele.origin.uid", BCON_INT64(4242), "}"));
     harness_result_t r = copy_verify(f, &c, 2);
@@ -274,7 +287,7 @@ test_a_forged_checkpoint_fails_at_its_tree_size(void **state)
 {
     trust_fixture_t *f = *state;
     trust_copy_t c;
-    copy_make(f, &c);
+    copy_make(f, &c, NULL);
     mongoc_collection_t *coll = copy_coll(f, &c, "events_checkpoints");
     bson_t *filter = BCON_NEW("_id.src", BCON_UTF8(SOURCE), "_id.size", BCON_INT64(70));
     mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, filter, NULL, NULL);
@@ -301,12 +314,12 @@ test_a_forged_checkpoint_fails_at_its_tree_size(void **state)
 /* A checkpoint of another journal with the same source, signed by a key of its own, slipped
  * into the companion collection. */
 static void
-test_a_checkpoint_signed_by_a_fresh_key_fails(void **state)
+test_a_checkpoint_of_another_journal_fails(void **state)
 {
     trust_fixture_t *f = *state;
     trust_copy_t c, other;
-    copy_make(f, &c);
-    copy_make(f, &other);
+    copy_make(f, &c, NULL);
+    copy_make(f, &other, NULL);
     mongoc_collection_t *from = copy_coll(f, &other, "events_checkpoints");
     mongoc_collection_t *to = copy_coll(f, &c, "events_checkpoints");
     bson_t *filter = BCON_NEW("_id.size", BCON_INT64(40));
@@ -327,12 +340,127 @@ test_a_checkpoint_signed_by_a_fresh_key_fails(void **state)
     copy_free(&c);
 }
 
+/* The note of the checkpoint of tree size `size` in the copy's companion collection. */
+static char *
+copy_checkpoint_note(const trust_fixture_t *f, const trust_copy_t *c, int64_t size)
+{
+    mongoc_collection_t *coll = copy_coll(f, c, "events_checkpoints");
+    bson_t *filter = BCON_NEW("_id.src", BCON_UTF8(SOURCE), "_id.size", BCON_INT64(size));
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, filter, NULL, NULL);
+    const bson_t *doc;
+    bson_iter_t it;
+    assert_true(mongoc_cursor_next(cur, &doc));
+    assert_true(bson_iter_init_find(&it, doc, "note"));
+    char *note = strdup(bson_iter_utf8(&it, NULL));
+    mongoc_cursor_destroy(cur);
+    bson_destroy(filter);
+    mongoc_collection_destroy(coll);
+    return note;
+}
+
+/* Signs statement m with the signer key file key_path and stores it in the companion
+ * collection under the _id docs/mongodb.md gives it, as a forger with that key would. */
+static void
+copy_insert_signed(const trust_fixture_t *f, const trust_copy_t *c, const meta_statement_t *m,
+                   const char *key_path)
+{
+    note_signer_t signer;
+    uint64_t epoch = 0;
+    assert_int_equal(sigkey_read_signer_epoch(key_path, &signer, &epoch, NULL), 0);
+    char *note = NULL;
+    size_t len = 0;
+    assert_int_equal(meta_sign(&signer, m, &note, &len, NULL), 0);
+    note_signer_wipe(&signer);
+    uint8_t digest[EVP_MAX_MD_SIZE];
+    unsigned digest_len = 0;
+    assert_int_equal(EVP_Digest(note, len, digest, &digest_len, EVP_sha256(), NULL), 1);
+    char sha[17];
+    for (int i = 0; i < 8; i++)
+        snprintf(sha + 2 * i, 3, "%02x", digest[i]);
+    bson_t *doc = BCON_NEW("_id", "{", "src", BCON_UTF8(SOURCE), "size",
+                           BCON_INT64((int64_t)m->size), "sha", BCON_UTF8(sha), "}", "type",
+                           BCON_UTF8("checkpoint"), "size", BCON_INT64((int64_t)m->size), "time_ns",
+                           BCON_INT64(m->time_ns), "note", BCON_UTF8(note));
+    mongoc_collection_t *coll = copy_coll(f, c, "events_checkpoints");
+    bson_error_t berr;
+    if (!mongoc_collection_insert_one(coll, doc, NULL, NULL, &berr))
+        fail_msg("insert: %s", berr.message);
+    mongoc_collection_destroy(coll);
+    bson_destroy(doc);
+    free(note);
+}
+
+/* The statement text of the checkpoint of tree size `size`, parsed. */
+static void
+copy_checkpoint_text(const trust_fixture_t *f, const trust_copy_t *c, int64_t size,
+                     meta_statement_t *m)
+{
+    char *note = copy_checkpoint_note(f, c, size);
+    size_t text_len = meta_note_text_len(note, strlen(note));
+    assert_true(text_len > 0);
+    assert_int_equal(meta_parse(note, text_len, m, NULL), 0);
+    free(note);
+}
+
+/* A checkpoint that says another root, signed by a key of the forger's own. */
+static void
+test_a_checkpoint_signed_by_a_fresh_key_fails(void **state)
+{
+    trust_fixture_t *f = *state;
+    trust_copy_t c;
+    copy_make(f, &c, NULL);
+    char fresh_key[4200], fresh_pub[4200];
+    snprintf(fresh_key, sizeof fresh_key, "%s/fresh.key", c.root);
+    snprintf(fresh_pub, sizeof fresh_pub, "%s/fresh.pub", c.root);
+    harness_result_t r =
+        harness_run(0, NULL, "keygen", "--key", fresh_key, "--pub", fresh_pub, NULL);
+    harness_result_free(&r);
+    meta_statement_t m;
+    copy_checkpoint_text(f, &c, 70, &m);
+    m.root[0] ^= 1;
+    m.time_ns++;
+    copy_insert_signed(f, &c, &m, fresh_key);
+    r = copy_verify(f, &c, 2);
+    assert_contains(r.err, "failed at seq 70:");
+    assert_contains(r.err, "not signed by the key of an epoch in force");
+    harness_result_free(&r);
+    copy_free(&c);
+}
+
+/* Forward security: whoever holds the newest key re-signs an old checkpoint with it (its
+ * epoch line saying so). The key came into force after that tree size: refused. */
+static void
+test_an_old_checkpoint_re_signed_with_the_current_key_fails(void **state)
+{
+    trust_fixture_t *f = *state;
+    trust_copy_t c;
+    copy_make(f, &c, "1"); /* a key epoch of 1 s: a rotation at each later open */
+    note_signer_t signer;
+    uint64_t epoch = 0;
+    assert_int_equal(sigkey_read_signer_epoch(c.key, &signer, &epoch, NULL), 0);
+    note_signer_wipe(&signer);
+    assert_true(epoch >= 2);
+    harness_result_t r = copy_verify(f, &c, 0);
+    harness_result_free(&r);
+    meta_statement_t m;
+    copy_checkpoint_text(f, &c, 40, &m);
+    assert_int_equal(m.epoch, 0);
+    m.epoch = epoch;
+    m.root[0] ^= 1;
+    copy_insert_signed(f, &c, &m, c.key);
+    r = copy_verify(f, &c, 2);
+    assert_contains(r.err, "failed at seq 40:");
+    assert_contains(r.err, "not signed by the key of an epoch in force at that size");
+    harness_result_free(&r);
+    copy_free(&c);
+}
+
 static void
 test_a_deleted_key_statement_fails(void **state)
 {
     trust_fixture_t *f = *state;
     trust_copy_t c;
-    copy_make(f, &c);
+    copy_make(f, &c, NULL);
     mongoc_collection_t *coll = copy_coll(f, &c, "events_checkpoints");
     bson_t *filter = BCON_NEW("_id.key_epoch", BCON_INT64(0));
     bson_error_t berr;
@@ -359,6 +487,7 @@ test_statements_are_stored_once_when_shipped_again(void **state)
     snprintf(c.key, sizeof c.key, "%s/signer.key", c.root);
     snprintf(c.pub, sizeof c.pub, "%s/anchor.pub", c.root);
     snprintf(c.dir, sizeof c.dir, "%s/journal", c.root);
+    c.key_epoch_s = "900";
     harness_result_t r = harness_run(0, NULL, "keygen", "--key", c.key, "--pub", c.pub, NULL);
     harness_result_free(&r);
     insert_lines(&c, 0, 40);
@@ -394,7 +523,9 @@ main(void)
         cmocka_unit_test(test_an_altered_event_fails_at_its_seq),
         cmocka_unit_test(test_an_altered_origin_fails_at_its_seq),
         cmocka_unit_test(test_a_forged_checkpoint_fails_at_its_tree_size),
+        cmocka_unit_test(test_a_checkpoint_of_another_journal_fails),
         cmocka_unit_test(test_a_checkpoint_signed_by_a_fresh_key_fails),
+        cmocka_unit_test(test_an_old_checkpoint_re_signed_with_the_current_key_fails),
         cmocka_unit_test(test_a_deleted_key_statement_fails),
         cmocka_unit_test(test_statements_are_stored_once_when_shipped_again),
     };
