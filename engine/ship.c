@@ -8,8 +8,9 @@
  * sink), find where to resume (the checkpoint, else the newest document stored for the
  * source, checked against the journal), fill a batch from the journal (batch_docs /
  * batch_bytes, lingering up to linger_ms only while the writer has appended records not yet
- * readable), have it delivered, then acknowledge it (shipped_seq, progress callback,
- * checkpoint); the backoff and the stop
+ * readable; a signed statement ends it), have it delivered, then the statement that ended
+ * it (ship_trust.c), then acknowledge it (shipped_seq, progress callback, checkpoint); the
+ * backoff and the stop
  * request; the last error. Does not own the delivery of a batch (ship_send.c), the commands
  * sent to the sink's collection (ship_collection.c), the shape of a document (ship_doc.c),
  * what a MongoDB failure means (ship_classify.c), a sink's configuration (ship_target.c),
