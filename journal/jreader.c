@@ -632,10 +632,17 @@ reader_wants(const journal_reader_t *r, const record_view_t *v)
 static int
 reader_meta_is_next(journal_reader_t *r)
 {
+    uint8_t head[FRAME_OFF_FLAGS + 4];
+    if (!r->want_meta || r->seg_fd < 0 || r->seg_version < 2 ||
+        r->io->pread(r->io->ctx, r->seg_fd, head, sizeof head, (off_t)r->off) !=
+            (ssize_t)sizeof head ||
+        format_load_u32(head) != FRAME_MAGIC ||
+        !(format_load_u32(head + FRAME_OFF_FLAGS) & FRAME_FLAG_META))
+        return 0; /* the common case, an idle end: one small read, not a chunk */
     record_status_t st;
     record_view_t v;
-    return r->want_meta && r->seg_fd >= 0 && reader_decode(r, &st, &v) == 0 && st == RECORD_VALID &&
-           v.is_meta && v.seq + 1 == r->next_seq && (v.flags & FRAME_FLAG_BATCH_END);
+    return reader_decode(r, &st, &v) == 0 && st == RECORD_VALID && v.is_meta &&
+           v.seq + 1 == r->next_seq && (v.flags & FRAME_FLAG_BATCH_END);
 }
 
 /* The core of next/wait: finds the next returnable record. With consume 0 the cursor stays
