@@ -20,7 +20,7 @@
 
 static const char verify_usage[] =
     "usage: stele verify [--from SEQ] [--to SEQ] [--trust PUB [--require-sealed]]\n"
-    "                    [--mongo URI] [options]\n"
+    "                    [--mongo URI [--db NAME] [--collection NAME]] [options]\n"
     "       stele verify --mongo URI --trust PUB [--source NAME] [--db NAME]\n"
     "                    [--collection NAME]\n"
     "\n"

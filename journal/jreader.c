@@ -9,13 +9,15 @@
  *  - with no writer: records up to the last complete batch (BATCH_END) on disk; a torn
  *    tail is left for the next writer's recovery.
  * Corruption (a bad frame that must be valid, a seq gap, a broken chain, damage in a sealed
- * segment) is reported with segment and offset. A current segment with no record read from
- * it is opened again by name when it shows no frame: a roll may have replaced that empty
- * newest file (FORMAT.md, "Writing"). A reader belongs to one thread; it has no locks. The
- * LOCK page is mapped read-only and never written. Like the writer, a reader opens the
- * directory once and every file relative to it, never through a link (jdir.h); whether
- * others could change the directory is journal_reader_check_dir's question, asked by the
- * engine's public readers.
+ * segment) is reported with segment and offset. A segment the reader needs next that
+ * retention deleted meanwhile (every segment left starts past it) is no corruption:
+ * STELE_ERETAINED names the records it lost, and a seek goes on from the oldest. A current
+ * segment with no record read from it is opened again by name when it shows no frame: a roll
+ * may have replaced that empty newest file (FORMAT.md, "Writing"). A reader belongs to one
+ * thread; it has no locks. The LOCK page is mapped read-only and never written. Like the
+ * writer, a reader opens the directory once and every file relative to it, never through a
+ * link (jdir.h); whether others could change the directory is journal_reader_check_dir's
+ * question, asked by the engine's public readers.
  */
 #include "journal.h"
 
@@ -63,6 +65,7 @@ struct journal_reader {
     int seg_fd;
     uint32_t seg_version; /* the current segment's format version */
     uint64_t seg_first_seq;
+    int64_t seg_created_ns; /* its header's: tells a file replaced under the same name */
     uint64_t seg_bytes;
     uint64_t off;      /* the next frame */
     uint64_t next_seq; /* its seq */
@@ -179,6 +182,7 @@ reader_enter_segment(journal_reader_t *r, uint64_t first_seq, stele_error_t *err
     r->seg_fd = fd;
     r->seg_version = h.version;
     r->seg_first_seq = first_seq;
+    r->seg_created_ns = h.created_ns;
     r->seg_bytes = seg_bytes;
     r->off = SEG_HEADER_BYTES;
     r->next_seq = first_seq;
@@ -411,19 +415,29 @@ reader_corrupt(const journal_reader_t *r, stele_error_t *err, const char *what)
  * The current segment has no record yet, so it is the newest, and a roll can replace it with
  * a new file of the same name (journal_install_next: the power failed right after a roll,
  * and the next writer's first batch does not fit that file); the descriptor would go on
- * reading the replaced file, empty for ever. Nothing has been read from it, so entering it
- * again by name loses nothing. *has_frame says the file now under the name does not start
- * with zeros (a frame, or damage the caller judges).
+ * reading the replaced file, empty for ever. No record has been read from it, so entering it
+ * again by name loses nothing. *has_frame says the file now under the name is another one
+ * and does not start with zeros (a frame, or damage the caller judges). The same file (its
+ * header's creation time unchanged) may hold meta frames the cursor has already passed
+ * (a signed journal's checkpoint or key statement before its first record): the cursor goes
+ * back to where it was, or it would walk them again and again.
  */
 static int
 reader_reenter_empty_segment(journal_reader_t *r, int *has_frame, stele_error_t *err)
 {
     *has_frame = 0;
+    int64_t created_ns = r->seg_created_ns, prev_ts_ns = r->prev_ts_ns;
+    uint64_t off = r->off;
     int rc = reader_enter_segment(r, r->seg_first_seq, err);
     if (rc == -ENOENT) /* gone meanwhile: the caller's verdict on the old file stands */
         return 0;
     if (rc)
         return rc;
+    if (r->seg_created_ns == created_ns) {
+        r->off = off;
+        r->prev_ts_ns = prev_ts_ns;
+        return 0;
+    }
     record_status_t st;
     record_view_t v;
     rc = reader_decode(r, &st, &v);
@@ -433,9 +447,31 @@ reader_reenter_empty_segment(journal_reader_t *r, int *has_frame, stele_error_t 
     return 0;
 }
 
+/* The segment holding next_seq is gone. Retention deletes whole segments, oldest first: when
+ * the oldest segment left starts past next_seq, the records in between were deleted by
+ * retention while this reader was behind (STELE_ERETAINED, naming them). A hole above the
+ * oldest segment is no retention: 0 then, for the caller to judge. */
+static int
+reader_behind_retention(journal_reader_t *r, stele_error_t *err)
+{
+    segment_dir_t d;
+    if (segment_dir_list(r->dir_fd, &d) != 0)
+        return 0;
+    uint64_t oldest = d.n ? d.seqs[0] : 0;
+    segment_dir_free(&d);
+    if (oldest <= r->next_seq)
+        return 0;
+    return jerr_set(err, STELE_ERETAINED,
+                    "seek to the oldest record to go on from there, or keep segments longer "
+                    "(retention_bytes, retention_seconds)",
+                    "records %" PRIu64 "-%" PRIu64 " were deleted by retention before they "
+                    "were read; the journal now starts at seq %" PRIu64,
+                    r->next_seq, oldest - 1, oldest);
+}
+
 /* The end of the current segment was reached: go on to the segment starting at next_seq
  * (or to the file that replaced an empty current one). Returns 0 (moved), STELE_EAGAIN
- * (not there yet) or an error. */
+ * (not there yet), STELE_ERETAINED (retention deleted it) or an error. */
 static int
 reader_next_segment(journal_reader_t *r, int must_exist, stele_error_t *err)
 {
@@ -450,6 +486,8 @@ reader_next_segment(journal_reader_t *r, int must_exist, stele_error_t *err)
     }
     int rc = reader_enter_segment(r, r->next_seq, err);
     if (rc != -ENOENT)
+        return rc;
+    if ((rc = reader_behind_retention(r, err)) != 0)
         return rc;
     if (must_exist) {
         char what[96];
