@@ -5,7 +5,10 @@
  * every signed checkpoint and its Merkle root, retention points, the unsealed tail).
  * With --mongo it then compares the sink's collection with the journal through
  * stele_remote_check() (missing, extra and mismatching seqs, reported as ranges); missing
- * seqs that are the sink's dead letters are named as such, with their own hint.
+ * seqs that are the sink's dead letters are named as such, with their own hint. With
+ * --mongo and --trust together it verifies the sink's copy on its own instead, through
+ * stele_remote_verify_trusted(): the statements shipped to the companion collection and the
+ * documents against them, without reading any journal (--source names the journal).
  * Exit 0 when everything holds, 2 with the first bad seq and why on stderr, 1 for usage
  * errors (a public key file that is not one included), 3 when the check could not run.
  */
@@ -20,9 +23,14 @@
 static const char verify_usage[] =
     "usage: stele verify [--from SEQ] [--to SEQ] [--trust PUB [--require-sealed]]\n"
     "                    [--mongo URI [--db NAME] [--collection NAME]] [options]\n"
+    "       stele verify --mongo URI --trust PUB [--source NAME] [--db NAME]\n"
+    "                    [--collection NAME]\n"
     "\n"
     "Checks every frame's CRC, the hash chain, seq contiguity and the index against the\n"
     "segments. Exit 0 when all holds, 2 when anything fails (first bad seq on stderr).\n"
+    "With --mongo and --trust together, verifies the MongoDB copy on its own, without the\n"
+    "journal: the signed statements shipped to <collection>_checkpoints from the anchor PUB,\n"
+    "and every document up to the newest of them (missing, extra, altered: exit 2).\n"
     "\n"
     "      --from SEQ         first seq to check (default: the oldest)\n"
     "      --to SEQ           last seq to check (default: the newest)\n"
@@ -30,16 +38,19 @@ static const char verify_usage[] =
     "                         (stele keygen --pub): key chain, checkpoints, Merkle roots,\n"
     "                         retention; the whole journal\n"
     "      --require-sealed   with --trust: records past the newest checkpoint fail too\n"
+    "      --source NAME      with --mongo and --trust: the journal's source (_id.src);\n"
+    "                         default: the only one the companion collection holds\n"
     "      --mongo URI        also compare the MongoDB copy with the "
     "journal\n" CLI_MONGO_NAMES_USAGE;
 
-enum { OPT_FROM = 1, OPT_TO, OPT_TRUST, OPT_REQUIRE_SEALED };
+enum { OPT_FROM = 1, OPT_TO, OPT_TRUST, OPT_REQUIRE_SEALED, OPT_SOURCE };
 
 static const struct option verify_opts[] = {
     {"from", required_argument, NULL, OPT_FROM},
     {"to", required_argument, NULL, OPT_TO},
     {"trust", required_argument, NULL, OPT_TRUST},
     {"require-sealed", no_argument, NULL, OPT_REQUIRE_SEALED},
+    {"source", required_argument, NULL, OPT_SOURCE},
     CLI_MONGO_OPTIONS,
     {NULL, 0, NULL, 0},
 };
@@ -47,6 +58,7 @@ static const struct option verify_opts[] = {
 typedef struct verify_query {
     uint64_t from_seq, to_seq; /* 0: open end */
     const char *trust_path;    /* --trust: the anchor's public key file */
+    const char *source;        /* --source: the journal of the remote copy */
     int require_sealed;
     cli_mongo_t mongo; /* sink.uri NULL: no remote check */
 } verify_query_t;
@@ -78,6 +90,9 @@ verify_parse(cli_args_t *args, int argc, char **argv, verify_query_t *q)
         case OPT_REQUIRE_SEALED:
             q->require_sealed = 1;
             break;
+        case OPT_SOURCE:
+            q->source = arg;
+            break;
         default:
             return CLI_EXIT_USAGE;
         }
@@ -88,6 +103,10 @@ verify_parse(cli_args_t *args, int argc, char **argv, verify_query_t *q)
         return cli_usage_error("verify", "--trust checks the whole journal: drop --from/--to");
     if (q->require_sealed && !q->trust_path)
         return cli_usage_error("verify", "--require-sealed needs --trust PUB");
+    if (q->source && !(q->trust_path && q->mongo.sink.uri))
+        return cli_usage_error("verify", "--source needs --mongo URI and --trust PUB");
+    if (q->require_sealed && q->mongo.sink.uri)
+        return cli_usage_error("verify", "--require-sealed checks the journal: drop --mongo");
     if (first_operand < argc)
         return cli_usage_error("verify", "unexpected argument '%s'", argv[first_operand]);
     int code = cli_check_seq_range("verify", q->from_seq, q->to_seq);
@@ -240,6 +259,45 @@ verify_remote(const cli_args_t *args, const verify_query_t *q)
     return code;
 }
 
+/* --mongo with --trust: the sink's copy on its own, against the statements shipped. */
+static int
+verify_remote_trusted(const verify_query_t *q)
+{
+    stele_remote_trust_report_t *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return CLI_EXIT_ENGINE;
+    stele_error_t err = {0};
+    int code = CLI_EXIT_OK;
+    int rc = stele_remote_verify_trusted(&q->mongo.sink, q->source, q->trust_path, r, &err);
+    if (rc == 0) {
+        printf("ok: remote copy of %s verified, %" PRIu64 " documents (seq %" PRIu64 "..%" PRIu64
+               ") under %" PRIu64 " signed statements (key epoch %" PRIu64 ")\n",
+               r->source, r->docs_checked, r->from_seq, r->sealed_seq, r->statements_checked,
+               r->key_epoch);
+        if (r->retention_first_seq)
+            printf("retention: documents before seq %" PRIu64 " under a signed checkpoint\n",
+                   r->retention_first_seq);
+        if (r->unsealed_first_seq)
+            printf("unsealed tail: seq %" PRIu64 "..%" PRIu64 " (no checkpoint shipped yet)\n",
+                   r->unsealed_first_seq, r->unsealed_last_seq);
+    } else if (rc == STELE_EINTEGRITY) {
+        fprintf(stderr, "stele verify: remote copy of %s failed at seq %" PRIu64 ": %s\n",
+                r->source, r->bad_seq, r->what);
+        print_ranges("missing from the remote copy", r->ranges.n_missing, r->ranges.missing,
+                     r->ranges.n_missing_ranges);
+        print_ranges("stored more than once", r->ranges.n_extra, r->ranges.extra,
+                     r->ranges.n_extra_ranges);
+        print_ranges("not what was signed", r->ranges.n_mismatched, r->ranges.mismatched,
+                     r->ranges.n_mismatched_ranges);
+        code = CLI_EXIT_INVALID;
+    } else {
+        cli_report("verify", rc, &err);
+        code = cli_exit_for(rc);
+    }
+    free(r);
+    return code;
+}
+
 /* What --trust adds to "ok": how far the signatures reach. */
 static void
 print_trust(const stele_verify_report_t *r)
@@ -291,6 +349,12 @@ cmd_verify(int argc, char **argv)
     code = cli_options_build(&args, &opts);
     if (code != 0)
         goto done;
+    if (q.trust_path && q.mongo.sink.uri) {
+        code = verify_remote_trusted(&q);
+        if (code == 0)
+            code = cli_stdout_done("verify");
+        goto done;
+    }
     stele_verify_report_t report;
     memset(&report, 0, sizeof report);
     stele_error_t err = {0};

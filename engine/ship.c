@@ -8,8 +8,9 @@
  * sink), find where to resume (the checkpoint, else the newest document stored for the
  * source, checked against the journal), fill a batch from the journal (batch_docs /
  * batch_bytes, lingering up to linger_ms only while the writer has appended records not yet
- * readable), have it delivered, then acknowledge it (shipped_seq, progress callback,
- * checkpoint); the backoff and the stop
+ * readable; a signed statement ends it), have it delivered, then the statement that ended
+ * it (ship_trust.c), then acknowledge it (shipped_seq, progress callback, checkpoint); the
+ * backoff and the stop
  * request; the last error. Does not own the delivery of a batch (ship_send.c), the commands
  * sent to the sink's collection (ship_collection.c), the shape of a document (ship_doc.c),
  * what a MongoDB failure means (ship_classify.c), a sink's configuration (ship_target.c),
@@ -364,12 +365,14 @@ shipper_linger_left_ms(shipper_t *s, uint64_t last_seq, int64_t linger_until_ms)
 /*
  * Fills b with the records after `after_seq`: up to batch_docs / batch_bytes. The first
  * record of an idle sink goes at once; a batch lingers for more only while more are on their
- * way (shipper_linger_left_ms), never past linger_ms after its first record. Returns 0 (b
- * may be empty when nothing came within the idle wait), or STELE_ECORRUPT or a journal
+ * way (shipper_linger_left_ms), never past linger_ms after its first record. A signed
+ * statement (meta frame) ends the batch and waits in *trust. Returns 0 (b may be empty when
+ * nothing came within the idle wait, or only a statement), or STELE_ECORRUPT or a journal
  * read's code (the sink is stopped).
  */
 static int
-shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_batch_t *b)
+shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_batch_t *b,
+                   ship_trust_t *trust)
 {
     const stele_sink_options_t *o = &s->target.opts;
     const ship_doc_shape_t shape = shipper_doc_shape(s);
@@ -396,6 +399,10 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
             shipper_note_error(s, 1, "sink %s: cannot read the journal: %s", s->target.name,
                                rerr.message);
             return rc;
+        }
+        if (rec.is_meta) { /* a signed statement ends the batch: it goes after its records */
+            ship_trust_take(trust, r, &rec);
+            return 0;
         }
         if (rec.seq != next_seq) {
             shipper_note_error(s, 1, "sink %s: journal jumped from seq %" PRIu64 " to %" PRIu64,
@@ -488,10 +495,13 @@ shipper_open_reader(shipper_t *s, uint64_t after_seq, journal_reader_t **out)
                            rerr.message);
         return rc;
     }
+    /* Statements after record after_seq come back too (ship_trust.c): the hint is a batch
+     * at or before that record, so the seek does not jump past them. */
+    journal_reader_set_meta(*out, 1);
     index_batch_t hint = {0};
     stele_error_t ierr = {0};
-    if (shipper_borrow(s) == 0) {
-        if (index_find_seq(s->index, after_seq + 1, &hint, &ierr) != 0)
+    if (after_seq > 0 && shipper_borrow(s) == 0) {
+        if (index_find_seq(s->index, after_seq, &hint, &ierr) != 0)
             memset(&hint, 0, sizeof hint);
         shipper_give_back(s);
     }
@@ -518,17 +528,23 @@ shipper_ship_loop(shipper_t *s, journal_reader_t *reader, uint64_t after_seq, sh
 {
     ship_batch_t *b = &sc->batch;
     for (;;) {
-        int rc = shipper_fill_batch(s, reader, after_seq, b);
+        int rc = shipper_fill_batch(s, reader, after_seq, b, &sc->trust);
         if (rc != 0)
             return rc;
-        if (b->n == 0) {
+        if (b->n == 0 && !sc->trust.has_pending) {
             if (shipper_stop_requested(s))
                 return 0;
             continue;
         }
-        rc = shipper_send_batch(s, b, sc->ptrs, sc->map);
+        rc = b->n ? shipper_send_batch(s, b, sc->ptrs, sc->map) : 0;
+        /* A statement goes once the records it covers are acknowledged by the sink, and
+         * before they are locally: a restart re-reads it after the checkpoint's record. */
+        if (rc == 0 && sc->trust.has_pending)
+            rc = ship_trust_deliver(s, &sc->trust);
         if (rc != 0)
             return rc;
+        if (b->n == 0)
+            continue;
         after_seq = b->docs[b->n - 1].seq;
         if (shipper_acknowledge(s, after_seq) != 0)
             return 0;

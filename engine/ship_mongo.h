@@ -14,6 +14,8 @@
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
 
+#include "merkle.h"
+#include "meta.h"
 #include "ship.h"
 
 /* ---- libmongoc for the process (ship_mongoc.c) ----------------------------------------------- */
@@ -241,6 +243,59 @@ void ship_collection_insert_pending(const ship_target_t *t, mongoc_client_t *cli
                                     ship_batch_t *b, size_t max_docs, const bson_t **ptrs,
                                     size_t *map, ship_attempt_t *out);
 
+/* ---- a signed journal's statements (ship_trust.c) ------------------------------------------ */
+
+/* The companion collection of a sink is its collection's name with this suffix. */
+#define SHIP_TRUST_SUFFIX "_checkpoints"
+/* Room for a companion collection's name (a collection name is at most 200 bytes). */
+#define SHIP_TRUST_NAME_BYTES 256
+
+/* Bytes of SHA-256(note) in a checkpoint's _id, as hex: tells apart the checkpoints one tree
+ * size may have (an idle journal's interval checkpoints, a roll, a close). */
+#define SHIP_TRUST_ID_HASH_BYTES 8
+
+/* A checkpoint or key statement read from the journal, waiting to be shipped. */
+typedef struct ship_statement {
+    uint64_t size; /* tree size: the meta frame's seq */
+    int is_parsed; /* m holds the statement's text (unsigned: the verifier checks it) */
+    int is_key;    /* a key statement: _id {src, key_epoch}; else {src, size, sha} */
+    meta_statement_t m;
+    char note[META_NOTE_MAX_BYTES + 1]; /* the signed note, as in the journal */
+    size_t note_len;
+    uint8_t range[MERKLE_RANGE_MAX_BYTES]; /* retention: the tree at first - 1, encoded */
+    size_t range_len;                      /* 0 when not known */
+} ship_statement_t;
+
+/* A shipper's statement in flight. */
+typedef struct ship_trust {
+    ship_statement_t pending;
+    int has_pending;
+} ship_trust_t;
+
+/* The hex of the first SHIP_TRUST_ID_HASH_BYTES of SHA-256(note[0, len)) into out. Returns
+ * 0 or -1 (OpenSSL failed). */
+int ship_trust_note_id(const char *note, size_t len, char out[2 * SHIP_TRUST_ID_HASH_BYTES + 1]);
+
+/* "<collection>_checkpoints" into out (cut to cap). */
+void ship_trust_companion_name(const char *collection, char *out, size_t cap);
+
+/* Takes the meta frame rec, just returned by r, as t's pending statement (t must have
+ * none). Never fails: a statement whose text does not parse is shipped as a checkpoint, for
+ * the verifier to refuse. */
+void ship_trust_take(ship_trust_t *t, journal_reader_t *r, const journal_record_t *rec);
+
+/* The companion document of st for source into out (initialised, empty). */
+void ship_trust_doc(const ship_statement_t *st, const char *source, bson_t *out);
+
+/*
+ * Stores t's pending statement in the sink's companion collection, with the sink's write
+ * concern, retrying transient failures with the shipper's backoff. Returns 0 (stored now or
+ * before, with the same note: no longer pending), STELE_EINTEGRITY (another note is stored
+ * under its _id: the sink is stopped), STELE_EAUTH (stopped), STELE_EREMOTE (a one-shot
+ * shipper out of attempts) or STELE_ECLOSED (the stop's deadline passed).
+ */
+int ship_trust_deliver(shipper_t *s, ship_trust_t *t);
+
 /* ---- the shipper (ship.c), for the files that drive it ------------------------------------ */
 
 /* A shipper's state. ship_send.c delivers its batches; ship_check.c and ship_dead.c run one
@@ -356,6 +411,7 @@ typedef struct ship_scratch {
     ship_batch_t batch;
     const bson_t **ptrs; /* for ship_collection_insert_pending */
     size_t *map;
+    ship_trust_t trust; /* a signed journal's statement waiting for its records */
 } ship_scratch_t;
 
 /* Returns 0 or -ENOMEM (free what was allocated with shipper_scratch_free either way). */

@@ -932,6 +932,55 @@ int stele_remote_check(const char *dir, const stele_sink_options_t *sink, uint64
 int stele_reship(const char *dir, const stele_sink_options_t *sink, uint64_t from_seq,
                  uint64_t to_seq, uint64_t *n_inserted, stele_error_t *err);
 
+/* Outcome of stele_remote_verify_trusted(). */
+typedef struct stele_remote_trust_report {
+    char source[64];              /* the journal verified (_id.src) */
+    uint64_t from_seq;            /* first seq verified: 1, or a signed retention point */
+    uint64_t sealed_seq;          /* the newest shipped statement's tree size that verified:
+                                     documents from_seq .. sealed_seq are under signatures */
+    int64_t sealed_time_ns;       /* that checkpoint's time (the writer's wall clock) */
+    uint64_t statements_checked;  /* shipped key statements and checkpoints that verified */
+    uint64_t key_epoch;           /* the newest key epoch shipped */
+    uint64_t retention_first_seq; /* the signed retention point the walk started at (0: none) */
+    uint64_t docs_checked;        /* documents read in from_seq .. sealed_seq */
+    uint64_t unsealed_first_seq;  /* documents past sealed_seq, under no signature yet */
+    uint64_t unsealed_last_seq;   /* (0 when none) */
+    uint64_t bad_seq;             /* the first divergence by seq; 0 when all holds */
+    char what[STELE_ERROR_MESSAGE_BYTES]; /* what it is */
+    /* Seqs in from_seq .. sealed_seq with no document (missing), stored more than once
+     * (extra), or whose document is not what was signed (mismatched); from_seq, to_seq,
+     * records_checked and docs_checked are unused here. */
+    stele_remote_report_t ranges;
+} stele_remote_trust_report_t;
+
+/*
+ * Verifies a sink's copy of a signed journal on its own, with no journal at hand, against
+ * the trust anchor in `pub_path` (the verifier key file of epoch 0) and the statements the
+ * shippers store in the sink's companion collection, `<collection>_checkpoints`
+ * (docs/mongodb.md): the key statements from the anchor on, every shipped checkpoint's
+ * signature by the key of an epoch in force at its tree size, and the Merkle root at each
+ * statement's tree size recomputed from the documents (each leaf from _id.seq,
+ * _stele.ts_ns, _stele.origin and the event's fields in stored order), from seq 1 (or the
+ * newest signed retention point, when the documents before it are gone and its tree was
+ * shipped) to the newest checkpoint. Missing, extra and mismatched documents are reported
+ * as ranges in report->ranges; bad_seq names the first divergence: a document whose fields
+ * contradict its chain hash exactly, one altered together with the chain hashes after it
+ * as the first seq after the last root that held. A forged, unsigned or re-signed statement
+ * fails at its tree size. Documents past the newest checkpoint are reported as unsealed.
+ *   sink:   the sink's connection and names (borrowed); its time_field matters.
+ *   source: the journal's source (_id.src); NULL = the only one the companion collection
+ *           holds statements of.
+ * Returns 0 when all holds; STELE_EINTEGRITY when anything diverges (details in *report;
+ * also when the companion collection holds no key statement of the source);
+ * STELE_EINVAL (bad arguments, pub_path not a verifier key file, several sources and none
+ * named); STELE_ENOTFOUND (no source named and no statement at all); STELE_EREMOTE,
+ * STELE_EAUTH, STELE_ECONFIG, -errno when it could not check. Read-only; blocks on the
+ * network, one connection for the call. Thread-safe.
+ */
+int stele_remote_verify_trusted(const stele_sink_options_t *sink, const char *source,
+                                const char *pub_path, stele_remote_trust_report_t *report,
+                                stele_error_t *err);
+
 /* -- remote reader -- */
 /* ------------------------------------------------------------------------------------------
  * Reading the records back from a sink's collection (engine/remote_reader.c): what

@@ -663,6 +663,26 @@ reader_wants(const journal_reader_t *r, const record_view_t *v)
     return v->seq >= r->min_seq;
 }
 
+/* 1 when the frame at the cursor is a complete meta frame that follows the last record read.
+ * A live writer publishes record seqs only: without this, a checkpoint written after the
+ * last record (an idle journal's, a close's) would reach a reader that wants statements,
+ * such as a shipper, only with the next record. */
+static int
+reader_meta_is_next(journal_reader_t *r)
+{
+    uint8_t head[FRAME_OFF_FLAGS + 4];
+    if (!r->want_meta || r->seg_fd < 0 || r->seg_version < 2 ||
+        r->io->pread(r->io->ctx, r->seg_fd, head, sizeof head, (off_t)r->off) !=
+            (ssize_t)sizeof head ||
+        format_load_u32(head) != FRAME_MAGIC ||
+        !(format_load_u32(head + FRAME_OFF_FLAGS) & FRAME_FLAG_META))
+        return 0; /* the common case, an idle end: one small read, not a chunk */
+    record_status_t st;
+    record_view_t v;
+    return reader_decode(r, &st, &v) == 0 && st == RECORD_VALID && v.is_meta &&
+           v.seq + 1 == r->next_seq && (v.flags & FRAME_FLAG_BATCH_END);
+}
+
 /* The core of next/wait: finds the next returnable record. With consume 0 the cursor stays
  * on it (skipped records below min_seq are still consumed). */
 static int
@@ -675,7 +695,7 @@ reader_step(journal_reader_t *r, journal_record_t *rec, int consume, stele_error
                 return rc;
         }
         reader_vis_t vis;
-        if (reader_load_vis(r, &vis))
+        if (reader_load_vis(r, &vis) && !reader_meta_is_next(r))
             return STELE_EAGAIN;
         record_status_t st;
         record_view_t v;

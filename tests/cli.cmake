@@ -21,6 +21,10 @@ stele_add_test(test_cli_retention SOURCES cli/test_cli_retention.c ${STELE_CLI_T
 stele_add_test(test_cli_mongo SOURCES cli/test_cli_mongo.c ${STELE_CLI_TEST_SOURCES}
                integration/mongo_server.c LIBS stele PkgConfig::MONGOC TIMEOUT 600 LABELS cli)
 target_include_directories(test_cli_mongo PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+# verify --mongo --trust: a signed copy checked without its journal, intact and damaged.
+stele_add_test(test_cli_mongo_trust SOURCES cli/test_cli_mongo_trust.c ${STELE_CLI_TEST_SOURCES}
+               integration/mongo_server.c LIBS stele PkgConfig::MONGOC TIMEOUT 600 LABELS cli)
+target_include_directories(test_cli_mongo_trust PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
 target_compile_definitions(test_cli_mongo PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
 # The document -> record conversion of `tail --mongo` (engine/remote_reader.c), no server.
@@ -28,7 +32,7 @@ stele_add_test(test_remote_reader SOURCES test_remote_reader.c LIBS stele LABELS
 # stele_validate_json, which `stele insert` runs before sending a line to `stele serve`.
 stele_add_test(test_validate_api SOURCES test_validate_api.c LIBS stele LABELS cli)
 
-foreach(t test_cli test_cli_bad_input test_cli_mongo test_cli_space test_cli_retention)
+foreach(t test_cli test_cli_bad_input test_cli_mongo test_cli_mongo_trust test_cli_space test_cli_retention)
   add_dependencies(${t} stele_cli)
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "STELE_BIN=$<TARGET_FILE:stele_cli>")
 endforeach()
