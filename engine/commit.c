@@ -9,7 +9,8 @@
  * buffers ("chunks"). Appenders fill the open chunk; a chunk that cannot take the next frame
  * is closed onto the full list. Whoever holds io_mu (the committer, or a leading waiter)
  * takes the oldest full chunk, or else the open one, writes it with one
- * journal_append_batch and puts it back on the free list. No per-record allocation; memory
+ * journal_append_batch per piece (CHUNK_PIECE_BYTES, marked by the appenders as they lay
+ * frames) and puts it back on the free list. No per-record allocation; memory
  * is bounded by max_queue_bytes (queued frame bytes) and by a cap on the number of chunks.
  *
  * Positions: durable_seq <= written_seq <= appended_seq. appended_seq is written by
@@ -123,6 +124,7 @@ chunk_get(commit_t *c)
     ch->used_bytes = 0;
     ch->n_records = 0;
     ch->n_samples = 0;
+    ch->n_breaks = 0;
     ch->first_seq = ch->last_seq = 0;
     return ch;
 }
@@ -322,20 +324,37 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
     c->is_committer_growing = false;
 }
 
-/* Writes one chunk (mu not held). Returns 0 or the journal's error in *err. */
+/* Writes bytes [start, end) of a chunk as one journal batch (mu not held). */
+static int
+commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_error_t *err)
+{
+    journal_batch_info_t info;
+    int rc = journal_append_batch(c->cfg.journal, ch->buf + start, end - start, &info, err);
+    if (rc)
+        return rc;
+    atomic_store_explicit(&c->written_seq, info.last_seq, memory_order_release);
+    atomic_fetch_add_explicit(&c->n_batches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->n_batch_records, info.last_seq - info.first_seq + 1,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->bytes_written, end - start, memory_order_relaxed);
+    if (c->cfg.on_batch)
+        c->cfg.on_batch(c->cfg.batch_ctx, &info);
+    return 0;
+}
+
+/* Writes one chunk, piece by piece (mu not held). Returns 0 or the journal's error in *err;
+ * the pieces before a failed one are written. */
 static int
 commit_write_chunk(commit_t *c, chunk_t *ch, stele_error_t *err)
 {
-    journal_batch_info_t info;
-    int rc = journal_append_batch(c->cfg.journal, ch->buf, ch->used_bytes, &info, err);
-    if (rc)
-        return rc;
-    atomic_store_explicit(&c->written_seq, ch->last_seq, memory_order_release);
-    atomic_fetch_add_explicit(&c->n_batches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->n_batch_records, ch->n_records, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->bytes_written, ch->used_bytes, memory_order_relaxed);
-    if (c->cfg.on_batch)
-        c->cfg.on_batch(c->cfg.batch_ctx, &info);
+    size_t start = 0;
+    for (uint32_t i = 0; i <= ch->n_breaks; i++) {
+        size_t end = i < ch->n_breaks ? ch->piece_start[i] : ch->used_bytes;
+        int rc = commit_write_piece(c, ch, start, end, err);
+        if (rc)
+            return rc;
+        start = end;
+    }
     return 0;
 }
 
@@ -737,6 +756,9 @@ commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len,
     if (ts < c->last_ts_ns)
         ts = c->last_ts_ns;
     c->last_ts_ns = ts;
+    size_t piece_start = ch->n_breaks ? ch->piece_start[ch->n_breaks - 1] : 0;
+    if (ch->used_bytes - piece_start >= CHUNK_PIECE_BYTES && ch->n_breaks < CHUNK_MAX_PIECES)
+        ch->piece_start[ch->n_breaks++] = ch->used_bytes;
     journal_frame_prepare(c->version, ch->buf + ch->used_bytes, seq, ts, origin, payload,
                           payload_len);
     ch->used_bytes += frame_bytes;
