@@ -333,6 +333,8 @@ commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_err
     if (rc)
         return rc;
     atomic_store_explicit(&c->written_seq, info.last_seq, memory_order_release);
+    if (c->is_written_woken_inline)
+        seqwait_wake_range(&c->written_wait, info.first_seq - 1, info.last_seq);
     atomic_fetch_add_explicit(&c->n_batches, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->n_batch_records, info.last_seq - info.first_seq + 1,
                               memory_order_relaxed);
@@ -611,6 +613,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     c->woken_written = cfg->last_seq;
     c->woken_durable = cfg->last_seq;
     c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
+    c->is_written_woken_inline = cfg->sync != STELE_SYNC_ALWAYS;
     commit_init_locks(c);
     commit_quota_refresh(c, true);
     int rc = commit_waker_start(c);

@@ -70,6 +70,11 @@ struct commit {
     /* Waiters commit their own records when the journal is free (sync=always, adaptive
      * policy): a lone writer then pays no hand-off (commit_wait.c). Fixed after start. */
     bool is_leading;
+    /* Without sync=always nothing follows a batch's write on the committer's path but the
+     * next batch: whoever wrote a piece wakes its `written` sleepers itself, and the waker
+     * thread only serves `durable`. A hand-off to the waker would add a thread hop (one more
+     * wait for a CPU) to every batch's round trip. Fixed after start. */
+    bool is_written_woken_inline;
 
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* the committer waits here for records, flush or close */
@@ -214,7 +219,8 @@ void commit_wake_all(commit_t *c);
 static inline void
 commit_kick_waker(commit_t *c)
 {
-    if (seqwait_sleepers(&c->written_wait) == 0 && seqwait_sleepers(&c->durable_wait) == 0)
+    bool is_written_waited = !c->is_written_woken_inline && seqwait_sleepers(&c->written_wait) != 0;
+    if (!is_written_waited && seqwait_sleepers(&c->durable_wait) == 0)
         return;
     commit_waker_kick(c);
 }
