@@ -579,7 +579,13 @@ static void
 commit_init_locks(commit_t *c)
 {
     pthread_mutex_init(&c->io_mu, NULL);
-    pthread_mutex_init(&c->mu, NULL);
+    /* Adaptive: writers woken together enqueue within microseconds of each other, and a
+     * mutex that sleeps at once made a convoy of them (engine/README.md). */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&c->mu, &attr);
+    pthread_mutexattr_destroy(&attr);
     clock_cond_init(&c->work_cv);
     clock_cond_init(&c->space_cv);
     seqwait_init(&c->written_wait);
