@@ -275,8 +275,8 @@ stele_prove(const char *dir, const stele_options_t *opts, uint64_t seq, char **j
                               "journal %s has no index to prove from", dir);
     if (!rc)
         rc = prove_inclusion(ix, &p, err);
-    if (!rc && (rc = keychain_read(journal_io_posix(), journal_reader_dir_fd(jr), &kc, err)) ==
-                   -ENOENT)
+    if (!rc &&
+        (rc = keychain_read(journal_io_posix(), journal_reader_dir_fd(jr), &kc, err)) == -ENOENT)
         rc = error_set(err, STELE_ENOTFOUND, "journal %s has no KEYS: it is not signed", dir);
     if (!rc && kc.n <= p.sealing.epoch)
         rc = error_set(err, STELE_ECORRUPT, "KEYS of %s lacks key epoch %" PRIu64, dir,

@@ -131,11 +131,13 @@ validate_key_is_reserved(const validate_limits_t *lim, const char *key, size_t k
 {
     static const char *const envelope[] = {STELE_ID_FIELD, STELE_META_FIELD,
                                            STELE_TIME_FIELD_DEFAULT};
-    for (size_t i = 0; key_len > 0 && key[0] == '_' && i < sizeof envelope / sizeof envelope[0]; i++)
+    for (size_t i = 0; key_len > 0 && key[0] == '_' && i < sizeof envelope / sizeof envelope[0];
+         i++)
         if (strlen(envelope[i]) == key_len && memcmp(key, envelope[i], key_len) == 0)
             return true;
     for (size_t i = 0; i < lim->n_time_fields; i++)
-        if (strlen(lim->time_fields[i]) == key_len && memcmp(key, lim->time_fields[i], key_len) == 0)
+        if (strlen(lim->time_fields[i]) == key_len &&
+            memcmp(key, lim->time_fields[i], key_len) == 0)
             return true;
     return false;
 }

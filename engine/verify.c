@@ -555,9 +555,10 @@ verify_walk_end(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t 
                           " as durable but the segments end at seq %" PRIu64
                           ": records are missing",
                           durable_before, last);
+    /* The index records batch starts, so the first record missing is the one after the
+     * end, whichever seq the index names beyond it. */
     if (is_index_ahead)
-        return verify_bad(v, v->index_next.first_seq, v->index_next.segment_seq,
-                          v->index_next.offset,
+        return verify_bad(v, last + 1, segment_seq, offset,
                           "index names seq %" PRIu64 " past the end of the journal (last %" PRIu64
                           "): records are missing",
                           v->index_next.first_seq, last);

@@ -214,12 +214,14 @@ trust_window_add(trust_walk_t *t, const uint8_t leaf[MERKLE_HASH_BYTES])
  * The first seq a statement of tree `size` and root `root` contradicts: with the index's
  * cached leaf hashes from the last good statement to `size`, when they reproduce `root`
  * (then they are what was signed), the first record whose leaf differs, or the first one
- * missing; otherwise the first record after the last good statement.
+ * missing (*exact = 1); otherwise the first record after the last good statement, the start
+ * of the range the statement fails for (*exact = 0).
  */
 static uint64_t
-trust_pinpoint(trust_walk_t *t, uint64_t size, const uint8_t root[MERKLE_HASH_BYTES])
+trust_pinpoint(trust_walk_t *t, uint64_t size, const uint8_t root[MERKLE_HASH_BYTES], int *exact)
 {
     uint64_t lo = t->sealed_range.size;
+    *exact = 0;
     if (!t->ix || size <= lo || size - lo > (1u << 24))
         return lo + 1;
     uint8_t *signed_leaves = malloc((size_t)(size - lo) * MERKLE_HASH_BYTES);
@@ -239,6 +241,7 @@ trust_pinpoint(trust_walk_t *t, uint64_t size, const uint8_t root[MERKLE_HASH_BY
             bad = lo + i + 1;
             break;
         }
+    *exact = ok;
     free(signed_leaves);
     return bad;
 }
@@ -248,19 +251,28 @@ static int
 trust_check_tree(trust_walk_t *t, const meta_statement_t *m, const journal_record_t *at)
 {
     uint8_t root[MERKLE_HASH_BYTES];
+    int exact = 0;
     if (m->size != at->seq || m->size != t->range.size)
-        return trust_bad(t, trust_pinpoint(t, m->size, m->root), at,
+        return trust_bad(t, trust_pinpoint(t, m->size, m->root, &exact), at,
                          "a checkpoint of tree size %" PRIu64 " where the journal holds %" PRIu64
                          " records",
                          m->size, t->range.size);
     if (merkle_range_root(t->h, &t->range, root) != 0)
         return -ENOMEM;
     if (memcmp(root, m->root, MERKLE_HASH_BYTES) != 0) {
-        uint64_t bad = trust_pinpoint(t, m->size, m->root);
+        uint64_t bad = trust_pinpoint(t, m->size, m->root, &exact);
+        if (exact)
+            return trust_bad(t, bad, at,
+                             "record %" PRIu64 " is not what the checkpoint of tree size %" PRIu64
+                             " signed (its merkle root differs)",
+                             bad, m->size);
+        /* Without the signed leaves in the index, the root says only that some record of the
+         * range changed, not which: name the range, never an innocent record. */
         return trust_bad(t, bad, at,
-                         "record %" PRIu64 " is not what the checkpoint of tree size %" PRIu64
-                         " signed (its merkle root differs)",
-                         bad, m->size);
+                         "records %" PRIu64 "..%" PRIu64 " are not what the checkpoint of tree "
+                         "size %" PRIu64 " signed (its merkle root differs; the index holds no "
+                         "signed leaf hashes to name the record)",
+                         bad, m->size, m->size);
     }
     return 0;
 }

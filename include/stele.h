@@ -198,17 +198,17 @@ typedef struct stele_options {
     uint64_t retention_bytes;   /* keep at most this much shipped data; 0 = keep all */
     uint64_t retention_seconds; /* keep shipped data at least/at most this old; 0 = keep all */
     /* Signing (FORMAT.md section 11; docs/guarantees.md "Trust"). */
-    const char *signing_key;           /* signer key file (stele_keygen()): the writer signs
-                                          checkpoints with it and evolves it in place, so it
-                                          must stay writable by the writer. NULL (default) =
-                                          no signing; a journal already signed then refuses to
-                                          open (STELE_ECONFIG). Version 1 journals refuse a key */
-    uint32_t checkpoint_records;       /* with a key: a checkpoint at least every this many
-                                          records; default 1000 */
-    uint32_t checkpoint_interval_ms;   /* with a key: a checkpoint at least this often, also when
-                                          idle; default 10000 */
-    uint32_t key_epoch_s;              /* with a key: each key signs this long, then the next
-                                          replaces it (forward security); default 900 */
+    const char *signing_key;         /* signer key file (stele_keygen()): the writer signs
+                                        checkpoints with it and evolves it in place, so it
+                                        must stay writable by the writer. NULL (default) =
+                                        no signing; a journal already signed then refuses to
+                                        open (STELE_ECONFIG). Version 1 journals refuse a key */
+    uint32_t checkpoint_records;     /* with a key: a checkpoint at least every this many
+                                        records; default 1000 */
+    uint32_t checkpoint_interval_ms; /* with a key: a checkpoint at least this often, also when
+                                        idle; default 10000 */
+    uint32_t key_epoch_s;            /* with a key: each key signs this long, then the next
+                                        replaces it (forward security); default 900 */
     /* stele_serve_run() only: */
     uint32_t serve_idle_timeout_ms;    /* a connection with nothing to answer that sent nothing
                                           for this long is closed; default 300000; 0 = never */

@@ -77,7 +77,7 @@ struct journal {
     journal_options_t opts; /* opts.source is not kept: see source[] */
     char source[SEG_SOURCE_BYTES];
     uint8_t genesis[HASH_BYTES];
-    uint32_t version; /* the format version written: fixed at open (that of the journal) */
+    uint32_t version;   /* the format version written: fixed at open (that of the journal) */
     unsigned file_mode; /* what new files get: opts.file_mode, else the journal's own */
     int lock_fd;
     lockfile_page_t *lock_page;

@@ -98,8 +98,7 @@ journal_open_dir(journal_t *j, stele_error_t *err)
         rc = journal_seal_load_key(j, 1, err); /* a bad key creates nothing */
         if (!rc)
             rc = journal_make_dir(j, err);
-    }
-    else if (rc && rc != STELE_EUNSAFE && rc != STELE_ENOTJOURNAL)
+    } else if (rc && rc != STELE_EUNSAFE && rc != STELE_ENOTJOURNAL)
         journal_fail_errno(err, rc, "open journal directory", j->dir);
     if (rc)
         return rc;

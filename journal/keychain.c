@@ -234,8 +234,8 @@ keychain_sync_dir(const journal_io_t *io, const keychain_place_t *p, const char 
 }
 
 int
-keychain_write_key(const journal_io_t *io, const char *path, const note_signer_t *s,
-                   uint64_t epoch, stele_error_t *err)
+keychain_write_key(const journal_io_t *io, const char *path, const note_signer_t *s, uint64_t epoch,
+                   stele_error_t *err)
 {
     keychain_place_t p;
     int rc = keychain_place_open(io, path, &p);

@@ -39,11 +39,11 @@ typedef struct keychain {
 } keychain_t;
 
 /*
- * Reads KEYS in the journal directory open as dir_fd: every complete key statement frame from offset 0 on, until the end or the
- * first bytes that are not one (a torn append, left in file_bytes > valid_bytes). Returns 0;
- * -ENOENT when there is no KEYS (err untouched); STELE_ECORRUPT when a complete frame holds
- * something else than a key statement (the message names its offset); -errno, -ENOMEM.
- * Free with keychain_free.
+ * Reads KEYS in the journal directory open as dir_fd: every complete key statement frame from
+ * offset 0 on, until the end or the first bytes that are not one (a torn append, left in file_bytes
+ * > valid_bytes). Returns 0; -ENOENT when there is no KEYS (err untouched); STELE_ECORRUPT when a
+ * complete frame holds something else than a key statement (the message names its offset); -errno,
+ * -ENOMEM. Free with keychain_free.
  */
 int keychain_read(const journal_io_t *io, int dir_fd, keychain_t *kc, stele_error_t *err);
 void keychain_free(keychain_t *kc);

@@ -126,6 +126,17 @@ test_sigkey_round_trips_both_key_files(void **state)
     assert_int_equal(sigkey_read_signer(f->key, &back, NULL), 0);
     assert_memory_equal(&back, &f->signer, sizeof back);
     note_signer_wipe(&back);
+
+    /* A later epoch's key file: the key string, then "epoch <E>". */
+    char text[SIGKEY_FILE_MAX_BYTES + 1];
+    size_t text_len = sigkey_format_signer(&f->signer, 17, text, sizeof text);
+    assert_true(text_len > len);
+    write_file(f->key, text, text_len, 0600);
+    uint64_t epoch = 0;
+    assert_int_equal(sigkey_read_signer_epoch(f->key, &back, &epoch, NULL), 0);
+    assert_int_equal(epoch, 17);
+    assert_memory_equal(&back, &f->signer, sizeof back);
+    note_signer_wipe(&back);
 }
 
 static void
@@ -205,13 +216,21 @@ test_sigkey_refuses_wrong_size_and_shape(void **state)
     expect_read_signer_fails(f->key, STELE_EINVAL, "is 1025 bytes");
     write_file(f->key, "hello\n", 6, 0600);
     expect_read_signer_fails(f->key, STELE_EINVAL, "signer key does not start with PRIVATE+KEY+");
-    /* Two newlines, a second line, a cut key: the key string does not parse. */
+    /* A second line that is not the epoch line: the key string is fine, so the message names
+     * the line that is wrong and what belongs there. */
     memcpy(text + len, "\n\n", 2);
     write_file(f->key, text, len + 2, 0600);
-    expect_read_signer_fails(f->key, STELE_EINVAL, "not base64");
+    expect_read_signer_fails(f->key, STELE_EINVAL, "line 2 is not \"epoch <number>\"");
     memcpy(text + len, "\nx\n", 3);
     write_file(f->key, text, len + 3, 0600);
-    expect_read_signer_fails(f->key, STELE_EINVAL, "not base64");
+    expect_read_signer_fails(f->key, STELE_EINVAL, "line 2 is not \"epoch <number>\"");
+    memcpy(text + len, "\nepoch 01\n", 10);
+    write_file(f->key, text, len + 10, 0600);
+    expect_read_signer_fails(f->key, STELE_EINVAL, "line 2 is not \"epoch <number>\"");
+    memcpy(text + len, "\nepoch 1\nx", 10);
+    write_file(f->key, text, len + 10, 0600);
+    expect_read_signer_fails(f->key, STELE_EINVAL, "line 2 is not \"epoch <number>\"");
+    /* A cut key string: it does not parse. */
     write_file(f->key, text, len - 1, 0600);
     expect_read_signer_fails(f->key, STELE_EINVAL, "not base64");
     /* A public key where a private one belongs, and the other way round. */

@@ -19,3 +19,16 @@ set_tests_properties(test_trust_interop PROPERTIES SKIP_RETURN_CODE 77)
 stele_add_test(test_trust_format SOURCES test_trust_format.c LABELS "journal;trust")
 target_compile_definitions(test_trust_format PRIVATE
   STELE_FORMAT_MD="${PROJECT_SOURCE_DIR}/journal/FORMAT.md")
+
+# A forger with root (tests/forger/forge.py, written from journal/FORMAT.md alone: python3 and
+# its cryptography package, skipped without them) rewrites a signed journal in each way an
+# attacker would; `stele verify --trust` must fail naming the right seq, and pass after
+# legitimate retention (the test server), a clean restart and with an unsealed tail.
+stele_add_test(test_trust_forger SOURCES test_trust_forger.c cli/cli_harness.c
+               LIBS stele_ship_test_support TIMEOUT 600 LABELS "trust;cli")
+target_include_directories(test_trust_forger PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cli)
+target_compile_definitions(test_trust_forger PRIVATE
+  STELE_FORGER="${CMAKE_CURRENT_SOURCE_DIR}/forger/forge.py")
+add_dependencies(test_trust_forger stele_cli)
+set_tests_properties(test_trust_forger PROPERTIES SKIP_RETURN_CODE 77
+  ENVIRONMENT "STELE_BIN=$<TARGET_FILE:stele_cli>" FIXTURES_REQUIRED mongo_server)

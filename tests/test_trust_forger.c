@@ -1,0 +1,469 @@
+/*
+ * test_trust_forger.c: `stele verify --trust` against a forger with root. The forger is
+ * tests/forger/forge.py, written from journal/FORMAT.md alone: it rewrites a signed journal
+ * with correct CRCs, chain hashes, headers, compact ranges and LOCK page, and signs what it
+ * can sign (a fresh key, or the current epoch's key). Each forgery must fail `verify --trust`
+ * with exit 2 naming the seq it concerns; the same journal untouched, after legitimate
+ * retention, after a clean restart and with an unsealed tail must pass (exit 0, and exit 2
+ * for the unsealed tail only with --require-sealed).
+ *
+ * The journal: 300 records written by three writers one after the other, each at least one
+ * key epoch (1 s) after the one before, so it spans epochs 0, 1 and 2, six segments, and a
+ * checkpoint at least every 10 records. Needs python3 with the `cryptography` package
+ * (skipped without it) and, for the retention case, the MongoDB-compatible test server.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli_harness.h"
+#include "mongo_server.h"
+#include "ship_fixture.h"
+#include "stele.h"
+
+#define FORGER_ROUNDS 3
+#define FORGER_RECORDS_PER_ROUND 100
+#define FORGER_RECORDS (FORGER_ROUNDS * FORGER_RECORDS_PER_ROUND)
+#define FORGER_PAD_BYTES 600 /* about 45 records per 64 KiB segment */
+#define FORGER_EPOCH_S 1
+#define FORGER_CMD_MAX 4096
+#define FORGER_SHIP_WAIT_MS 120000
+#define FORGER_RETENTION_SETTLE_MS 5000
+
+typedef struct forger_fixture {
+    char *root;          /* temporary directory holding everything below */
+    char template[1024]; /* the signed journal, never forged: copied for each case */
+    char key[1024];      /* its signer key file (epoch 2 after the third writer) */
+    char pub[1024];      /* the anchor: epoch 0's verifier key */
+    char dir[1024];      /* the copy a case forges */
+} forger_fixture_t;
+
+static mongo_server_t server;
+static int server_up;
+
+static void
+forger_options(stele_options_t *o, const char *key)
+{
+    stele_options_init(o);
+    o->segment_bytes = 64u << 10;
+    o->max_record_bytes = 4u << 10;
+    o->signing_key = key;
+    o->checkpoint_records = 10;
+    o->key_epoch_s = FORGER_EPOCH_S;
+}
+
+static void
+forger_append(stele_t *db, uint64_t i)
+{
+    char json[FORGER_PAD_BYTES + 128];
+    int n = snprintf(json, sizeof json, "{\"i\":%llu,\"who\":\"alice\",\"pad\":\"%0*d\"}",
+                     (unsigned long long)i, FORGER_PAD_BYTES, 0);
+    stele_error_t err = {0};
+    uint64_t seq = 0;
+    if (stele_append_json(db, json, (size_t)n, STELE_WAIT_NONE, &seq, &err) != 0)
+        fail_msg("append: %s", err.message);
+    assert_int_equal(seq, i);
+}
+
+static void
+sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Runs a shell command; returns its exit status, its stdout in out (may be NULL). */
+static int
+run_shell(const char *cmd, char *out, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t len = 0;
+    char sink[256];
+    for (;;) {
+        char *buf = out && len + 1 < cap ? out + len : sink;
+        size_t room = out && len + 1 < cap ? cap - 1 - len : sizeof sink;
+        size_t n = fread(buf, 1, room, p);
+        if (n == 0)
+            break;
+        if (buf != sink)
+            len += n;
+    }
+    if (out)
+        out[len] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Runs the forger on the case's copy; the forgery must succeed. */
+static void
+forge(forger_fixture_t *f, const char *args, char *out, size_t cap)
+{
+    char cmd[FORGER_CMD_MAX];
+    snprintf(cmd, sizeof cmd, "python3 '%s' %s", STELE_FORGER, args);
+    char *at = strstr(cmd, "DIR");
+    if (at) {
+        char rest[FORGER_CMD_MAX];
+        snprintf(rest, sizeof rest, "%s", at + 3);
+        snprintf(at, sizeof cmd - (size_t)(at - cmd), "'%s'%s", f->dir, rest);
+    }
+    if (run_shell(cmd, out, cap) != 0)
+        fail_msg("the forger failed: %s", cmd);
+}
+
+static harness_result_t
+verify_trust(forger_fixture_t *f, int want_exit, int require_sealed)
+{
+    const char *args[] = {"verify",  "-d",   f->dir,
+                          "--trust", f->pub, require_sealed ? "--require-sealed" : NULL,
+                          NULL};
+    return harness_run_argv(want_exit, NULL, args);
+}
+
+/* verify --trust fails, naming `seq` first, and its message holds `why`. */
+static void
+expect_caught(forger_fixture_t *f, uint64_t seq, const char *why)
+{
+    harness_result_t res = verify_trust(f, 2, 0);
+    char want[64];
+    snprintf(want, sizeof want, "failed at seq %llu", (unsigned long long)seq);
+    const char *at = strstr(res.err, want);
+    if (!at || (at[strlen(want)] >= '0' && at[strlen(want)] <= '9') || !strstr(res.err, why))
+        fail_msg("verify --trust: want \"%s\" and \"%s\", got: %s", want, why, res.err);
+    harness_result_free(&res);
+}
+
+static void
+write_template(forger_fixture_t *f)
+{
+    stele_error_t err = {0};
+    assert_int_equal(stele_keygen(f->key, f->pub, NULL, &err), 0);
+    stele_options_t o;
+    forger_options(&o, f->key);
+    uint64_t next = 1;
+    for (int round = 0; round < FORGER_ROUNDS; round++) {
+        if (round > 0)
+            sleep_ms(FORGER_EPOCH_S * 1000 + 200); /* the next writer starts a new epoch */
+        stele_t *db = NULL;
+        if (stele_open(f->template, &o, &db, &err) != 0)
+            fail_msg("open: %s", err.message);
+        for (int i = 0; i < FORGER_RECORDS_PER_ROUND; i++)
+            forger_append(db, next++);
+        assert_int_equal(stele_close(db, &err), 0);
+    }
+}
+
+static int
+group_setup(void **state)
+{
+    if (run_shell("python3 -c 'import cryptography' 2>/dev/null", NULL, 0) != 0) {
+        fprintf(stderr, "skipped: python3 with the cryptography package (Debian: "
+                        "python3-cryptography) is needed by the forger\n");
+        exit(77);
+    }
+    forger_fixture_t *f = calloc(1, sizeof *f);
+    if (!f || !(f->root = harness_mkdtemp()))
+        return -1;
+    snprintf(f->template, sizeof f->template, "%s/template", f->root);
+    snprintf(f->key, sizeof f->key, "%s/signing.key", f->root);
+    snprintf(f->pub, sizeof f->pub, "%s/anchor.pub", f->root);
+    snprintf(f->dir, sizeof f->dir, "%s/forged", f->root);
+    write_template(f);
+    server_up = mongo_server_start(&server) == 0;
+    *state = f;
+    return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+    forger_fixture_t *f = *state;
+    if (server_up)
+        mongo_server_destroy(&server);
+    harness_rmtree(f->root);
+    free(f->root);
+    free(f);
+    return 0;
+}
+
+/* Each case forges a fresh copy of the template. */
+static int
+case_setup(void **state)
+{
+    forger_fixture_t *f = *state;
+    char cmd[FORGER_CMD_MAX];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -a '%s' '%s'", f->dir, f->template, f->dir);
+    return run_shell(cmd, NULL, 0) == 0 ? 0 : -1;
+}
+
+/* The tree size of the first statement of `reason` with size >= min_size in `epoch` (-1:
+ * any), from the forger's listing. */
+static uint64_t
+statement_size(forger_fixture_t *f, uint64_t min_size, int epoch, const char *reason)
+{
+    char out[16384];
+    forge(f, "list DIR", out, sizeof out);
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        unsigned long long size = 0;
+        int e = 0;
+        char r[32];
+        if (sscanf(line, "%llu %d %31s", &size, &e, r) == 3 && size >= min_size &&
+            (epoch < 0 || e == epoch) && strcmp(r, reason) == 0)
+            return size;
+    }
+    fail_msg("no %s statement of size >= %llu in epoch %d", reason, (unsigned long long)min_size,
+             epoch);
+    return 0;
+}
+
+static void
+test_forger_untouched_journal_verifies(void **state)
+{
+    forger_fixture_t *f = *state;
+    harness_result_t res = verify_trust(f, 0, 1);
+    assert_non_null(strstr(res.out, "seq 1..300"));
+    assert_non_null(strstr(res.out, "key epoch 2"));
+    harness_result_free(&res);
+}
+
+/* One event changed, every later leaf, chain hash, header range and CRC recomputed: the
+ * plain checks pass; the signed root names the record (the index caches the signed leaves). */
+static void
+test_forger_changed_event_is_named(void **state)
+{
+    forger_fixture_t *f = *state;
+    forge(f, "alter DIR 15 alice malry", NULL, 0);
+    const char *plain[] = {"verify", "-d", f->dir, NULL};
+    harness_result_free((harness_result_t[]){harness_run_argv(0, NULL, plain)});
+    expect_caught(f, 15, "record 15 is not what the checkpoint");
+}
+
+/* The same with the index deleted: the range under the first failing checkpoint is named. */
+static void
+test_forger_changed_event_without_index_names_its_range(void **state)
+{
+    forger_fixture_t *f = *state;
+    forge(f, "alter DIR 15 alice malry", NULL, 0);
+    char cmd[FORGER_CMD_MAX];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/index'", f->dir);
+    assert_int_equal(run_shell(cmd, NULL, 0), 0);
+    uint64_t size = statement_size(f, 15, -1, "records");
+    char why[128];
+    snprintf(why, sizeof why, "records 1..%llu are not what", (unsigned long long)size);
+    expect_caught(f, 1, why);
+}
+
+static void
+test_forger_deleted_record_is_named(void **state)
+{
+    forger_fixture_t *f = *state;
+    forge(f, "delete DIR 120", NULL, 0);
+    expect_caught(f, 120, "");
+}
+
+/* The newest records trimmed with their checkpoints, the LOCK page set to the new end: the
+ * index still names the records (and without it the KEYS statement does, next case). */
+static void
+test_forger_trimmed_tail_is_named(void **state)
+{
+    forger_fixture_t *f = *state;
+    forge(f, "trim DIR 290", NULL, 0);
+    expect_caught(f, 291, "records are missing");
+}
+
+/* Trimmed back past a key rotation, index deleted: KEYS (never trimmed by stele) still holds
+ * the rotation at tree size 200, so records 151.. are missing. */
+static void
+test_forger_trim_past_a_rotation_is_named(void **state)
+{
+    forger_fixture_t *f = *state;
+    forge(f, "trim DIR 150", NULL, 0);
+    char cmd[FORGER_CMD_MAX];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/index'", f->dir);
+    assert_int_equal(run_shell(cmd, NULL, 0), 0);
+    expect_caught(f, 151, "records are missing");
+}
+
+static void
+test_forger_deleted_oldest_segments_are_named(void **state)
+{
+    forger_fixture_t *f = *state;
+    forge(f, "drop-oldest DIR 2", NULL, 0);
+    expect_caught(f, 1, "no signed retention checkpoint says they may go");
+}
+
+/* A record changed and every checkpoint from it on signed again by a fresh key of the same
+ * name: the first such checkpoint is not signed by the epoch's key. */
+static void
+test_forger_checkpoint_signed_by_a_fresh_key_is_named(void **state)
+{
+    forger_fixture_t *f = *state;
+    uint64_t size = statement_size(f, 15, 0, "records");
+    forge(f, "alter DIR 15 alice malry --sign fresh", NULL, 0);
+    char why[128];
+    snprintf(why, sizeof why, "checkpoint of tree size %llu is not signed by the key of epoch 0",
+             (unsigned long long)size);
+    expect_caught(f, size, why);
+}
+
+/* The holder of the current key (epoch 2) signs an epoch 0 checkpoint again, with the epoch
+ * line saying 2 and, in the second forgery, a changed record under it. */
+static void
+test_forger_old_checkpoint_signed_with_the_current_key_is_named(void **state)
+{
+    forger_fixture_t *f = *state;
+    uint64_t size = statement_size(f, 1, 0, "records");
+    char args[FORGER_CMD_MAX];
+    snprintf(args, sizeof args, "resign DIR %llu '%s'", (unsigned long long)size, f->key);
+    forge(f, args, NULL, 0);
+    char why[128];
+    snprintf(why, sizeof why, "checkpoint of tree size %llu", (unsigned long long)size);
+    expect_caught(f, size, why);
+
+    assert_int_equal(case_setup(state), 0);
+    snprintf(args, sizeof args, "alter DIR 15 alice malry --sign '%s'", f->key);
+    forge(f, args, NULL, 0);
+    size = statement_size(f, 15, -1, "records");
+    snprintf(why, sizeof why, "checkpoint of tree size %llu", (unsigned long long)size);
+    expect_caught(f, size, why);
+}
+
+/* A writer reopens the journal and closes it with nothing appended. */
+static void
+test_forger_clean_restart_verifies(void **state)
+{
+    forger_fixture_t *f = *state;
+    stele_options_t o;
+    forger_options(&o, f->key);
+    char key_copy[1100];
+    snprintf(key_copy, sizeof key_copy, "%s.restart", f->key);
+    char cmd[FORGER_CMD_MAX];
+    snprintf(cmd, sizeof cmd, "cp -p '%s' '%s'", f->key, key_copy);
+    assert_int_equal(run_shell(cmd, NULL, 0), 0);
+    o.signing_key = key_copy;
+    stele_t *db = NULL;
+    stele_error_t err = {0};
+    if (stele_open(f->dir, &o, &db, &err) != 0)
+        fail_msg("open: %s", err.message);
+    assert_int_equal(stele_close(db, &err), 0);
+    harness_result_free((harness_result_t[]){verify_trust(f, 0, 1)});
+    unlink(key_copy);
+}
+
+/* A writer dies (no close) with records past its newest checkpoint: they are the unsealed
+ * tail, fine unless --require-sealed. */
+static void
+test_forger_unsealed_tail_verifies_unless_required(void **state)
+{
+    forger_fixture_t *f = *state;
+    char key_copy[1100];
+    snprintf(key_copy, sizeof key_copy, "%s.tail", f->key);
+    char cmd[FORGER_CMD_MAX];
+    snprintf(cmd, sizeof cmd, "cp -p '%s' '%s'", f->key, key_copy);
+    assert_int_equal(run_shell(cmd, NULL, 0), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        stele_options_t o;
+        forger_options(&o, key_copy);
+        o.checkpoint_records = 100000;
+        o.checkpoint_interval_ms = 3600000;
+        o.key_epoch_s = 3600;
+        stele_t *db = NULL;
+        stele_error_t err = {0};
+        if (stele_open(f->dir, &o, &db, &err) != 0)
+            _exit(3);
+        for (int i = 0; i < 5; i++) {
+            char json[64];
+            int n = snprintf(json, sizeof json, "{\"tail\":%d}", i);
+            if (stele_append_json(db, json, (size_t)n, STELE_WAIT_DURABLE, NULL, &err) != 0)
+                _exit(4);
+        }
+        _exit(0); /* dies without closing: no close checkpoint */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    harness_result_t res = verify_trust(f, 0, 0);
+    assert_non_null(strstr(res.out, "301..305"));
+    harness_result_free(&res);
+    res = verify_trust(f, 2, 1);
+    assert_non_null(strstr(res.err, "failed at seq 301"));
+    harness_result_free(&res);
+    unlink(key_copy);
+}
+
+/* Retention deletes shipped segments after a signed retention checkpoint: verify passes and
+ * names the retention point; the same deletion by hand (previous cases) does not. */
+static void
+test_forger_legitimate_retention_verifies(void **state)
+{
+    forger_fixture_t *f = *state;
+    if (!server_up)
+        skip();
+    char key_copy[1100];
+    snprintf(key_copy, sizeof key_copy, "%s.retention", f->key);
+    char cmd[FORGER_CMD_MAX];
+    snprintf(cmd, sizeof cmd, "cp -p '%s' '%s'", f->key, key_copy);
+    assert_int_equal(run_shell(cmd, NULL, 0), 0);
+    stele_sink_options_t sink;
+    ship_sink_options(&sink, "a", server.uri, "forger_retention");
+    ship_drop_collection(&sink);
+    stele_options_t o;
+    forger_options(&o, key_copy);
+    o.retention_bytes = 1;
+    o.sinks = &sink;
+    o.n_sinks = 1;
+    stele_t *db = NULL;
+    stele_error_t err = {0};
+    if (stele_open(f->dir, &o, &db, &err) != 0)
+        fail_msg("open: %s", err.message);
+    forger_append(db, FORGER_RECORDS + 1);
+    assert_int_equal(
+        stele_wait(db, FORGER_RECORDS + 1, STELE_WAIT_SHIPPED, FORGER_SHIP_WAIT_MS, &err), 0);
+    stele_stats_t st = {0};
+    for (int waited = 0; waited < FORGER_RETENTION_SETTLE_MS; waited += 100) {
+        assert_int_equal(stele_stats(db, &st), 0);
+        if (st.first_seq > 1)
+            break;
+        sleep_ms(100);
+    }
+    assert_true(st.first_seq > 1);
+    assert_int_equal(stele_close(db, &err), 0);
+    harness_result_t res = verify_trust(f, 0, 1);
+    assert_non_null(strstr(res.out, "retention"));
+    harness_result_free(&res);
+    unlink(key_copy);
+}
+
+int
+main(void)
+{
+#define T(fn) cmocka_unit_test_setup(fn, case_setup)
+    const struct CMUnitTest tests[] = {
+        T(test_forger_untouched_journal_verifies),
+        T(test_forger_changed_event_is_named),
+        T(test_forger_changed_event_without_index_names_its_range),
+        T(test_forger_deleted_record_is_named),
+        T(test_forger_trimmed_tail_is_named),
+        T(test_forger_trim_past_a_rotation_is_named),
+        T(test_forger_deleted_oldest_segments_are_named),
+        T(test_forger_checkpoint_signed_by_a_fresh_key_is_named),
+        T(test_forger_old_checkpoint_signed_with_the_current_key_is_named),
+        T(test_forger_clean_restart_verifies),
+        T(test_forger_unsealed_tail_verifies_unless_required),
+        T(test_forger_legitimate_retention_verifies),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
