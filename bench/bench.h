@@ -259,9 +259,20 @@ void bench_hdd_unmount(bench_hdd_t *h);
  * be NULL). Returns 0, -EINTR when interrupted, or -errno. */
 int bench_probe(const char *dir, double seconds, atomic_int *interrupted);
 
-/* Renders gnuplot plots (PNG and SVG) from the results into out_dir; reports on stderr
- * and returns 0 when gnuplot is missing (nothing faked). */
-int bench_plot(const char *out_dir, const bench_result_t *res, size_t n);
+/* Renders gnuplot plots (PNG and SVG) of the results into out_dir (bench_plot.c). The
+ * latency CDFs come from each result's histogram, else (results read from a file) from the
+ * cdf-NNN-*.dat files in cdf_dir (may be NULL). Says on stderr what it drew and what not,
+ * and why; returns 0 when gnuplot is missing (nothing faked), or a negative code. */
+int bench_plot(const char *out_dir, const bench_result_t *res, size_t n, const char *cdf_dir);
+
+/* --plot-from FILE --out DIR: the plots of a results.csv that --out wrote, with the CDF
+ * files beside it when there are. Returns 0, or -1 after a message on stderr. */
+int bench_plot_from_csv(const char *csv_path, const char *out_dir);
+
+/* Reads a results.csv that --out wrote, as --table does (bench_table.c): *res_out is a
+ * malloc'd array of *n_out results in the file's order, without histograms; free() it.
+ * Returns 0, or -1 after a message on stderr naming the file, line and column. */
+int bench_results_read(const char *csv_path, bench_result_t **res_out, size_t *n_out);
 
 /* --table FILE: reads a results.csv written by --out and prints docs/benchmarks.md's Markdown
  * tables of it and the run's summary on out (bench_table.c). Returns 0, or -1 after a

@@ -6,7 +6,8 @@
  *  - --sweep: every axis the benchmark has, arranged as the grids the plots need rather than
  *    their full product (which would take hours): throughput vs writers per mode and per
  *    peer, vs commit interval (adaptive and fixed, SSD and emulated HDD), vs record size.
- * --probe and --table run no plan: they measure a disk, or print the tables of a results.csv.
+ * --probe, --table and --plot-from run no plan: they measure a disk, print the tables of a
+ * results.csv, or draw its plots.
  */
 #include "bench_cli.h"
 
@@ -30,6 +31,7 @@ cli_usage(FILE *out)
             "                          x record size x SSD/emulated HDD); use with --out DIR\n"
             "  --probe DIR             device probe: fsync latency, bandwidth, advice\n"
             "  --table FILE.csv        print the Markdown tables of an --out results.csv\n"
+            "  --plot-from FILE.csv    draw the plots of an --out results.csv into --out DIR\n"
             "  --dir DIR               where the run's temporary directory goes (default .)\n"
             "  --writers N[,N..]       writer threads (default 1)\n"
             "  --seconds S             per cell (default 5; quick 3; sweep 2)\n"
@@ -206,6 +208,7 @@ enum {
     OPT_HELP,
     OPT_WARMUP,
     OPT_TABLE,
+    OPT_PLOT_FROM,
 };
 
 static const struct option cli_options[] = {
@@ -236,6 +239,7 @@ static const struct option cli_options[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {"warmup", required_argument, NULL, OPT_WARMUP},
     {"table", required_argument, NULL, OPT_TABLE},
+    {"plot-from", required_argument, NULL, OPT_PLOT_FROM},
     {NULL, 0, NULL, 0},
 };
 
@@ -315,6 +319,9 @@ cli_parse_scalar_option(bench_cli_t *cli, int opt, char *arg)
     case OPT_TABLE:
         cli->table_csv = arg;
         return 0;
+    case OPT_PLOT_FROM:
+        cli->plot_from_csv = arg;
+        return 0;
     case OPT_DIR:
         cli->dir = arg;
         return 0;
@@ -355,8 +362,8 @@ cli_check(const bench_cli_t *cli)
                     bench_events_min_bytes(), bench_events_max_bytes());
             return 1;
         }
-    if (cli->plot && !cli->out_dir) {
-        fprintf(stderr, "stele-bench: --plot needs --out DIR\n");
+    if ((cli->plot || cli->plot_from_csv) && !cli->out_dir) {
+        fprintf(stderr, "stele-bench: --plot and --plot-from need --out DIR\n");
         return 1;
     }
     return 0;

@@ -37,6 +37,7 @@ typedef struct bench_cli {
     const char *out_dir;
     const char *probe_dir;
     const char *table_csv; /* --table: print the doc's tables of this results.csv, run nothing */
+    const char *plot_from_csv; /* --plot-from: plot this results.csv into --out, run nothing */
     const char *mongo_uri;
     bench_hdd_model_t hdd_model;
 } bench_cli_t;

@@ -4,9 +4,9 @@
  * temporary directory under --dir (default: the current directory, so the disk measured is
  * the one the user stands on), runs the plan and removes everything it created.
  *
- * Exit codes: 0 every cell ran or was skipped with a reason; 1 usage, or a --table file that
- * cannot be read; 3 a cell failed; 130 interrupted (SIGINT/SIGTERM/SIGHUP), after the same
- * cleanup.
+ * Exit codes: 0 every cell ran or was skipped with a reason; 1 usage, or a --table or
+ * --plot-from file that cannot be read (or plotted); 3 a cell failed; 130 interrupted
+ * (SIGINT/SIGTERM/SIGHUP), after the same cleanup.
  */
 #include "bench.h"
 #include "bench_cli.h"
@@ -141,7 +141,7 @@ main_run(const bench_cli_t *cli, bench_plan_t *plan, main_signals_t *sig)
     if (jsonl)
         fclose(jsonl);
     if (res && cli->out_dir && cli->plot)
-        bench_plot(cli->out_dir, res, plan->n);
+        bench_plot(cli->out_dir, res, plan->n, NULL);
     /* One summary per repetition: its ratios are between cells run side by side. */
     size_t per_rep = plan->n / cli->repeat;
     for (uint32_t rep = 0; res && !cli->json && per_rep > 1 && rep < cli->repeat; rep++) {
@@ -173,6 +173,8 @@ main(int argc, char **argv)
         return rc < 0 ? 0 : 1; /* -1: --help printed */
     if (cli.table_csv)
         return bench_table_print(cli.table_csv, stdout) ? 1 : 0;
+    if (cli.plot_from_csv)
+        return bench_plot_from_csv(cli.plot_from_csv, cli.out_dir) ? 1 : 0;
     main_signals_t sig;
     if (main_block_signals(&sig)) {
         fprintf(stderr, "stele-bench: could not set up signal handling\n");

@@ -662,6 +662,19 @@ table_print_all(FILE *out, const table_rows_t *rows)
 }
 
 int
+bench_results_read(const char *csv_path, bench_result_t **res_out, size_t *n_out)
+{
+    table_rows_t rows = {0};
+    if (table_read(csv_path, &rows) != 0) {
+        free(rows.res);
+        return -1;
+    }
+    *res_out = rows.res;
+    *n_out = rows.n;
+    return 0;
+}
+
+int
 bench_table_print(const char *csv_path, FILE *out)
 {
     table_rows_t rows = {0};

@@ -194,8 +194,11 @@ cli_print_help(const cli_args_t *a)
     size_t n_knobs;
     const stele_knob_t *knobs = stele_knobs(&n_knobs);
     for (size_t i = 0; i < n_knobs && i < a->n_knobs; i++) {
-        fprintf(out, "      --%s %s\n          %s (default: %s)\n", a->knob_flag_names[i], "VALUE",
-                knobs[i].help, knobs[i].default_text);
+        fprintf(out, "      --%s %s\n          %s", a->knob_flag_names[i], knobs[i].value_text,
+                knobs[i].help);
+        if (knobs[i].default_text[0] != '\0')
+            fprintf(out, " (default: %s)", knobs[i].default_text);
+        fputc('\n', out);
     }
     fputs("\nExit status: 0 ok, 1 usage error, 2 invalid input or failed check, 3 I/O or "
           "engine error.\n",

@@ -1,20 +1,31 @@
 /*
  * cmd_insert.c: `stele insert`: appends events given as arguments, or read as JSON Lines
- * from stdin, and prints each event's seq once it reached the requested wait level.
+ * from stdin (line_reader.h), and prints each event's seq once it reached the requested
+ * wait level.
  *
  * Invariants:
- *  - A printed seq is a promise: it is printed only after stele_wait() confirmed that record
+ *  - A printed seq is a promise: it is printed only after the library confirmed that record
  *    (and so every earlier one) at the requested level. Seqs are printed in input order.
+ *  - Whatever stops insert (the end of the input, a bad line, a halted engine, a full disk,
+ *    a stop signal), every appended event that reached the level by then is printed before
+ *    it exits, and stderr names the first input line that was not stored: re-running from
+ *    that line never stores an event twice.
  *  - Group commit from one process: events are appended with STELE_WAIT_NONE, so the
- *    committer batches them, and their seqs queue in `pending` (a fixed ring). The ring is
- *    settled (waited on and printed) when half full, before any read that would block (so
- *    a slow producer still sees its seqs at once), on a bad line, and at the end.
- *  - Memory is bounded whatever the input: one line buffer of max_line_bytes plus a read
- *    chunk, and the ring. A longer line is skipped to its newline without being kept.
+ *    committer batches them, and their seqs queue in `pending` (a fixed ring, with each
+ *    event's input line). The ring is settled (waited on and printed) when half full, before
+ *    any read that would block (so a slow producer still sees its seqs at once), on a bad
+ *    line, and at the end.
+ *  - Memory is bounded whatever the input: the line reader's buffer and the ring.
  *  - On a bad line everything before it is settled and printed, nothing after it is
  *    appended (unless --skip-invalid), and the error names the line and the library's
  *    reason. An append that fails for another reason (a full quota) settles and prints what
  *    came before it too, then stops with exit 3.
+ *  - Stop signals (SIGINT, SIGTERM, SIGHUP; stop_signal.h) are blocked and taken between
+ *    lines and while waiting for input: insert then reads nothing more, settles what it
+ *    appended (a second signal settles for what is already reached), closes the journal,
+ *    and dies of the signal.
+ *  - A close that succeeds with a warning (the next segment could not be prepared: a full
+ *    disk) exits 0, the warning on stderr: every event was stored.
  *  - When `stele serve` owns the journal (its socket answers), events go through it with
  *    stele_client_send_json()/stele_client_recv(), up to INSERT_CLIENT_WINDOW unanswered.
  *    Each line is validated here first (stele_validate_json, with this command's knobs), so
@@ -28,40 +39,25 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "line_reader.h"
+#include "stop_signal.h"
+
 /* Seqs appended but not yet printed. Half of it is settled at a time, so the committer
  * always has the other half to batch while this thread waits. */
 #define INSERT_PENDING_CAP 16384
-/* Bytes read from stdin at once, on top of the longest line. */
-#define INSERT_READ_CHUNK_BYTES (64 * 1024)
 /* Requests in flight to `stele serve`; bounds the replies it buffers for us. */
 #define INSERT_CLIENT_WINDOW 1024
 /* JSON text may be larger than its BSON (spaces, escapes): allow twice max_record_bytes. */
 #define INSERT_LINE_FACTOR 2
-
-typedef enum line_status {
-    LINE_OK,
-    LINE_TOO_LONG,
-    LINE_EOF,
-    LINE_WOULD_BLOCK,
-    LINE_READ_ERROR,
-} line_status_t;
-
-typedef struct line_reader {
-    int fd;
-    char *buf;
-    size_t cap;
-    size_t start, end; /* unread bytes are buf[start, end) */
-    int is_eof;
-    uint64_t line_no; /* number of the line last returned, from 1 */
-    size_t max_line_bytes;
-    int read_errno;
-} line_reader_t;
+/* A wait for pending seqs looks for a stop signal this often. */
+#define INSERT_WAIT_SLICE_MS 200
+/* Lines read between two looks for a stop signal while input keeps coming. */
+#define INSERT_SIGNAL_CHECK_LINES 1024
 
 typedef struct inserter {
     const char *command;
@@ -76,10 +72,15 @@ typedef struct inserter {
     stele_wait_t level;
     int quiet;
     int flush_before_wait; /* sync=never: wait=durable would otherwise wait for close */
-    uint64_t pending[INSERT_PENDING_CAP]; /* ring of appended, unprinted seqs */
+    uint64_t pending[INSERT_PENDING_CAP];      /* ring of appended, unprinted seqs */
+    uint64_t pending_line[INSERT_PENDING_CAP]; /* the input line (or argument) of each */
     size_t head, count;
+    uint64_t next_line; /* the input line (or argument) the next append comes from */
     int stdout_failed;
-    int stdout_errno; /* why, when fflush said so */
+    int stdout_errno;   /* why, when fflush said so */
+    stop_signal_t stop; /* fd -1 when the stop signals could not be blocked */
+    int stop_signo;     /* the stop signal taken, 0 while none */
+    int is_aborted;     /* a second stop signal: settle only for what is reached */
 } inserter_t;
 
 static const char insert_usage[] =
@@ -91,7 +92,9 @@ static const char insert_usage[] =
     "level: a printed seq is a promise. An empty line is invalid input. On an invalid event\n"
     "the events before it are committed and printed and nothing after it is appended.\n"
     "\n"
-    "      --wait LEVEL       none, written, durable (default) or shipped\n"
+    "      --wait none|written|durable|shipped\n"
+    "                         how far each event gets before its seq is printed\n"
+    "                         (default: durable; shipped needs a sink)\n"
     "  -q, --quiet            do not print seqs\n"
     "      --skip-invalid     report each invalid line on stderr and go on (exit 2 at the\n"
     "                         end if any line was skipped)\n";
@@ -105,85 +108,6 @@ static const struct option insert_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* ---- reading stdin, bounded ---------------------------------------------------------- */
-
-static int
-line_reader_fill(line_reader_t *lr)
-{
-    for (;;) {
-        ssize_t n = read(lr->fd, lr->buf + lr->end, lr->cap - lr->end);
-        if (n > 0) {
-            lr->end += (size_t)n;
-            return 0;
-        }
-        if (n == 0) {
-            lr->is_eof = 1;
-            return 0;
-        }
-        if (errno != EINTR) {
-            lr->read_errno = errno;
-            return -1;
-        }
-    }
-}
-
-/* Drops the rest of an over-long line, up to and including its newline. */
-static line_status_t
-line_reader_skip_line(line_reader_t *lr)
-{
-    for (;;) {
-        char *nl = memchr(lr->buf + lr->start, '\n', lr->end - lr->start);
-        if (nl != NULL) {
-            lr->start = (size_t)(nl - lr->buf) + 1;
-            return LINE_TOO_LONG;
-        }
-        lr->start = lr->end = 0;
-        if (lr->is_eof)
-            return LINE_TOO_LONG;
-        if (line_reader_fill(lr) != 0)
-            return LINE_READ_ERROR;
-    }
-}
-
-/*
- * Returns the next line (without its newline) in *line and *len, borrowed until the next call.
- * With may_block == 0 it returns LINE_WOULD_BLOCK instead of waiting for input.
- */
-static line_status_t
-line_reader_next(line_reader_t *lr, int may_block, const char **line, size_t *len)
-{
-    for (;;) {
-        size_t avail = lr->end - lr->start;
-        char *nl = memchr(lr->buf + lr->start, '\n', avail);
-        size_t line_len = (nl != NULL) ? (size_t)(nl - (lr->buf + lr->start)) : avail;
-        if (line_len > lr->max_line_bytes) {
-            lr->line_no++;
-            return line_reader_skip_line(lr);
-        }
-        if (nl != NULL || (lr->is_eof && avail > 0)) {
-            *line = lr->buf + lr->start;
-            *len = line_len;
-            lr->start += line_len + (nl != NULL ? 1 : 0);
-            lr->line_no++;
-            return LINE_OK;
-        }
-        if (lr->is_eof)
-            return LINE_EOF;
-        if (lr->start > 0) {
-            memmove(lr->buf, lr->buf + lr->start, avail);
-            lr->start = 0;
-            lr->end = avail;
-        }
-        if (!may_block) {
-            struct pollfd pfd = {.fd = lr->fd, .events = POLLIN};
-            if (poll(&pfd, 1, 0) == 0)
-                return LINE_WOULD_BLOCK;
-        }
-        if (line_reader_fill(lr) != 0)
-            return LINE_READ_ERROR;
-    }
-}
-
 /* ---- the ring of pending seqs -------------------------------------------------------- */
 
 static uint64_t
@@ -192,23 +116,23 @@ pending_at(const inserter_t *ins, size_t i)
     return ins->pending[(ins->head + i) % INSERT_PENDING_CAP];
 }
 
-/* Waits until the oldest `n` pending seqs reached the level, then prints them. */
-static int
-inserter_settle(inserter_t *ins, size_t n, stele_error_t *err)
+/* Takes a pending stop signal, if any: the first stops reading, a second stops waiting. */
+static void
+inserter_look_for_stop(inserter_t *ins)
 {
-    if (n == 0)
-        return 0;
-    uint64_t newest = pending_at(ins, n - 1);
-    if (ins->level != STELE_WAIT_NONE) {
-        if (ins->flush_before_wait) {
-            int rc = stele_flush(ins->db, err);
-            if (rc != 0)
-                return rc;
-        }
-        int rc = stele_wait(ins->db, newest, ins->level, -1, err);
-        if (rc != 0)
-            return rc;
-    }
+    if (ins->stop.fd < 0)
+        return;
+    int signo = stop_signal_take(&ins->stop);
+    if (signo && ins->stop_signo)
+        ins->is_aborted = 1;
+    else if (signo)
+        ins->stop_signo = signo;
+}
+
+/* Prints the oldest `n` pending seqs and drops them from the ring. */
+static int
+inserter_print(inserter_t *ins, size_t n)
+{
     for (size_t i = 0; i < n && !ins->quiet; i++)
         printf("%" PRIu64 "\n", pending_at(ins, i));
     ins->head = (ins->head + n) % INSERT_PENDING_CAP;
@@ -220,6 +144,57 @@ inserter_settle(inserter_t *ins, size_t n, stele_error_t *err)
         return -EPIPE;
     }
     return 0;
+}
+
+/* Prints the pending seqs that reached the level, whatever stopped the wait for the rest:
+ * each of them is stored, and a re-run must start after them. */
+static void
+inserter_print_reached(inserter_t *ins)
+{
+    uint64_t reached = stele_reached_seq(ins->db, ins->level);
+    size_t n = 0;
+    while (n < ins->count && pending_at(ins, n) <= reached)
+        n++;
+    if (n)
+        (void)inserter_print(ins, n);
+}
+
+/* Waits until seq reached the level, looking for stop signals meanwhile; after a second
+ * one, gives up with STELE_ETIMEDOUT. */
+static int
+inserter_wait(inserter_t *ins, uint64_t seq, stele_error_t *err)
+{
+    if (ins->flush_before_wait) {
+        int rc = stele_flush(ins->db, err);
+        if (rc != 0)
+            return rc;
+    }
+    for (;;) {
+        int rc = stele_wait(ins->db, seq, ins->level, ins->stop.fd >= 0 ? INSERT_WAIT_SLICE_MS : -1,
+                            err);
+        if (rc != STELE_ETIMEDOUT)
+            return rc;
+        inserter_look_for_stop(ins);
+        if (ins->is_aborted)
+            return rc;
+    }
+}
+
+/* Waits until the oldest `n` pending seqs reached the level, then prints them. When the
+ * wait fails, prints those that did reach it. */
+static int
+inserter_settle(inserter_t *ins, size_t n, stele_error_t *err)
+{
+    if (n == 0)
+        return 0;
+    if (ins->level != STELE_WAIT_NONE) {
+        int rc = inserter_wait(ins, pending_at(ins, n - 1), err);
+        if (rc != 0) {
+            inserter_print_reached(ins);
+            return rc;
+        }
+    }
+    return inserter_print(ins, n);
 }
 
 /* Says why settling stopped: stdout could not take the seqs, or the library's error. */
@@ -248,7 +223,9 @@ inserter_append(inserter_t *ins, const char *json, size_t len, stele_error_t *er
     int rc = stele_append_json(ins->db, json, len, STELE_WAIT_NONE, &seq, err);
     if (rc != 0)
         return rc;
-    ins->pending[(ins->head + ins->count) % INSERT_PENDING_CAP] = seq;
+    size_t slot = (ins->head + ins->count) % INSERT_PENDING_CAP;
+    ins->pending[slot] = seq;
+    ins->pending_line[slot] = ins->next_line;
     ins->count++;
     if (ins->count == INSERT_PENDING_CAP)
         return inserter_settle(ins, INSERT_PENDING_CAP / 2, err);
@@ -387,8 +364,8 @@ client_insert_one(inserter_t *ins, const char *where, uint64_t number, const cha
 /*
  * An append failed for a reason other than the event (a full quota with on_full=fail, a
  * halted engine, stdout gone): the events before it are in the journal, so print the seqs
- * of those that reach the level (a rerun resumes after the last one; a halted engine
- * confirms none), then say why insert stopped.
+ * of those that reach the level (a halted engine: those durable before it halted), then say
+ * why insert stopped.
  */
 static void
 report_stop(inserter_t *ins, int rc, const stele_error_t *err)
@@ -412,6 +389,7 @@ static int
 insert_one(inserter_t *ins, const char *where, uint64_t number, const char *json, size_t len,
            int skip_invalid, uint64_t *n_skipped)
 {
+    ins->next_line = number;
     if (ins->client != NULL)
         return client_insert_one(ins, where, number, json, len, skip_invalid, n_skipped);
     stele_error_t err = {0};
@@ -462,8 +440,8 @@ inserter_drain(inserter_t *ins, int skip_invalid, uint64_t *n_skipped)
     }
     stele_error_t err = {0};
     int rc = inserter_settle_all(ins, &err);
-    if (rc == 0)
-        return 0;
+    if (rc == 0 || (rc == STELE_ETIMEDOUT && ins->is_aborted))
+        return 0; /* cut short by a second stop signal: the close settles the rest */
     report_settle_failure(ins, rc, &err);
     return CLI_EXIT_ENGINE;
 }
@@ -480,21 +458,44 @@ insert_from_args(inserter_t *ins, int n_events, char **events, int skip_invalid,
 {
     ins->where = "argument";
     for (int i = 0; i < n_events; i++) {
+        inserter_look_for_stop(ins);
+        if (ins->stop_signo) {
+            ins->next_line = (uint64_t)i + 1;
+            return 0;
+        }
         int code = insert_one(ins, "argument", (uint64_t)i + 1, events[i], strlen(events[i]),
                               skip_invalid, n_skipped);
         if (code != 0)
             return code;
     }
+    ins->next_line = (uint64_t)n_events + 1;
     return 0;
+}
+
+/* An over-long line: reported and skipped, or the end of the input. Returns 0 to go on or
+ * the exit code. */
+static int
+insert_too_long_line(inserter_t *ins, uint64_t line_no, size_t max_line_bytes, int skip_invalid,
+                     uint64_t *n_skipped)
+{
+    char message[128];
+    snprintf(message, sizeof message, "line longer than %zu bytes", max_line_bytes);
+    if (skip_invalid) {
+        report_bad_event("stdin line", line_no, STELE_ETOOBIG, NULL, message);
+        (*n_skipped)++;
+        return 0;
+    }
+    int code = inserter_drain(ins, skip_invalid, n_skipped);
+    if (code == 0 || !ins->client_failed)
+        report_bad_event("stdin line", line_no, STELE_ETOOBIG, NULL, message);
+    return code == 0 ? CLI_EXIT_INVALID : code;
 }
 
 static int
 insert_from_stdin(inserter_t *ins, size_t max_line_bytes, int skip_invalid, uint64_t *n_skipped)
 {
-    line_reader_t lr = {.fd = STDIN_FILENO, .max_line_bytes = max_line_bytes};
-    lr.cap = max_line_bytes + INSERT_READ_CHUNK_BYTES;
-    lr.buf = malloc(lr.cap);
-    if (lr.buf == NULL) {
+    line_reader_t lr;
+    if (line_reader_init(&lr, STDIN_FILENO, ins->stop.fd, max_line_bytes) != 0) {
         fprintf(stderr, "stele insert: out of memory for a %zu-byte line buffer\n", lr.cap);
         return CLI_EXIT_ENGINE;
     }
@@ -503,11 +504,20 @@ insert_from_stdin(inserter_t *ins, size_t max_line_bytes, int skip_invalid, uint
     for (;;) {
         const char *line = NULL;
         size_t len = 0;
+        ins->next_line = lr.line_no + 1;
+        if (lr.line_no % INSERT_SIGNAL_CHECK_LINES == 0)
+            inserter_look_for_stop(ins);
+        if (ins->stop_signo)
+            break;
         line_status_t st = line_reader_next(&lr, inserter_pending(ins) == 0, &line, &len);
         if (st == LINE_WOULD_BLOCK) {
             code = inserter_drain(ins, skip_invalid, n_skipped);
             if (code != 0)
                 break;
+            continue;
+        }
+        if (st == LINE_STOPPED) {
+            inserter_look_for_stop(ins);
             continue;
         }
         if (st == LINE_EOF)
@@ -518,25 +528,16 @@ insert_from_stdin(inserter_t *ins, size_t max_line_bytes, int skip_invalid, uint
             break;
         }
         if (st == LINE_TOO_LONG) {
-            char message[128];
-            snprintf(message, sizeof message, "line longer than %zu bytes", max_line_bytes);
-            if (skip_invalid) {
-                report_bad_event("stdin line", lr.line_no, STELE_ETOOBIG, NULL, message);
-                (*n_skipped)++;
-                continue;
-            }
-            code = inserter_drain(ins, skip_invalid, n_skipped);
-            if (code == 0 || !ins->client_failed)
-                report_bad_event("stdin line", lr.line_no, STELE_ETOOBIG, NULL, message);
-            if (code == 0)
-                code = CLI_EXIT_INVALID;
-            break;
+            code = insert_too_long_line(ins, lr.line_no, max_line_bytes, skip_invalid, n_skipped);
+            if (code != 0)
+                break;
+            continue;
         }
         code = insert_one(ins, "stdin line", lr.line_no, line, len, skip_invalid, n_skipped);
         if (code != 0)
             break;
     }
-    free(lr.buf);
+    line_reader_free(&lr);
     return code;
 }
 
@@ -585,13 +586,73 @@ insert_connect(inserter_t *ins, const char *dir)
     return 0;
 }
 
+/* After a close that succeeded, every appended event is durable (close commits and syncs
+ * what is queued), even those whose wait a second stop signal cut short: their seqs are
+ * printed now. With --wait shipped they are stored but not confirmed shipped: stderr says
+ * which, so that nobody inserts them again. */
+static void
+insert_settle_after_close(inserter_t *ins)
+{
+    if (ins->count == 0)
+        return;
+    if (ins->level != STELE_WAIT_SHIPPED) {
+        (void)inserter_print(ins, ins->count);
+        return;
+    }
+    fprintf(stderr,
+            "stele insert: seqs %" PRIu64 "-%" PRIu64 " (%s %" PRIu64 "-%" PRIu64
+            ") are stored but were not confirmed shipped: do not insert them again\n",
+            pending_at(ins, 0), pending_at(ins, ins->count - 1), ins->where,
+            ins->pending_line[ins->head],
+            ins->pending_line[(ins->head + ins->count - 1) % INSERT_PENDING_CAP]);
+    ins->head = (ins->head + ins->count) % INSERT_PENDING_CAP;
+    ins->count = 0;
+}
+
+/* Names the first input line that was not stored, when insert stopped before the end of
+ * its input: a re-run starts there. (Through a server, a refusal may leave events sent
+ * after it stored or not: the replies printed are what is known.) */
+static void
+insert_report_resume(const inserter_t *ins, int code)
+{
+    if (ins->client != NULL || (code != CLI_EXIT_ENGINE && !ins->stop_signo))
+        return;
+    uint64_t first = ins->count ? ins->pending_line[ins->head] : ins->next_line;
+    if (ins->stop_signo)
+        fprintf(stderr, "stele insert: stopped by %s\n", strsignal(ins->stop_signo));
+    fprintf(stderr, "stele insert: nothing from %s %" PRIu64 " on was stored; re-run from there\n",
+            ins->where, first);
+}
+
+/* Closes the journal (or the connection). Returns the exit code it turns code into: a
+ * failure the run did not report already makes it 3; a warning (code 0, a message) is
+ * printed and changes nothing. */
+static int
+insert_close(inserter_t *ins, int code)
+{
+    stele_error_t err = {0};
+    stele_client_close(ins->client);
+    int rc = stele_close(ins->db, &err);
+    int had_db = ins->db != NULL;
+    ins->db = NULL;
+    if (rc == 0 && had_db)
+        insert_settle_after_close(ins);
+    if (rc == 0 && err.message[0]) {
+        fprintf(stderr, "stele insert: warning: %s\n", err.message);
+        if (err.hint[0])
+            fprintf(stderr, "hint: %s\n", err.hint);
+    }
+    if (rc != 0 && !(code != 0 && rc == STELE_EHALTED)) /* a halt was reported as it came */
+        cli_report("insert", rc, &err);
+    return rc != 0 && code == 0 ? CLI_EXIT_ENGINE : code;
+}
+
 /* Appends the operands (or stdin's lines), waits for them all, closes. Returns the exit
  * code; a close error or a skipped line turns a success into a failure. */
 static int
 insert_run(inserter_t *ins, int n_operands, char **operands, int skip_invalid)
 {
     uint64_t n_skipped = 0;
-    stele_error_t err = {0};
     int code;
     if (n_operands > 0)
         code = insert_from_args(ins, n_operands, operands, skip_invalid, &n_skipped);
@@ -602,15 +663,9 @@ insert_run(inserter_t *ins, int n_operands, char **operands, int skip_invalid)
         code = inserter_drain(ins, skip_invalid, &n_skipped);
     else if (ins->client != NULL)
         (void)inserter_drain(ins, skip_invalid, &n_skipped); /* print what was acknowledged */
-    stele_client_close(ins->client);
+    code = insert_close(ins, code);
     ins->client = NULL;
-    int rc = stele_close(ins->db, &err);
-    ins->db = NULL;
-    if (rc != 0) {
-        cli_report("insert", rc, &err);
-        if (code == 0)
-            code = CLI_EXIT_ENGINE;
-    }
+    insert_report_resume(ins, code);
     if (code == 0 && n_skipped > 0) {
         fprintf(stderr, "stele insert: %" PRIu64 " invalid line(s) skipped\n", n_skipped);
         code = CLI_EXIT_INVALID;
@@ -628,7 +683,7 @@ cmd_insert(int argc, char **argv)
     stele_options_init(&opts);
     inserter_t *ins = NULL;
     stele_wait_t level = STELE_WAIT_DURABLE;
-    int quiet = 0, skip_invalid = 0, first_operand = argc;
+    int quiet = 0, skip_invalid = 0, first_operand = argc, stop_signo = 0;
     int code = insert_parse(&args, argc, argv, &level, &quiet, &skip_invalid, &first_operand);
     if (code != 0 || args.want_help) {
         if (args.want_help)
@@ -655,12 +710,20 @@ cmd_insert(int argc, char **argv)
     ins->flush_before_wait = opts.sync == STELE_SYNC_NEVER && level >= STELE_WAIT_DURABLE;
     /* a closed stdout must not kill us between an append and its wait: report it instead */
     signal(SIGPIPE, SIG_IGN);
+    /* Before the library starts its threads, which inherit the mask: a stop signal is then
+     * taken by this thread only, between steps. Without a signalfd, signals act as usual. */
+    if (stop_signal_begin(&ins->stop) != 0)
+        ins->stop.fd = -1;
     code = insert_connect(ins, args.dir);
     if (code == 0)
         code = insert_run(ins, argc - first_operand, argv + first_operand, skip_invalid);
+    stop_signal_end(&ins->stop);
+    stop_signo = ins->stop_signo;
 done:
     free(ins);
     stele_options_release(&opts);
     cli_args_end(&args);
+    if (stop_signo)
+        stop_signal_reraise(stop_signo);
     return code;
 }

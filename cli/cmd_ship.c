@@ -23,6 +23,9 @@
 static const char ship_usage[] =
     "usage: stele ship --mongo URI [--db NAME] [--collection NAME] [--sink NAME] [--once]\n"
     "                  [options]\n"
+    "       stele ship --mongo URI [--db NAME] [--collection NAME] --from SEQ [--to SEQ]\n"
+    "       stele ship --mongo URI [--sink NAME] --dead-letters | --reship-dead-letters[=SEQ]\n"
+    "                  | --discard-dead-letter SEQ\n"
     "\n"
     "Ships the journal to MongoDB in the foreground, until SIGINT/SIGTERM or, with --once,\n"
     "until every committed record is acknowledged. Prints the shipped seq as it advances.\n"
@@ -124,10 +127,11 @@ static uint64_t
 shipped_seq(stele_t *db, uint64_t *committed_out)
 {
     stele_stats_t st;
-    if (stele_stats(db, &st) != 0 || st.n_sinks == 0)
+    stele_sink_stats_t sink;
+    if (stele_stats(db, &st) != 0 || stele_sink_stats(db, 0, &sink) != 0)
         return 0;
     *committed_out = st.written_seq;
-    return st.sinks[0].shipped_seq;
+    return sink.shipped_seq;
 }
 
 static int

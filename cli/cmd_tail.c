@@ -1,8 +1,10 @@
 /*
- * cmd_tail.c: `stele tail`: prints records as JSON Lines
+ * cmd_tail.c: `stele tail`: prints records in seq order, by default as JSON Lines
  *   {"seq":N,"ts":"<RFC 3339 UTC, µs>","src":"...","event":{...}}
- * (stele_record_to_json: compact, the event as relaxed Extended JSON), in seq order; -f
- * follows new records. --where conditions are a stele_filter_t.
+ * (tail_lines.c writes them in the --output form); -f follows new records, -r prints newest
+ * first (tail_reverse.c). --where conditions are a stele_filter_t, --since/--until times
+ * are read by stele_time_parse. This file reads the command line, opens the reader and runs
+ * the forward read.
  *
  * How it reads:
  *  - -n N without --since/--until/--where seeks straight to committed_seq - N + 1; with any
@@ -15,12 +17,19 @@
  *  - SIGINT, SIGTERM and SIGPIPE are blocked and checked with sigtimedwait() between records
  *    and at each wait timeout, so no handler and no global flag is needed; a closed stdout
  *    (EPIPE, e.g. `| head`) ends the command with status 0, like SIGINT.
+ *  - A reader that falls behind retention (the segment holding its next record was deleted
+ *    meanwhile: STELE_ERETAINED) ends the command with its own message and exit 4; with
+ *    --skip-retained it says on stderr which records it skipped and goes on from the oldest
+ *    record left.
  *  - --mongo reads the sink's collection through stele_remote_reader_* instead of the
- *    journal; everything after the read (filters, ring, output) is the same code, so the
- *    lines are the same. --since/--until go to the server as a filter; -n N asks it for the
- *    newest seq; -f polls with the library's backoff (10 ms doubling to 1 s).
+ *    journal; everything after the read (ring, output) is the same code, so the lines are
+ *    the same. --since/--until and --where go to the remote reader (which narrows the
+ *    server's query with them); -n N asks it for the newest seq; -f polls with the
+ *    library's backoff (10 ms doubling to 1 s).
  */
 #include "cmd.h"
+
+#include "tail.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -34,206 +43,90 @@
 /* Check for signals every this many records while catching up on a long history. */
 #define TAIL_SIGNAL_CHECK_RECORDS 1024
 #define TAIL_DEFAULT_LINES 10
-#define TAIL_ALL (-1)
-/* Slots of the first allocation of the line ring; it doubles from there up to -n N. */
-#define TAIL_RING_FIRST_SLOTS 64
-
-typedef struct tail_query {
-    cli_mongo_t mongo;  /* mongo.sink.uri set: read the remote copy */
-    const char *source; /* --source, for --mongo; NULL: the journal's */
-    int64_t n_last;     /* TAIL_ALL or a count */
-    int is_n_given;
-    int follow;
-    int pretty;
-    uint64_t from_seq; /* 0: not given */
-    int has_since, has_until;
-    int64_t since_ns, until_ns;
-    stele_filter_t *where; /* the --where conditions; NULL when none was given */
-} tail_query_t;
-
-/* The last `cap` formatted lines, oldest at head. `lines` grows with the matches up to `cap`
- * (a count like -n 99999999999 means "all", not that much memory); it wraps only once full,
- * so until then head is 0 and the lines are contiguous. */
-typedef struct line_ring {
-    char **lines;
-    size_t cap, n_alloc, head, count;
-} line_ring_t;
-
-typedef struct tailer {
-    stele_reader_t *reader;        /* the local journal, or NULL with --mongo */
-    stele_remote_reader_t *remote; /* the sink's collection, or NULL */
-    const char *src;
-    const tail_query_t *q;
-    const stele_options_t *opts; /* allow_unsafe_dir for the local reader */
-    line_ring_t ring;            /* used while catching up when the range must be scanned */
-    int use_ring;
-    uint64_t history_last_seq; /* with the ring: the newest seq when the tail started */
-    sigset_t stop_signals;
-    int stopped;        /* a stop signal arrived or stdout failed */
-    int is_remote_down; /* following --mongo: the last poll failed, retrying */
-    int write_errno;    /* stdout failed with something other than EPIPE */
-} tailer_t;
-
 static const char tail_usage[] =
-    "usage: stele tail [-n N|all] [-f] [--from SEQ] [--since TIME] [--until TIME]\n"
-    "                  [--where FIELD=VALUE ...] [--output json|pretty]\n"
+    "usage: stele tail [-n N|all] [-f|-r] [--from SEQ] [--since TIME] [--until TIME]\n"
+    "                  [--where 'PATH OP VALUE' ...] [-o json|short|cat]\n"
     "                  [--mongo URI [--db NAME] [--collection NAME] [--source NAME]]\n"
     "                  [options]\n"
     "\n"
-    "Prints records as JSON Lines in seq order:\n"
+    "Prints records in seq order, by default as JSON Lines:\n"
     "  {\"seq\":N,\"ts\":\"2026-11-30T20:44:50.123456Z\",\"src\":\"host\",\"event\":{...}}\n"
     "\n"
     "  -n, --lines N|all      the last N records of the range (default 10; all when\n"
     "                         --from or --since is given)\n"
     "  -f, --follow           keep printing records as they are committed (until SIGINT)\n"
+    "  -r, --reverse          newest first (with -n N: the newest N); not with -f\n"
     "      --from SEQ         start at this seq\n"
-    "      --since TIME       start at this time: RFC 3339 or relative (90s, 10m, 2h, 3d)\n"
-    "      --until TIME       stop after this time\n"
-    "      --where PATH=VALUE only events whose dotted PATH equals VALUE (a string, number,\n"
-    "                         true, false or null); repeat to require all\n"
-    "  -o, --output FORMAT    json (default) or pretty\n"
+    "      --since TIME       start at this time: 2026-12-01, '2026-12-01 21:00' (local\n"
+    "                         time), 2026-12-01T21:00:00Z, 21:00, today, yesterday, now,\n"
+    "                         -1h, +30min, '30min ago', '1h30m ago', @UNIX_SECONDS\n"
+    "      --until TIME       stop after this time (the same forms)\n"
+    "      --where 'PATH OP VALUE'\n"
+    "                         only records where the condition holds; repeat to require\n"
+    "                         all. PATH: seq, ts, src, or a dotted path into the event\n"
+    "                         (actor.name, tags.0). OP: = != < <= > >= (numbers, times),\n"
+    "                         ~ !~ (POSIX extended regex), : !: (glob). VALUE: text, a\n"
+    "                         number, true, false, null, a time for ts, or a \"JSON string\"\n"
+    "  -o, --output json|short|cat\n"
+    "                         json: the line above (default); short: one line for people,\n"
+    "                         TIME SRC SEQ actor action KEY=VALUE ... in local time; cat:\n"
+    "                         the event alone, as JSON (for jq); pretty is short\n"
+    "      --skip-retained    when retention deleted records before they were read, say so\n"
+    "                         on stderr and go on from the oldest record left (without it:\n"
+    "                         exit 4)\n"
     "      --mongo URI        read the records back from MongoDB instead of the journal\n"
     "                         (same lines; -f polls, backing off from 10 ms to 1 s,\n"
     "                         and retries a server that stops answering)\n" CLI_MONGO_NAMES_USAGE
     "      --source NAME      with --mongo: the journal source to read (default: the\n"
     "                         source of the journal in DIR; required when DIR is none)\n";
 
-enum { OPT_FROM = 1, OPT_SINCE, OPT_UNTIL, OPT_WHERE, OPT_SOURCE };
+enum { OPT_FROM = 1, OPT_SINCE, OPT_UNTIL, OPT_WHERE, OPT_SOURCE, OPT_SKIP_RETAINED };
 
 static const struct option tail_opts[] = {
-    {"lines", required_argument, NULL, 'n'},         {"follow", no_argument, NULL, 'f'},
-    {"from", required_argument, NULL, OPT_FROM},     {"since", required_argument, NULL, OPT_SINCE},
-    {"until", required_argument, NULL, OPT_UNTIL},   {"where", required_argument, NULL, OPT_WHERE},
-    {"output", required_argument, NULL, 'o'},        CLI_MONGO_OPTIONS,
-    {"source", required_argument, NULL, OPT_SOURCE}, {NULL, 0, NULL, 0},
+    {"lines", required_argument, NULL, 'n'},
+    {"follow", no_argument, NULL, 'f'},
+    {"reverse", no_argument, NULL, 'r'},
+    {"from", required_argument, NULL, OPT_FROM},
+    {"since", required_argument, NULL, OPT_SINCE},
+    {"until", required_argument, NULL, OPT_UNTIL},
+    {"where", required_argument, NULL, OPT_WHERE},
+    {"output", required_argument, NULL, 'o'},
+    CLI_MONGO_OPTIONS,
+    {"source", required_argument, NULL, OPT_SOURCE},
+    {"skip-retained", no_argument, NULL, OPT_SKIP_RETAINED},
+    {NULL, 0, NULL, 0},
 };
-
-/* ---- output -------------------------------------------------------------------------- */
-
-/* Formats one record as its output line with the newline, into *line_out (free with
- * free()). Returns 0, or the code of stele_record_to_json() (STELE_EBSON: a bad event). */
-static int
-format_record(const tailer_t *t, const stele_record_t *rec, char **line_out, stele_error_t *err)
-{
-    char *json = NULL;
-    int rc = t->q->pretty ? stele_event_to_json(rec->bson, rec->bson_len, &json, NULL, err)
-                          : stele_record_to_json(rec, t->src, &json, NULL, err);
-    if (rc != 0)
-        return rc;
-    char *line = NULL;
-    int n;
-    if (t->q->pretty) {
-        char ts[64];
-        cli_format_time(rec->ts_ns, ts, sizeof ts);
-        n = asprintf(&line, "%s %s #%" PRIu64 " %s\n", ts, t->src, rec->seq, json);
-    } else {
-        n = asprintf(&line, "%s\n", json);
-    }
-    if (n < 0)
-        line = NULL;
-    stele_json_free(json);
-    *line_out = line;
-    return line == NULL ? -ENOMEM : 0;
-}
-
-/* A failed write stops the tailer; EPIPE (the reader went away) is a normal end. */
-static void
-note_write_failure(tailer_t *t)
-{
-    t->stopped = 1;
-    if (errno != EPIPE)
-        t->write_errno = errno;
-}
-
-/* Always 0: a write failure is recorded in the tailer, not returned. */
-static int
-write_line(tailer_t *t, const char *line)
-{
-    if (!t->stopped && fputs(line, stdout) == EOF)
-        note_write_failure(t);
-    return 0;
-}
-
-static int
-flush_stdout(tailer_t *t)
-{
-    if (!t->stopped && fflush(stdout) != 0)
-        note_write_failure(t);
-    return 0;
-}
-
-/* Room for one more line in a ring that is not full yet. Returns 0 or -ENOMEM. */
-static int
-ring_grow(line_ring_t *ring)
-{
-    size_t n_alloc = ring->n_alloc == 0 ? TAIL_RING_FIRST_SLOTS : ring->n_alloc * 2;
-    if (n_alloc > ring->cap || n_alloc < ring->n_alloc)
-        n_alloc = ring->cap;
-    char **lines = realloc(ring->lines, n_alloc * sizeof *lines);
-    if (lines == NULL)
-        return -ENOMEM;
-    ring->lines = lines;
-    ring->n_alloc = n_alloc;
-    return 0;
-}
-
-/* Takes ownership of `line`. Returns 0 or -ENOMEM (the line is freed either way). */
-static int
-ring_push(line_ring_t *ring, char *line)
-{
-    if (ring->cap == 0) {
-        free(line);
-        return 0;
-    }
-    if (ring->count == ring->cap) {
-        free(ring->lines[ring->head]);
-        ring->lines[ring->head] = line;
-        ring->head = (ring->head + 1) % ring->cap;
-        return 0;
-    }
-    if (ring->count == ring->n_alloc && ring_grow(ring) != 0) {
-        free(line);
-        return -ENOMEM;
-    }
-    ring->lines[ring->count] = line; /* not full: head is 0 */
-    ring->count++;
-    return 0;
-}
-
-static int
-ring_drain(tailer_t *t)
-{
-    int rc = 0;
-    line_ring_t *ring = &t->ring;
-    for (; ring->count > 0; ring->count--) {
-        char *line = ring->lines[ring->head];
-        if (rc == 0 && !t->stopped)
-            rc = write_line(t, line);
-        free(line);
-        ring->head = (ring->head + 1) % ring->cap;
-    }
-    ring->head = 0;
-    return rc;
-}
-
-static int
-stop_requested(tailer_t *t)
-{
-    struct timespec zero = {0, 0};
-    if (sigtimedwait(&t->stop_signals, NULL, &zero) > 0)
-        t->stopped = 1;
-    return t->stopped;
-}
 
 /* ---- the read loop ------------------------------------------------------------------- */
 
-/* The next record from the journal or, with --mongo, from the remote copy: same contract. */
-static int
-tailer_next(tailer_t *t, stele_record_t *rec, int timeout_ms, stele_error_t *err)
+/* The next record from the journal or, with --mongo, from the remote copy: same contract.
+ * With --skip-retained, records retention deleted before they were read are skipped, with a
+ * line on stderr naming them. */
+int
+tail_next(tailer_t *t, stele_record_t *rec, int timeout_ms, stele_error_t *err)
 {
     if (t->remote != NULL)
         return stele_remote_reader_next(t->remote, rec, timeout_ms, err);
-    return stele_reader_next(t->reader, rec, timeout_ms, err);
+    for (;;) {
+        int rc = stele_reader_next(t->reader, rec, timeout_ms, err);
+        if (rc != STELE_ERETAINED || !t->q->skip_retained)
+            return rc;
+        fprintf(stderr, "stele tail: skipped: %s\n", err->message);
+        rc = stele_reader_seek_seq(t->reader, 0, err);
+        if (rc != 0)
+            return rc;
+    }
+}
+
+int
+tail_keeps(const tailer_t *t, const stele_record_t *rec)
+{
+    if (t->q->has_until && rec->ts_ns > t->q->until_ns)
+        return 0;
+    /* the remote reader applies --where itself, partly on the server */
+    if (t->q->where == NULL || t->remote != NULL)
+        return 1;
+    return stele_filter_match(t->q->where, rec, t->src);
 }
 
 /* Handles one record: 1 when past --until (stop), 0 to go on, or a negative code. */
@@ -242,16 +135,16 @@ tailer_take(tailer_t *t, const stele_record_t *rec, int is_catching_up, stele_er
 {
     if (t->q->has_until && rec->ts_ns > t->q->until_ns)
         return 1;
-    int rc = t->q->where != NULL ? stele_filter_match(t->q->where, rec) : 1;
+    int rc = tail_keeps(t, rec);
     if (rc <= 0)
         return rc;
     char *line = NULL;
-    rc = format_record(t, rec, &line, err);
+    rc = tail_format_record(t, rec, &line, err);
     if (rc != 0)
         return rc;
     if (is_catching_up && t->use_ring)
-        return ring_push(&t->ring, line);
-    rc = write_line(t, line);
+        return tail_ring_push(&t->ring, line);
+    rc = tail_write_line(t, line);
     free(line);
     return rc;
 }
@@ -279,9 +172,9 @@ tailer_note_outage(tailer_t *t, const stele_error_t *err)
 static int
 tailer_end_history(tailer_t *t)
 {
-    int rc = ring_drain(t);
+    int rc = tail_ring_drain(t);
     if (rc == 0 && !t->q->follow)
-        rc = flush_stdout(t);
+        rc = tail_flush(t);
     return rc != 0 ? rc : !t->q->follow;
 }
 
@@ -296,24 +189,25 @@ tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
     int timeout_ms = 0;
     uint64_t n_since_check = 0;
     for (;;) {
-        if (t->stopped || (++n_since_check % TAIL_SIGNAL_CHECK_RECORDS == 0 && stop_requested(t)))
+        if (t->stopped ||
+            (++n_since_check % TAIL_SIGNAL_CHECK_RECORDS == 0 && tail_stop_requested(t)))
             return 0;
         stele_record_t rec;
-        int rc = tailer_next(t, &rec, timeout_ms, err);
+        int rc = tail_next(t, &rec, timeout_ms, err);
         if (rc == STELE_EAGAIN) {
             if (is_catching_up) {
                 is_catching_up = 0;
-                rc = ring_drain(t);
+                rc = tail_ring_drain(t);
                 if (rc == 0)
-                    rc = flush_stdout(t);
+                    rc = tail_flush(t);
                 if (rc != 0 || !t->q->follow)
                     return rc;
             } else if (timeout_ms == 0) {
-                rc = flush_stdout(t);
+                rc = tail_flush(t);
                 if (rc != 0)
                     return rc;
             }
-            if (stop_requested(t))
+            if (tail_stop_requested(t))
                 return 0;
             if (t->q->has_until && cli_now_ns() > t->q->until_ns)
                 return 0;
@@ -322,7 +216,7 @@ tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
         }
         if (rc == STELE_EREMOTE && t->remote != NULL && !is_catching_up) {
             tailer_note_outage(t, err);
-            if (stop_requested(t))
+            if (tail_stop_requested(t))
                 return 0;
             timeout_ms = TAIL_FOLLOW_WAIT_MS;
             continue;
@@ -339,10 +233,10 @@ tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
         rc = tailer_take(t, &rec, is_catching_up, err);
         if (rc == 1) {
             if (is_catching_up)
-                rc = ring_drain(t);
+                rc = tail_ring_drain(t);
             else
                 rc = 0;
-            return rc != 0 ? rc : flush_stdout(t);
+            return rc != 0 ? rc : tail_flush(t);
         }
         if (rc != 0) {
             *last_bad = rec;
@@ -351,9 +245,8 @@ tailer_run(tailer_t *t, stele_record_t *last_bad, stele_error_t *err)
     }
 }
 
-/* The newest seq the reader can return now: committed locally, or stored remotely. */
-static int
-tailer_last_seq(tailer_t *t, const char *dir, uint64_t *seq_out, stele_error_t *err)
+int
+tail_last_seq(tailer_t *t, const char *dir, uint64_t *seq_out, stele_error_t *err)
 {
     if (t->remote != NULL)
         return stele_remote_reader_last_seq(t->remote, seq_out, err);
@@ -374,7 +267,7 @@ tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
     uint64_t start_seq = q->from_seq;
     if (can_seek_last) {
         uint64_t last_seq = 0;
-        rc = tailer_last_seq(t, dir, &last_seq, err);
+        rc = tail_last_seq(t, dir, &last_seq, err);
         if (rc != 0)
             return rc;
         uint64_t n = (uint64_t)q->n_last;
@@ -384,7 +277,7 @@ tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
     } else if (q->n_last != TAIL_ALL) {
         t->use_ring = 1;
         t->ring.cap = (size_t)q->n_last;
-        rc = tailer_last_seq(t, dir, &t->history_last_seq, err);
+        rc = tail_last_seq(t, dir, &t->history_last_seq, err);
         if (rc != 0)
             return rc;
     }
@@ -404,18 +297,32 @@ tailer_position(tailer_t *t, const char *dir, stele_error_t *err)
 /* ---- command line -------------------------------------------------------------------- */
 
 static int
-parse_where(tail_query_t *q, const char *arg)
+parse_where(tail_query_t *q, const char *arg, int64_t now_ns)
 {
     stele_error_t err = {0};
-    int rc = q->where == NULL ? stele_filter_new(&q->where, &err) : 0;
+    int rc = q->where == NULL ? stele_filter_new(now_ns, &q->where, &err) : 0;
     if (rc == 0)
         rc = stele_filter_add(q->where, arg, &err);
     if (rc == STELE_EINVAL)
-        return cli_usage_error("tail", "--where %s", err.message);
+        return cli_usage_error_hinted("tail", err.hint, "--where %s", err.message);
     if (rc != 0) {
         cli_report("tail", rc, &err);
         return cli_exit_for(rc);
     }
+    return 0;
+}
+
+static int
+parse_output(tail_query_t *q, const char *arg)
+{
+    if (strcmp(arg, "json") == 0)
+        q->output = TAIL_OUTPUT_JSON;
+    else if (strcmp(arg, "short") == 0 || strcmp(arg, "pretty") == 0)
+        q->output = TAIL_OUTPUT_SHORT;
+    else if (strcmp(arg, "cat") == 0)
+        q->output = TAIL_OUTPUT_CAT;
+    else
+        return cli_usage_error("tail", "--output '%s' is not one of json, short, cat", arg);
     return 0;
 }
 
@@ -444,28 +351,27 @@ tail_parse_one(tail_query_t *q, int c, const char *arg, int64_t now_ns)
     case OPT_SINCE:
     case OPT_UNTIL: {
         int64_t *ts = (c == OPT_SINCE) ? &q->since_ns : &q->until_ns;
-        if (cli_parse_time(arg, now_ns, ts) != 0)
-            return cli_usage_error("tail",
-                                   "%s '%s' is not a time: use RFC 3339 "
-                                   "(2026-11-30T20:44:50Z) or 90s, 10m, 2h, 3d",
-                                   c == OPT_SINCE ? "--since" : "--until", arg);
+        int code =
+            cli_parse_time_flag("tail", c == OPT_SINCE ? "--since" : "--until", arg, now_ns, ts);
+        if (code != 0)
+            return code;
         *(c == OPT_SINCE ? &q->has_since : &q->has_until) = 1;
         return 0;
     }
     case OPT_WHERE:
-        return parse_where(q, arg);
-    case 'o':
-        if (strcmp(arg, "json") == 0)
-            q->pretty = 0;
-        else if (strcmp(arg, "pretty") == 0)
-            q->pretty = 1;
-        else
-            return cli_usage_error("tail", "--output '%s' is not json or pretty", arg);
+        return parse_where(q, arg, now_ns);
+    case 'r':
+        q->reverse = 1;
         return 0;
+    case 'o':
+        return parse_output(q, arg);
     case OPT_SOURCE:
         if (arg[0] == '\0')
             return cli_usage_error("tail", "--source needs a name");
         q->source = arg;
+        return 0;
+    case OPT_SKIP_RETAINED:
+        q->skip_retained = 1;
         return 0;
     default:
         return CLI_EXIT_USAGE;
@@ -496,6 +402,9 @@ tail_parse(cli_args_t *args, int argc, char **argv, tail_query_t *q)
         return cli_usage_error("tail", "--source needs --mongo URI (the journal names its own)");
     if (q->has_since && q->from_seq != 0)
         return cli_usage_error("tail", "--from and --since both set the start: give one");
+    if (q->reverse && q->follow)
+        return cli_usage_error("tail", "-r and -f exclude each other: following prints records "
+                                       "oldest first, as they are committed");
     if (q->has_since && q->has_until && q->until_ns < q->since_ns)
         return cli_usage_error("tail", "--until is before --since");
     if (!q->is_n_given)
@@ -506,14 +415,7 @@ tail_parse(cli_args_t *args, int argc, char **argv, tail_query_t *q)
 static void
 tailer_free(tailer_t *t)
 {
-    if (t->ring.lines != NULL) {
-        while (t->ring.count > 0) {
-            free(t->ring.lines[t->ring.head]);
-            t->ring.head = (t->ring.head + 1) % t->ring.cap;
-            t->ring.count--;
-        }
-    }
-    free(t->ring.lines);
+    tail_ring_free(&t->ring);
     stele_reader_close(t->reader);
     stele_remote_reader_close(t->remote);
 }
@@ -559,16 +461,30 @@ tailer_open(tailer_t *t, const char *dir, const char *source, stele_error_t *err
         .since_ns = q->since_ns,
         .has_until = q->has_until,
         .until_ns = q->until_ns,
+        .where = q->where,
     };
     t->src = source;
     return stele_remote_reader_open(&q->mongo.sink, &rq, &t->remote, err);
+}
+
+/* The reader fell behind retention: says so plainly (it is no damage). Returns the exit
+ * code. */
+static int
+report_behind_retention(const stele_error_t *err)
+{
+    fprintf(stderr,
+            "stele tail: fell behind retention: %s\n"
+            "hint: --skip-retained goes on from the oldest record left; or keep segments "
+            "longer (retention_bytes, retention_seconds)\n",
+            err->message);
+    return CLI_EXIT_RETAINED;
 }
 
 int
 cmd_tail(int argc, char **argv)
 {
     cli_args_t args;
-    if (cli_args_begin(&args, "tail", tail_usage, tail_opts, "n:fo:") != 0)
+    if (cli_args_begin(&args, "tail", tail_usage, tail_opts, "n:fro:") != 0)
         return CLI_EXIT_ENGINE;
     tail_query_t *q = calloc(1, sizeof *q);
     tailer_t t = {0};
@@ -601,17 +517,22 @@ cmd_tail(int argc, char **argv)
 
     stele_error_t err = {0};
     int rc = tailer_open(&t, args.dir, source, &err);
-    if (rc == 0)
-        rc = tailer_position(&t, args.dir, &err);
     stele_record_t bad = {0};
-    if (rc == 0)
-        rc = tailer_run(&t, &bad, &err);
+    if (rc == 0 && q->reverse) {
+        rc = tail_run_reverse(&t, args.dir, &bad, &err);
+    } else if (rc == 0) {
+        rc = tailer_position(&t, args.dir, &err);
+        if (rc == 0)
+            rc = tailer_run(&t, &bad, &err);
+    }
     if (rc == STELE_EBSON) {
         fprintf(stderr,
                 "stele tail: record %" PRIu64 " is not valid BSON\n"
                 "hint: run \"stele verify\"\n",
                 bad.seq);
         code = CLI_EXIT_INVALID;
+    } else if (rc == STELE_ERETAINED) {
+        code = report_behind_retention(&err);
     } else if (rc != 0) {
         cli_report("tail", rc, &err);
         code = cli_exit_for(rc);

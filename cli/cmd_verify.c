@@ -17,7 +17,7 @@
 
 static const char verify_usage[] =
     "usage: stele verify [--from SEQ] [--to SEQ] [--trust PUB [--require-sealed]]\n"
-    "                    [--mongo URI] [options]\n"
+    "                    [--mongo URI [--db NAME] [--collection NAME]] [options]\n"
     "\n"
     "Checks every frame's CRC, the hash chain, seq contiguity and the index against the\n"
     "segments. Exit 0 when all holds, 2 when anything fails (first bad seq on stderr).\n"

@@ -88,7 +88,7 @@ main(int argc, char **argv)
     }
     const char *name = argv[1];
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
-        printf("stele %s\n", STELE_VERSION_STRING);
+        printf("stele %s\n", stele_version());
         return cli_stdout_done(NULL);
     }
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||

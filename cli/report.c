@@ -51,6 +51,21 @@ cli_usage_error(const char *command, const char *fmt, ...)
 }
 
 int
+cli_usage_error_hinted(const char *command, const char *hint, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "stele %s: ", command);
+    vfprintf(stderr, fmt, ap);
+    if (hint == NULL || hint[0] == '\0')
+        fprintf(stderr, "\nhint: see \"stele %s --help\"\n", command);
+    else
+        fprintf(stderr, "\nhint: %s\n", hint);
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+int
 cli_exit_for(int rc)
 {
     switch (rc) {
@@ -75,6 +90,8 @@ cli_exit_for(int rc)
     case STELE_EEMPTY:
     case STELE_EAMBIGUOUS:
         return CLI_EXIT_INVALID;
+    case STELE_ERETAINED:
+        return CLI_EXIT_RETAINED;
     default:
         return CLI_EXIT_ENGINE;
     }

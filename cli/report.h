@@ -11,9 +11,10 @@
 /* Exit codes: documented in docs/cli.md and docs/stele.1; tests/cli asserts them. */
 enum cli_exit {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_USAGE = 1,   /* bad flag, value, time, URI, config file or unsupported request */
-    CLI_EXIT_INVALID = 2, /* an event was rejected, or the journal failed a check */
-    CLI_EXIT_ENGINE = 3,  /* I/O or engine error: missing/locked journal, halted engine, ... */
+    CLI_EXIT_USAGE = 1,    /* bad flag, value, time, URI, config file or unsupported request */
+    CLI_EXIT_INVALID = 2,  /* an event was rejected, or the journal failed a check */
+    CLI_EXIT_ENGINE = 3,   /* I/O or engine error: missing/locked journal, halted engine, ... */
+    CLI_EXIT_RETAINED = 4, /* a reader fell behind retention: records it had not read are gone */
 };
 
 /*
@@ -31,6 +32,11 @@ void cli_report(const char *command, int rc, const stele_error_t *err);
  * cli_usage_error(...)`. */
 int cli_usage_error(const char *command, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* As cli_usage_error, with `hint` on the hint line instead of the pointer to --help (an
+ * empty or NULL hint keeps that pointer). */
+int cli_usage_error_hinted(const char *command, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* The exit code for a library return code (see enum cli_exit). */
 int cli_exit_for(int rc);

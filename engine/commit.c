@@ -613,6 +613,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     c->max_chunks = cfg->max_queue_bytes / cfg->batch_bytes + 2;
     c->next_seq = cfg->last_seq + 1;
     c->last_ts_ns = cfg->last_ts_ns;
+    stamp_init(&c->stamp, cfg->journal, cfg->clock, cfg->clock_ctx);
     atomic_init(&c->appended_seq, cfg->last_seq);
     atomic_init(&c->written_seq, cfg->last_seq);
     atomic_init(&c->durable_seq, cfg->last_seq);
@@ -651,6 +652,9 @@ commit_stop(commit_t *c, stele_error_t *err)
     if (!was_closing) {
         pthread_join(c->thread, NULL);
         commit_waker_stop(c); /* after the committer: its last batch's waiters are woken */
+        pthread_mutex_lock(&c->mu);
+        stamp_keep(&c->stamp); /* for the next writer of this boot */
+        pthread_mutex_unlock(&c->mu);
     }
     return commit_halted(c, err);
 }
@@ -761,9 +765,7 @@ commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len,
 {
     chunk_t *ch = c->open;
     uint64_t seq = c->next_seq++;
-    int64_t ts = clock_wall_ns();
-    if (ts < c->last_ts_ns)
-        ts = c->last_ts_ns;
+    int64_t ts = stamp_next(&c->stamp, c->last_ts_ns);
     c->last_ts_ns = ts;
     size_t piece_start = ch->n_breaks ? ch->piece_start[ch->n_breaks - 1] : 0;
     if (ch->used_bytes - piece_start >= CHUNK_PIECE_BYTES && ch->n_breaks < CHUNK_MAX_PIECES)

@@ -1,7 +1,8 @@
 /*
  * commit.h: the group-commit queue and its committer thread.
  *
- * Appending threads call commit_enqueue, which assigns the next seq and timestamp and lays
+ * Appending threads call commit_enqueue, which assigns the next seq and timestamp (the
+ * record clock, stamp.h) and lays
  * the record's frame into the open batch buffer under one short mutex. Whoever holds the
  * journal's I/O lock (commit.io_mu) takes whole batch buffers, writes each with one
  * journal_append_batch (one pwritev), syncs per the `sync` policy, publishes the positions
@@ -17,6 +18,7 @@
 #include <stdint.h>
 
 #include "journal.h"
+#include "stamp.h"
 #include "stele.h"
 
 typedef struct commit commit_t;
@@ -42,6 +44,8 @@ typedef struct commit_config {
     stele_on_full_t on_full;
     commit_batch_fn on_batch; /* may be NULL */
     void *batch_ctx;
+    stamp_clock_fn clock; /* the record clock's readings (stamp.h); NULL: the machine's */
+    void *clock_ctx;
 } commit_config_t;
 
 /* Starts the committer and waker threads. Returns 0, -ENOMEM, or -errno from pthread_create. */

@@ -26,6 +26,7 @@
 
 #include "latency_hist.h"
 #include "seqwait.h"
+#include "stamp.h"
 
 #define NS_PER_US 1000ull
 #define NS_PER_MS 1000000ull
@@ -95,6 +96,7 @@ struct commit {
     uint64_t queue_records;
     uint64_t next_seq;
     int64_t last_ts_ns;
+    stamp_t stamp;      /* the record clock: what it trusts, kept in the journal's LOCK page */
     uint64_t flush_seq; /* sync requested up to this seq */
     int n_space_waiters;
 

@@ -53,8 +53,9 @@ typedef enum knob_type {
 /* X(name, type, unit_ns for durations (else 0), min, max, choices, default, help)
  * retention_seconds stops at INT64_MAX: the engine subtracts it from the clock's seconds. */
 #define CONFIG_KNOBS(X)                                                                            \
-    X(source, KNOB_STRING, 0, 1, CONFIG_SOURCE_MAX, NULL, "(host name)",                           \
-      "this journal's name in MongoDB _id.src; fixed when the journal is created")                 \
+    X(source, KNOB_STRING, 0, 1, CONFIG_SOURCE_MAX, NULL, "",                                      \
+      "this journal's name in MongoDB _id.src (default: the host name); fixed when the journal "   \
+      "is created")                                                                                \
     X(create_if_missing, KNOB_BOOL, 0, 0, 1, NULL, "true",                                         \
       "create the directory and journal when missing")                                             \
     X(file_mode, KNOB_MODE, 0, 0, 0777, NULL, "0",                                                 \
@@ -119,8 +120,21 @@ typedef struct knob_def {
     size_t offset;
 } knob_def_t;
 
+/* How a value of each type is written in usage lines (stele_knob_t.value_text). */
+#define CONFIG_VALUE_TEXT_KNOB_STRING(choices) "NAME"
+#define CONFIG_VALUE_TEXT_KNOB_PATH(choices) "PATH"
+#define CONFIG_VALUE_TEXT_KNOB_BOOL(choices) "true|false"
+#define CONFIG_VALUE_TEXT_KNOB_MODE(choices) "MODE"
+#define CONFIG_VALUE_TEXT_KNOB_SIZE32(choices) "SIZE"
+#define CONFIG_VALUE_TEXT_KNOB_SIZE64(choices) "SIZE"
+#define CONFIG_VALUE_TEXT_KNOB_U32(choices) "N"
+#define CONFIG_VALUE_TEXT_KNOB_DURATION32(choices) "DURATION"
+#define CONFIG_VALUE_TEXT_KNOB_DURATION64(choices) "DURATION"
+#define CONFIG_VALUE_TEXT_KNOB_ENUM(choices) choices
+
 static const stele_knob_t config_public_knobs[] = {
-#define CONFIG_X_PUBLIC(name, type, unit, lo, hi, choices, def, help) {#name, def, help},
+#define CONFIG_X_PUBLIC(name, type, unit, lo, hi, choices, def, help)                              \
+    {#name, def, help, CONFIG_VALUE_TEXT_##type(choices)},
     CONFIG_KNOBS(CONFIG_X_PUBLIC)
 #undef CONFIG_X_PUBLIC
 };

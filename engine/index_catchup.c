@@ -1,20 +1,24 @@
 /*
- * index_catchup.c: stele_index_catch_up(), which the engine runs at open, after recovery and
- * with the journal's writer lock held, to bring the LMDB index in line with the segments:
- * drop entries the segments no longer hold, index the batches a lazily-synced index missed,
- * rebuild it whole when it is empty, replaced (index.h) or disagrees with the segments, and
- * lower sink checkpoints past the journal's end; for a version 2 journal, make the index's
- * copy of the Merkle tree's stored hashes whole (checked against the tree's root recovery
- * computed). It says what it did in a note for open's recovery message (empty when nothing
- * was needed).
+ * index_catchup.c: bringing the LMDB index in line with the segments (index_catchup.h).
+ * At open (stele_index_catch_up, index_catchup_at_open), after recovery and with the
+ * journal's writer lock held: drop entries the segments no longer hold, index the batches a
+ * lazily-synced index missed, rebuild it whole when it is empty, replaced (index.h) or
+ * disagrees with the segments, and lower sink checkpoints past the journal's end. While the
+ * journal is live (index_catchup_live), for an index that fell behind because writing it
+ * failed: index what it missed, up to what readers may see. Each says what it did in a note
+ * (empty when nothing was needed) and, when it fails, whether writing the index failed (the
+ * index is a cache: the engine then runs with it behind) or reading the journal did. At
+ * open, for a version 2 journal, it also makes the index's copy of the Merkle tree's stored
+ * hashes whole (checked against the tree's root recovery computed).
  *
  * The segments are the truth: they are read through journal_reader_* only, never written.
  * The index is written through index.h, in transactions of CATCHUP_CHUNK batch starts.
  *
- * Threads: runs on the opening thread before the committer, the index writer and the
- * shippers start; it takes no lock of its own.
+ * Threads: at open, on the opening thread before the committer, the index writer and the
+ * shippers start; live, on the index writer's thread, the one thread writing batch starts
+ * then. No lock of its own.
  */
-#include "stele_internal.h"
+#include "index_catchup.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +31,7 @@
 #include "index.h"
 #include "journal.h"
 #include "merkle.h"
+#include "stele_internal.h"
 
 /* Batch starts written to the index per LMDB transaction during a catch-up scan. */
 #define CATCHUP_CHUNK 1024
@@ -53,6 +58,25 @@ catchup_note(char *note, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
+/* One catch-up: the index it writes, the reader of the segments, its note, and which side
+ * failed. */
+typedef struct catchup {
+    index_t *ix;
+    journal_reader_t *jr;
+    char *note;
+    size_t note_cap;
+    int is_index_failure; /* the failure was in writing the index */
+} catchup_t;
+
+/* Passes an index call's code through, remembering that writing the index failed. */
+static int
+catchup_index_rc(catchup_t *c, int rc)
+{
+    if (rc)
+        c->is_index_failure = 1;
+    return rc;
+}
+
 /* Does the index entry name the frame the journal has at that seq? */
 static int
 catchup_entry_matches(journal_reader_t *jr, const index_batch_t *b, int *matches,
@@ -75,16 +99,28 @@ catchup_entry_matches(journal_reader_t *jr, const index_batch_t *b, int *matches
     return 0;
 }
 
+/* Adds pending[0, *n_pending) to the index and empties it; *n_out counts them. */
+static int
+catchup_flush_pending(catchup_t *c, index_batch_t *pending, size_t *n_pending, uint64_t *n_out,
+                      stele_error_t *err)
+{
+    int rc = catchup_index_rc(c, index_put_batches(c->ix, pending, *n_pending, err));
+    if (rc == 0)
+        *n_out += *n_pending;
+    *n_pending = 0;
+    return rc;
+}
+
 /*
  * Indexes every batch start after `from` (a known batch start, or 0 for the oldest record)
  * up to last_seq. *n_out counts the batches added.
  */
 static int
-catchup_index_batches_after(index_t *ix, journal_reader_t *jr, uint64_t from, uint64_t last_seq,
-                            uint64_t *n_out, stele_error_t *err)
+catchup_index_batches_after(catchup_t *c, uint64_t from, uint64_t last_seq, uint64_t *n_out,
+                            stele_error_t *err)
 {
     *n_out = 0;
-    int rc = journal_reader_seek(jr, from, 0, 0, err);
+    int rc = journal_reader_seek(c->jr, from, 0, 0, err);
     if (rc && rc != STELE_ENOTFOUND)
         return rc;
     index_batch_t pending[CATCHUP_CHUNK];
@@ -92,19 +128,15 @@ catchup_index_batches_after(index_t *ix, journal_reader_t *jr, uint64_t from, ui
     int is_start = 1; /* the first record read starts a batch: `from` is one, or the oldest */
     uint64_t seen_seq = from;
     journal_record_t rec;
-    while ((rc = journal_reader_next(jr, &rec, err)) == 0) {
+    while ((rc = journal_reader_next(c->jr, &rec, err)) == 0) {
         if (is_start && rec.seq > from) {
             pending[n_pending++] = (index_batch_t){.first_seq = rec.seq,
                                                    .segment_seq = rec.segment_seq,
                                                    .offset = rec.offset,
                                                    .first_ts_ns = rec.ts_ns};
-            if (n_pending == CATCHUP_CHUNK) {
-                rc = index_put_batches(ix, pending, n_pending, err);
-                if (rc)
-                    return rc;
-                *n_out += n_pending;
-                n_pending = 0;
-            }
+            if (n_pending == CATCHUP_CHUNK &&
+                (rc = catchup_flush_pending(c, pending, &n_pending, n_out, err)) != 0)
+                return rc;
         }
         is_start = rec.is_batch_end;
         seen_seq = rec.seq;
@@ -120,57 +152,61 @@ catchup_index_batches_after(index_t *ix, journal_reader_t *jr, uint64_t from, ui
                                 "index catch-up could read only to seq %" PRIu64 " of the %" PRIu64
                                 " recovery found",
                                 seen_seq, last_seq);
-    rc = index_put_batches(ix, pending, n_pending, err);
-    if (rc == 0)
-        *n_out += n_pending;
-    return rc;
+    return catchup_flush_pending(c, pending, &n_pending, n_out, err);
 }
 
 /* Reports the marker index_open left when it replaced a corrupt index; 1 when there is one
  * (the catch-up removes it once the index is whole again). */
 static int
-catchup_note_rebuilt(index_t *ix, char *note, size_t note_cap)
+catchup_note_rebuilt(catchup_t *c)
 {
     char rebuilt[STELE_ERROR_MESSAGE_BYTES];
     size_t rebuilt_len = 0;
-    if (index_get_meta(ix, "rebuilt", rebuilt, sizeof rebuilt - 1, &rebuilt_len, NULL) != 0)
+    if (index_get_meta(c->ix, "rebuilt", rebuilt, sizeof rebuilt - 1, &rebuilt_len, NULL) != 0)
         return 0;
     rebuilt[rebuilt_len < sizeof rebuilt ? rebuilt_len : sizeof rebuilt - 1] = '\0';
-    catchup_note(note, note_cap, "%s", rebuilt);
+    catchup_note(c->note, c->note_cap, "%s", rebuilt);
     return 1;
 }
 
 /* A journal without records: any entry the index still holds names nothing. */
 static int
-catchup_empty_index(index_t *ix, char *note, size_t note_cap, stele_error_t *err)
+catchup_empty_index(catchup_t *c, stele_error_t *err)
 {
     index_batch_t b;
-    if (index_last_batch(ix, &b, NULL) != 0)
+    if (index_last_batch(c->ix, &b, NULL) != 0)
         return 0;
-    int rc = index_clear_batches(ix, err);
-    catchup_note(note, note_cap, "index emptied: the journal has no records");
+    int rc = catchup_index_rc(c, index_clear_batches(c->ix, err));
+    catchup_note(c->note, c->note_cap, "index emptied: the journal has no records");
     return rc;
 }
 
-/* Drops entries the segments no longer hold: past the end recovery found (a torn tail it
- * truncated) and before the oldest segment (retention deleted it after the index saw it). */
+/* Drops entries before the oldest segment (retention deleted it after the index saw it). */
 static int
-catchup_trim_index(index_t *ix, const struct journal_recovery *rec, char *note, size_t note_cap,
-                   stele_error_t *err)
+catchup_trim_before(catchup_t *c, uint64_t first_seq, stele_error_t *err)
 {
     index_batch_t b;
-    if (index_last_batch(ix, &b, NULL) == 0 && b.first_seq > rec->last_seq) {
-        int rc = index_truncate_after(ix, rec->last_seq, err);
+    if (first_seq > 1 && index_first_batch(c->ix, &b, NULL) == 0 && b.first_seq < first_seq)
+        return catchup_index_rc(c, index_delete_before(c->ix, first_seq, err));
+    return 0;
+}
+
+/* Drops entries the segments no longer hold: past the end recovery found (a torn tail it
+ * truncated) and before the oldest segment. */
+static int
+catchup_trim_index(catchup_t *c, const struct journal_recovery *rec, stele_error_t *err)
+{
+    index_batch_t b;
+    if (index_last_batch(c->ix, &b, NULL) == 0 && b.first_seq > rec->last_seq) {
+        int rc = catchup_index_rc(c, index_truncate_after(c->ix, rec->last_seq, err));
         if (rc)
             return rc;
-        catchup_note(note, note_cap,
+        catchup_note(c->note, c->note_cap,
                      "index entries after seq %" PRIu64 " dropped (the journal "
                      "ends there)",
                      rec->last_seq);
     }
-    if (rec->first_seq > 1 && index_first_batch(ix, &b, NULL) == 0 && b.first_seq < rec->first_seq)
-        return index_delete_before(ix, rec->first_seq, err);
-    return 0;
+    return catchup_trim_before(c, rec->first_seq, err);
 }
 
 /*
@@ -179,52 +215,49 @@ catchup_trim_index(index_t *ix, const struct journal_recovery *rec, char *note, 
  * (*is_full): an entry that disagrees says the whole index may be wrong.
  */
 static int
-catchup_start(index_t *ix, journal_reader_t *jr, uint64_t *from_out, int *is_full, char *note,
-              size_t note_cap, stele_error_t *err)
+catchup_start(catchup_t *c, uint64_t *from_out, int *is_full, stele_error_t *err)
 {
     *from_out = 0;
     *is_full = 0;
     index_batch_t b;
-    int rc = index_last_batch(ix, &b, NULL);
+    int rc = index_last_batch(c->ix, &b, NULL);
     if (rc == STELE_ENOTFOUND) {
         *is_full = 1;
         return 0;
     }
     if (rc)
-        return rc;
+        return catchup_index_rc(c, rc);
     int matches = 0;
-    rc = catchup_entry_matches(jr, &b, &matches, err);
+    rc = catchup_entry_matches(c->jr, &b, &matches, err);
     if (rc)
         return rc;
     if (matches) {
         *from_out = b.first_seq;
         return 0;
     }
-    catchup_note(note, note_cap, "index disagreed with the segments at seq %" PRIu64, b.first_seq);
+    catchup_note(c->note, c->note_cap, "index disagreed with the segments at seq %" PRIu64,
+                 b.first_seq);
     *is_full = 1;
-    return index_clear_batches(ix, err);
+    return catchup_index_rc(c, index_clear_batches(c->ix, err));
 }
 
-/* Brings the index of a journal with records in line with its segments. */
+/* Indexes the batches after the index's last entry up to last_seq, and says what it did. */
 static int
-catchup_batches(index_t *ix, journal_reader_t *jr, const struct journal_recovery *rec, char *note,
-                size_t note_cap, stele_error_t *err)
+catchup_batches(catchup_t *c, uint64_t last_seq, stele_error_t *err)
 {
     uint64_t from = 0, n_added = 0;
     int is_full = 0;
-    int rc = catchup_trim_index(ix, rec, note, note_cap, err);
+    int rc = catchup_start(c, &from, &is_full, err);
     if (rc == 0)
-        rc = catchup_start(ix, jr, &from, &is_full, note, note_cap, err);
-    if (rc == 0)
-        rc = catchup_index_batches_after(ix, jr, from, rec->last_seq, &n_added, err);
+        rc = catchup_index_batches_after(c, from, last_seq, &n_added, err);
     if (rc)
         return rc;
     if (is_full)
-        catchup_note(note, note_cap, "index rebuilt from the segments (%" PRIu64 " batches)",
+        catchup_note(c->note, c->note_cap, "index rebuilt from the segments (%" PRIu64 " batches)",
                      n_added);
     else if (n_added)
-        catchup_note(note, note_cap, "index caught up: %" PRIu64 " batches after seq %" PRIu64,
-                     n_added, from);
+        catchup_note(c->note, c->note_cap,
+                     "index caught up: %" PRIu64 " batches after seq %" PRIu64, n_added, from);
     return 0;
 }
 
@@ -386,23 +419,22 @@ catchup_merkle(index_t *ix, journal_reader_t *jr, const struct journal_recovery 
  * shipped. Lowered, the sink sends them, and the remote's stale copies stop it with an
  * integrity error instead. */
 static int
-catchup_lower_checkpoints(index_t *ix, uint64_t last_seq, char *note, size_t note_cap,
-                          stele_error_t *err)
+catchup_lower_checkpoints(catchup_t *c, uint64_t last_seq, stele_error_t *err)
 {
-    int n = index_list_checkpoints(ix, NULL, NULL, 0, err);
+    int n = index_list_checkpoints(c->ix, NULL, NULL, 0, err);
     if (n <= 0)
         return n;
     char(*names)[64] = calloc((size_t)n, sizeof *names);
     uint64_t *seqs = calloc((size_t)n, sizeof *seqs);
     int rc = names && seqs ? 0 : error_set(err, -ENOMEM, "index catch-up: out of memory");
-    int n_listed = rc ? 0 : index_list_checkpoints(ix, names, seqs, (size_t)n, err);
+    int n_listed = rc ? 0 : index_list_checkpoints(c->ix, names, seqs, (size_t)n, err);
     if (n_listed < 0)
         rc = n_listed;
     for (int i = 0; rc == 0 && i < n_listed && i < n; i++) {
         if (seqs[i] <= last_seq)
             continue;
-        rc = index_put_checkpoint(ix, names[i], last_seq, err);
-        catchup_note(note, note_cap,
+        rc = catchup_index_rc(c, index_put_checkpoint(c->ix, names[i], last_seq, err));
+        catchup_note(c->note, c->note_cap,
                      "checkpoint of sink %s lowered from seq %" PRIu64 " to %" PRIu64
                      " (the journal ends there)",
                      names[i], seqs[i], last_seq);
@@ -412,33 +444,86 @@ catchup_lower_checkpoints(index_t *ix, uint64_t last_seq, char *note, size_t not
     return rc;
 }
 
+/* Opens the catch-up's reader and clears the note; the caller closes the reader. */
+static int
+catchup_begin(catchup_t *c, index_t *ix, const char *dir, const journal_io_t *io, char *note,
+              size_t note_cap, stele_error_t *err)
+{
+    *c = (catchup_t){.ix = ix, .note = note, .note_cap = note_cap};
+    if (note && note_cap)
+        note[0] = '\0';
+    return journal_reader_open(dir, io, &c->jr, err);
+}
+
+/* The end of both kinds: the marker of a replaced index goes only once the index is whole
+ * (a failed catch-up reports it again), then the index is flushed. */
+static int
+catchup_finish(catchup_t *c, int rc, int was_replaced, int *is_index_failure, stele_error_t *err)
+{
+    if (rc == 0 && was_replaced)
+        rc = catchup_index_rc(c, index_delete_meta(c->ix, "rebuilt", err));
+    if (rc == 0)
+        rc = catchup_index_rc(c, index_sync(c->ix, err));
+    journal_reader_close(c->jr);
+    if (is_index_failure)
+        *is_index_failure = rc != 0 && c->is_index_failure;
+    return rc;
+}
+
+int
+index_catchup_at_open(index_t *ix, const char *dir, const journal_io_t *io,
+                      const struct journal_recovery *rec, char *note, size_t note_cap,
+                      int *is_index_failure, stele_error_t *err)
+{
+    if (is_index_failure)
+        *is_index_failure = 0;
+    if (!ix || !dir || !rec)
+        return error_set_hinted(err, STELE_EINVAL, NULL, "stele_index_catch_up: bad arguments");
+    catchup_t c;
+    int rc = catchup_begin(&c, ix, dir, io, note, note_cap, err);
+    if (rc)
+        return rc;
+    int was_replaced = catchup_note_rebuilt(&c);
+    if (rec->last_seq == 0)
+        rc = catchup_empty_index(&c, err);
+    else if ((rc = catchup_trim_index(&c, rec, err)) == 0)
+        rc = catchup_batches(&c, rec->last_seq, err);
+    if (rc == 0)
+        rc = catchup_merkle(ix, c.jr, rec, note, note_cap, err);
+    if (rc == 0)
+        rc = catchup_lower_checkpoints(&c, rec->last_seq, err);
+    return catchup_finish(&c, rc, was_replaced, is_index_failure, err);
+}
+
 int
 stele_index_catch_up(index_t *ix, const char *dir, const journal_io_t *io,
                      const struct journal_recovery *rec, char *note, size_t note_cap,
                      stele_error_t *err)
 {
-    if (!ix || !dir || !rec)
-        return error_set_hinted(err, STELE_EINVAL, NULL, "stele_index_catch_up: bad arguments");
-    if (note && note_cap)
-        note[0] = '\0';
-    int was_replaced = catchup_note_rebuilt(ix, note, note_cap);
-    journal_reader_t *jr = NULL;
-    int rc = journal_reader_open(dir, io, &jr, err);
+    return index_catchup_at_open(ix, dir, io, rec, note, note_cap, NULL, err);
+}
+
+int
+index_catchup_live(index_t *ix, const char *dir, const journal_io_t *io, uint64_t first_seq,
+                   char *note, size_t note_cap, int *is_index_failure, stele_error_t *err)
+{
+    if (is_index_failure)
+        *is_index_failure = 0;
+    catchup_t c;
+    int rc = catchup_begin(&c, ix, dir, io, note, note_cap, err);
     if (rc)
         return rc;
-    if (rec->last_seq == 0)
-        rc = catchup_empty_index(ix, note, note_cap, err);
-    else
-        rc = catchup_batches(ix, jr, rec, note, note_cap, err);
-    if (rc == 0)
-        rc = catchup_merkle(ix, jr, rec, note, note_cap, err);
-    if (rc == 0)
-        rc = catchup_lower_checkpoints(ix, rec->last_seq, note, note_cap, err);
-    /* The marker goes only once the index is whole: a failed catch-up reports it again. */
-    if (rc == 0 && was_replaced)
-        rc = index_delete_meta(ix, "rebuilt", err);
-    if (rc == 0)
-        rc = index_sync(ix, err);
-    journal_reader_close(jr);
-    return rc;
+    int was_replaced = catchup_note_rebuilt(&c);
+    /* Batch starts are indexed when written, before readers may see them: a last entry past
+     * what is visible now must wait, or its check would find nothing and rebuild it all. */
+    journal_live_t live;
+    journal_reader_live(c.jr, &live);
+    index_batch_t last;
+    if (index_last_batch(ix, &last, NULL) == 0 && last.first_seq > live.visible_seq)
+        rc = error_set_hinted(err, STELE_EAGAIN, NULL,
+                              "index catch-up waits for seq %" PRIu64 " to be committed",
+                              last.first_seq);
+    else if ((rc = catchup_trim_before(&c, first_seq, err)) == 0 && live.visible_seq)
+        rc = catchup_batches(&c, live.visible_seq, err);
+    return catchup_finish(&c, rc, was_replaced, is_index_failure, err);
 }

@@ -11,11 +11,18 @@
  * resize holds it exclusively; no other lock is taken under it.
  *
  * Every call runs in its own transaction, so nothing here is held between calls.
+ *
+ * After each write the data file is made to cover every page the meta page counts
+ * (index_cover_counted_pages): LMDB does not write a page freed in the transaction that
+ * allocated it, and a file short of its counted pages is what index_env.c takes for one
+ * that lost its growth in a power failure.
  */
 #include "index_lmdb.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "error.h"
 
@@ -162,6 +169,29 @@ index_fail_writes(index_t *ix, uint32_t n_writes, int errno_code)
     atomic_store(&ix->n_failing_writes, n_writes);
 }
 
+/* LMDB counts in the meta page every page a transaction allocated, but writes only those
+ * still in use when it commits: a page freed by the transaction that allocated it (deleting
+ * entries merges pages) is never written, so a commit can leave the data file shorter than
+ * its counted pages, which index_env.c's open check takes for a file that lost its growth in
+ * a power failure (and would rebuild the index for). The writer extends such a file:
+ * fallocate never shrinks a file nor changes its data, so it is safe beside other writers,
+ * and the pages it adds are free ones LMDB never reads. A failure (a full disk) only leaves
+ * the file short until a later write extends it. */
+static void
+index_cover_counted_pages(index_t *ix)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    mdb_filehandle_t fd;
+    struct stat fs;
+    if (mdb_env_info(ix->env, &info) || mdb_env_stat(ix->env, &st) ||
+        mdb_env_get_fd(ix->env, &fd) || fstat(fd, &fs) != 0)
+        return;
+    off_t counted = (off_t)((info.me_last_pgno + 1) * st.ms_psize);
+    if (fs.st_size < counted)
+        (void)fallocate(fd, 0, fs.st_size, counted - fs.st_size);
+}
+
 /* Runs fn in a write transaction and commits it. When the map is full (fn's writes or the
  * commit answered MDB_MAP_FULL, which leaves the transaction good only for an abort), grows
  * the map and runs fn again. Returns an LMDB code. */
@@ -180,6 +210,8 @@ index_write(index_t *ix, index_write_fn fn, void *arg)
         int fn_rc = fn(ix, txn, arg);
         int end_rc = index_txn_end(ix, txn, fn_rc == 0);
         mrc = fn_rc ? fn_rc : end_rc;
+        if (mrc == 0)
+            index_cover_counted_pages(ix);
         if (mrc != MDB_MAP_FULL)
             return mrc;
         mrc = index_map_grow(ix->shared, seen_bytes);

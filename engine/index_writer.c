@@ -17,6 +17,13 @@
  * Retention deletes segments (journal_delete_before) and their index entries, with a
  * journal reader of its own for the segment listings, then wakes appenders blocked on the
  * quota (commit_space_freed); it holds no lock of this file meanwhile.
+ *
+ * Falling behind: when writing batch starts fails (a full disk), or the catch-up at open
+ * could, the thread stops writing them (a later entry after a gap would become the next
+ * catch-up's starting point and leave the gap for good), keeps dropping what arrives, and
+ * retries a live catch-up from the index's last entry (index_catchup_live) after
+ * INDEX_WRITER_RETRY_FIRST_MS, doubling to INDEX_WRITER_RETRY_MAX_MS, and at once after
+ * retention freed space. Readers meanwhile seek from the last entry and scan the rest.
  */
 #include "index_writer.h"
 
@@ -24,12 +31,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "clock.h"
 #include "error.h"
+#include "index_catchup.h"
 #include "status_publish.h"
 #include "ship.h"
 
@@ -60,6 +69,13 @@
 #define INDEX_WRITER_RETENTION_SEGMENTS 1024
 /* How often the index writer looks for changed sink counters to publish for status. */
 #define INDEX_WRITER_PUBLISH_MS 1000
+/* An index that fell behind is caught up after this long, then after twice as long each
+ * time the catch-up fails, up to the maximum: often enough to catch up soon after space
+ * returns, rarely enough that a disk that stays full costs little rereading. */
+#define INDEX_WRITER_RETRY_FIRST_MS 1000
+#define INDEX_WRITER_RETRY_MAX_MS 60000
+/* A catch-up that must wait for its last entry to be committed tries again this soon. */
+#define INDEX_WRITER_RETRY_COMMIT_MS 20
 
 #define NS_PER_MS 1000000ull
 
@@ -85,6 +101,7 @@ struct index_writer {
     uint64_t n_dropped;
     shipper_t *const *shippers; /* whose stats it may publish (index_writer_set_shippers) */
     size_t n_shippers;
+    char behind_msg[STELE_ERROR_MESSAGE_BYTES]; /* why the index is behind; "" when it is not */
 
     /* -- written by the index writer only -- */
     uint8_t *merkle_spare;  /* swapped with merkle_fill at each drain */
@@ -92,6 +109,9 @@ struct index_writer {
     _Atomic uint64_t syncs; /* index_sync calls, for stats */
     journal_reader_t *retention_reader;            /* opened on first use, for segment listings */
     stele_sink_stats_t published[STELE_MAX_SINKS]; /* sink counters as last published */
+    bool is_behind;          /* batch starts are dropped until a catch-up succeeds */
+    uint64_t retry_at_ms;    /* monotonic: when to try the next catch-up */
+    uint64_t retry_pause_ms; /* the pause after the next failure */
 };
 
 /* When the index writer last did its periodic work (index writer thread only). */
@@ -205,14 +225,108 @@ index_writer_drain(index_writer_t *w, index_writer_drained_t *d)
     w->merkle_fill_len = 0;
 }
 
+/* -- falling behind and catching up -------------------------------------------------- */
+
+/* Says why the index is behind, for stats (msg "" when it is not). */
 static void
+index_writer_set_behind_msg(index_writer_t *w, const stele_error_t *why)
+{
+    pthread_mutex_lock(&w->ix_mu);
+    /* A long cause is cut; the return value only says so. */
+    int n = why ? snprintf(w->behind_msg, sizeof w->behind_msg,
+                           "index behind the journal (reads scan from its last entry; "
+                           "catch-up retried): %s",
+                           why->message)
+                : 0;
+    if (n <= 0)
+        w->behind_msg[0] = '\0';
+    pthread_mutex_unlock(&w->ix_mu);
+}
+
+/* Writing the index failed: stop writing batch starts until a catch-up succeeds. */
+static void
+index_writer_fall_behind(index_writer_t *w, const stele_error_t *why)
+{
+    w->last_err = *why;
+    if (!w->is_behind) {
+        w->is_behind = true;
+        w->retry_pause_ms = INDEX_WRITER_RETRY_FIRST_MS;
+        w->retry_at_ms = (uint64_t)clock_mono_ms() + w->retry_pause_ms;
+    }
+    index_writer_set_behind_msg(w, why);
+}
+
+/* Catches a behind index up when its retry is due (index writer thread). */
+static void
+index_writer_retry_catch_up(index_writer_t *w, uint64_t now_ms)
+{
+    if (!w->is_behind || now_ms < w->retry_at_ms)
+        return;
+    journal_stats_t js;
+    journal_stats(w->cfg.journal, &js);
+    char note[STELE_ERROR_MESSAGE_BYTES];
+    stele_error_t err;
+    error_clear(&err);
+    int rc = index_catchup_live(w->cfg.index, w->cfg.dir, w->cfg.io, js.first_seq, note,
+                                sizeof note, NULL, &err);
+    if (rc == 0) {
+        w->is_behind = false;
+        index_writer_set_behind_msg(w, NULL);
+        return;
+    }
+    if (rc == STELE_EAGAIN) {
+        w->retry_at_ms = now_ms + INDEX_WRITER_RETRY_COMMIT_MS;
+        return;
+    }
+    w->last_err = err;
+    index_writer_set_behind_msg(w, &err);
+    w->retry_at_ms = now_ms + w->retry_pause_ms;
+    w->retry_pause_ms *= 2;
+    if (w->retry_pause_ms > INDEX_WRITER_RETRY_MAX_MS)
+        w->retry_pause_ms = INDEX_WRITER_RETRY_MAX_MS;
+}
+
+bool
+index_writer_behind(index_writer_t *w, char *msg, size_t cap)
+{
+    pthread_mutex_lock(&w->ix_mu);
+    bool is_behind = w->behind_msg[0] != '\0';
+    if (cap)
+        snprintf(msg, cap, "%s", w->behind_msg);
+    pthread_mutex_unlock(&w->ix_mu);
+    return is_behind;
+}
+
+/* Stored hashes missed while the index is behind: none are queued from then on, and the
+ * catch-up at the next open fills them in from the segments. */
+static void
+index_writer_drop_merkle(index_writer_t *w)
+{
+    pthread_mutex_lock(&w->ix_mu);
+    w->is_merkle_dropped = true;
+    pthread_mutex_unlock(&w->ix_mu);
+}
+
+/* Writes the drained batch starts, unless the index is behind (then they are dropped: the
+ * catch-up indexes them from the segments). Returns whether it wrote the index. */
+static bool
 index_writer_apply(index_writer_t *w, const index_writer_drained_t *d)
 {
     stele_error_t err;
-    if (d->n && index_put_batches(w->cfg.index, d->batch, d->n, &err) != 0)
-        w->last_err = err; /* the index is a cache: catch-up at the next open repairs it */
+    if (d->n == 0)
+        return false;
+    if (w->is_behind) {
+        index_writer_drop_merkle(w);
+        return false;
+    }
+    if (index_put_batches(w->cfg.index, d->batch, d->n, &err) != 0) {
+        index_writer_fall_behind(w, &err);
+        index_writer_drop_merkle(w);
+        return false;
+    }
     if (d->n_runs && index_put_merkle_runs(w->cfg.index, d->runs, d->n_runs, &err) != 0)
-        w->last_err = err;
+        w->last_err = err; /* the catch-up at the next open makes the stored hashes whole */
+    return true;
 }
 
 /* -- retention -------------------------------------------------------------------------- */
@@ -318,6 +432,7 @@ index_writer_apply_retention(index_writer_t *w, shipper_t *const *shippers, size
         if (index_delete_before(w->cfg.index, js.first_seq, &err) != 0)
             w->last_err = err;
         commit_space_freed(w->commit);
+        w->retry_at_ms = 0; /* a catch-up that lacked space may find it now */
     }
 }
 
@@ -397,6 +512,8 @@ index_writer_periodic(index_writer_t *w, index_writer_clock_t *clk, shipper_t *c
         index_writer_apply_retention(w, shippers, n_shippers);
         clk->last_retention_ms = now;
     }
+    if (!stop)
+        index_writer_retry_catch_up(w, now);
 }
 
 static void *
@@ -424,8 +541,7 @@ index_writer_main(void *arg)
         size_t n_shippers = w->n_shippers;
         pthread_mutex_unlock(&w->ix_mu);
 
-        index_writer_apply(w, &d);
-        if (d.n > 0) {
+        if (index_writer_apply(w, &d)) {
             clk.is_dirty = true;
             clk.indexed_seq = d.batch[d.n - 1].first_seq;
         }
@@ -456,8 +572,11 @@ index_writer_create(const index_writer_config_t *cfg, index_writer_t **out, stel
     w->merkle_fill = malloc(INDEX_WRITER_MERKLE_BYTES);
     w->merkle_spare = malloc(INDEX_WRITER_MERKLE_BYTES);
     w->is_merkle_dropped = !w->merkle_fill || !w->merkle_spare;
+    w->cfg.behind = NULL;
     pthread_mutex_init(&w->ix_mu, NULL);
     clock_cond_init(&w->ix_cv);
+    if (cfg->behind)
+        index_writer_fall_behind(w, cfg->behind);
     *out = w;
     return 0;
 }

@@ -3,12 +3,15 @@
  * whoever writes the journal (index_writer_on_batch, a copy into a bounded ring that never
  * blocks), applies them to the index in batches, flushes the index lazily, applies the
  * retention policy and publishes the sinks' counters for `stele status` in other processes.
- * Everything it does is off the append path; the index is a cache rebuilt at open, so what
- * it fails to write only makes the next open's catch-up longer.
+ * Everything it does is off the append path; the index is a cache, so a failure to write it
+ * never reaches the journal: the index falls behind (readers seek from its last entry and
+ * scan the rest), and the thread catches it up from the segments once writing works again
+ * (retried with a growing pause, and at once when retention freed space).
  */
 #ifndef STELE_ENGINE_INDEX_WRITER_H
 #define STELE_ENGINE_INDEX_WRITER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +31,10 @@ typedef struct index_writer_config {
     const journal_io_t *io;     /* borrowed; NULL = POSIX */
     uint64_t retention_bytes;   /* stele_options_t's; 0 = keep all */
     uint64_t retention_seconds; /* stele_options_t's; 0 = keep all */
+    /* The catch-up at open could not write the index (a full disk): start behind, with this
+     * error as the reason (borrowed for the call to index_writer_create); NULL when the
+     * index is in line. */
+    const stele_error_t *behind;
 } index_writer_config_t;
 
 /* Makes an index writer with no thread yet, so its index_writer_on_batch can be handed to
@@ -53,6 +60,10 @@ void index_writer_set_shippers(index_writer_t *w, shipper_t *const *shippers, si
 /* Applies what is queued, publishes and flushes the index once more, and joins the thread.
  * No-op when it was never started or already stopped. */
 void index_writer_stop(index_writer_t *w);
+
+/* Whether the index is behind the journal; when it is, copies why into msg (cap bytes).
+ * Any thread. */
+bool index_writer_behind(index_writer_t *w, char *msg, size_t cap);
 
 /* index_sync calls so far (stats.index_syncs). Any thread. */
 uint64_t index_writer_syncs(const index_writer_t *w);

@@ -14,6 +14,8 @@
 #include "stele.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,11 +197,16 @@ read_fill_record(stele_record_t *out, const journal_record_t *rec)
 }
 
 int
-stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_error_t *err)
+stele_reader_next(stele_reader_t *r, stele_record_t *rec, int64_t timeout_ms, stele_error_t *err)
 {
     if (!r || !rec)
         return error_set_hinted(err, STELE_EINVAL, NULL, "stele_reader_next: no reader or record");
-    int64_t deadline_ms = timeout_ms > 0 ? clock_mono_ms() + timeout_ms : 0;
+    if (timeout_ms < -1)
+        return error_set_hinted(err, STELE_EINVAL, NULL,
+                                "stele_reader_next: timeout_ms %" PRId64 " is below -1",
+                                timeout_ms);
+    int64_t now_ms = clock_mono_ms();
+    int64_t deadline_ms = timeout_ms > INT64_MAX - now_ms ? INT64_MAX : now_ms + timeout_ms;
     for (;;) {
         journal_record_t jrec;
         int rc = journal_reader_next(r->jr, &jrec, err);
@@ -221,17 +228,19 @@ stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_
             int64_t left_ms = deadline_ms - clock_mono_ms();
             if (left_ms <= 0)
                 break;
-            wait_ms = (int)left_ms;
+            /* A longer wait is taken in several: the loop comes back for the rest. */
+            wait_ms = left_ms > INT_MAX ? INT_MAX : (int)left_ms;
         }
         uint64_t after = r->last_read_seq;
         if (r->next_seq > after + 1)
             after = r->next_seq - 1;
         rc = journal_reader_wait(r->jr, after, wait_ms);
         if (rc == STELE_ETIMEDOUT)
-            break;
+            continue; /* the deadline decides, above */
         if (rc)
             return error_set_hinted(err, rc, NULL, "could not wait for records: %s",
                                     stele_strerror(rc));
     }
-    return error_set_hinted(err, STELE_EAGAIN, NULL, "no new record within %d ms", timeout_ms);
+    return error_set_hinted(err, STELE_EAGAIN, NULL, "no new record within %" PRId64 " ms",
+                            timeout_ms);
 }

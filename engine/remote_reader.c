@@ -8,8 +8,11 @@
  *
  * How it reads: one find per chunk, {_id.src, _id.seq >= next_seq, ts_ns in [since, until]}
  * sorted by _id.seq with a limit of REMOTE_CHUNK_DOCS, which the sink's {_id.src, _id.seq}
- * index serves. A chunk that comes back full is followed at once by the next; a short one
- * means the reader is caught up, and then it polls with exponential backoff
+ * index serves. A query.where filter narrows the find (the seq and time ranges of its seq
+ * and ts conditions, the string equalities of event fields) and then decides each record
+ * here, with stele_filter_match, so the records returned are exactly those a local reader
+ * filtered the same way would keep. A chunk that comes back full is followed at once by the next; a
+ * short one means the reader is caught up, and then it polls with exponential backoff
  * (STELE_REMOTE_POLL_MIN_MS doubling to STELE_REMOTE_POLL_MAX_MS, back to the minimum when
  * documents arrive), sleeping between polls instead of spinning.
  *
@@ -35,6 +38,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "filter.h"     /* query.where: its bounds and string equalities go to the server */
 #include "ship_mongo.h" /* shipper_classify, ship_scrub_password: shared with the shippers */
 #include "validate.h"   /* STELE_META_FIELD, STELE_ID_FIELD */
 
@@ -46,6 +50,8 @@
 /* Timeouts applied when the URI sets none (libmongoc's own are 30 s and 5 min). */
 #define REMOTE_DEFAULT_SELECT_TIMEOUT_MS 5000
 #define REMOTE_DEFAULT_SOCKET_TIMEOUT_MS 60000
+/* remote_take: a document was read but its record does not match query.where. */
+#define REMOTE_SKIPPED 2
 
 struct stele_remote_reader {
     mongoc_client_t *client;
@@ -367,24 +373,57 @@ stele_remote_reader_seek_seq(stele_remote_reader_t *r, uint64_t seq, stele_error
     return 0;
 }
 
-/* Starts the query of the next chunk: documents of the source from next_seq, in seq order. */
+/* Whether an event path can go into a server query as it is: no key may start with '$'
+ * (events have none; the server would read one as an operator). */
+static int
+remote_path_is_plain(const char *path)
+{
+    return path[0] != '$' && strstr(path, ".$") == NULL;
+}
+
+/* The server-side part of query.where (filter.h): the string equalities of event fields
+ * (exact in MongoDB as in the filter; the filter still decides, so a server that matches
+ * more, e.g. array elements, changes nothing). */
+static void
+remote_query_add_where(const stele_remote_reader_t *r, bson_t *filter)
+{
+    const stele_filter_t *where = r->query.where;
+    for (size_t i = 0; where != NULL && i < where->n; i++) {
+        const filter_condition_t *c = &where->conditions[i];
+        if (filter_is_string_equality(c) && remote_path_is_plain(c->path))
+            BSON_APPEND_UTF8(filter, c->path, c->value);
+    }
+}
+
+/* Starts the query of the next chunk: documents of the source from next_seq, in seq order,
+ * within --since/--until and the seq and time ranges of query.where. */
 static void
 remote_query_start(stele_remote_reader_t *r)
 {
+    filter_bounds_t b;
+    filter_bounds(r->query.where, &b);
+    if (r->query.has_since && r->query.since_ns > b.min_ts_ns)
+        b.min_ts_ns = r->query.since_ns;
+    if (r->query.has_until && r->query.until_ns < b.max_ts_ns)
+        b.max_ts_ns = r->query.until_ns;
     bson_t filter, seq_range, ts_range;
     bson_init(&filter);
     BSON_APPEND_UTF8(&filter, "_id.src", r->source);
     BSON_APPEND_DOCUMENT_BEGIN(&filter, "_id.seq", &seq_range);
-    BSON_APPEND_INT64(&seq_range, "$gte", (int64_t)r->next_seq);
+    BSON_APPEND_INT64(&seq_range, "$gte",
+                      (int64_t)(b.min_seq > r->next_seq ? b.min_seq : r->next_seq));
+    if (b.max_seq <= INT64_MAX)
+        BSON_APPEND_INT64(&seq_range, "$lte", (int64_t)b.max_seq);
     bson_append_document_end(&filter, &seq_range);
-    if (r->query.has_since || r->query.has_until) {
+    if (b.min_ts_ns != INT64_MIN || b.max_ts_ns != INT64_MAX) {
         BSON_APPEND_DOCUMENT_BEGIN(&filter, STELE_META_FIELD ".ts_ns", &ts_range);
-        if (r->query.has_since)
-            BSON_APPEND_INT64(&ts_range, "$gte", r->query.since_ns);
-        if (r->query.has_until)
-            BSON_APPEND_INT64(&ts_range, "$lte", r->query.until_ns);
+        if (b.min_ts_ns != INT64_MIN)
+            BSON_APPEND_INT64(&ts_range, "$gte", b.min_ts_ns);
+        if (b.max_ts_ns != INT64_MAX)
+            BSON_APPEND_INT64(&ts_range, "$lte", b.max_ts_ns);
         bson_append_document_end(&filter, &ts_range);
     }
+    remote_query_add_where(r, &filter);
     bson_t *opts = BCON_NEW("sort", "{", "_id.seq", BCON_INT32(1), "}", "limit",
                             BCON_INT64(REMOTE_CHUNK_DOCS));
     r->cursor = mongoc_collection_find_with_opts(r->coll, &filter, opts, NULL);
@@ -420,8 +459,9 @@ remote_query_end(stele_remote_reader_t *r)
         remote_back_off(r);
 }
 
-/* Takes the next document of the current query: 1 with *rec set, 0 when exhausted, or an
- * error code (the cursor is dropped, so the next call re-queries from next_seq). */
+/* Takes the next document of the current query: 1 with *rec set, REMOTE_SKIPPED when it does
+ * not match query.where, 0 when exhausted, or an error code (the cursor is dropped, so the
+ * next call re-queries from next_seq). */
 static int
 remote_take(stele_remote_reader_t *r, stele_record_t *rec, stele_error_t *err)
 {
@@ -437,7 +477,13 @@ remote_take(stele_remote_reader_t *r, stele_record_t *rec, stele_error_t *err)
             return rc;
         }
         r->next_seq = rec->seq + 1;
-        return 1;
+        if (r->query.where == NULL)
+            return 1;
+        rc = stele_filter_match(r->query.where, rec, r->source);
+        if (rc < 0)
+            return error_set(err, rc, "document seq %" PRIu64 " in %s could not be filtered",
+                             rec->seq, r->where);
+        return rc == 1 ? 1 : REMOTE_SKIPPED;
     }
     bson_error_t berr;
     const bson_t *err_doc = NULL;
@@ -453,18 +499,23 @@ remote_take(stele_remote_reader_t *r, stele_record_t *rec, stele_error_t *err)
 }
 
 int
-stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int timeout_ms,
+stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int64_t timeout_ms,
                          stele_error_t *err)
 {
     if (r == NULL || rec == NULL)
         return error_set(err, STELE_EINVAL, "remote reader: reader and rec are required");
-    int64_t deadline_ms = timeout_ms < 0 ? INT64_MAX : clock_mono_ms() + timeout_ms;
+    if (timeout_ms < -1)
+        return error_set(err, STELE_EINVAL, "remote reader: timeout_ms %" PRId64 " is below -1",
+                         timeout_ms);
+    int64_t start_ms = clock_mono_ms();
+    int64_t deadline_ms =
+        timeout_ms < 0 || timeout_ms > INT64_MAX - start_ms ? INT64_MAX : start_ms + timeout_ms;
     for (;;) {
         if (r->cursor != NULL) {
             int rc = remote_take(r, rec, err);
             if (rc == 1)
                 return 0;
-            if (rc != 0)
+            if (rc != 0 && rc != REMOTE_SKIPPED)
                 return rc;
             continue;
         }

@@ -77,6 +77,12 @@ render_raw(render_buf_t *b, const char *s, size_t n)
     b->text[b->len] = '\0';
 }
 
+void
+render_text(render_buf_t *b, const char *s, size_t len)
+{
+    render_raw(b, s, len);
+}
+
 /* Starts an item of the open object or array (or the text itself): the comma if due. */
 static void
 render_item(render_buf_t *b)

@@ -10,6 +10,7 @@
 #ifndef STELE_ENGINE_RENDER_H
 #define STELE_ENGINE_RENDER_H
 
+#include <bson/bson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +61,14 @@ void render_time(render_buf_t *b, int64_t unix_s, int64_t frac, int frac_digits)
 /* A time in nanoseconds as RFC 3339 UTC with microseconds, floored (also before 1970):
  * what `stele tail` prints as a record's "ts". */
 void render_time_ns(render_buf_t *b, int64_t ts_ns);
+
+/* `len` bytes as they are: no quoting, no comma (for the lines that are not JSON,
+ * render_short.c). */
+void render_text(render_buf_t *b, const char *s, size_t len);
+
+/* The value at `it` (any BSON type) as relaxed Extended JSON, as render_bson writes it
+ * inside a document; STELE_EBSON when it is malformed or not UTF-8. */
+void render_bson_value(render_buf_t *b, const bson_iter_t *it);
 
 /* A BSON document of `len` bytes as relaxed Extended JSON; STELE_EBSON when it is not a
  * well-formed document (or holds invalid UTF-8), STELE_EDEPTH beyond RENDER_MAX_DEPTH. */

@@ -312,6 +312,16 @@ render_members(render_buf_t *b, bson_iter_t *it, int is_array, int depth)
 }
 
 void
+render_bson_value(render_buf_t *b, const bson_iter_t *it)
+{
+    if (b->rc != 0)
+        return;
+    render_value(b, it, 1);
+    if (b->rc == STELE_EUTF8)
+        b->rc = STELE_EBSON;
+}
+
+void
 render_bson(render_buf_t *b, const uint8_t *doc, size_t len)
 {
     bson_t view;

@@ -41,12 +41,30 @@ render_time_ms(render_buf_t *b, int64_t unix_ms, int frac_digits)
     render_time(b, sec, frac_digits == 6 ? rem_ms * US_PER_MS : rem_ms, frac_digits);
 }
 
+/* The length of `text` (at most `cap` bytes) without an unfinished UTF-8 sequence at its
+ * end: a fixed-size field holding a server's message cut to its size (a dead letter's
+ * reason, a sink's last error) may end inside a character. Anything else that is not UTF-8
+ * is left for render_string to refuse. */
+static size_t
+render_whole_utf8_len(const char *text, size_t cap)
+{
+    size_t len = strnlen(text, cap);
+    size_t lead = len;
+    while (lead > 0 && len - lead < 3 && ((unsigned char)text[lead - 1] & 0xc0) == 0x80)
+        lead--;
+    if (lead == 0)
+        return len;
+    unsigned char c = (unsigned char)text[lead - 1];
+    size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    return c >= 0xc0 && len - (lead - 1) < need ? lead - 1 : len;
+}
+
 /* A NUL-terminated string of a fixed-size field (never read past `cap`). */
 static void
 render_field_text(render_buf_t *b, const char *key, const char *text, size_t cap)
 {
     render_key(b, key);
-    render_string(b, text, strnlen(text, cap));
+    render_string(b, text, render_whole_utf8_len(text, cap));
 }
 
 int

@@ -23,7 +23,8 @@
 #include "protocol.h"
 #include "stele.h"
 
-/* ---- logging (serve_log.c): one line per event on stderr, `ts=... level=... msg="..."` */
+/* ---- logging (serve_log.c): one line per lifecycle event of the server (never an audit
+ * event) on stderr, `ts=... level=... msg="..."` */
 
 typedef struct serve_log {
     stele_log_level_t min_level;

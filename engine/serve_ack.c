@@ -10,7 +10,7 @@
  * replies must not queue behind it.
  *
  * Never a false ack: reached_seq only advances to a seq stele_wait() returned 0 for, or,
- * after a failed wait, to what stele_stats() says the engine really reached.
+ * after a failed wait, to what stele_reached_seq() says the engine really reached.
  *
  * The loop tells each level once per epoll batch what it waits for (serve_acks_want), and a
  * thread is signalled only when it sleeps on its own condition variable: every request
@@ -62,31 +62,6 @@ serve_acks_wake(struct serve_acks *a)
     (void)w;
 }
 
-/* The seq the engine says `level` has reached, for a failed wait. */
-static uint64_t
-serve_acks_engine_seq(stele_t *db, stele_wait_t level)
-{
-    stele_stats_t *st = calloc(1, sizeof *st);
-    uint64_t seq = 0;
-    if (!st || stele_stats(db, st) != 0) {
-        free(st);
-        return 0;
-    }
-    if (level == STELE_WAIT_WRITTEN) {
-        seq = st->written_seq;
-    } else if (level == STELE_WAIT_DURABLE) {
-        seq = st->durable_seq;
-    } else if (st->n_sinks > 0) {
-        seq = UINT64_MAX;
-        for (size_t i = 0; i < st->n_sinks && i < STELE_MAX_SINKS; i++) {
-            if (st->sinks[i].shipped_seq < seq)
-                seq = st->sinks[i].shipped_seq;
-        }
-    }
-    free(st);
-    return seq;
-}
-
 static void *
 serve_acks_thread_main(void *arg)
 {
@@ -117,11 +92,8 @@ serve_acks_thread_main(void *arg)
             rc = stele_flush(a->db, &err);
         if (rc == 0)
             rc = stele_wait(a->db, target, level, SERVE_ACK_POLL_MS, &err);
-        uint64_t engine_seq = 0;
-        if (rc == 0)
-            engine_seq = stele_reached_seq(a->db, level);
-        else if (rc != STELE_ETIMEDOUT)
-            engine_seq = serve_acks_engine_seq(a->db, level);
+        /* After a failed wait too: what the engine really reached is still acknowledged. */
+        uint64_t engine_seq = rc == STELE_ETIMEDOUT ? 0 : stele_reached_seq(a->db, level);
 
         pthread_mutex_lock(&a->mu);
         if (rc == STELE_ETIMEDOUT)

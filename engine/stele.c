@@ -6,7 +6,9 @@
  *
  * Open order: read the index's newest batch start as a recovery hint (read-only, so a
  * directory that turns out not to be a journal is left untouched), open the journal (lock,
- * recovery), open the index for writing and bring it in line (stele_index_catch_up), make
+ * recovery), open the index for writing and bring it in line (index_catchup_at_open; one
+ * that cannot be written, a full disk, is left behind for the index writer, never failing
+ * the open), make
  * the index writer (so the committer can hand it batch starts), start the committer, the
  * index writer's thread and one shipper per sink, then let the index writer see the
  * shippers. Close runs it backwards after draining the queue and syncing.
@@ -36,6 +38,7 @@
 #include "config.h"
 #include "error.h"
 #include "index.h"
+#include "index_catchup.h"
 #include "index_writer.h"
 #include "journal.h"
 #include "ship.h"
@@ -57,6 +60,7 @@
 struct stele {
     char *dir;
     char source[64];
+    stele_hooks_t hooks; /* tests' seams (stele_internal.h); all zero in production */
     const journal_io_t *io;
     validate_limits_t limits;
     journal_origin_t own_origin; /* this process, the origin of what it appends itself */
@@ -282,18 +286,20 @@ stele_init_locks(stele_t *db)
 /* A handle with its locks, its source name and the validation limits, nothing opened yet
  * (the parts opened later copy the options they need). NULL when out of memory. */
 static stele_t *
-stele_alloc(const char *dir, const stele_options_t *opts, const journal_io_t *io)
+stele_alloc(const char *dir, const stele_options_t *opts, const stele_hooks_t *hooks)
 {
     stele_t *db = calloc(1, sizeof *db);
     if (!db || !(db->dir = strdup(dir))) {
         free(db);
         return NULL;
     }
-    db->io = io;
     db->own_origin = (journal_origin_t){.uid = (uint32_t)getuid(),
                                         .gid = (uint32_t)getgid(),
                                         .pid = (uint32_t)getpid(),
                                         .kind = FRAME_ORIGIN_PROCESS};
+    if (hooks)
+        db->hooks = *hooks;
+    db->io = db->hooks.io;
     db->limits.max_record_bytes = opts->max_record_bytes;
     db->limits.max_depth = opts->max_depth;
     validate_limits_reserve_sinks(&db->limits, opts);
@@ -358,10 +364,12 @@ stele_open_journal(stele_t *db, const stele_options_t *o, journal_recovery_t *re
 }
 
 /* Opens the index for writing and brings it in line with the recovered journal; what
- * recovery and catch-up did is kept for stats. */
+ * recovery and catch-up did is kept for stats. A catch-up that could not write the index
+ * (a full disk) leaves it behind (*behind set), never the journal unopened: the index is a
+ * cache, and the index writer catches it up later. */
 static int
 stele_open_index(stele_t *db, const stele_options_t *o, const journal_recovery_t *rec,
-                 stele_error_t *err)
+                 stele_error_t *behind, stele_error_t *err)
 {
     /* The index's files follow the journal's: the configured mode (set on existing ones
      * too), else the mode the journal's own files have. */
@@ -370,10 +378,19 @@ stele_open_index(stele_t *db, const stele_options_t *o, const journal_recovery_t
     int rc = index_open(db->dir, flags, journal_file_mode(db->journal), &db->index, err);
     if (rc)
         return rc;
+    if (db->hooks.index_failing_writes)
+        index_fail_writes(db->index, db->hooks.index_failing_writes, db->hooks.index_failing_errno);
     char catch_note[STELE_ERROR_MESSAGE_BYTES] = "";
-    rc = stele_index_catch_up(db->index, db->dir, db->io, rec, catch_note, sizeof catch_note, err);
-    if (rc)
-        return rc;
+    int is_index_failure = 0;
+    rc = index_catchup_at_open(db->index, db->dir, db->io, rec, catch_note, sizeof catch_note,
+                               &is_index_failure, behind);
+    if (rc && !is_index_failure)
+        return error_copy(err, behind);
+    if (rc && snprintf(catch_note, sizeof catch_note, "index left behind the journal: %s",
+                       behind->message) < 0)
+        catch_note[0] = '\0';
+    else if (rc == 0)
+        error_clear(behind);
     stele_note_join(db->recovery_note, sizeof db->recovery_note, rec->note, catch_note);
     /* For `stele status` in other processes; the index is a cache, so a failure to publish
      * only leaves status without the settings. */
@@ -384,14 +401,16 @@ stele_open_index(stele_t *db, const stele_options_t *o, const journal_recovery_t
 /* Makes the index writer, whose thread starts after the committer (it reads where the
  * journal ended), but which takes the committer's batch starts from the first batch. */
 static int
-stele_make_index_writer(stele_t *db, const stele_options_t *o, stele_error_t *err)
+stele_make_index_writer(stele_t *db, const stele_options_t *o, const stele_error_t *behind,
+                        stele_error_t *err)
 {
     index_writer_config_t cfg = {.index = db->index,
                                  .journal = db->journal,
                                  .dir = db->dir,
                                  .io = db->io,
                                  .retention_bytes = o->retention_bytes,
-                                 .retention_seconds = o->retention_seconds};
+                                 .retention_seconds = o->retention_seconds,
+                                 .behind = behind->code ? behind : NULL};
     return index_writer_create(&cfg, &db->index_writer, err);
 }
 
@@ -415,7 +434,9 @@ stele_start_committer(stele_t *db, const stele_options_t *o, const journal_recov
                           .segment_bytes = journal_segment_bytes(db->journal),
                           .on_full = o->on_full,
                           .on_batch = index_writer_on_batch,
-                          .batch_ctx = db->index_writer};
+                          .batch_ctx = db->index_writer,
+                          .clock = db->hooks.clock,
+                          .clock_ctx = db->hooks.clock_ctx};
     return commit_start(&cc, &db->commit, err);
 }
 
@@ -439,8 +460,16 @@ stele_open_abandon(stele_t *db)
 }
 
 int
-stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journal_io_t *io,
+stele_open_with_io(const char *dir, const stele_options_t *opts, const journal_io_t *io,
                    stele_t **out, stele_error_t *err)
+{
+    stele_hooks_t hooks = {.io = io};
+    return stele_open_with_hooks(dir, opts, &hooks, out, err);
+}
+
+int
+stele_open_with_hooks(const char *dir, const stele_options_t *opts_in, const stele_hooks_t *hooks,
+                      stele_t **out, stele_error_t *err)
 {
     stele_options_t defaults;
     if (out)
@@ -454,18 +483,20 @@ stele_open_with_io(const char *dir, const stele_options_t *opts_in, const journa
     int rc = config_check(opts_in, err);
     if (rc)
         return rc;
-    stele_t *db = stele_alloc(dir, opts_in, io);
+    stele_t *db = stele_alloc(dir, opts_in, hooks);
     if (!db)
         return error_set(err, -ENOMEM, "out of memory opening %s", dir);
 
     journal_recovery_t rec;
+    stele_error_t index_behind;
+    error_clear(&index_behind);
     rc = stele_open_journal(db, opts_in, &rec, err);
     if (rc)
         goto fail;
-    rc = stele_open_index(db, opts_in, &rec, err);
+    rc = stele_open_index(db, opts_in, &rec, &index_behind, err);
     if (rc)
         goto fail;
-    rc = stele_make_index_writer(db, opts_in, err);
+    rc = stele_make_index_writer(db, opts_in, &index_behind, err);
     if (rc)
         goto fail;
     rc = stele_start_committer(db, opts_in, &rec, err);
@@ -501,6 +532,29 @@ stele_free(stele_t *db)
     free(db);
 }
 
+/* What runs degraded (stele_stats_t.warning) into out; "" when nothing. index_writer and
+ * journal_rc may say nothing (NULL, 0): after close stopped them. */
+static void
+stele_warning(stele_t *db, int journal_rc, const char *journal_warning, char *out, size_t cap)
+{
+    char behind[STELE_ERROR_MESSAGE_BYTES] = "";
+    char unprepared[STELE_ERROR_MESSAGE_BYTES] = "";
+    if (db->index_writer)
+        index_writer_behind(db->index_writer, behind, sizeof behind);
+    if (journal_warning)
+        snprintf(unprepared, sizeof unprepared, "%s", journal_warning);
+    else if (journal_rc)
+        snprintf(unprepared, sizeof unprepared, "could not prepare the next segment: %s",
+                 stele_strerror(journal_rc));
+    stele_note_join(out, cap, unprepared, behind);
+}
+
+index_t *
+stele_index_for_tests(stele_t *db)
+{
+    return db ? db->index : NULL;
+}
+
 int
 stele_close(stele_t *db, stele_error_t *err)
 {
@@ -527,14 +581,21 @@ stele_close(stele_t *db, stele_error_t *err)
     commit_free(db->commit);
 
     stele_error_t jerr;
+    error_clear(&jerr);
     int jrc = journal_close(db->journal, &jerr);
     if (jrc && rc == 0) {
         rc = jrc;
         first = jerr;
     }
+    if (rc == 0) {
+        error_clear(&first);
+        stele_warning(db, 0, jerr.message[0] ? jerr.message : NULL, first.message,
+                      sizeof first.message);
+        snprintf(first.hint, sizeof first.hint, "%s", jerr.hint);
+    }
     index_close(db->index);
     stele_free(db);
-    if (rc)
+    if (rc || first.message[0])
         error_copy(err, &first);
     return rc;
 }
@@ -716,9 +777,25 @@ stele_stats(stele_t *db, stele_stats_t *out)
     out->disk_bytes = js.disk_bytes;
     out->index_syncs = index_writer_syncs(db->index_writer);
     snprintf(out->recovery_note, sizeof out->recovery_note, "%s", db->recovery_note);
+    stele_warning(db, js.prepare_rc, NULL, out->warning, sizeof out->warning);
     out->n_sinks = db->n_shippers;
-    for (size_t i = 0; i < db->n_shippers; i++)
-        shipper_stats(db->shippers[i], out->written_seq, &out->sinks[i]);
     stele_leave(db);
     return 0;
+}
+
+int
+stele_sink_stats(stele_t *db, size_t index, stele_sink_stats_t *out)
+{
+    if (!db || !out)
+        return STELE_EINVAL;
+    if (stele_enter(db, NULL))
+        return STELE_ECLOSED;
+    int rc = STELE_EINVAL;
+    if (index < db->n_shippers) { /* fixed once stele_open returned */
+        memset(out, 0, sizeof *out);
+        shipper_stats(db->shippers[index], commit_written_seq(db->commit), out);
+        rc = 0;
+    }
+    stele_leave(db);
+    return rc;
 }

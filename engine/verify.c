@@ -12,6 +12,13 @@
  * log); verify reports it only with evidence that records are missing there: a durable seq
  * past the end or, with no writer, an index entry past the end or an intact frame after it.
  *
+ * Retention may delete segments while verify reads (oldest first, their index entries
+ * after them). What it deleted is no damage: index entries below the first record the walk
+ * reads are skipped, and a walk the journal reader stops with STELE_ERETAINED (the next
+ * segment is gone and every segment left starts past it) starts again from the new oldest
+ * record, up to VERIFY_RETENTION_RESTARTS times. A segment missing above the oldest one is
+ * still damage.
+ *
  * Threads: each call uses only its own short-lived reader, index handle and SHA-256
  * context; no lock.
  */
@@ -33,6 +40,12 @@
 #include "read_side.h"
 #include "record.h"
 #include "segment.h"
+#include "stele_internal.h"
+
+/* Walks retention may cut short before verify gives up: each starts again from the oldest
+ * record, which retention only moves forward, so a journal whose retention outpaces reading
+ * it whole this many times is being emptied faster than it can be checked. */
+#define VERIFY_RETENTION_RESTARTS 1000
 
 typedef struct verify_state {
     journal_reader_t *jr;
@@ -40,6 +53,8 @@ typedef struct verify_state {
     chain_hasher_t *hasher;
     merkle_hasher_t *mhasher;
     stele_verify_report_t *report;
+    stele_verify_hook_fn hook; /* tests: called after each record checked (stele_internal.h) */
+    void *hook_ctx;
     int have_prev;
     journal_record_t prev; /* payload pointer not kept */
     int prev_is_batch_end;
@@ -135,6 +150,13 @@ verify_index_entry(verify_state_t *v, const journal_record_t *rec)
     const index_batch_t *b = &v->index_next;
     if (!v->have_index_next || b->first_seq > rec->seq)
         return 0;
+    /* Entries below the first record the walk reads name segments retention deleted (it
+     * deletes their index entries after them): the walk started past them. */
+    if (!v->have_prev && b->first_seq < rec->seq) {
+        v->have_index_next = index_find_next(v->ix, rec->seq, &v->index_next, NULL) == 0;
+        if (!v->have_index_next || b->first_seq > rec->seq)
+            return 0;
+    }
     /* The walk meets every seq in order, so an entry below this one names a seq the
      * segments do not hold. */
     if (b->first_seq < rec->seq)
@@ -180,6 +202,8 @@ verify_record(verify_state_t *v, const journal_record_t *rec, stele_error_t *err
     if (!v->report->first_seq)
         v->report->first_seq = rec->seq;
     v->report->last_seq = rec->seq;
+    if (v->hook)
+        v->hook(v->hook_ctx, rec->seq);
     return 0;
 }
 
@@ -567,7 +591,19 @@ verify_walk_end(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t 
     return 0;
 }
 
-/* Walks [from, to]; the record before `from` is checked too, to anchor the chain. */
+/* Forgets what a walk that retention cut short found, for a walk from the new oldest. */
+static void
+verify_restart(verify_state_t *v)
+{
+    memset(v->report, 0, sizeof *v->report);
+    memset(&v->prev, 0, sizeof v->prev);
+    v->have_prev = 0;
+    v->prev_is_batch_end = 0;
+    v->have_index_next = 0;
+}
+
+/* Walks [from, to]; the record before `from` is checked too, to anchor the chain. A walk
+ * retention cut short starts again (see the top of the file). */
 static int
 verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_seq,
             stele_error_t *err)
@@ -577,7 +613,17 @@ verify_walk(verify_state_t *v, const char *dir, uint64_t from_seq, uint64_t to_s
     journal_live_t live_before;
     journal_reader_live(v->jr, &live_before);
     int is_at_to = 0;
-    int rc = verify_read_range(v, dir, from_seq, to_seq, &is_at_to, err);
+    int rc = STELE_ERETAINED;
+    for (int walk = 0; rc == STELE_ERETAINED && walk <= VERIFY_RETENTION_RESTARTS; walk++) {
+        if (walk)
+            verify_restart(v);
+        rc = verify_read_range(v, dir, from_seq, to_seq, &is_at_to, err);
+    }
+    if (rc == STELE_ERETAINED)
+        error_set_hint(err,
+                       "retention deleted segments faster than verify could read them %d "
+                       "times; run it again, or with --from past the retention cut",
+                       VERIFY_RETENTION_RESTARTS);
     if (rc || is_at_to)
         return rc;
     return verify_walk_end(v, dir, from_seq, to_seq, live_before.durable_seq, err);
@@ -619,6 +665,14 @@ int
 stele_verify_opts(const char *dir, const stele_options_t *opts, uint64_t from_seq, uint64_t to_seq,
                   stele_verify_report_t *report, stele_error_t *err)
 {
+    return stele_verify_hooked(dir, opts, from_seq, to_seq, report, NULL, NULL, err);
+}
+
+int
+stele_verify_hooked(const char *dir, const stele_options_t *opts, uint64_t from_seq,
+                    uint64_t to_seq, stele_verify_report_t *report, stele_verify_hook_fn hook,
+                    void *hook_ctx, stele_error_t *err)
+{
     if (!dir || !report)
         return error_set_hinted(err, STELE_EINVAL, NULL, "stele_verify: dir and report required");
     if (to_seq && from_seq > to_seq)
@@ -626,7 +680,7 @@ stele_verify_opts(const char *dir, const stele_options_t *opts, uint64_t from_se
                                 "verify range is empty: from %" PRIu64 " is after to %" PRIu64,
                                 from_seq, to_seq);
     memset(report, 0, sizeof *report);
-    verify_state_t v = {.report = report};
+    verify_state_t v = {.report = report, .hook = hook, .hook_ctx = hook_ctx};
     int rc = read_side_open_journal(dir, opts, &v.jr, err);
     if (rc == STELE_ECORRUPT)
         verify_oldest_header(&v, dir);

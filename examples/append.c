@@ -5,9 +5,9 @@
  *
  *   stele-example-append DIR          knobs from STELE_<KNOB> environment variables
  *
- * Build: cc append.c $(pkg-config --cflags --libs stele libbson-1.0)
+ * Build: cc append.c $(pkg-config --cflags --libs stele)
  */
-#include <bson/bson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +29,7 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: %s DIR\n", argv[0]);
         return 2;
     }
+    printf("stele %s\n", stele_version());
     stele_options_t opts;
     stele_error_t err;
     stele_options_init(&opts);
@@ -65,11 +66,27 @@ main(int argc, char **argv)
     rc = stele_append_json(db, bad, strlen(bad), STELE_WAIT_DURABLE, NULL, &err);
     printf("rejected as %s: %s\n", stele_errname(rc), err.message);
 
-    bson_t *doc = BCON_NEW("actor", BCON_UTF8("bob"), "action", BCON_UTF8("logout"), "when",
-                           BCON_DATE_TIME(1700000000000));
+    /* A BSON document is bytes: a program that has its events as BSON (from libbson, a
+     * driver, another service) hands them over as they are. This one is
+     * {"actor": "bob", "action": "logout", "when": <UTC datetime 1700000000000 ms>}.
+     * Each element: a type byte, the key (NUL-terminated), the value. The literal's own
+     * closing NUL is the document's final 0x00. */
+    static const char logout_bson[] = "\x35\0\0\0" /* document length: 53, little-endian */
+                                      "\x02"       /* UTF-8 string: */
+                                      "actor\0"    /* key */
+                                      "\x04\0\0\0" /* length with its NUL */
+                                      "bob\0"
+                                      "\x02"
+                                      "action\0"
+                                      "\x07\0\0\0"
+                                      "logout\0"
+                                      "\x09" /* UTC datetime: */
+                                      "when\0"
+                                      "\x00\x68\xe5\xcf\x8b\x01\0\0"; /* int64 ms, LE */
+    _Static_assert(sizeof logout_bson == 53, "the length in the document's first 4 bytes");
     uint64_t seq = 0;
-    rc = stele_append_bson(db, bson_get_data(doc), doc->len, STELE_WAIT_DURABLE, &seq, &err);
-    bson_destroy(doc);
+    rc = stele_append_bson(db, (const uint8_t *)logout_bson, sizeof logout_bson, STELE_WAIT_DURABLE,
+                           &seq, &err);
     if (rc) {
         stele_close(db, NULL);
         stele_options_release(&opts);

@@ -26,7 +26,29 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------------------------------------
+ * Version (engine/version.c)
+ *
+ * The macros are the version of this header, the calls that of the library a program runs
+ * with: a program linked to libstele.so may meet a later library than it was compiled
+ * against. STELE_VERSION_NUMBER is MAJOR * 1000000 + MINOR * 1000 + PATCH, so versions
+ * compare as integers. Within one soname (libstele.so.0) the ABI only grows.
+ * ------------------------------------------------------------------------------------------ */
+#define STELE_VERSION_MAJOR 0
+#define STELE_VERSION_MINOR 1
+#define STELE_VERSION_PATCH 0
 #define STELE_VERSION_STRING "0.1.0"
+#define STELE_VERSION_NUMBER                                                                       \
+    (STELE_VERSION_MAJOR * 1000000 + STELE_VERSION_MINOR * 1000 + STELE_VERSION_PATCH)
+
+/* The library's version as "MAJOR.MINOR.PATCH" ("0.1.0"): static text, never NULL, never to
+ * be freed. Thread-safe, no I/O. */
+const char *stele_version(void);
+
+/* The library's version as STELE_VERSION_NUMBER computes it (1000 for 0.1.0); compare it
+ * with the macro to learn whether the library is older than the header a program was built
+ * with. Thread-safe, no I/O. */
+int stele_version_number(void);
 
 /* ------------------------------------------------------------------------------------------
  * Error codes. One X-macro generates the enum, stele_errname() and stele_strerror().
@@ -48,6 +70,7 @@ extern "C" {
     X(STELE_ENOTFOUND, -1010, "sequence number not in the journal")                                \
     X(STELE_ETOOBIG, -1011, "record too large")                                                    \
     X(STELE_EUNSAFE, -1012, "journal directory is open to change by other users")                  \
+    X(STELE_ERETAINED, -1013, "records were deleted by retention before they were read")           \
     X(STELE_EJSON, -1020, "malformed JSON")                                                        \
     X(STELE_ENOTOBJECT, -1021, "event is not a JSON object or BSON document")                      \
     X(STELE_EUTF8, -1022, "invalid UTF-8")                                                         \
@@ -232,8 +255,13 @@ void stele_options_init(stele_options_t *opts);
  */
 typedef struct stele_knob {
     const char *name;
-    const char *default_text; /* as it would be written in a config file */
+    const char *default_text; /* as it would be written in a config file; "" when the
+                                 default is worked out at open (help says how) */
     const char *help;         /* one line */
+    const char *value_text;   /* how a value is written in a usage line: the choices
+                                 ("always|interval|never", "true|false"), else what it is:
+                                 NAME, MODE (octal), SIZE (K/M/G/T suffixes), N, DURATION
+                                 (in the unit of the name, or with one: "5ms") */
 } stele_knob_t;
 
 /* The knob table; *n_out receives its length. Static storage. */
@@ -274,10 +302,14 @@ typedef struct stele stele_t;
  *   dir:  journal directory (borrowed).
  *   opts: NULL for defaults (borrowed).
  *   out:  receives the handle; free with stele_close(). NULL on any failure.
- * Returns 0, STELE_ELOCKED (the message names the holder's pid), STELE_ENOTJOURNAL,
- * STELE_EVERSION, STELE_ECORRUPT (with segment and offset), STELE_ECONFIG, or -errno.
+ * Returns 0, STELE_ELOCKED (the message names the holder's pid; the holder may be
+ * `stele serve`, and the hint says to append through its socket: stele_client_connect),
+ * STELE_ENOTJOURNAL, STELE_EVERSION, STELE_ECORRUPT (with segment and offset),
+ * STELE_ECONFIG, or -errno.
  * Recovery that truncated a torn tail or rebuilt the index succeeds and says so in
- * stele_stats_t.recovery_note.
+ * stele_stats_t.recovery_note. The index is a cache: failing to write it (a full disk)
+ * never fails the open nor any append; the index is then behind the journal (reads scan
+ * from its last entry) until the engine catches it up, and stele_stats_t.warning says so.
  */
 int stele_open(const char *dir, const stele_options_t *opts, stele_t **out, stele_error_t *err);
 
@@ -285,6 +317,9 @@ int stele_open(const char *dir, const stele_options_t *opts, stele_t **out, stel
  * Drains the queue, commits and syncs everything appended, stops the threads, syncs the
  * index and frees the handle. Appends racing with close get STELE_ECLOSED. Returns 0 or the
  * engine's sticky error (the handle is freed either way). Not thread-safe with itself.
+ * A success may carry a warning: err->code 0 with err->message set, when something ran
+ * degraded without putting any record at risk (the next segment could not be prepared, the
+ * index is behind the journal: a full disk). Callers that print warnings print it.
  */
 int stele_close(stele_t *db, stele_error_t *err);
 
@@ -351,25 +386,11 @@ int stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms
 /* Makes every record appended before the call durable (whatever `sync` says). Blocks. */
 int stele_flush(stele_t *db, stele_error_t *err);
 
-/* Per-sink statistics inside stele_stats_t. */
-typedef struct stele_sink_stats {
-    char name[64];
-    char target[256];     /* host/db.collection, credentials removed */
-    uint64_t shipped_seq; /* last seq acknowledged by the sink */
-    uint64_t lag_records; /* committed_seq - shipped_seq */
-    double lag_seconds;   /* age of the oldest unshipped record, 0 when caught up */
-    uint64_t batches;
-    uint64_t retries;
-    uint64_t dead_letters;      /* records the remote rejected permanently */
-    int64_t last_error_unix_ms; /* 0 when none */
-    char last_error[STELE_ERROR_MESSAGE_BYTES];
-    int is_stopped; /* stopped for good (integrity, authentication, a dead letter the index
-                       could not list, ...): last_error says why; restart to resume */
-} stele_sink_stats_t;
-
+/* At most this many sinks per journal (stele_options_t.n_sinks, stele_status_t.sinks). */
 #define STELE_MAX_SINKS 16
 
-/* A snapshot of the engine's counters. */
+/* A snapshot of the engine's counters. The sinks' own are fetched one at a time with
+ * stele_sink_stats(). */
 typedef struct stele_stats {
     char source[64];
     uint64_t first_seq;    /* oldest record still in the journal (0 when empty) */
@@ -393,13 +414,42 @@ typedef struct stele_stats {
     int halted_code; /* the sticky error, 0 when running */
     char halted_message[STELE_ERROR_MESSAGE_BYTES];
     char recovery_note[STELE_ERROR_MESSAGE_BYTES]; /* what open's recovery did, if anything */
-    size_t n_sinks;
-    stele_sink_stats_t sinks[STELE_MAX_SINKS];
+    /* What runs degraded now without putting any record at risk, "" when nothing: the index
+     * behind the journal, the next segment not prepared (a full disk; both are retried, and
+     * only a roll that cannot get its segment halts the engine). */
+    char warning[STELE_ERROR_MESSAGE_BYTES];
+    size_t n_sinks; /* sinks of the handle: stele_sink_stats() takes 0 .. n_sinks - 1 */
 } stele_stats_t;
 
 /* Fills *out. Never blocks on I/O. Thread-safe. Returns 0, STELE_EINVAL (db or out NULL) or
  * STELE_ECLOSED (the handle is closing: *out untouched). */
 int stele_stats(stele_t *db, stele_stats_t *out);
+
+/* One sink's counters, from stele_sink_stats(). */
+typedef struct stele_sink_stats {
+    char name[64];
+    char target[256];     /* host/db.collection, credentials removed */
+    uint64_t shipped_seq; /* last seq acknowledged by the sink */
+    uint64_t lag_records; /* written_seq - shipped_seq */
+    double lag_seconds;   /* age of the oldest unshipped record, 0 when caught up */
+    uint64_t batches;
+    uint64_t retries;
+    uint64_t dead_letters;      /* records the remote rejected permanently */
+    int64_t last_error_unix_ms; /* 0 when none */
+    char last_error[STELE_ERROR_MESSAGE_BYTES];
+    int is_stopped; /* stopped for good (integrity, authentication, a dead letter the index
+                       could not list, ...): last_error says why; restart to resume */
+} stele_sink_stats_t;
+
+/*
+ * Fills *out with the counters of sink `index`: the sinks are those of stele_options_t, in
+ * that order, fixed for the handle's life, and stele_stats_t.n_sinks counts them, so
+ *     for (size_t i = 0; i < st.n_sinks; i++) stele_sink_stats(db, i, &sink);
+ * visits each. A snapshot of its own: its lag is against the written_seq of the moment.
+ * Never blocks on I/O. Thread-safe. Returns 0, STELE_EINVAL (db or out NULL, or index not
+ * below n_sinks: *out untouched) or STELE_ECLOSED (the handle is closing: *out untouched).
+ */
+int stele_sink_stats(stele_t *db, size_t index, stele_sink_stats_t *out);
 
 /* The highest seq that has reached `level` (every lower seq has too): appended for
  * STELE_WAIT_NONE, written, durable, or shipped (the lowest over all sinks; 0 without
@@ -413,10 +463,21 @@ uint64_t stele_reached_seq(stele_t *db, stele_wait_t level);
  * ------------------------------------------------------------------------------------------ */
 typedef struct stele_reader stele_reader_t;
 
-/* A record as read back. Pointers are borrowed until the next call on the same reader. */
+/*
+ * A record as read back. Pointers are borrowed until the next call on the same reader.
+ *
+ * Timestamps: ts_ns is the wall-clock time of the append, never less than the record
+ * before it. A step of the wall clock (somebody sets it) does not reach records: within a
+ * boot the engine keeps time on the boot-time clock from the wall-clock time it trusts,
+ * follows the wall clock while it only slews, and believes a step once the clock has kept
+ * it for 10 minutes. So a clock set ahead (or back) and set right again stamps every record
+ * on the true timeline, and time ranges find them. A new boot trusts its wall clock from
+ * its first append; a clock already wrong then cannot be told from a right one, and later
+ * records stay at least as late as the records it stamped (docs/journal.md, "Timestamps").
+ */
 typedef struct stele_record {
     uint64_t seq;
-    int64_t ts_ns;       /* nanoseconds since the Unix epoch, never decreasing */
+    int64_t ts_ns;       /* nanoseconds since the Unix epoch, never decreasing (below) */
     const uint8_t *bson; /* the event as a BSON document */
     uint32_t bson_len;
     uint8_t hash[32];      /* SHA-256 chain hash of this record */
@@ -450,10 +511,16 @@ int stele_reader_seek_time(stele_reader_t *r, int64_t ts_ns, stele_error_t *err)
 
 /*
  * Returns the next record in *rec. If none is committed yet, waits up to timeout_ms
- * (0 = do not wait, -1 = forever) without busy polling. Returns 0, STELE_EAGAIN (nothing
- * new within the timeout), STELE_ECORRUPT (segment and offset in err), -errno.
+ * (0 = do not wait, -1 = forever; the same unit and type as stele_wait's) without busy
+ * polling. Returns 0, STELE_EAGAIN (nothing new within the timeout), STELE_ERETAINED (the
+ * reader fell behind retention: the segment holding the next record was deleted; err names
+ * the records lost and the seq the journal now starts at; stele_reader_seek_seq(r, 0) goes
+ * on from there), STELE_ECORRUPT (segment and offset in err), STELE_EINVAL (r or rec NULL,
+ * timeout_ms below -1), -errno. A missing segment above the oldest one is corruption, never
+ * STELE_ERETAINED.
  */
-int stele_reader_next(stele_reader_t *r, stele_record_t *rec, int timeout_ms, stele_error_t *err);
+int stele_reader_next(stele_reader_t *r, stele_record_t *rec, int64_t timeout_ms,
+                      stele_error_t *err);
 
 /* The journal's source name; borrowed until stele_reader_close(). */
 const char *stele_reader_source(const stele_reader_t *r);
@@ -461,32 +528,85 @@ const char *stele_reader_source(const stele_reader_t *r);
 void stele_reader_close(stele_reader_t *r);
 
 /* ------------------------------------------------------------------------------------------
- * Record filters (engine/filter.c): what `stele tail --where` keeps
+ * Times as people write them (engine/time_parse.c): what `stele tail --since/--until` and the
+ * ts conditions of a filter take
+ * ------------------------------------------------------------------------------------------ */
+
+/*
+ * Reads `text` as a time, in nanoseconds since the Unix epoch, into *ts_ns_out. The forms
+ * are journalctl's:
+ *   - "now"; "today", "yesterday", "tomorrow": that day's midnight, local time;
+ *   - a date, "2026-12-01": its midnight, local time;
+ *   - a date and time, the T or a space between, seconds and fraction optional:
+ *     "2026-12-01 21:00", "2026-12-01T21:00:05.25": local time; with a zone "Z", " UTC",
+ *     "+01:00" or "+0100" it is that zone's (so RFC 3339 is read as it is). A leap second,
+ *     ":60", is the instant after ":59";
+ *   - a time of day, "21:00" or "21:00:05": today, local time;
+ *   - a span from now: "-1h", "+30min", "30min ago", "1h30m ago", "1h 30min" (no sign and
+ *     no "ago": before now, "90s"). Units: us, ms, s/sec/secs/second(s), m/min/mins/
+ *     minute(s), h/hr/hrs/hour(s), d/day(s), w/week(s);
+ *   - "@1795985090" or "@1795985090.25": seconds since the epoch.
+ * Local time is the process's time zone (TZ, as localtime_r reads it). Spans, "today" and
+ * its kin count from now_ns (the caller's clock, so that one command line sees one
+ * instant). A date that does not exist (2026-02-30) is refused. A time beyond what int64
+ * nanoseconds hold (before 1677, after 2262) saturates to INT64_MIN or INT64_MAX, so it
+ * still compares right with every record's time.
+ * Returns 0, or STELE_EINVAL (err quotes the text; its hint lists the forms). Thread-safe
+ * as long as no thread changes TZ meanwhile.
+ */
+int stele_time_parse(const char *text, int64_t now_ns, int64_t *ts_ns_out, stele_error_t *err);
+
+/* ------------------------------------------------------------------------------------------
+ * Record filters (engine/filter*.c): what `stele tail --where` keeps
  * ------------------------------------------------------------------------------------------ */
 typedef struct stele_filter stele_filter_t;
 
-/* An empty filter, which matches every record. Returns 0 or -ENOMEM (err filled). Free it
- * with stele_filter_free(). */
-int stele_filter_new(stele_filter_t **out, stele_error_t *err);
+/* An empty filter, which matches every record. Relative times in its ts conditions
+ * ("ts>-1h") count from now_ns. Returns 0 or -ENOMEM (err filled). Free it with
+ * stele_filter_free(). */
+int stele_filter_new(int64_t now_ns, stele_filter_t **out, stele_error_t *err);
 
 /*
- * Adds the condition "PATH=VALUE": the event's field at the dotted PATH ("actor.name";
- * array items by index, "tags.0") equals VALUE, compared by the field's type: a string
- * exactly; an int32, int64 or double numerically (VALUE read as an integer, else as a
- * double: "200", "0.5", "2e2"); a boolean as "true" or "false"; null as "null". A missing
- * field, or one of another type, does not match. A record matches when every condition
- * holds. `condition` is borrowed (copied). Returns 0, STELE_EINVAL (f or condition NULL, no
- * '=', or an empty PATH: err quotes the condition), -ENOMEM. Not to be called while
- * another thread matches with f.
+ * Adds the condition "PATH OP VALUE" (spaces around OP are ignored); a record matches when
+ * every condition holds.
+ *   PATH  "seq", "ts" or "src": the record's seq, commit time and journal source; else a
+ *         dotted path into the event ("actor.name"; array items by index, "tags.0"), which
+ *         may start with "event." (the way to name event fields called seq, ts or src).
+ *   OP    =  (also ==)   equal              !=  not equal
+ *         <  <=  >  >=   ordered: numbers numerically, ts by time, seq as integers
+ *         ~              matches the POSIX extended regular expression VALUE, anywhere in
+ *                        the text (anchor it with ^ and $)    !~  does not match it
+ *         :              matches the glob VALUE (fnmatch: * ? [...], the whole text)
+ *                                                             !:  does not match it
+ *         A negated operator holds exactly when its positive form does not, so for a
+ *         missing field too.
+ *   VALUE for an event field with = and !=: compared by the field's type: a string exactly;
+ *         an int32, int64 or double numerically ("200" matches 200, 200.0 and 2e2); a
+ *         boolean as "true" or "false"; null as "null"; other types never equal. With
+ *         < <= > >=: a number, and only numbers compare (int and double alike). With ~ and
+ *         :, the text of a string, or the JSON text of a number, boolean or null as `stele
+ *         tail` prints it; other types have no text (only !~ and !: hold). For seq: a whole
+ *         number; for ts: any form stele_time_parse() takes (with ~ and :, the text
+ *         "2026-11-30T20:44:50.123456Z"); for src: text, with = != ~ !~ : !: only.
+ *         A VALUE in double quotes is a JSON string: it is unescaped and equals strings only
+ *         (""200""); it is how to write a VALUE starting with = ! < > ~ or a space.
+ * A key of PATH cannot contain '.', '=', '!', '<', '>', '~' or ':'.
+ * Everything is checked here: STELE_EINVAL (err quotes the condition) for no operator, an
+ * unknown one ("=<"), an empty PATH or key ("a..b"), "event" alone, a VALUE that is not the
+ * number, seq or time the operator needs, a regular expression regcomp refuses, an
+ * unfinished quoted VALUE; also when f or condition is NULL. -ENOMEM. A refused condition
+ * leaves f as it was. `condition` is borrowed (copied). Not to be called while another
+ * thread matches with f.
  */
 int stele_filter_add(stele_filter_t *f, const char *condition, stele_error_t *err);
 
 /*
- * Returns 1 when rec's event meets every condition of f, 0 when it does not, STELE_EBSON
- * when the event is not a BSON document, STELE_EINVAL when f or rec is NULL. Only reads f:
- * threads may share a filter once it is built.
+ * Returns 1 when rec meets every condition of f, 0 when it does not, STELE_EBSON when the
+ * event is not a BSON document, STELE_EINVAL when f or rec is NULL, or when source is NULL
+ * and f has a src condition. `source` is the journal's source name (stele_reader_source()),
+ * borrowed. Only reads f: threads may share a filter once it is built.
  */
-int stele_filter_match(const stele_filter_t *f, const stele_record_t *rec);
+int stele_filter_match(const stele_filter_t *f, const stele_record_t *rec, const char *source);
 
 /* Frees the filter and its conditions. NULL is a no-op. */
 void stele_filter_free(stele_filter_t *f);
@@ -512,8 +632,8 @@ typedef struct stele_status {
         char name[64];
         uint64_t shipped_seq;
         uint64_t dead_letters;
-        /* Added in 0.1: lag from the journal itself (any time); the counters below as the
-         * writer last published them (checked about once a second, written when they change;
+        /* Lag from the journal itself (any time); the counters below as the writer last
+         * published them (checked about once a second, written when they change;
          * stats_unix_ms is that time, 0 when never published). Counters restart with each
          * writer; with writer_pid == 0 they are the last writer's. */
         uint64_t lag_records; /* committed_seq - shipped_seq, 0 when caught up */
@@ -525,11 +645,11 @@ typedef struct stele_status {
         int64_t last_error_unix_ms; /* 0 when none */
         char last_error[STELE_ERROR_MESSAGE_BYTES]; /* credentials removed */
     } sinks[STELE_MAX_SINKS];
-    /* Added in 0.1: the settings of the writer that opened the journal last, published in the
-     * index at its open. They are the live writer's when writer_pid != 0, else the last
-     * writer's (a future writer may choose others). settings_unix_ms: when a writer first
-     * published these settings (a reopen with the same ones keeps it); 0 when none was ever
-     * published (then the fields below are 0). */
+    /* The settings of the writer that opened the journal last, published in the index at
+     * its open. They are the live writer's when writer_pid != 0, else the last writer's (a
+     * future writer may choose others). settings_unix_ms: when a writer first published
+     * these settings (a reopen with the same ones keeps it); 0 when none was ever published
+     * (then the fields below are 0). */
     int64_t settings_unix_ms;
     stele_sync_t sync;
     uint32_t sync_interval_ms;
@@ -775,6 +895,12 @@ typedef struct stele_remote_query {
     int64_t since_ns;
     int has_until; /* only records with ts_ns <= until_ns (filtered by the server) */
     int64_t until_ns;
+    /* Only records that match this filter; NULL: all. Borrowed: it must outlive the reader
+     * and not change meanwhile. The server is asked for the seq and time ranges its seq and
+     * ts conditions allow and for its string equalities on event fields; each record that
+     * comes back is then checked with stele_filter_match(), so the records returned are
+     * those a local reader would keep with the same filter. */
+    const stele_filter_t *where;
 } stele_remote_query_t;
 
 /* Delay between polls of an exhausted remote reader: doubles from the first to the cap while
@@ -815,11 +941,12 @@ int stele_remote_reader_seek_seq(stele_remote_reader_t *r, uint64_t seq, stele_e
  *               current query holds, or run a query if a poll is due; -1 = forever).
  * Returns 0; STELE_EAGAIN (nothing new within the timeout); STELE_EINTEGRITY (a document of
  * the source is not in stele's shape: no _id.seq, no metadata field, a bad timestamp or
- * hash; the message names its seq when it has one); STELE_EREMOTE; STELE_EAUTH.
+ * hash; the message names its seq when it has one); STELE_EREMOTE; STELE_EAUTH;
+ * STELE_EINVAL (r or rec NULL, timeout_ms below -1).
  * After an error the reader may be called again: it re-queries from the same position, after
  * the poll delay (which an error doubles, as an empty poll does).
  */
-int stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int timeout_ms,
+int stele_remote_reader_next(stele_remote_reader_t *r, stele_record_t *rec, int64_t timeout_ms,
                              stele_error_t *err);
 
 /* Frees the reader and its connection. NULL is a no-op. */
@@ -922,10 +1049,28 @@ int stele_dead_letter_discard(const char *dir, const char *sink_name, uint64_t s
 int stele_record_to_json(const stele_record_t *rec, const char *source, char **json_out,
                          size_t *len_out, stele_error_t *err);
 
-/* A BSON event alone (`bson_len` bytes), as `stele tail --output pretty` shows it:
+/* A BSON event alone (`bson_len` bytes), as `stele tail --output cat` prints it:
  * {"user":"alice","n":7}. Same arguments and results as stele_record_to_json(). */
 int stele_event_to_json(const uint8_t *bson, size_t bson_len, char **json_out, size_t *len_out,
                         stele_error_t *err);
+
+/*
+ * A record as the line `stele tail --output short` prints for people at a terminal (not
+ * JSON, without the newline):
+ *   2026-12-01T21:00:05.123456+01:00 web-1 42 alice login target=host-1 outcome=ok n=7
+ * the commit time in local time (TZ) with microseconds and the zone's offset; the source;
+ * the seq; the values of the event's top-level "actor" and "action" ("-" for a missing
+ * one); then every other top-level field as KEY=VALUE, in the event's order. A string (key
+ * or value) is bare when it is not empty and holds no space, '"', '\' or '=' and no
+ * control character; else it is a JSON string. Numbers, booleans, null, documents, arrays
+ * and the other types are their compact JSON, as in stele_record_to_json(). No character a
+ * terminal could act on is written as it is: the C0 and C1 controls, DEL, U+2028, U+2029
+ * and the bidirectional controls (U+202A..U+202E, U+2066..U+2069) are \u escapes inside
+ * the JSON strings. Same arguments and results as stele_record_to_json(); free the text
+ * with stele_json_free().
+ */
+int stele_record_to_short(const stele_record_t *rec, const char *source, char **text_out,
+                          size_t *len_out, stele_error_t *err);
 
 /*
  * The object `stele status --json` prints for `st` (filled by stele_status_read()), with

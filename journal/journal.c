@@ -509,6 +509,21 @@ journal_version(const journal_t *j)
     return j ? j->version : 0;
 }
 
+int
+journal_clock_note_load(const journal_t *j, journal_clock_note_t *note)
+{
+    if (!j || !j->lock_page)
+        return STELE_ENOTFOUND;
+    return lockfile_clock_note_load(j->lock_page, note);
+}
+
+void
+journal_clock_note_store(journal_t *j, const journal_clock_note_t *note)
+{
+    if (j && j->lock_page)
+        lockfile_clock_note_store(j->lock_page, note);
+}
+
 unsigned
 journal_file_mode(const journal_t *j)
 {
@@ -537,11 +552,14 @@ journal_close(journal_t *j, stele_error_t *err)
             lockfile_publish(j->lock_page, last, last);
         }
         if (!rc && j->prep_rc) {
-            /* The log is fine, but the next segment could not be made: say so, or a full
-             * disk would go unnoticed until the next roll. */
+            /* Every record is in and the next open prepares again, so this is no failure;
+             * but a full disk must not go unnoticed until the roll that needs the space. */
             char ebuf[64];
-            rc = jerr_set(err, j->prep_rc, NULL, "could not prepare the next segment of %s: %s",
-                          j->dir, jerr_errno_text(j->prep_rc, ebuf, sizeof ebuf));
+            jerr_set(err, 0,
+                     "free space on the journal's file system before the active "
+                     "segment fills",
+                     "could not prepare the next segment of %s: %s", j->dir,
+                     jerr_errno_text(j->prep_rc, ebuf, sizeof ebuf));
         }
     }
     int direct_rc = direct_close(&j->direct, j->io);

@@ -143,16 +143,21 @@ typedef struct journal_recovery {
  * (STELE_EUNSAFE, unless opts->allow_unsafe_dir) or a link where a journal file should be,
  * takes the writer lock (STELE_ELOCKED naming the holder's pid), checks the format version
  * (STELE_EVERSION), runs tail recovery (may zero a torn tail; STELE_ECORRUPT with segment
- * and offset for damage anywhere else), and starts the segment preparer. *rec_out (may be
- * NULL) tells what recovery did.
+ * and offset for damage anywhere else), and starts the segment preparer, which makes the
+ * next segment once the first batch after the open is written past the active segment's
+ * quarter mark (so that what the caller does between the open and its first append, such
+ * as catching up an index, has the disk's free space first). *rec_out (may be NULL) tells
+ * what recovery did.
  */
 int journal_open(const char *dir, const journal_options_t *opts, journal_t **out,
                  journal_recovery_t *rec_out, stele_error_t *err);
 
 /* Syncs the active segment, stops the preparer, releases the lock, frees. NULL is a no-op.
  * Returns the sticky error if the journal had failed; else the sync's error; else a failure
- * that did not endanger the log but must not go unreported (the preparer could not make the
- * next segment, a descriptor failed to close, a retention step failed); else 0. */
+ * that did not endanger the log but must not go unreported (a descriptor failed to close, a
+ * retention step failed); else 0. A next segment that could not be prepared is no failure
+ * (every record is in; the next open prepares again): then 0 is returned with a warning in
+ * *err, code 0 and the message set. */
 int journal_close(journal_t *j, stele_error_t *err);
 
 /* The format version the journal writes (fixed when it was created). Any thread. */
@@ -225,7 +230,8 @@ void journal_active_position(const journal_t *j, journal_active_t *out);
 uint64_t journal_segment_bytes(const journal_t *j);
 
 /* Deletes whole segments whose records all have seq < `seq` (never the active one), oldest
- * first: unlink each, then fsync the directory. Returns the number of segments deleted, or
+ * first: unlink each, then fsync the directory; a preparation of the next segment that
+ * failed is then tried again. Returns the number of segments deleted, or
  * -errno when none could be. It stops at the first failed unlink and still returns the count
  * of those already gone (they are gone for readers too); that failure, or a failed directory
  * fsync, is reported by journal_close. STELE_EHALTED on a halted journal. */
@@ -244,11 +250,34 @@ typedef struct journal_stats {
     uint64_t checkpoints;
     uint64_t sealed_seq;
     uint64_t key_epoch;
+    /* 0, or why the next segment could not be prepared (-ENOSPC ...): the preparation is
+     * tried again when retention frees space and when a roll needs it, and only a failure
+     * then halts the journal. */
+    int prepare_rc;
 } journal_stats_t;
 
 void journal_stats(journal_t *j, journal_stats_t *out);
 
 const char *journal_source(const journal_t *j);
+
+/* The engine's record clock (engine/stamp.c), kept in the LOCK page for the next writer of
+ * the same boot, so that a clock step between two processes is recognised. Shared memory,
+ * never synced: it lives as long as the boot (boot_id says which). */
+#define JOURNAL_CLOCK_STEP 1u /* flags: the wall clock showed step_offset_ns since ... */
+typedef struct journal_clock_note {
+    uint8_t boot_id[16];        /* the kernel's boot id when written */
+    int64_t trusted_offset_ns;  /* wall time minus boot time that stamps follow */
+    uint64_t confirmed_boot_ns; /* boot time when the wall clock last agreed with it */
+    int64_t step_offset_ns;     /* with JOURNAL_CLOCK_STEP: the other offset the clock shows */
+    uint64_t step_since_boot_ns;
+    uint32_t flags;
+} journal_clock_note_t;
+
+/* The note the previous writer left; STELE_ENOTFOUND when there is none. Writer only. */
+int journal_clock_note_load(const journal_t *j, journal_clock_note_t *note);
+/* Keeps the note for the next writer. No I/O (a store into the shared page); the caller
+ * serialises calls. Writer only. */
+void journal_clock_note_store(journal_t *j, const journal_clock_note_t *note);
 
 /* The mode the journal gives new files: file_mode when set, else the one its files have
  * (journal_options_t.file_mode). */
@@ -363,6 +392,8 @@ int journal_reader_seek(journal_reader_t *r, uint64_t seq, uint64_t hint_segment
                         uint64_t hint_offset, stele_error_t *err);
 
 /* Next committed record, without waiting. Returns 0, STELE_EAGAIN (none visible yet),
+ * STELE_ERETAINED (retention deleted the segment holding the next record while the reader
+ * was behind; err names the records lost and where the journal now starts; a seek goes on),
  * STELE_ECORRUPT (segment, offset and why in err), -errno. With no live writer, the visible
  * end is the last complete batch on disk. */
 int journal_reader_next(journal_reader_t *r, journal_record_t *rec, stele_error_t *err);

@@ -115,7 +115,7 @@ struct journal {
     uint64_t *seg_seqs; /* first seqs, ascending; the last is the active segment */
     size_t n_segs, cap_segs;
     int prep_fd; /* a prepared segment ready to install, or -1 */
-    int prep_rc; /* the preparer's failure, reported at the next roll */
+    int prep_rc; /* the last preparation's failure: retried by the roll that needs it */
     int prep_stop;
     int prep_installing; /* the writer holds prepared.tmp's name until installed */
     int prep_wanted;     /* the active segment is far enough along to prepare its successor */
@@ -166,6 +166,8 @@ int journal_preparer_start(journal_t *j);
 void journal_preparer_stop(journal_t *j);
 /* Asks for the next segment once the active one is a quarter full (writer). */
 void journal_maybe_want_prepared(journal_t *j);
+/* Clears a failed preparation so the preparer tries again (space was freed). Any thread. */
+void journal_retry_prepare(journal_t *j);
 /* The header of the segment that continues the log at first_seq (the writer's last hash
  * and timestamp; the genesis value for a new journal's first segment). */
 void journal_next_header(const journal_t *j, uint64_t first_seq, segment_header_t *h);

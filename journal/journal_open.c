@@ -31,6 +31,12 @@
 /* The smallest segment still holding its header and one largest frame of a small record;
  * tests use 16 KiB segments to roll often. */
 #define JOURNAL_MIN_SEGMENT_BYTES (2ull * SEG_HEADER_BYTES)
+/* The hint of STELE_ELOCKED. The holder is often `stele serve`, which takes other processes'
+ * appends through its socket; readers (tail, status, verify) never need the lock. */
+#define JOURNAL_LOCKED_HINT                                                                        \
+    "if it is `stele serve`, append through its socket (stele_client_connect, `stele insert`); "   \
+    "else stop it. Readers need no lock"
+_Static_assert(sizeof JOURNAL_LOCKED_HINT <= STELE_ERROR_HINT_BYTES, "the hint must fit");
 
 static int
 journal_validate_options(const journal_options_t *o, stele_error_t *err)
@@ -380,10 +386,11 @@ journal_take_lock(journal_t *j, stele_error_t *err)
     int rc =
         lockfile_open_writer(j->io, j->dir_fd, j->file_mode, &j->lock_fd, &j->lock_page, &holder);
     if (rc == STELE_ELOCKED && holder > 0)
-        return jerr_set(err, rc, "stop the other writer, or read with a reader",
+        return jerr_set(err, rc, JOURNAL_LOCKED_HINT,
                         "journal %s is locked by another writer (pid %d)", j->dir, holder);
     if (rc == STELE_ELOCKED)
-        return jerr_set(err, rc, NULL, "journal %s is locked by another writer", j->dir);
+        return jerr_set(err, rc, JOURNAL_LOCKED_HINT, "journal %s is locked by another writer",
+                        j->dir);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", j->dir, LOCK_NAME);
     if (rc)
@@ -475,7 +482,10 @@ journal_go_live(journal_t *j, stele_error_t *err)
     uint64_t last = atomic_load(&j->last_seq);
     atomic_store(&j->durable_seq, last);
     lockfile_publish(j->lock_page, last, last);
-    journal_maybe_want_prepared(j); /* an existing journal may be past the mark already */
+    /* Not yet asked for the next segment, even past the quarter mark: that waits for the
+     * first batch (journal_advance), so what the caller does first after the open (the
+     * engine's index catch-up) gets the disk's free space before the preparer takes a
+     * segment's worth of it. */
     int rc = journal_preparer_start(j);
     if (rc)
         jerr_set(err, rc, NULL, "could not start the segment preparer of %s", j->dir);

@@ -95,6 +95,7 @@ journal_delete_before(journal_t *j, uint64_t seq, stele_error_t *err)
         int sync_rc = j->io->sync_dir(j->io->ctx, j->dir_fd);
         if (sync_rc)
             journal_defer_error(j, sync_rc, "sync journal directory", j->dir);
+        journal_retry_prepare(j); /* the space it lacked may be there now */
     }
     pthread_mutex_unlock(&j->retention_mu);
     return deleted ? deleted : rc;
@@ -129,6 +130,7 @@ journal_stats(journal_t *j, journal_stats_t *out)
     if (seqs)
         memcpy(seqs, j->seg_seqs, n * sizeof *seqs);
     int prepared = j->prep_fd >= 0;
+    out->prepare_rc = j->prep_rc;
     pthread_mutex_unlock(&j->mu);
     if (!seqs)
         return;

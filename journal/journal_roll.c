@@ -9,7 +9,14 @@
  * (JOURNAL_PREPARE_AT_DIVISOR), not at once: preparing is a write of the whole segment plus
  * an fsync, which right after an open would compete with the first commits for the disk,
  * and by then the size of the synced batches (journal_zero_fill_now) says how to
- * preallocate. With prepare_inline the roll prepares the segment itself, in the writer.
+ * preallocate; nor before the first batch after an open (journal_open.c), so the caller's
+ * work right after it has the disk's free space first. With prepare_inline the roll
+ * prepares the segment itself, in the writer.
+ *
+ * A full disk: a preparation that fails removes its half-made file (the space goes back)
+ * and keeps the error (prep_rc, in stats); it is tried again when retention frees space
+ * (journal_retry_prepare) and, in the writer, by the roll that needs the segment. Only that
+ * last failure halts the journal.
  *
  * Threads: the roll and the hand-off calls run in the writer (one thread at a time, under
  * the caller's lock; journal_internal.h). The preparer and the writer meet only under mu:
@@ -36,7 +43,9 @@ journal_zero_fill_now(const journal_t *j)
     return avg < JOURNAL_ZERO_FILL_MAX_SYNC_BYTES;
 }
 
-/* Makes prepared.tmp; on failure the half-made file's descriptor is closed here. */
+/* Makes prepared.tmp. On failure the half-made file is closed and removed: a preparation
+ * that ran out of space gives back what it took, so the index and the active segment's
+ * records keep the room (docs/journal.md, "When the disk fills"). */
 int
 journal_prepare_one(journal_t *j, int *fd_out)
 {
@@ -45,6 +54,8 @@ journal_prepare_one(journal_t *j, int *fd_out)
                              j->file_mode, &fd);
     if (rc && fd >= 0)
         journal_close_fd(j, fd, SEG_PREPARED_NAME);
+    if (rc) /* best effort: a file left behind is replaced by the next preparation */
+        (void)segment_discard_prepared(j->io, j->dir_fd);
     *fd_out = rc ? -1 : fd;
     return rc;
 }
@@ -105,32 +116,48 @@ journal_preparer_stop(journal_t *j)
     }
 }
 
-/* Takes the prepared segment, waiting for the preparer if it is still at work. */
+/* Takes the prepared segment, waiting for the preparer if it is still at work. A
+ * preparation that failed earlier (the disk was full then) is tried once more here, in the
+ * writer, now that a roll needs it: only this failure is fatal. */
 static int
 journal_take_prepared(journal_t *j, int *fd_out)
 {
-    if (j->opts.prepare_inline) {
-        int rc = journal_prepare_one(j, fd_out);
-        if (!rc) {
-            pthread_mutex_lock(&j->mu);
-            j->prep_installing = 1;
-            pthread_mutex_unlock(&j->mu);
-        }
-        return rc;
-    }
     pthread_mutex_lock(&j->mu);
-    j->prep_wanted = 1; /* a roll before the quarter mark (one large batch): needed now */
-    pthread_cond_broadcast(&j->prep_cv);
-    while (j->prep_fd < 0 && !j->prep_rc)
-        pthread_cond_wait(&j->prep_cv, &j->mu);
-    int rc = j->prep_rc;
-    if (!rc) {
-        *fd_out = j->prep_fd;
-        j->prep_fd = -1;
-        j->prep_installing = 1;
+    if (!j->opts.prepare_inline) {
+        j->prep_wanted = 1; /* a roll before the quarter mark (one large batch): needed now */
+        pthread_cond_broadcast(&j->prep_cv);
+        while (j->prep_fd < 0 && !j->prep_rc)
+            pthread_cond_wait(&j->prep_cv, &j->mu);
+    }
+    int has_fd = j->prep_fd >= 0;
+    *fd_out = j->prep_fd;
+    j->prep_fd = -1;
+    j->prep_rc = 0;
+    j->prep_installing = 1; /* keeps the preparer off prepared.tmp until it is renamed */
+    pthread_mutex_unlock(&j->mu);
+    if (has_fd)
+        return 0;
+    int rc = journal_prepare_one(j, fd_out);
+    if (rc) {
+        pthread_mutex_lock(&j->mu);
+        j->prep_rc = rc;
+        j->prep_installing = 0;
+        pthread_mutex_unlock(&j->mu);
+    }
+    return rc;
+}
+
+/* Space was freed (retention deleted segments): a preparation that failed may succeed now.
+ * Any thread. */
+void
+journal_retry_prepare(journal_t *j)
+{
+    pthread_mutex_lock(&j->mu);
+    if (j->prep_rc) {
+        j->prep_rc = 0;
+        pthread_cond_broadcast(&j->prep_cv);
     }
     pthread_mutex_unlock(&j->mu);
-    return rc;
 }
 
 /* Lets the preparer start on the next segment (writer; once per segment). */

@@ -9,13 +9,15 @@
  *  - with no writer: records up to the last complete batch (BATCH_END) on disk; a torn
  *    tail is left for the next writer's recovery.
  * Corruption (a bad frame that must be valid, a seq gap, a broken chain, damage in a sealed
- * segment) is reported with segment and offset. A current segment with no record read from
- * it is opened again by name when it shows no frame: a roll may have replaced that empty
- * newest file (FORMAT.md, "Writing"). A reader belongs to one thread; it has no locks. The
- * LOCK page is mapped read-only and never written. Like the writer, a reader opens the
- * directory once and every file relative to it, never through a link (jdir.h); whether
- * others could change the directory is journal_reader_check_dir's question, asked by the
- * engine's public readers.
+ * segment) is reported with segment and offset. A segment the reader needs next that
+ * retention deleted meanwhile (every segment left starts past it) is no corruption:
+ * STELE_ERETAINED names the records it lost, and a seek goes on from the oldest. A current
+ * segment with no record read from it is opened again by name when it shows no frame: a roll
+ * may have replaced that empty newest file (FORMAT.md, "Writing"). A reader belongs to one
+ * thread; it has no locks. The LOCK page is mapped read-only and never written. Like the
+ * writer, a reader opens the directory once and every file relative to it, never through a
+ * link (jdir.h); whether others could change the directory is journal_reader_check_dir's
+ * question, asked by the engine's public readers.
  */
 #include "journal.h"
 
@@ -433,9 +435,31 @@ reader_reenter_empty_segment(journal_reader_t *r, int *has_frame, stele_error_t 
     return 0;
 }
 
+/* The segment holding next_seq is gone. Retention deletes whole segments, oldest first: when
+ * the oldest segment left starts past next_seq, the records in between were deleted by
+ * retention while this reader was behind (STELE_ERETAINED, naming them). A hole above the
+ * oldest segment is no retention: 0 then, for the caller to judge. */
+static int
+reader_behind_retention(journal_reader_t *r, stele_error_t *err)
+{
+    segment_dir_t d;
+    if (segment_dir_list(r->dir_fd, &d) != 0)
+        return 0;
+    uint64_t oldest = d.n ? d.seqs[0] : 0;
+    segment_dir_free(&d);
+    if (oldest <= r->next_seq)
+        return 0;
+    return jerr_set(err, STELE_ERETAINED,
+                    "seek to the oldest record to go on from there, or keep segments longer "
+                    "(retention_bytes, retention_seconds)",
+                    "records %" PRIu64 "-%" PRIu64 " were deleted by retention before they "
+                    "were read; the journal now starts at seq %" PRIu64,
+                    r->next_seq, oldest - 1, oldest);
+}
+
 /* The end of the current segment was reached: go on to the segment starting at next_seq
  * (or to the file that replaced an empty current one). Returns 0 (moved), STELE_EAGAIN
- * (not there yet) or an error. */
+ * (not there yet), STELE_ERETAINED (retention deleted it) or an error. */
 static int
 reader_next_segment(journal_reader_t *r, int must_exist, stele_error_t *err)
 {
@@ -450,6 +474,8 @@ reader_next_segment(journal_reader_t *r, int must_exist, stele_error_t *err)
     }
     int rc = reader_enter_segment(r, r->next_seq, err);
     if (rc != -ENOENT)
+        return rc;
+    if ((rc = reader_behind_retention(r, err)) != 0)
         return rc;
     if (must_exist) {
         char what[96];

@@ -8,6 +8,8 @@
  */
 #include "lockfile.h"
 
+#include "crc32c.h"
+#include "journal.h"
 #include "stele.h"
 
 #include <errno.h>
@@ -223,4 +225,34 @@ lockfile_wait(const lockfile_page_t *page, uint32_t seen, int timeout_ms)
      * between the caller's check and this call is never missed. */
     if (atomic_load_explicit(&page->futex_word, memory_order_acquire) == seen)
         syscall(SYS_futex, &page->futex_word, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+void
+lockfile_clock_note_store(lockfile_page_t *page, const journal_clock_note_t *note)
+{
+    uint8_t b[LOCK_CLOCK_NOTE_BYTES];
+    memcpy(b, note->boot_id, 16);
+    format_store_u64(b + 16, (uint64_t)note->trusted_offset_ns);
+    format_store_u64(b + 24, note->confirmed_boot_ns);
+    format_store_u64(b + 32, (uint64_t)note->step_offset_ns);
+    format_store_u64(b + 40, note->step_since_boot_ns);
+    format_store_u32(b + 48, note->flags);
+    format_store_u32(b + 52, crc32c(b, 52));
+    memcpy(page->clock_note, b, sizeof b);
+}
+
+int
+lockfile_clock_note_load(const lockfile_page_t *page, journal_clock_note_t *note)
+{
+    uint8_t b[LOCK_CLOCK_NOTE_BYTES];
+    memcpy(b, page->clock_note, sizeof b);
+    if (format_load_u32(b + 52) != crc32c(b, 52))
+        return STELE_ENOTFOUND;
+    memcpy(note->boot_id, b, 16);
+    note->trusted_offset_ns = (int64_t)format_load_u64(b + 16);
+    note->confirmed_boot_ns = format_load_u64(b + 24);
+    note->step_offset_ns = (int64_t)format_load_u64(b + 32);
+    note->step_since_boot_ns = format_load_u64(b + 40);
+    note->flags = format_load_u32(b + 48);
+    return 0;
 }

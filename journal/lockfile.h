@@ -18,6 +18,10 @@
 #include "format.h"
 #include "io.h"
 
+/* The clock note's bytes in the page (FORMAT.md, "LOCK file"): boot id, trusted offset,
+ * confirmed at, step offset, step since (16 + 4 x 8), flags (4), CRC32C of the rest (4). */
+#define LOCK_CLOCK_NOTE_BYTES 56u
+
 typedef struct lockfile_page {
     char magic[8];    /* LOCK_MAGIC */
     uint32_t version; /* LOCK_VERSION */
@@ -25,6 +29,11 @@ typedef struct lockfile_page {
     _Atomic uint64_t visible_seq; /* readers may return records <= this */
     _Atomic uint64_t durable_seq; /* records <= this are fdatasynced */
     _Atomic uint32_t futex_word;  /* bumped on every publish */
+    uint32_t reserved;
+    /* Written and read by the writer alone (journal_clock_note_store/load): the engine's
+     * record clock, kept for the next writer of the same boot. Not atomic: one writer at a
+     * time, and the CRC turns a note a crash tore into no note. */
+    uint8_t clock_note[LOCK_CLOCK_NOTE_BYTES];
 } lockfile_page_t;
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
@@ -33,6 +42,7 @@ _Static_assert(offsetof(lockfile_page_t, writer_pid) == 12, "LOCK layout");
 _Static_assert(offsetof(lockfile_page_t, visible_seq) == 16, "LOCK layout");
 _Static_assert(offsetof(lockfile_page_t, durable_seq) == 24, "LOCK layout");
 _Static_assert(offsetof(lockfile_page_t, futex_word) == 32, "LOCK layout");
+_Static_assert(offsetof(lockfile_page_t, clock_note) == 40, "LOCK layout");
 _Static_assert(sizeof(lockfile_page_t) <= LOCK_FILE_BYTES, "LOCK layout");
 
 /*
@@ -60,5 +70,12 @@ void lockfile_publish(lockfile_page_t *page, uint64_t visible_seq, uint64_t dura
 /* Sleeps until futex_word differs from `seen` or timeout_ms passes (bounded by the caller).
  * Spurious returns are allowed; callers re-check. */
 void lockfile_wait(const lockfile_page_t *page, uint32_t seen, int timeout_ms);
+
+struct journal_clock_note;
+/* Writer side: the clock note into the page, with its CRC. */
+void lockfile_clock_note_store(lockfile_page_t *page, const struct journal_clock_note *note);
+/* Writer side: the note the page holds. Returns 0, or STELE_ENOTFOUND when there is none
+ * (a new page, one an older stele wrote, or a note whose CRC fails). */
+int lockfile_clock_note_load(const lockfile_page_t *page, struct journal_clock_note *note);
 
 #endif /* STELE_JOURNAL_LOCKFILE_H */

@@ -318,6 +318,13 @@ segment_prepare(const journal_io_t *io, int dir_fd, uint64_t size_bytes, int zer
 }
 
 int
+segment_discard_prepared(const journal_io_t *io, int dir_fd)
+{
+    int rc = io->unlink(io->ctx, dir_fd, SEG_PREPARED_NAME);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+int
 segment_install(const journal_io_t *io, int dir_fd, int fd, const segment_header_t *h)
 {
     char to[SEG_NAME_BYTES];

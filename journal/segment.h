@@ -75,6 +75,10 @@ void segment_dir_free(segment_dir_t *d);
 int segment_prepare(const journal_io_t *io, int dir_fd, uint64_t size_bytes, int zero_fill,
                     unsigned file_mode, int *fd_out);
 
+/* Removes prepared.tmp from the directory dir_fd (a preparation that failed gives its space
+ * back). Returns 0 (also when there is none) or -errno. */
+int segment_discard_prepared(const journal_io_t *io, int dir_fd);
+
 /*
  * Turns the prepared file into segment h->first_seq: writes the header, fdatasyncs, renames
  * it to its final name and fsyncs the directory. Once this returns 0 the segment and its

@@ -5,6 +5,9 @@ stele_add_test(test_format SOURCES test_format.c LABELS journal)
 target_compile_definitions(test_format PRIVATE STELE_FORMAT_MD="${PROJECT_SOURCE_DIR}/journal/FORMAT.md")
 stele_add_test(test_crc32c SOURCES test_crc32c.c support/jtest_util.c LABELS journal)
 stele_add_test(test_jreader SOURCES test_jreader.c support/jtest_util.c LABELS journal)
+# The journal near a full disk: the next segment yields first (fault I/O table, no root).
+stele_add_test(test_journal_space SOURCES test_journal_space.c support/jtest_util.c
+               LABELS journal)
 # Symbolic links and directories other users could change (the StrictModes-like checks).
 stele_add_test(test_journal_dir_safety SOURCES test_journal_dir_safety.c support/jtest_util.c
                LIBS stele LABELS journal)

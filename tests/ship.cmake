@@ -49,6 +49,7 @@ stele_add_test(test_cli_dead_letters SOURCES cli/test_cli_dead_letters.c cli/cli
                integration/mongo_server.c LIBS stele PkgConfig::MONGOC TIMEOUT 600)
 target_include_directories(test_cli_dead_letters PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration
                            ${CMAKE_CURRENT_SOURCE_DIR}/cli)
+target_compile_definitions(test_cli_dead_letters PRIVATE STELE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 add_dependencies(test_cli_dead_letters stele_cli)
 set_tests_properties(test_cli_dead_letters PROPERTIES ENVIRONMENT
   "STELE_BIN=$<TARGET_FILE:stele_cli>" FIXTURES_REQUIRED mongo_server LABELS "mongo;cli")

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -462,6 +463,238 @@ test_bench_table_refuses_a_bad_file_naming_the_line_and_column(void **state)
     snprintf(path, sizeof path, "%s/missing.csv", dir);
     assert_int_equal(run_table(path, out, sizeof out), 1);
     assert_contains(out, "could not open");
+    remove_dir(dir);
+}
+
+/* -- plots: what is drawn is what was measured ----------------------------------------- */
+
+/* The whole file at path (malloc'd, NUL-terminated), or NULL when it cannot be read. */
+static char *
+slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(f);
+    assert_int_equal(fclose(out), 0);
+    return text;
+}
+
+/* Runs `stele-bench --plot-from csv --out out_dir`; returns its exit code, stderr in err. */
+static int
+run_plot_from(const char *csv, const char *out_dir, char *err, size_t cap)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' --plot-from '%s' --out '%s' 2>&1 >/dev/null", STELE_BENCH_EXE,
+             csv, out_dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(err, 1, cap - 1, p);
+    err[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The data file of the series titled `label` in plot `name` (malloc'd text), or NULL. */
+static char *
+plot_series_file(const char *out_dir, const char *name, const char *label)
+{
+    char head[256];
+    snprintf(head, sizeof head, "# %s: ", label);
+    for (int k = 0; k < 32; k++) {
+        char path[1400];
+        snprintf(path, sizeof path, "%s/plot-%s-%d.dat", out_dir, name, k);
+        char *text = slurp(path);
+        if (text && strncmp(text, head, strlen(head)) == 0)
+            return text;
+        free(text);
+    }
+    return NULL;
+}
+
+/* The line of a series (the data file's first block) must be exactly `line`. */
+static void
+assert_series_line(const char *out_dir, const char *name, const char *label, const char *line)
+{
+    char *text = plot_series_file(out_dir, name, label);
+    if (!text)
+        fail_msg("no series \"%s\" in %s", label, name);
+    const char *body = strchr(text, '\n') + 1;
+    size_t len = strcspn(body, "#");
+    while (len > 0 && body[len - 1] == '\n')
+        len--;
+    if (strlen(line) != len || strncmp(body, line, len) != 0)
+        fail_msg("series \"%s\" of %s draws\n%.*s\nnot\n%s", label, name, (int)len, body, line);
+    free(text);
+}
+
+static bench_result_t
+plot_cell(const char *system, int writers, stele_wait_t wait, bench_input_t input,
+          stele_commit_policy_t policy, uint32_t interval_us, double rate)
+{
+    bench_result_t r = table_cell(system, "ssd", writers, wait, rate);
+    r.cell.input = input;
+    r.cell.policy = policy;
+    r.cell.commit_interval_us = interval_us;
+    return r;
+}
+
+/*
+ * One series per configuration, its line through measured cells only: the median round of
+ * a repeated cell (the lower middle one of an even number: 200 of 100, 200, 300, 900, not
+ * their mean 375 nor 250), JSON and BSON cells at the same x in series of their own, the
+ * fsync loop drawn last so nothing hides it, log axes padded beyond the outermost points,
+ * and gnuplot with nothing to complain about.
+ */
+static void
+test_bench_plot_draws_measured_cells_one_series_per_configuration(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    const stele_wait_t D = STELE_WAIT_DURABLE, N = STELE_WAIT_NONE;
+    const bench_input_t J = BENCH_INPUT_JSON, B = BENCH_INPUT_BSON;
+    const stele_commit_policy_t A = STELE_COMMIT_ADAPTIVE, F = STELE_COMMIT_FIXED;
+    bench_result_t cells[] = {
+        plot_cell("fsync-loop", 1, D, J, A, 0, 150), plot_cell("stele", 1, D, J, A, 0, 100),
+        plot_cell("stele", 1, D, J, A, 0, 900),      plot_cell("stele", 1, D, J, A, 0, 300),
+        plot_cell("stele", 1, D, J, A, 0, 200),      plot_cell("stele", 8, D, J, A, 0, 1000),
+        plot_cell("stele", 64, D, J, A, 0, 5000),    plot_cell("fsync-loop", 64, D, J, A, 0, 90),
+        plot_cell("stele", 1, N, J, A, 0, 180000),   plot_cell("stele", 1, N, B, A, 0, 500000),
+        plot_cell("stele", 1, D, J, A, 500, 210),    plot_cell("stele", 1, D, J, A, 2000, 220),
+        plot_cell("stele", 1, D, J, F, 2000, 50),    plot_cell("stele", 1, D, J, F, 100000, 10),
+    };
+    char csv[1200], out_dir[1200], err[8192];
+    write_results_csv(dir, cells, sizeof cells / sizeof cells[0], csv, sizeof csv);
+    snprintf(out_dir, sizeof out_dir, "%s/plots", dir);
+    assert_int_equal(run_plot_from(csv, out_dir, err, sizeof err), 0);
+    assert_null(strstr(err, "warning"));
+    assert_series_line(out_dir, "writers-ssd", "stele always/durable",
+                       "1 200.0\n8 1000.0\n64 5000.0");
+    assert_series_line(out_dir, "writers-ssd", "stele always/none (not durable)", "1 180000.0");
+    assert_series_line(out_dir, "writers-ssd", "stele always/none bson (not durable)",
+                       "1 500000.0");
+    assert_series_line(out_dir, "writers-ssd", "fsync-loop", "1 150.0\n64 90.0");
+    /* commit_interval_us 0 sits at 500 / 4 on the log axis, ticked "0". */
+    assert_series_line(out_dir, "interval-ssd", "1 writer, adaptive",
+                       "125 200.0\n500 210.0\n2000 220.0");
+    assert_series_line(out_dir, "interval-ssd", "1 writer, fixed (MongoDB 2.4-like)",
+                       "2000 50.0\n100000 10.0");
+
+    char path[1400];
+    snprintf(path, sizeof path, "%s/plots.gp", out_dir);
+    char *gp = slurp(path);
+    assert_non_null(gp);
+    assert_null(strstr(gp, "smooth"));
+    /* The writers plot's last series is the loop; its axes reach past 1..64 and 90..500000. */
+    char *writers = strstr(gp, "# writers-ssd");
+    assert_non_null(writers);
+    char *plot = strstr(writers, "\nplot ");
+    assert_non_null(plot);
+    char *end = strstr(plot, "\nset terminal svg");
+    assert_non_null(end);
+    *end = '\0';
+    char *last_title = NULL;
+    for (char *t = strstr(plot, "title '"); t; t = strstr(t + 1, "title '"))
+        last_title = t;
+    assert_non_null(last_title);
+    assert_int_equal(strncmp(last_title, "title 'fsync-loop'", 18), 0);
+    assert_contains(writers, "set xrange [0.625:102.4]");
+    assert_contains(writers, "set yrange [50:900000]");
+    free(gp);
+
+    if (bench_server_find("gnuplot", NULL, path, sizeof path) == 0) {
+        snprintf(path, sizeof path, "%s/gnuplot.log", out_dir);
+        char *log = slurp(path);
+        assert_non_null(log);
+        if (log[0])
+            fail_msg("gnuplot said:\n%s", log);
+        free(log);
+        snprintf(path, sizeof path, "%s/writers-ssd.png", out_dir);
+        assert_int_equal(access(path, R_OK), 0);
+        snprintf(path, sizeof path, "%s/interval-ssd.svg", out_dir);
+        assert_int_equal(access(path, R_OK), 0);
+    }
+    remove_dir(dir);
+}
+
+/* A plot with too little to show is not drawn, and stderr says which and why; one drawn by
+ * an earlier run into the same directory is removed rather than left to mislead. */
+static void
+test_bench_plot_skips_a_plot_with_too_few_points_and_says_so(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    const stele_wait_t D = STELE_WAIT_DURABLE;
+    const bench_input_t J = BENCH_INPUT_JSON;
+    const stele_commit_policy_t A = STELE_COMMIT_ADAPTIVE, F = STELE_COMMIT_FIXED;
+    bench_result_t cells[] = {
+        plot_cell("fsync-loop", 1, D, J, A, 0, 150),
+        plot_cell("stele", 1, D, J, A, 0, 100),
+        plot_cell("stele", 1, D, J, A, 100000, 90),
+        plot_cell("stele", 1, D, J, F, 100000, 10),
+    };
+    char csv[1200], out_dir[1200], err[8192], path[1400];
+    write_results_csv(dir, cells, sizeof cells / sizeof cells[0], csv, sizeof csv);
+    snprintf(out_dir, sizeof out_dir, "%s/plots", dir);
+    assert_int_equal(mkdir(out_dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/interval-ssd.png", out_dir);
+    FILE *stale = fopen(path, "w");
+    assert_non_null(stale);
+    fclose(stale);
+    assert_int_equal(run_plot_from(csv, out_dir, err, sizeof err), 0);
+    assert_contains(err, "writers-ssd not drawn: the run measured writers at 1 value");
+    assert_contains(err, "interval-ssd not drawn: the run measured commit_interval_us at 2 values");
+    assert_contains(err, "cdf-ssd not drawn: no latency histograms");
+    assert_int_equal(access(path, F_OK), -1);
+    /* Without --out, or from a file that is not a results.csv: exit 1. */
+    char cmd[2600];
+    snprintf(cmd, sizeof cmd, "'%s' --plot-from '%s' 2>/dev/null", STELE_BENCH_EXE, csv);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 1);
+    assert_int_equal(run_plot_from(path, out_dir, err, sizeof err), 1);
+    remove_dir(dir);
+}
+
+/* A real run's --plot: the latency CDFs come from its histograms, and gnuplot is quiet. */
+static void
+test_bench_plot_of_a_run_draws_its_cdfs_quietly(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    char out_dir[1200], path[1400];
+    snprintf(out_dir, sizeof out_dir, "%s/out", dir);
+    const char *args[] = {"--writers", "1,2,4", "--seconds", "0.2",
+                          "--out",     out_dir, "--plot",    NULL};
+    bench_output_t run;
+    run_bench(dir, args, &run);
+    assert_int_equal(run.exit_code, 0);
+    if (bench_server_find("gnuplot", NULL, path, sizeof path) != 0) {
+        print_message("gnuplot not found: only the data files are checked\n");
+    } else {
+        snprintf(path, sizeof path, "%s/gnuplot.log", out_dir);
+        char *log = slurp(path);
+        assert_non_null(log);
+        if (log[0])
+            fail_msg("gnuplot said:\n%s", log);
+        free(log);
+        snprintf(path, sizeof path, "%s/cdf-ssd.png", out_dir);
+        assert_int_equal(access(path, R_OK), 0);
+    }
+    /* The first series' CDF: latency (us), fraction of appends. */
+    snprintf(path, sizeof path, "%s/plot-cdf-ssd-0.dat", out_dir);
+    char *cdf = slurp(path);
+    assert_non_null(cdf);
+    double us = 0, fraction = 0;
+    assert_int_equal(sscanf(cdf, "%lf %lf", &us, &fraction), 2);
+    assert_true(us > 0 && fraction > 0 && fraction <= 1);
+    free(cdf);
     remove_dir(dir);
 }
 
@@ -989,6 +1222,9 @@ main(void)
         cmocka_unit_test(test_bench_table_shows_the_median_and_range_of_repeated_cells),
         cmocka_unit_test(test_bench_table_reads_the_results_file_a_run_writes),
         cmocka_unit_test(test_bench_table_refuses_a_bad_file_naming_the_line_and_column),
+        cmocka_unit_test(test_bench_plot_draws_measured_cells_one_series_per_configuration),
+        cmocka_unit_test(test_bench_plot_skips_a_plot_with_too_few_points_and_says_so),
+        cmocka_unit_test(test_bench_plot_of_a_run_draws_its_cdfs_quietly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

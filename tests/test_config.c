@@ -64,8 +64,28 @@ test_config_defaults_match_the_knob_table(void **state)
     assert_true(n >= 17);
     for (size_t i = 0; i < n; i++) {
         assert_non_null(knobs[i].help);
-        if (strcmp(knobs[i].name, "source") == 0 || strcmp(knobs[i].name, "signing_key") == 0)
-            continue; /* default: the host name, resolved at open; no key */
+        assert_non_null(knobs[i].value_text);
+        assert_true(knobs[i].value_text[0] != '\0');
+        /* every choice a usage line lists is taken */
+        if (strchr(knobs[i].value_text, '|') != NULL) {
+            char choices[64];
+            snprintf(choices, sizeof choices, "%s", knobs[i].value_text);
+            for (char *save = NULL, *c = strtok_r(choices, "|", &save); c != NULL;
+                 c = strtok_r(NULL, "|", &save)) {
+                stele_options_t o;
+                stele_options_init(&o);
+                if (stele_options_set(&o, knobs[i].name, c, NULL) != 0)
+                    fail_msg("%s: listed value '%s' is refused", knobs[i].name, c);
+                stele_options_release(&o);
+            }
+        }
+        if (knobs[i].default_text[0] == '\0') {
+            /* only the source's default is worked out at open (the host name); a signing
+             * key has none */
+            if (strcmp(knobs[i].name, "signing_key") != 0)
+                assert_string_equal(knobs[i].name, "source");
+            continue;
+        }
         stele_options_t defaults, parsed;
         stele_options_init(&defaults);
         stele_options_init(&parsed);

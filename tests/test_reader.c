@@ -13,6 +13,7 @@
 #include <bson/bson.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,44 @@ test_reader_next_returns_eagain_after_the_timeout_when_nothing_is_new(void **sta
     assert_true(waited >= 70);
     assert_true(waited < 2000);
     stele_reader_close(r);
+}
+
+/* A batch written from another thread once the reader is waiting for it. */
+static void *
+late_batch_main(void *arg)
+{
+    fx_writer_t *w = arg;
+    usleep(50 * 1000);
+    fx_writer_batch(w, 1, NULL, 1);
+    return NULL;
+}
+
+/*
+ * stele_reader_next takes its timeout as stele_wait does, an int64_t of milliseconds: a
+ * timeout beyond INT_MAX (2^32 + 1 ms: 1 ms if it were cut to 32 bits) is a long wait that
+ * a new record ends, and a timeout below -1 is refused.
+ */
+static void
+test_reader_next_takes_an_int64_timeout_and_refuses_below_minus_one(void **state)
+{
+    fixture_t *f = *state;
+    fx_writer_t w;
+    fx_writer_open(&w, f->dir, 1);
+    fx_writer_batch(&w, 1, NULL, 1);
+    stele_reader_t *r = open_reader(f->dir);
+    expect_next(r, 1);
+    stele_record_t rec;
+    stele_error_t err;
+    assert_int_equal(stele_reader_next(r, &rec, -2, &err), STELE_EINVAL);
+    assert_non_null(strstr(err.message, "below -1"));
+    pthread_t writer;
+    assert_int_equal(pthread_create(&writer, NULL, late_batch_main, &w), 0);
+    int rc = stele_reader_next(r, &rec, (INT64_C(1) << 32) + 1, &err);
+    assert_int_equal(pthread_join(writer, NULL), 0);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rec.seq, 2);
+    stele_reader_close(r);
+    fx_writer_close(&w);
 }
 
 static void
@@ -953,6 +992,7 @@ main(void)
         T(test_reader_seek_before_oldest_after_retention_starts_at_oldest),
         T(test_reader_next_returns_eagain_after_the_timeout_when_nothing_is_new),
         T(test_reader_seek_past_the_end_waits_there_for_that_record),
+        T(test_reader_next_takes_an_int64_timeout_and_refuses_below_minus_one),
         T(test_reader_works_from_a_read_only_directory_without_the_index),
         T(test_reader_in_another_process_follows_a_writer_and_sees_only_committed_records),
         T(test_reader_open_rejects_a_directory_that_is_not_a_journal),

@@ -358,6 +358,90 @@ test_record_line_has_tails_fields_in_order(void **state)
     bson_destroy(event);
 }
 
+typedef struct short_row {
+    const char *event_json;
+    const char *want; /* after "TIME SRC SEQ" */
+} short_row_t;
+
+/* stele_record_to_short: the lead fields, KEY=VALUE for the others, bare strings only when
+ * nothing in them can be misread, and no terminal control left as it is. */
+static void
+test_short_line_is_for_people_and_safe_for_terminals(void **state)
+{
+    (void)state;
+    static const short_row_t short_rows[] = {
+        {"{\"actor\":\"alice\",\"action\":\"login\",\"target\":\"h1\",\"n\":7}",
+         " alice login target=h1 n=7"},
+        {"{\"action\":\"login\",\"x\":1,\"actor\":\"bob\"}", " bob login x=1"},
+        {"{\"who\":\"carol\"}", " - - who=carol"},
+        {"{\"actor\":{\"name\":\"a\"},\"action\":[1,2]}", " {\"name\":\"a\"} [1,2]"},
+        {"{\"s\":\"two words\",\"e\":\"\",\"q\":\"a\\\"b\",\"eq\":\"a=b\",\"bs\":\"a\\\\b\"}",
+         " - - s=\"two words\" e=\"\" q=\"a\\\"b\" eq=\"a=b\" bs=\"a\\\\b\""},
+        {"{\"d\":0.1,\"w\":2.0,\"t\":true,\"z\":null,\"big\":9007199254740993}",
+         " - - d=0.1 w=2.0 t=true z=null big=9007199254740993"},
+        {"{\"u\":\"\xc3\xa9\xf0\x9f\x98\x80\"}", " - - u=\xc3\xa9\xf0\x9f\x98\x80"},
+        /* C0, DEL, C1 (CSI), line separator, bidi override: escaped, in nested values too */
+        {"{\"c0\":\"\\u001b[2J\",\"del\":\"\\u007f\",\"c1\":\"\\u009b31m\"}",
+         " - - c0=\"\\u001b[2J\" del=\"\\u007f\" c1=\"\\u009b31m\""},
+        {"{\"ls\":\"a\\u2028b\",\"bidi\":\"\\u202egnp.exe\",\"iso\":\"\\u2066x\\u2069\"}",
+         " - - ls=\"a\\u2028b\" bidi=\"\\u202egnp.exe\" iso=\"\\u2066x\\u2069\""},
+        {"{\"n\":{\"k\":\"\\u009b\\u202e\"},\"a\":[\"\\u007f\"]}",
+         " - - n={\"k\":\"\\u009b\\u202e\"} a=[\"\\u007f\"]"},
+        {"{\"key with space\":1,\"k=v\":2,\"\\u001bk\":3}",
+         " - - \"key with space\"=1 \"k=v\"=2 \"\\u001bk\"=3"},
+        {"{\"when\":{\"$date\":\"2026-12-01T20:00:00Z\"}}",
+         " - - when={\"$date\":\"2026-12-01T20:00:00Z\"}"},
+    };
+    setenv("TZ", "CET-1CEST,M3.5.0,M10.5.0/3", 1);
+    tzset();
+    for (size_t i = 0; i < sizeof short_rows / sizeof short_rows[0]; i++) {
+        bson_error_t error;
+        bson_t *event = bson_new_from_json((const uint8_t *)short_rows[i].event_json, -1, &error);
+        if (event == NULL)
+            fail_msg("row %zu: %s", i, error.message);
+        /* 2026-12-01T20:00:00.000001Z: 21:00 in CET */
+        stele_record_t rec = {.seq = 42,
+                              .ts_ns = INT64_C(1796155200000001000),
+                              .bson = bson_get_data(event),
+                              .bson_len = event->len};
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(stele_record_to_short(&rec, "web-1", &text, &len, NULL), 0);
+        char want[512];
+        snprintf(want, sizeof want, "2026-12-01T21:00:00.000001+01:00 web-1 42%s",
+                 short_rows[i].want);
+        assert_string_equal(text, want);
+        assert_int_equal(len, strlen(want));
+        stele_json_free(text);
+        bson_destroy(event);
+    }
+    /* summer time, a source that needs quotes, a malformed event, NULL arguments */
+    bson_t *event = BCON_NEW("a", BCON_INT32(1));
+    stele_record_t rec = {.seq = 1,
+                          .ts_ns = INT64_C(1782856800000000000),
+                          .bson = bson_get_data(event),
+                          .bson_len = event->len};
+    char *text = NULL;
+    assert_int_equal(stele_record_to_short(&rec, "web 1", &text, NULL, NULL), 0);
+    assert_string_equal(text, "2026-07-01T00:00:00.000000+02:00 \"web 1\" 1 - - a=1");
+    stele_json_free(text);
+    char sentinel = 0;
+    text = &sentinel;
+    stele_error_t err = {0};
+    assert_int_equal(stele_record_to_short(&rec, "bad \xff", &text, NULL, &err), STELE_EUTF8);
+    uint8_t bad[64];
+    memcpy(bad, bson_get_data(event), event->len);
+    bad[4] = 0x20; /* an unknown type byte */
+    rec.bson = bad;
+    assert_int_equal(stele_record_to_short(&rec, "s", &text, NULL, &err), STELE_EBSON);
+    assert_ptr_equal(text, &sentinel);
+    assert_int_equal(stele_record_to_short(NULL, "s", &text, NULL, NULL), STELE_EINVAL);
+    assert_int_equal(stele_record_to_short(&rec, NULL, &text, NULL, NULL), STELE_EINVAL);
+    bson_destroy(event);
+    setenv("TZ", "UTC0", 1);
+    tzset();
+}
+
 static void
 test_status_object_has_every_field_in_order(void **state)
 {
@@ -425,6 +509,32 @@ test_dead_letter_line_has_its_fields_in_order(void **state)
     assert_int_equal(stele_dead_letter_to_json(&dl, &json, NULL, NULL), 0);
     assert_non_null(strstr(json, "\"time\":\"\",\"unix_ms\":0,"));
     stele_json_free(json);
+}
+
+/* A reason cut to its field's size inside a character (a server's message quoting a long
+ * non-ASCII key) loses the cut character, not the line; other bytes that are not UTF-8
+ * still refuse it. */
+static void
+test_dead_letter_reason_cut_inside_a_character_still_renders(void **state)
+{
+    (void)state;
+    stele_dead_letter_t dl = {.seq = 3, .unix_ms = 0};
+    size_t cap = sizeof dl.reason;
+    memset(dl.reason, 'a', cap - 1);
+    dl.reason[cap - 1] = '\0';
+    memcpy(dl.reason + cap - 3, "\xf0\x9f", 2); /* the first 2 bytes of U+1F600 */
+    char *json = NULL;
+    assert_int_equal(stele_dead_letter_to_json(&dl, &json, NULL, NULL), 0);
+    assert_non_null(strstr(json, "aaa\"}"));
+    stele_json_free(json);
+    memcpy(dl.reason + cap - 5, "\xf0\x9f\x98\x80", 4); /* whole: kept */
+    assert_int_equal(stele_dead_letter_to_json(&dl, &json, NULL, NULL), 0);
+    assert_non_null(strstr(json, "a\xf0\x9f\x98\x80\"}"));
+    stele_json_free(json);
+    memcpy(dl.reason + 10, "\xff", 1); /* not UTF-8 inside: refused */
+    json = NULL;
+    assert_int_equal(stele_dead_letter_to_json(&dl, &json, NULL, NULL), STELE_EUTF8);
+    assert_null(json);
 }
 
 /* A program that set LC_NUMERIC to a locale with a decimal comma still gets JSON numbers. */
@@ -688,8 +798,10 @@ main(void)
         cmocka_unit_test(test_render_bounds_nesting_at_128_levels),
         cmocka_unit_test(test_render_refuses_null_arguments),
         cmocka_unit_test(test_record_line_has_tails_fields_in_order),
+        cmocka_unit_test(test_short_line_is_for_people_and_safe_for_terminals),
         cmocka_unit_test(test_status_object_has_every_field_in_order),
         cmocka_unit_test(test_dead_letter_line_has_its_fields_in_order),
+        cmocka_unit_test(test_dead_letter_reason_cut_inside_a_character_still_renders),
         cmocka_unit_test(test_render_doubles_ignore_the_numeric_locale),
         cmocka_unit_test(test_render_python_json_reads_back_equal_values),
     };

@@ -355,9 +355,9 @@ test_wait_shipped_of_a_lone_writer_does_not_wait_for_the_linger(void **state)
             fprintf(stderr, "wait=shipped of seq %llu: %s\n", (unsigned long long)seq, err.message);
         assert_int_equal(rc, 0);
     }
-    stele_stats_t st;
-    assert_int_equal(stele_stats(db, &st), 0);
-    assert_int_equal(st.sinks[0].batches, 3);
+    stele_sink_stats_t sink;
+    assert_int_equal(stele_sink_stats(db, 0, &sink), 0);
+    assert_int_equal(sink.batches, 3);
     assert_int_equal(stele_close(db, NULL), 0);
     test_tmpdir_remove(dir);
 }
@@ -401,11 +401,10 @@ test_wait_shipped_of_many_writers_does_not_wait_for_the_linger(void **state)
         pthread_join(th[i], NULL);
         assert_int_equal(w[i].rc, 0);
     }
-    stele_stats_t st;
-    assert_int_equal(stele_stats(db, &st), 0);
-    printf("# %d records in %llu batches\n", N_WRITERS * N_EACH,
-           (unsigned long long)st.sinks[0].batches);
-    assert_int_equal(st.sinks[0].shipped_seq, N_WRITERS * N_EACH);
+    stele_sink_stats_t sink;
+    assert_int_equal(stele_sink_stats(db, 0, &sink), 0);
+    printf("# %d records in %llu batches\n", N_WRITERS * N_EACH, (unsigned long long)sink.batches);
+    assert_int_equal(sink.shipped_seq, N_WRITERS * N_EACH);
     assert_int_equal(stele_close(db, NULL), 0);
     test_tmpdir_remove(dir);
 }

@@ -26,7 +26,7 @@ build_pkgs="build-essential cmake pkg-config libbson-dev libmongoc-dev liblmdb-d
 bench_pkgs="libfuse3-dev fuse3 gnuplot-nox"
 peer_pkgs="libsqlite3-dev libpq-dev postgresql libhiredis-dev redis-server librocksdb-dev \
     libsimdjson-dev libyajl-dev libjansson-dev"
-test_pkgs="libcmocka-dev clang clang-format golang-go ca-certificates git python3 python3-cryptography"
+test_pkgs="libcmocka-dev clang clang-format golang-go ca-certificates git jq socat python3 python3-cryptography"
 
 pkgs="$build_pkgs $bench_pkgs"
 [ "$with_tests" = 1 ] && pkgs="$pkgs $test_pkgs"

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -85,6 +86,13 @@ child_exec(const char *bin, const harness_run_t *run, int in_fd, int out_fd, int
         _exit(126);
     if (run->drop_dac_override)
         child_drop_dac_override();
+    if (run->file_size_limit_bytes) {
+        struct rlimit lim = {.rlim_cur = (rlim_t)run->file_size_limit_bytes,
+                             .rlim_max = (rlim_t)run->file_size_limit_bytes};
+        signal(SIGXFSZ, SIG_IGN);
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+            _exit(126);
+    }
     const char *argv[HARNESS_MAX_ARGS + 2] = {"stele"};
     for (int i = 0; i < HARNESS_MAX_ARGS && run->args[i] != NULL; i++)
         argv[i + 1] = run->args[i];
@@ -382,3 +390,62 @@ harness_run(int want_exit, const char *stdin_data, ...)
     va_end(ap);
     return harness_run_argv(want_exit, stdin_data, args);
 }
+
+char *
+harness_write_file(const char *dir, const char *name, const char *text, size_t len)
+{
+    char *path = NULL;
+    assert_true(asprintf(&path, "%s/%s", dir, name) > 0);
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    assert_int_equal(fwrite(text, 1, len, out), len);
+    assert_int_equal(fclose(out), 0);
+    return path;
+}
+
+#ifdef STELE_SOURCE_DIR
+char *
+harness_roundtrip_events(void)
+{
+    FILE *in = fopen(STELE_SOURCE_DIR "/tests/cli/roundtrip_events.jsonl", "r");
+    assert_non_null(in);
+    sink_buf_t b = {0};
+    sink_append(&b, "", 0);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, in)) > 0)
+        sink_append(&b, chunk, n);
+    fclose(in);
+    return b.data;
+}
+
+/* The exit status the script uses when jq is missing. */
+#define HARNESS_ROUNDTRIP_NO_JQ 77
+
+void
+harness_json_roundtrip(const char *const *args)
+{
+    sink_buf_t cmd = {0};
+    const char *head =
+        "python3 '" STELE_SOURCE_DIR "/tests/cli/json_roundtrip.py' --inserted '" STELE_SOURCE_DIR
+        "/tests/cli/roundtrip_events.jsonl'";
+    sink_append(&cmd, head, strlen(head));
+    for (size_t i = 0; args[i] != NULL; i++) {
+        sink_append(&cmd, " '", 2);
+        sink_append(&cmd, args[i], strlen(args[i]));
+        sink_append(&cmd, "'", 1);
+    }
+    int rc = system(cmd.data);
+    free(cmd.data);
+    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127) {
+        print_message("python3 not found: the JSON round trip is not checked\n");
+        skip();
+    }
+    if (WIFEXITED(rc) && WEXITSTATUS(rc) == HARNESS_ROUNDTRIP_NO_JQ) {
+        print_message("jq not found: the JSON round trip is not checked\n");
+        skip();
+    }
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+        fail_msg("the JSON round trip failed (json_roundtrip.py, differences above)");
+}
+#endif

@@ -28,6 +28,9 @@ typedef struct harness_run {
     int timeout_ms;                     /* 0: 60 s; the child is killed after it */
     const char *cwd;                    /* NULL: the test's own */
     harness_stream_t stream[3];         /* by fd: [0] stdin, [1] stdout, [2] stderr */
+    /* > 0: RLIMIT_FSIZE in the child, SIGXFSZ ignored, so a write or allocation that would
+     * make a file larger fails with EFBIG (a full disk without root). */
+    unsigned long long file_size_limit_bytes;
 } harness_run_t;
 
 typedef struct harness_result {
@@ -82,6 +85,22 @@ size_t harness_count_lines(const char *text);
 /* Reads from fd until `want` lines arrived or timeout_ms passed without output; returns the
  * text read (owned, NUL-terminated). */
 char *harness_read_lines(int fd, size_t want, int timeout_ms);
+
+/* Writes `len` bytes of text to DIR/NAME; returns the path (owned: free()). */
+char *harness_write_file(const char *dir, const char *name, const char *text, size_t len);
+
+/* The events of the JSON round trip, tests/cli/roundtrip_events.jsonl (one per line;
+ * doubles, int64 bounds, unicode, escapes, nesting), for `stele insert`. Owned: free(). */
+char *harness_roundtrip_events(void);
+
+/*
+ * Checks with tests/cli/json_roundtrip.py (Python's json and jq) that outputs of `stele`
+ * read back as the round-trip events: `args` (NULL-terminated) are its flags and paths,
+ * "--records" PATH (tail JSON Lines), "--events" PATH (tail -o cat), "--objects" PATH
+ * (status --json, dead letters). Fails the test on any difference; skips it, saying why,
+ * when python3 or jq is not installed. Needs STELE_SOURCE_DIR at compile time.
+ */
+void harness_json_roundtrip(const char *const *args);
 
 /* Seed for randomised tests: $STELE_TEST_SEED or the time; printed. */
 unsigned harness_seed(void);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <regex.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -464,6 +465,111 @@ committed_seq(const fixture_t *f)
     return seq;
 }
 
+/* The text with every digit run written as "N": replies compare without their seqs. */
+static void
+mask_digits(char *text)
+{
+    char *w = text;
+    for (const char *r = text; *r; r++) {
+        if (*r >= '0' && *r <= '9') {
+            if (w == text || w[-1] != 'N')
+                *w++ = 'N';
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
+
+/* Whether the shell has `tool`, and for nc whether it is OpenBSD's (which has -N). */
+static int
+shell_has_client(const char *tool)
+{
+    char cmd[128];
+    if (strcmp(tool, "nc") == 0)
+        snprintf(cmd, sizeof cmd, "nc -h 2>&1 | grep -q -- '-N'");
+    else
+        snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
+    int rc = system(cmd);
+    return WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+}
+
+/* docs/protocol.md's shell clients (socat, nc -N), run as written there against a
+ * `stele serve`, the socket path swapped for the test's: each ends and prints the reply
+ * the page shows. Skipped for a tool that is not installed. */
+/* Runs one documented client line (the socket path swapped for `sock`) and compares what
+ * it prints with the page's reply, seqs aside. Returns NULL or what went wrong (owned). */
+static char *
+run_documented_client(const fixture_t *f, const char *line, const char *doc_sock, const char *sock,
+                      const char *reply)
+{
+    const char *at = strstr(line, doc_sock);
+    char script_text[8192], cmd[8192];
+    snprintf(script_text, sizeof script_text, "%.*s%s%s", (int)(at - line - 4), line + 4, sock,
+             at + strlen(doc_sock));
+    char *script = harness_write_file(f->root, "client.sh", script_text, strlen(script_text));
+    /* a client that never ends fails the test instead of hanging it */
+    snprintf(cmd, sizeof cmd, "timeout 20 sh '%s'", script);
+    free(script);
+    FILE *p = popen(cmd, "r");
+    char got[256] = "", want[256], *problem = NULL;
+    size_t n = p != NULL ? fread(got, 1, sizeof got - 1, p) : 0;
+    got[n] = '\0';
+    int rc = p != NULL ? pclose(p) : -1;
+    snprintf(want, sizeof want, "%s", reply + 4);
+    mask_digits(got);
+    mask_digits(want);
+    if (rc != 0 || strcmp(got, want) != 0)
+        assert_true(asprintf(&problem, "%s: exit %d, printed '%s', the page shows '%s'",
+                             script_text, rc, got, want) > 0);
+    return problem;
+}
+
+/* docs/protocol.md's shell clients (socat, nc -N), run as written there against a
+ * `stele serve`, the socket path swapped for the test's: each ends and prints the reply
+ * the page shows. Skipped for a tool that is not installed. */
+static void
+test_protocol_shell_clients_work_as_documented(void **state)
+{
+    fixture_t *f = *state;
+    static const char doc_sock[] = "/var/lib/stele/stele.sock";
+    FILE *doc = fopen(STELE_SOURCE_DIR "/docs/protocol.md", "r");
+    assert_non_null(doc);
+    int out_fd, err_fd;
+    pid_t server = start_server(f, &out_fd, &err_fd);
+    char sock[4200];
+    snprintf(sock, sizeof sock, "%s/%s", f->dir, STELE_SOCKET_NAME);
+    char line[1024], reply[256], *problem = NULL;
+    int n_run = 0, n_documented = 0;
+    while (problem == NULL && fgets(line, sizeof line, doc) != NULL) {
+        const char *tool = strstr(line, "| socat ")   ? "socat"
+                           : strstr(line, "| nc -N ") ? "nc"
+                                                      : NULL;
+        if (strncmp(line, "    printf ", 11) != 0 || tool == NULL || !strstr(line, doc_sock) ||
+            fgets(reply, sizeof reply, doc) == NULL)
+            continue;
+        n_documented++;
+        if (!shell_has_client(tool)) {
+            print_message("%s is not installed: its documented command is not run\n", tool);
+            continue;
+        }
+        problem = run_documented_client(f, line, doc_sock, sock, reply);
+        n_run++;
+    }
+    fclose(doc);
+    kill(server, SIGTERM);
+    assert_int_equal(harness_wait(server), 0);
+    close(out_fd);
+    close(err_fd);
+    if (problem != NULL)
+        fail_msg("%s", problem);
+    assert_int_equal(n_documented, 2);
+    if (n_run == 0) {
+        print_message("neither socat nor OpenBSD nc is installed: nothing was run\n");
+        skip();
+    }
+}
+
 /* `n` JSON lines, {"i":N,...} each, with the 1-based lines in `bad` replaced by bad events. */
 static char *
 lines_with_bad(size_t n, const size_t *bad, size_t n_bad)
@@ -798,19 +904,146 @@ test_tail_huge_count_with_a_filter_keeps_only_the_matches(void **state)
     harness_result_free(&r);
 }
 
+/* -o short: TIME SRC SEQ actor action KEY=VALUE..., the time in the zone of TZ; -o pretty
+ * is the same; -o cat: the event alone; -o json: the record line. */
 static void
-test_tail_pretty_output_is_one_readable_line_per_record(void **state)
+test_tail_output_forms(void **state)
 {
     fixture_t *f = *state;
-    insert_lines(f, 0, 2);
-    harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "--output", "pretty", NULL);
-    assert_int_equal(harness_count_lines(r.out), 2);
-    assert_non_null(strstr(r.out, " #1 {\"i\":0"));
-    assert_null(strstr(r.out, "\"seq\""));
+    harness_run_t ins = {
+        .args = {"insert", "-d", f->dir, "--source", "web-1",
+                 "{\"actor\":\"alice\",\"action\":\"login\",\"target\":\"h 1\",\"n\":7}",
+                 "{\"who\":\"x\",\"esc\":\"\\u001b[2J\"}"}};
+    harness_result_t r;
+    harness_exec(&ins, &r);
+    assert_int_equal(r.exit_code, 0);
+    harness_result_free(&r);
+    harness_run_t short_run = {.args = {"tail", "-d", f->dir, "-o", "short"},
+                               .env = {"TZ=CET-1CEST,M3.5.0,M10.5.0/3"}};
+    harness_exec(&short_run, &r);
+    assert_int_equal(r.exit_code, 0);
+    regex_t line_re;
+    assert_int_equal(regcomp(&line_re,
+                             "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}"
+                             "\\+0[12]:00 web-1 1 alice login target=\"h 1\" n=7\n"
+                             "[0-9T:.+-]+ web-1 2 - - who=x esc=\"\\\\u001b\\[2J\"\n$",
+                             REG_EXTENDED),
+                     0);
+    if (regexec(&line_re, r.out, 0, NULL, 0) != 0)
+        fail_msg("tail -o short printed:\n%s", r.out);
+    regfree(&line_re);
+    harness_run_t pretty_run = short_run;
+    pretty_run.args[4] = "pretty";
+    harness_result_t pretty;
+    harness_exec(&pretty_run, &pretty);
+    assert_string_equal(pretty.out, r.out);
+    harness_result_free(&pretty);
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "--output", "cat", NULL);
+    assert_string_equal(r.out, "{\"actor\":\"alice\",\"action\":\"login\",\"target\":\"h 1\","
+                               "\"n\":7}\n{\"who\":\"x\",\"esc\":\"\\u001b[2J\"}\n");
     harness_result_free(&r);
     r = harness_run(0, NULL, "tail", "-d", f->dir, "-o", "json", "-n", "1", NULL);
     assert_non_null(strstr(r.out, "{\"seq\":2,"));
+    assert_non_null(strstr(r.out, ",\"src\":\"web-1\",\"event\":{\"who\":\"x\","));
     harness_result_free(&r);
+}
+
+/* -r: newest first, through spans of the reverse read (3000 records), with -n, --from,
+ * --where and --since; refused with -f. */
+static void
+test_tail_reverse_prints_newest_first(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3000);
+    uint64_t seqs[3100];
+    harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "-r", "-n", "all", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 3100), 3000);
+    for (size_t i = 0; i < 3000; i++)
+        assert_int_equal(seqs[i], 3000 - i);
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "--reverse", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 3100), 10);
+    assert_int_equal(seqs[0], 3000);
+    assert_int_equal(seqs[9], 2991);
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-r", "--from", "2990", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 3100), 11);
+    assert_int_equal(seqs[10], 2990);
+    harness_result_free(&r);
+    /* the matches are far apart: the spans grow until they reach them */
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-r", "-n", "all", "--where", "i<3", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 3100), 3);
+    assert_int_equal(seqs[0], 3);
+    assert_int_equal(seqs[2], 1);
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-r", "-n", "2", "--where", "who=user-1", NULL);
+    assert_int_equal(tail_seqs(r.out, seqs, 3100), 2);
+    assert_int_equal(seqs[0], 2999); /* i = 2998 */
+    assert_int_equal(seqs[1], 2996);
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-r", "--since", "-1h", "-o", "cat", NULL);
+    assert_int_equal(harness_count_lines(r.out), 3000);
+    assert_true(strncmp(r.out, "{\"i\":2999,", 10) == 0);
+    harness_result_free(&r);
+    r = harness_run(0, NULL, "tail", "-d", f->dir, "-r", "--since", "+1h", NULL);
+    assert_string_equal(r.out, "");
+    harness_result_free(&r);
+    r = harness_run(1, NULL, "tail", "-d", f->dir, "-r", "-f", NULL);
+    assert_non_null(strstr(r.err, "-r and -f exclude each other"));
+    harness_result_free(&r);
+}
+
+/* The --since/--until forms journalctl takes, on the command line: each valid one runs
+ * (and selects the records it should), each malformed one is exit 1 naming the value. */
+static void
+test_tail_time_forms_on_the_command_line(void **state)
+{
+    fixture_t *f = *state;
+    insert_lines(f, 0, 3);
+    static const struct {
+        const char *flag, *value;
+        size_t want_lines;
+    } forms[] = {
+        {"--since", "-1h", 3},
+        {"--since", "1h ago", 3},
+        {"--since", "30min ago", 3},
+        {"--since", "1h30m ago", 3},
+        {"--since", "1 hour ago", 3},
+        {"--since", "+30min", 0},
+        {"--since", "yesterday", 3},
+        {"--since", "tomorrow", 0},
+        {"--since", "@0", 3},
+        {"--since", "1970-01-02", 3},
+        {"--since", "2000-01-01 00:00:00", 3},
+        {"--since", "2000-01-01T00:00", 3},
+        {"--since", "2016-12-31T23:59:60Z", 3},
+        {"--until", "yesterday", 0},
+        {"--until", "now", 3},
+        {"--until", "+1w", 3},
+        {"--until", "2000-01-01", 0},
+        {"--since", "00:00", 3},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        harness_result_t r = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", forms[i].flag,
+                                         forms[i].value, NULL);
+        if (harness_count_lines(r.out) != forms[i].want_lines)
+            fail_msg("%s '%s': %zu lines, want %zu", forms[i].flag, forms[i].value,
+                     harness_count_lines(r.out), forms[i].want_lines);
+        harness_result_free(&r);
+    }
+    static const char *const malformed[] = {
+        "someday", "2026-02-30", "2026-12-01T25:00", "10y", "-1h ago", "1.5h", "21", "@x",
+        "",        "Today"};
+    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+        harness_result_t r =
+            harness_run(1, NULL, "tail", "-d", f->dir, "--since", malformed[i], NULL);
+        char want[96];
+        snprintf(want, sizeof want, "--since '%s' is not a time", malformed[i]);
+        assert_non_null(strstr(r.err, want));
+        assert_non_null(strstr(r.err, "hint: use 2026-12-01"));
+        harness_result_free(&r);
+    }
 }
 
 static void
@@ -979,61 +1212,33 @@ test_status_reports_positions_as_text_json_and_prometheus(void **state)
     harness_result_free(&r);
 }
 
-/* Writes `len` bytes of text to the file `name` in the fixture's root; returns its path. */
-static char *
-write_root_file(const fixture_t *f, const char *name, const char *text, size_t len)
-{
-    char *path = NULL;
-    assert_true(asprintf(&path, "%s/%s", f->root, name) > 0);
-    FILE *out = fopen(path, "w");
-    assert_non_null(out);
-    assert_int_equal(fwrite(text, 1, len, out), len);
-    assert_int_equal(fclose(out), 0);
-    return path;
-}
-
-/* Events Python's json must get back unchanged from every JSON output of the command:
- * doubles (shortest forms, -0.0, whole, extremes), int64 and int32 bounds, escapes and
- * unicode, nested arrays and documents. */
-static const char readback_events[] =
-    "{\"d\":0.1,\"e\":1e300,\"z\":-0.0,\"w\":2.0,\"tiny\":5e-324,\"sum\":0.30000000000000004}\n"
-    "{\"i\":9223372036854775807,\"j\":-9223372036854775808,\"k\":2147483648,"
-    "\"small\":-2147483648}\n"
-    "{\"s\":\"\xc3\xa9\xf0\x9f\x98\x80\\u2028 \\\"q\\\" \\\\ \\t\\n\\u0001\\u0000x\","
-    "\"k\\u00e9y\":\"\"}\n"
-    "{\"a\":[1,[2,[3,{\"b\":[0.5,\"x\",null,true,false]}]],{}],\"o\":{\"p\":{\"q\":{}}}}\n"
-    "{\"n\":1e-7,\"m\":123456789.125,\"big\":1e16,\"f\":1e15,\"neg\":-1.5e-300}\n";
-
+/* The round-trip events (doubles, int64 bounds, unicode, escapes, nesting) come back from
+ * every JSON output of a local journal as Python's json and jq read them in: the tail
+ * lines, the events alone (-o cat), and status --json beside them. */
 static void
-test_tail_and_status_json_read_back_in_python_as_inserted(void **state)
+test_json_round_trips_through_tail_and_status(void **state)
 {
     fixture_t *f = *state;
-    harness_result_t r = harness_run(0, readback_events, "insert", "-d", f->dir, NULL);
+    char *events = harness_roundtrip_events();
+    harness_result_t r = harness_run(0, events, "insert", "-d", f->dir, NULL);
     harness_result_free(&r);
+    free(events);
     harness_result_t tail = harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", NULL);
-    harness_result_t pretty =
-        harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", "-o", "pretty", NULL);
+    harness_result_t cat =
+        harness_run(0, NULL, "tail", "-d", f->dir, "-n", "all", "-o", "cat", NULL);
     harness_result_t status = harness_run(0, NULL, "status", "-d", f->dir, "--json", NULL);
-    char *paths[4] = {
-        write_root_file(f, "inserted.jsonl", readback_events, strlen(readback_events)),
-        write_root_file(f, "tail.jsonl", tail.out, tail.out_len),
-        write_root_file(f, "pretty.txt", pretty.out, pretty.out_len),
-        write_root_file(f, "status.json", status.out, status.out_len),
+    char *paths[3] = {
+        harness_write_file(f->root, "tail.jsonl", tail.out, tail.out_len),
+        harness_write_file(f->root, "cat.jsonl", cat.out, cat.out_len),
+        harness_write_file(f->root, "status.json", status.out, status.out_len),
     };
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "python3 '%s/tests/cli/json_readback.py' '%s' '%s' '%s' '%s'",
-             STELE_SOURCE_DIR, paths[0], paths[1], paths[2], paths[3]);
-    int rc = system(cmd);
-    for (int i = 0; i < 4; i++)
-        free(paths[i]);
     harness_result_free(&tail);
-    harness_result_free(&pretty);
+    harness_result_free(&cat);
     harness_result_free(&status);
-    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127) {
-        print_message("python3 not found: the read-back through Python is not checked\n");
-        skip();
-    }
-    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+    const char *args[] = {"--records", paths[0], "--events", paths[1], "--objects", paths[2], NULL};
+    harness_json_roundtrip(args);
+    for (int i = 0; i < 3; i++)
+        free(paths[i]);
 }
 
 static void
@@ -1272,8 +1477,9 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_tail_huge_count_with_a_filter_keeps_only_the_matches,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tail_pretty_output_is_one_readable_line_per_record,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tail_output_forms, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tail_reverse_prints_newest_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tail_time_forms_on_the_command_line, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_tail_follow_prints_records_of_a_concurrent_writer_and_exits_on_sigint, setup,
             teardown),
@@ -1284,8 +1490,10 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_tail_follow_with_where_and_since_waits_for_matching_records, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tail_and_status_json_read_back_in_python_as_inserted,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protocol_shell_clients_work_as_documented, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_json_round_trips_through_tail_and_status, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_status_reports_positions_as_text_json_and_prometheus,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_never_prints_credentials_of_a_configured_sink,

@@ -159,6 +159,44 @@ test_ship_lists_reships_and_discards_dead_letters(void **state)
 #undef SHIP_ARGS
 }
 
+/* The dead-letter list is JSON Python's json and jq both read, whatever the rejected
+ * values hold: the server's reason quotes the duplicate key, here with escapes, non-ASCII
+ * and astral characters, and long enough that the reason is cut to its size. */
+static void
+test_dead_letter_list_reads_back_in_python_and_jq(void **state)
+{
+    dl_fixture_t *f = *state;
+    run_on_collection(f, 1);
+    char long_key[1024] = "{\"k\":\"";
+    for (int i = 0; i < 100; i++)
+        strcat(long_key, "\xf0\x9f\x98\x80"); /* U+1F600, 4 bytes */
+    strcat(long_key, "\"}");
+    const char *insert[] = {"insert",
+                            "-d",
+                            f->dir,
+                            "{\"k\":\"\xc3\xa9\\\"\\\\\\u0001\\t\"}",
+                            "{\"k\":\"\xc3\xa9\\\"\\\\\\u0001\\t\"}",
+                            long_key,
+                            long_key,
+                            NULL};
+    harness_result_t r = harness_run_argv(0, NULL, insert);
+    harness_result_free(&r);
+    const char *once[] = {"ship",     "-d",           f->dir, "--mongo", f->server.uri, "--db",
+                          f->db_name, "--collection", "dl",   "--once",  NULL};
+    r = harness_run_argv(0, NULL, once);
+    harness_result_free(&r);
+    const char *list[] = {"ship", "-d",       f->dir,         "--mongo", f->server.uri,
+                          "--db", f->db_name, "--collection", "dl",      "--dead-letters",
+                          NULL};
+    r = harness_run_argv(0, NULL, list);
+    assert_int_equal(count_json_lines(r.out), 2);
+    char *path = harness_write_file(f->root, "dead-letters.jsonl", r.out, r.out_len);
+    harness_result_free(&r);
+    const char *args[] = {"--objects", path, NULL};
+    harness_json_roundtrip(args);
+    free(path);
+}
+
 static void
 test_ship_refuses_two_dead_letter_actions_at_once(void **state)
 {
@@ -181,6 +219,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_ship_lists_reships_and_discards_dead_letters, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dead_letter_list_reads_back_in_python_and_jq, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ship_refuses_two_dead_letter_actions_at_once, setup,
                                         teardown),

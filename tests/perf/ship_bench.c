@@ -465,10 +465,10 @@ bench_mem_print(const char *phase, bench_mem_t m)
 static uint64_t
 bench_engine_shipped(void *ctx)
 {
-    stele_stats_t st;
-    if (stele_stats(ctx, &st) != 0 || st.n_sinks == 0)
+    stele_sink_stats_t sink;
+    if (stele_sink_stats(ctx, 0, &sink) != 0)
         return 0;
-    return st.sinks[0].shipped_seq;
+    return sink.shipped_seq;
 }
 
 /*
@@ -529,10 +529,10 @@ bench_memory(const bench_args_t *a)
     if (rc == 0) {
         bench_mem_reset_peak();
         sleep((unsigned)a->seconds);
-        stele_stats(db, &st);
+        stele_sink_stats_t sink = {0};
+        stele_sink_stats(db, 0, &sink);
         snprintf(phase, sizeof phase, "MongoDB down %d s (%llu retries, shipped %llu)", a->seconds,
-                 (unsigned long long)st.sinks[0].retries,
-                 (unsigned long long)st.sinks[0].shipped_seq);
+                 (unsigned long long)sink.retries, (unsigned long long)sink.shipped_seq);
         peak_kib = bench_max_long(peak_kib, bench_mem_print(phase, bench_mem_read()));
     }
     if (rc == 0 && a->catch_up >= 0) {
