@@ -94,7 +94,7 @@ typedef enum knob_type {
       "keep at most this much shipped data; 0 = keep all")                                         \
     X(retention_seconds, KNOB_DURATION64, 1000000000, 0, INT64_MAX, NULL, "0",                     \
       "delete shipped data older than this; 0 = keep all")                                         \
-    X(signing_key, KNOB_PATH, 0, 1, CONFIG_PATH_MAX, NULL, "(none)",                               \
+    X(signing_key, KNOB_PATH, 0, 1, CONFIG_PATH_MAX, NULL, "",                                     \
       "signer key file (stele keygen): sign checkpoints with it and evolve it in place")           \
     X(checkpoint_records, KNOB_U32, 0, 1, 100000000, NULL, "1000",                                 \
       "with a signing key: a signed checkpoint at least every this many records")                  \
