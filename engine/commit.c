@@ -621,6 +621,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     c->woken_durable = cfg->last_seq;
     c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
     c->is_written_woken_inline = cfg->sync != STELE_SYNC_ALWAYS;
+    c->is_split_in_pieces = cfg->sync != STELE_SYNC_ALWAYS;
     commit_init_locks(c);
     commit_quota_refresh(c, true);
     int rc = commit_waker_start(c);
@@ -768,7 +769,8 @@ commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len,
     int64_t ts = stamp_next(&c->stamp, c->last_ts_ns);
     c->last_ts_ns = ts;
     size_t piece_start = ch->n_breaks ? ch->piece_start[ch->n_breaks - 1] : 0;
-    if (ch->used_bytes - piece_start >= CHUNK_PIECE_BYTES && ch->n_breaks < CHUNK_MAX_PIECES)
+    if (c->is_split_in_pieces && ch->used_bytes - piece_start >= CHUNK_PIECE_BYTES &&
+        ch->n_breaks < CHUNK_MAX_PIECES)
         ch->piece_start[ch->n_breaks++] = ch->used_bytes;
     journal_frame_prepare(c->version, ch->buf + ch->used_bytes, seq, ts, origin, payload,
                           payload_len);

@@ -76,6 +76,11 @@ struct commit {
      * thread only serves `durable`. A hand-off to the waker would add a thread hop (one more
      * wait for a CPU) to every batch's round trip. Fixed after start. */
     bool is_written_woken_inline;
+    /* Chunks are written in pieces (CHUNK_PIECE_BYTES) only without sync=always: with it, a
+     * piece that fails (a full disk at a roll) would leave the pieces before it in the
+     * journal, synced by the roll, while their durable waiters are told the journal
+     * halted; a whole chunk is written or not. Fixed after start. */
+    bool is_split_in_pieces;
 
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* the committer waits here for records, flush or close */
