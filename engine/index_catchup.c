@@ -489,7 +489,10 @@ index_catchup_at_open(index_t *ix, const char *dir, const journal_io_t *io,
     else if ((rc = catchup_trim_index(&c, rec, err)) == 0)
         rc = catchup_batches(&c, rec->last_seq, err);
     if (rc == 0)
-        rc = catchup_merkle(ix, c.jr, rec, note, note_cap, err);
+        /* The stored hashes are the index's cache of the tree (recovery read the segments
+         * and checked the root): failing to write them leaves the index behind, as a
+         * failed batch start does, rather than failing the open. */
+        rc = catchup_index_rc(&c, catchup_merkle(ix, c.jr, rec, note, note_cap, err));
     if (rc == 0)
         rc = catchup_lower_checkpoints(&c, rec->last_seq, err);
     return catchup_finish(&c, rc, was_replaced, is_index_failure, err);
