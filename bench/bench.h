@@ -159,6 +159,9 @@ typedef struct bench_target {
 void bench_run_cell(const bench_target_t *target, const bench_cell_t *cell, bench_result_t *r);
 
 extern const bench_target_t bench_target_stele;
+extern const bench_target_t bench_target_stele_signed; /* the same with a signing key */
+/* "stele" or "stele-signed": the systems that take stele's knobs (sync, wait, ...). */
+int bench_system_is_stele(const char *system);
 extern const bench_target_t bench_target_fsync_loop;
 /* libbson's JSON parse alone: the reference of the JSON parser comparison. */
 extern const bench_target_t bench_target_json_parse;

@@ -43,7 +43,8 @@ cli_usage(FILE *out)
             "  --sync-interval-ms N    for sync=interval (default: stele's)\n"
             "  --record-bytes N[,N..]  event size (default 200)\n"
             "  --input json|bson[,..]  event encoding handed to stele (default json)\n"
-            "  --system NAME[,..]      stele, fsync-loop, libbson-json, thread-wakeup,\n"
+            "  --system NAME[,..]      stele, stele-signed (with a signing key), fsync-loop,\n"
+            "                          libbson-json, thread-wakeup,\n"
             "                          parse-wakeup, a JSON parser (stele-json,\n"
             "                          simdjson-json, yajl-json, jansson-json), or a peer\n"
             "  --device ssd|hdd[,..]   ssd: --dir itself; hdd: the emulated 7200 rpm disk\n"
@@ -246,7 +247,7 @@ static const struct option cli_options[] = {
 static void
 cli_list_systems(void)
 {
-    printf("stele\nfsync-loop\nlibbson-json\nthread-wakeup\nparse-wakeup\n");
+    printf("stele\nstele-signed\nfsync-loop\nlibbson-json\nthread-wakeup\nparse-wakeup\n");
     printf("stele-json\nsimdjson-json\nyajl-json\njansson-json\n");
     for (const char *const *p = bench_peer_names(); *p; p++)
         printf("%s\n", *p);
@@ -479,7 +480,7 @@ cli_plan_product(const bench_cli_t *cli, bench_plan_t *plan, const char *device)
         rc = cli_add(plan, c, "fsync-loop", device, 1);
     }
     for (size_t s = 0; s < cli->n_systems && !rc; s++) {
-        int is_stele = strcmp(cli->systems[s], "stele") == 0;
+        int is_stele = bench_system_is_stele(cli->systems[s]);
         for (size_t b = 0; b < cli->n_record_bytes && !rc; b++)
             for (size_t w = 0; w < cli->n_writers && !rc; w++)
                 for (size_t sy = 0; sy < (is_stele ? cli->n_sync : 1) && !rc; sy++)

@@ -177,7 +177,7 @@ bench_print_table_row(FILE *out, const bench_result_t *r)
         snprintf(note, sizeof note, "%s%s%s", r->is_durable ? "" : "NOT DURABLE; ", ratio, r->note);
     char system[BENCH_NAME_BYTES + 8];
     snprintf(system, sizeof system, "%s%s", c->system,
-             c->policy == STELE_COMMIT_FIXED && strcmp(c->system, "stele") == 0 ? "(fixed)" : "");
+             c->policy == STELE_COMMIT_FIXED && bench_system_is_stele(c->system) ? "(fixed)" : "");
     if (r->status != BENCH_OK) {
         fprintf(out, "%-20s %-13s %5d %7u %-8s %-7s %-4s %6u %12s %8s %9s %8s %9s %9s %9s  %s\n",
                 system, c->device, c->writers, c->commit_interval_us, bench_sync_name(c->sync),
@@ -189,7 +189,7 @@ bench_print_table_row(FILE *out, const bench_result_t *r)
     if (r->mean_batch > 0)
         snprintf(batch, sizeof batch, "%.1f", r->mean_batch);
     /* Peers have no stele knobs, and some cannot tell their syncs: show "-" there. */
-    int is_stele = strcmp(c->system, "stele") == 0;
+    int is_stele = bench_system_is_stele(c->system);
     char ci[16] = "-", syncs[24] = "-";
     if (is_stele)
         snprintf(ci, sizeof ci, "%u", c->commit_interval_us);
@@ -205,4 +205,10 @@ bench_print_table_row(FILE *out, const bench_result_t *r)
             is_stele ? bench_input_name(c->input) : "json", c->record_bytes, r->appends_per_s,
             r->mb_per_s, syncs, batch, lat[0], lat[1], lat[2], note);
     fflush(out);
+}
+
+int
+bench_system_is_stele(const char *system)
+{
+    return strcmp(system, "stele") == 0 || strcmp(system, "stele-signed") == 0;
 }

@@ -42,6 +42,8 @@ plan_target(const char *system)
 {
     if (strcmp(system, "stele") == 0)
         return &bench_target_stele;
+    if (strcmp(system, "stele-signed") == 0)
+        return &bench_target_stele_signed;
     if (strcmp(system, "fsync-loop") == 0)
         return &bench_target_fsync_loop;
     if (strcmp(system, "libbson-json") == 0)

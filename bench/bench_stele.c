@@ -7,6 +7,10 @@
  * close), so they cover exactly the window; the record count is read back with stele_status_read()
  * after close, and the time close took to drain (which matters for wait=none) is written into the
  * note.
+ *
+ * "stele-signed" is the same cell with a signing key: a fresh key pair made in the cell's
+ * directory (a new journal takes only an epoch 0 key), stele's default checkpoint and key
+ * epoch knobs, so that a run of both systems shows what signing costs.
  */
 #include "bench.h"
 
@@ -30,6 +34,8 @@ typedef struct stele_target {
     bench_input_t input;
     int keep_data;
     char journal_dir[BENCH_PATH_BYTES];
+    char key_path[BENCH_PATH_BYTES]; /* "" unless signed */
+    char pub_path[BENCH_PATH_BYTES];
 } stele_target_t;
 
 static int
@@ -62,8 +68,25 @@ stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_op
     return 0;
 }
 
+/* A fresh key pair for a signed cell, in its directory. */
 static int
-stele_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_cap)
+stele_target_keygen(const bench_cell_t *cell, stele_target_t *st, char *note, size_t note_cap)
+{
+    bench_path(st->key_path, sizeof st->key_path, cell->dir, "signing.key");
+    bench_path(st->pub_path, sizeof st->pub_path, cell->dir, "signing.pub");
+    unlink(st->key_path);
+    unlink(st->pub_path);
+    stele_error_t err;
+    if (stele_keygen(st->key_path, st->pub_path, "stele-bench", &err) != 0) {
+        bench_note(note, note_cap, "stele_keygen: %s", err.message);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+stele_target_open_as(const bench_cell_t *cell, int is_signed, void **state_out, char *note,
+                     size_t note_cap)
 {
     stele_options_t o;
     stele_sink_options_t sink;
@@ -91,6 +114,12 @@ stele_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t
     st->input = cell->input;
     st->keep_data = cell->keep_data;
     bench_path(st->journal_dir, sizeof st->journal_dir, cell->dir, "stele-journal");
+    if (is_signed && stele_target_keygen(cell, st, note, note_cap) != 0) {
+        free(st);
+        return BENCH_FAILED;
+    }
+    if (is_signed)
+        o.signing_key = st->key_path;
     stele_error_t err;
     int rc = stele_open(st->journal_dir, &o, &st->db, &err);
     if (rc) {
@@ -100,6 +129,18 @@ stele_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t
     }
     *state_out = st;
     return 0;
+}
+
+static int
+stele_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_cap)
+{
+    return stele_target_open_as(cell, 0, state_out, note, note_cap);
+}
+
+static int
+stele_signed_target_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_cap)
+{
+    return stele_target_open_as(cell, 1, state_out, note, note_cap);
 }
 
 /* wait=shipped is reached in two steps so that a sink that never acknowledges costs an
@@ -159,8 +200,13 @@ stele_target_close(void *state, bench_result_t *r)
                               ? (int64_t)(status.last_seq - status.first_seq + 1)
                               : 0;
     snprintf(r->data_path, sizeof r->data_path, "%s", st->journal_dir);
-    if (!st->keep_data)
+    if (!st->keep_data) {
         bench_remove_tree(st->journal_dir);
+        if (st->key_path[0]) {
+            unlink(st->key_path);
+            unlink(st->pub_path);
+        }
+    }
     free(st);
     return rc ? BENCH_FAILED : 0;
 }
@@ -168,6 +214,14 @@ stele_target_close(void *state, bench_result_t *r)
 const bench_target_t bench_target_stele = {
     .system = "stele",
     .open = stele_target_open,
+    .append = stele_target_append,
+    .measure_start = stele_target_measure_start,
+    .close = stele_target_close,
+};
+
+const bench_target_t bench_target_stele_signed = {
+    .system = "stele-signed",
+    .open = stele_signed_target_open,
     .append = stele_target_append,
     .measure_start = stele_target_measure_start,
     .close = stele_target_close,

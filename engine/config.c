@@ -95,7 +95,8 @@ typedef enum knob_type {
     X(retention_seconds, KNOB_DURATION64, 1000000000, 0, INT64_MAX, NULL, "0",                     \
       "delete shipped data older than this; 0 = keep all")                                         \
     X(signing_key, KNOB_PATH, 0, 1, CONFIG_PATH_MAX, NULL, "",                                     \
-      "signer key file (stele keygen): sign checkpoints with it and evolve it in place")           \
+      "signer key file (stele keygen): sign checkpoints with it and evolve it in place "           \
+      "(default: none, no signing)")                                                               \
     X(checkpoint_records, KNOB_U32, 0, 1, 100000000, NULL, "1000",                                 \
       "with a signing key: a signed checkpoint at least every this many records")                  \
     X(checkpoint_interval_ms, KNOB_DURATION32, 1000000, 1, 3600000, NULL, "10000",                 \
@@ -122,7 +123,7 @@ typedef struct knob_def {
 
 /* How a value of each type is written in usage lines (stele_knob_t.value_text). */
 #define CONFIG_VALUE_TEXT_KNOB_STRING(choices) "NAME"
-#define CONFIG_VALUE_TEXT_KNOB_PATH(choices) "PATH"
+#define CONFIG_VALUE_TEXT_KNOB_PATH(choices) "FILE"
 #define CONFIG_VALUE_TEXT_KNOB_BOOL(choices) "true|false"
 #define CONFIG_VALUE_TEXT_KNOB_MODE(choices) "MODE"
 #define CONFIG_VALUE_TEXT_KNOB_SIZE32(choices) "SIZE"

@@ -3,13 +3,13 @@
  * At open (stele_index_catch_up, index_catchup_at_open), after recovery and with the
  * journal's writer lock held: drop entries the segments no longer hold, index the batches a
  * lazily-synced index missed, rebuild it whole when it is empty, replaced (index.h) or
- * disagrees with the segments, and lower sink checkpoints past the journal's end. While the
+ * disagrees with the segments, lower sink checkpoints past the journal's end and, for a
+ * version 2 journal, make the index's copy of the Merkle tree's stored hashes whole
+ * (checked against the tree's root recovery computed). While the
  * journal is live (index_catchup_live), for an index that fell behind because writing it
  * failed: index what it missed, up to what readers may see. Each says what it did in a note
  * (empty when nothing was needed) and, when it fails, whether writing the index failed (the
- * index is a cache: the engine then runs with it behind) or reading the journal did. At
- * open, for a version 2 journal, it also makes the index's copy of the Merkle tree's stored
- * hashes whole (checked against the tree's root recovery computed).
+ * index is a cache: the engine then runs with it behind) or reading the journal did.
  *
  * The segments are the truth: they are read through journal_reader_* only, never written.
  * The index is written through index.h, in transactions of CATCHUP_CHUNK batch starts.
@@ -489,10 +489,7 @@ index_catchup_at_open(index_t *ix, const char *dir, const journal_io_t *io,
     else if ((rc = catchup_trim_index(&c, rec, err)) == 0)
         rc = catchup_batches(&c, rec->last_seq, err);
     if (rc == 0)
-        /* The stored hashes are the index's cache of the tree (recovery read the segments
-         * and checked the root): failing to write them leaves the index behind, as a
-         * failed batch start does, rather than failing the open. */
-        rc = catchup_index_rc(&c, catchup_merkle(ix, c.jr, rec, note, note_cap, err));
+        rc = catchup_merkle(c.ix, c.jr, rec, c.note, c.note_cap, err);
     if (rc == 0)
         rc = catchup_lower_checkpoints(&c, rec->last_seq, err);
     return catchup_finish(&c, rc, was_replaced, is_index_failure, err);

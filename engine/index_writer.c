@@ -297,36 +297,23 @@ index_writer_behind(index_writer_t *w, char *msg, size_t cap)
     return is_behind;
 }
 
-/* Stored hashes missed while the index is behind: none are queued from then on, and the
- * catch-up at the next open fills them in from the segments. */
-static void
-index_writer_drop_merkle(index_writer_t *w)
-{
-    pthread_mutex_lock(&w->ix_mu);
-    w->is_merkle_dropped = true;
-    pthread_mutex_unlock(&w->ix_mu);
-}
-
-/* Writes the drained batch starts, unless the index is behind (then they are dropped: the
- * catch-up indexes them from the segments). Returns whether it wrote the index. */
+/* Writes the drained batch starts and stored hashes, unless the index is behind (then they
+ * are dropped: the catch-up indexes the batches from the segments, the next open's the
+ * hashes). Returns whether it wrote batch starts. */
 static bool
 index_writer_apply(index_writer_t *w, const index_writer_drained_t *d)
 {
     stele_error_t err;
-    if (d->n == 0)
+    if (w->is_behind)
         return false;
-    if (w->is_behind) {
-        index_writer_drop_merkle(w);
-        return false;
-    }
-    if (index_put_batches(w->cfg.index, d->batch, d->n, &err) != 0) {
+    if (d->n && index_put_batches(w->cfg.index, d->batch, d->n, &err) != 0) {
         index_writer_fall_behind(w, &err);
-        index_writer_drop_merkle(w);
         return false;
     }
+    /* A cache as well: a failure leaves the stored hashes to the next open's catch-up. */
     if (d->n_runs && index_put_merkle_runs(w->cfg.index, d->runs, d->n_runs, &err) != 0)
-        w->last_err = err; /* the catch-up at the next open makes the stored hashes whole */
-    return true;
+        w->last_err = err;
+    return d->n > 0;
 }
 
 /* -- retention -------------------------------------------------------------------------- */

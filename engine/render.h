@@ -61,7 +61,6 @@ void render_time(render_buf_t *b, int64_t unix_s, int64_t frac, int frac_digits)
 /* A time in nanoseconds as RFC 3339 UTC with microseconds, floored (also before 1970):
  * what `stele tail` prints as a record's "ts". */
 void render_time_ns(render_buf_t *b, int64_t ts_ns);
-
 /* `len` bytes as they are: no quoting, no comma (for the lines that are not JSON,
  * render_short.c). */
 void render_text(render_buf_t *b, const char *s, size_t len);

@@ -65,6 +65,7 @@ struct journal_reader {
     int seg_fd;
     uint32_t seg_version; /* the current segment's format version */
     uint64_t seg_first_seq;
+    int64_t seg_created_ns; /* its header's: tells a file replaced under the same name */
     uint64_t seg_bytes;
     uint64_t off;      /* the next frame */
     uint64_t next_seq; /* its seq */
@@ -181,6 +182,7 @@ reader_enter_segment(journal_reader_t *r, uint64_t first_seq, stele_error_t *err
     r->seg_fd = fd;
     r->seg_version = h.version;
     r->seg_first_seq = first_seq;
+    r->seg_created_ns = h.created_ns;
     r->seg_bytes = seg_bytes;
     r->off = SEG_HEADER_BYTES;
     r->next_seq = first_seq;
@@ -413,19 +415,29 @@ reader_corrupt(const journal_reader_t *r, stele_error_t *err, const char *what)
  * The current segment has no record yet, so it is the newest, and a roll can replace it with
  * a new file of the same name (journal_install_next: the power failed right after a roll,
  * and the next writer's first batch does not fit that file); the descriptor would go on
- * reading the replaced file, empty for ever. Nothing has been read from it, so entering it
- * again by name loses nothing. *has_frame says the file now under the name does not start
- * with zeros (a frame, or damage the caller judges).
+ * reading the replaced file, empty for ever. No record has been read from it, so entering it
+ * again by name loses nothing. *has_frame says the file now under the name is another one
+ * and does not start with zeros (a frame, or damage the caller judges). The same file (its
+ * header's creation time unchanged) may hold meta frames the cursor has already passed
+ * (a signed journal's checkpoint or key statement before its first record): the cursor goes
+ * back to where it was, or it would walk them again and again.
  */
 static int
 reader_reenter_empty_segment(journal_reader_t *r, int *has_frame, stele_error_t *err)
 {
     *has_frame = 0;
+    int64_t created_ns = r->seg_created_ns, prev_ts_ns = r->prev_ts_ns;
+    uint64_t off = r->off;
     int rc = reader_enter_segment(r, r->seg_first_seq, err);
     if (rc == -ENOENT) /* gone meanwhile: the caller's verdict on the old file stands */
         return 0;
     if (rc)
         return rc;
+    if (r->seg_created_ns == created_ns) {
+        r->off = off;
+        r->prev_ts_ns = prev_ts_ns;
+        return 0;
+    }
     record_status_t st;
     record_view_t v;
     rc = reader_decode(r, &st, &v);

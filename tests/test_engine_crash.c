@@ -20,6 +20,13 @@
  * when a batch before it was torn (with sync=interval). 30% of the crashes are not checked
  * but followed by one in the recovery of the journal they left.
  *
+ * Signed variants (a signing key, a checkpoint every few records and milliseconds, a new key
+ * epoch every second) run both loops too: after each checked crash the reopened journal must
+ * also pass stele_verify_trusted against the epoch 0 anchor, and the only private key left
+ * is the key file of the epoch in force at the journal's end (no `.next` or `.new` copy of
+ * another epoch): an epoch's key is gone once its successor is durable and the writer
+ * reopened.
+ *
  * Seeds are printed; STELE_TEST_SEED replays them (the kill timing stays nondeterministic).
  */
 #include <setjmp.h>
@@ -59,14 +66,46 @@ typedef struct crash_plan {
     uint64_t kills_per_dir;
     uint64_t max_kill_delay_ms;
     unsigned index_loss_percent; /* chance the index is deleted before a reopen */
+    int is_signed;               /* the writers sign (crash_signing_options) */
 } crash_plan_t;
 
-static const crash_plan_t crash_small_segments = {"small segments", CRASH_SEGMENT_BYTES,
-                                                  CRASH_KILLS_PER_DIR, CRASH_MAX_KILL_DELAY_MS, 0};
+static const crash_plan_t crash_small_segments = {
+    "small segments", CRASH_SEGMENT_BYTES, CRASH_KILLS_PER_DIR, CRASH_MAX_KILL_DELAY_MS, 0, 0};
 /* The default segment size, megabytes of records in it, and now and then a lost index: the
  * recovery scan then reads the newest segment from its start across many read chunks (a
  * frame straddling two chunks once ended the log there: 256 KiB segments never had one). */
-static const crash_plan_t crash_large_segments = {"large segments", 64u << 20, 40, 250, 25};
+static const crash_plan_t crash_large_segments = {"large segments", 64u << 20, 40, 250, 25, 0};
+/* Signed: kills up to 400 ms in, twenty to a journal, so journals live for several key
+ * epochs of a second and kills land in rotations, rolls and checkpoints. */
+static const crash_plan_t crash_signed = {"signed", CRASH_SEGMENT_BYTES, 20, 400, 25, 1};
+
+/* A journal's key pair: "<dir>.key" (the writer's, evolving) and "<dir>.pub" (the anchor). */
+typedef struct crash_keys {
+    char key[512];
+    char pub[512];
+} crash_keys_t;
+
+static void
+crash_keys_new(const char *dir, crash_keys_t *k)
+{
+    snprintf(k->key, sizeof k->key, "%s.key", dir);
+    snprintf(k->pub, sizeof k->pub, "%s.pub", dir);
+    stele_error_t err = {0};
+    if (stele_keygen(k->key, k->pub, "crash-test", &err) != 0)
+        fail_msg("keygen: %s", err.message);
+}
+
+static void
+crash_keys_remove(const crash_keys_t *k)
+{
+    const char *suffixes[] = {"", ".next", ".new"};
+    char path[600];
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(path, sizeof path, "%s%s", k->key, suffixes[i]);
+        unlink(path);
+    }
+    unlink(k->pub);
+}
 
 /* One acknowledgement as the child writes it to the pipe (16 bytes: atomic in a pipe). Seq
  * 0 says where the child is instead: counter CHILD_OPENING or CHILD_OPEN. */
@@ -129,14 +168,22 @@ event_json(uint64_t counter, char *buf, size_t cap)
                     counter, pad);
 }
 
+/* key: the signer key file, or NULL for an unsigned journal. */
 static void
-fill_options(stele_options_t *opts, uint64_t segment_bytes)
+fill_options(stele_options_t *opts, uint64_t segment_bytes, const char *key)
 {
     stele_options_init(opts);
     opts->source = "crash-test";
     opts->segment_bytes = segment_bytes;
     opts->max_record_bytes = CRASH_MAX_RECORD_BYTES; /* a segment must hold two of them */
     opts->sync = STELE_SYNC_ALWAYS;
+    if (key) {
+        /* Often enough that crashes land in checkpoints and key rotations. */
+        opts->signing_key = key;
+        opts->checkpoint_records = 16;
+        opts->checkpoint_interval_ms = 20;
+        opts->key_epoch_s = 1;
+    }
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -165,11 +212,12 @@ child_writer_main(void *arg)
 }
 
 static void
-child_main(const char *dir, int pipe_fd, uint64_t counter_base, uint64_t segment_bytes)
+child_main(const char *dir, int pipe_fd, uint64_t counter_base, uint64_t segment_bytes,
+           const char *key)
 {
     stele_options_t opts;
     stele_t *db = NULL;
-    fill_options(&opts, segment_bytes);
+    fill_options(&opts, segment_bytes, key);
     stele_error_t err = {0};
     ack_t where = {0, CHILD_OPENING};
     if (write(pipe_fd, &where, sizeof(where)) != (ssize_t)sizeof(where))
@@ -231,14 +279,58 @@ check_event(const stele_record_t *rec, uint64_t counter, const char *label)
     bson_destroy(want);
 }
 
-/* Reopens (running recovery), reads every record back, and verifies the chain. */
+/* The epoch of the signer key file `key` ("epoch <E>" on its second line; none: 0). */
+static uint64_t
+key_file_epoch(const char *key)
+{
+    FILE *f = fopen(key, "r");
+    assert_non_null(f);
+    char line[1100];
+    unsigned long long epoch = 0;
+    assert_non_null(fgets(line, sizeof line, f));
+    if (fgets(line, sizeof line, f) && sscanf(line, "epoch %llu", &epoch) != 1)
+        fail_msg("key file %s: bad second line %s", key, line);
+    fclose(f);
+    return epoch;
+}
+
+/* A signed journal after its reopen: every signature checks from the anchor, and the only
+ * private key on disk is the key file, of the epoch in force at the journal's end. */
 static void
-check_journal(const char *dir, const ack_book_t *book, const char *label, uint64_t segment_bytes)
+check_signed(const char *dir, const crash_keys_t *keys, const char *label)
+{
+    stele_verify_report_t report;
+    stele_error_t err = {0};
+    int rc = stele_verify_trusted(dir, NULL, keys->pub, 0, &report, &err);
+    if (rc)
+        fail_msg("%s: verify --trust: %s at seq %" PRIu64 " (%s) [%s]", label, report.what,
+                 report.bad_seq, report.bad_segment, err.message);
+    if (report.unsealed_first_seq)
+        fail_msg("%s: seqs %" PRIu64 "..%" PRIu64 " unsealed after a clean close", label,
+                 report.unsealed_first_seq, report.unsealed_last_seq);
+    uint64_t epoch = key_file_epoch(keys->key);
+    if (epoch != report.key_epoch)
+        fail_msg("%s: the key file is epoch %" PRIu64 ", the journal ends in epoch %" PRIu64, label,
+                 epoch, report.key_epoch);
+    char path[600];
+    snprintf(path, sizeof path, "%s.next", keys->key);
+    if (access(path, F_OK) == 0)
+        fail_msg("%s: %s is left after the reopen", label, path);
+    snprintf(path, sizeof path, "%s.new", keys->key);
+    if (access(path, F_OK) == 0)
+        fail_msg("%s: %s is left after the reopen", label, path);
+}
+
+/* Reopens (running recovery), reads every record back, and verifies the chain (and, with
+ * keys, the signatures). */
+static void
+check_journal(const char *dir, const ack_book_t *book, const char *label, uint64_t segment_bytes,
+              const crash_keys_t *keys)
 {
     stele_options_t opts;
     stele_t *db = NULL;
     stele_error_t err = {0};
-    fill_options(&opts, segment_bytes);
+    fill_options(&opts, segment_bytes, keys ? keys->key : NULL);
 
     int rc = stele_open(dir, &opts, &db, &err);
     if (rc)
@@ -278,13 +370,15 @@ check_journal(const char *dir, const ack_book_t *book, const char *label, uint64
     if (rc)
         fail_msg("%s: verify: %s at seq %" PRIu64 " (%s offset %" PRIu64 ")", label, report.what,
                  report.bad_seq, report.bad_segment, report.bad_offset);
+    if (keys)
+        check_signed(dir, keys, label);
 }
 
 /* Runs a child for delay_us, kills it, and books what it acknowledged. Returns whether it
  * was killed inside stele_open. */
 static int
 kill_one(const char *dir, uint64_t delay_us, uint64_t counter_base, ack_book_t *book,
-         const crash_plan_t *plan)
+         const crash_plan_t *plan, const crash_keys_t *keys)
 {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
@@ -292,7 +386,7 @@ kill_one(const char *dir, uint64_t delay_us, uint64_t counter_base, ack_book_t *
     assert_true(pid >= 0);
     if (pid == 0) {
         close(fds[0]);
-        child_main(dir, fds[1], counter_base, plan->segment_bytes);
+        child_main(dir, fds[1], counter_base, plan->segment_bytes, keys ? keys->key : NULL);
     }
     close(fds[1]);
     sleep_us(delay_us);
@@ -342,13 +436,19 @@ kill_loop(const crash_plan_t *plan, const char *seed_name, uint64_t n_default, u
     char *dir = NULL;
     ack_book_t book = {0};
     int is_early = 0;
+    crash_keys_t keys_store, *keys = plan->is_signed ? &keys_store : NULL;
 
     for (uint64_t i = 0; i < n_kills; i++) {
         if (i % plan->kills_per_dir == 0) {
-            if (dir)
+            if (dir) {
+                if (keys)
+                    crash_keys_remove(keys);
                 assert_int_equal(test_tmpdir_remove(dir), 0);
+            }
             dir = test_tmpdir_new("kill9");
             assert_non_null(dir);
+            if (keys)
+                crash_keys_new(dir, keys);
             total_acked += book.n_acked;
             book_free(&book);
         }
@@ -356,7 +456,7 @@ kill_loop(const crash_plan_t *plan, const char *seed_name, uint64_t n_default, u
         snprintf(label, sizeof(label), "%s: seed %" PRIu64 " kill %" PRIu64, plan->name, seed, i);
         uint64_t delay_us = is_early ? test_rng_range(&rng, 0, KILL_IN_OPEN_MAX_US)
                                      : test_rng_range(&rng, 1, plan->max_kill_delay_ms) * 1000;
-        n_killed_in_open += kill_one(dir, delay_us, (i + 1) << 40, &book, plan);
+        n_killed_in_open += kill_one(dir, delay_us, (i + 1) << 40, &book, plan, keys);
         n_early += is_early;
         int is_last_in_dir = (i + 1) % plan->kills_per_dir == 0 || i + 1 == n_kills;
         is_early = !is_last_in_dir && test_rng_chance(&rng, KILL_IN_OPEN_PERCENT);
@@ -366,7 +466,7 @@ kill_loop(const crash_plan_t *plan, const char *seed_name, uint64_t n_default, u
             n_index_lost++;
         }
         if (!is_early)
-            check_journal(dir, &book, label, plan->segment_bytes);
+            check_journal(dir, &book, label, plan->segment_bytes, keys);
     }
     total_acked += book.n_acked;
     fprintf(stderr,
@@ -377,6 +477,8 @@ kill_loop(const crash_plan_t *plan, const char *seed_name, uint64_t n_default, u
             total_acked);
     assert_true(total_acked > 0);
     book_free(&book);
+    if (keys)
+        crash_keys_remove(keys);
     assert_int_equal(test_tmpdir_remove(dir), 0);
 }
 
@@ -395,6 +497,14 @@ test_kill9_with_large_segments_never_loses_acknowledged_record(void **state)
               "test_kill9_with_large_segments_never_loses_acknowledged_record", 40, 2000);
 }
 
+static void
+test_kill9_signed_never_loses_a_record_and_always_verifies_trusted(void **state)
+{
+    (void)state;
+    kill_loop(&crash_signed, "test_kill9_signed_never_loses_a_record_and_always_verifies_trusted",
+              60, 3000);
+}
+
 /* ---------------------------------------------------------------------------------------
  * Power loss through the crash I/O table
  * --------------------------------------------------------------------------------------- */
@@ -405,6 +515,7 @@ typedef struct powerloss_plan {
     stele_sync_t sync;
     unsigned durable_percent; /* appends that wait for durable; the rest wait for written */
     uint64_t n_crashes, n_crashes_long;
+    int is_signed;
 } powerloss_plan_t;
 
 /* Crashes followed by one during the recovery of what they left, not by a check. */
@@ -467,13 +578,19 @@ powerloss_loop(const powerloss_plan_t *plan, const char *seed_name)
     ack_book_t book = {0};
     uint64_t calls_estimate = 200, total_acked = 0, counter = 1, n_recovery_crashes = 0;
     int is_recovering = 0;
+    crash_keys_t keys_store, *keys = plan->is_signed ? &keys_store : NULL;
 
     for (uint64_t i = 0; i < n_crashes; i++) {
         if (i % CRASH_KILLS_PER_DIR == 0) {
-            if (dir)
+            if (dir) {
+                if (keys)
+                    crash_keys_remove(keys);
                 assert_int_equal(test_tmpdir_remove(dir), 0);
+            }
             dir = test_tmpdir_new("enginepl");
             assert_non_null(dir);
+            if (keys)
+                crash_keys_new(dir, keys);
             total_acked += book.n_acked;
             book_free(&book);
         }
@@ -483,7 +600,7 @@ powerloss_loop(const powerloss_plan_t *plan, const char *seed_name)
 
         stele_options_t opts;
         stele_t *db = NULL;
-        fill_options(&opts, CRASH_SEGMENT_BYTES);
+        fill_options(&opts, CRASH_SEGMENT_BYTES, keys ? keys->key : NULL);
         opts.sync = plan->sync;
         opts.sync_interval_ms = POWERLOSS_SYNC_INTERVAL_MS;
         uint64_t calls_before = io_crash_calls(crash);
@@ -506,7 +623,7 @@ powerloss_loop(const powerloss_plan_t *plan, const char *seed_name)
         int is_last_in_dir = (i + 1) % CRASH_KILLS_PER_DIR == 0 || i + 1 == n_crashes;
         is_recovering = !is_last_in_dir && test_rng_chance(&rng, POWERLOSS_RECOVERY_CRASH_PERCENT);
         if (!is_recovering)
-            check_journal(dir, &book, label, CRASH_SEGMENT_BYTES);
+            check_journal(dir, &book, label, CRASH_SEGMENT_BYTES, keys);
     }
     total_acked += book.n_acked;
     fprintf(stderr,
@@ -514,6 +631,8 @@ powerloss_loop(const powerloss_plan_t *plan, const char *seed_name)
             " in the recovery of the one before), %" PRIu64 " durable records, 0 lost\n",
             plan->name, n_crashes, n_recovery_crashes, total_acked);
     book_free(&book);
+    if (keys)
+        crash_keys_remove(keys);
     assert_int_equal(test_tmpdir_remove(dir), 0);
     io_crash_free(crash);
 }
@@ -522,8 +641,18 @@ static void
 test_engine_powerloss_never_loses_durable_record(void **state)
 {
     (void)state;
-    static const powerloss_plan_t plan = {"sync=always", STELE_SYNC_ALWAYS, 100, 200, 10000};
+    static const powerloss_plan_t plan = {"sync=always", STELE_SYNC_ALWAYS, 100, 200, 10000, 0};
     powerloss_loop(&plan, "test_engine_powerloss_never_loses_durable_record");
+}
+
+/* Signed: the power also fails inside checkpoints, key rotations (the key file, its .next
+ * copy, KEYS) and their recovery at open. */
+static void
+test_engine_powerloss_signed_never_loses_durable_record(void **state)
+{
+    (void)state;
+    static const powerloss_plan_t plan = {"signed", STELE_SYNC_ALWAYS, 100, 150, 10000, 1};
+    powerloss_loop(&plan, "test_engine_powerloss_signed_never_loses_durable_record");
 }
 
 /* With sync=interval batches are written before the ones ahead of them are synced, and the
@@ -534,7 +663,7 @@ static void
 test_engine_powerloss_with_interval_sync_leaves_a_readable_log(void **state)
 {
     (void)state;
-    static const powerloss_plan_t plan = {"sync=interval", STELE_SYNC_INTERVAL, 10, 100, 5000};
+    static const powerloss_plan_t plan = {"sync=interval", STELE_SYNC_INTERVAL, 10, 100, 5000, 0};
     powerloss_loop(&plan, "test_engine_powerloss_with_interval_sync_leaves_a_readable_log");
 }
 
@@ -544,8 +673,12 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kill9_never_loses_acknowledged_record),
         cmocka_unit_test(test_kill9_with_large_segments_never_loses_acknowledged_record),
+        cmocka_unit_test(test_kill9_signed_never_loses_a_record_and_always_verifies_trusted),
         cmocka_unit_test(test_engine_powerloss_never_loses_durable_record),
+        cmocka_unit_test(test_engine_powerloss_signed_never_loses_durable_record),
         cmocka_unit_test(test_engine_powerloss_with_interval_sync_leaves_a_readable_log),
     };
+    if (getenv("STELE_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("STELE_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -978,6 +978,33 @@ test_engine_open_replaces_an_index_with_corrupt_tables_and_says_so(void **state)
     expect_index_matches_journal(f->dir);
 }
 
+/* A signed journal closed before its first record: its segment holds a key statement and a
+ * checkpoint (meta frames) and no record. A reader passes them and says there is nothing
+ * yet, each time it is asked, rather than walk them again for ever. */
+static void
+test_reader_of_a_segment_with_only_meta_frames_says_nothing_yet(void **state)
+{
+    fixture_t *f = *state;
+    char key[300], pub[300];
+    snprintf(key, sizeof key, "%s.key", f->dir);
+    snprintf(pub, sizeof pub, "%s.pub", f->dir);
+    stele_error_t err = {0};
+    assert_int_equal(stele_keygen(key, pub, NULL, &err), 0);
+    stele_options_t o;
+    stele_options_init(&o);
+    o.signing_key = key;
+    stele_t *db = NULL;
+    assert_int_equal(stele_open(f->dir, &o, &db, &err), 0);
+    assert_int_equal(stele_close(db, &err), 0);
+    stele_reader_t *r = open_reader(f->dir);
+    stele_record_t rec;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(stele_reader_next(r, &rec, 0, &err), STELE_EAGAIN);
+    stele_reader_close(r);
+    unlink(key);
+    unlink(pub);
+}
+
 int
 main(void)
 {
@@ -991,6 +1018,7 @@ main(void)
         T(test_reader_seek_time_finds_first_record_at_or_after_without_index),
         T(test_reader_seek_before_oldest_after_retention_starts_at_oldest),
         T(test_reader_next_returns_eagain_after_the_timeout_when_nothing_is_new),
+        T(test_reader_of_a_segment_with_only_meta_frames_says_nothing_yet),
         T(test_reader_seek_past_the_end_waits_there_for_that_record),
         T(test_reader_next_takes_an_int64_timeout_and_refuses_below_minus_one),
         T(test_reader_works_from_a_read_only_directory_without_the_index),

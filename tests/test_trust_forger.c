@@ -7,6 +7,10 @@
  * retention, after a clean restart and with an unsealed tail must pass (exit 0, and exit 2
  * for the unsealed tail only with --require-sealed).
  *
+ * Bad input to the trust commands (altered and truncated proof bundles, a wrong public key
+ * file, a checkpoint whose signature line is not one, signer key files of the wrong size or
+ * mode, or of another journal): each a clear error, and nothing changed.
+ *
  * The journal: 300 records written by three writers one after the other, each at least one
  * key epoch (1 s) after the one before, so it spans epochs 0, 1 and 2, six segments, and a
  * checkpoint at least every 10 records. Needs python3 with the `cryptography` package
@@ -19,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -446,6 +451,195 @@ test_forger_legitimate_retention_verifies(void **state)
     unlink(key_copy);
 }
 
+/* ---- bad input: a clear error, nothing changed ---- */
+
+/* What a failed command must leave as it was: the journal's files and the key file, as
+ * SHA-256 sums. Not LOCK (shared memory, never data) nor prepared.tmp (scratch, never
+ * trusted: a writer's preparer may replace it before the writer refuses its key). Owned. */
+static char *
+files_digest(forger_fixture_t *f)
+{
+    char cmd[FORGER_CMD_MAX], *out = malloc(65536);
+    assert_non_null(out);
+    snprintf(
+        cmd, sizeof cmd,
+        "cd '%s' && find . -type f ! -name LOCK ! -name prepared.tmp ! -path './index/*' | sort | "
+        "xargs sha256sum && sha256sum '%s'",
+        f->dir, f->key);
+    assert_int_equal(run_shell(cmd, out, 65536), 0);
+    return out;
+}
+
+static void
+expect_cli_error(const char *const *args, int want_exit, const char *message)
+{
+    harness_result_t res = harness_run_argv(want_exit, NULL, args);
+    if (!strstr(res.err, message))
+        fail_msg("stele %s: want \"%s\" on stderr, got: %s", args[0], message, res.err);
+    harness_result_free(&res);
+}
+
+static char *
+read_whole(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    char *buf = malloc(1 << 20);
+    assert_non_null(buf);
+    *len = fread(buf, 1, (1 << 20) - 1, fp);
+    buf[*len] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+static void
+write_whole(const char *path, const char *data, size_t len, mode_t mode)
+{
+    unlink(path);
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, len, fp), len);
+    fclose(fp);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+/* Every prefix of a proof bundle and every one-byte change of it is refused (in process,
+ * so that all of them run), and the CLI says so with exit 2. */
+static void
+test_trust_bad_proof_bundles_are_refused(void **state)
+{
+    forger_fixture_t *f = *state;
+    char bundle_path[1100];
+    snprintf(bundle_path, sizeof bundle_path, "%s/bundle.json", f->root);
+    const char *prove[] = {"prove", "-d", f->dir, "--seq", "150", NULL};
+    harness_result_t res = harness_run_argv(0, NULL, prove);
+    write_whole(bundle_path, res.out, res.out_len, 0644);
+    const char *check[] = {"verify-proof", "--trust", f->pub, bundle_path, NULL};
+    harness_result_free((harness_result_t[]){harness_run_argv(0, NULL, check)});
+
+    char *bundle = res.out;
+    size_t len = res.out_len;
+    while (len > 0 && bundle[len - 1] == '\n')
+        len--;
+    stele_error_t err = {0};
+    assert_int_equal(stele_verify_proof(bundle, len, f->pub, NULL, &err), 0);
+    for (size_t cut = 0; cut < len; cut++) {
+        err.message[0] = '\0';
+        if (stele_verify_proof(bundle, cut, f->pub, NULL, &err) != STELE_ECORRUPT ||
+            !err.message[0])
+            fail_msg("a bundle cut to %zu of %zu bytes was not refused clearly", cut, len);
+    }
+    for (size_t at = 0; at < len; at++) {
+        char was = bundle[at];
+        bundle[at] = (char)(was == '0' ? '1' : was == ' ' ? '!' : was ^ 0x01);
+        err.message[0] = '\0';
+        if (stele_verify_proof(bundle, len, f->pub, NULL, &err) != STELE_ECORRUPT ||
+            !err.message[0])
+            fail_msg("a bundle with byte %zu changed (%c to %c) was not refused", at, was,
+                     bundle[at]);
+        bundle[at] = was;
+    }
+
+    write_whole(bundle_path, bundle, len / 2, 0644);
+    expect_cli_error(check, 2, "proof bundle");
+    bundle[len / 3] ^= 0x01;
+    write_whole(bundle_path, bundle, len, 0644);
+    expect_cli_error(check, 2, "proof bundle");
+    harness_result_free(&res);
+}
+
+/* Another journal's anchor, the private key where the public one belongs, a missing file: the
+ * check fails or refuses to start, saying why, and changes nothing. */
+static void
+test_trust_wrong_public_key_files_are_refused(void **state)
+{
+    forger_fixture_t *f = *state;
+    char other_key[1100], other_pub[1100], missing[1100];
+    snprintf(other_key, sizeof other_key, "%s/other.key", f->root);
+    snprintf(other_pub, sizeof other_pub, "%s/other.pub", f->root);
+    snprintf(missing, sizeof missing, "%s/missing.pub", f->root);
+    unlink(other_key);
+    unlink(other_pub);
+    stele_error_t err = {0};
+    assert_int_equal(stele_keygen(other_key, other_pub, NULL, &err), 0);
+    char *before = files_digest(f);
+
+    const char *other[] = {"verify", "-d", f->dir, "--trust", other_pub, NULL};
+    expect_cli_error(other, 2, "KEYS statement 0 is not signed by the trust anchor");
+    const char *private[] = {"verify", "-d", f->dir, "--trust", f->key, NULL};
+    expect_cli_error(private, 1, "holds a private key where a public key is expected");
+    const char *gone[] = {"verify", "-d", f->dir, "--trust", missing, NULL};
+    expect_cli_error(gone, 3, "could not open key file");
+    write_whole(missing, "stele+00000000+AAAA\n", 20, 0644);
+    expect_cli_error(gone, 1, "key file");
+
+    char *after = files_digest(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    unlink(missing);
+}
+
+/* A checkpoint whose signature line is not base64: named by its tree size, with why. */
+static void
+test_trust_checkpoint_with_a_bad_signature_line_is_named(void **state)
+{
+    forger_fixture_t *f = *state;
+    uint64_t size = statement_size(f, 50, 0, "records");
+    char args[256];
+    snprintf(args, sizeof args, "mangle-signature DIR %llu", (unsigned long long)size);
+    forge(f, args, NULL, 0);
+    expect_caught(f, size, "signature line 1 is not base64");
+}
+
+/* A writer given a signer key file of the wrong mode or size, or of another journal, refuses
+ * before it creates or changes anything. */
+static void
+test_trust_bad_signing_key_files_are_refused(void **state)
+{
+    forger_fixture_t *f = *state;
+    char bad[1100], fresh_dir[1100], other_pub[1100];
+    snprintf(bad, sizeof bad, "%s/bad.key", f->root);
+    snprintf(fresh_dir, sizeof fresh_dir, "%s/never-created", f->root);
+    size_t key_len = 0;
+    char *key_text = read_whole(f->key, &key_len);
+    char *before = files_digest(f);
+    const char *into_new[] = {"insert", "-d", fresh_dir, "--signing-key", bad, "{\"a\":1}", NULL};
+    const char *into_old[] = {"insert", "-d", f->dir, "--signing-key", bad, "{\"a\":1}", NULL};
+
+    write_whole(bad, key_text, key_len, 0644);
+    expect_cli_error(into_new, 1, "is open to group or others (mode 0644)");
+    expect_cli_error(into_old, 1, "is open to group or others (mode 0644)");
+    write_whole(bad, "", 0, 0600);
+    expect_cli_error(into_new, 1, "is 0 bytes; a key file holds one key string");
+    expect_cli_error(into_old, 1, "is 0 bytes; a key file holds one key string");
+    char big[2000];
+    memset(big, 'A', sizeof big);
+    write_whole(bad, big, sizeof big, 0600);
+    expect_cli_error(into_new, 1, "is 2000 bytes");
+    expect_cli_error(into_old, 1, "is 2000 bytes");
+    unlink(bad);
+    snprintf(other_pub, sizeof other_pub, "%s/bad.pub", f->root);
+    unlink(other_pub);
+    stele_error_t err = {0};
+    assert_int_equal(stele_keygen(bad, other_pub, NULL, &err), 0);
+    expect_cli_error(into_old, 1, "matches no key of journal");
+    const char *unsigned_writer[] = {"insert", "-d", f->dir, "{\"a\":1}", NULL};
+    expect_cli_error(unsigned_writer, 1, "is signed: a writer needs its signing key");
+
+    assert_int_equal(access(fresh_dir, F_OK), -1);
+    char *after = files_digest(f);
+    if (strcmp(before, after) != 0) {
+        fprintf(stderr, "before:\n%s\nafter:\n%s\n", before, after);
+        fail_msg("a refused writer changed files");
+    }
+    free(before);
+    free(after);
+    free(key_text);
+    unlink(bad);
+    unlink(other_pub);
+}
+
 int
 main(void)
 {
@@ -463,7 +657,13 @@ main(void)
         T(test_forger_clean_restart_verifies),
         T(test_forger_unsealed_tail_verifies_unless_required),
         T(test_forger_legitimate_retention_verifies),
+        T(test_trust_bad_proof_bundles_are_refused),
+        T(test_trust_wrong_public_key_files_are_refused),
+        T(test_trust_checkpoint_with_a_bad_signature_line_is_named),
+        T(test_trust_bad_signing_key_files_are_refused),
     };
 #undef T
+    if (getenv("STELE_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("STELE_TEST_FILTER"));
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -56,7 +56,7 @@ writer_open(const char *dir, stele_error_t *err)
 static int
 writer_append(journal_t *j, uint64_t n, stele_error_t *err)
 {
-    uint8_t buf[50 * 104]; /* 50 frames of a 16-byte event, version 2 (the larger) */
+    uint8_t buf[50 * 104]; /* a version 2 frame of this event is 104 bytes */
     for (uint64_t done = 0; done < n;) {
         uint64_t batch = n - done < 50 ? n - done : 50;
         size_t off = 0;

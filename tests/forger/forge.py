@@ -15,6 +15,9 @@ The program knows nothing of stele's code: only sections 2-5 and 10-11 of FORMAT
     forge.py delete DIR SEQ       remove record SEQ and renumber the later ones
     forge.py trim DIR LAST        remove every frame after record LAST; fix the LOCK page
     forge.py drop-oldest DIR K    delete the K oldest segments and the index
+    forge.py mangle-signature DIR SIZE
+        replace the signature line of the checkpoint of tree size SIZE by one that is not
+        base64
     forge.py list DIR             print each statement: tree size, epoch, reason
     forge.py resign DIR SIZE KEYFILE
         sign the checkpoint of tree size SIZE again with KEYFILE (its epoch line changed to
@@ -279,7 +282,7 @@ class Signer:
     def from_file(cls, path):
         with open(path) as f:
             lines = f.read().split("\n")
-        parts = lines[0].split("+")
+        parts = lines[0].split("+", 4)
         if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
             fail("%s is not a signer key file" % path)
         epoch = int(lines[1].split(" ")[1]) if len(lines) > 1 and lines[1] else 0
@@ -381,6 +384,17 @@ def cmd_resign(journal, size, keyfile):
     fail("no checkpoint of tree size %s" % size)
 
 
+def cmd_mangle_signature(journal, size):
+    for cp in checkpoints(journal):
+        if cp.seq == int(size):
+            text, sigs = note_split(cp.payload)
+            bad = "%s%s %s\n" % (SIG_DASH, signer_name(sigs), "!" * 20)
+            cp.payload = cp.payload[:1] + (text + "\n" + bad).encode()
+            journal.write()
+            return
+    fail("no checkpoint of tree size %s" % size)
+
+
 def cmd_list(journal):
     for seg in journal.segments:
         for fr in seg.frames:
@@ -410,6 +424,8 @@ def main(argv):
         cmd_trim(journal, args[0])
     elif cmd == "drop-oldest" and len(args) == 1:
         cmd_drop_oldest(journal, args[0])
+    elif cmd == "mangle-signature" and len(args) == 1:
+        cmd_mangle_signature(journal, args[0])
     elif cmd == "list" and not args:
         cmd_list(journal)
     elif cmd == "resign" and len(args) == 2:
