@@ -9,7 +9,8 @@
  * buffers ("chunks"). Appenders fill the open chunk; a chunk that cannot take the next frame
  * is closed onto the full list. Whoever holds io_mu (the committer, or a leading waiter)
  * takes the oldest full chunk, or else the open one, writes it with one
- * journal_append_batch and puts it back on the free list. No per-record allocation; memory
+ * journal_append_batch per piece (CHUNK_PIECE_BYTES, marked by the appenders as they lay
+ * frames) and puts it back on the free list. No per-record allocation; memory
  * is bounded by max_queue_bytes (queued frame bytes) and by a cap on the number of chunks.
  *
  * Positions: durable_seq <= written_seq <= appended_seq. appended_seq is written by
@@ -123,6 +124,7 @@ chunk_get(commit_t *c)
     ch->used_bytes = 0;
     ch->n_records = 0;
     ch->n_samples = 0;
+    ch->n_breaks = 0;
     ch->first_seq = ch->last_seq = 0;
     return ch;
 }
@@ -322,20 +324,39 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
     c->is_committer_growing = false;
 }
 
-/* Writes one chunk (mu not held). Returns 0 or the journal's error in *err. */
+/* Writes bytes [start, end) of a chunk as one journal batch (mu not held). */
+static int
+commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_error_t *err)
+{
+    journal_batch_info_t info;
+    int rc = journal_append_batch(c->cfg.journal, ch->buf + start, end - start, &info, err);
+    if (rc)
+        return rc;
+    atomic_store_explicit(&c->written_seq, info.last_seq, memory_order_release);
+    if (c->is_written_woken_inline)
+        seqwait_wake_range(&c->written_wait, info.first_seq - 1, info.last_seq);
+    atomic_fetch_add_explicit(&c->n_batches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->n_batch_records, info.last_seq - info.first_seq + 1,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->bytes_written, end - start, memory_order_relaxed);
+    if (c->cfg.on_batch)
+        c->cfg.on_batch(c->cfg.batch_ctx, &info);
+    return 0;
+}
+
+/* Writes one chunk, piece by piece (mu not held). Returns 0 or the journal's error in *err;
+ * the pieces before a failed one are written. */
 static int
 commit_write_chunk(commit_t *c, chunk_t *ch, stele_error_t *err)
 {
-    journal_batch_info_t info;
-    int rc = journal_append_batch(c->cfg.journal, ch->buf, ch->used_bytes, &info, err);
-    if (rc)
-        return rc;
-    atomic_store_explicit(&c->written_seq, ch->last_seq, memory_order_release);
-    atomic_fetch_add_explicit(&c->n_batches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->n_batch_records, ch->n_records, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->bytes_written, ch->used_bytes, memory_order_relaxed);
-    if (c->cfg.on_batch)
-        c->cfg.on_batch(c->cfg.batch_ctx, &info);
+    size_t start = 0;
+    for (uint32_t i = 0; i <= ch->n_breaks; i++) {
+        size_t end = i < ch->n_breaks ? ch->piece_start[i] : ch->used_bytes;
+        int rc = commit_write_piece(c, ch, start, end, err);
+        if (rc)
+            return rc;
+        start = end;
+    }
     return 0;
 }
 
@@ -558,7 +579,13 @@ static void
 commit_init_locks(commit_t *c)
 {
     pthread_mutex_init(&c->io_mu, NULL);
-    pthread_mutex_init(&c->mu, NULL);
+    /* Adaptive: writers woken together enqueue within microseconds of each other, and a
+     * mutex that sleeps at once made a convoy of them (engine/README.md). */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&c->mu, &attr);
+    pthread_mutexattr_destroy(&attr);
     clock_cond_init(&c->work_cv);
     clock_cond_init(&c->space_cv);
     seqwait_init(&c->written_wait);
@@ -593,6 +620,8 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     c->woken_written = cfg->last_seq;
     c->woken_durable = cfg->last_seq;
     c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
+    c->is_written_woken_inline = cfg->sync != STELE_SYNC_ALWAYS;
+    c->is_split_in_pieces = cfg->sync != STELE_SYNC_ALWAYS;
     commit_init_locks(c);
     commit_quota_refresh(c, true);
     int rc = commit_waker_start(c);
@@ -739,6 +768,10 @@ commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len,
     uint64_t seq = c->next_seq++;
     int64_t ts = stamp_next(&c->stamp, c->last_ts_ns);
     c->last_ts_ns = ts;
+    size_t piece_start = ch->n_breaks ? ch->piece_start[ch->n_breaks - 1] : 0;
+    if (c->is_split_in_pieces && ch->used_bytes - piece_start >= CHUNK_PIECE_BYTES &&
+        ch->n_breaks < CHUNK_MAX_PIECES)
+        ch->piece_start[ch->n_breaks++] = ch->used_bytes;
     journal_frame_prepare(c->version, ch->buf + ch->used_bytes, seq, ts, origin, payload,
                           payload_len);
     ch->used_bytes += frame_bytes;

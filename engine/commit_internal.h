@@ -35,6 +35,12 @@
  * batch are represented by these (weighted), which keeps the append path cheap. */
 #define CHUNK_SAMPLES 32
 
+/* A chunk is written as pieces of about this many bytes, each its own journal batch: one
+ * piece is checked, hashed, CRC'd and copied to the kernel while it is still in the CPU's
+ * cache, where a whole 4 MiB chunk would be read from memory three times. */
+#define CHUNK_PIECE_BYTES ((size_t)256 << 10)
+#define CHUNK_MAX_PIECES 32
+
 /* A batch buffer ("chunk"): ready frames (journal_frame_prepare), written with one
  * journal_append_batch. */
 typedef struct chunk {
@@ -46,6 +52,10 @@ typedef struct chunk {
     uint32_t n_records;
     uint32_t n_samples;
     uint64_t sample_ns[CHUNK_SAMPLES]; /* monotonic enqueue times */
+    /* Where pieces after the first begin (byte offsets, ascending); the last piece holds
+     * whatever follows the last break. */
+    uint32_t n_breaks;
+    size_t piece_start[CHUNK_MAX_PIECES];
 } chunk_t;
 
 struct commit {
@@ -61,6 +71,16 @@ struct commit {
     /* Waiters commit their own records when the journal is free (sync=always, adaptive
      * policy): a lone writer then pays no hand-off (commit_wait.c). Fixed after start. */
     bool is_leading;
+    /* Without sync=always nothing follows a batch's write on the committer's path but the
+     * next batch: whoever wrote a piece wakes its `written` sleepers itself, and the waker
+     * thread only serves `durable`. A hand-off to the waker would add a thread hop (one more
+     * wait for a CPU) to every batch's round trip. Fixed after start. */
+    bool is_written_woken_inline;
+    /* Chunks are written in pieces (CHUNK_PIECE_BYTES) only without sync=always: with it, a
+     * piece that fails (a full disk at a roll) would leave the pieces before it in the
+     * journal, synced by the roll, while their durable waiters are told the journal
+     * halted; a whole chunk is written or not. Fixed after start. */
+    bool is_split_in_pieces;
 
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* the committer waits here for records, flush or close */
@@ -206,7 +226,8 @@ void commit_wake_all(commit_t *c);
 static inline void
 commit_kick_waker(commit_t *c)
 {
-    if (seqwait_sleepers(&c->written_wait) == 0 && seqwait_sleepers(&c->durable_wait) == 0)
+    bool is_written_waited = !c->is_written_woken_inline && seqwait_sleepers(&c->written_wait) != 0;
+    if (!is_written_waited && seqwait_sleepers(&c->durable_wait) == 0)
         return;
     commit_waker_kick(c);
 }

@@ -56,10 +56,14 @@ commit_cpu_relax(void)
 
 /* A lone durable writer appends its next record within a few microseconds of its
  * acknowledgement; catching it here saves a futex wake-up. Stops at once for unwaited
- * records, which the committer's nap batches better. */
+ * records, which the committer's nap batches better, and does not start with more writers
+ * active than COMMIT_SPIN_MAX_WRITERS: their next appends come only after they are woken,
+ * and a spin would hold the CPU they need. */
 void
 commit_spin_for_waited(commit_t *c, uint64_t taken_seq)
 {
+    if (atomic_load_explicit(&c->n_active, memory_order_relaxed) > COMMIT_SPIN_MAX_WRITERS)
+        return;
     uint64_t start = clock_mono_ns();
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(&c->waited_seq, memory_order_relaxed) > taken_seq)

@@ -1,9 +1,10 @@
 /*
  * commit_waker.c: the waker thread. After a batch reaches a level, whoever wrote it (the
  * committer or a leading waiter) only kicks the waker (commit_kick_waker, and then only if
- * someone sleeps); the waker makes the wake-up syscalls, one FUTEX_WAKE_BITSET per block
- * of seqs the batch touched (seqwait.h). Each costs several microseconds on a virtual
- * machine: made by the writer, they delayed the next batch by as much as an fdatasync.
+ * someone sleeps; without sync=always the batch's writer wakes `written` sleepers itself); the
+ * waker makes the wake-up syscalls, one FUTEX_WAKE_BITSET per block of seqs the batch touched
+ * (seqwait.h). Each costs several microseconds on a virtual machine: made by the writer, they
+ * delayed the next batch by as much as an fdatasync.
  *
  * State: woken_written/woken_durable are the waker thread's alone. The kick is a futex
  * handshake without a lock: a kick bumps waker_word before it reads is_waker_asleep, the
@@ -27,7 +28,8 @@ commit_wake_done(commit_t *c)
 {
     uint64_t written = atomic_load(&c->written_seq);
     uint64_t durable = atomic_load(&c->durable_seq);
-    seqwait_wake_range(&c->written_wait, c->woken_written, written);
+    if (!c->is_written_woken_inline) /* else each piece's writer did (commit_write_piece) */
+        seqwait_wake_range(&c->written_wait, c->woken_written, written);
     seqwait_wake_range(&c->durable_wait, c->woken_durable, durable);
     c->woken_written = written;
     c->woken_durable = durable;

@@ -3,8 +3,9 @@
  * seq assignment, batch splitting at the batch cap, the positions handed to the index
  * writer, the adaptive delay counted only when other writers are active, unwaited records
  * still written promptly, a drain on stop that syncs whatever `sync` says, and who writes
- * the batches of a lone writer (itself when leading, the committer otherwise), and a wait
- * whose timeout is too long for nanoseconds waiting without a deadline.
+ * the batches of a lone writer (itself when leading, the committer otherwise), a backlog
+ * written in cache-sized pieces, and a wait whose timeout is too long for nanoseconds
+ * waiting without a deadline.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -21,12 +22,14 @@
 #include <cmocka.h>
 
 #include "commit.h"
+#include "commit_internal.h"
 #include "journal.h"
 #include "test_util.h"
 
 typedef struct batches_seen {
     pthread_mutex_t mu;
     uint64_t n;
+    uint64_t max_records;      /* the most records one batch held */
     pthread_t expected_thread; /* when is_thread_checked: who must write every batch */
     int is_thread_checked;
     uint64_t n_other_thread; /* batches written by another thread */
@@ -44,6 +47,8 @@ record_batch(void *ctx, const journal_batch_info_t *info)
         b->is_broken = 1;
     b->next_first_seq = info->last_seq + 1;
     b->n++;
+    if (info->last_seq - info->first_seq + 1 > b->max_records)
+        b->max_records = info->last_seq - info->first_seq + 1;
     if (b->is_thread_checked && !pthread_equal(pthread_self(), b->expected_thread))
         b->n_other_thread++;
     pthread_mutex_unlock(&b->mu);
@@ -142,6 +147,34 @@ test_commit_assigns_contiguous_seqs_and_splits_at_the_batch_cap(void **state)
     assert_true(f->seen.n >= 3000 * journal_frame_bytes(FORMAT_VERSION, f->event->len) / 4096);
     assert_int_equal(st.batches, f->seen.n);
     assert_int_equal(journal_last_seq(f->journal), 3000);
+}
+
+static void
+test_commit_writes_a_backlog_in_cache_sized_pieces(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    cc.sync = STELE_SYNC_NEVER;
+    cc.batch_bytes = 3 * CHUNK_PIECE_BYTES;
+    cc.max_queue_bytes = 4 * cc.batch_bytes;
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    /* Holding the journal's I/O lock keeps the committer off: the records pile up into full
+     * chunks, a backlog of several pieces each. */
+    pthread_mutex_lock(&c->io_mu);
+    size_t frame = journal_frame_bytes(FORMAT_VERSION, f->event->len);
+    uint64_t n = 2 * cc.batch_bytes / frame;
+    for (uint64_t i = 1; i <= n; i++)
+        assert_int_equal(enqueue_or_fail(c, f, STELE_WAIT_NONE), i);
+    pthread_mutex_unlock(&c->io_mu);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+    assert_int_equal(f->seen.is_broken, 0);
+    assert_int_equal(f->seen.next_first_seq, n + 1);
+    /* No piece goes past CHUNK_PIECE_BYTES by more than its last frame. */
+    assert_true(f->seen.max_records * frame <= CHUNK_PIECE_BYTES + frame);
+    assert_true(f->seen.n >= n * frame / (CHUNK_PIECE_BYTES + frame));
+    assert_int_equal(journal_last_seq(f->journal), n);
 }
 
 static void
@@ -438,6 +471,7 @@ main(void)
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_commit_assigns_contiguous_seqs_and_splits_at_the_batch_cap),
+        T(test_commit_writes_a_backlog_in_cache_sized_pieces),
         T(test_commit_lone_writer_is_never_delayed),
         T(test_commit_lone_durable_writer_commits_in_its_own_thread),
         T(test_commit_lone_written_writer_with_sync_always_commits_in_its_own_thread),

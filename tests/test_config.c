@@ -79,6 +79,8 @@ test_config_defaults_match_the_knob_table(void **state)
                 stele_options_release(&o);
             }
         }
+        if (strcmp(knobs[i].name, "signing_key") == 0)
+            continue; /* no key by default: no default text */
         if (knobs[i].default_text[0] == '\0') {
             /* only the source's default is worked out at open (the host name); a signing
              * key has none */

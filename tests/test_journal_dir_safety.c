@@ -424,8 +424,8 @@ static void
 test_writer_refuses_a_directory_owned_by_another_user(void **state)
 {
     fixture_t *f = *state;
-    uid_t uid;
-    gid_t gid;
+    uid_t uid = 0;
+    gid_t gid = 0;
     NEED_OTHER_USER(uid, gid);
     assert_int_equal(mkdir(f->journal, 0755), 0);
     assert_int_equal(chown(f->journal, uid, gid), 0);
@@ -445,8 +445,8 @@ static void
 test_writer_refuses_a_journal_in_another_users_directory(void **state)
 {
     fixture_t *f = *state;
-    uid_t uid;
-    gid_t gid;
+    uid_t uid = 0;
+    gid_t gid = 0;
     NEED_OTHER_USER(uid, gid);
     char pub[4200], dir[4300];
     snprintf(pub, sizeof pub, "%s/pub", f->base);

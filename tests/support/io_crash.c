@@ -711,7 +711,7 @@ redo_file_op(io_crash_t *c, int fd, const file_op_t *op, const crash_plan_t *pla
         return 0;
     if (op->kind == FILE_OP_TRUNCATE)
         return ftruncate(fd, op->off) == 0 ? 0 : -errno;
-    off_t size;
+    off_t size = 0;
     int rc = fd_size(fd, &size);
     if (!rc && size < op->off + op->len_bytes && ftruncate(fd, op->off + op->len_bytes) != 0)
         rc = -errno;
