@@ -206,7 +206,7 @@ ship_trust_deliver(shipper_t *s, ship_trust_t *t)
         shipper_count_retry(s);
         if (s->max_attempts && attempt + 1 >= s->max_attempts)
             return STELE_EREMOTE;
-        if (shipper_backoff(s, attempt))
+        if (shipper_backoff(s, attempt, shipper_error_is_unreachable(&berr)))
             return STELE_ECLOSED;
     }
 }

@@ -65,6 +65,14 @@ index_last_first_seq(stele_t *db)
     return b.first_seq;
 }
 
+/* The index's last batch start, 0 while it holds none. */
+static uint64_t
+index_last_first_seq_or_0(stele_t *db)
+{
+    index_batch_t b = {0};
+    return index_last_batch(stele_index_for_tests(db), &b, NULL) == 0 ? b.first_seq : 0;
+}
+
 /* Every batch start in the segments up to last_seq is in the index: a catch-up left no gap. */
 static void
 assert_index_has_every_batch(stele_t *db, const char *dir, uint64_t last_seq)
@@ -168,6 +176,11 @@ test_index_that_fails_while_running_falls_behind_then_catches_up(void **state)
     assert_int_equal(stele_open(dir, &o, &db, &err), 0);
     append_durable(db, 50);
     assert_true(wait_warning(db, NULL, 0));
+    /* The index writer applies batches behind the commits: let it reach the 50th before its
+     * writes start failing, so the gap begins after it. */
+    for (int waited = 0; index_last_first_seq_or_0(db) < 50 && waited < SPACE_WAIT_MS; waited += 10)
+        usleep(10 * 1000);
+    assert_int_equal(index_last_first_seq_or_0(db), 50);
     index_fail_writes(stele_index_for_tests(db), INDEX_FAIL_FOREVER, ENOSPC);
     append_durable(db, 50);
     assert_true(wait_warning(db, "index behind the journal", 1));

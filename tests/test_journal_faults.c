@@ -420,6 +420,7 @@ static const expected_kind_t expected_kinds[] = {
     {"create: set_mode directory", KIND_ALL},
     {"create: sync_dir directory after create", KIND_ALL}, /* the parent's, for the new name */
     {"create: close directory", KIND_ALL},                 /* the parent */
+    {"create: open KEYS", KIND_ALL},                       /* absent: the journal is not signed */
     /* then prepare segment 1 and install it under its name */
     {"create: unlink prepared.tmp", KIND_ALL},
     {"create: open prepared.tmp", KIND_ALL},
@@ -459,6 +460,7 @@ static const expected_kind_t expected_kinds[] = {
     {"close: close directory", KIND_ALL},
     /* journal_open of the journal the first pass closed: headers, tail scan, sync */
     {"reopen: open_dir directory", KIND_ALL},
+    {"reopen: open KEYS", KIND_ALL},
     {"reopen: set_mode directory", KIND_ALL}, /* the reopen gives other modes */
     {"reopen: set_mode segment", KIND_ALL},
     {"reopen: open segment", KIND_ALL},

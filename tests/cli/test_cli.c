@@ -1129,13 +1129,19 @@ test_tail_follow_with_a_filter_prints_every_match_committed_during_its_scan(void
     pid_t tail = harness_spawn(args, -1, &out_fd, &err_fd);
     /* Append once the tail is well into the history (megabytes of it read): it takes its
      * snapshot of the newest seq before that scan, so these are new records for it, however
-     * slowly a loaded machine got it there. */
+     * slowly a loaded machine got it there. The tail is stopped while they are appended, so
+     * however fast the machine, the scan cannot end meanwhile. */
     for (int tries = 0; bytes_read_by(tail) < HISTORY_READ_BYTES && tries < 60000; tries++)
         usleep(1000);
+    assert_int_equal(kill(tail, SIGSTOP), 0);
+    int stop_status = 0;
+    assert_int_equal(waitpid(tail, &stop_status, WUNTRACED), tail);
+    assert_true(WIFSTOPPED(stop_status));
     append_who(db, "target", NEW_MATCHES - 1, STELE_WAIT_WRITTEN);
     append_who(db, "target", 1, STELE_WAIT_DURABLE); /* all committed: readers may see them */
     struct pollfd out_ready = {.fd = out_fd, .events = POLLIN};
     int was_scanning = poll(&out_ready, 1, 0) == 0;
+    assert_int_equal(kill(tail, SIGCONT), 0);
     char *lines = harness_read_lines(out_fd, 1 + NEW_MATCHES, 20000);
     uint64_t seqs[1 + NEW_MATCHES + 1];
     size_t n = tail_seqs(lines, seqs, 1 + NEW_MATCHES + 1);
