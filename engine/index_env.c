@@ -315,6 +315,27 @@ index_make_dir(const index_t *ix, unsigned file_mode)
     return index_chmod_nofollow(ix->path, index_dir_mode(file_mode));
 }
 
+/* The data file's path (into data, cap bytes), the bytes LMDB's meta page counts and the
+ * file's size. Returns 0 or an LMDB/errno code. */
+static int
+index_data_file_sizes(const index_t *ix, char *data, size_t cap, uint64_t *counted, uint64_t *size)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    int rc = mdb_env_info(ix->env, &info);
+    if (rc == 0)
+        rc = mdb_env_stat(ix->env, &st);
+    if (rc)
+        return rc;
+    snprintf(data, cap, "%s/data.mdb", ix->path);
+    struct stat fs;
+    if (stat(data, &fs) != 0)
+        return errno;
+    *counted = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+    *size = (uint64_t)fs.st_size;
+    return 0;
+}
+
 /* MDB_CORRUPTED when the data file is shorter than the pages its meta page counts: the
  * index is written without fsync (MDB_NOSYNC), so a power failure can keep the meta page's
  * update and lose the file's growth, and LMDB would then read pages past the end of the
@@ -324,20 +345,10 @@ index_make_dir(const index_t *ix, unsigned file_mode)
 static int
 index_check_data_size(const index_t *ix)
 {
-    MDB_envinfo info;
-    MDB_stat st;
-    int rc = mdb_env_info(ix->env, &info);
-    if (rc == 0)
-        rc = mdb_env_stat(ix->env, &st);
-    if (rc)
-        return rc;
     char data[sizeof ix->path + 16];
-    snprintf(data, sizeof data, "%s/data.mdb", ix->path);
-    struct stat fs;
-    if (stat(data, &fs) != 0)
-        return errno;
-    uint64_t counted = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
-    return (uint64_t)fs.st_size < counted ? MDB_CORRUPTED : 0;
+    uint64_t counted = 0, size = 0;
+    int rc = index_data_file_sizes(ix, data, sizeof data, &counted, &size);
+    return rc ? rc : size < counted ? MDB_CORRUPTED : 0;
 }
 
 /* Pages LMDB counts but never wrote: one allocated and freed again in the same transaction
@@ -348,21 +359,11 @@ index_check_data_size(const index_t *ix)
 static int
 index_extend_data_file(const index_t *ix)
 {
-    MDB_envinfo info;
-    MDB_stat st;
-    int rc = mdb_env_info(ix->env, &info);
-    if (rc == 0)
-        rc = mdb_env_stat(ix->env, &st);
-    if (rc)
-        return rc;
     char data[sizeof ix->path + 16];
-    snprintf(data, sizeof data, "%s/data.mdb", ix->path);
-    struct stat fs;
-    uint64_t counted = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
-    if (stat(data, &fs) != 0)
-        return errno;
-    if ((uint64_t)fs.st_size >= counted)
-        return 0;
+    uint64_t counted = 0, size = 0;
+    int rc = index_data_file_sizes(ix, data, sizeof data, &counted, &size);
+    if (rc || size >= counted)
+        return rc;
     return truncate(data, (off_t)counted) == 0 ? 0 : errno;
 }
 

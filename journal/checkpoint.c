@@ -71,8 +71,8 @@ checkpoint_format(const checkpoint_t *c, char *out, size_t cap, size_t *len_out,
 }
 
 /* Decimal digits only, no leading zero (but "0"), within a u64. */
-static int
-parse_size(const char *s, size_t len, uint64_t *out)
+int
+checkpoint_parse_u64(const char *s, size_t len, uint64_t *out)
 {
     if (len == 0 || len > SIZE_MAX_DIGITS || (len > 1 && s[0] == '0'))
         return -1;
@@ -121,7 +121,7 @@ checkpoint_parse(const char *text, size_t len, checkpoint_t *out, stele_error_t 
                             CHECKPOINT_ORIGIN_MAX_BYTES);
     checkpoint_t c;
     memset(&c, 0, sizeof c);
-    if (parse_size(size_line, size_len, &c.size))
+    if (checkpoint_parse_u64(size_line, size_len, &c.size))
         return parse_failed(err, "the size line is not a decimal u64 without leading zeros");
     if (root_len != ROOT_CHARS ||
         base64_decode(root_line, root_len, c.root, sizeof c.root) != MERKLE_HASH_BYTES)

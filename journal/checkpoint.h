@@ -53,4 +53,8 @@ int checkpoint_format(const checkpoint_t *c, char *out, size_t cap, size_t *len_
  */
 int checkpoint_parse(const char *text, size_t len, checkpoint_t *out, stele_error_t *err);
 
+/* A decimal u64 as the note formats write it: digits only, no leading zero, no overflow.
+ * Returns 0, or -1 for anything else. */
+int checkpoint_parse_u64(const char *s, size_t len, uint64_t *out);
+
 #endif /* STELE_JOURNAL_CHECKPOINT_H */

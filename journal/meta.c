@@ -113,33 +113,14 @@ meta_bad(stele_error_t *err, const char *fmt, ...)
     return jerr_set(err, STELE_ECORRUPT, JERR_HINT_VERIFY, "checkpoint does not parse: %s", why);
 }
 
-/* A canonical decimal (no sign, no leading zero unless "0") filling s[0, len), within a
- * u64. */
-static int
-meta_parse_u64(const char *s, size_t len, uint64_t *out)
-{
-    if (len == 0 || len > 20 || (len > 1 && s[0] == '0'))
-        return -1;
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        uint64_t digit = (uint64_t)(s[i] - '0');
-        if (v > (UINT64_MAX - digit) / 10)
-            return -1;
-        v = v * 10 + digit;
-    }
-    *out = v;
-    return 0;
-}
-
-/* As meta_parse_u64, with an optional '-' (not before "0"), within an i64. */
+/* As checkpoint_parse_u64 (a canonical decimal), with an optional '-' (not before "0"), within an
+ * i64. */
 static int
 meta_parse_i64(const char *s, size_t len, int64_t *out)
 {
     int neg = len > 0 && s[0] == '-';
     uint64_t v = 0;
-    if (meta_parse_u64(s + neg, len - (size_t)neg, &v) ||
+    if (checkpoint_parse_u64(s + neg, len - (size_t)neg, &v) ||
         v > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX) || (neg && v == 0))
         return -1;
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
@@ -173,7 +154,7 @@ static int
 meta_parse_key(const char *s, size_t len, meta_statement_t *m, stele_error_t *err)
 {
     const char *space = memchr(s, ' ', len);
-    if (!space || meta_parse_u64(s, (size_t)(space - s), &m->key_epoch))
+    if (!space || checkpoint_parse_u64(s, (size_t)(space - s), &m->key_epoch))
         return meta_bad(err, "the key line is not \"key <epoch> <verifier key>\"");
     stele_error_t why = {0};
     if (note_verifier_parse(space + 1, len - (size_t)(space - s) - 1, &m->key, &why))
@@ -205,7 +186,7 @@ meta_parse_common(const char **lines, const size_t *lens, meta_statement_t *m, s
     const char *v;
     size_t vlen;
     if (!(v = meta_line_value(lines[0], lens[0], "epoch", &vlen)) ||
-        meta_parse_u64(v, vlen, &m->epoch))
+        checkpoint_parse_u64(v, vlen, &m->epoch))
         return meta_bad(err, "line 4 is not \"epoch <number>\"");
     if (!(v = meta_line_value(lines[1], lens[1], "time", &vlen)) ||
         meta_parse_i64(v, vlen, &m->time_ns))
@@ -245,7 +226,7 @@ meta_parse(const char *text, size_t len, meta_statement_t *out, stele_error_t *e
     size_t vlen;
     if (m.reason == META_REASON_RETENTION &&
         (!(v = meta_line_value(lines[3], lens[3], "first", &vlen)) ||
-         meta_parse_u64(v, vlen, &m.first_seq) || m.first_seq == 0))
+         checkpoint_parse_u64(v, vlen, &m.first_seq) || m.first_seq == 0))
         return meta_bad(err, "line 7 is not \"first <seq>\"");
     if (meta_reason_is_key(m.reason)) {
         if (!(v = meta_line_value(lines[3], lens[3], "key", &vlen)))
