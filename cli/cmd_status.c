@@ -106,8 +106,13 @@ print_text(const char *dir, const stele_status_t *st)
     printf("last seq:  %" PRIu64 "\n", st->last_seq);
     printf("committed: %" PRIu64 "\n", st->committed_seq);
     printf("durable:   %" PRIu64 "\n", st->durable_seq);
-    printf("segments:  %" PRIu64 " (%.1f MiB on disk)\n", st->segments,
-           (double)st->disk_bytes / (1024.0 * 1024.0));
+    printf("segments:  %" PRIu64 " (%.1f MiB on disk, %" PRIu64 " bytes used)\n", st->segments,
+           (double)st->disk_bytes / (1024.0 * 1024.0), st->used_bytes);
+    if (st->newest_ts_ns != 0) {
+        char when[48];
+        format_unix_ms(st->newest_ts_ns / 1000000, when, sizeof when);
+        printf("newest:    %s\n", when);
+    }
     print_text_settings(st);
     for (size_t i = 0; i < st->n_sinks && i < STELE_MAX_SINKS; i++) {
         printf("sink %s: shipped %" PRIu64 ", lag %" PRIu64 " records (%.3f s), %" PRIu64
@@ -223,6 +228,15 @@ print_prometheus(const stele_status_t *st)
     print_metric("stele_segments", "Segment files.", src, NULL, st->segments, 1);
     print_metric("stele_disk_bytes", "Bytes allocated by segment files.", src, NULL, st->disk_bytes,
                  1);
+    print_metric("stele_journal_bytes_used", "Bytes the records take in the segment files.", src,
+                 NULL, st->used_bytes, 1);
+    if (st->newest_ts_ns != 0) {
+        print_metric_header("stele_newest_record_timestamp_seconds",
+                            "Unix time of the newest record on disk.");
+        printf("stele_newest_record_timestamp_seconds{source=\"");
+        print_label_value(src);
+        printf("\"} %.6f\n", (double)st->newest_ts_ns / 1e9);
+    }
     print_prometheus_settings(st);
     size_t n = st->n_sinks < STELE_MAX_SINKS ? st->n_sinks : STELE_MAX_SINKS;
     for (size_t i = 0; i < n; i++)

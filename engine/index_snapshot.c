@@ -12,7 +12,8 @@
  * an open descriptor keeps the file it named.
  *
  * Invariant: monitor.mdb, when present, is a complete LMDB file whose five tables exist;
- * batches and times are empty (readers then scan the newest segment, as without an index).
+ * batches holds only each segment's last batch start (enough for status to find where each
+ * segment's records end) and times is empty, so other seeks scan, as without an index.
  * Only the writer (its index writer thread, after each flush) calls this; no lock of its own:
  * the source is read in one read transaction of the index.
  */
@@ -47,6 +48,34 @@ index_snapshot_copy_table(MDB_txn *rtxn, MDB_dbi from, MDB_txn *wtxn, MDB_dbi to
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* Copies from the batches table only each segment's last batch start (the value begins
+ * with the segment's first seq), newest first: what status needs to find where each
+ * segment's records end without scanning it, one entry per segment. */
+static int
+index_snapshot_copy_segment_ends(MDB_txn *rtxn, MDB_dbi from, MDB_txn *wtxn, MDB_dbi to)
+{
+    MDB_cursor *cur = NULL;
+    int rc = mdb_cursor_open(rtxn, from, &cur);
+    MDB_val k, v;
+    if (rc == 0)
+        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+    while (rc == 0 && v.mv_size >= 8) {
+        rc = mdb_put(wtxn, to, &k, &v, 0);
+        uint8_t seg_key[8];
+        index_put_u64(seg_key, index_get_u64(v.mv_data));
+        MDB_val sk = {.mv_size = sizeof seg_key, .mv_data = seg_key};
+        /* The first start at or past the segment's first seq, then the one before it: the
+         * last start of an older segment. */
+        if (rc == 0)
+            rc = mdb_cursor_get(cur, &sk, &v, MDB_SET_RANGE);
+        if (rc == 0)
+            rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
+    }
+    if (cur)
+        mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 /* Fills the snapshot environment `out` from ix in one transaction of each. */
 static int
 index_snapshot_fill(index_t *ix, MDB_env *out)
@@ -64,6 +93,8 @@ index_snapshot_fill(index_t *ix, MDB_env *out)
         rc = mdb_dbi_open(wtxn, index_table_names[i], MDB_CREATE, &to);
         if (rc == 0 && is_copied[i])
             rc = index_snapshot_copy_table(rtxn, from[i], wtxn, to);
+        else if (rc == 0 && from[i] == ix->batches)
+            rc = index_snapshot_copy_segment_ends(rtxn, from[i], wtxn, to);
     }
     if (wtxn)
         rc = rc ? (mdb_txn_abort(wtxn), rc) : mdb_txn_commit(wtxn);

@@ -37,10 +37,20 @@ read_side_open_index(const char *dir, journal_reader_t *jr)
     if (live.writer_pid == (int)getpid())
         return NULL;
     index_t *ix = NULL;
-    /* Refused (another user's index: its lock file cannot be written) or unusable: the
-     * writer's monitor snapshot, else scan. */
-    if (index_open(dir, 0, 0, &ix, NULL) != 0 &&
-        index_open(dir, INDEX_OPEN_SNAPSHOT, 0, &ix, NULL) != 0)
+    if (index_open(dir, 0, 0, &ix, NULL) != 0) /* refused or unusable: scan instead */
+        return NULL;
+    return ix;
+}
+
+index_t *
+read_side_open_index_or_snapshot(const char *dir, journal_reader_t *jr)
+{
+    journal_live_t live;
+    journal_reader_live(jr, &live);
+    if (live.writer_pid == (int)getpid())
+        return NULL;
+    index_t *ix = read_side_open_index(dir, jr);
+    if (!ix && index_open(dir, INDEX_OPEN_SNAPSHOT, 0, &ix, NULL) != 0)
         return NULL;
     return ix;
 }

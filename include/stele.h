@@ -677,6 +677,10 @@ typedef struct stele_status {
     stele_commit_policy_t commit_policy;
     uint64_t max_journal_bytes; /* 0 = no quota */
     stele_on_full_t on_full;
+    /* Bytes the records take in the segment files (segment headers included), as opposed
+     * to disk_bytes, which counts the room preallocated for them too. */
+    uint64_t used_bytes;
+    int64_t newest_ts_ns; /* timestamp of the newest record on disk, 0 when empty */
 } stele_status_t;
 
 /*

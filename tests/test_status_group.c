@@ -204,12 +204,19 @@ child_reader_monitors(void *arg)
     char args[1024];
     snprintf(args, sizeof args, "status -d '%s'", dir);
     char *status = cli_output(args);
-    static const char *const status_wants[] = {
-        "last seq:  3", "sync:", "sink " SINK_NAME ": shipped 2", "1 dead letters, stopped", NULL};
+    static const char *const status_wants[] = {"last seq:  3",
+                                               "bytes used)",
+                                               "newest:",
+                                               "sync:",
+                                               "sink " SINK_NAME ": shipped 2",
+                                               "1 dead letters, stopped",
+                                               NULL};
     int bad = holds_all("status", status, status_wants);
     snprintf(args, sizeof args, "status --prometheus -d '%s'", dir);
     char *prom = cli_output(args);
-    static const char *const prom_wants[] = {"stele_sink_shipped_seq{",
+    static const char *const prom_wants[] = {"stele_journal_bytes_used{",
+                                             "stele_newest_record_timestamp_seconds{",
+                                             "stele_sink_shipped_seq{",
                                              "stele_sink_lag_records{",
                                              "stele_sink_dead_letters{",
                                              "stele_sink_lag_seconds{",
