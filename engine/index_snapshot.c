@@ -14,8 +14,8 @@
  * Invariant: monitor.mdb, when present, is a complete LMDB file whose five tables exist;
  * batches holds only each segment's last batch start (enough for status to find where each
  * segment's records end) and times is empty, so other seeks scan, as without an index.
- * Only the writer (its index writer thread, after each flush) calls this; no lock of its own:
- * the source is read in one read transaction of the index.
+ * Only the writer calls this (stele_open, then its index writer thread after each flush);
+ * no lock of its own: the source is read in one read transaction of the index.
  */
 #include "index_lmdb.h"
 

@@ -435,8 +435,8 @@ index_writer_periodic(index_writer_t *w, index_writer_clock_t *clk, shipper_t *c
         clk->synced_seq = clk->indexed_seq;
         clk->is_snapshot_due = true;
     }
-    /* After each flush (and once at start, for the settings published at open), a copy of
-     * what status shows for readers that cannot open the index (index_snapshot.c). */
+    /* After each flush, a copy of what status shows for readers that cannot open the index
+     * (index_snapshot.c; stele_open makes the first). */
     if (clk->is_snapshot_due) {
         stele_error_t err;
         if (index_snapshot_write(w->cfg.index, &err) != 0)
@@ -465,8 +465,7 @@ index_writer_main(void *arg)
                                 .last_retention_ms = start_ms,
                                 .last_publish_ms = 0,
                                 .indexed_seq = open_seq,
-                                .synced_seq = open_seq,
-                                .is_snapshot_due = true};
+                                .synced_seq = open_seq};
     pthread_mutex_lock(&w->ix_mu);
     for (;;) {
         index_writer_gather(w);

@@ -29,7 +29,9 @@ int read_side_open_journal(const char *dir, const stele_options_t *opts, journal
  */
 index_t *read_side_open_index(const char *dir, journal_reader_t *jr);
 /* As read_side_open_index, falling back to the writer's monitor snapshot (index.h,
- * INDEX_OPEN_SNAPSHOT) when the index refuses this reader: for status, which reads the
+ * INDEX_OPEN_SNAPSHOT) when the index refuses this reader or this process writes the
+ * journal (the snapshot is a separate file, opened without LMDB's locks): for status, which
+ * reads the
  * sinks' tables; not for verify, which checks the index's batch starts. */
 index_t *read_side_open_index_or_snapshot(const char *dir, journal_reader_t *jr);
 

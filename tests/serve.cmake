@@ -38,3 +38,11 @@ if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/test_serve_load.c)
   target_compile_definitions(test_serve_load PRIVATE ${STELE_SERVE_TEST_DEFS})
   add_dependencies(test_serve_load stele_cli)
 endif()
+
+# The HTTP endpoint of --metrics-listen (/metrics, /health), scraped over plain sockets.
+stele_add_test(test_serve_metrics
+  SOURCES test_serve_metrics.c support/serve_fixture.c
+  LIBS stele PkgConfig::BSON
+  TIMEOUT 300)
+target_compile_definitions(test_serve_metrics PRIVATE ${STELE_SERVE_TEST_DEFS})
+add_dependencies(test_serve_metrics stele_cli)
