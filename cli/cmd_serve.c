@@ -172,8 +172,13 @@ cmd_serve(int argc, char **argv)
             opts.sinks = &args.mongo.sink;
             opts.n_sinks = 1;
         }
-        /* stele_serve_run logs every failure itself, so its error is not printed again. */
-        exit_code = cli_exit_for(stele_serve_run(cli.dir, &opts, &args.serve, NULL));
+        /* stele_serve_run logs every failure itself, so its error is not printed again;
+         * but for an option it refuses (STELE_EINVAL: nothing done, nothing logged). */
+        stele_error_t err = {0};
+        int rc = stele_serve_run(cli.dir, &opts, &args.serve, &err);
+        if (rc == STELE_EINVAL)
+            cli_report("serve", rc, &err);
+        exit_code = cli_exit_for(rc);
     }
     stele_options_release(&opts);
     cli_args_end(&cli);
