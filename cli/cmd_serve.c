@@ -13,7 +13,7 @@
 static const char serve_usage[] =
     "usage: stele serve [--socket PATH] [--pid-file PATH] [--wait none|written|durable|shipped]\n"
     "                   [--max-line-bytes N] [--drain-timeout-ms N]\n"
-    "                   [--log-level debug|info|warn|error]\n"
+    "                   [--log-level debug|info|warn|error] [--metrics-listen ADDR]\n"
     "                   [--mongo URI [--db NAME] [--collection NAME] [--sink NAME]] [options]\n"
     "\n"
     "Owns the journal and appends the events other processes send over a Unix socket, one\n"
@@ -34,6 +34,10 @@ static const char serve_usage[] =
     "      --log-level debug|info|warn|error\n"
     "                             the least severe line logged, serve's and the sinks'\n"
     "                             (default: the log_level knob, info)\n"
+    "      --metrics-listen ADDR  serve HTTP GET /metrics (as status --prometheus) and\n"
+    "                             /health (200 ok, 503 when the journal halted or a sink\n"
+    "                             stopped) on ADDR, IPV4:PORT or PORT (127.0.0.1); bound\n"
+    "                             exactly as given (default: none)\n"
     "      --mongo URI            ship to this MongoDB (replaces the config file's sinks)\n"
     "      --db NAME              with --mongo: database (default: the URI's path, else audit)\n"
     "      --collection NAME      with --mongo: collection (default: events)\n"
@@ -51,6 +55,7 @@ enum {
     OPT_MAX_LINE,
     OPT_DRAIN_TIMEOUT,
     OPT_LOG_LEVEL,
+    OPT_METRICS_LISTEN,
 };
 
 static const struct option serve_opts[] = {
@@ -60,6 +65,7 @@ static const struct option serve_opts[] = {
     {"max-line-bytes", required_argument, NULL, OPT_MAX_LINE},
     {"drain-timeout-ms", required_argument, NULL, OPT_DRAIN_TIMEOUT},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
     CLI_MONGO_OPTIONS,
     CLI_SINK_OPTION,
     {NULL, 0, NULL, 0},
@@ -109,6 +115,9 @@ serve_take_flag(serve_args_t *a, int c, const char *arg)
                                    "warn, error",
                                    arg);
         a->has_log_level = 1;
+        return 0;
+    case OPT_METRICS_LISTEN:
+        a->serve.metrics_listen = arg; /* checked by stele_serve_run, which names it */
         return 0;
     default:
         return CLI_EXIT_USAGE;
@@ -163,8 +172,13 @@ cmd_serve(int argc, char **argv)
             opts.sinks = &args.mongo.sink;
             opts.n_sinks = 1;
         }
-        /* stele_serve_run logs every failure itself, so its error is not printed again. */
-        exit_code = cli_exit_for(stele_serve_run(cli.dir, &opts, &args.serve, NULL));
+        /* stele_serve_run logs every failure itself, so its error is not printed again;
+         * but for an option it refuses (STELE_EINVAL: nothing done, nothing logged). */
+        stele_error_t err = {0};
+        int rc = stele_serve_run(cli.dir, &opts, &args.serve, &err);
+        if (rc == STELE_EINVAL)
+            cli_report("serve", rc, &err);
+        exit_code = cli_exit_for(rc);
     }
     stele_options_release(&opts);
     cli_args_end(&cli);

@@ -106,8 +106,13 @@ print_text(const char *dir, const stele_status_t *st)
     printf("last seq:  %" PRIu64 "\n", st->last_seq);
     printf("committed: %" PRIu64 "\n", st->committed_seq);
     printf("durable:   %" PRIu64 "\n", st->durable_seq);
-    printf("segments:  %" PRIu64 " (%.1f MiB on disk)\n", st->segments,
-           (double)st->disk_bytes / (1024.0 * 1024.0));
+    printf("segments:  %" PRIu64 " (%.1f MiB on disk, %" PRIu64 " bytes used)\n", st->segments,
+           (double)st->disk_bytes / (1024.0 * 1024.0), st->used_bytes);
+    if (st->newest_ts_ns != 0) {
+        char when[48];
+        format_unix_ms(st->newest_ts_ns / 1000000, when, sizeof when);
+        printf("newest:    %s\n", when);
+    }
     print_text_settings(st);
     for (size_t i = 0; i < st->n_sinks && i < STELE_MAX_SINKS; i++) {
         printf("sink %s: shipped %" PRIu64 ", lag %" PRIu64 " records (%.3f s), %" PRIu64
@@ -137,122 +142,17 @@ print_json(const char *dir, const stele_status_t *st, stele_error_t *err)
     return rc;
 }
 
-/* Prometheus label values escape backslash, double quote and newline. */
-static void
-print_label_value(const char *value)
+/* Returns 0, or the code of stele_status_to_prometheus() with *err filled. */
+static int
+print_prometheus(const stele_status_t *st, stele_error_t *err)
 {
-    for (const char *p = value; *p; p++) {
-        if (*p == '\\' || *p == '"')
-            printf("\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", stdout);
-        else
-            putchar(*p);
-    }
-}
-
-/* A metric's header; a name ending in _total is a counter (Prometheus' naming rule). */
-static void
-print_metric_header(const char *name, const char *help)
-{
-    size_t len = strlen(name);
-    int is_counter = len > 6 && strcmp(name + len - 6, "_total") == 0;
-    printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, is_counter ? "counter" : "gauge");
-}
-
-static void
-print_metric(const char *name, const char *help, const char *source, const char *sink,
-             uint64_t value, int with_header)
-{
-    if (with_header)
-        print_metric_header(name, help);
-    printf("%s{source=\"", name);
-    print_label_value(source);
-    if (sink != NULL) {
-        fputs("\",sink=\"", stdout);
-        print_label_value(sink);
-    }
-    printf("\"} %" PRIu64 "\n", value);
-}
-
-/* Like print_metric, for a value with a fraction (seconds). */
-static void
-print_metric_f(const char *name, const char *help, const char *source, const char *sink,
-               double value, int with_header)
-{
-    if (with_header)
-        print_metric_header(name, help);
-    printf("%s{source=\"", name);
-    print_label_value(source);
-    fputs("\",sink=\"", stdout);
-    print_label_value(sink);
-    printf("\"} %.6f\n", value);
-}
-
-static void
-print_prometheus_settings(const stele_status_t *st)
-{
-    if (st->settings_unix_ms == 0)
-        return;
-    const char *src = st->source;
-    print_metric("stele_max_journal_bytes", "Journal disk quota in bytes, 0 if none.", src, NULL,
-                 st->max_journal_bytes, 1);
-    print_metric("stele_on_full_fail", "1 if a full journal fails appends, 0 if it blocks.", src,
-                 NULL, st->on_full == STELE_ON_FULL_FAIL, 1);
-    print_metric("stele_sync_mode", "Sync mode: 0 always, 1 interval, 2 never.", src, NULL,
-                 (uint64_t)st->sync, 1);
-    print_metric("stele_sync_interval_milliseconds", "Sync interval for sync=interval.", src, NULL,
-                 st->sync_interval_ms, 1);
-    print_metric("stele_commit_interval_microseconds", "Longest wait to grow a batch.", src, NULL,
-                 st->commit_interval_us, 1);
-    print_metric("stele_commit_policy_fixed", "1 for the fixed commit policy, 0 for adaptive.", src,
-                 NULL, st->commit_policy == STELE_COMMIT_FIXED, 1);
-}
-
-static void
-print_prometheus(const stele_status_t *st)
-{
-    const char *src = st->source;
-    print_metric("stele_writer_pid", "Pid of the process holding the journal, 0 if none.", src,
-                 NULL, (uint64_t)(st->writer_pid > 0 ? st->writer_pid : 0), 1);
-    print_metric("stele_first_seq", "Oldest record in the journal.", src, NULL, st->first_seq, 1);
-    print_metric("stele_last_seq", "Last record on disk.", src, NULL, st->last_seq, 1);
-    print_metric("stele_committed_seq", "Last record readers may see.", src, NULL,
-                 st->committed_seq, 1);
-    print_metric("stele_durable_seq", "Last record fdatasynced.", src, NULL, st->durable_seq, 1);
-    print_metric("stele_segments", "Segment files.", src, NULL, st->segments, 1);
-    print_metric("stele_disk_bytes", "Bytes allocated by segment files.", src, NULL, st->disk_bytes,
-                 1);
-    print_prometheus_settings(st);
-    size_t n = st->n_sinks < STELE_MAX_SINKS ? st->n_sinks : STELE_MAX_SINKS;
-    for (size_t i = 0; i < n; i++)
-        print_metric("stele_sink_shipped_seq", "Last seq acknowledged by the sink.", src,
-                     st->sinks[i].name, st->sinks[i].shipped_seq, i == 0);
-    for (size_t i = 0; i < n; i++)
-        print_metric("stele_sink_lag_records", "Committed records not yet shipped.", src,
-                     st->sinks[i].name, sink_lag(st, i), i == 0);
-    for (size_t i = 0; i < n; i++)
-        print_metric("stele_sink_dead_letters", "Records the sink rejected for good.", src,
-                     st->sinks[i].name, st->sinks[i].dead_letters, i == 0);
-    for (size_t i = 0; i < n; i++)
-        print_metric_f("stele_sink_lag_seconds", "Age of the oldest unshipped record.", src,
-                       st->sinks[i].name, st->sinks[i].lag_seconds, i == 0);
-    for (size_t i = 0; i < n; i++)
-        print_metric("stele_sink_retries_total",
-                     "Retried sink writes since the writer started, as last published.", src,
-                     st->sinks[i].name, st->sinks[i].retries, i == 0);
-    for (size_t i = 0; i < n; i++)
-        print_metric("stele_sink_batches_total",
-                     "Batches the sink acknowledged since the writer started, as last published.",
-                     src, st->sinks[i].name, st->sinks[i].batches, i == 0);
-    for (size_t i = 0; i < n; i++)
-        print_metric("stele_sink_stopped",
-                     "1 if the sink stopped for good (integrity or authentication), else 0.", src,
-                     st->sinks[i].name, (uint64_t)(st->sinks[i].is_stopped != 0), i == 0);
-    for (size_t i = 0; i < n; i++)
-        print_metric_f("stele_sink_last_error_timestamp_seconds",
-                       "Unix time of the sink's last error, 0 if none.", src, st->sinks[i].name,
-                       (double)st->sinks[i].last_error_unix_ms / 1000.0, i == 0);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = stele_status_to_prometheus(st, &text, &len, err);
+    if (rc == 0)
+        fwrite(text, 1, len, stdout);
+    stele_json_free(text);
+    return rc;
 }
 
 int
@@ -304,8 +204,9 @@ cmd_status(int argc, char **argv)
     if (format == STATUS_JSON && (rc = print_json(args.dir, &st, &err)) != 0) {
         cli_report("status", rc, &err);
         code = cli_exit_for(rc);
-    } else if (format == STATUS_PROMETHEUS) {
-        print_prometheus(&st);
+    } else if (format == STATUS_PROMETHEUS && (rc = print_prometheus(&st, &err)) != 0) {
+        cli_report("status", rc, &err);
+        code = cli_exit_for(rc);
     } else if (format == STATUS_TEXT) {
         print_text(args.dir, &st);
     }

@@ -42,7 +42,13 @@ enum {
     /* accept an index directory that is another user's, or that its group or others can
      * write (allow_unsafe_dir); a link is refused all the same */
     INDEX_OPEN_ALLOW_UNSAFE = 4,
+    /* read the monitor snapshot (index_snapshot_write) instead of the index: for a reader
+     * that may not write the index's lock file; read-only, owner rule lifted, link refused */
+    INDEX_OPEN_SNAPSHOT = 8,
 };
+
+/* The monitor snapshot's file name inside the index directory. */
+#define INDEX_SNAPSHOT_NAME "monitor.mdb"
 
 /* Opens (creating with INDEX_OPEN_WRITE when missing) the LMDB environment in `dir`/index.
  * New files get file_mode (0: 0600), the directory the same with search where read is
@@ -53,7 +59,7 @@ enum {
  * must not be a link and must belong to the caller or root and not be writable by its group
  * or others, and data.mdb and lock.mdb must not be links (STELE_EUNSAFE otherwise, naming
  * the path; INDEX_OPEN_ALLOW_UNSAFE lifts the owner and mode rules, never the link rule).
- * Readers fall back to scanning the segments when the index is refused. */
+ * Readers the index refuses read the monitor snapshot (INDEX_OPEN_SNAPSHOT) or scan. */
 int index_open(const char *dir, int flags, unsigned file_mode, index_t **out, stele_error_t *err);
 /* index_open with the initial size of the map (address space, not disk) of an environment
  * it opens, in bytes; index_open reserves 8 GiB. Ignored when the process has the index open
@@ -61,6 +67,14 @@ int index_open(const char *dir, int flags, unsigned file_mode, index_t **out, st
 int index_open_mapped(const char *dir, int flags, unsigned file_mode, size_t map_bytes,
                       index_t **out, stele_error_t *err);
 void index_close(index_t *ix);
+
+/* Writes the monitor snapshot: a new LMDB file, index/monitor.mdb, holding a copy of the
+ * meta, checkpoints and dead tables (batches and times left empty), with data.mdb's mode,
+ * put in place by rename so a reader never sees it half written. Readers that cannot open
+ * the index (index_open refuses another user's) open it with INDEX_OPEN_SNAPSHOT.
+ * Needs a writable handle. Blocks on file I/O; no fsync (a snapshot lost to a crash is
+ * made again at the writer's next flush). */
+int index_snapshot_write(index_t *ix, stele_error_t *err);
 
 /* Records batch starts in one transaction. */
 int index_put_batches(index_t *ix, const index_batch_t *batches, size_t n, stele_error_t *err);

@@ -224,8 +224,8 @@ index_registry_release(index_t *ix)
     }
 }
 
-static const char *const index_table_names[INDEX_MAX_DBS] = {"batches",     "times", "meta",
-                                                             "checkpoints", "dead",  "merkle"};
+const char *const index_table_names[INDEX_MAX_DBS] = {"batches",     "times", "meta",
+                                                      "checkpoints", "dead",  "merkle"};
 /* The tables an index written before the Merkle tree's cache lacks; a read-only open does
  * without them (a writable one creates them). */
 #define INDEX_FIRST_OPTIONAL_DB 5
@@ -315,6 +315,16 @@ index_make_dir(const index_t *ix, unsigned file_mode)
     return index_chmod_nofollow(ix->path, index_dir_mode(file_mode));
 }
 
+/* The file LMDB maps: data.mdb in the index directory, or the monitor snapshot itself. */
+static void
+index_data_path(const index_t *ix, char *buf, size_t cap)
+{
+    if (ix->is_snapshot)
+        snprintf(buf, cap, "%s", ix->path);
+    else
+        snprintf(buf, cap, "%s/data.mdb", ix->path);
+}
+
 /* The data file's path (into data, cap bytes), the bytes LMDB's meta page counts and the
  * file's size. Returns 0 or an LMDB/errno code. */
 static int
@@ -327,7 +337,7 @@ index_data_file_sizes(const index_t *ix, char *data, size_t cap, uint64_t *count
         rc = mdb_env_stat(ix->env, &st);
     if (rc)
         return rc;
-    snprintf(data, cap, "%s/data.mdb", ix->path);
+    index_data_path(ix, data, cap);
     struct stat fs;
     if (stat(data, &fs) != 0)
         return errno;
@@ -439,6 +449,9 @@ index_env_open(index_t *ix, unsigned file_mode, int *mdb_rc_out, stele_error_t *
     if (rc == 0)
         rc = mdb_env_set_maxreaders(ix->env, INDEX_MAX_READERS);
     unsigned flags = MDB_NOSYNC | MDB_NOTLS | (ix->is_writable ? 0 : MDB_RDONLY);
+    /* The snapshot is replaced by rename, never written in place: no reader table needed. */
+    if (ix->is_snapshot)
+        flags |= MDB_NOSUBDIR | MDB_NOLOCK;
     mode_t mode = (mode_t)(file_mode ? file_mode : 0600);
     bool is_new = ix->is_writable && index_file_is_missing(ix, "data.mdb");
     if (rc == 0)
@@ -520,7 +533,7 @@ static int
 index_check_initialised(const index_t *ix, stele_error_t *err)
 {
     char data[sizeof ix->path + 16];
-    snprintf(data, sizeof data, "%s/data.mdb", ix->path);
+    index_data_path(ix, data, sizeof data);
     struct stat st;
     int rc = stat(data, &st) == 0 ? 0 : -errno;
     if (rc == 0 && st.st_size > 0)
@@ -535,18 +548,36 @@ index_check_initialised(const index_t *ix, stele_error_t *err)
 /* A handle for <dir>/index, with no environment yet; *out is set even on failure (for
  * index_close). */
 static int
-index_handle_new(const char *dir, int writable, size_t map_bytes, index_t **out, stele_error_t *err)
+index_handle_new(const char *dir, int flags, size_t map_bytes, index_t **out, stele_error_t *err)
 {
     index_t *ix = calloc(1, sizeof *ix);
     *out = ix;
     if (!ix)
         return error_set_hinted(err, -ENOMEM, NULL, "could not allocate the index handle");
-    ix->is_writable = writable != 0;
+    ix->is_snapshot = (flags & INDEX_OPEN_SNAPSHOT) != 0;
+    ix->is_writable = (flags & INDEX_OPEN_WRITE) != 0 && !ix->is_snapshot;
     ix->map_bytes = map_bytes;
-    int n = snprintf(ix->path, sizeof ix->path, "%s/%s", dir, INDEX_DIR_NAME);
+    int n = snprintf(ix->path, sizeof ix->path, "%s/%s%s", dir, INDEX_DIR_NAME,
+                     ix->is_snapshot ? "/" INDEX_SNAPSHOT_NAME : "");
     if (n < 0 || (size_t)n >= sizeof ix->path)
         return error_set_hinted(err, STELE_EINVAL, NULL, "index path under %s is too long", dir);
     return 0;
+}
+
+/* The snapshot must be a regular file, not a link. LMDB opens it read-only without a lock
+ * file (MDB_NOLOCK) and writes nothing, so it may belong to another user (the writer). */
+static int
+index_check_snapshot(const index_t *ix, stele_error_t *err)
+{
+    struct stat st;
+    if (lstat(ix->path, &st) != 0)
+        return error_set_hinted(err, errno == ENOENT ? STELE_ENOTFOUND : -errno, NULL,
+                                "could not open index snapshot %s: %s", ix->path,
+                                stele_strerror(-errno));
+    if (!S_ISREG(st.st_mode))
+        return error_set_hinted(err, STELE_EUNSAFE, "remove it: the writer makes a new one",
+                                "index snapshot %s is not a regular file", ix->path);
+    return index_check_initialised(ix, err);
 }
 
 /* With INDEX_OPEN_SET_MODES an existing index takes file_mode (its directory the matching
@@ -648,9 +679,10 @@ index_open_mapped(const char *dir, int flags, unsigned file_mode, size_t map_byt
                                 "index_open: dir, out and a map size are required");
     *out = NULL;
     index_t *ix = NULL;
-    int rc = index_handle_new(dir, flags & INDEX_OPEN_WRITE, map_bytes, &ix, err);
+    int rc = index_handle_new(dir, flags, map_bytes, &ix, err);
     if (rc == 0)
-        rc = index_prepare_dir(ix, file_mode, flags, err);
+        rc = ix->is_snapshot ? index_check_snapshot(ix, err)
+                             : index_prepare_dir(ix, file_mode, flags, err);
     if (rc == 0)
         rc = index_attach(ix, file_mode, err);
     if (rc) {

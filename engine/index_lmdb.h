@@ -51,6 +51,7 @@ struct index {
     MDB_dbi merkle;
     int has_merkle;         /* the merkle table exists (a read-only open may lack it) */
     int is_writable;        /* what this handle may do, whatever the environment allows */
+    int is_snapshot;        /* path is the monitor snapshot file (index_snapshot.c) */
     index_shared_t *shared; /* the entry of the environment this handle uses */
     size_t map_bytes;       /* the map of an environment this handle opens */
     char path[4096];
@@ -59,6 +60,9 @@ struct index {
     _Atomic uint32_t n_failing_writes;
     _Atomic int failing_write_errno;
 };
+
+/* The tables' names, in the order of index_shared_t's dbis. */
+extern const char *const index_table_names[INDEX_MAX_DBS];
 
 /* Keys and numbers are stored big-endian, so LMDB's memcmp order is numeric order. */
 static inline void

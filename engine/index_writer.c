@@ -123,6 +123,7 @@ typedef struct index_writer_clock {
     bool is_sink_moved;   /* sink counters were published since then */
     uint64_t indexed_seq; /* first seq of the newest batch start applied */
     uint64_t synced_seq;  /* indexed_seq at the last index_sync */
+    bool is_snapshot_due; /* the monitor snapshot lags the index (index_snapshot_write) */
 } index_writer_clock_t;
 
 /* -- the ring --------------------------------------------------------------------------- */
@@ -494,6 +495,15 @@ index_writer_periodic(index_writer_t *w, index_writer_clock_t *clk, shipper_t *c
         clk->last_sync_ms = now;
         clk->is_dirty = clk->is_sink_moved = false;
         clk->synced_seq = clk->indexed_seq;
+        clk->is_snapshot_due = true;
+    }
+    /* After each flush, a copy of what status shows for readers that cannot open the index
+     * (index_snapshot.c; stele_open makes the first). */
+    if (clk->is_snapshot_due) {
+        stele_error_t err;
+        if (index_snapshot_write(w->cfg.index, &err) != 0)
+            w->last_err = err;
+        clk->is_snapshot_due = false;
     }
     if (!stop && now - clk->last_retention_ms >= INDEX_WRITER_RETENTION_CHECK_MS) {
         index_writer_apply_retention(w, shippers, n_shippers);

@@ -42,6 +42,17 @@ read_side_open_index(const char *dir, journal_reader_t *jr)
     return ix;
 }
 
+index_t *
+read_side_open_index_or_snapshot(const char *dir, journal_reader_t *jr)
+{
+    /* The snapshot is a file of its own, opened without LMDB's locks: even the writer's
+     * process (serve's /metrics) may open it beside its index. */
+    index_t *ix = read_side_open_index(dir, jr);
+    if (!ix && index_open(dir, INDEX_OPEN_SNAPSHOT, 0, &ix, NULL) != 0)
+        return NULL;
+    return ix;
+}
+
 int
 read_side_list_segments(journal_reader_t *jr, journal_segment_info_t **out, stele_error_t *err)
 {

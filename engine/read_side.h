@@ -28,6 +28,12 @@ int read_side_open_journal(const char *dir, const stele_options_t *opts, journal
  * slower, never wrong. Close it with index_close (NULL is fine).
  */
 index_t *read_side_open_index(const char *dir, journal_reader_t *jr);
+/* As read_side_open_index, falling back to the writer's monitor snapshot (index.h,
+ * INDEX_OPEN_SNAPSHOT) when the index refuses this reader or this process writes the
+ * journal (the snapshot is a separate file, opened without LMDB's locks): for status, which
+ * reads the
+ * sinks' tables; not for verify, which checks the index's batch starts. */
+index_t *read_side_open_index_or_snapshot(const char *dir, journal_reader_t *jr);
 
 /* Lists every segment into a fresh array (*out, which the caller frees with free(); NULL
  * on failure); returns the count or a negative code, described in err. */

@@ -197,6 +197,12 @@ render_status_positions(render_buf_t *b, const stele_status_t *st)
     render_uint64(b, st->segments);
     render_key(b, "disk_bytes");
     render_uint64(b, st->disk_bytes);
+    render_key(b, "used_bytes");
+    render_uint64(b, st->used_bytes);
+    if (st->newest_ts_ns != 0) {
+        render_key(b, "newest_record_time");
+        render_time_ns(b, st->newest_ts_ns);
+    }
 }
 
 int

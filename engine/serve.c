@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -74,6 +75,11 @@ serve_check_options(const stele_serve_options_t *serve, stele_error_t *err)
         return error_set(err, STELE_EINVAL,
                          "stele_serve_run: drain_timeout_ms %u is not in 0 .. %u",
                          (unsigned)serve->drain_timeout_ms, STELE_SERVE_MAX_DRAIN_TIMEOUT_MS);
+    struct sockaddr_in addr;
+    if (serve->metrics_listen && serve_metrics_parse_addr(serve->metrics_listen, &addr) != 0)
+        return error_set(err, STELE_EINVAL,
+                         "stele_serve_run: metrics_listen '%s' is not IPV4:PORT or PORT",
+                         serve->metrics_listen);
     if ((unsigned)serve->log_level > STELE_LOG_ERROR)
         return error_set(err, STELE_EINVAL, "stele_serve_run: log_level %d is no log level",
                          (int)serve->log_level);
@@ -227,8 +233,8 @@ serve_max_conns(const stele_options_t *opts)
 
 /* Step 4: serves until a signal, then drains. Returns 0 or the loop's error. */
 static int
-serve_serve(serve_run_t *run, const stele_options_t *opts, const stele_serve_options_t *serve,
-            stele_error_t *err)
+serve_serve(serve_run_t *run, const char *dir, const stele_options_t *opts,
+            const stele_serve_options_t *serve, stele_error_t *err)
 {
     char quoted[SERVE_QUOTED_PATH_BYTES];
     serve_config_t cfg = {
@@ -251,7 +257,23 @@ serve_serve(serve_run_t *run, const stele_options_t *opts, const stele_serve_opt
                stele_log_quote(quoted, sizeof quoted, run->socket_path), (long)getpid(),
                stele_wait_name(serve->default_wait), cfg.n_sinks, cfg.max_conns,
                cfg.max_conns_per_uid, cfg.idle_timeout_ms);
+    serve_metrics_t *metrics = NULL;
+    if (serve->metrics_listen) {
+        serve_metrics_config_t mcfg = {.addr = serve->metrics_listen,
+                                       .dir = dir,
+                                       .db = run->db,
+                                       .opts = opts,
+                                       .log = &run->log};
+        int mrc = serve_metrics_start(&mcfg, &metrics, err);
+        if (mrc != 0) {
+            serve_log_error(&run->log, "could not start the metrics endpoint", mrc, err);
+            close(run->listen_fd);
+            run->listen_fd = -1;
+            return mrc;
+        }
+    }
     int rc = serve_loop_run(&cfg);
+    serve_metrics_stop(metrics);
     run->listen_fd = -1; /* closed by the loop */
     if (rc != 0)
         return error_set(err, rc, "the server stopped with an error: %s", stele_strerror(rc));
@@ -283,7 +305,7 @@ stele_serve_run(const char *dir, const stele_options_t *opts, const stele_serve_
     if (rc == 0) {
         rc = serve_start(&run, dir, opts, &run_err);
         if (rc == 0)
-            rc = serve_serve(&run, opts, serve, &run_err);
+            rc = serve_serve(&run, dir, opts, serve, &run_err);
         rc = serve_stop(&run, rc, &run_err);
     }
     if (rc != 0)

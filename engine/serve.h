@@ -41,6 +41,30 @@ void serve_log(const serve_log_t *log, stele_log_level_t level, const char *msg)
  * err has one. err may be NULL. */
 void serve_log_error(const serve_log_t *log, const char *msg, int rc, const stele_error_t *err);
 
+/* ---- the metrics endpoint (serve_metrics.c): HTTP GET /metrics and /health ------------ */
+
+typedef struct serve_metrics serve_metrics_t;
+
+typedef struct serve_metrics_config {
+    const char *addr; /* "IPV4:PORT", or "PORT" for 127.0.0.1 */
+    const char *dir;  /* the journal, read for /metrics */
+    stele_t *db;      /* the open journal, for /health */
+    const stele_options_t *opts;
+    const serve_log_t *log;
+} serve_metrics_config_t;
+
+/* 0 when text is "IPV4:PORT" or "PORT" (port 1..65535; a bare port means 127.0.0.1), the
+ * address in *out; -1 otherwise. */
+struct sockaddr_in;
+int serve_metrics_parse_addr(const char *text, struct sockaddr_in *out);
+/* Binds cfg->addr and starts the endpoint's thread (which inherits the caller's signal
+ * mask). cfg is borrowed for the endpoint's life. 0, STELE_EINVAL (a bad address), or
+ * -errno (bind: -EADDRINUSE, ...) with err filled. */
+int serve_metrics_start(const serve_metrics_config_t *cfg, serve_metrics_t **out,
+                        stele_error_t *err);
+/* Stops the thread (after the connection it is answering), closes, frees. NULL: no-op. */
+void serve_metrics_stop(serve_metrics_t *m);
+
 /* ---- the server's files (serve_files.c): the socket and the pid file --------------------- */
 
 /* A file the server makes, reached by name relative to its directory (opened once). */

@@ -32,12 +32,15 @@
 #define SHIP_DEAD_PAGE 64
 
 /* Opens the journal's index: read-only, or writable only if it exists already (a journal
- * without an index has no dead letters, and these calls must not create one).
- * Returns 0, STELE_ENOTFOUND, or another code. */
+ * without an index has no dead letters, and these calls must not create one). A reader the
+ * index refuses (another user's: it cannot write the lock file) reads the writer's monitor
+ * snapshot instead. Returns 0, STELE_ENOTFOUND, or another code. */
 static int
 ship_dead_open_index(const char *dir, int writable, index_t **out, stele_error_t *err)
 {
     int rc = index_open(dir, 0, 0, out, err);
+    if (rc == STELE_EUNSAFE && !writable && index_open(dir, INDEX_OPEN_SNAPSHOT, 0, out, NULL) == 0)
+        return 0;
     if (rc != 0 || !writable)
         return rc;
     index_close(*out);

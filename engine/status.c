@@ -24,19 +24,29 @@
 #include "read_side.h"
 #include "status_publish.h"
 
-/* Scans from `start` (with an optional hint) to the visible end; *last_out stays put when
+/* The newest record a scan met: its seq, time, and where its frame ends in its segment. */
+typedef struct status_tail {
+    uint64_t seq; /* 0: none */
+    int64_t ts_ns;
+    uint64_t end_offset;
+} status_tail_t;
+
+/* Scans from `start` (with an optional hint) to the visible end; *tail stays put when
  * nothing is there. */
 static int
 status_scan_to_end(journal_reader_t *jr, uint64_t start, const index_batch_t *hint,
-                   uint64_t *last_out, stele_error_t *err)
+                   status_tail_t *tail, stele_error_t *err)
 {
     int rc =
         journal_reader_seek(jr, start, hint ? hint->segment_seq : 0, hint ? hint->offset : 0, err);
     if (rc && rc != STELE_ENOTFOUND)
         return rc;
     journal_record_t rec;
-    while ((rc = journal_reader_next(jr, &rec, err)) == 0)
-        *last_out = rec.seq;
+    while ((rc = journal_reader_next(jr, &rec, err)) == 0) {
+        tail->seq = rec.seq;
+        tail->ts_ns = rec.ts_ns;
+        tail->end_offset = rec.offset + journal_frame_bytes(rec.version, rec.payload_len);
+    }
     return rc == STELE_EAGAIN ? 0 : rc;
 }
 
@@ -45,9 +55,9 @@ status_scan_to_end(journal_reader_t *jr, uint64_t start, const index_batch_t *hi
  * of the segments (not yet caught up) finds nothing and falls back to the segment. */
 static int
 status_find_last_seq(journal_reader_t *jr, index_t *ix, const journal_segment_info_t *segs,
-                     int n_segs, uint64_t *last_out, stele_error_t *err)
+                     int n_segs, status_tail_t *last_out, stele_error_t *err)
 {
-    *last_out = 0;
+    memset(last_out, 0, sizeof *last_out);
     uint64_t start = 0;
     for (int i = n_segs - 1; i >= 0 && !start; i--)
         if (segs[i].first_ts_ns != 0)
@@ -57,10 +67,45 @@ status_find_last_seq(journal_reader_t *jr, index_t *ix, const journal_segment_in
     index_batch_t b;
     if (ix && index_last_batch(ix, &b, NULL) == 0 && b.first_seq > start) {
         int rc = status_scan_to_end(jr, b.first_seq, &b, last_out, err);
-        if (rc || *last_out)
+        if (rc || last_out->seq)
             return rc;
     }
     return status_scan_to_end(jr, start, NULL, last_out, err);
+}
+
+/* Where the frame of record `seq` ends in its segment, 0 when it cannot be read (retention
+ * removed it). The index's batch start (the monitor snapshot keeps each segment's last one)
+ * makes this one batch's read; without it the reader scans the segment. */
+static uint64_t
+status_record_end(journal_reader_t *jr, index_t *ix, uint64_t seq)
+{
+    index_batch_t b;
+    int has_hint = ix && index_find_seq(ix, seq, &b, NULL) == 0;
+    if (journal_reader_seek(jr, seq, has_hint ? b.segment_seq : 0, has_hint ? b.offset : 0, NULL) !=
+        0)
+        return 0;
+    journal_record_t rec;
+    while (journal_reader_next(jr, &rec, NULL) == 0) {
+        if (rec.seq == seq)
+            return rec.offset + journal_frame_bytes(rec.version, rec.payload_len);
+        if (rec.seq > seq)
+            break;
+    }
+    return 0;
+}
+
+/* Bytes the records take in the segments (headers included, preallocated room not): each
+ * sealed segment up to its last record's end, the newest up to the newest record's. */
+static uint64_t
+status_used_bytes(journal_reader_t *jr, index_t *ix, const journal_segment_info_t *segs, int n_segs,
+                  const status_tail_t *tail)
+{
+    uint64_t used = 0;
+    for (int i = 0; i + 1 < n_segs; i++) {
+        if (segs[i].first_ts_ns != 0 && segs[i + 1].first_seq > segs[i].first_seq)
+            used += status_record_end(jr, ix, segs[i + 1].first_seq - 1);
+    }
+    return used + (tail->seq ? tail->end_offset : 0);
 }
 
 /* Age in seconds of record `seq` (the oldest one a sink has not shipped), 0 when it cannot
@@ -174,7 +219,7 @@ stele_status_read_opts(const char *dir, const stele_options_t *opts, stele_statu
     int rc = read_side_open_journal(dir, opts, &jr, err);
     if (rc)
         return rc;
-    index_t *ix = read_side_open_index(dir, jr);
+    index_t *ix = read_side_open_index_or_snapshot(dir, jr);
     journal_live_t live;
     journal_reader_live(jr, &live);
     snprintf(out->source, sizeof out->source, "%s", journal_reader_source(jr));
@@ -191,9 +236,13 @@ stele_status_read_opts(const char *dir, const stele_options_t *opts, stele_statu
         out->disk_bytes += segs[i].disk_bytes;
     if (n > 0 && segs[0].first_ts_ns != 0)
         out->first_seq = segs[0].first_seq;
-    rc = status_find_last_seq(jr, ix, segs, n, &out->last_seq, err);
+    status_tail_t tail;
+    rc = status_find_last_seq(jr, ix, segs, n, &tail, err);
     if (rc)
         goto done;
+    out->last_seq = tail.seq;
+    out->newest_ts_ns = tail.ts_ns;
+    out->used_bytes = status_used_bytes(jr, ix, segs, n, &tail);
     if (live.writer_pid) {
         if (live.visible_seq > out->last_seq)
             out->last_seq = live.visible_seq;

@@ -395,6 +395,9 @@ stele_open_index(stele_t *db, const stele_options_t *o, const journal_recovery_t
     /* For `stele status` in other processes; the index is a cache, so a failure to publish
      * only leaves status without the settings. */
     (void)status_publish_put_settings(db->index, o, NULL);
+    /* ... and for those that cannot open the index (index_snapshot.c): ready before open
+     * returns, so a reader started next (serve's /metrics) finds the settings. */
+    (void)index_snapshot_write(db->index, NULL);
     return 0;
 }
 

@@ -711,6 +711,10 @@ typedef struct stele_status {
     stele_commit_policy_t commit_policy;
     uint64_t max_journal_bytes; /* 0 = no quota */
     stele_on_full_t on_full;
+    /* Bytes the records take in the segment files (segment headers included), as opposed
+     * to disk_bytes, which counts the room preallocated for them too. */
+    uint64_t used_bytes;
+    int64_t newest_ts_ns; /* timestamp of the newest record on disk, 0 when empty */
 } stele_status_t;
 
 /*
@@ -1206,7 +1210,20 @@ int stele_status_to_json(const char *dir, const stele_status_t *st, char **json_
 int stele_dead_letter_to_json(const stele_dead_letter_t *dl, char **json_out, size_t *len_out,
                               stele_error_t *err);
 
-/* Frees text returned by the stele_*_to_json calls. NULL is a no-op. */
+/*
+ * The Prometheus text exposition format of a status, as `stele status --prometheus` prints
+ * it and the `/metrics` endpoint of `stele serve --metrics-listen` serves it: gauges but for
+ * the `_total` counters, a `source` label on every sample, a `sink` label on the sinks'
+ * (docs/cli.md lists the metrics). Ends with a newline.
+ *   text_out: set to the NUL-terminated text; free it with stele_json_free().
+ *   len_out:  may be NULL; the text's length.
+ * Returns 0, STELE_EINVAL (st or text_out NULL), -ENOMEM.
+ */
+int stele_status_to_prometheus(const stele_status_t *st, char **text_out, size_t *len_out,
+                               stele_error_t *err);
+
+/* Frees text returned by the stele_*_to_json calls and stele_status_to_prometheus. NULL is
+ * a no-op. */
 void stele_json_free(char *json);
 
 /* ------------------------------------------------------------------------------------------
@@ -1267,6 +1284,11 @@ typedef struct stele_serve_options {
                                     for their level; default 5000; 0 .. the max above */
     stele_log_level_t log_level; /* least severe line logged; default STELE_LOG_INFO
                                     (STELE_LOG_DEBUG adds a line per connection) */
+    const char *metrics_listen;  /* "IPV4:PORT" (or "PORT": 127.0.0.1) for an HTTP endpoint
+                                    serving GET /metrics (stele_status_to_prometheus) and
+                                    GET /health (200 "ok"; 503 naming a halted journal or a
+                                    stopped sink); NULL (default): none. Bound exactly as
+                                    given: only a loopback address keeps it on this host */
 } stele_serve_options_t;
 
 void stele_serve_options_init(stele_serve_options_t *serve);

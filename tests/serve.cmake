@@ -53,3 +53,10 @@ target_include_directories(test_serve_origin PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
 add_dependencies(test_serve_origin stele_cli)
 set_tests_properties(test_serve_origin PROPERTIES
                      ENVIRONMENT "STELE_BIN=$<TARGET_FILE:stele_cli>")
+# The HTTP endpoint of --metrics-listen (/metrics, /health), scraped over plain sockets.
+stele_add_test(test_serve_metrics
+  SOURCES test_serve_metrics.c support/serve_fixture.c
+  LIBS stele PkgConfig::BSON
+  TIMEOUT 300)
+target_compile_definitions(test_serve_metrics PRIVATE ${STELE_SERVE_TEST_DEFS})
+add_dependencies(test_serve_metrics stele_cli)

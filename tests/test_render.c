@@ -461,7 +461,9 @@ test_status_object_has_every_field_in_order(void **state)
                          .commit_interval_us = 0,
                          .commit_policy = STELE_COMMIT_ADAPTIVE,
                          .max_journal_bytes = 0,
-                         .on_full = STELE_ON_FULL_FAIL};
+                         .on_full = STELE_ON_FULL_FAIL,
+                         .used_bytes = 4360,
+                         .newest_ts_ns = INT64_C(1700000000123456789)};
     snprintf(st.source, sizeof st.source, "web-1");
     snprintf(st.sinks[0].name, sizeof st.sinks[0].name, "default");
     snprintf(st.sinks[0].destination, sizeof st.sinks[0].destination, "h1:27017/audit.events");
@@ -476,7 +478,8 @@ test_status_object_has_every_field_in_order(void **state)
     assert_string_equal(
         json, "{\"dir\":\"/var/lib/audit\",\"source\":\"web-1\",\"format_version\":1,"
               "\"writer_pid\":0,\"first_seq\":1,\"last_seq\":3,\"committed_seq\":3,"
-              "\"durable_seq\":3,\"segments\":1,\"disk_bytes\":67108864,\"settings\":{"
+              "\"durable_seq\":3,\"segments\":1,\"disk_bytes\":67108864,\"used_bytes\":4360,"
+              "\"newest_record_time\":\"2023-11-14T22:13:20.123456Z\",\"settings\":{"
               "\"live\":false,\"sync\":\"interval\",\"sync_interval_ms\":1000,"
               "\"commit_interval_us\":0,\"commit_policy\":\"adaptive\",\"max_journal_bytes\":0,"
               "\"on_full\":\"fail\"},\"sinks\":[{\"name\":\"default\",\"destination\":\"h1:27017/"
@@ -487,11 +490,12 @@ test_status_object_has_every_field_in_order(void **state)
     stele_json_free(json);
     st.settings_unix_ms = 0; /* never published: no "settings" */
     st.n_sinks = 0;
+    st.newest_ts_ns = 0; /* an empty journal: no "newest_record_time" */
     assert_int_equal(stele_status_to_json(NULL, &st, &json, NULL, NULL), 0);
     assert_string_equal(json, "{\"source\":\"web-1\",\"format_version\":1,\"writer_pid\":0,"
                               "\"first_seq\":1,\"last_seq\":3,\"committed_seq\":3,"
                               "\"durable_seq\":3,\"segments\":1,\"disk_bytes\":67108864,"
-                              "\"sinks\":[]}");
+                              "\"used_bytes\":4360,\"sinks\":[]}");
     stele_json_free(json);
 }
 

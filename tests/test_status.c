@@ -286,6 +286,53 @@ test_status_always_shows_the_writers_sinks_past_its_capacity(void **state)
     assert_true(st.sinks[STELE_MAX_SINKS - 1].stats_unix_ms > 0);
 }
 
+/* Where each segment's records end, from the records' own positions: the expected
+ * used_bytes. */
+static uint64_t
+expected_used_bytes(const fx_record_t *recs, size_t n)
+{
+    uint64_t used = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i + 1 == n || recs[i + 1].segment_seq != recs[i].segment_seq)
+            used += recs[i].offset + recs[i].frame_bytes;
+    return used;
+}
+
+/* Bytes used counts what the records take in each segment, not the room preallocated for
+ * them, and the newest record's time is its own: with the index, and from a journal whose
+ * index is gone (scanning). */
+static void
+test_status_shows_bytes_used_and_the_newest_records_time(void **state)
+{
+    fixture_t *f = *state;
+    fx_write_journal(f->dir, 300, 5, 1); /* 1500 records over several 64 KiB segments */
+    fx_record_t *recs = calloc(2000, sizeof *recs);
+    assert_non_null(recs);
+    size_t n = fx_read_positions(f->dir, recs, 2000);
+    assert_int_equal(n, 1500);
+    assert_true(recs[n - 1].segment_seq > recs[0].segment_seq);
+    uint64_t want = expected_used_bytes(recs, n);
+    for (int pass = 0; pass < 2; pass++) {
+        stele_status_t st;
+        assert_int_equal(stele_status_read(f->dir, &st, NULL), 0);
+        assert_true(st.segments >= 2);
+        assert_int_equal(st.used_bytes, want);
+        assert_true(st.used_bytes < st.disk_bytes);
+        assert_int_equal(st.newest_ts_ns, recs[n - 1].ts_ns);
+        char *json = NULL;
+        assert_int_equal(stele_status_to_json(f->dir, &st, &json, NULL, NULL), 0);
+        char field[64];
+        snprintf(field, sizeof field, "\"used_bytes\":%llu", (unsigned long long)want);
+        assert_non_null(strstr(json, field));
+        assert_non_null(strstr(json, "\"newest_record_time\":\""));
+        stele_json_free(json);
+        char index_dir[300];
+        snprintf(index_dir, sizeof index_dir, "%s/index", f->dir);
+        fx_rmtree(index_dir); /* the second pass scans */
+    }
+    free(recs);
+}
+
 int
 main(void)
 {
@@ -300,6 +347,8 @@ main(void)
             test_status_counts_lag_of_a_checkpoint_behind_in_records_and_seconds, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_status_always_shows_the_writers_sinks_past_its_capacity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_shows_bytes_used_and_the_newest_records_time,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
