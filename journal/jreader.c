@@ -920,6 +920,29 @@ journal_reader_format_version(const journal_reader_t *r)
     return r ? r->version : 0;
 }
 
+/* Meta frames a segment may open with before its first record (a new signed journal's
+ * key statement, a checkpoint): more means no record is near the start. */
+#define READER_LEADING_META_MAX 8
+
+/* The ts of the first record of the open segment fd, 0 when it has none near its start.
+ * Meta frames (version 2 only) are stepped over: their ts is the newest record's before
+ * them, 0 in a new journal. */
+static int64_t
+reader_first_record_ts(journal_reader_t *r, int fd)
+{
+    uint64_t off = SEG_HEADER_BYTES;
+    for (int i = 0; i < READER_LEADING_META_MAX; i++) {
+        uint8_t head[FRAME_HEADER_BYTES_V1]; /* the fields both versions share */
+        if (r->io->pread(r->io->ctx, fd, head, sizeof head, off) != (ssize_t)sizeof head ||
+            format_load_u32(head) != FRAME_MAGIC)
+            return 0;
+        if (!(format_load_u32(head + FRAME_OFF_FLAGS) & FRAME_FLAG_META))
+            return format_load_i64(head + FRAME_OFF_TS_NS);
+        off += journal_frame_bytes(2, format_load_u32(head + FRAME_OFF_PAYLOAD_LEN));
+    }
+    return 0;
+}
+
 int
 journal_reader_segments(journal_reader_t *r, journal_segment_info_t *out, size_t max,
                         stele_error_t *err)
@@ -942,11 +965,7 @@ journal_reader_segments(journal_reader_t *r, journal_segment_info_t *out, size_t
         int fd = r->io->open_file(r->io->ctx, r->dir_fd, name, JOURNAL_IO_READ, 0);
         if (fd < 0)
             continue;
-        uint8_t head[FRAME_HEADER_BYTES_V1]; /* the ts is in the part both versions share */
-        if (r->io->pread(r->io->ctx, fd, head, sizeof head, SEG_HEADER_BYTES) ==
-                (ssize_t)sizeof head &&
-            format_load_u32(head) == FRAME_MAGIC)
-            s->first_ts_ns = format_load_i64(head + FRAME_OFF_TS_NS);
+        s->first_ts_ns = reader_first_record_ts(r, fd);
         r->io->close(r->io->ctx, fd);
     }
     int n = (int)d.n;

@@ -333,6 +333,34 @@ test_status_shows_bytes_used_and_the_newest_records_time(void **state)
     free(recs);
 }
 
+/* A signed journal's first segment opens with its key statement (a meta frame with ts 0):
+ * status still finds the records after it. */
+static void
+test_status_of_a_signed_journal_counts_its_records(void **state)
+{
+    fixture_t *f = *state;
+    char key[400], pub[400];
+    snprintf(key, sizeof key, "%s.key", f->dir);
+    snprintf(pub, sizeof pub, "%s.pub", f->dir);
+    stele_error_t err = {0};
+    assert_int_equal(stele_keygen(key, pub, "status-test", &err), 0);
+    stele_options_t o;
+    stele_options_init(&o);
+    o.signing_key = key;
+    stele_t *db = NULL;
+    assert_int_equal(stele_open(f->dir, &o, &db, &err), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(stele_append_json(db, "{\"a\":1}", 7, STELE_WAIT_DURABLE, NULL, &err), 0);
+    assert_int_equal(stele_close(db, &err), 0);
+    stele_status_t st;
+    assert_int_equal(stele_status_read(f->dir, &st, NULL), 0);
+    assert_int_equal(st.first_seq, 1);
+    assert_int_equal(st.last_seq, 3);
+    assert_true(st.used_bytes > 0);
+    unlink(key);
+    unlink(pub);
+}
+
 int
 main(void)
 {
@@ -349,6 +377,8 @@ main(void)
             test_status_always_shows_the_writers_sinks_past_its_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_shows_bytes_used_and_the_newest_records_time,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_of_a_signed_journal_counts_its_records, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
