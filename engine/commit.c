@@ -326,7 +326,7 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
 
 /* Writes bytes [start, end) of a chunk as one journal batch (mu not held). */
 static int
-commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_error_t *err)
+commit_write_batch(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_error_t *err)
 {
     journal_batch_info_t info;
     int rc = journal_append_batch(c->cfg.journal, ch->buf + start, end - start, &info, err);
@@ -342,6 +342,23 @@ commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_err
     if (c->cfg.on_batch)
         c->cfg.on_batch(c->cfg.batch_ctx, &info);
     return 0;
+}
+
+/* Writes bytes [start, end) of a chunk (mu not held): the records the active segment still
+ * holds first, then the rest after the roll. Why: a roll needs the next segment, which a full
+ * disk may refuse; the records that fit the room already there are then stored, not refused
+ * with the rest (docs/guarantees.md, the full disk). */
+static int
+commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_error_t *err)
+{
+    size_t fit = journal_batch_fit_bytes(c->cfg.journal, ch->buf + start, end - start);
+    if (fit > 0 && fit < end - start) {
+        int rc = commit_write_batch(c, ch, start, start + fit, err);
+        if (rc)
+            return rc;
+        start += fit;
+    }
+    return commit_write_batch(c, ch, start, end, err);
 }
 
 /* Writes one chunk, piece by piece (mu not held). Returns 0 or the journal's error in *err;
@@ -414,6 +431,20 @@ commit_sync_written(commit_t *c)
     return dropped;
 }
 
+/* After a failed write: a roll syncs the segment it leaves before it asks for the next one,
+ * so the records written before a roll that failed are durable. Publishing that lets their
+ * waiters succeed rather than be told the journal halted (the records are in it), so a
+ * caller that re-sends what failed stores nothing twice. */
+static void
+commit_keep_what_the_journal_synced(commit_t *c)
+{
+    uint64_t synced = journal_durable_seq(c->cfg.journal);
+    if (synced <= atomic_load(&c->durable_seq) || synced > atomic_load(&c->written_seq))
+        return;
+    atomic_store_explicit(&c->durable_seq, synced, memory_order_release);
+    commit_publish(c);
+}
+
 /* Called by the committer or by a leading waiter. */
 int
 commit_batch_io(commit_t *c, chunk_t *ch)
@@ -445,6 +476,8 @@ commit_batch_io(commit_t *c, chunk_t *ch)
             werr = serr;
         }
     }
+    if (rc)
+        commit_keep_what_the_journal_synced(c);
     atomic_store_explicit(&c->inflight_seq, 0, memory_order_relaxed);
     pthread_mutex_lock(&c->mu);
     c->queue_bytes -= ch->used_bytes;

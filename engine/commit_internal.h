@@ -77,9 +77,8 @@ struct commit {
      * wait for a CPU) to every batch's round trip. Fixed after start. */
     bool is_written_woken_inline;
     /* Chunks are written in pieces (CHUNK_PIECE_BYTES) only without sync=always: with it, a
-     * piece that fails (a full disk at a roll) would leave the pieces before it in the
-     * journal, synced by the roll, while their durable waiters are told the journal
-     * halted; a whole chunk is written or not. Fixed after start. */
+     * chunk is synced as one, so pieces would only add batches. Either way a piece that does
+     * not fit the active segment is cut at the roll (commit_write_piece). Fixed after start. */
     bool is_split_in_pieces;
 
     pthread_mutex_t mu;

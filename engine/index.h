@@ -192,4 +192,11 @@ int index_sync(index_t *ix, stele_error_t *err);
 #define INDEX_FAIL_FOREVER UINT32_MAX
 void index_fail_writes(index_t *ix, uint32_t n_writes, int errno_code);
 
+/* Write calls through this handle fail with -ENOSPC, writing nothing, while the index's
+ * file system has fewer than `bytes` free (0: no limit). The writer's index keeps that way
+ * the room the journal's next segment needs: the index is a cache that falls behind and is
+ * caught up later, the segment is where records go (docs/journal.md, "When the disk
+ * fills"). Any thread. */
+void index_keep_free(index_t *ix, uint64_t bytes);
+
 #endif /* STELE_ENGINE_INDEX_H */

@@ -59,6 +59,7 @@ struct index {
      * the errno they fail with. Atomics: a test arms them while another thread writes. */
     _Atomic uint32_t n_failing_writes;
     _Atomic int failing_write_errno;
+    _Atomic uint64_t keep_free_bytes; /* index_keep_free */
 };
 
 /* The tables' names, in the order of index_shared_t's dbis. */

@@ -1,7 +1,8 @@
 /*
  * index_txn.c: the transactions every table of the index goes through (index_lmdb.h):
  * begin and end with the map lock, a write that grows a full map and runs again, LMDB's
- * codes turned into stele's, and the test seam that fails a handle's writes.
+ * codes turned into stele's, the free space a handle's writes leave to the journal, and the
+ * test seam that fails a handle's writes.
  *
  * The map: an environment starts with the address space index_open reserves and doubles it
  * (up to INDEX_MAP_MAX_BYTES) when a write finds it full, then runs the write again; a
@@ -23,6 +24,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "error.h"
 
@@ -163,6 +165,25 @@ index_take_write_fault(index_t *ix)
 }
 
 void
+index_keep_free(index_t *ix, uint64_t bytes)
+{
+    atomic_store(&ix->keep_free_bytes, bytes);
+}
+
+/* ENOSPC when the file system holding the index has less free than index_keep_free asks
+ * (a failed fstatvfs does not stop the write: LMDB's own write reports a real failure). */
+static int
+index_space_short(index_t *ix)
+{
+    uint64_t keep = atomic_load(&ix->keep_free_bytes);
+    mdb_filehandle_t fd;
+    struct statvfs vfs;
+    if (keep == 0 || mdb_env_get_fd(ix->env, &fd) || fstatvfs(fd, &vfs) != 0)
+        return 0;
+    return (uint64_t)vfs.f_bavail * vfs.f_frsize < keep ? ENOSPC : 0;
+}
+
+void
 index_fail_writes(index_t *ix, uint32_t n_writes, int errno_code)
 {
     atomic_store(&ix->failing_write_errno, errno_code > 0 ? errno_code : EIO);
@@ -199,6 +220,8 @@ int
 index_write(index_t *ix, index_write_fn fn, void *arg)
 {
     int fault_errno = index_take_write_fault(ix);
+    if (!fault_errno)
+        fault_errno = index_space_short(ix);
     if (fault_errno)
         return fault_errno; /* as LMDB reports a failed system call */
     for (;;) {

@@ -380,6 +380,9 @@ stele_open_index(stele_t *db, const stele_options_t *o, const journal_recovery_t
         return rc;
     if (db->hooks.index_failing_writes)
         index_fail_writes(db->index, db->hooks.index_failing_writes, db->hooks.index_failing_errno);
+    /* The next segment's room, and as much again for what one index write (a catch-up's
+     * batch of entries) adds between two looks at the free space. */
+    index_keep_free(db->index, 2 * o->segment_bytes);
     char catch_note[STELE_ERROR_MESSAGE_BYTES] = "";
     int is_index_failure = 0;
     rc = index_catchup_at_open(db->index, db->dir, db->io, rec, catch_note, sizeof catch_note,

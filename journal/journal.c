@@ -484,6 +484,34 @@ journal_last_seq(const journal_t *j)
     return j ? atomic_load_explicit(&((journal_t *)j)->last_seq, memory_order_acquire) : 0;
 }
 
+uint64_t
+journal_durable_seq(const journal_t *j)
+{
+    return j ? atomic_load_explicit(&((journal_t *)j)->durable_seq, memory_order_acquire) : 0;
+}
+
+size_t
+journal_batch_fit_bytes(const journal_t *j, const uint8_t *buf, size_t len)
+{
+    /* Room for a checkpoint is kept whether or not this batch carries one: a prefix a few
+     * hundred bytes short of the end costs nothing, a prefix that rolls after all would. */
+    size_t reserve = journal_seal_reserve(j) + (j->seal.is_signing ? JOURNAL_META_FRAME_MAX : 0);
+    uint64_t room =
+        j->active_bytes > j->write_off + reserve ? j->active_bytes - j->write_off - reserve : 0;
+    if (len <= room)
+        return len;
+    uint32_t header = format_frame_header_bytes(j->version);
+    size_t off = 0;
+    while (len - off >= header) {
+        size_t frame =
+            format_frame_bytes(j->version, format_load_u32(buf + off + FRAME_OFF_PAYLOAD_LEN));
+        if (frame > len - off || off + frame > room)
+            break;
+        off += frame;
+    }
+    return off;
+}
+
 void
 journal_active_position(const journal_t *j, journal_active_t *out)
 {

@@ -216,6 +216,17 @@ int journal_sync(journal_t *j, stele_error_t *err);
 void journal_publish(journal_t *j, uint64_t visible_seq, uint64_t durable_seq);
 
 uint64_t journal_last_seq(const journal_t *j);
+/* The last seq journal_sync (or a roll, which syncs the segment it leaves) made durable. */
+uint64_t journal_durable_seq(const journal_t *j);
+
+/*
+ * How many leading bytes of the batch buf[0..len) (prepared frames, as journal_append_batch
+ * takes them) the active segment still holds without a roll: whole frames only, with room
+ * kept for a checkpoint the batch may carry. len when all of it fits, 0 when not one frame
+ * does. Writing that prefix first puts every record the room can take into it before the
+ * roll, which a full disk may refuse. Only under the caller's writer lock.
+ */
+size_t journal_batch_fit_bytes(const journal_t *j, const uint8_t *buf, size_t len);
 
 /* The active segment: its first seq (its name), where the next batch would start in it, and
  * its size: what a quota check needs to tell when queued bytes roll into new segments. Only

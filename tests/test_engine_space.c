@@ -22,7 +22,9 @@
 #include <cmocka.h>
 
 #include "engine_fixture.h"
+#include "format.h"
 #include "index.h"
+#include "io_fault.h"
 #include "journal.h"
 #include "stele.h"
 #include "stele_internal.h"
@@ -272,6 +274,84 @@ test_open_still_refuses_a_catch_up_that_meets_damage(void **state)
     test_tmpdir_remove(dir);
 }
 
+/* -- a batch larger than the room left ------------------------------------------------------- */
+
+enum { FIT_PAD_BYTES = 1000, FIT_QUEUED = 400 };
+
+/* An event of fixed size: every frame of the journal is as long as every other. */
+static void
+append_padded(stele_t *db, int i, stele_wait_t wait, uint64_t *seq)
+{
+    char json[FIT_PAD_BYTES + 64];
+    int n = snprintf(json, sizeof json, "{\"i\":\"%08d\",\"pad\":\"%0*d\"}", i, FIT_PAD_BYTES, 0);
+    stele_error_t err = {0};
+    assert_int_equal(stele_append_json(db, json, (size_t)n, wait, seq, &err), 0);
+}
+
+/* The disk is full, so the roll cannot get its next segment, and the committer takes one
+ * batch larger than the room the active segment has left (the gate held it in a write while
+ * the batch queued). Every record that fits that room is stored and acknowledged durable;
+ * only the records past it fail with the halt, and the journal reopens with exactly the
+ * acknowledged ones. */
+static void
+test_a_batch_larger_than_the_room_left_fills_the_room_before_the_roll_fails(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir_new("space-fit");
+    fixture_gate_t *gate = fixture_gate_new();
+    io_fault_t *fault = io_fault_new(fixture_gate_io(gate), 0);
+    stele_options_t o;
+    fixture_options(&o);
+    o.sync = STELE_SYNC_ALWAYS;
+    stele_hooks_t hooks = {.io = io_fault_io(fault)};
+    stele_t *db = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(stele_open_with_hooks(dir, &o, &hooks, &db, &err), 0);
+    io_fault_spec_t no_space = {
+        .method = IO_METHOD_ALLOCATE, .nth = 1, .error = -ENOSPC, .is_persistent = 1};
+    io_fault_arm(fault, &no_space);
+
+    int i = 0;
+    uint64_t seq = 0;
+    while (i < 650) /* about 660 KiB of the 1 MiB segment: less room left than one batch */
+        append_padded(db, i++, STELE_WAIT_DURABLE, &seq);
+    fixture_gate_close(gate);
+    append_padded(db, i++, STELE_WAIT_NONE, &seq);
+    fixture_gate_wait_held(gate);
+    uint64_t first_queued = seq + 1;
+    for (int k = 0; k < FIT_QUEUED; k++)
+        append_padded(db, i++, STELE_WAIT_NONE, &seq);
+    fixture_gate_open(gate);
+
+    uint64_t last_durable = first_queued - 1;
+    int has_failed = 0;
+    for (uint64_t s = first_queued; s <= seq; s++) {
+        int rc = stele_wait(db, s, STELE_WAIT_DURABLE, -1, &err);
+        if (rc == 0) {
+            assert_false(has_failed); /* acknowledged records are a prefix */
+            last_durable = s;
+        } else {
+            assert_int_equal(rc, STELE_EHALTED);
+            has_failed = 1;
+        }
+    }
+    assert_true(last_durable > first_queued);
+    assert_true(has_failed);
+    stele_close(db, NULL);
+
+    fixture_record_t *recs = NULL;
+    long n = fixture_read_all(dir, &recs);
+    assert_int_equal(n, (long)last_durable);
+    size_t frame = journal_frame_bytes(FORMAT_VERSION, recs[0].payload_len);
+    assert_int_equal(recs[n - 1].payload_len, recs[0].payload_len);
+    /* Not one more frame would have fitted the segment. */
+    assert_true(SEG_HEADER_BYTES + (uint64_t)(n + 1) * frame > o.segment_bytes);
+    fixture_records_free(recs, n);
+    io_fault_free(fault);
+    fixture_gate_free(gate);
+    test_tmpdir_remove(dir);
+}
+
 int
 main(void)
 {
@@ -280,6 +360,8 @@ main(void)
         cmocka_unit_test(test_index_that_fails_while_running_falls_behind_then_catches_up),
         cmocka_unit_test(test_close_with_the_index_behind_warns_and_reopen_catches_up),
         cmocka_unit_test(test_open_still_refuses_a_catch_up_that_meets_damage),
+        cmocka_unit_test(
+            test_a_batch_larger_than_the_room_left_fills_the_room_before_the_roll_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
