@@ -170,14 +170,21 @@ size_t journal_frame_bytes(uint32_t version, uint32_t payload_len);
 /*
  * Lays out one frame of `version` at `frame` (journal_frame_bytes(version, payload_len)
  * bytes): header fields seq and ts_ns, the origin block (version 2; origin NULL = all zero,
- * FRAME_ORIGIN_UNKNOWN), the payload copied in, padding zeroed, and (version 2) the record's
- * leaf hash in the hash field, where journal_append_batch takes it from: the frame must not
- * change between the two. The chain hash, batch flag and CRC are left for
- * journal_append_batch. Pure; any thread.
+ * FRAME_ORIGIN_UNKNOWN), the payload copied in, padding zeroed. The hashes, batch flag and
+ * CRC are left for journal_append_batch. Pure; any thread.
  */
 void journal_frame_prepare(uint32_t version, uint8_t *frame, uint64_t seq, int64_t ts_ns,
                            const journal_origin_t *origin, const uint8_t *payload,
                            uint32_t payload_len);
+
+/*
+ * Optional, between journal_frame_prepare and journal_append_batch, version 2 only (a version
+ * 1 frame is left as it is): hashes the record's leaf (about half of its SHA-256 work) into
+ * the frame's hash field, where journal_append_batch takes it from instead of hashing it
+ * itself; the frame must not change after. Lets the thread that lays a frame take that work
+ * off the one thread that seals batches. Pure; any thread.
+ */
+void journal_frame_hash_leaf(uint32_t version, uint8_t *frame);
 
 /* Where a batch landed. */
 typedef struct journal_batch_info {

@@ -219,19 +219,6 @@ record_meta_build(uint8_t *frame, uint8_t type, const char *text, size_t text_le
     format_store_u32(frame + FRAME_OFF_CRC, record_crc(2, frame, payload_len));
 }
 
-/* Version 2: the leaf hash goes into the hash field, where journal_append_batch takes it from
- * (record_prepared_leaf) before it writes the chain hash there. Hashing here, on the
- * appending thread, takes half of each record's SHA-256 blocks off the single thread that
- * seals batches. Should hashing fail, the field stays zero and the sealer hashes the leaf. */
-static void
-record_prepare_leaf(uint8_t *frame, uint32_t payload_len)
-{
-    merkle_hasher_t h;
-    merkle_hasher_init(&h);
-    if (record_leaf_hash(&h, frame, payload_len, frame + FRAME_OFF_HASH) != 0)
-        memset(frame + FRAME_OFF_HASH, 0, HASH_BYTES);
-}
-
 int
 record_prepared_leaf(merkle_hasher_t *h, const uint8_t *frame, uint32_t payload_len,
                      uint8_t out[MERKLE_HASH_BYTES])
@@ -269,6 +256,16 @@ journal_frame_prepare(uint32_t version, uint8_t *frame, uint64_t seq, int64_t ts
     if (payload_len)
         memcpy(frame + header, payload, payload_len);
     memset(frame + header + payload_len, 0, frame_bytes - header - payload_len);
-    if (version >= 2)
-        record_prepare_leaf(frame, payload_len);
+}
+
+void
+journal_frame_hash_leaf(uint32_t version, uint8_t *frame)
+{
+    if (version < 2)
+        return;
+    uint32_t payload_len = format_load_u32(frame + FRAME_OFF_PAYLOAD_LEN);
+    merkle_hasher_t h;
+    merkle_hasher_init(&h);
+    if (record_leaf_hash(&h, frame, payload_len, frame + FRAME_OFF_HASH) != 0)
+        memset(frame + FRAME_OFF_HASH, 0, HASH_BYTES);
 }

@@ -72,7 +72,8 @@ int record_leaf_hash(merkle_hasher_t *h, const uint8_t *frame, uint32_t payload_
                      uint8_t out[MERKLE_HASH_BYTES]);
 
 /* Version 2: the leaf hash of a frame from journal_frame_prepare, not yet sealed: the one
- * prepare left in its hash field, or (a zero field) computed now. Returns 0 or -ENOMEM. */
+ * journal_frame_hash_leaf left in its hash field, or (a zero field) computed now. Returns 0
+ * or -ENOMEM. */
 int record_prepared_leaf(merkle_hasher_t *h, const uint8_t *frame, uint32_t payload_len,
                          uint8_t out[MERKLE_HASH_BYTES]);
 
