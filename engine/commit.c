@@ -67,6 +67,14 @@
 /* An unwaited append still wakes a napping committer once this much is queued. */
 #define COMMIT_EAGER_BYTES ((size_t)256 << 10)
 
+/* An appender hashes its record's leaf itself (journal_frame_hash_leaf, half of a record's
+ * SHA-256 work) only while the committer is behind: a full chunk waits for it, or the open one
+ * holds more than a nap gathers before COMMIT_EAGER_BYTES wakes it. The work a committer
+ * cannot keep up with then moves to the appending threads, and batches settle where both keep
+ * pace (with one appender ~3x this size); a committer that keeps up leaves the appenders
+ * (and the time they hold mu) as short as they were. */
+#define COMMIT_HELP_BYTES (2 * COMMIT_EAGER_BYTES)
+
 /* A disk whose fdatasync takes this long or more is slow: with commit_interval_us=0 the
  * adaptive policy then waits up to half a flush for active writers (commit_grow_interval_ns).
  * Flash and write-back caches flush in well under it; a rotating disk takes 4-20 ms. */
@@ -807,6 +815,8 @@ commit_lay_frame(commit_t *c, const uint8_t *payload, uint32_t payload_len,
         ch->piece_start[ch->n_breaks++] = ch->used_bytes;
     journal_frame_prepare(c->version, ch->buf + ch->used_bytes, seq, ts, origin, payload,
                           payload_len);
+    if (c->full_head || ch->used_bytes >= COMMIT_HELP_BYTES)
+        journal_frame_hash_leaf(c->version, ch->buf + ch->used_bytes);
     ch->used_bytes += frame_bytes;
     if (ch->n_records == 0)
         ch->first_seq = seq;

@@ -229,7 +229,7 @@ journal_seal_v2(journal_t *j, uint8_t *frame, uint32_t flags, uint64_t synced, s
     uint32_t payload_len = format_load_u32(frame + FRAME_OFF_PAYLOAD_LEN);
     uint8_t leaf[MERKLE_HASH_BYTES];
     merkle_stored_t done;
-    int rc = record_leaf_hash(j->mhasher, frame, payload_len, leaf);
+    int rc = record_prepared_leaf(j->mhasher, frame, payload_len, leaf);
     if (!rc)
         rc = merkle_range_append(j->mhasher, &b->range, leaf, &done, NULL);
     if (!rc)

@@ -34,10 +34,6 @@ static const uint8_t empty_root[MERKLE_HASH_BYTES] = {
     0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14, 0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f, 0xb9, 0x24,
     0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55};
 
-struct merkle_hasher {
-    sha256_t sha;
-};
-
 /* A run of leaves [lo, hi) whose tree hash a proof needs. */
 typedef struct leaf_range {
     uint64_t lo, hi;
@@ -52,6 +48,12 @@ merkle_hasher_new(void)
         return NULL;
     }
     return h;
+}
+
+void
+merkle_hasher_init(merkle_hasher_t *h)
+{
+    (void)sha256_init(&h->sha); /* cannot fail: sha256.c allocates nothing */
 }
 
 void

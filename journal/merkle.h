@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "sha256.h"
 #include "stele.h"
 
 #define MERKLE_HASH_BYTES 32
@@ -50,12 +51,18 @@
 /* merkle_range_encode's largest output: the size and one hash per level. */
 #define MERKLE_RANGE_MAX_BYTES (8 + MERKLE_MAX_LEVELS * MERKLE_HASH_BYTES)
 
-/* A reusable SHA-256 context for leaf and node hashes (one per thread). */
-typedef struct merkle_hasher merkle_hasher_t;
+/* A reusable SHA-256 context for leaf and node hashes, used by one thread at a time. It
+ * allocates nothing, so one may also live on the stack: merkle_hasher_init prepares it and
+ * it needs no free. */
+typedef struct merkle_hasher {
+    sha256_t sha;
+} merkle_hasher_t;
 
 /* NULL when out of memory. merkle_hasher_free(NULL) is a no-op. */
 merkle_hasher_t *merkle_hasher_new(void);
 void merkle_hasher_free(merkle_hasher_t *h);
+/* Prepares a hasher the caller holds (on the stack, in a struct). */
+void merkle_hasher_init(merkle_hasher_t *h);
 
 /* out = SHA-256(0x00 || the n_parts pieces of leaf data, concatenated). Returns 0 or
  * -ENOMEM. The pieces let a caller hash a record's fields without copying them together. */

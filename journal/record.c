@@ -219,6 +219,17 @@ record_meta_build(uint8_t *frame, uint8_t type, const char *text, size_t text_le
     format_store_u32(frame + FRAME_OFF_CRC, record_crc(2, frame, payload_len));
 }
 
+int
+record_prepared_leaf(merkle_hasher_t *h, const uint8_t *frame, uint32_t payload_len,
+                     uint8_t out[MERKLE_HASH_BYTES])
+{
+    if (!record_is_zero(frame + FRAME_OFF_HASH, HASH_BYTES)) {
+        memcpy(out, frame + FRAME_OFF_HASH, MERKLE_HASH_BYTES);
+        return 0;
+    }
+    return record_leaf_hash(h, frame, payload_len, out);
+}
+
 size_t
 journal_frame_bytes(uint32_t version, uint32_t payload_len)
 {
@@ -245,4 +256,16 @@ journal_frame_prepare(uint32_t version, uint8_t *frame, uint64_t seq, int64_t ts
     if (payload_len)
         memcpy(frame + header, payload, payload_len);
     memset(frame + header + payload_len, 0, frame_bytes - header - payload_len);
+}
+
+void
+journal_frame_hash_leaf(uint32_t version, uint8_t *frame)
+{
+    if (version < 2)
+        return;
+    uint32_t payload_len = format_load_u32(frame + FRAME_OFF_PAYLOAD_LEN);
+    merkle_hasher_t h;
+    merkle_hasher_init(&h);
+    if (record_leaf_hash(&h, frame, payload_len, frame + FRAME_OFF_HASH) != 0)
+        memset(frame + FRAME_OFF_HASH, 0, HASH_BYTES);
 }

@@ -71,6 +71,12 @@ int record_seal(uint8_t *frame, const uint8_t prev_hash[HASH_BYTES], uint32_t fl
 int record_leaf_hash(merkle_hasher_t *h, const uint8_t *frame, uint32_t payload_len,
                      uint8_t out[MERKLE_HASH_BYTES]);
 
+/* Version 2: the leaf hash of a frame from journal_frame_prepare, not yet sealed: the one
+ * journal_frame_hash_leaf left in its hash field, or (a zero field) computed now. Returns 0
+ * or -ENOMEM. */
+int record_prepared_leaf(merkle_hasher_t *h, const uint8_t *frame, uint32_t payload_len,
+                         uint8_t out[MERKLE_HASH_BYTES]);
+
 /*
  * Version 2: seals a prepared record frame whose leaf hash is `leaf_hash`: flags, synced_seq,
  * the chain hash SHA-256(prev_hash || leaf_hash) into the frame and hash_out, then the CRC.

@@ -1,9 +1,10 @@
 /*
- * sha256.h: one reusable SHA-256 context over OpenSSL's EVP interface, the one the hash
- * chain (chain.c) and the Merkle tree (merkle.c) both hash through. The digest is bound
- * once at sha256_init; each sha256_begin then re-initialises without the provider lookup,
- * which makes hashing a small record about twice as fast and allocates nothing. A context is
- * used by one thread at a time.
+ * sha256.h: one reusable SHA-256 context, the one the hash chain (chain.c) and the Merkle
+ * tree (merkle.c) both hash through. It calls OpenSSL's SHA-256 functions directly rather
+ * than through EVP: the records it hashes are small (a chain link is 64 bytes, a tree node
+ * 65, a typical leaf a few hundred), and EVP's per-digest dispatch cost more than the
+ * compression itself (see sha256.c). A context lives inside its owner, allocates nothing and
+ * is used by one thread at a time.
  */
 #ifndef STELE_JOURNAL_SHA256_H
 #define STELE_JOURNAL_SHA256_H
@@ -11,18 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <openssl/types.h>
+#include <openssl/sha.h>
 
 #define SHA256_BYTES 32
 
 typedef struct sha256 {
-    EVP_MD_CTX *ctx;
-    EVP_MD *md;
+    SHA256_CTX ctx;
 } sha256_t;
 
-/* Prepares *s. Returns 0, or -ENOMEM (then *s holds nothing to release). */
+/* Prepares *s. Returns 0 (the signature keeps -ENOMEM for an implementation that allocates). */
 int sha256_init(sha256_t *s);
-/* Frees what sha256_init took; a zeroed *s is a no-op. */
+/* Forgets *s; a zeroed *s is a no-op. */
 void sha256_release(sha256_t *s);
 
 /* One digest: sha256_begin, any number of sha256_update (len 0 is allowed), sha256_final.

@@ -246,6 +246,47 @@ test_append_rejects_oversize_record_and_changes_nothing(void **state)
     jtest_rmtree(dir);
 }
 
+/* Appends records first_seq .. first_seq + 2 as one batch, their leaves hashed by
+ * journal_frame_hash_leaf (with_leaves) or left for the sealer. */
+static void
+append_three_records(journal_t *j, uint64_t first_seq, int with_leaves)
+{
+    const journal_origin_t origin = {.uid = 1000, .gid = 100, .pid = 42, .kind = 1};
+    uint8_t buf[2048], payload[512];
+    size_t off = 0;
+    for (uint64_t seq = first_seq; seq < first_seq + 3; seq++) {
+        jtest_payload(seq, payload);
+        journal_frame_prepare(JTEST_VERSION, buf + off, seq, (int64_t)seq * 1000, &origin, payload,
+                              jtest_payload_len(seq));
+        if (with_leaves)
+            journal_frame_hash_leaf(JTEST_VERSION, buf + off);
+        off += journal_frame_bytes(JTEST_VERSION, jtest_payload_len(seq));
+    }
+    stele_error_t err = {0};
+    assert_int_equal(journal_append_batch(j, buf, off, NULL, &err), 0);
+}
+
+/* The sealer chains the leaf hash journal_frame_hash_leaf left in a frame, and hashes the
+ * leaf itself where the field is zero: either way every record's chain hash is the one the
+ * reader recomputes from its bytes (rule S3). */
+static void
+test_leaves_hashed_before_sealing_chain_like_leaves_hashed_by_the_sealer(void **state)
+{
+    (void)state;
+    char *dir = jtest_tmpdir("leaf");
+    journal_options_t o;
+    jtest_options(&o, SMALL_SEGMENT_BYTES);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_open(dir, &o, &j, NULL, &err), 0);
+    append_three_records(j, 1, 1);
+    append_three_records(j, 4, 0);
+    append_three_records(j, 7, 1);
+    assert_int_equal(journal_close(j, &err), 0);
+    assert_int_equal(jtest_read_all(dir, 1, &err), 9);
+    jtest_rmtree(dir);
+}
+
 static void
 test_open_refuses_non_journal_directory_and_creates_nothing(void **state)
 {
@@ -1125,6 +1166,7 @@ main(void)
         cmocka_unit_test(test_open_creates_journal_and_reopen_keeps_records),
         cmocka_unit_test(test_append_rolls_segments_and_reader_crosses_them),
         cmocka_unit_test(test_second_writer_gets_elocked_naming_the_pid),
+        cmocka_unit_test(test_leaves_hashed_before_sealing_chain_like_leaves_hashed_by_the_sealer),
         cmocka_unit_test(test_append_rejects_oversize_record_and_changes_nothing),
         cmocka_unit_test(test_open_refuses_non_journal_directory_and_creates_nothing),
         cmocka_unit_test(test_open_refuses_newer_format_version),
