@@ -124,6 +124,9 @@ done
 # ---- the copy and its build
 work=${STELE_MUTATION_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/stele-mutation-XXXXXX")}
 mkdir -p "$work/src"
+# mktemp makes it 0700; the root-only tests run the built stele as users they make, who
+# must reach it (test_status_group).
+chmod 755 "$work"
 cleanup() { [ "$keep" = 1 ] || rm -rf "$work"; }
 trap cleanup EXIT
 echo "mutation check: copying the tree to $work/src"
