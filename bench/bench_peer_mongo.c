@@ -6,7 +6,10 @@
  * write concern {w: 1, j: true}, one insert_one per event, one pooled client per writer.
  * Shown next to stele's wait=shipped rate. Without --mongo-uri the cell is skipped. Events
  * go to database "stele_bench", a fresh collection per cell, dropped afterwards unless the
- * cell keeps its data; the documents are counted back before that.
+ * cell keeps its data; the documents are counted back before that. The stele cell's sink
+ * gets a fresh collection the same way (bench_mongo_fresh_collection,
+ * bench_mongo_drop): both sides insert into an empty collection, and a new sink's
+ * resume query never scans what earlier cells shipped.
  */
 #include "bench_peers.h"
 
@@ -51,8 +54,7 @@ mongo_open(const bench_cell_t *cell, void **state_out, char *note, size_t note_c
     mongoc_write_concern_set_w(p->wc, 1);
     mongoc_write_concern_set_journal(p->wc, true);
     p->keep_data = cell->keep_data;
-    snprintf(p->collection, sizeof p->collection, "direct_%d_%llu", (int)getpid(),
-             (unsigned long long)bench_now_ns());
+    bench_mongo_fresh_collection("direct", p->collection, sizeof p->collection);
     *state_out = p;
     return 0;
 }
@@ -66,7 +68,7 @@ mongo_writer_open(void *state, int writer_id, void **wstate_out, char *note, siz
     if (!w)
         return BENCH_FAILED;
     w->client = mongoc_client_pool_pop(p->pool);
-    w->coll = mongoc_client_get_collection(w->client, "stele_bench", p->collection);
+    w->coll = mongoc_client_get_collection(w->client, BENCH_MONGO_DATABASE, p->collection);
     w->opts = bson_new();
     if (!mongoc_write_concern_append(p->wc, w->opts)) {
         snprintf(note, note_cap, "could not build the write concern");
@@ -113,7 +115,8 @@ mongo_close(void *state, bench_result_t *r)
     if (r->note[0] == '\0')
         snprintf(r->note, sizeof r->note, "on the --mongo-uri server's own disk");
     mongoc_client_t *c = mongoc_client_pool_pop(p->pool);
-    mongoc_collection_t *coll = mongoc_client_get_collection(c, "stele_bench", p->collection);
+    mongoc_collection_t *coll =
+        mongoc_client_get_collection(c, BENCH_MONGO_DATABASE, p->collection);
     bson_error_t error;
     bson_t filter = BSON_INITIALIZER;
     int64_t n = mongoc_collection_count_documents(coll, &filter, NULL, NULL, NULL, &error);
@@ -128,6 +131,27 @@ mongo_close(void *state, bench_result_t *r)
     mongoc_write_concern_destroy(p->wc);
     free(p);
     return 0;
+}
+
+void
+bench_mongo_fresh_collection(const char *prefix, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s_%d_%llu", prefix, (int)getpid(), (unsigned long long)bench_now_ns());
+}
+
+int
+bench_mongo_drop(const char *uri, const char *collection)
+{
+    mongoc_init(); /* idempotent, as in mongo_open */
+    bson_error_t error;
+    mongoc_client_t *c = mongoc_client_new(uri);
+    if (!c)
+        return -1;
+    mongoc_collection_t *coll = mongoc_client_get_collection(c, BENCH_MONGO_DATABASE, collection);
+    bool ok = mongoc_collection_drop(coll, &error);
+    mongoc_collection_destroy(coll);
+    mongoc_client_destroy(c);
+    return ok ? 0 : -1;
 }
 
 const bench_target_t bench_peer_mongo_direct = {

@@ -20,6 +20,13 @@ extern const bench_target_t bench_peer_pg_delay;
 extern const bench_target_t bench_peer_pg_off;
 extern const bench_target_t bench_peer_mongo_direct;
 
+/* The database the MongoDB cells write to (mongo-direct and stele's wait=shipped sink). */
+#define BENCH_MONGO_DATABASE "stele_bench"
+/* A collection name no earlier cell used: prefix, PID and the monotonic clock. */
+void bench_mongo_fresh_collection(const char *prefix, char *out, size_t cap);
+/* Drops BENCH_MONGO_DATABASE.collection at uri. Returns 0, or -1 when it could not. */
+int bench_mongo_drop(const char *uri, const char *collection);
+
 /* A free TCP port on 127.0.0.1 (bound and released; the server binds it right after). */
 int bench_server_free_port(void);
 /* Finds an executable by name in PATH, then in each of the extra directories (may be NULL).

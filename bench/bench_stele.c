@@ -14,6 +14,7 @@
  * epoch knobs, so that a run of both systems shows what signing costs.
  */
 #include "bench.h"
+#include "bench_peers.h" /* the MongoDB collection of a wait=shipped cell */
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +36,15 @@ typedef struct stele_target {
     bench_input_t input;
     int keep_data;
     char journal_dir[BENCH_PATH_BYTES];
+    const char *mongo_uri;           /* wait=shipped: the sink's server (the cell's, borrowed) */
+    char collection[64];             /* wait=shipped: the sink's fresh collection */
     char key_path[BENCH_PATH_BYTES]; /* "" unless signed */
     char pub_path[BENCH_PATH_BYTES];
 } stele_target_t;
 
 static int
 stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_options_t *sink,
-                     char *source, size_t source_cap)
+                     char *source, size_t source_cap, const char *collection)
 {
     stele_options_init(o);
     o->sync = cell->sync;
@@ -62,7 +65,11 @@ stele_target_options(const bench_cell_t *cell, stele_options_t *o, stele_sink_op
         o->source = source;
         stele_sink_options_init(sink);
         sink->uri = cell->mongo_uri;
-        sink->collection = "bench";
+        /* A fresh collection, as mongo-direct's: the sink's resume query (the newest document
+         * of its source) then never scans what earlier cells shipped, which a server without
+         * the use of the sink's index (the FerretDB test server) does document by document. */
+        sink->database = BENCH_MONGO_DATABASE;
+        sink->collection = collection;
         o->sinks = sink;
         o->n_sinks = 1;
     }
@@ -102,15 +109,19 @@ stele_target_open_as(const bench_cell_t *cell, int is_signed, void **state_out, 
                  cell->wait == STELE_WAIT_DURABLE ? "durable" : "shipped");
         return BENCH_SKIPPED;
     }
-    if (stele_target_options(cell, &o, &sink, source, sizeof source)) {
-        snprintf(note, note_cap, "wait=shipped needs a MongoDB sink: pass --mongo-uri");
-        return BENCH_SKIPPED;
-    }
     stele_target_t *st = calloc(1, sizeof *st);
     if (!st) {
         snprintf(note, note_cap, "out of memory");
         return BENCH_FAILED;
     }
+    bench_mongo_fresh_collection("shipped", st->collection, sizeof st->collection);
+    if (stele_target_options(cell, &o, &sink, source, sizeof source, st->collection)) {
+        snprintf(note, note_cap, "wait=shipped needs a MongoDB sink: pass --mongo-uri");
+        free(st);
+        return BENCH_SKIPPED;
+    }
+    if (cell->wait == STELE_WAIT_SHIPPED)
+        st->mongo_uri = cell->mongo_uri;
     st->wait = cell->wait;
     st->input = cell->input;
     st->keep_data = cell->keep_data;
@@ -197,6 +208,9 @@ stele_target_close(void *state, bench_result_t *r)
         snprintf(r->note, sizeof r->note, "close drained in %.0f ms", close_ms);
     if (rc == 0 && bench_read_back(st->journal_dir, r) != 0)
         rc = BENCH_FAILED;
+    if (st->mongo_uri && !st->keep_data && bench_mongo_drop(st->mongo_uri, st->collection) != 0)
+        bench_note(r->note, sizeof r->note, "could not drop %s.%s", BENCH_MONGO_DATABASE,
+                   st->collection);
     snprintf(r->data_path, sizeof r->data_path, "%s", st->journal_dir);
     if (!st->keep_data) {
         bench_remove_tree(st->journal_dir);

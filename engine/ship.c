@@ -10,9 +10,9 @@
  * batch_bytes, lingering up to linger_ms only while the writer has appended records not yet
  * readable; a signed statement ends it), have it delivered, then the statement that ended
  * it (ship_trust.c), then acknowledge it (shipped_seq, progress callback, checkpoint); the
- * backoff and the stop
- * request; the last error. Does not own the delivery of a batch (ship_send.c), the commands
- * sent to the sink's collection (ship_collection.c), the shape of a document (ship_doc.c),
+ * backoff, the retry loop of a remote step (shipper_retry_step_ex, also ship_trust.c's) and
+ * the stop request; the last error. Does not own the delivery of a batch (ship_send.c), the
+ * commands sent to the sink's collection (ship_collection.c), the shape of a document (ship_doc.c),
  * what a MongoDB failure means (ship_classify.c), a sink's configuration (ship_target.c),
  * libmongoc's initialisation and log handler (ship_mongoc.c), the remote check and re-ship
  * (ship_check.c), the dead letters' calls (ship_dead.c), the journal (journal_reader_*),
@@ -148,20 +148,7 @@ shipper_count_retry(shipper_t *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-/*
- * One remote step with retry: runs `step` until it succeeds, retrying transient failures
- * with backoff. Returns 0, STELE_EAUTH (sink stopped), STELE_ECLOSED (must quit).
- */
-typedef int (*ship_step_fn)(shipper_t *s, mongoc_client_t *client, bson_error_t *berr,
-                            bson_t *reply, void *ctx);
-
-/* How shipper_retry_step treats a failure the server will repeat (shipper_command_is_refused). */
-typedef enum ship_refusal {
-    SHIP_REFUSAL_RETRY,  /* retry it like any failure not known to be permanent */
-    SHIP_REFUSAL_RETURN, /* return STELE_EREMOTE at once, the error noted */
-} ship_refusal_t;
-
-static int
+int
 shipper_retry_step_ex(shipper_t *s, const char *what, ship_step_fn step, void *ctx,
                       ship_refusal_t on_refusal)
 {
@@ -175,6 +162,10 @@ shipper_retry_step_ex(shipper_t *s, const char *what, ship_step_fn step, void *c
             bson_destroy(&reply);
             ship_log_success(s);
             return 0;
+        }
+        if (rc != STELE_EREMOTE) { /* the step's own verdict: it noted why */
+            bson_destroy(&reply);
+            return rc;
         }
         size_t index;
         shipper_verdict_t verdict = shipper_classify(&berr, &reply, &index);

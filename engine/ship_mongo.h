@@ -375,6 +375,33 @@ void shipper_note_error(shipper_t *s, int is_stop, const char *fmt, ...)
 /* Counts one retry in the sink's statistics. */
 void shipper_count_retry(shipper_t *s);
 
+/*
+ * One remote step of a shipper: runs once on `client` (popped from the shipper's pool for it).
+ * Returns 0 (done), STELE_EREMOTE with *berr and *reply (initialised) describing a failure
+ * for shipper_classify to judge, or any other code: the step's own verdict (it noted why, and
+ * stopped the sink if it must), which ends the retries at once.
+ */
+typedef int (*ship_step_fn)(shipper_t *s, mongoc_client_t *client, bson_error_t *berr,
+                            bson_t *reply, void *ctx);
+
+/* How shipper_retry_step_ex treats a failure the server will repeat
+ * (shipper_command_is_refused). */
+typedef enum ship_refusal {
+    SHIP_REFUSAL_RETRY,  /* retry it like any failure not known to be permanent */
+    SHIP_REFUSAL_RETURN, /* return STELE_EREMOTE at once, the error noted */
+} ship_refusal_t;
+
+/*
+ * Runs `step` until it succeeds, retrying transient failures with the shipper's backoff
+ * (each noted in last_error as "<what> on <target> failed" and counted); a success after
+ * failures logs "sink recovered". Returns 0; STELE_EAUTH (credentials or privileges refused:
+ * the sink is stopped); STELE_EREMOTE (a refusal with SHIP_REFUSAL_RETURN, or a one-shot
+ * shipper out of attempts); STELE_ECLOSED (a stop was requested during a backoff); or the
+ * step's own verdict.
+ */
+int shipper_retry_step_ex(shipper_t *s, const char *what, ship_step_fn step, void *ctx,
+                          ship_refusal_t on_refusal);
+
 /* Sleeps the backoff for retry number `attempt` (0-based): min * 2^attempt capped at max,
  * with "equal jitter" (half fixed, half random) so that many shippers do not retry in step.
  * First logs the failure that last_error holds (ship_log_failure; is_unreachable: a network

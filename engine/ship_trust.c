@@ -6,7 +6,8 @@
  * Owns: taking a meta frame the shipper's reader returned (ship_trust_take: a copy of its
  * signed note and, for a retention checkpoint, the tree at the new first seq from that
  * segment's header), the document it
- * becomes, and its delivery with retries (ship_trust_deliver). Does not own when a
+ * becomes, and its delivery (ship_trust_deliver: one step of the shipper's retry loop,
+ * shipper_retry_step_ex, which stops on a statement stored with another text). Does not own when a
  * statement is taken (ship.c cuts a batch at each meta frame and delivers the statement once
  * the records before it are acknowledged), nor what a statement means (journal/meta.c) or
  * whether its signature holds (ship_verify.c, the verifier).
@@ -144,14 +145,15 @@ ship_trust_stored_same(mongoc_collection_t *coll, const bson_t *doc, const ship_
     return same;
 }
 
-/* One attempt: 0 (stored, or found stored the same), STELE_EINTEGRITY (stored with another
- * note), or -1 with *berr and *reply describing a failure to classify. */
+/* One attempt, a step of shipper_retry_step_ex: 0 (stored, or found stored the same),
+ * STELE_EINTEGRITY (stored with another note: the sink is stopped), or STELE_EREMOTE with
+ * *berr and *reply describing the failure. */
 static int
-ship_trust_try(shipper_t *s, const ship_statement_t *st, bson_error_t *berr, bson_t *reply)
+ship_trust_try(shipper_t *s, mongoc_client_t *client, bson_error_t *berr, bson_t *reply, void *ctx)
 {
+    const ship_statement_t *st = ctx;
     char name[SHIP_TRUST_NAME_BYTES];
     ship_trust_companion_name(s->target.collection, name, sizeof name);
-    mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
     mongoc_collection_t *coll = mongoc_client_get_collection(client, s->target.database, name);
     bson_t doc = BSON_INITIALIZER, opts = BSON_INITIALIZER;
     ship_trust_doc(st, s->source, &doc);
@@ -159,54 +161,32 @@ ship_trust_try(shipper_t *s, const ship_statement_t *st, bson_error_t *berr, bso
     int rc = 0;
     if (!mongoc_collection_insert_one(coll, &doc, &opts, reply, berr)) {
         size_t index;
-        rc = -1;
+        rc = STELE_EREMOTE;
         if (shipper_classify(berr, reply, &index) == SHIPPER_DUPLICATE) {
             int same = ship_trust_stored_same(coll, &doc, st, berr);
-            rc = same == 1 ? 0 : same == 0 ? STELE_EINTEGRITY : -1;
+            rc = same == 1 ? 0 : same == 0 ? STELE_EINTEGRITY : STELE_EREMOTE;
         }
     }
     bson_destroy(&opts);
     bson_destroy(&doc);
     mongoc_collection_destroy(coll);
-    mongoc_client_pool_push(s->pool, client);
+    if (rc == STELE_EINTEGRITY)
+        shipper_note_error(s, 1,
+                           "sink %s: the statement of tree size %" PRIu64
+                           " is stored in %s" SHIP_TRUST_SUFFIX
+                           " with another text: another journal uses source \"%s\", or "
+                           "the copy was altered",
+                           s->target.name, st->size, s->target.where, s->source);
     return rc;
 }
 
 int
 ship_trust_deliver(shipper_t *s, ship_trust_t *t)
 {
-    const ship_statement_t *st = &t->pending;
-    for (unsigned attempt = 0;; attempt++) {
-        bson_error_t berr = {0};
-        bson_t reply = BSON_INITIALIZER;
-        int rc = ship_trust_try(s, st, &berr, &reply);
-        size_t index;
-        shipper_verdict_t verdict = rc < 0 ? shipper_classify(&berr, &reply, &index) : 0;
-        bson_destroy(&reply);
-        if (rc == 0) {
-            t->has_pending = 0;
-            return 0;
-        }
-        if (rc == STELE_EINTEGRITY) {
-            shipper_note_error(s, 1,
-                               "sink %s: the statement of tree size %" PRIu64
-                               " is stored in %s" SHIP_TRUST_SUFFIX
-                               " with another text: another journal uses source \"%s\", or "
-                               "the copy was altered",
-                               s->target.name, st->size, s->target.where, s->source);
-            return rc;
-        }
-        if (verdict == SHIPPER_STOP_AUTH) {
-            shipper_note_error(s, 1, "sink %s: statement refused by %s: %s", s->target.name,
-                               s->target.where, berr.message);
-            return STELE_EAUTH;
-        }
-        shipper_note_error(s, 0, "sink %s: statement of tree size %" PRIu64 " on %s failed: %s",
-                           s->target.name, st->size, s->target.where, berr.message);
-        shipper_count_retry(s);
-        if (s->max_attempts && attempt + 1 >= s->max_attempts)
-            return STELE_EREMOTE;
-        if (shipper_backoff(s, attempt, shipper_error_is_unreachable(&berr)))
-            return STELE_ECLOSED;
-    }
+    char what[64];
+    snprintf(what, sizeof what, "statement of tree size %" PRIu64, t->pending.size);
+    int rc = shipper_retry_step_ex(s, what, ship_trust_try, &t->pending, SHIP_REFUSAL_RETRY);
+    if (rc == 0)
+        t->has_pending = 0;
+    return rc;
 }

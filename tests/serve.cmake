@@ -53,10 +53,13 @@ target_include_directories(test_serve_origin PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
 add_dependencies(test_serve_origin stele_cli)
 set_tests_properties(test_serve_origin PROPERTIES
                      ENVIRONMENT "STELE_BIN=$<TARGET_FILE:stele_cli>")
-# The HTTP endpoint of --metrics-listen (/metrics, /health), scraped over plain sockets.
+# The HTTP endpoint of --metrics-listen (/metrics, /health), scraped over plain sockets; /health
+# of a stopped sink against the FerretDB test server.
 stele_add_test(test_serve_metrics
-  SOURCES test_serve_metrics.c support/serve_fixture.c
-  LIBS stele PkgConfig::BSON
+  SOURCES test_serve_metrics.c support/serve_fixture.c integration/mongo_server.c
+  LIBS stele PkgConfig::BSON PkgConfig::MONGOC
   TIMEOUT 300)
+target_include_directories(test_serve_metrics PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+set_tests_properties(test_serve_metrics PROPERTIES FIXTURES_REQUIRED mongo_server LABELS mongo)
 target_compile_definitions(test_serve_metrics PRIVATE ${STELE_SERVE_TEST_DEFS})
 add_dependencies(test_serve_metrics stele_cli)

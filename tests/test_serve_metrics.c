@@ -2,7 +2,9 @@
  * test_serve_metrics.c: `stele serve --metrics-listen`, scraped the way Prometheus does,
  * over plain sockets (and with curl when it is installed): GET /metrics answers the status
  * metrics, GET /health answers "ok", anything else 404 or 405, an oversized request 400, and
- * an address that is not IPV4:PORT is refused before the server starts.
+ * an address that is not IPV4:PORT is refused before the server starts. /health answers 503,
+ * naming the sink, once a sink stops for good (a second journal shipping under the first's
+ * source into the FerretDB test server, or the server of STELE_TEST_MONGO_URI).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -21,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "mongo_server.h"
 #include "serve_fixture.h"
 
 /* A port on 127.0.0.1 nothing listens on right now. */
@@ -93,21 +96,30 @@ assert_answer(char *answer, const char *status_line, const char *const *wanted)
     free(answer);
 }
 
-/* Starts a server with the endpoint on a free port; returns the port. */
+/* Starts a server with the endpoint on a free port and the arguments `more` (NULL-ended, at
+ * most two); returns the port. */
 static int
-start_with_metrics(ts_server_t *srv, const char *dir)
+start_with_metrics_extra(ts_server_t *srv, const char *dir, const char *const *more)
 {
     for (int attempt = 0; attempt < 5; attempt++) {
         int port = free_port();
         char addr[32];
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        const char *extra[] = {"--metrics-listen", addr, NULL};
+        const char *extra[5] = {"--metrics-listen", addr, NULL};
+        for (int i = 0; more && more[i] && i < 2; i++)
+            extra[2 + i] = more[i];
         int code = 0;
         if (ts_server_start(srv, dir, &code, extra) == 0)
             return port;
     }
     fail_msg("the server did not start with --metrics-listen");
     return -1;
+}
+
+static int
+start_with_metrics(ts_server_t *srv, const char *dir)
+{
+    return start_with_metrics_extra(srv, dir, NULL);
 }
 
 static void
@@ -154,6 +166,73 @@ test_a_scrape_gets_the_metrics_and_the_health(void **state)
     ts_remove_dir(dir);
 }
 
+/* Writes a config whose source and sink are shared by every journal that uses it. */
+static void
+write_sink_config(const char *path, const char *uri)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "source = metrics-health-%d\n[sink main]\nuri = %s\ndatabase = stele_metrics_%d\n",
+            (int)getpid(), uri, (int)getpid());
+    assert_int_equal(fclose(fp), 0);
+}
+
+/* GET /health until its status line is not 200 OK, for at most timeout_ms (a bound for a
+ * broken build: the sink stops at its start); returns the last answer (malloc'd). */
+static char *
+health_until_unhealthy(int port, int timeout_ms)
+{
+    char *answer = http_get(port, "GET", "/health");
+    for (int waited_ms = 0; waited_ms < timeout_ms && strncmp(answer, "HTTP/1.1 200 ", 13) == 0;
+         waited_ms += 50) {
+        free(answer);
+        usleep(50 * 1000);
+        answer = http_get(port, "GET", "/health");
+    }
+    return answer;
+}
+
+/* A healthy sink keeps /health at 200; a sink stopped for good (seq 1 of the source is stored
+ * with another journal's hash) turns it to 503 with the sink's name and reason. */
+static void
+test_health_is_503_once_a_sink_stops(void **state)
+{
+    (void)state;
+    mongo_server_t mongo;
+    if (mongo_server_start(&mongo) != 0)
+        fail_msg("could not start the MongoDB test server: run "
+                 "tests/integration/build-test-server.sh or set STELE_TEST_MONGO_URI");
+    char first[256], second[256], config[300], cmd[1024];
+    ts_make_dir(first, sizeof first, "metrics-health-a");
+    ts_make_dir(second, sizeof second, "metrics-health-b");
+    snprintf(config, sizeof config, "%s.ini", first);
+    write_sink_config(config, mongo.uri);
+    snprintf(cmd, sizeof cmd, "%s insert -d %s --config %s --wait shipped '{\"a\":1}' >/dev/null",
+             STELE_SERVE_BIN, first, config);
+    assert_int_equal(system(cmd), 0);
+
+    ts_server_t srv;
+    const char *with_sink[] = {"--config", config, NULL};
+    int port = start_with_metrics_extra(&srv, first, with_sink);
+    static const char *const ok[] = {"\r\n\r\nok\n", NULL};
+    snprintf(cmd, sizeof cmd, "%s insert -d %s --wait shipped '{\"a\":2}' >/dev/null",
+             STELE_SERVE_BIN, first);
+    assert_int_equal(system(cmd), 0); /* shipped through the served sink: it is alive */
+    assert_answer(http_get(port, "GET", "/health"), "HTTP/1.1 200 OK\r\n", ok);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+
+    /* Another journal under the same source: the sink finds seq 2 stored with another hash. */
+    port = start_with_metrics_extra(&srv, second, with_sink);
+    static const char *const stopped[] = {"sink main stopped: ", "another hash", NULL};
+    assert_answer(health_until_unhealthy(port, 60000), "HTTP/1.1 503 Service Unavailable\r\n",
+                  stopped);
+    assert_int_equal(ts_server_stop(&srv, SIGTERM), 0);
+    ts_remove_dir(first);
+    ts_remove_dir(second);
+    unlink(config);
+    mongo_server_destroy(&mongo);
+}
+
 /* Only IPV4:PORT or PORT: a name, a bad port or garbage is refused before anything starts. */
 static void
 test_a_bad_metrics_address_is_refused(void **state)
@@ -182,6 +261,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_scrape_gets_the_metrics_and_the_health),
         cmocka_unit_test(test_a_bad_metrics_address_is_refused),
+        cmocka_unit_test(test_health_is_503_once_a_sink_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

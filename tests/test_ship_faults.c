@@ -3,7 +3,8 @@
  * itself (its process killed, its allocations failing). Each test runs its own test server, appends
  * throughout (appends never depend on MongoDB), and ends with the exactly-once check. Tests that
  * freeze, kill or replace the server skip when STELE_TEST_MONGO_URI names an external server (they
- * cannot control it). Randomised moments print their seed and honour STELE_TEST_SEED.
+ * cannot control it). Randomised moments print their seed and honour STELE_TEST_SEED. A signed
+ * journal's statement that needed retries ends its outage with "sink recovered".
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -253,6 +255,137 @@ test_ship_survives_connection_resets_and_refusals(void **state)
     tcp_proxy_stop(proxy);
 }
 
+/* stderr sent to a file while a test runs, so that it can read the engine's log lines. */
+typedef struct stderr_capture {
+    char path[512];
+    int saved_fd;
+} stderr_capture_t;
+
+static void
+stderr_capture_begin(stderr_capture_t *c, const char *dir)
+{
+    snprintf(c->path, sizeof c->path, "%s/stderr.log", dir);
+    fflush(stderr);
+    c->saved_fd = dup(STDERR_FILENO);
+    int fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0 && c->saved_fd >= 0);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+}
+
+/* 1 once the captured text holds `part`. */
+static int
+stderr_capture_has(const stderr_capture_t *c, const char *part)
+{
+    char text[65536];
+    FILE *f = fopen(c->path, "r");
+    assert_non_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return strstr(text, part) != NULL;
+}
+
+/* Restores stderr and copies the captured lines onto it, for the record. */
+static void
+stderr_capture_end(stderr_capture_t *c)
+{
+    fflush(stderr);
+    dup2(c->saved_fd, STDERR_FILENO);
+    close(c->saved_fd);
+    char line[4096];
+    FILE *f = fopen(c->path, "r");
+    while (f && fgets(line, sizeof line, f))
+        fputs(line, stderr);
+    if (f)
+        fclose(f);
+    unlink(c->path);
+}
+
+/* Polls the sink's retry counter until it reaches `want` (a bound for a broken build). */
+static void
+wait_for_retries(stele_t *db, uint64_t want)
+{
+    stele_sink_stats_t st = {0};
+    for (int waited_ms = 0; waited_ms < FAULT_WAIT_MS; waited_ms += 20) {
+        assert_int_equal(stele_sink_stats(db, 0, &st), 0);
+        if (st.retries >= want)
+            return;
+        usleep(20 * 1000);
+    }
+    fail_msg("the sink never retried: %s", st.last_error);
+}
+
+/* A signed journal's statement that needed retries goes through the shipper's retry loop:
+ * once it is stored, the sink says it recovered, although no record was shipped after the
+ * outage (an idle journal takes only interval checkpoints). */
+static void
+test_ship_statement_delivered_after_retries_logs_sink_recovered(void **state)
+{
+    fault_test_t *t = *state;
+    if (skip_if_external(t))
+        skip();
+    tcp_proxy_t *proxy;
+    assert_int_equal(tcp_proxy_start(t->server.port, &proxy), 0);
+    char proxied[640], dir[256], key[300], pub[300];
+    snprintf(proxied, sizeof proxied,
+             "mongodb://127.0.0.1:%d/?socketTimeoutMS=%d&serverSelectionTimeoutMS=%d",
+             tcp_proxy_port(proxy), FAULT_SOCKET_TIMEOUT_MS, FAULT_SOCKET_TIMEOUT_MS);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/stele-statement-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(key, sizeof key, "%s/signer.key", dir);
+    snprintf(pub, sizeof pub, "%s/signer.pub", dir);
+    stele_error_t err = {0};
+    assert_int_equal(stele_keygen(key, pub, "fault-test", &err), 0);
+
+    ship_sink_options(&t->so, "main", proxied, "statement_retry");
+    ship_drop_collection(&t->so);
+    stele_options_t o;
+    stele_options_init(&o);
+    o.source = "statement-retry";
+    o.signing_key = key;
+    o.checkpoint_interval_ms = 200; /* an idle journal's statements keep coming */
+    o.log_level = STELE_LOG_INFO;
+    o.sinks = &t->so;
+    o.n_sinks = 1;
+    char journal[300];
+    snprintf(journal, sizeof journal, "%s/journal", dir);
+    stderr_capture_t cap;
+    stderr_capture_begin(&cap, dir);
+    stele_t *db = NULL;
+    assert_int_equal(stele_open(journal, &o, &db, &err), 0);
+    uint64_t seq = 0;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(stele_append_json(db, "{\"a\":1}", 7, STELE_WAIT_SHIPPED, &seq, &err), 0);
+    stele_sink_stats_t before;
+    assert_int_equal(stele_sink_stats(db, 0, &before), 0);
+
+    /* No more records: what the sink retries now can only be a statement. */
+    tcp_proxy_set_refusing(proxy, 1);
+    tcp_proxy_reset_after(proxy, 1);
+    wait_for_retries(db, before.retries + 1);
+    tcp_proxy_set_refusing(proxy, 0);
+    int is_recovered = 0;
+    for (int waited_ms = 0; !is_recovered && waited_ms < FAULT_WAIT_MS; waited_ms += 20) {
+        is_recovered = stderr_capture_has(&cap, "msg=\"sink recovered\" sink=\"main\"");
+        if (!is_recovered)
+            usleep(20 * 1000);
+    }
+    stele_sink_stats_t after;
+    assert_int_equal(stele_sink_stats(db, 0, &after), 0);
+    assert_int_equal(stele_close(db, &err), 0);
+    stderr_capture_end(&cap);
+    assert_true(is_recovered);
+    assert_int_equal(after.shipped_seq, seq); /* recovered without a record to ship */
+    assert_int_equal(after.is_stopped, 0);
+    tcp_proxy_stop(proxy);
+    ship_drop_collection(&t->so);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* The shipper in a child process of its own (this binary re-executed), so it can be
  * SIGKILLed mid-batch: argv = self --ship-child DIR SOURCE URI COLLECTION. */
 static int
@@ -488,6 +621,9 @@ main(int argc, char **argv)
             fault_teardown),
         cmocka_unit_test_setup_teardown(
             test_ship_reads_the_sink_with_read_concern_majority_under_w_majority, fault_setup,
+            fault_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_ship_statement_delivered_after_retries_logs_sink_recovered, fault_setup,
             fault_teardown),
         cmocka_unit_test_setup_teardown(test_ship_survives_connection_resets_and_refusals,
                                         fault_setup, fault_teardown),
