@@ -503,6 +503,9 @@ commit_idle_wait(commit_t *c, const commit_clock_t *clk, bool halted, bool is_un
         deadline = seal_due;
     c->is_committer_idle = true;
     c->is_committer_napping = nap;
+    c->is_committer_sync_armed =
+        c->cfg.sync != STELE_SYNC_INTERVAL ||
+        (deadline != 0 && deadline <= clk->last_sync_ns + c->cfg.sync_interval_ms * NS_PER_MS);
     commit_cond_wait(&c->work_cv, &c->mu, deadline);
     c->is_committer_idle = false;
     c->is_committer_napping = false;
@@ -528,7 +531,7 @@ commit_write_next(commit_t *c, commit_clock_t *clk)
         clk->last_sync_ns = clock_mono_ns();
     uint64_t taken_seq = atomic_load(&c->written_seq);
     pthread_mutex_unlock(&c->io_mu);
-    if (rc == 0 && !c->is_leading)
+    if (rc == 0 && !c->is_leading && !c->is_written_leading)
         commit_spin_for_waited(c, taken_seq);
     pthread_mutex_lock(&c->mu);
 }
@@ -620,6 +623,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     c->woken_written = cfg->last_seq;
     c->woken_durable = cfg->last_seq;
     c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
+    c->is_written_leading = cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
     c->is_written_woken_inline = cfg->sync != STELE_SYNC_ALWAYS;
     c->is_split_in_pieces = cfg->sync != STELE_SYNC_ALWAYS;
     commit_init_locks(c);
@@ -795,13 +799,11 @@ commit_route_append(commit_t *c, uint64_t seq, stele_wait_t wait)
     bool is_waited = wait != STELE_WAIT_NONE;
     if (is_waited)
         atomic_store_explicit(&c->waited_seq, seq, memory_order_relaxed);
-    /* A waiter in leading mode commits the record itself (commit_lead), unless the committer
-     * is holding the batch open for writers like this one. `written` waiters lead too: with
-     * sync=always the committer's cycle is write then sync, so a lone one handed to it waited
-     * for the previous batch's sync and two thread hand-offs (slower than leading, which
-     * costs one write and one sync). */
-    bool will_lead = c->is_leading && (wait == STELE_WAIT_DURABLE || wait == STELE_WAIT_WRITTEN) &&
-                     !c->is_committer_growing;
+    /* A waiter whose level leads commits the record itself (commit_lead), unless the
+     * committer is holding the batch open for writers like this one. Handed to the committer,
+     * a lone writer's record would cost two thread hand-offs (and with sync=always the wait
+     * for the previous batch's sync) where leading costs one write (and one sync). */
+    bool will_lead = commit_level_leads(c, wait) && !c->is_committer_growing;
     if (will_lead)
         atomic_store(&c->lead_seq, seq);
     if (c->is_committer_idle && !will_lead &&

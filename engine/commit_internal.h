@@ -68,9 +68,12 @@ struct commit {
     /* Held by whoever writes or syncs the journal: the committer thread, or a waiter leading
      * a commit (commit_wait.c). Taken before mu, never while holding it. */
     pthread_mutex_t io_mu;
-    /* Waiters commit their own records when the journal is free (sync=always, adaptive
-     * policy): a lone writer then pays no hand-off (commit_wait.c). Fixed after start. */
+    /* Waiters commit their own records when the journal is free (adaptive policy): durable
+     * and written ones with sync=always (is_leading), written ones with any sync
+     * (is_written_leading). A lone writer then pays no hand-off (commit_wait.c). Fixed after
+     * start. */
     bool is_leading;
+    bool is_written_leading;
     /* Without sync=always nothing follows a batch's write on the committer's path but the
      * next batch: whoever wrote a piece wakes its `written` sleepers itself, and the waker
      * thread only serves `durable`. A hand-off to the waker would add a thread hop (one more
@@ -117,6 +120,9 @@ struct commit {
     _Atomic bool is_committer_idle; /* read by leaders handing on (commit_hand_on) */
     bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
     bool is_committer_growing;      /* waiting for active writers to join the open batch */
+    /* Idle, but wakes by itself before the next sync falls due (sync=interval): records a
+     * leader writes meanwhile are synced in time without waking it (commit_hand_on). */
+    bool is_committer_sync_armed;
     /* The newest record whose appender will commit it itself (leading mode), until a batch
      * takes it or the appender gives up (commit_hand_on); 0 = none. While it ends the open
      * batch, the committer leaves that batch alone instead of racing the leader for it.
@@ -160,6 +166,15 @@ struct commit {
 };
 
 /* -- commit.c ---------------------------------------------------------------------------- */
+
+/* Whether a waiter for `level` leads its own commit (commit_wait.c). */
+static inline bool
+commit_level_leads(const commit_t *c, stele_wait_t level)
+{
+    if (level == STELE_WAIT_WRITTEN)
+        return c->is_written_leading;
+    return level == STELE_WAIT_DURABLE && c->is_leading;
+}
 
 /* Whether anything is queued (mu held). */
 static inline bool

@@ -4,15 +4,17 @@
  *
  * A waiter whose level is not reached yet, in this order (spinning, and leading for
  * `written`, only for a record its own thread appended: commit_is_own_append):
- *   leads: in leading mode (sync=always, adaptive policy), a written or durable waiter
- *     whose record is still queued takes io_mu when nobody else writes, and writes and
- *     syncs the queued batches itself, exactly as the committer would (commit_batch_io),
+ *   leads: with the adaptive policy, a waiter whose level leads (commit_level_leads:
+ *     written and durable with sync=always, written with any sync) and whose record is
+ *     still queued takes io_mu when nobody else writes, and writes (and with sync=always
+ *     syncs) the queued batches itself, exactly as the committer would (commit_batch_io),
  *     unless the adaptive policy would hold the batch open for other active writers. A lone
  *     writer so commits its own records with no thread hand-off (on a loaded machine each
- *     hand-off waits for a CPU, and a committer thread made one writer 5x slower than a
- *     plain write+sync loop). A waiter that finds io_mu busy wakes the committer, which
- *     takes the next batch the moment the journal is free; a lone writer instead waits for
- *     a committer that is only finishing its previous batch (commit_lead_lock).
+ *     hand-off waits for a CPU: a committer thread made one durable writer 5x slower than a
+ *     plain write+sync loop, and one written writer with sync=never 40x slower than
+ *     parse-wakeup). A waiter that finds io_mu busy wakes the committer, which takes the
+ *     next batch the moment the journal is free; a lone writer instead waits for a
+ *     committer that is only finishing its previous batch (commit_lead_lock).
  *   spins: one waiter at a time, with few writers active, for its own record while that
  *     record is in the batch being written or the next one (COMMIT_WAITER_SPIN_NS).
  *   sleeps: in the seqwait slot of its seq, woken by the waker (commit_waker.c).
@@ -135,19 +137,24 @@ commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
     return reached;
 }
 
-/* Wakes an idle committer if records are queued. Called by a thread that just released
- * io_mu or will not lead: records queued by leading waiters did not wake the committer
- * (their appender meant to lead), so whoever leaves them behind hands them on. */
+/* Wakes an idle committer if records are queued, or if a leader wrote records that
+ * sync=interval must sync while the committer sleeps without a deadline for it. Called by a
+ * thread that just released io_mu or will not lead: records queued by leading waiters did
+ * not wake the committer (their appender meant to lead), so whoever leaves them behind
+ * hands them on. */
 static void
 commit_hand_on(commit_t *c)
 {
-    /* An awake committer checks for work under mu before it sleeps, and the records in
-     * question were queued under mu before this call: it will find them. */
+    /* An awake committer checks for work and for a due sync under mu before it sleeps, and
+     * the records in question were queued under mu before this call, or written before the
+     * writer took mu to recycle their batch (commit_batch_io): it will find them. */
     if (!atomic_load(&c->is_committer_idle) && atomic_load(&c->lead_seq) == 0)
         return;
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->lead_seq, 0); /* whoever meant to lead has given up or is done */
-    if (c->is_committer_idle && commit_has_work(c))
+    bool is_sync_unarmed =
+        !c->is_committer_sync_armed && atomic_load(&c->written_seq) > atomic_load(&c->durable_seq);
+    if (c->is_committer_idle && (commit_has_work(c) || is_sync_unarmed))
         pthread_cond_signal(&c->work_cv);
     pthread_mutex_unlock(&c->mu);
 }
@@ -255,7 +262,7 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
     /* A `written` waiter leads only for its own record: one waiting for others' records (a
      * server's ack thread) is told at the write, before the sync a leader would sit through. */
     bool may_lead = level == STELE_WAIT_DURABLE || commit_is_own_append(c, seq);
-    if (c->is_leading) {
+    if (commit_level_leads(c, level)) {
         if (may_lead && commit_lead(c, pos, seq))
             return 0;
         /* Not led: the journal is busy (the committer is woken now, ready to take the next
