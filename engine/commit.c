@@ -324,17 +324,20 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
     c->is_committer_growing = false;
 }
 
-/* Writes bytes [start, end) of a chunk as one journal batch (mu not held). */
+/* Writes bytes [start, end) of a chunk as one journal batch (mu not held). The waiters of a
+ * piece other than the chunk's last are woken here; the last piece's once io_mu is released
+ * (commit_wake_written). */
 static int
-commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_error_t *err)
+commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, bool is_last,
+                   stele_error_t *err)
 {
     journal_batch_info_t info;
     int rc = journal_append_batch(c->cfg.journal, ch->buf + start, end - start, &info, err);
     if (rc)
         return rc;
     atomic_store_explicit(&c->written_seq, info.last_seq, memory_order_release);
-    if (c->is_written_woken_inline)
-        seqwait_wake_range(&c->written_wait, info.first_seq - 1, info.last_seq);
+    if (!is_last)
+        commit_wake_written(c);
     atomic_fetch_add_explicit(&c->n_batches, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->n_batch_records, info.last_seq - info.first_seq + 1,
                               memory_order_relaxed);
@@ -352,7 +355,7 @@ commit_write_chunk(commit_t *c, chunk_t *ch, stele_error_t *err)
     size_t start = 0;
     for (uint32_t i = 0; i <= ch->n_breaks; i++) {
         size_t end = i < ch->n_breaks ? ch->piece_start[i] : ch->used_bytes;
-        int rc = commit_write_piece(c, ch, start, end, err);
+        int rc = commit_write_piece(c, ch, start, end, i == ch->n_breaks, err);
         if (rc)
             return rc;
         start = end;
@@ -531,6 +534,7 @@ commit_write_next(commit_t *c, commit_clock_t *clk)
         clk->last_sync_ns = clock_mono_ns();
     uint64_t taken_seq = atomic_load(&c->written_seq);
     pthread_mutex_unlock(&c->io_mu);
+    commit_wake_written(c);
     if (rc == 0 && !c->is_leading && !c->is_written_leading)
         commit_spin_for_waited(c, taken_seq);
     pthread_mutex_lock(&c->mu);
@@ -621,6 +625,7 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     atomic_init(&c->written_seq, cfg->last_seq);
     atomic_init(&c->durable_seq, cfg->last_seq);
     c->woken_written = cfg->last_seq;
+    atomic_init(&c->woken_written_inline, cfg->last_seq);
     c->woken_durable = cfg->last_seq;
     c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
     c->is_written_leading = cfg->commit_policy == STELE_COMMIT_ADAPTIVE;

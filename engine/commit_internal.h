@@ -115,6 +115,9 @@ struct commit {
     _Atomic bool is_waker_stopping;
     uint64_t woken_written; /* waker only: slots were woken up to these positions */
     uint64_t woken_durable;
+    /* Without sync=always: `written` slots were woken up to here by the batches' writers
+     * (commit_wake_written); each claims the range it wakes with a compare-and-swap. */
+    _Atomic uint64_t woken_written_inline;
 
     /* -- protected by mu; the atomics are also read without it -- */
     _Atomic bool is_committer_idle; /* read by leaders handing on (commit_hand_on) */
@@ -233,6 +236,12 @@ void commit_waker_kick(commit_t *c);
 
 /* Wakes every waiter of either level at once (halt, close): they re-check and leave. */
 void commit_wake_all(commit_t *c);
+
+/* Without sync=always, after storing written_seq: wakes the `written` sleepers of the seqs
+ * written since the last such call, by whichever thread calls first. The writer of a batch
+ * calls it after releasing io_mu, so the next batch can be taken while these wake-ups are
+ * made; a no-op with sync=always (the waker thread wakes both levels). */
+void commit_wake_written(commit_t *c);
 
 /* After storing a position: has the waker wake whoever sleeps for it. No sleeper at all
  * (a lone writer, spinning or leading) costs two atomic loads and no syscall. See

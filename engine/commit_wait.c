@@ -203,6 +203,7 @@ commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
         pthread_mutex_unlock(&c->mu);
         int rc = ch ? commit_batch_io(c, ch) : 0;
         pthread_mutex_unlock(&c->io_mu);
+        commit_wake_written(c);
         commit_hand_on(c);
         if (!ch || rc)
             break;

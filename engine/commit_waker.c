@@ -79,6 +79,23 @@ commit_waker_stop(commit_t *c)
 }
 
 void
+commit_wake_written(commit_t *c)
+{
+    if (!c->is_written_woken_inline)
+        return;
+    uint64_t written = atomic_load(&c->written_seq);
+    uint64_t woken = atomic_load(&c->woken_written_inline);
+    while (woken < written) {
+        /* Claims (woken, written]: a concurrent caller that claimed first wakes part of it
+         * and this one the rest, or all of it and this one nothing. */
+        if (atomic_compare_exchange_weak(&c->woken_written_inline, &woken, written)) {
+            seqwait_wake_range(&c->written_wait, woken, written);
+            return;
+        }
+    }
+}
+
+void
 commit_wake_all(commit_t *c)
 {
     seqwait_wake_all(&c->written_wait);
