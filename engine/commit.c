@@ -72,6 +72,11 @@
  * Flash and write-back caches flush in well under it; a rotating disk takes 4-20 ms. */
 #define COMMIT_SLOW_FLUSH_NS 1000000ull
 
+/* A sync that takes this long or more is worth waking the batch's `written` waiters before
+ * it (through the waker); a quicker one (a RAM disk, a write-back cache) costs them less
+ * than the waker's round trip, and they are woken with the durable ones after it. */
+#define COMMIT_WAKE_BEFORE_SYNC_NS 20000ull
+
 /* -- time and latency ------------------------------------------------------------------ */
 
 /* Waits on cv until deadline_ns (monotonic; 0 = forever). Returns ETIMEDOUT or 0. */
@@ -326,7 +331,7 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
 
 /* Writes bytes [start, end) of a chunk as one journal batch (mu not held). The waiters of a
  * piece other than the chunk's last are woken here; the last piece's once io_mu is released
- * (commit_wake_written). */
+ * (commit_wake_reached). */
 static int
 commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, bool is_last,
                    stele_error_t *err)
@@ -336,8 +341,8 @@ commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, bool is_l
     if (rc)
         return rc;
     atomic_store_explicit(&c->written_seq, info.last_seq, memory_order_release);
-    if (!is_last)
-        commit_wake_written(c);
+    if (!is_last && c->is_written_woken_inline)
+        commit_wake_reached(c);
     atomic_fetch_add_explicit(&c->n_batches, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->n_batch_records, info.last_seq - info.first_seq + 1,
                               memory_order_relaxed);
@@ -417,9 +422,10 @@ commit_sync_written(commit_t *c)
     return dropped;
 }
 
-/* Called by the committer or by a leading waiter. */
+/* Called by the committer or by a leading waiter (is_leader), which wakes the batch's
+ * waiters itself once it released io_mu (commit_wake_reached) instead of kicking the waker. */
 int
-commit_batch_io(commit_t *c, chunk_t *ch)
+commit_batch_io(commit_t *c, chunk_t *ch, bool is_leader)
 {
     stele_error_t werr;
     int rc = commit_write_chunk(c, ch, &werr);
@@ -432,8 +438,11 @@ commit_batch_io(commit_t *c, chunk_t *ch)
             commit_publish(c);
     }
     if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS) {
-        /* wait=written is reached now: do not make those waiters sit through the sync. */
-        commit_kick_waker_for_written(c);
+        /* wait=written is reached now: do not make those waiters sit through a sync that
+         * takes longer than the waker's round trip. */
+        if (atomic_load_explicit(&c->flush_ewma_ns, memory_order_relaxed) >=
+            COMMIT_WAKE_BEFORE_SYNC_NS)
+            commit_kick_waker_for_written(c);
         /* Sync right here rather than through the loop: the batch's own latency. */
         stele_error_t serr;
         uint64_t start_ns = clock_mono_ns();
@@ -457,7 +466,8 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     if (c->n_space_waiters)
         pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);
-    commit_kick_waker(c);
+    if (!is_leader)
+        commit_kick_waker(c);
     chunk_free(to_free);
     commit_free_chunks(dropped);
     return rc;
@@ -529,12 +539,13 @@ commit_write_next(commit_t *c, commit_clock_t *clk)
         atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
     }
     pthread_mutex_unlock(&c->mu);
-    int rc = ch ? commit_batch_io(c, ch) : -1;
+    int rc = ch ? commit_batch_io(c, ch, false) : -1;
     if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS)
         clk->last_sync_ns = clock_mono_ns();
     uint64_t taken_seq = atomic_load(&c->written_seq);
     pthread_mutex_unlock(&c->io_mu);
-    commit_wake_written(c);
+    if (c->is_written_woken_inline)
+        commit_wake_reached(c);
     if (rc == 0 && !c->is_leading && !c->is_written_leading)
         commit_spin_for_waited(c, taken_seq);
     pthread_mutex_lock(&c->mu);
@@ -624,9 +635,8 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     atomic_init(&c->appended_seq, cfg->last_seq);
     atomic_init(&c->written_seq, cfg->last_seq);
     atomic_init(&c->durable_seq, cfg->last_seq);
-    c->woken_written = cfg->last_seq;
-    atomic_init(&c->woken_written_inline, cfg->last_seq);
-    c->woken_durable = cfg->last_seq;
+    atomic_init(&c->woken_written, cfg->last_seq);
+    atomic_init(&c->woken_durable, cfg->last_seq);
     c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
     c->is_written_leading = cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
     c->is_written_woken_inline = cfg->sync != STELE_SYNC_ALWAYS;

@@ -113,11 +113,11 @@ struct commit {
     _Atomic uint32_t waker_word; /* futex word: bumped by every kick */
     _Atomic bool is_waker_asleep;
     _Atomic bool is_waker_stopping;
-    uint64_t woken_written; /* waker only: slots were woken up to these positions */
-    uint64_t woken_durable;
-    /* Without sync=always: `written` slots were woken up to here by the batches' writers
-     * (commit_wake_written); each claims the range it wakes with a compare-and-swap. */
-    _Atomic uint64_t woken_written_inline;
+    /* Slots were woken up to these positions: whoever wakes (the waker, a leader, the
+     * committer without sync=always) claims the range it wakes with a compare-and-swap
+     * (commit_wake_reached). */
+    _Atomic uint64_t woken_written;
+    _Atomic uint64_t woken_durable;
 
     /* -- protected by mu; the atomics are also read without it -- */
     _Atomic bool is_committer_idle; /* read by leaders handing on (commit_hand_on) */
@@ -193,10 +193,11 @@ chunk_t *commit_take_chunk(commit_t *c);
  * not contributed yet (mu held). Never true for a lone writer. */
 bool commit_batch_may_grow(const commit_t *c);
 
-/* Writes one taken chunk (syncing it too with sync=always), recycles it and wakes the
- * waiters it satisfied. io_mu held, mu not held. Returns 0 or the error that halted the
- * queue. */
-int commit_batch_io(commit_t *c, chunk_t *ch);
+/* Writes one taken chunk (syncing it too with sync=always) and recycles it. io_mu held, mu
+ * not held. The committer's batch kicks the waker for its sleepers; a leader's (is_leader)
+ * are woken by the leader after it releases io_mu (commit_wake_reached). Returns 0 or the
+ * error that halted the queue. */
+int commit_batch_io(commit_t *c, chunk_t *ch, bool is_leader);
 
 /* Whether the calling thread's newest append to c is seq or later: a waiter spins, and
  * leads for `written`, only for its own records (commit_wait.c). */
@@ -237,11 +238,12 @@ void commit_waker_kick(commit_t *c);
 /* Wakes every waiter of either level at once (halt, close): they re-check and leave. */
 void commit_wake_all(commit_t *c);
 
-/* Without sync=always, after storing written_seq: wakes the `written` sleepers of the seqs
- * written since the last such call, by whichever thread calls first. The writer of a batch
- * calls it after releasing io_mu, so the next batch can be taken while these wake-ups are
- * made; a no-op with sync=always (the waker thread wakes both levels). */
-void commit_wake_written(commit_t *c);
+/* Wakes the sleepers of every seq that reached its level since the last call, whoever made
+ * it: the waker thread, a leader after releasing io_mu, or (without sync=always) the
+ * committer after releasing io_mu. Each range is claimed once, so concurrent callers
+ * neither skip nor repeat one; a batch's writer calls it after io_mu is released so the
+ * next batch can be taken while the wake-ups are made. */
+void commit_wake_reached(commit_t *c);
 
 /* After storing a position: has the waker wake whoever sleeps for it. No sleeper at all
  * (a lone writer, spinning or leading) costs two atomic loads and no syscall. See

@@ -201,9 +201,9 @@ commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
         if (ch)
             atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
         pthread_mutex_unlock(&c->mu);
-        int rc = ch ? commit_batch_io(c, ch) : 0;
+        int rc = ch ? commit_batch_io(c, ch, true) : 0;
         pthread_mutex_unlock(&c->io_mu);
-        commit_wake_written(c);
+        commit_wake_reached(c); /* the batch's sleepers, while the next writer takes io_mu */
         commit_hand_on(c);
         if (!ch || rc)
             break;
