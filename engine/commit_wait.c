@@ -159,19 +159,24 @@ commit_hand_on(commit_t *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Takes io_mu for a leader of seq. When another thread holds it, only a lone writer waiting
- * for its own record waits: the holder is then the committer finishing its previous batch
- * (or about to take this record), and a lone writer that handed its record over would find
- * it finishing again on its next append, a rhythm in which the committer commits every
- * batch (seen with a slowed-down, sanitized build). With more writers active the holder is
- * busy for longer and the waiter hands on instead of queueing on the mutex. */
+/* Takes io_mu for a leader of seq. When another thread holds it, only a waiter for its own
+ * record waits, and only in two cases. A lone writer, when no batch is in flight: the holder
+ * is then the committer finishing its previous batch (or about to take this record), and a
+ * lone writer that handed its record over would find it finishing again on its next append,
+ * a rhythm in which the committer commits every batch (seen with a slowed-down, sanitized
+ * build); with more writers active the holder is busy for longer and the waiter hands on
+ * instead of queueing on the mutex. And a poll (is_poll: a zero timeout, which neither spins
+ * nor sleeps) whose record is in the batch in flight: that batch's end is its answer. */
 static bool
-commit_lead_lock(commit_t *c, uint64_t seq)
+commit_lead_lock(commit_t *c, uint64_t seq, bool is_poll)
 {
     if (pthread_mutex_trylock(&c->io_mu) == 0)
         return true;
-    if (!commit_is_own_append(c, seq) || atomic_load(&c->n_active) > 1 ||
-        atomic_load(&c->inflight_seq) != 0)
+    if (!commit_is_own_append(c, seq))
+        return false;
+    uint64_t inflight = atomic_load(&c->inflight_seq);
+    bool must_queue = inflight == 0 ? atomic_load(&c->n_active) <= 1 : is_poll && inflight >= seq;
+    if (!must_queue)
         return false;
     pthread_mutex_lock(&c->io_mu);
     return true;
@@ -183,10 +188,10 @@ commit_lead_lock(commit_t *c, uint64_t seq)
  * write+sync loop. Returns true once pos reached seq; false when another thread holds the journal
  * (it finishes, then finds this record queued or hands it on) or the queue halted. */
 static bool
-commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
+commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq, bool is_poll)
 {
     while (atomic_load(pos) < seq) {
-        if (atomic_load(&c->halted) || !commit_lead_lock(c, seq))
+        if (atomic_load(&c->halted) || !commit_lead_lock(c, seq, is_poll))
             return false;
         pthread_mutex_lock(&c->mu);
         bool must_lead = atomic_load(pos) < seq;
@@ -264,13 +269,15 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
      * server's ack thread) is told at the write, before the sync a leader would sit through. */
     bool may_lead = level == STELE_WAIT_DURABLE || commit_is_own_append(c, seq);
     if (commit_level_leads(c, level)) {
-        if (may_lead && commit_lead(c, pos, seq))
+        if (may_lead && commit_lead(c, pos, seq, timeout_ms == 0))
             return 0;
         /* Not led: the journal is busy (the committer is woken now, ready to take the next
          * batch the moment it is free) or this waiter leaves `written` to the committer. */
         commit_hand_on(c);
     }
-    if (commit_spin_for_seq(c, pos, seq))
+    /* A zero timeout is a poll (a server's loop trying its lone request itself): it may lead,
+     * but it neither spins nor sleeps. */
+    if (timeout_ms != 0 && commit_spin_for_seq(c, pos, seq))
         return 0;
     uint64_t deadline = commit_wait_deadline(timeout_ms);
     for (;;) {

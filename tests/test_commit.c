@@ -4,13 +4,15 @@
  * writer, the adaptive delay counted only when other writers are active, unwaited records
  * still written promptly, a drain on stop that syncs whatever `sync` says, who writes the
  * batches of a lone writer (itself, in leading mode) and of a thread waiting for records
- * others appended (the committer), a backlog written in cache-sized pieces, and a wait whose
+ * others appended (the committer), a zero-timeout wait (a poll) that commits its own record
+ * or returns at once, a backlog written in cache-sized pieces, and a wait whose
  * timeout is too long for nanoseconds waiting without a deadline.
  */
 #include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -398,6 +400,77 @@ test_commit_written_waiter_with_fixed_policy_leaves_the_batch_to_the_committer(v
     commit_free(c);
 }
 
+/* A zero timeout is a poll: from the appending thread, with the journal free, it commits the
+ * record itself (as a server's loop does for a lone request). */
+static void
+test_commit_poll_commits_its_own_record_when_the_journal_is_free(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    pthread_mutex_lock(&f->seen.mu);
+    f->seen.expected_thread = pthread_self();
+    f->seen.is_thread_checked = 1;
+    pthread_mutex_unlock(&f->seen.mu);
+    for (int i = 0; i < 20; i++) {
+        uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_NONE);
+        assert_int_equal(commit_wait(c, seq, STELE_WAIT_DURABLE, 0, NULL), 0);
+    }
+    pthread_mutex_lock(&f->seen.mu);
+    uint64_t n = f->seen.n, other = f->seen.n_other_thread;
+    f->seen.is_thread_checked = 0;
+    pthread_mutex_unlock(&f->seen.mu);
+    /* The committer, woken by the unwaited appends, may win a race for a batch; the poll
+     * then waits for that batch instead of failing. */
+    if (other > n / 2)
+        fail_msg("%" PRIu64 " of %" PRIu64 " batches were written by the committer thread", other,
+                 n);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
+typedef struct poller {
+    other_waiter_t w;
+    _Atomic int is_done;
+} poller_t;
+
+static void *
+poller_main(void *arg)
+{
+    poller_t *p = arg;
+    stele_error_t err = {0};
+    p->w.rc = commit_wait(p->w.c, p->w.seq, p->w.level, 0, &err);
+    atomic_store(&p->is_done, 1);
+    return NULL;
+}
+
+/* A poll for a record the journal cannot take now (another thread holds it) returns
+ * STELE_ETIMEDOUT while the journal is still held: it neither sleeps nor waits its turn. */
+static void
+test_commit_poll_returns_while_another_thread_holds_the_journal(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    pthread_mutex_lock(&c->io_mu);
+    poller_t p = {.w = {.c = c, .level = STELE_WAIT_DURABLE}};
+    p.w.seq = enqueue_or_fail(c, f, STELE_WAIT_NONE);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, poller_main, &p), 0);
+    /* Polled, not timed: a poll that blocks behind the journal fails after a minute. */
+    for (int i = 0; i < 60000 && !atomic_load(&p.is_done); i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    int is_done = atomic_load(&p.is_done);
+    pthread_mutex_unlock(&c->io_mu);
+    pthread_join(t, NULL);
+    assert_true(is_done);
+    assert_int_equal(p.w.rc, STELE_ETIMEDOUT);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
 /* -- a slow disk: the adaptive policy waits for the writers just acknowledged ---------- */
 
 #define SLOW_FLUSH_MS 5
@@ -608,6 +681,8 @@ main(void)
         T(test_commit_written_waiter_for_others_records_leaves_the_batch_with_sync_never),
         T(test_commit_written_waiter_for_others_records_leaves_the_batch_with_sync_always),
         T(test_commit_written_waiter_with_fixed_policy_leaves_the_batch_to_the_committer),
+        T(test_commit_poll_commits_its_own_record_when_the_journal_is_free),
+        T(test_commit_poll_returns_while_another_thread_holds_the_journal),
         T(test_commit_slow_disk_batches_hold_most_writers),
         T(test_commit_delays_while_another_writer_has_not_contributed),
         T(test_commit_writes_unwaited_records_without_being_asked),
