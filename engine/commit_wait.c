@@ -12,14 +12,18 @@
  *     writer so commits its own records with no thread hand-off (on a loaded machine each
  *     hand-off waits for a CPU: through a committer thread one durable writer would run 5x
  *     slower than a plain write+sync loop, and one written writer with sync=never 20-40x
- *     slower than parse-wakeup). A waiter that finds io_mu busy wakes the committer, which takes
- * the next batch the moment the journal is free; a lone writer instead waits for a committer that
- * is only finishing its previous batch (commit_lead_lock). spins: one waiter at a time, with few
- * writers active, for its own record while that record is in the batch being written or the next
- * one (COMMIT_WAITER_SPIN_NS). sleeps: in the seqwait slot of its seq, woken by the waker
- * (commit_waker.c). The committer's side of the spinning (commit_spin_for_waited) is here too:
- * after a batch it spins briefly for a lone writer's next waited append. Both spins save a lone
- * writer outside leading mode two futex wake-ups per commit; see engine/README.md.
+ *     slower than parse-wakeup). A waiter that finds io_mu busy wakes the committer,
+ *     which takes the next batch the moment the journal is free; a lone writer instead
+ *     waits for a committer that is only finishing its previous batch (commit_lead_lock).
+ *     A zero timeout (a poll) leads too, but neither spins nor sleeps.
+ *   spins: one waiter at a time, with few writers active, for its own record while that
+ *     record is in the batch being written or the next one (COMMIT_WAITER_SPIN_NS).
+ *   sleeps: in the seqwait slot of its seq, woken by whoever wrote the batch, once it
+ *     released io_mu, or by the waker (commit_waker.c).
+ * The committer's side of the spinning (commit_spin_for_waited) is here too: after a batch
+ * it spins briefly for a lone writer's next waited append (commit_policy=fixed, the only
+ * mode without leaders). Both spins save a lone writer outside leading mode two futex
+ * wake-ups per commit; see engine/README.md.
  *
  * Locks: leading takes io_mu, then mu briefly to take a batch, per commit.c's order.
  * Spinning and sleeping take no lock.
