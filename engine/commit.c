@@ -422,10 +422,22 @@ commit_sync_written(commit_t *c)
     return dropped;
 }
 
-/* Called by the committer or by a leading waiter (is_leader), which wakes the batch's
- * waiters itself once it released io_mu (commit_wake_reached) instead of kicking the waker. */
+/* Whether a leader wakes its batch's sleepers itself once it released io_mu: without
+ * sync=always, or when the sync is quick (a RAM disk); after a slow sync the batch holds many
+ * sleepers, and the waker wakes them while the leader returns to its caller. */
+static bool
+commit_leader_wakes(const commit_t *c)
+{
+    return c->is_written_woken_inline ||
+           atomic_load_explicit(&c->flush_ewma_ns, memory_order_relaxed) <
+               COMMIT_WAKE_BEFORE_SYNC_NS;
+}
+
+/* Called by the committer (leader_wakes NULL) or by a leading waiter. A leader told
+ * *leader_wakes wakes the batch's sleepers itself once it released io_mu
+ * (commit_wake_reached); else the waker is kicked for them. */
 int
-commit_batch_io(commit_t *c, chunk_t *ch, bool is_leader)
+commit_batch_io(commit_t *c, chunk_t *ch, bool *leader_wakes)
 {
     stele_error_t werr;
     int rc = commit_write_chunk(c, ch, &werr);
@@ -466,7 +478,10 @@ commit_batch_io(commit_t *c, chunk_t *ch, bool is_leader)
     if (c->n_space_waiters)
         pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);
-    if (!is_leader)
+    bool is_woken_by_leader = leader_wakes && commit_leader_wakes(c);
+    if (leader_wakes)
+        *leader_wakes = is_woken_by_leader;
+    if (!is_woken_by_leader)
         commit_kick_waker(c);
     chunk_free(to_free);
     commit_free_chunks(dropped);
@@ -539,7 +554,7 @@ commit_write_next(commit_t *c, commit_clock_t *clk)
         atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
     }
     pthread_mutex_unlock(&c->mu);
-    int rc = ch ? commit_batch_io(c, ch, false) : -1;
+    int rc = ch ? commit_batch_io(c, ch, NULL) : -1;
     if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS)
         clk->last_sync_ns = clock_mono_ns();
     uint64_t taken_seq = atomic_load(&c->written_seq);

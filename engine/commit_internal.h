@@ -194,10 +194,11 @@ chunk_t *commit_take_chunk(commit_t *c);
 bool commit_batch_may_grow(const commit_t *c);
 
 /* Writes one taken chunk (syncing it too with sync=always) and recycles it. io_mu held, mu
- * not held. The committer's batch kicks the waker for its sleepers; a leader's (is_leader)
- * are woken by the leader after it releases io_mu (commit_wake_reached). Returns 0 or the
- * error that halted the queue. */
-int commit_batch_io(commit_t *c, chunk_t *ch, bool is_leader);
+ * not held. The committer's batch (leader_wakes NULL) kicks the waker for its sleepers; a
+ * leader's too after a slow sync, else *leader_wakes tells the leader to wake them itself
+ * once it released io_mu (commit_wake_reached). Returns 0 or the error that halted the
+ * queue. */
+int commit_batch_io(commit_t *c, chunk_t *ch, bool *leader_wakes);
 
 /* Whether the calling thread's newest append to c is seq or later: a waiter spins, and
  * leads for `written`, only for its own records (commit_wait.c). */

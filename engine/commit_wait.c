@@ -209,9 +209,11 @@ commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq, bool is_poll)
         if (ch)
             atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
         pthread_mutex_unlock(&c->mu);
-        int rc = ch ? commit_batch_io(c, ch, true) : 0;
+        bool must_wake = false;
+        int rc = ch ? commit_batch_io(c, ch, &must_wake) : 0;
         pthread_mutex_unlock(&c->io_mu);
-        commit_wake_reached(c); /* the batch's sleepers, while the next writer takes io_mu */
+        if (must_wake) /* the batch's sleepers, while the next writer takes io_mu */
+            commit_wake_reached(c);
         commit_hand_on(c);
         if (!ch || rc)
             break;

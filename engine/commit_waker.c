@@ -4,10 +4,11 @@
  * (commit_kick_waker, and then only if someone sleeps); the waker makes the wake-up
  * syscalls, one FUTEX_WAKE_BITSET per block of seqs the batch touched (seqwait.h). Each
  * costs several microseconds on a virtual machine: made by the committer, they would delay
- * its next batch by as much as an fdatasync. A leader, and the committer without
- * sync=always (no sync follows its write), wake their batch's sleepers themselves once they
- * released io_mu: the next batch's writer takes the journal meanwhile, and no thread hop is
- * added to the round trip.
+ * its next batch by as much as an fdatasync; a leader's batch after a slow sync kicks it
+ * too. A leader after a quick sync or none, and the committer without sync=always (no sync
+ * follows its write), wake their batch's sleepers themselves once they released io_mu: the
+ * next batch's writer takes the journal meanwhile, and no thread hop is added to the round
+ * trip.
  *
  * State: woken_written/woken_durable are claimed with a compare-and-swap by whoever wakes
  * (commit_wake_level), so each range is woken once. The kick is a futex handshake without
