@@ -174,13 +174,15 @@ serve_on_acks(serve_loop_t *loop)
 }
 
 /* Whether the loop tries a level's lone request itself (serve_acks_reach_now): one request
- * in this epoll batch, at a level the loop's stele_wait() commits by itself (written without
- * sync=always; durable with it: a written wait with sync=always would sit through the sync
- * the level's thread skips). */
+ * in this epoll batch, from the only connection waiting for a reply (with other clients in
+ * flight the loop keeps reading while the level's thread waits), at a level the loop's
+ * stele_wait() commits by itself (written without sync=always; durable with it: a written
+ * wait with sync=always would sit through the sync the level's thread skips). */
 static int
 serve_may_reach_now(const serve_loop_t *loop, int level)
 {
-    if (loop->n_round_wants[level] != 1 || loop->is_draining)
+    int is_lone_client = loop->waiting && !loop->waiting->wait_next;
+    if (loop->n_round_wants[level] != 1 || !is_lone_client || loop->is_draining)
         return 0;
     if (level == STELE_WAIT_WRITTEN)
         return !loop->cfg->is_sync_always;
