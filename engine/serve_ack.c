@@ -17,12 +17,11 @@
  * signalling all three threads made them queue on mu against the loop.
  *
  * A lone request (one per epoll batch, the only connection waiting, its level's thread idle)
- * the loop first tries itself
- * (serve_acks_reach_now): a zero-timeout stele_wait() in the loop's thread commits the
- * record when the journal is free, the way an in-process writer leads its own commit, and
- * saves the round trip through the thread and the eventfd (two thread wake-ups of the four
- * a lone client's request cost). With other clients in flight the thread waits, so the loop
- * keeps reading while the journal syncs.
+ * the loop first tries itself (serve_acks_reach_now): a zero-timeout stele_wait() in the
+ * loop's thread commits the record when the journal is free, the way an in-process writer
+ * leads its own commit, and saves the round trip through the thread and the eventfd (two
+ * thread wake-ups of the four a lone client's request cost). With other clients in flight the
+ * thread waits, so the loop keeps reading while the journal syncs.
  *
  * -- protected by mu: want_seq, is_idle, state, is_stopping; cv[level] fires when that
  *    level's want_seq grows, or on stop --
