@@ -80,6 +80,11 @@
  * Flash and write-back caches flush in well under it; a rotating disk takes 4-20 ms. */
 #define COMMIT_SLOW_FLUSH_NS 1000000ull
 
+/* A sync that takes this long or more is worth waking the batch's `written` waiters before
+ * it (through the waker); a quicker one (a RAM disk, a write-back cache) costs them less
+ * than the waker's round trip, and they are woken with the durable ones after it. */
+#define COMMIT_WAKE_BEFORE_SYNC_NS 20000ull
+
 /* -- time and latency ------------------------------------------------------------------ */
 
 /* Waits on cv until deadline_ns (monotonic; 0 = forever). Returns ETIMEDOUT or 0. */
@@ -332,17 +337,20 @@ commit_grow_batch(commit_t *c, uint64_t last_commit_ns)
     c->is_committer_growing = false;
 }
 
-/* Writes bytes [start, end) of a chunk as one journal batch (mu not held). */
+/* Writes bytes [start, end) of a chunk as one journal batch (mu not held). The waiters of a
+ * piece other than the chunk's last are woken here; the last piece's once io_mu is released
+ * (commit_wake_reached). */
 static int
-commit_write_batch(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_error_t *err)
+commit_write_batch(commit_t *c, chunk_t *ch, size_t start, size_t end, bool is_last,
+                   stele_error_t *err)
 {
     journal_batch_info_t info;
     int rc = journal_append_batch(c->cfg.journal, ch->buf + start, end - start, &info, err);
     if (rc)
         return rc;
     atomic_store_explicit(&c->written_seq, info.last_seq, memory_order_release);
-    if (c->is_written_woken_inline)
-        seqwait_wake_range(&c->written_wait, info.first_seq - 1, info.last_seq);
+    if (!is_last && c->is_written_woken_inline)
+        commit_wake_reached(c);
     atomic_fetch_add_explicit(&c->n_batches, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->n_batch_records, info.last_seq - info.first_seq + 1,
                               memory_order_relaxed);
@@ -357,16 +365,17 @@ commit_write_batch(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_err
  * disk may refuse; the records that fit the room already there are then stored, not refused
  * with the rest (docs/guarantees.md, the full disk). */
 static int
-commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, stele_error_t *err)
+commit_write_piece(commit_t *c, chunk_t *ch, size_t start, size_t end, bool is_last,
+                   stele_error_t *err)
 {
     size_t fit = journal_batch_fit_bytes(c->cfg.journal, ch->buf + start, end - start);
     if (fit > 0 && fit < end - start) {
-        int rc = commit_write_batch(c, ch, start, start + fit, err);
+        int rc = commit_write_batch(c, ch, start, start + fit, false, err);
         if (rc)
             return rc;
         start += fit;
     }
-    return commit_write_batch(c, ch, start, end, err);
+    return commit_write_batch(c, ch, start, end, is_last, err);
 }
 
 /* Writes one chunk, piece by piece (mu not held). Returns 0 or the journal's error in *err;
@@ -377,7 +386,7 @@ commit_write_chunk(commit_t *c, chunk_t *ch, stele_error_t *err)
     size_t start = 0;
     for (uint32_t i = 0; i <= ch->n_breaks; i++) {
         size_t end = i < ch->n_breaks ? ch->piece_start[i] : ch->used_bytes;
-        int rc = commit_write_piece(c, ch, start, end, err);
+        int rc = commit_write_piece(c, ch, start, end, i == ch->n_breaks, err);
         if (rc)
             return rc;
         start = end;
@@ -453,9 +462,22 @@ commit_keep_what_the_journal_synced(commit_t *c)
     commit_publish(c);
 }
 
-/* Called by the committer or by a leading waiter. */
+/* Whether a leader wakes its batch's sleepers itself once it released io_mu: without
+ * sync=always, or when the sync is quick (a RAM disk); after a slow sync the batch holds many
+ * sleepers, and the waker wakes them while the leader returns to its caller. */
+static bool
+commit_leader_wakes(const commit_t *c)
+{
+    return c->is_written_woken_inline ||
+           atomic_load_explicit(&c->flush_ewma_ns, memory_order_relaxed) <
+               COMMIT_WAKE_BEFORE_SYNC_NS;
+}
+
+/* Called by the committer (leader_wakes NULL) or by a leading waiter. A leader told
+ * *leader_wakes wakes the batch's sleepers itself once it released io_mu
+ * (commit_wake_reached); else the waker is kicked for them. */
 int
-commit_batch_io(commit_t *c, chunk_t *ch)
+commit_batch_io(commit_t *c, chunk_t *ch, bool *leader_wakes)
 {
     stele_error_t werr;
     int rc = commit_write_chunk(c, ch, &werr);
@@ -468,8 +490,11 @@ commit_batch_io(commit_t *c, chunk_t *ch)
             commit_publish(c);
     }
     if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS) {
-        /* wait=written is reached now: do not make those waiters sit through the sync. */
-        commit_kick_waker_for_written(c);
+        /* wait=written is reached now: do not make those waiters sit through a sync that
+         * takes longer than the waker's round trip. */
+        if (atomic_load_explicit(&c->flush_ewma_ns, memory_order_relaxed) >=
+            COMMIT_WAKE_BEFORE_SYNC_NS)
+            commit_kick_waker_for_written(c);
         /* Sync right here rather than through the loop: the batch's own latency. */
         stele_error_t serr;
         uint64_t start_ns = clock_mono_ns();
@@ -495,7 +520,11 @@ commit_batch_io(commit_t *c, chunk_t *ch)
     if (c->n_space_waiters)
         pthread_cond_broadcast(&c->space_cv);
     pthread_mutex_unlock(&c->mu);
-    commit_kick_waker(c);
+    bool is_woken_by_leader = leader_wakes && commit_leader_wakes(c);
+    if (leader_wakes)
+        *leader_wakes = is_woken_by_leader;
+    if (!is_woken_by_leader)
+        commit_kick_waker(c);
     chunk_free(to_free);
     commit_free_chunks(dropped);
     return rc;
@@ -544,6 +573,9 @@ commit_idle_wait(commit_t *c, const commit_clock_t *clk, bool halted, bool is_un
         deadline = seal_due;
     c->is_committer_idle = true;
     c->is_committer_napping = nap;
+    c->is_committer_sync_armed =
+        c->cfg.sync != STELE_SYNC_INTERVAL ||
+        (deadline != 0 && deadline <= clk->last_sync_ns + c->cfg.sync_interval_ms * NS_PER_MS);
     commit_cond_wait(&c->work_cv, &c->mu, deadline);
     c->is_committer_idle = false;
     c->is_committer_napping = false;
@@ -564,12 +596,14 @@ commit_write_next(commit_t *c, commit_clock_t *clk)
         atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
     }
     pthread_mutex_unlock(&c->mu);
-    int rc = ch ? commit_batch_io(c, ch) : -1;
+    int rc = ch ? commit_batch_io(c, ch, NULL) : -1;
     if (rc == 0 && c->cfg.sync == STELE_SYNC_ALWAYS)
         clk->last_sync_ns = clock_mono_ns();
     uint64_t taken_seq = atomic_load(&c->written_seq);
     pthread_mutex_unlock(&c->io_mu);
-    if (rc == 0 && !c->is_leading)
+    if (c->is_written_woken_inline)
+        commit_wake_reached(c);
+    if (rc == 0 && !c->is_leading && !c->is_written_leading)
         commit_spin_for_waited(c, taken_seq);
     pthread_mutex_lock(&c->mu);
 }
@@ -658,9 +692,10 @@ commit_start(const commit_config_t *cfg, commit_t **out, stele_error_t *err)
     atomic_init(&c->appended_seq, cfg->last_seq);
     atomic_init(&c->written_seq, cfg->last_seq);
     atomic_init(&c->durable_seq, cfg->last_seq);
-    c->woken_written = cfg->last_seq;
-    c->woken_durable = cfg->last_seq;
+    atomic_init(&c->woken_written, cfg->last_seq);
+    atomic_init(&c->woken_durable, cfg->last_seq);
     c->is_leading = cfg->sync == STELE_SYNC_ALWAYS && cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
+    c->is_written_leading = cfg->commit_policy == STELE_COMMIT_ADAPTIVE;
     c->is_written_woken_inline = cfg->sync != STELE_SYNC_ALWAYS;
     c->is_split_in_pieces = cfg->sync != STELE_SYNC_ALWAYS;
     commit_init_locks(c);
@@ -838,13 +873,11 @@ commit_route_append(commit_t *c, uint64_t seq, stele_wait_t wait)
     bool is_waited = wait != STELE_WAIT_NONE;
     if (is_waited)
         atomic_store_explicit(&c->waited_seq, seq, memory_order_relaxed);
-    /* A waiter in leading mode commits the record itself (commit_lead), unless the committer
-     * is holding the batch open for writers like this one. `written` waiters lead too: with
-     * sync=always the committer's cycle is write then sync, so a lone one handed to it waited
-     * for the previous batch's sync and two thread hand-offs (slower than leading, which
-     * costs one write and one sync). */
-    bool will_lead = c->is_leading && (wait == STELE_WAIT_DURABLE || wait == STELE_WAIT_WRITTEN) &&
-                     !c->is_committer_growing;
+    /* A waiter whose level leads commits the record itself (commit_lead), unless the
+     * committer is holding the batch open for writers like this one. Handed to the committer,
+     * a lone writer's record would cost two thread hand-offs (and with sync=always the wait
+     * for the previous batch's sync) where leading costs one write (and one sync). */
+    bool will_lead = commit_level_leads(c, wait) && !c->is_committer_growing;
     if (will_lead)
         atomic_store(&c->lead_seq, seq);
     if (c->is_committer_idle && !will_lead &&

@@ -68,9 +68,12 @@ struct commit {
     /* Held by whoever writes or syncs the journal: the committer thread, or a waiter leading
      * a commit (commit_wait.c). Taken before mu, never while holding it. */
     pthread_mutex_t io_mu;
-    /* Waiters commit their own records when the journal is free (sync=always, adaptive
-     * policy): a lone writer then pays no hand-off (commit_wait.c). Fixed after start. */
+    /* Waiters commit their own records when the journal is free (adaptive policy): durable
+     * and written ones with sync=always (is_leading), written ones with any sync
+     * (is_written_leading). A lone writer then pays no hand-off (commit_wait.c). Fixed after
+     * start. */
     bool is_leading;
+    bool is_written_leading;
     /* Without sync=always nothing follows a batch's write on the committer's path but the
      * next batch: whoever wrote a piece wakes its `written` sleepers itself, and the waker
      * thread only serves `durable`. A hand-off to the waker would add a thread hop (one more
@@ -109,13 +112,19 @@ struct commit {
     _Atomic uint32_t waker_word; /* futex word: bumped by every kick */
     _Atomic bool is_waker_asleep;
     _Atomic bool is_waker_stopping;
-    uint64_t woken_written; /* waker only: slots were woken up to these positions */
-    uint64_t woken_durable;
+    /* Slots were woken up to these positions: whoever wakes (the waker, a leader, the
+     * committer without sync=always) claims the range it wakes with a compare-and-swap
+     * (commit_wake_reached). */
+    _Atomic uint64_t woken_written;
+    _Atomic uint64_t woken_durable;
 
     /* -- protected by mu; the atomics are also read without it -- */
     _Atomic bool is_committer_idle; /* read by leaders handing on (commit_hand_on) */
     bool is_committer_napping;      /* idle, but wakes by itself within COMMIT_NAP_NS */
     bool is_committer_growing;      /* waiting for active writers to join the open batch */
+    /* Idle, but wakes by itself before the next sync falls due (sync=interval): records a
+     * leader writes meanwhile are synced in time without waking it (commit_hand_on). */
+    bool is_committer_sync_armed;
     /* The newest record whose appender will commit it itself (leading mode), until a batch
      * takes it or the appender gives up (commit_hand_on); 0 = none. While it ends the open
      * batch, the committer leaves that batch alone instead of racing the leader for it.
@@ -160,6 +169,15 @@ struct commit {
 
 /* -- commit.c ---------------------------------------------------------------------------- */
 
+/* Whether a waiter for `level` leads its own commit (commit_wait.c). */
+static inline bool
+commit_level_leads(const commit_t *c, stele_wait_t level)
+{
+    if (level == STELE_WAIT_WRITTEN)
+        return c->is_written_leading;
+    return level == STELE_WAIT_DURABLE && c->is_leading;
+}
+
 /* Whether anything is queued (mu held). */
 static inline bool
 commit_has_work(const commit_t *c)
@@ -174,10 +192,12 @@ chunk_t *commit_take_chunk(commit_t *c);
  * not contributed yet (mu held). Never true for a lone writer. */
 bool commit_batch_may_grow(const commit_t *c);
 
-/* Writes one taken chunk (syncing it too with sync=always), recycles it and wakes the
- * waiters it satisfied. io_mu held, mu not held. Returns 0 or the error that halted the
+/* Writes one taken chunk (syncing it too with sync=always) and recycles it. io_mu held, mu
+ * not held. The committer's batch (leader_wakes NULL) kicks the waker for its sleepers; a
+ * leader's too after a slow sync, else *leader_wakes tells the leader to wake them itself
+ * once it released io_mu (commit_wake_reached). Returns 0 or the error that halted the
  * queue. */
-int commit_batch_io(commit_t *c, chunk_t *ch);
+int commit_batch_io(commit_t *c, chunk_t *ch, bool *leader_wakes);
 
 /* Whether the calling thread's newest append to c is seq or later: a waiter spins, and
  * leads for `written`, only for its own records (commit_wait.c). */
@@ -217,6 +237,13 @@ void commit_waker_kick(commit_t *c);
 
 /* Wakes every waiter of either level at once (halt, close): they re-check and leave. */
 void commit_wake_all(commit_t *c);
+
+/* Wakes the sleepers of every seq that reached its level since the last call, whoever made
+ * it: the waker thread, a leader after releasing io_mu, or (without sync=always) the
+ * committer after releasing io_mu. Each range is claimed once, so concurrent callers
+ * neither skip nor repeat one; a batch's writer calls it after io_mu is released so the
+ * next batch can be taken while the wake-ups are made. */
+void commit_wake_reached(commit_t *c);
 
 /* After storing a position: has the waker wake whoever sleeps for it. No sleeper at all
  * (a lone writer, spinning or leading) costs two atomic loads and no syscall. See

@@ -4,21 +4,26 @@
  *
  * A waiter whose level is not reached yet, in this order (spinning, and leading for
  * `written`, only for a record its own thread appended: commit_is_own_append):
- *   leads: in leading mode (sync=always, adaptive policy), a written or durable waiter
- *     whose record is still queued takes io_mu when nobody else writes, and writes and
- *     syncs the queued batches itself, exactly as the committer would (commit_batch_io),
+ *   leads: with the adaptive policy, a waiter whose level leads (commit_level_leads:
+ *     written and durable with sync=always, written with any sync) and whose record is
+ *     still queued takes io_mu when nobody else writes, and writes (and with sync=always
+ *     syncs) the queued batches itself, exactly as the committer would (commit_batch_io),
  *     unless the adaptive policy would hold the batch open for other active writers. A lone
  *     writer so commits its own records with no thread hand-off (on a loaded machine each
- *     hand-off waits for a CPU, and a committer thread made one writer 5x slower than a
- *     plain write+sync loop). A waiter that finds io_mu busy wakes the committer, which
- *     takes the next batch the moment the journal is free; a lone writer instead waits for
- *     a committer that is only finishing its previous batch (commit_lead_lock).
+ *     hand-off waits for a CPU: through a committer thread one durable writer would run 5x
+ *     slower than a plain write+sync loop, and one written writer with sync=never 20-40x
+ *     slower than parse-wakeup). A waiter that finds io_mu busy wakes the committer,
+ *     which takes the next batch the moment the journal is free; a lone writer instead
+ *     waits for a committer that is only finishing its previous batch (commit_lead_lock).
+ *     A zero timeout (a poll) leads too, but neither spins nor sleeps.
  *   spins: one waiter at a time, with few writers active, for its own record while that
  *     record is in the batch being written or the next one (COMMIT_WAITER_SPIN_NS).
- *   sleeps: in the seqwait slot of its seq, woken by the waker (commit_waker.c).
+ *   sleeps: in the seqwait slot of its seq, woken by whoever wrote the batch, once it
+ *     released io_mu, or by the waker (commit_waker.c).
  * The committer's side of the spinning (commit_spin_for_waited) is here too: after a batch
- * it spins briefly for a lone writer's next waited append. Both spins save a lone writer
- * outside leading mode two futex wake-ups per commit; see engine/README.md.
+ * it spins briefly for a lone writer's next waited append (commit_policy=fixed, the only
+ * mode without leaders). Both spins save a lone writer outside leading mode two futex
+ * wake-ups per commit; see engine/README.md.
  *
  * Locks: leading takes io_mu, then mu briefly to take a batch, per commit.c's order.
  * Spinning and sleeping take no lock.
@@ -135,36 +140,46 @@ commit_spin_for_seq(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
     return reached;
 }
 
-/* Wakes an idle committer if records are queued. Called by a thread that just released
- * io_mu or will not lead: records queued by leading waiters did not wake the committer
- * (their appender meant to lead), so whoever leaves them behind hands them on. */
+/* Wakes an idle committer if records are queued, or if a leader wrote records that
+ * sync=interval must sync while the committer sleeps without a deadline for it. Called by a
+ * thread that just released io_mu or will not lead: records queued by leading waiters did
+ * not wake the committer (their appender meant to lead), so whoever leaves them behind
+ * hands them on. */
 static void
 commit_hand_on(commit_t *c)
 {
-    /* An awake committer checks for work under mu before it sleeps, and the records in
-     * question were queued under mu before this call: it will find them. */
+    /* An awake committer checks for work and for a due sync under mu before it sleeps, and
+     * the records in question were queued under mu before this call, or written before the
+     * writer took mu to recycle their batch (commit_batch_io): it will find them. */
     if (!atomic_load(&c->is_committer_idle) && atomic_load(&c->lead_seq) == 0)
         return;
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->lead_seq, 0); /* whoever meant to lead has given up or is done */
-    if (c->is_committer_idle && commit_has_work(c))
+    bool is_sync_unarmed =
+        !c->is_committer_sync_armed && atomic_load(&c->written_seq) > atomic_load(&c->durable_seq);
+    if (c->is_committer_idle && (commit_has_work(c) || is_sync_unarmed))
         pthread_cond_signal(&c->work_cv);
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Takes io_mu for a leader of seq. When another thread holds it, only a lone writer waiting
- * for its own record waits: the holder is then the committer finishing its previous batch
- * (or about to take this record), and a lone writer that handed its record over would find
- * it finishing again on its next append, a rhythm in which the committer commits every
- * batch (seen with a slowed-down, sanitized build). With more writers active the holder is
- * busy for longer and the waiter hands on instead of queueing on the mutex. */
+/* Takes io_mu for a leader of seq. When another thread holds it, only a waiter for its own
+ * record waits, and only in two cases. A lone writer, when no batch is in flight: the holder
+ * is then the committer finishing its previous batch (or about to take this record), and a
+ * lone writer that handed its record over would find it finishing again on its next append,
+ * a rhythm in which the committer commits every batch (seen with a slowed-down, sanitized
+ * build); with more writers active the holder is busy for longer and the waiter hands on
+ * instead of queueing on the mutex. And a poll (is_poll: a zero timeout, which neither spins
+ * nor sleeps) whose record is in the batch in flight: that batch's end is its answer. */
 static bool
-commit_lead_lock(commit_t *c, uint64_t seq)
+commit_lead_lock(commit_t *c, uint64_t seq, bool is_poll)
 {
     if (pthread_mutex_trylock(&c->io_mu) == 0)
         return true;
-    if (!commit_is_own_append(c, seq) || atomic_load(&c->n_active) > 1 ||
-        atomic_load(&c->inflight_seq) != 0)
+    if (!commit_is_own_append(c, seq))
+        return false;
+    uint64_t inflight = atomic_load(&c->inflight_seq);
+    bool must_queue = inflight == 0 ? atomic_load(&c->n_active) <= 1 : is_poll && inflight >= seq;
+    if (!must_queue)
         return false;
     pthread_mutex_lock(&c->io_mu);
     return true;
@@ -176,10 +191,10 @@ commit_lead_lock(commit_t *c, uint64_t seq)
  * write+sync loop. Returns true once pos reached seq; false when another thread holds the journal
  * (it finishes, then finds this record queued or hands it on) or the queue halted. */
 static bool
-commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
+commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq, bool is_poll)
 {
     while (atomic_load(pos) < seq) {
-        if (atomic_load(&c->halted) || !commit_lead_lock(c, seq))
+        if (atomic_load(&c->halted) || !commit_lead_lock(c, seq, is_poll))
             return false;
         pthread_mutex_lock(&c->mu);
         bool must_lead = atomic_load(pos) < seq;
@@ -194,8 +209,11 @@ commit_lead(commit_t *c, _Atomic uint64_t *pos, uint64_t seq)
         if (ch)
             atomic_store_explicit(&c->inflight_seq, ch->last_seq, memory_order_relaxed);
         pthread_mutex_unlock(&c->mu);
-        int rc = ch ? commit_batch_io(c, ch) : 0;
+        bool must_wake = false;
+        int rc = ch ? commit_batch_io(c, ch, &must_wake) : 0;
         pthread_mutex_unlock(&c->io_mu);
+        if (must_wake) /* the batch's sleepers, while the next writer takes io_mu */
+            commit_wake_reached(c);
         commit_hand_on(c);
         if (!ch || rc)
             break;
@@ -255,14 +273,16 @@ commit_wait(commit_t *c, uint64_t seq, stele_wait_t level, int64_t timeout_ms, s
     /* A `written` waiter leads only for its own record: one waiting for others' records (a
      * server's ack thread) is told at the write, before the sync a leader would sit through. */
     bool may_lead = level == STELE_WAIT_DURABLE || commit_is_own_append(c, seq);
-    if (c->is_leading) {
-        if (may_lead && commit_lead(c, pos, seq))
+    if (commit_level_leads(c, level)) {
+        if (may_lead && commit_lead(c, pos, seq, timeout_ms == 0))
             return 0;
         /* Not led: the journal is busy (the committer is woken now, ready to take the next
          * batch the moment it is free) or this waiter leaves `written` to the committer. */
         commit_hand_on(c);
     }
-    if (commit_spin_for_seq(c, pos, seq))
+    /* A zero timeout is a poll (a server's loop trying its lone request itself): it may lead,
+     * but it neither spins nor sleeps. */
+    if (timeout_ms != 0 && commit_spin_for_seq(c, pos, seq))
         return 0;
     uint64_t deadline = commit_wait_deadline(timeout_ms);
     for (;;) {

@@ -1,15 +1,20 @@
 /*
- * commit_waker.c: the waker thread. After a batch reaches a level, whoever wrote it (the
- * committer or a leading waiter) only kicks the waker (commit_kick_waker, and then only if
- * someone sleeps; without sync=always the batch's writer wakes `written` sleepers itself); the
- * waker makes the wake-up syscalls, one FUTEX_WAKE_BITSET per block of seqs the batch touched
- * (seqwait.h). Each costs several microseconds on a virtual machine: made by the writer, they
- * delayed the next batch by as much as an fdatasync.
+ * commit_waker.c: the waker thread, and commit_wake_reached, which it shares with the
+ * batches' writers. After the committer's batch reaches a level it only kicks the waker
+ * (commit_kick_waker, and then only if someone sleeps); the waker makes the wake-up
+ * syscalls, one FUTEX_WAKE_BITSET per block of seqs the batch touched (seqwait.h). Each
+ * costs several microseconds on a virtual machine: made by the committer, they would delay
+ * its next batch by as much as an fdatasync; a leader's batch after a slow sync kicks it
+ * too. A leader after a quick sync or none, and the committer without sync=always (no sync
+ * follows its write), wake their batch's sleepers themselves once they released io_mu: the
+ * next batch's writer takes the journal meanwhile, and no thread hop is added to the round
+ * trip.
  *
- * State: woken_written/woken_durable are the waker thread's alone. The kick is a futex
- * handshake without a lock: a kick bumps waker_word before it reads is_waker_asleep, the
- * waker sets is_waker_asleep before it re-reads waker_word and sleeps only on the word it
- * read before its pass, so a kick during a pass makes it run another. Owns no lock.
+ * State: woken_written/woken_durable are claimed with a compare-and-swap by whoever wakes
+ * (commit_wake_level), so each range is woken once. The kick is a futex handshake without
+ * a lock: a kick bumps waker_word before it reads is_waker_asleep, the waker sets
+ * is_waker_asleep before it re-reads waker_word and sleeps only on the word it read before
+ * its pass, so a kick during a pass makes it run another. Owns no lock.
  */
 #include "commit_internal.h"
 
@@ -22,17 +27,25 @@
 
 #include "seqwait.h"
 
-/* Wakes the waiters whose level was reached since the last call. Waker thread only. */
+/* Claims (woken, reached] for one level and wakes it: a concurrent caller that claimed
+ * first wakes part of the range and this one the rest, or all of it and this one nothing. */
 static void
-commit_wake_done(commit_t *c)
+commit_wake_level(seqwait_t *slots, _Atomic uint64_t *woken, uint64_t reached)
 {
-    uint64_t written = atomic_load(&c->written_seq);
-    uint64_t durable = atomic_load(&c->durable_seq);
-    if (!c->is_written_woken_inline) /* else each piece's writer did (commit_write_piece) */
-        seqwait_wake_range(&c->written_wait, c->woken_written, written);
-    seqwait_wake_range(&c->durable_wait, c->woken_durable, durable);
-    c->woken_written = written;
-    c->woken_durable = durable;
+    uint64_t from = atomic_load(woken);
+    while (from < reached) {
+        if (atomic_compare_exchange_weak(woken, &from, reached)) {
+            seqwait_wake_range(slots, from, reached);
+            return;
+        }
+    }
+}
+
+void
+commit_wake_reached(commit_t *c)
+{
+    commit_wake_level(&c->written_wait, &c->woken_written, atomic_load(&c->written_seq));
+    commit_wake_level(&c->durable_wait, &c->woken_durable, atomic_load(&c->durable_seq));
 }
 
 void
@@ -50,7 +63,7 @@ commit_waker_main(void *arg)
     pthread_setname_np(pthread_self(), "stele-waker"); /* names it in top -H, perf, gdb */
     for (;;) {
         uint32_t word = atomic_load(&c->waker_word);
-        commit_wake_done(c);
+        commit_wake_reached(c);
         if (atomic_load(&c->is_waker_stopping))
             break;
         atomic_store(&c->is_waker_asleep, true);
@@ -59,7 +72,7 @@ commit_waker_main(void *arg)
                     0);
         atomic_store(&c->is_waker_asleep, false);
     }
-    commit_wake_done(c);
+    commit_wake_reached(c);
     return NULL;
 }
 

@@ -113,6 +113,13 @@ void serve_acks_want(serve_acks_t *a, stele_wait_t level, uint64_t seq);
 /* Copies the current state. Non-blocking (short mutex). */
 void serve_acks_snapshot(serve_acks_t *a, serve_ack_state_t *out);
 
+/* The loop's own try at `seq` (WRITTEN or DURABLE), when `level`'s thread has nothing
+ * pending: a stele_wait() with a zero timeout, which commits the loop's queued records in
+ * its own thread when the journal is free and never sleeps (at most it waits for a batch
+ * being written). Returns 1 when seq reached the level (recorded as the thread would), 0
+ * when the thread must wait for it instead (serve_acks_want). */
+int serve_acks_reach_now(serve_acks_t *a, stele_wait_t level, uint64_t seq);
+
 /* Stops and joins the threads (each returns within one poll interval). NULL is a no-op. */
 void serve_acks_stop(serve_acks_t *a);
 
@@ -125,6 +132,7 @@ typedef struct serve_config {
     int signal_fd;             /* signalfd for SIGTERM/SIGINT */
     stele_wait_t default_wait; /* for bare events */
     int is_sync_never;         /* the journal's sync=never: durable waits flush first */
+    int is_sync_always;        /* the journal's sync=always: the loop may commit a lone request */
     size_t max_line_bytes;
     uint32_t drain_timeout_ms; /* at shutdown: how long replies may still wait */
     uint32_t idle_timeout_ms; /* close a connection idle this long (serve_conn_is_idle); 0: never */
@@ -200,6 +208,7 @@ typedef struct serve_loop {
     int has_logged_halt;
     uint64_t want_seq[4];      /* per wait level: the newest seq a request waits for */
     uint64_t told_seq[4];      /* per wait level: the newest seq the ack threads were told */
+    uint32_t n_round_wants[4]; /* per wait level: requests taken in since serve_flush_wants */
     int64_t drain_deadline_ms; /* clock_mono_ms() */
     char *scratch;             /* SERVE_READ_CHUNK_BYTES, one read at a time */
     serve_conn_t *lru_head, *lru_tail; /* by last activity: the idle sweep looks at the head */

@@ -270,8 +270,11 @@ conn_handle_request(serve_loop_t *loop, serve_conn_t *c, const char *line, size_
     if (rc != 0 && err.code == 0)
         err.code = rc;
     conn_answer(loop, c, rc, seq, level, rc ? &err : NULL);
-    if (rc == 0 && level > STELE_WAIT_NONE && seq > loop->want_seq[level])
-        loop->want_seq[level] = seq;
+    if (rc == 0 && level > STELE_WAIT_NONE) {
+        loop->n_round_wants[level]++;
+        if (seq > loop->want_seq[level])
+            loop->want_seq[level] = seq;
+    }
 }
 
 /* Handles the complete lines in data[0..n) while the connection is not throttled; returns

@@ -151,13 +151,10 @@ serve_free_dead(serve_loop_t *loop)
     }
 }
 
-/* The ack threads moved: answer what became answerable. */
+/* Answers what became answerable, from a fresh snapshot of the ack state. */
 static void
-serve_on_acks(serve_loop_t *loop)
+serve_answer_acked(serve_loop_t *loop)
 {
-    uint64_t count;
-    ssize_t n = read(loop->wake_fd, &count, sizeof count);
-    (void)n; /* EAGAIN: a spurious wakeup; the snapshot below is still right */
     serve_acks_snapshot(loop->acks, &loop->acked);
     serve_conn_t *next;
     for (serve_conn_t *c = loop->waiting; c; c = next) {
@@ -166,17 +163,52 @@ serve_on_acks(serve_loop_t *loop)
     }
 }
 
+/* The ack threads moved: answer what became answerable. */
+static void
+serve_on_acks(serve_loop_t *loop)
+{
+    uint64_t count;
+    ssize_t n = read(loop->wake_fd, &count, sizeof count);
+    (void)n; /* EAGAIN: a spurious wakeup; the snapshot below is still right */
+    serve_answer_acked(loop);
+}
+
+/* Whether the loop tries a level's lone request itself (serve_acks_reach_now): one request
+ * in this epoll batch, from the only connection waiting for a reply (with other clients in
+ * flight the loop keeps reading while the level's thread waits), at a level the loop's
+ * stele_wait() commits by itself (written without sync=always; durable with it: a written
+ * wait with sync=always would sit through the sync the level's thread skips). */
+static int
+serve_may_reach_now(const serve_loop_t *loop, int level)
+{
+    int is_lone_client = loop->waiting && !loop->waiting->wait_next;
+    if (loop->n_round_wants[level] != 1 || !is_lone_client || loop->is_draining)
+        return 0;
+    if (level == STELE_WAIT_WRITTEN)
+        return !loop->cfg->is_sync_always;
+    return level == STELE_WAIT_DURABLE && loop->cfg->is_sync_always;
+}
+
 /* Tells the ack threads what the requests taken in since the last call wait for: once per
- * epoll batch, not once per request, so the loop takes their mutex once per batch. */
+ * epoll batch, not once per request, so the loop takes their mutex once per batch. A lone
+ * request the loop first tries to commit itself. */
 static void
 serve_flush_wants(serve_loop_t *loop)
 {
+    int is_reached_now = 0;
     for (int level = STELE_WAIT_WRITTEN; level <= STELE_WAIT_SHIPPED; level++) {
         if (loop->want_seq[level] > loop->told_seq[level]) {
-            serve_acks_want(loop->acks, (stele_wait_t)level, loop->want_seq[level]);
+            if (serve_may_reach_now(loop, level) &&
+                serve_acks_reach_now(loop->acks, (stele_wait_t)level, loop->want_seq[level]))
+                is_reached_now = 1;
+            else
+                serve_acks_want(loop->acks, (stele_wait_t)level, loop->want_seq[level]);
             loop->told_seq[level] = loop->want_seq[level];
         }
+        loop->n_round_wants[level] = 0;
     }
+    if (is_reached_now)
+        serve_answer_acked(loop);
 }
 
 /* ---- shutdown ------------------------------------------------------------------------------ */

@@ -409,7 +409,10 @@ int stele_validate_json(const char *json, size_t len, const stele_options_t *opt
  * Returns 0, STELE_ETIMEDOUT, STELE_EHALTED, STELE_ECLOSED, STELE_EINVAL (seq never
  * appended, or timeout_ms below -1), STELE_ENOSINK, STELE_ESINKSTOPPED (level shipped: a
  * sink that has not shipped seq stopped for good; returned at once, not at the timeout).
- * Thread-safe.
+ * A timeout_ms of 0 never sleeps: for written or durable it commits the queued records in the
+ * caller's thread when the journal is free and the adaptive policy lets a waiter lead (as an
+ * append's own wait does), waits at most for a batch being written, and otherwise returns
+ * STELE_ETIMEDOUT at once. Thread-safe.
  */
 int stele_wait(stele_t *db, uint64_t seq, stele_wait_t level, int64_t timeout_ms,
                stele_error_t *err);

@@ -13,6 +13,9 @@ stele_add_test(test_protocol
   LIBS stele PkgConfig::BSON)
 target_compile_definitions(test_protocol PRIVATE ${STELE_SERVE_TEST_DEFS})
 
+# The ack threads on an in-process stele_t: what the loop acknowledges by itself.
+stele_add_test(test_serve_ack SOURCES test_serve_ack.c LIBS stele TIMEOUT 120)
+
 stele_add_test(test_serve
   SOURCES test_serve.c support/serve_fixture.c
   LIBS stele PkgConfig::BSON

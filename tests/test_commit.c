@@ -2,15 +2,17 @@
  * test_commit.c: the committer (engine/commit*.c) driven directly over a real journal:
  * seq assignment, batch splitting at the batch cap, the positions handed to the index
  * writer, the adaptive delay counted only when other writers are active, unwaited records
- * still written promptly, a drain on stop that syncs whatever `sync` says, and who writes
- * the batches of a lone writer (itself when leading, the committer otherwise), a backlog
- * written in cache-sized pieces, and a wait whose timeout is too long for nanoseconds
- * waiting without a deadline.
+ * still written promptly, a drain on stop that syncs whatever `sync` says, who writes the
+ * batches of a lone writer (itself, in leading mode) and of a thread waiting for records
+ * others appended (the committer), a zero-timeout wait (a poll) that commits its own record
+ * or returns at once, a backlog written in cache-sized pieces, and a wait whose
+ * timeout is too long for nanoseconds waiting without a deadline.
  */
 #include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -199,9 +201,9 @@ test_commit_lone_writer_is_never_delayed(void **state)
     commit_free(c);
 }
 
-/* Leading mode (sync=always, adaptive, no interval): a lone durable writer writes and syncs
- * its own batches, so (almost) no batch is handed to the committer thread; with sync=never
- * (not leading) every batch is the committer's. Checked by the thread on_batch runs in. */
+/* Leading mode (adaptive policy, no interval): a lone writer writes (and with sync=always
+ * syncs) its own batches, so (almost) no batch is handed to the committer thread. Checked by
+ * the thread on_batch runs in. */
 static void
 lone_writer_batches_by_thread(fixture_t *f, stele_sync_t sync, stele_wait_t wait,
                               uint64_t *n_batches, uint64_t *n_other_thread)
@@ -231,14 +233,14 @@ lone_writer_batches_by_thread(fixture_t *f, stele_sync_t sync, stele_wait_t wait
     commit_free(c);
 }
 
-/* A lone writer in leading mode (sync=always) writes its own batches. The committer may
- * still catch one between an append and its waiter's lead (it polls for a while after a
- * batch of its own, e.g. one taken at start-up); without leading mode it takes every one. */
+/* A lone writer in leading mode writes its own batches. The committer may still catch one
+ * between an append and its waiter's lead (it polls for a while after a batch of its own,
+ * e.g. one taken at start-up). */
 static void
-check_lone_writer_leads(fixture_t *f, stele_wait_t wait)
+check_lone_writer_leads(fixture_t *f, stele_sync_t sync, stele_wait_t wait)
 {
     uint64_t n = 0, other = 0;
-    lone_writer_batches_by_thread(f, STELE_SYNC_ALWAYS, wait, &n, &other);
+    lone_writer_batches_by_thread(f, sync, wait, &n, &other);
     assert_int_equal(n, 50);
     if (other > n / 10)
         fail_msg("%" PRIu64 " of %" PRIu64 " batches were written by the committer thread", other,
@@ -248,7 +250,7 @@ check_lone_writer_leads(fixture_t *f, stele_wait_t wait)
 static void
 test_commit_lone_durable_writer_commits_in_its_own_thread(void **state)
 {
-    check_lone_writer_leads(*state, STELE_WAIT_DURABLE);
+    check_lone_writer_leads(*state, STELE_SYNC_ALWAYS, STELE_WAIT_DURABLE);
 }
 
 /* With sync=always the committer's cycle is write then sync, so a lone `written` waiter
@@ -256,18 +258,217 @@ test_commit_lone_durable_writer_commits_in_its_own_thread(void **state)
 static void
 test_commit_lone_written_writer_with_sync_always_commits_in_its_own_thread(void **state)
 {
-    check_lone_writer_leads(*state, STELE_WAIT_WRITTEN);
+    check_lone_writer_leads(*state, STELE_SYNC_ALWAYS, STELE_WAIT_WRITTEN);
 }
 
-/* Without leading mode (sync=never) a written waiter leaves every batch to the committer. */
+/* Without a sync after each batch, a lone `written` writer still writes its own records:
+ * a hand-off to the committer and back costs two wake-ups per record. */
 static void
-test_commit_written_waiter_leaves_the_batch_to_the_committer(void **state)
+test_commit_lone_written_writer_with_sync_never_commits_in_its_own_thread(void **state)
+{
+    check_lone_writer_leads(*state, STELE_SYNC_NEVER, STELE_WAIT_WRITTEN);
+}
+
+/* With sync=interval the writer leads too, and the committer, asleep while the writer
+ * writes, still syncs within the interval: nobody waits for durable here, nobody flushes. */
+static void
+test_commit_lone_written_writer_with_sync_interval_leads_and_is_synced(void **state)
 {
     fixture_t *f = *state;
-    uint64_t n = 0, other = 0;
-    lone_writer_batches_by_thread(f, STELE_SYNC_NEVER, STELE_WAIT_WRITTEN, &n, &other);
+    commit_config_t cc = config_for(f);
+    cc.sync = STELE_SYNC_INTERVAL;
+    cc.sync_interval_ms = 10;
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    pthread_mutex_lock(&f->seen.mu);
+    f->seen.expected_thread = pthread_self();
+    f->seen.is_thread_checked = 1;
+    pthread_mutex_unlock(&f->seen.mu);
+    uint64_t seq = 0;
+    for (int i = 0; i < 20; i++) {
+        seq = enqueue_or_fail(c, f, STELE_WAIT_WRITTEN);
+        assert_int_equal(commit_wait(c, seq, STELE_WAIT_WRITTEN, -1, NULL), 0);
+    }
+    pthread_mutex_lock(&f->seen.mu);
+    uint64_t n = f->seen.n, other = f->seen.n_other_thread;
+    f->seen.is_thread_checked = 0;
+    pthread_mutex_unlock(&f->seen.mu);
+    if (other > n / 10)
+        fail_msg("%" PRIu64 " of %" PRIu64 " batches were written by the committer thread", other,
+                 n);
+    /* Polled, not timed: a committer that never syncs fails after a minute, however slow the
+     * machine is. */
+    for (int i = 0; i < 60000 && commit_durable_seq(c) < seq; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    assert_int_equal(commit_durable_seq(c), seq);
+    stele_stats_t st = {0};
+    commit_stats(c, &st);
+    assert_true(st.syncs >= 1);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
+typedef struct other_waiter {
+    commit_t *c;
+    uint64_t seq;
+    stele_wait_t level;
+    int rc;
+} other_waiter_t;
+
+static void *
+other_waiter_main(void *arg)
+{
+    other_waiter_t *w = arg;
+    w->rc = commit_wait(w->c, w->seq, w->level, -1, NULL);
+    return NULL;
+}
+
+/* A thread waiting for `written` on records another thread appended (a server's ack thread)
+ * leaves their batches to the committer: it is told at the write, and leaves the CPU to the
+ * appenders. Checked by the thread on_batch runs in: never the waiter's. */
+static void
+check_written_waiter_for_others_leaves_the_batch(fixture_t *f, stele_sync_t sync)
+{
+    commit_config_t cc = config_for(f);
+    cc.sync = sync;
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    for (int i = 0; i < 20; i++) {
+        other_waiter_t w = {.c = c, .level = STELE_WAIT_WRITTEN};
+        pthread_t waiter;
+        /* Holding the I/O lock keeps the record queued until the waiter waits for it. */
+        pthread_mutex_lock(&c->io_mu);
+        w.seq = enqueue_or_fail(c, f, STELE_WAIT_NONE);
+        assert_int_equal(pthread_create(&waiter, NULL, other_waiter_main, &w), 0);
+        pthread_mutex_lock(&f->seen.mu);
+        f->seen.expected_thread = waiter;
+        f->seen.is_thread_checked = 1;
+        pthread_mutex_unlock(&f->seen.mu);
+        pthread_mutex_unlock(&c->io_mu);
+        pthread_join(waiter, NULL);
+        assert_int_equal(w.rc, 0);
+    }
+    pthread_mutex_lock(&f->seen.mu);
+    uint64_t n = f->seen.n, other = f->seen.n_other_thread;
+    f->seen.is_thread_checked = 0;
+    pthread_mutex_unlock(&f->seen.mu);
     assert_true(n >= 1);
     assert_int_equal(other, n);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
+static void
+test_commit_written_waiter_for_others_records_leaves_the_batch_with_sync_never(void **state)
+{
+    check_written_waiter_for_others_leaves_the_batch(*state, STELE_SYNC_NEVER);
+}
+
+static void
+test_commit_written_waiter_for_others_records_leaves_the_batch_with_sync_always(void **state)
+{
+    check_written_waiter_for_others_leaves_the_batch(*state, STELE_SYNC_ALWAYS);
+}
+
+/* With commit_policy=fixed the committer alone decides when a batch goes: a written waiter
+ * leaves every batch to it. */
+static void
+test_commit_written_waiter_with_fixed_policy_leaves_the_batch_to_the_committer(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    cc.sync = STELE_SYNC_NEVER;
+    cc.commit_policy = STELE_COMMIT_FIXED;
+    cc.commit_interval_us = 1000;
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    pthread_mutex_lock(&f->seen.mu);
+    f->seen.expected_thread = pthread_self();
+    f->seen.is_thread_checked = 1;
+    pthread_mutex_unlock(&f->seen.mu);
+    for (int i = 0; i < 10; i++) {
+        uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_WRITTEN);
+        assert_int_equal(commit_wait(c, seq, STELE_WAIT_WRITTEN, -1, NULL), 0);
+    }
+    pthread_mutex_lock(&f->seen.mu);
+    uint64_t n = f->seen.n, other = f->seen.n_other_thread;
+    f->seen.is_thread_checked = 0;
+    pthread_mutex_unlock(&f->seen.mu);
+    assert_true(n >= 1);
+    assert_int_equal(other, n);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
+/* A zero timeout is a poll: from the appending thread, with the journal free, it commits the
+ * record itself (as a server's loop does for a lone request). */
+static void
+test_commit_poll_commits_its_own_record_when_the_journal_is_free(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    pthread_mutex_lock(&f->seen.mu);
+    f->seen.expected_thread = pthread_self();
+    f->seen.is_thread_checked = 1;
+    pthread_mutex_unlock(&f->seen.mu);
+    for (int i = 0; i < 20; i++) {
+        uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_NONE);
+        assert_int_equal(commit_wait(c, seq, STELE_WAIT_DURABLE, 0, NULL), 0);
+    }
+    pthread_mutex_lock(&f->seen.mu);
+    uint64_t n = f->seen.n, other = f->seen.n_other_thread;
+    f->seen.is_thread_checked = 0;
+    pthread_mutex_unlock(&f->seen.mu);
+    /* The committer, woken by the unwaited appends, may win a race for a batch; the poll
+     * then waits for that batch instead of failing. */
+    if (other > n / 2)
+        fail_msg("%" PRIu64 " of %" PRIu64 " batches were written by the committer thread", other,
+                 n);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
+}
+
+typedef struct poller {
+    other_waiter_t w;
+    _Atomic int is_done;
+} poller_t;
+
+static void *
+poller_main(void *arg)
+{
+    poller_t *p = arg;
+    stele_error_t err = {0};
+    p->w.rc = commit_wait(p->w.c, p->w.seq, p->w.level, 0, &err);
+    atomic_store(&p->is_done, 1);
+    return NULL;
+}
+
+/* A poll for a record the journal cannot take now (another thread holds it) returns
+ * STELE_ETIMEDOUT while the journal is still held: it neither sleeps nor waits its turn. */
+static void
+test_commit_poll_returns_while_another_thread_holds_the_journal(void **state)
+{
+    fixture_t *f = *state;
+    commit_config_t cc = config_for(f);
+    commit_t *c;
+    assert_int_equal(commit_start(&cc, &c, NULL), 0);
+    pthread_mutex_lock(&c->io_mu);
+    poller_t p = {.w = {.c = c, .level = STELE_WAIT_DURABLE}};
+    p.w.seq = enqueue_or_fail(c, f, STELE_WAIT_NONE);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, poller_main, &p), 0);
+    /* Polled, not timed: a poll that blocks behind the journal fails after a minute. */
+    for (int i = 0; i < 60000 && !atomic_load(&p.is_done); i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    int is_done = atomic_load(&p.is_done);
+    pthread_mutex_unlock(&c->io_mu);
+    pthread_join(t, NULL);
+    assert_true(is_done);
+    assert_int_equal(p.w.rc, STELE_ETIMEDOUT);
+    assert_int_equal(commit_stop(c, NULL), 0);
+    commit_free(c);
 }
 
 /* -- a slow disk: the adaptive policy waits for the writers just acknowledged ---------- */
@@ -475,7 +676,13 @@ main(void)
         T(test_commit_lone_writer_is_never_delayed),
         T(test_commit_lone_durable_writer_commits_in_its_own_thread),
         T(test_commit_lone_written_writer_with_sync_always_commits_in_its_own_thread),
-        T(test_commit_written_waiter_leaves_the_batch_to_the_committer),
+        T(test_commit_lone_written_writer_with_sync_never_commits_in_its_own_thread),
+        T(test_commit_lone_written_writer_with_sync_interval_leads_and_is_synced),
+        T(test_commit_written_waiter_for_others_records_leaves_the_batch_with_sync_never),
+        T(test_commit_written_waiter_for_others_records_leaves_the_batch_with_sync_always),
+        T(test_commit_written_waiter_with_fixed_policy_leaves_the_batch_to_the_committer),
+        T(test_commit_poll_commits_its_own_record_when_the_journal_is_free),
+        T(test_commit_poll_returns_while_another_thread_holds_the_journal),
         T(test_commit_slow_disk_batches_hold_most_writers),
         T(test_commit_delays_while_another_writer_has_not_contributed),
         T(test_commit_writes_unwaited_records_without_being_asked),
