@@ -1,0 +1,278 @@
+/*
+ * test_journal_seal.c: a signed journal's key statements when one needs a roll (FORMAT.md
+ * 11.4): a rotation, and the open that completes an interrupted one or starts the key chain
+ * of a journal signed for the first time, each with the newest segment too full for the key
+ * statement and the room every segment keeps. The journal must hold the key statement,
+ * sign nothing with a key before the statement that puts it in force, and pass
+ * stele_verify_trusted from the epoch 0 anchor.
+ *
+ * The segment is filled record by record until its room lies between the reserve and the
+ * reserve plus a key statement, so the roll is certain, not a matter of timing. The
+ * interrupted rotation is a power loss (crash I/O table) at the first journal write after
+ * KEYS was synced, the point a kill between steps 2 and 3 of the rotation leaves.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io_crash.h"
+#include "jtest_util.h"
+#include "stele.h"
+#include "test_util.h"
+
+enum { SEAL_SEGMENT_BYTES = 64 * 1024 };
+
+/* A journal directory and its key files (epoch 0 from stele_keygen). */
+typedef struct seal_fixture {
+    char *root;
+    char *dir;
+    char *key;
+    char *pub;
+} seal_fixture_t;
+
+static seal_fixture_t
+fixture_new(void)
+{
+    seal_fixture_t f;
+    f.root = test_tmpdir_new("seal");
+    assert_non_null(f.root);
+    f.dir = test_path_join(f.root, "journal");
+    f.key = test_path_join(f.root, "signer.key");
+    f.pub = test_path_join(f.root, "signer.pub");
+    stele_error_t err = {0};
+    assert_int_equal(stele_keygen(f.key, f.pub, "seal-test", &err), 0);
+    return f;
+}
+
+static void
+fixture_free(seal_fixture_t *f)
+{
+    assert_int_equal(test_tmpdir_remove(f->root), 0);
+    free(f->dir);
+    free(f->key);
+    free(f->pub);
+}
+
+/* Options that take no checkpoint and no rotation on their own. */
+static void
+seal_options(journal_options_t *o, const char *key, const journal_io_t *io)
+{
+    jtest_options(o, SEAL_SEGMENT_BYTES);
+    o->create_if_missing = 1;
+    o->prepare_inline = 1; /* every I/O call in the writer, in order */
+    o->io = io;
+    o->signing_key_path = key;
+    o->checkpoint_records = 1u << 30;
+    o->checkpoint_interval_ms = UINT32_MAX;
+    o->key_epoch_s = UINT32_MAX;
+}
+
+static journal_t *
+seal_open(const char *dir, const char *key, const journal_io_t *io)
+{
+    journal_options_t o;
+    seal_options(&o, key, io);
+    journal_t *j = NULL;
+    stele_error_t err = {0};
+    if (journal_open(dir, &o, &j, NULL, &err) != 0)
+        fail_msg("journal_open: %s", err.message);
+    return j;
+}
+
+static void
+seal_close(journal_t *j)
+{
+    stele_error_t err = {0};
+    if (journal_close(j, &err) != 0)
+        fail_msg("journal_close: %s", err.message);
+}
+
+/* The bytes of a start statement at tree size 0: no key statement is shorter. */
+static uint64_t
+key_statement_min_bytes(void)
+{
+    seal_fixture_t f = fixture_new();
+    seal_close(seal_open(f.dir, f.key, NULL));
+    char *keys = test_path_join(f.dir, "KEYS");
+    struct stat st;
+    assert_int_equal(stat(keys, &st), 0);
+    free(keys);
+    fixture_free(&f);
+    return (uint64_t)st.st_size;
+}
+
+static uint64_t
+active_room(const journal_t *j)
+{
+    journal_active_t a;
+    journal_active_position(j, &a);
+    return a.size - a.write_off;
+}
+
+/* Appends single records until the active segment's room is below `below`. Each record is
+ * smaller than a key statement, so a signed journal stops with its reserve still there. */
+static void
+fill_until_room_below(journal_t *j, uint64_t below)
+{
+    stele_error_t err = {0};
+    while (active_room(j) >= below)
+        if (jtest_append(j, 1, NULL, &err) != 0)
+            fail_msg("append: %s", err.message);
+}
+
+/* Room for the reserve but not for a key statement and the reserve. */
+static void
+fill_to_key_window(journal_t *j)
+{
+    fill_until_room_below(j, JOURNAL_META_FRAME_MAX + key_statement_min_bytes());
+    assert_true(active_room(j) >= JOURNAL_META_FRAME_MAX);
+}
+
+static uint64_t
+key_file_epoch(const char *key)
+{
+    FILE *fp = fopen(key, "r");
+    assert_non_null(fp);
+    char line[1100];
+    unsigned long long epoch = 0;
+    assert_non_null(fgets(line, sizeof line, fp));
+    if (fgets(line, sizeof line, fp) && sscanf(line, "epoch %llu", &epoch) != 1)
+        fail_msg("key file %s: bad second line %s", key, line);
+    fclose(fp);
+    return epoch;
+}
+
+/* Every signature checks from the anchor, the journal ends in `epoch`, every record is
+ * sealed, and the key file is that epoch's, with no side file left. */
+static void
+check_trusted(const seal_fixture_t *f, uint64_t epoch, uint64_t n_segments_at_least)
+{
+    stele_verify_report_t report;
+    stele_error_t err = {0};
+    if (stele_verify_trusted(f->dir, NULL, f->pub, STELE_VERIFY_REQUIRE_SEALED, &report, &err))
+        fail_msg("verify --trust: %s at seq %" PRIu64 " (%s)", report.what, report.bad_seq,
+                 report.bad_segment);
+    assert_int_equal(report.key_epoch, epoch);
+    assert_int_equal(key_file_epoch(f->key), epoch);
+    assert_true(report.statements_checked >= 2);
+    char side[1024];
+    snprintf(side, sizeof side, "%s.next", f->key);
+    assert_int_equal(access(side, F_OK), -1);
+    journal_reader_t *r = NULL;
+    assert_int_equal(journal_reader_open(f->dir, NULL, &r, &err), 0);
+    int n = journal_reader_segments(r, NULL, 0, &err);
+    journal_reader_close(r);
+    assert_true(n >= (int)n_segments_at_least); /* the roll the test is about happened */
+}
+
+/* A rotation whose key statement needs a roll: the statement, not a second copy of the roll's
+ * checkpoint, starts the next segment, before anything the new key signs. */
+static void
+test_seal_rotation_that_rolls_writes_its_key_statement(void **state)
+{
+    (void)state;
+    seal_fixture_t f = fixture_new();
+    journal_t *j = seal_open(f.dir, f.key, NULL);
+    fill_to_key_window(j);
+    journal_rotation_t r;
+    stele_error_t err = {0};
+    assert_int_equal(journal_rotate_prepare(j, &r, &err), 0);
+    if (journal_rotate_commit(j, &r, &err) != 0)
+        fail_msg("rotate: %s", err.message);
+    assert_int_equal(journal_rotate_finish(j, &r, &err), 0);
+    assert_int_equal(jtest_append(j, 3, NULL, &err), 0);
+    seal_close(j);
+    check_trusted(&f, 1, 2);
+    fixture_free(&f);
+}
+
+/* The power fails at the rotation's first journal write: KEYS names epoch 1 (synced), the
+ * journal does not, <key>.next holds the key of epoch 1 and the key file epoch 0. */
+static void
+interrupt_a_rotation_in_the_key_window(const seal_fixture_t *f)
+{
+    io_crash_t *crash = io_crash_new(journal_io_posix(), 1, 0);
+    assert_non_null(crash);
+    journal_t *j = seal_open(f->dir, f->key, io_crash_io(crash));
+    fill_to_key_window(j);
+    journal_rotation_t r;
+    stele_error_t err = {0};
+    assert_int_equal(journal_rotate_prepare(j, &r, &err), 0);
+    io_crash_arm_method(crash, IO_CRASH_AT_PWRITEV, 2); /* KEYS' write, then the journal's */
+    assert_int_not_equal(journal_rotate_commit(j, &r, &err), 0);
+    journal_rotate_abandon(j, &r);
+    journal_close(j, NULL);
+    assert_int_equal(io_crash_apply(crash, NULL), 0);
+    io_crash_free(crash);
+}
+
+/* The open completes the rotation (R3, R2): the key statement KEYS holds needs a roll,
+ * which happens under epoch 0, still in force, with no checkpoint by the key of epoch 1. */
+static void
+test_seal_open_completing_a_rotation_rolls_under_the_epoch_in_force(void **state)
+{
+    (void)state;
+    seal_fixture_t f = fixture_new();
+    interrupt_a_rotation_in_the_key_window(&f);
+    assert_int_equal(key_file_epoch(f.key), 0);
+    seal_close(seal_open(f.dir, f.key, NULL));
+    check_trusted(&f, 1, 2);
+    fixture_free(&f);
+}
+
+/* As above, after an open that replaced the key file (R3) died before the journal caught
+ * up: the key of epoch 0, still in force at the journal's end, is gone. */
+static void
+test_seal_open_catching_up_after_the_key_file_moved_rolls_unsigned(void **state)
+{
+    (void)state;
+    seal_fixture_t f = fixture_new();
+    interrupt_a_rotation_in_the_key_window(&f);
+    char next[1024];
+    snprintf(next, sizeof next, "%s.next", f.key);
+    assert_int_equal(rename(next, f.key), 0);
+    assert_int_equal(key_file_epoch(f.key), 1);
+    seal_close(seal_open(f.dir, f.key, NULL));
+    check_trusted(&f, 1, 2);
+    fixture_free(&f);
+}
+
+/* A journal written without a key, then opened with one (R1) when its newest segment has no
+ * room for the start statement and the reserve: the roll before it signs nothing and its
+ * header names no key. */
+static void
+test_seal_first_signed_open_of_a_full_segment_rolls_unkeyed(void **state)
+{
+    (void)state;
+    seal_fixture_t f = fixture_new();
+    journal_t *j = seal_open(f.dir, NULL, NULL);
+    fill_until_room_below(j, JOURNAL_META_FRAME_MAX + key_statement_min_bytes());
+    seal_close(j);
+    j = seal_open(f.dir, f.key, NULL);
+    stele_error_t err = {0};
+    assert_int_equal(jtest_append(j, 3, NULL, &err), 0);
+    seal_close(j);
+    check_trusted(&f, 0, 2);
+    fixture_free(&f);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seal_rotation_that_rolls_writes_its_key_statement),
+        cmocka_unit_test(test_seal_open_completing_a_rotation_rolls_under_the_epoch_in_force),
+        cmocka_unit_test(test_seal_open_catching_up_after_the_key_file_moved_rolls_unsigned),
+        cmocka_unit_test(test_seal_first_signed_open_of_a_full_segment_rolls_unkeyed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
