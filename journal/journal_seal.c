@@ -526,6 +526,7 @@ journal_rotate_commit(journal_t *j, journal_rotation_t *r, stele_error_t *err)
         return rc;
     m.key_epoch = r->epoch;
     m.key = r->next.verifier;
+    r->may_be_in_keys = 1; /* from here a failure may leave KEYS naming r->next */
     rc = seal_key_statement(j, &j->seal.signer, &m, err);
     if (rc)
         return rc;
@@ -556,8 +557,11 @@ journal_rotate_finish(journal_t *j, journal_rotation_t *r, stele_error_t *err)
 void
 journal_rotate_abandon(journal_t *j, journal_rotation_t *r)
 {
+    /* Once KEYS may name the next key, <key>.next is its only copy: without it the next open
+     * could neither complete the rotation nor sign again. */
     char side[PATH_MAX];
-    if (keychain_side_path(side, sizeof side, j->seal.key_path, KEYCHAIN_NEXT_SUFFIX) == 0)
+    if (!r->may_be_in_keys &&
+        keychain_side_path(side, sizeof side, j->seal.key_path, KEYCHAIN_NEXT_SUFFIX) == 0)
         keychain_remove(j->io, side, NULL);
     note_signer_wipe(&r->next);
 }

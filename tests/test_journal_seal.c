@@ -10,6 +10,9 @@
  * reserve plus a key statement, so the roll is certain, not a matter of timing. The
  * interrupted rotation is a power loss (crash I/O table) at the first journal write after
  * KEYS was synced, the point a kill between steps 2 and 3 of the rotation leaves.
+ *
+ * Also a rotation whose journal write fails (fault I/O table) after KEYS named the next key:
+ * the abandoned rotation keeps <key>.next, and the next open completes it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +20,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "io_crash.h"
+#include "io_fault.h"
 #include "jtest_util.h"
 #include "stele.h"
 #include "test_util.h"
@@ -265,6 +270,32 @@ test_seal_first_signed_open_of_a_full_segment_rolls_unkeyed(void **state)
     fixture_free(&f);
 }
 
+/* The journal's write of the key statement fails once KEYS holds it: the writer halts, and
+ * the key KEYS names for epoch 1 must survive the abandoned rotation for the next open. */
+static void
+test_seal_rotation_failing_after_keys_keeps_the_next_key_for_the_open(void **state)
+{
+    (void)state;
+    seal_fixture_t f = fixture_new();
+    io_fault_t *fault = io_fault_new(journal_io_posix(), 0);
+    assert_non_null(fault);
+    journal_t *j = seal_open(f.dir, f.key, io_fault_io(fault));
+    stele_error_t err = {0};
+    assert_int_equal(jtest_append(j, 5, NULL, &err), 0);
+    journal_rotation_t r;
+    assert_int_equal(journal_rotate_prepare(j, &r, &err), 0);
+    io_fault_spec_t spec = {.method = IO_METHOD_PWRITEV, .nth = 2, .error = -EIO};
+    io_fault_arm(fault, &spec); /* KEYS' write, then the journal's */
+    assert_int_not_equal(journal_rotate_commit(j, &r, &err), 0);
+    assert_int_equal(io_fault_fired(fault), 1);
+    journal_rotate_abandon(j, &r);
+    journal_close(j, NULL);
+    io_fault_free(fault);
+    seal_close(seal_open(f.dir, f.key, NULL));
+    check_trusted(&f, 1, 1);
+    fixture_free(&f);
+}
+
 int
 main(void)
 {
@@ -273,6 +304,7 @@ main(void)
         cmocka_unit_test(test_seal_open_completing_a_rotation_rolls_under_the_epoch_in_force),
         cmocka_unit_test(test_seal_open_catching_up_after_the_key_file_moved_rolls_unsigned),
         cmocka_unit_test(test_seal_first_signed_open_of_a_full_segment_rolls_unkeyed),
+        cmocka_unit_test(test_seal_rotation_failing_after_keys_keeps_the_next_key_for_the_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
