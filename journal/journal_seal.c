@@ -11,7 +11,9 @@
  * runs), and the atomics of journal_seal_t, read by any thread.
  * Invariants: a statement's time never goes back; KEYS holds every key statement before the
  * journal does; records a statement covers are durable before it is in KEYS; the key file
- * holds the current epoch's key, or the one before it while <key>.next holds the current.
+ * holds the current epoch's key, or the one before it while <key>.next holds the current;
+ * nothing in the journal is signed by a key before the key statement that puts it in force
+ * (has_key_end and key_epoch_end: the epoch in force at the journal's end).
  */
 #include "journal_internal.h"
 
