@@ -515,10 +515,23 @@ journal_rotate_prepare(journal_t *j, journal_rotation_t *r, stele_error_t *err)
     return rc;
 }
 
+/* A segment with room for a key statement besides the room it keeps, rolled to before the
+ * statement is taken: once in KEYS the statement needs no roll, whose checkpoint would come
+ * before it in the journal with a later time. */
+static int
+seal_room_for_key_statement(journal_t *j, stele_error_t *err)
+{
+    if (j->write_off + JOURNAL_META_FRAME_MAX + journal_seal_reserve(j) <= j->active_bytes)
+        return 0;
+    return journal_roll(j, err);
+}
+
 int
 journal_rotate_commit(journal_t *j, journal_rotation_t *r, stele_error_t *err)
 {
     int rc = journal_check_halted(j, err);
+    if (!rc)
+        rc = seal_room_for_key_statement(j, err);
     if (!rc)
         rc = journal_sync(j, err); /* the records the statement covers are durable first */
     meta_statement_t m;

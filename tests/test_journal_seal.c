@@ -7,9 +7,11 @@
  * stele_verify_trusted from the epoch 0 anchor.
  *
  * The segment is filled record by record until its room lies between the reserve and the
- * reserve plus a key statement, so the roll is certain, not a matter of timing. The
- * interrupted rotation is a power loss (crash I/O table) at the first journal write after
- * KEYS was synced, the point a kill between steps 2 and 3 of the rotation leaves.
+ * reserve plus a key statement, so the roll is certain, not a matter of timing. A rotation
+ * rolls before it takes its statement, so the state an interrupted one leaves (KEYS names
+ * the next key, the journal does not) has the room for it; a segment without that room,
+ * the state an older writer could leave, is made from a twin: a copy of the journal whose
+ * rotation stops at KEYS (fault I/O table), its KEYS and <key>.next given to the original.
  *
  * Also a rotation whose journal write fails (fault I/O table) after KEYS named the next key:
  * the abandoned rotation keeps <key>.next, and the next open completes it.
@@ -21,6 +23,8 @@
 
 #include <cmocka.h>
 #include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,9 +32,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io_crash.h"
 #include "io_fault.h"
 #include "jtest_util.h"
+#include "meta.h"
 #include "stele.h"
 #include "test_util.h"
 
@@ -142,6 +146,14 @@ fill_to_key_window(journal_t *j)
     assert_true(active_room(j) >= JOURNAL_META_FRAME_MAX);
 }
 
+static journal_t *
+fill_new_journal_to_key_window(const seal_fixture_t *f)
+{
+    journal_t *j = seal_open(f->dir, f->key, NULL);
+    fill_to_key_window(j);
+    return j;
+}
+
 static uint64_t
 key_file_epoch(const char *key)
 {
@@ -154,6 +166,32 @@ key_file_epoch(const char *key)
         fail_msg("key file %s: bad second line %s", key, line);
     fclose(fp);
     return epoch;
+}
+
+/* V3's time order, over key statements too: no statement's time is before the one before
+ * it in the journal. */
+static void
+check_statement_times(const char *dir)
+{
+    journal_reader_t *r = NULL;
+    stele_error_t err = {0};
+    assert_int_equal(journal_reader_open(dir, NULL, &r, &err), 0);
+    journal_reader_set_meta(r, 1);
+    journal_record_t rec;
+    int64_t last_ns = INT64_MIN;
+    int rc;
+    while ((rc = journal_reader_next(r, &rec, &err)) == 0) {
+        meta_statement_t m;
+        if (!rec.is_meta)
+            continue;
+        assert_int_equal(meta_read_unsigned(rec.payload, rec.payload_len, &m, &err), 0);
+        if (m.time_ns < last_ns)
+            fail_msg("the %s statement at tree size %" PRIu64 " goes back in time",
+                     meta_reason_name(m.reason), m.size);
+        last_ns = m.time_ns;
+    }
+    assert_int_equal(rc, STELE_EAGAIN);
+    journal_reader_close(r);
 }
 
 /* Every signature checks from the anchor, the journal ends in `epoch`, every record is
@@ -177,17 +215,18 @@ check_trusted(const seal_fixture_t *f, uint64_t epoch, uint64_t n_segments_at_le
     int n = journal_reader_segments(r, NULL, 0, &err);
     journal_reader_close(r);
     assert_true(n >= (int)n_segments_at_least); /* the roll the test is about happened */
+    check_statement_times(f->dir);
 }
 
-/* A rotation whose key statement needs a roll: the statement, not a second copy of the roll's
- * checkpoint, starts the next segment, before anything the new key signs. */
+/* A rotation in a segment without room for its key statement: the segment rolls (its
+ * checkpoint signed by epoch 0) before the statement is taken, which starts the next
+ * segment, before anything the new key signs, its time after the roll's checkpoint. */
 static void
 test_seal_rotation_that_rolls_writes_its_key_statement(void **state)
 {
     (void)state;
     seal_fixture_t f = fixture_new();
-    journal_t *j = seal_open(f.dir, f.key, NULL);
-    fill_to_key_window(j);
+    journal_t *j = fill_new_journal_to_key_window(&f);
     journal_rotation_t r;
     stele_error_t err = {0};
     assert_int_equal(journal_rotate_prepare(j, &r, &err), 0);
@@ -200,24 +239,84 @@ test_seal_rotation_that_rolls_writes_its_key_statement(void **state)
     fixture_free(&f);
 }
 
-/* The power fails at the rotation's first journal write: KEYS names epoch 1 (synced), the
- * journal does not, <key>.next holds the key of epoch 1 and the key file epoch 0. */
+/* Copies the regular file src to dst (mode 0600). */
 static void
-interrupt_a_rotation_in_the_key_window(const seal_fixture_t *f)
+copy_file(const char *src, const char *dst)
 {
-    io_crash_t *crash = io_crash_new(journal_io_posix(), 1, 0);
-    assert_non_null(crash);
-    journal_t *j = seal_open(f->dir, f->key, io_crash_io(crash));
-    fill_to_key_window(j);
+    size_t len = 0;
+    uint8_t *bytes = jtest_read_file(src, &len);
+    int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, bytes, len), (ssize_t)len);
+    assert_int_equal(close(fd), 0);
+    free(bytes);
+}
+
+/* Copies the files (not the directories) of directory src into a new directory dst. */
+static void
+copy_journal(const char *src, const char *dst)
+{
+    assert_int_equal(mkdir(dst, 0700), 0);
+    DIR *d = opendir(src);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *from = test_path_join(src, e->d_name);
+        char *to = test_path_join(dst, e->d_name);
+        struct stat st;
+        if (stat(from, &st) == 0 && S_ISREG(st.st_mode))
+            copy_file(from, to);
+        free(from);
+        free(to);
+    }
+    closedir(d);
+}
+
+/* In the twin (dir, key: copies), a rotation that stops once KEYS holds its statement: the
+ * fsync of KEYS fails, and the writer is gone before it could abandon anything. */
+static void
+rotate_twin_until_keys(const char *dir, const char *key)
+{
+    io_fault_t *fault = io_fault_new(journal_io_posix(), 0);
+    assert_non_null(fault);
+    journal_t *j = seal_open(dir, key, io_fault_io(fault));
     journal_rotation_t r;
     stele_error_t err = {0};
     assert_int_equal(journal_rotate_prepare(j, &r, &err), 0);
-    io_crash_arm_method(crash, IO_CRASH_AT_PWRITEV, 2); /* KEYS' write, then the journal's */
+    io_fault_set_phase(fault, "rotate");
+    io_fault_spec_t spec = {
+        .method = IO_METHOD_FSYNC, .nth = 1, .error = -EIO, .kind = "rotate: fsync KEYS"};
+    io_fault_arm(fault, &spec);
     assert_int_not_equal(journal_rotate_commit(j, &r, &err), 0);
-    journal_rotate_abandon(j, &r);
+    assert_int_equal(io_fault_fired(fault), 1);
+    note_signer_wipe(&r.next);
     journal_close(j, NULL);
-    assert_int_equal(io_crash_apply(crash, NULL), 0);
-    io_crash_free(crash);
+    io_fault_free(fault);
+}
+
+/* A journal whose newest segment lacks room for a key statement and the reserve, KEYS naming
+ * epoch 1 at its end (synced), the journal not, <key>.next holding the key of epoch 1 and
+ * the key file epoch 0. */
+static void
+interrupt_a_rotation_in_the_key_window(const seal_fixture_t *f)
+{
+    seal_close(fill_new_journal_to_key_window(f));
+    char *twin = test_path_join(f->root, "twin");
+    char *twin_key = test_path_join(f->root, "twin.key");
+    copy_journal(f->dir, twin);
+    copy_file(f->key, twin_key);
+    rotate_twin_until_keys(twin, twin_key);
+    char *keys = test_path_join(f->dir, "KEYS");
+    char *twin_keys = test_path_join(twin, "KEYS");
+    char next[1024], twin_next[1024];
+    snprintf(next, sizeof next, "%s.next", f->key);
+    snprintf(twin_next, sizeof twin_next, "%s.next", twin_key);
+    copy_file(twin_keys, keys);
+    copy_file(twin_next, next);
+    free(keys);
+    free(twin_keys);
+    free(twin);
+    free(twin_key);
 }
 
 /* The open completes the rotation (R3, R2): the key statement KEYS holds needs a roll,
