@@ -9,9 +9,10 @@
  * The segment is filled record by record until its room lies between the reserve and the
  * reserve plus a key statement, so the roll is certain, not a matter of timing. A rotation
  * rolls before it takes its statement, so the state an interrupted one leaves (KEYS names
- * the next key, the journal does not) has the room for it; a segment without that room,
- * the state an older writer could leave, is made from a twin: a copy of the journal whose
- * rotation stops at KEYS (fault I/O table), its KEYS and <key>.next given to the original.
+ * the next key, the journal does not) has the room for it; the open must complete such a
+ * state without that room too (a first signed open stopped after KEYS leaves one), and the
+ * test makes it from a twin: a copy of the journal whose rotation stops at KEYS (fault I/O
+ * table), its KEYS and <key>.next given to the original.
  *
  * Also a rotation whose journal write fails (fault I/O table) after KEYS named the next key:
  * the abandoned rotation keeps <key>.next, and the next open completes it.
