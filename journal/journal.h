@@ -346,6 +346,7 @@ typedef struct journal_rotation {
     note_signer_t next; /* the next epoch's key: secret, wiped by finish or abandon */
     uint64_t epoch;
     int is_committed;
+    int may_be_in_keys; /* commit reached KEYS: its statement may name the next key */
 } journal_rotation_t;
 
 /* 1 when the current key epoch began key_epoch_s or more ago (wall clock). Any thread. */
@@ -359,7 +360,9 @@ int journal_rotate_commit(journal_t *j, journal_rotation_t *r, stele_error_t *er
 /* Returns 0; an error leaves the old key file in place until the next open completes the
  * rotation (it is reported by journal_close too). Wipes r either way. */
 int journal_rotate_finish(journal_t *j, journal_rotation_t *r, stele_error_t *err);
-/* A prepared rotation not committed: removes <key>.next, wipes r. */
+/* A prepared rotation not committed: removes <key>.next unless KEYS may name that key (then
+ * the next open completes the rotation with it, or removes it: FORMAT.md 11.4 R3, R4), wipes
+ * r. */
 void journal_rotate_abandon(journal_t *j, journal_rotation_t *r);
 
 /* ---------------------------------------------------------------------------------------

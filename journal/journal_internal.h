@@ -59,7 +59,10 @@ typedef struct journal_seal {
     uint64_t keys_bytes;        /* where the next KEYS statement goes */
     uint64_t retention_written; /* first seq of the newest retention checkpoint written */
     uint64_t key_file_epoch;    /* the key file's epoch line, read at open */
-    int has_key_end;            /* from recovery: a key in force at the journal's end */
+    /* The key epoch in force at the journal's end (FORMAT.md 11.4): found by recovery, moved
+     * by each key statement written. Once the open has written the statement the journal
+     * lacked, it is always `epoch`; until then a roll signs nothing (journal_seal_roll). */
+    int has_key_end;
     uint64_t key_epoch_end;
     /* -- atomics, written by the writer -- */
     _Atomic uint64_t due_mono_ns;       /* the next interval checkpoint */

@@ -225,8 +225,10 @@ journal_next_header(const journal_t *j, uint64_t first_seq, segment_header_t *h)
     memcpy(h->prev_hash, j->last_hash, HASH_BYTES);
     if (j->version >= 2) {
         h->range = j->range; /* the tree of records 1 .. first_seq - 1 */
-        h->trust_flags = j->seal.is_signing ? SEG_TRUST_KEYED : 0;
-        h->key_epoch = j->seal.is_signing ? j->seal.epoch : 0;
+        /* The epoch in force at its start: at open, before the key statement the journal
+         * lacks, not yet the epoch of the key in hand (journal_seal.c). */
+        h->trust_flags = j->seal.has_key_end ? SEG_TRUST_KEYED : 0;
+        h->key_epoch = j->seal.has_key_end ? j->seal.key_epoch_end : 0;
     }
 }
 

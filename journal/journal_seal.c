@@ -11,7 +11,9 @@
  * runs), and the atomics of journal_seal_t, read by any thread.
  * Invariants: a statement's time never goes back; KEYS holds every key statement before the
  * journal does; records a statement covers are durable before it is in KEYS; the key file
- * holds the current epoch's key, or the one before it while <key>.next holds the current.
+ * holds the current epoch's key, or the one before it while <key>.next holds the current;
+ * nothing in the journal is signed by a key before the key statement that puts it in force
+ * (has_key_end and key_epoch_end: the epoch in force at the journal's end).
  */
 #include "journal_internal.h"
 
@@ -168,7 +170,11 @@ seal_write_last(journal_t *j, meta_reason_t reason, stele_error_t *err)
 int
 journal_seal_roll(journal_t *j, stele_error_t *err)
 {
-    if (!j->seal.is_signing)
+    /* Only the key of the epoch in force here signs. At open, before the key statement the
+     * journal lacks is written (R1, R2), the key in hand is that statement's, and the key
+     * in force may be gone: no checkpoint then; the statement, at the start of the next
+     * segment, seals the same tree. */
+    if (!j->seal.is_signing || !j->seal.has_key_end || j->seal.key_epoch_end != j->seal.epoch)
         return 0;
     int rc = journal_seal_build(j, META_REASON_ROLL, 0, &j->range, j->last_ts_ns,
                                 FRAME_FLAG_BATCH_END, err);
@@ -201,26 +207,31 @@ seal_append_keys(journal_t *j, stele_error_t *err)
     return 0;
 }
 
-/* Appends j->seal.frame's key statement (payload[0, len) of KEYS) to the journal as a meta
- * frame of its own and syncs it. */
+/* Appends the key statement of key_epoch (payload[0, len) of KEYS) to the journal as a meta
+ * frame of its own and syncs it: from there on key_epoch is in force. A roll it needs comes
+ * first, as the roll's checkpoint is built in j->seal.frame too. */
 static int
-seal_journal_key_statement(journal_t *j, const uint8_t *payload, size_t len, stele_error_t *err)
+seal_journal_key_statement(journal_t *j, const uint8_t *payload, size_t len, uint64_t key_epoch,
+                           stele_error_t *err)
 {
-    uint64_t size = atomic_load(&j->last_seq);
-    record_meta_build(j->seal.frame, payload[0], (const char *)payload + 1, len - 1, size,
-                      j->last_ts_ns, FRAME_FLAG_BATCH_END, atomic_load(&j->durable_seq));
-    j->seal.frame_len = record_meta_bytes(len - 1);
-    if (j->write_off + j->seal.frame_len + journal_seal_reserve(j) > j->active_bytes) {
+    size_t frame_len = record_meta_bytes(len - 1);
+    if (j->write_off + frame_len + journal_seal_reserve(j) > j->active_bytes) {
         int rc = journal_roll(j, err);
         if (rc)
             return rc;
     }
+    uint64_t size = atomic_load(&j->last_seq);
+    record_meta_build(j->seal.frame, payload[0], (const char *)payload + 1, len - 1, size,
+                      j->last_ts_ns, FRAME_FLAG_BATCH_END, atomic_load(&j->durable_seq));
+    j->seal.frame_len = frame_len;
     struct iovec part = {.iov_base = j->seal.frame, .iov_len = j->seal.frame_len};
     int rc = journal_write_at_end(j, &part, 1);
     if (rc)
         return journal_halt_errno(j, err, rc, NULL, "write a key statement into",
                                   j->active_first_seq);
     journal_advance_bytes(j, j->seal.frame_len);
+    j->seal.has_key_end = 1;
+    j->seal.key_epoch_end = key_epoch;
     journal_seal_written(j, META_REASON_ROTATE, 0, size);
     return journal_sync(j, err);
 }
@@ -240,7 +251,7 @@ seal_key_statement(journal_t *j, const note_signer_t *s, const meta_statement_t 
         return jerr_set(err, -ENOMEM, NULL, "out of memory writing a key statement");
     uint32_t payload_len = format_load_u32(j->seal.frame + FRAME_OFF_PAYLOAD_LEN);
     memcpy(payload, j->seal.frame + FRAME_HEADER_BYTES_V2, payload_len);
-    rc = seal_journal_key_statement(j, payload, payload_len, err);
+    rc = seal_journal_key_statement(j, payload, payload_len, m->key_epoch, err);
     free(payload);
     return rc;
 }
@@ -297,7 +308,7 @@ seal_catch_up_journal(journal_t *j, const keychain_entry_t *newest, stele_error_
                            "KEYS of %s ends with key epoch %" PRIu64 " at tree size %" PRIu64
                            " but the journal (%" PRIu64 " records) does not follow it",
                            j->dir, e_k, newest->tree_size, atomic_load(&j->last_seq));
-    return seal_journal_key_statement(j, newest->payload, newest->payload_len, err);
+    return seal_journal_key_statement(j, newest->payload, newest->payload_len, e_k, err);
 }
 
 /* R3: the key file is one epoch behind; <key>.next holds the current key. */
@@ -504,10 +515,23 @@ journal_rotate_prepare(journal_t *j, journal_rotation_t *r, stele_error_t *err)
     return rc;
 }
 
+/* A segment with room for a key statement besides the room it keeps, rolled to before the
+ * statement is taken: once in KEYS the statement needs no roll, whose checkpoint would come
+ * before it in the journal with a later time. */
+static int
+seal_room_for_key_statement(journal_t *j, stele_error_t *err)
+{
+    if (j->write_off + JOURNAL_META_FRAME_MAX + journal_seal_reserve(j) <= j->active_bytes)
+        return 0;
+    return journal_roll(j, err);
+}
+
 int
 journal_rotate_commit(journal_t *j, journal_rotation_t *r, stele_error_t *err)
 {
     int rc = journal_check_halted(j, err);
+    if (!rc)
+        rc = seal_room_for_key_statement(j, err);
     if (!rc)
         rc = journal_sync(j, err); /* the records the statement covers are durable first */
     meta_statement_t m;
@@ -517,6 +541,7 @@ journal_rotate_commit(journal_t *j, journal_rotation_t *r, stele_error_t *err)
         return rc;
     m.key_epoch = r->epoch;
     m.key = r->next.verifier;
+    r->may_be_in_keys = 1; /* from here a failure may leave KEYS naming r->next */
     rc = seal_key_statement(j, &j->seal.signer, &m, err);
     if (rc)
         return rc;
@@ -547,8 +572,11 @@ journal_rotate_finish(journal_t *j, journal_rotation_t *r, stele_error_t *err)
 void
 journal_rotate_abandon(journal_t *j, journal_rotation_t *r)
 {
+    /* Once KEYS may name the next key, <key>.next is its only copy: without it the next open
+     * could neither complete the rotation nor sign again. */
     char side[PATH_MAX];
-    if (keychain_side_path(side, sizeof side, j->seal.key_path, KEYCHAIN_NEXT_SUFFIX) == 0)
+    if (!r->may_be_in_keys &&
+        keychain_side_path(side, sizeof side, j->seal.key_path, KEYCHAIN_NEXT_SUFFIX) == 0)
         keychain_remove(j->io, side, NULL);
     note_signer_wipe(&r->next);
 }

@@ -12,3 +12,7 @@ stele_add_test(test_journal_space SOURCES test_journal_space.c support/jtest_uti
 # Symbolic links and directories other users could change (the StrictModes-like checks).
 stele_add_test(test_journal_dir_safety SOURCES test_journal_dir_safety.c support/jtest_util.c
                LIBS stele LABELS journal)
+# A signed journal's key statements when one needs a roll: rotations and the open's
+# completion of an interrupted one (crash I/O table), checked by stele_verify_trusted.
+stele_add_test(test_journal_seal SOURCES test_journal_seal.c support/jtest_util.c
+               LABELS "journal;trust")
