@@ -347,6 +347,10 @@ test_serve_second_server_on_same_journal_fails_with_locked(void **state)
     ts_make_dir(other, sizeof other, "locked-other");
     start_server(&first, dir, NULL);
     snprintf(pid_path, sizeof pid_path, "%s/stele.pid", dir);
+    /* The server writes its pid file just after its socket listens, where the fixture sees
+     * it ready: a bound for a broken build, not a timing assertion. */
+    for (int waited_ms = 0; !file_exists(pid_path) && waited_ms < 30000; waited_ms += 10)
+        usleep(10 * 1000);
     assert_true(file_exists(pid_path));
     snprintf(pid_text, sizeof pid_text, "%ld", (long)first.pid);
 
