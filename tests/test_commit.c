@@ -101,6 +101,16 @@ teardown(void **state)
     return 0;
 }
 
+/* From now on a batch written by a thread other than `thread` counts in n_other_thread. */
+static void
+seen_expect_thread(fixture_t *f, pthread_t thread)
+{
+    pthread_mutex_lock(&f->seen.mu);
+    f->seen.expected_thread = thread;
+    f->seen.is_thread_checked = 1;
+    pthread_mutex_unlock(&f->seen.mu);
+}
+
 static commit_config_t
 config_for(fixture_t *f)
 {
@@ -280,10 +290,7 @@ test_commit_lone_written_writer_with_sync_interval_leads_and_is_synced(void **st
     cc.sync_interval_ms = 10;
     commit_t *c;
     assert_int_equal(commit_start(&cc, &c, NULL), 0);
-    pthread_mutex_lock(&f->seen.mu);
-    f->seen.expected_thread = pthread_self();
-    f->seen.is_thread_checked = 1;
-    pthread_mutex_unlock(&f->seen.mu);
+    seen_expect_thread(f, pthread_self());
     uint64_t seq = 0;
     for (int i = 0; i < 20; i++) {
         seq = enqueue_or_fail(c, f, STELE_WAIT_WRITTEN);
@@ -340,10 +347,7 @@ check_written_waiter_for_others_leaves_the_batch(fixture_t *f, stele_sync_t sync
         pthread_mutex_lock(&c->io_mu);
         w.seq = enqueue_or_fail(c, f, STELE_WAIT_NONE);
         assert_int_equal(pthread_create(&waiter, NULL, other_waiter_main, &w), 0);
-        pthread_mutex_lock(&f->seen.mu);
-        f->seen.expected_thread = waiter;
-        f->seen.is_thread_checked = 1;
-        pthread_mutex_unlock(&f->seen.mu);
+        seen_expect_thread(f, waiter);
         pthread_mutex_unlock(&c->io_mu);
         pthread_join(waiter, NULL);
         assert_int_equal(w.rc, 0);
@@ -382,10 +386,7 @@ test_commit_written_waiter_with_fixed_policy_leaves_the_batch_to_the_committer(v
     cc.commit_interval_us = 1000;
     commit_t *c;
     assert_int_equal(commit_start(&cc, &c, NULL), 0);
-    pthread_mutex_lock(&f->seen.mu);
-    f->seen.expected_thread = pthread_self();
-    f->seen.is_thread_checked = 1;
-    pthread_mutex_unlock(&f->seen.mu);
+    seen_expect_thread(f, pthread_self());
     for (int i = 0; i < 10; i++) {
         uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_WRITTEN);
         assert_int_equal(commit_wait(c, seq, STELE_WAIT_WRITTEN, -1, NULL), 0);
@@ -409,10 +410,7 @@ test_commit_poll_commits_its_own_record_when_the_journal_is_free(void **state)
     commit_config_t cc = config_for(f);
     commit_t *c;
     assert_int_equal(commit_start(&cc, &c, NULL), 0);
-    pthread_mutex_lock(&f->seen.mu);
-    f->seen.expected_thread = pthread_self();
-    f->seen.is_thread_checked = 1;
-    pthread_mutex_unlock(&f->seen.mu);
+    seen_expect_thread(f, pthread_self());
     for (int i = 0; i < 20; i++) {
         uint64_t seq = enqueue_or_fail(c, f, STELE_WAIT_NONE);
         assert_int_equal(commit_wait(c, seq, STELE_WAIT_DURABLE, 0, NULL), 0);

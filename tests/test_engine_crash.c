@@ -316,21 +316,6 @@ typedef struct check_result {
     int dropped_index_entries; /* the index named batches the crash took back */
 } check_result_t;
 
-/* The epoch of the signer key file `key` ("epoch <E>" on its second line; none: 0). */
-static uint64_t
-key_file_epoch(const char *key)
-{
-    FILE *f = fopen(key, "r");
-    assert_non_null(f);
-    char line[1100];
-    unsigned long long epoch = 0;
-    assert_non_null(fgets(line, sizeof line, f));
-    if (fgets(line, sizeof line, f) && sscanf(line, "epoch %llu", &epoch) != 1)
-        fail_msg("key file %s: bad second line %s", key, line);
-    fclose(f);
-    return epoch;
-}
-
 /* A signed journal after its reopen: every signature checks from the anchor, and the only
  * private key on disk is the key file, of the epoch in force at the journal's end. */
 static void
@@ -345,7 +330,8 @@ check_signed(const char *dir, const crash_keys_t *keys, const char *label)
     if (report.unsealed_first_seq)
         fail_msg("%s: seqs %" PRIu64 "..%" PRIu64 " unsealed after a clean close", label,
                  report.unsealed_first_seq, report.unsealed_last_seq);
-    uint64_t epoch = key_file_epoch(keys->key);
+    uint64_t epoch = 0;
+    assert_int_equal(test_key_file_epoch(keys->key, &epoch), 0);
     if (epoch != report.key_epoch)
         fail_msg("%s: the key file is epoch %" PRIu64 ", the journal ends in epoch %" PRIu64, label,
                  epoch, report.key_epoch);

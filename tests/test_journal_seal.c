@@ -155,18 +155,12 @@ fill_new_journal_to_key_window(const seal_fixture_t *f)
     return j;
 }
 
-static uint64_t
-key_file_epoch(const char *key)
+static void
+assert_key_file_epoch(const char *key, uint64_t want)
 {
-    FILE *fp = fopen(key, "r");
-    assert_non_null(fp);
-    char line[1100];
-    unsigned long long epoch = 0;
-    assert_non_null(fgets(line, sizeof line, fp));
-    if (fgets(line, sizeof line, fp) && sscanf(line, "epoch %llu", &epoch) != 1)
-        fail_msg("key file %s: bad second line %s", key, line);
-    fclose(fp);
-    return epoch;
+    uint64_t epoch = 0;
+    assert_int_equal(test_key_file_epoch(key, &epoch), 0);
+    assert_int_equal(epoch, want);
 }
 
 /* V3's time order, over key statements too: no statement's time is before the one before
@@ -206,7 +200,7 @@ check_trusted(const seal_fixture_t *f, uint64_t epoch, uint64_t n_segments_at_le
         fail_msg("verify --trust: %s at seq %" PRIu64 " (%s)", report.what, report.bad_seq,
                  report.bad_segment);
     assert_int_equal(report.key_epoch, epoch);
-    assert_int_equal(key_file_epoch(f->key), epoch);
+    assert_key_file_epoch(f->key, epoch);
     assert_true(report.statements_checked >= 2);
     char side[1024];
     snprintf(side, sizeof side, "%s.next", f->key);
@@ -328,7 +322,7 @@ test_seal_open_completing_a_rotation_rolls_under_the_epoch_in_force(void **state
     (void)state;
     seal_fixture_t f = fixture_new();
     interrupt_a_rotation_in_the_key_window(&f);
-    assert_int_equal(key_file_epoch(f.key), 0);
+    assert_key_file_epoch(f.key, 0);
     seal_close(seal_open(f.dir, f.key, NULL));
     check_trusted(&f, 1, 2);
     fixture_free(&f);
@@ -345,7 +339,7 @@ test_seal_open_catching_up_after_the_key_file_moved_rolls_unsigned(void **state)
     char next[1024];
     snprintf(next, sizeof next, "%s.next", f.key);
     assert_int_equal(rename(next, f.key), 0);
-    assert_int_equal(key_file_epoch(f.key), 1);
+    assert_key_file_epoch(f.key, 1);
     seal_close(seal_open(f.dir, f.key, NULL));
     check_trusted(&f, 1, 2);
     fixture_free(&f);

@@ -495,3 +495,19 @@ out:
     journal_reader_close(r);
     return rc;
 }
+
+int
+test_key_file_epoch(const char *key, uint64_t *epoch)
+{
+    FILE *f = fopen(key, "r");
+    if (!f)
+        return -1;
+    char line[1100];
+    unsigned long long e = 0;
+    int rc = fgets(line, sizeof line, f) ? 0 : -1;
+    if (rc == 0 && fgets(line, sizeof line, f) && sscanf(line, "epoch %llu", &e) != 1)
+        rc = -1;
+    fclose(f);
+    *epoch = e;
+    return rc;
+}

@@ -139,4 +139,8 @@ int test_ledger_check(const test_ledger_t *lg, const char *dir, const journal_io
  * acknowledged), so the next append reuses them. */
 void test_ledger_truncate(test_ledger_t *lg, uint64_t last_seq, int64_t last_ts_ns);
 
+/* The epoch of the signer key file `key` ("epoch <E>" on its second line; none: 0) in
+ * *epoch. Returns 0, or -1 when the file cannot be read or its second line is not that. */
+int test_key_file_epoch(const char *key, uint64_t *epoch);
+
 #endif /* STELE_TEST_UTIL_H */
