@@ -572,24 +572,6 @@ typedef struct kill_counts {
     uint64_t acked;
 } kill_counts_t;
 
-/* The first seq of the newest segment in `dir` (0 when none). */
-static uint64_t
-newest_segment_first_seq(const char *dir)
-{
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    uint64_t newest = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t len = strlen(de->d_name);
-        uint64_t first_seq = strtoull(de->d_name, NULL, 10);
-        if (len > 4 && strcmp(de->d_name + len - 4, ".seg") == 0 && first_seq > newest)
-            newest = first_seq;
-    }
-    closedir(d);
-    return newest;
-}
-
 /* The window of kill i (after a kill left unchecked: in the next child's open). */
 static kill_window_t
 pick_window(test_rng_t *rng, const crash_plan_t *plan, int is_early)
@@ -628,7 +610,7 @@ static void
 check_after_kill(const char *dir, const ack_book_t *book, const char *label,
                  const crash_plan_t *plan, const crash_keys_t *keys, kill_counts_t *n)
 {
-    uint64_t newest_first_seq = newest_segment_first_seq(dir);
+    uint64_t newest_first_seq = test_newest_segment_first_seq(dir);
     uint64_t end_seq = check_journal(dir, book, label, plan->segment_bytes, keys).end_seq;
     n->mid_batch += end_seq > book->max_seq;
     n->empty_newest += newest_first_seq > end_seq;

@@ -94,24 +94,6 @@ wait_first_seq_moves(stele_t *db)
     return first;
 }
 
-/* The first seq of the newest segment file in dir: the active segment, once appends end. */
-static uint64_t
-newest_segment_first_seq(const char *dir)
-{
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    uint64_t newest = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t len = strlen(de->d_name);
-        uint64_t first_seq = strtoull(de->d_name, NULL, 10);
-        if (len > 4 && strcmp(de->d_name + len - 4, ".seg") == 0 && first_seq > newest)
-            newest = first_seq;
-    }
-    closedir(d);
-    return newest;
-}
-
 /* Polls until retention has deleted every segment but the active one: with every record
  * shipped and a budget of 1 byte that is where it stops, so what the test samples then
  * cannot change under it (a sample taken when the first seq first moved could: the next
@@ -119,7 +101,7 @@ newest_segment_first_seq(const char *dir)
 static stele_stats_t
 wait_for_only_the_active_segment(stele_t *db, const char *dir)
 {
-    uint64_t active_first_seq = newest_segment_first_seq(dir);
+    uint64_t active_first_seq = test_newest_segment_first_seq(dir);
     int64_t until = ship_fixture_now_ms() + RETENTION_SHIP_WAIT_MS;
     stele_stats_t st = stats_of(db);
     while (st.first_seq != active_first_seq && ship_fixture_now_ms() < until) {

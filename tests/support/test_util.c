@@ -511,3 +511,24 @@ test_key_file_epoch(const char *key, uint64_t *epoch)
     *epoch = e;
     return rc;
 }
+
+uint64_t
+test_newest_segment_first_seq(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "test_newest_segment_first_seq: cannot read %s: %s\n", dir,
+                strerror(errno));
+        abort();
+    }
+    uint64_t newest = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        uint64_t first_seq = strtoull(de->d_name, NULL, 10);
+        if (len > 4 && strcmp(de->d_name + len - 4, ".seg") == 0 && first_seq > newest)
+            newest = first_seq;
+    }
+    closedir(d);
+    return newest;
+}

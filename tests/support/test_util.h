@@ -143,4 +143,8 @@ void test_ledger_truncate(test_ledger_t *lg, uint64_t last_seq, int64_t last_ts_
  * *epoch. Returns 0, or -1 when the file cannot be read or its second line is not that. */
 int test_key_file_epoch(const char *key, uint64_t *epoch);
 
+/* The first seq of the newest segment file in `dir` (the active one once appends end; 0
+ * when there is none). Aborts, failing the test, when `dir` cannot be read. */
+uint64_t test_newest_segment_first_seq(const char *dir);
+
 #endif /* STELE_TEST_UTIL_H */
