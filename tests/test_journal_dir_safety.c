@@ -519,22 +519,6 @@ test_an_ancestor_others_can_write_needs_the_sticky_bit(void **state)
     assert_int_equal(open_code(dir, 0, &err), 0);
 }
 
-/* Runs fn(arg) in a child with the given identity; returns fn's result (or -1). */
-static int
-run_as(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, int (*fn)(void *), void *arg)
-{
-    pid_t pid = test_fork_bound();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (setgroups(n_groups, groups) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
-            _exit(100);
-        _exit(fn(arg));
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static int
 child_writes_group_readable_journal(void *arg)
 {
@@ -591,11 +575,14 @@ test_a_reader_in_the_group_reads_a_journal_made_with_the_documented_modes(void *
     assert_int_equal(mkdir(f->journal, 0700), 0);
     assert_int_equal(chown(f->journal, owner_uid, owner_gid), 0);
     assert_int_equal(
-        run_as(owner_uid, owner_gid, NULL, 0, child_writes_group_readable_journal, f->journal), 0);
+        test_run_as(owner_uid, owner_gid, NULL, 0, child_writes_group_readable_journal, f->journal),
+        0);
     gid_t groups[] = {owner_gid};
-    assert_int_equal(run_as(reader_uid, reader_gid, groups, 1, child_reads_all, f->journal), 0);
+    assert_int_equal(test_run_as(reader_uid, reader_gid, groups, 1, child_reads_all, f->journal),
+                     0);
     assert_int_equal(chmod(f->journal, 0770), 0);
-    assert_int_equal(run_as(reader_uid, reader_gid, groups, 1, child_is_refused, f->journal), 0);
+    assert_int_equal(test_run_as(reader_uid, reader_gid, groups, 1, child_is_refused, f->journal),
+                     0);
 }
 
 /* -- modes ---------------------------------------------------------------------------- */

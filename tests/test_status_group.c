@@ -89,22 +89,6 @@ teardown(void **state)
     return 0;
 }
 
-/* Runs fn(arg) in a child with the given identity; returns fn's result (or -1). */
-static int
-run_as(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, int (*fn)(void *), void *arg)
-{
-    pid_t pid = test_fork_bound();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (setgroups(n_groups, groups) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
-            _exit(100);
-        _exit(fn(arg));
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* A writer with the documented modes; returns 0 when it opened and closed cleanly. */
 static int
 writer_session(const char *dir, int n_events)
@@ -250,11 +234,11 @@ test_a_group_member_sees_settings_sinks_metrics_and_dead_letters(void **state)
     }
     assert_int_equal(mkdir(f->journal, 0700), 0);
     assert_int_equal(chown(f->journal, f->writer_uid, f->writer_gid), 0);
-    assert_int_equal(run_as(f->writer_uid, f->writer_gid, NULL, 0, child_owner_writes, f->journal),
-                     0);
+    assert_int_equal(
+        test_run_as(f->writer_uid, f->writer_gid, NULL, 0, child_owner_writes, f->journal), 0);
     gid_t groups[] = {f->writer_gid};
     assert_int_equal(
-        run_as(f->reader_uid, f->reader_gid, groups, 1, child_reader_monitors, f->journal), 0);
+        test_run_as(f->reader_uid, f->reader_gid, groups, 1, child_reader_monitors, f->journal), 0);
 }
 
 int
