@@ -19,17 +19,21 @@
 #include "clock.h"
 #include "error.h"
 
-/* After a statement's sync (io_mu held): every record written is durable too. */
+/* After a statement's sync (io_mu held): every record written is durable too. Published
+ * even when no record was waiting: readers that want statements look past the published end
+ * only after a publish (jreader.c, reader_end_changed). */
 static void
 commit_seal_synced(commit_t *c)
 {
     uint64_t written = atomic_load(&c->written_seq);
-    if (written > atomic_load(&c->durable_seq)) {
+    int has_records = written > atomic_load(&c->durable_seq);
+    if (has_records) {
         atomic_fetch_add_explicit(&c->n_syncs, 1, memory_order_relaxed);
         atomic_store_explicit(&c->durable_seq, written, memory_order_release);
-        commit_publish(c);
-        commit_kick_waker(c);
     }
+    commit_publish(c);
+    if (has_records)
+        commit_kick_waker(c);
 }
 
 /* Writes and syncs a checkpoint outside the batch path (io_mu held). */

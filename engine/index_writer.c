@@ -319,15 +319,16 @@ index_writer_apply(index_writer_t *w, const index_writer_drained_t *d)
 
 /* -- retention -------------------------------------------------------------------------- */
 
-/* The lowest seq every one of the shippers has shipped; 0 when there are none. */
+/* The lowest seq every one of the shippers has shipped and saved in its checkpoint (where a
+ * restart resumes); 0 when there are none. */
 static uint64_t
 index_writer_min_shipped(shipper_t *const *shippers, size_t n_shippers)
 {
     if (n_shippers == 0)
         return 0;
-    uint64_t min = shipper_shipped_seq(shippers[0]);
+    uint64_t min = shipper_saved_seq(shippers[0]);
     for (size_t i = 1; i < n_shippers; i++) {
-        uint64_t shipped = shipper_shipped_seq(shippers[i]);
+        uint64_t shipped = shipper_saved_seq(shippers[i]);
         min = shipped < min ? shipped : min;
     }
     return min;

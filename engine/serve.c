@@ -10,9 +10,10 @@
  *  2. the journal is opened (its lock makes a second server fail with STELE_ELOCKED,
  *     naming the holder's pid) before the socket is touched, so a second server never
  *     unlinks the first one's socket;
- *  3. only then is a leftover socket file (from a crash) removed, after checking that it
- *     is a socket and that no server answers on it, and the pid file written with the
- *     journal's file mode.
+ *  3. only then is the pid file written with the journal's file mode, and a leftover
+ *     socket file (from a crash) removed, after checking that it is a socket and that no
+ *     server answers on it, before the socket listens: a client that connects finds the
+ *     pid file naming the server.
  * Shutdown runs the other way: socket, then stele_close() (drains the sinks), then pid file.
  */
 #include "serve.h"
@@ -129,20 +130,14 @@ serve_pid_file_mode(const char *dir, const stele_options_t *opts)
     return SERVE_PID_FILE_DEFAULT_MODE;
 }
 
-/* Listens on the socket and writes the pid file (step 3). Returns 0 or the error (logged). */
+/* Writes the pid file, then listens on the socket (step 3): a client that can connect finds
+ * the pid file naming the server. Returns 0 or the error (logged); serve_stop removes what
+ * was made. */
 static int
 serve_make_files(serve_run_t *run, const char *dir, const stele_options_t *opts, stele_error_t *err)
 {
     char quoted[SERVE_QUOTED_PATH_BYTES];
-    int rc = serve_file_init(&run->socket, run->socket_path, err);
-    if (rc != 0) {
-        serve_log_error(&run->log, "could not open the socket's directory", rc, err);
-        return rc;
-    }
-    rc = serve_socket_listen(&run->socket, &run->log, &run->listen_fd, err);
-    if (rc != 0)
-        return rc;
-    rc = serve_file_init(&run->pid, run->pid_path, err);
+    int rc = serve_file_init(&run->pid, run->pid_path, err);
     if (rc == 0)
         rc = serve_pid_write(&run->pid, serve_pid_file_mode(dir, opts));
     if (rc != 0) {
@@ -151,7 +146,12 @@ serve_make_files(serve_run_t *run, const char *dir, const stele_options_t *opts,
         return error_set(err, rc, "could not write pid file %s: %s", run->pid_path,
                          stele_strerror(rc));
     }
-    return 0;
+    rc = serve_file_init(&run->socket, run->socket_path, err);
+    if (rc != 0) {
+        serve_log_error(&run->log, "could not open the socket's directory", rc, err);
+        return rc;
+    }
+    return serve_socket_listen(&run->socket, &run->log, &run->listen_fd, err);
 }
 
 /* Blocks SIGTERM/SIGINT in this thread (and every thread created later) and returns a

@@ -9,7 +9,8 @@
  * source, checked against the journal), fill a batch from the journal (batch_docs /
  * batch_bytes, lingering up to linger_ms only while the writer has appended records not yet
  * readable; a signed statement ends it), have it delivered, then the statement that ended
- * it (ship_trust.c), then acknowledge it (shipped_seq, progress callback, checkpoint); the
+ * it (ship_trust.c), then acknowledge it (shipped_seq, progress callback; the checkpoint when
+ * due: shipper_save_checkpoint); the
  * backoff, the retry loop of a remote step (shipper_retry_step_ex, also ship_trust.c's) and
  * the stop request; the last error. Does not own the delivery of a batch (ship_send.c), the
  * commands sent to the sink's collection (ship_collection.c), the shape of a document (ship_doc.c),
@@ -28,7 +29,9 @@
  *  - The checkpoint advances only after shipper_send_batch delivered the whole batch
  *    (acknowledged with the write concern, dead-lettered, or found already stored with the
  *    same chain hash). So the remote holds a prefix of the journal plus at most one
- *    in-flight batch, and a retry never duplicates (deterministic _id).
+ *    in-flight batch, and a retry never duplicates (deterministic _id). It is saved at most
+ *    every SHIP_CHECKPOINT_MS while busy, when idle and at the stop; saved_seq says what
+ *    the index holds, and retention goes by it.
  *  - Retryable errors are retried forever with capped exponential backoff and jitter, with
  *    the same pool; nothing is dropped or reordered. Only an integrity mismatch, an
  *    authentication failure, a corrupt journal, or an index that will not list a dead letter
@@ -65,6 +68,12 @@
  * leaves the thread behind (shipper_abandon): a batch insert that a server answers takes
  * milliseconds. */
 #define SHIP_STOP_GRACE_MS 500
+/* While records keep coming, a sink's checkpoint is written at most this often (and when the
+ * sink is idle, and at its stop): one LMDB commit per batch sat between a lone wait=shipped
+ * writer's acknowledgement and the read of its next record. A restart resumes from the
+ * checkpoint and finds the records after it stored with the same hashes, so an older
+ * checkpoint only re-sends them; retention deletes only what the saved checkpoint covers. */
+#define SHIP_CHECKPOINT_MS 200
 #define SHIP_NS_PER_MS 1000000u
 #define SHIP_NS_PER_S 1000000000u
 /* ------------------------------------------------------------------------------------------
@@ -272,10 +281,31 @@ shipper_give_back(shipper_t *s)
     pthread_rwlock_unlock(&s->lend_lock);
 }
 
+/* Writes the checkpoint of the last acknowledged batch when one is pending and due (or
+ * `force`). Returns nothing: a failed write only means a restart re-sends documents that the
+ * duplicate check then recognises; shipping goes on. */
+static void
+shipper_save_checkpoint(shipper_t *s, int force)
+{
+    uint64_t seq = s->checkpoint_pending;
+    int64_t now_ms = clock_mono_ms();
+    if (seq == 0 || (!force && now_ms < s->checkpoint_due_ms) || shipper_borrow(s) != 0)
+        return;
+    stele_error_t ierr = {0};
+    if (index_put_checkpoint_at(s->index, s->target.name, seq, s->target.destination, &ierr) == 0)
+        atomic_store(&s->saved_seq, seq);
+    else
+        shipper_note_error(s, 0, "sink %s: could not save checkpoint %" PRIu64 ": %s",
+                           s->target.name, seq, ierr.message);
+    shipper_give_back(s);
+    s->checkpoint_pending = 0;
+    s->checkpoint_due_ms = now_ms + SHIP_CHECKPOINT_MS;
+}
+
 /* Acknowledges a delivered batch: shipped_seq and the progress callback first, so that
- * wait=shipped callers do not wait behind an LMDB transaction, then the checkpoint. Returns
- * 0, or STELE_ECLOSED when the shipper was left behind (nothing recorded: the next start
- * finds the batch stored with its hashes). */
+ * wait=shipped callers do not wait behind an LMDB transaction, then the checkpoint when due.
+ * Returns 0, or STELE_ECLOSED when the shipper was left behind (nothing recorded: the next
+ * start finds the batch stored with its hashes). */
 static int
 shipper_acknowledge(shipper_t *s, uint64_t last_seq)
 {
@@ -290,14 +320,9 @@ shipper_acknowledge(shipper_t *s, uint64_t last_seq)
     atomic_store(&s->pending_ts_ns, 0);
     if (s->on_progress)
         s->on_progress(s->progress_ctx, s->target.name, last_seq);
-    stele_error_t ierr = {0};
-    /* A failed checkpoint write only means a restart re-sends documents that the duplicate
-     * check then recognises; shipping goes on. */
-    if (index_put_checkpoint_at(s->index, s->target.name, last_seq, s->target.destination, &ierr) !=
-        0)
-        shipper_note_error(s, 0, "sink %s: could not save checkpoint %" PRIu64 ": %s",
-                           s->target.name, last_seq, ierr.message);
     shipper_give_back(s);
+    s->checkpoint_pending = last_seq;
+    shipper_save_checkpoint(s, 0);
     return 0;
 }
 
@@ -375,6 +400,7 @@ shipper_fill_batch(shipper_t *s, journal_reader_t *r, uint64_t after_seq, ship_b
         int rc = journal_reader_next(r, &rec, &rerr);
         if (rc == STELE_EAGAIN) {
             if (b->n == 0) {
+                shipper_save_checkpoint(s, 0);
                 journal_reader_wait(r, next_seq - 1, SHIP_IDLE_WAIT_MS);
                 if (shipper_stop_requested(s))
                     return 0;
@@ -591,6 +617,7 @@ shipper_main(void *arg)
     }
     if (rc == 0)
         rc = shipper_ship_loop(s, reader, after_seq, &sc);
+    shipper_save_checkpoint(s, 1);
     shipper_note_exit(s, rc);
     journal_reader_close(reader);
     shipper_scratch_free(&sc);
@@ -703,8 +730,10 @@ shipper_start(const shipper_config_t *cfg, shipper_t **out, stele_error_t *err)
     if (index_count_dead_letters(s->index, s->target.name, &s->dead_letters, &ierr) != 0)
         s->dead_letters = 0;
     uint64_t checkpoint = 0;
-    if (index_get_checkpoint(s->index, s->target.name, &checkpoint, &ierr) == 0)
+    if (index_get_checkpoint(s->index, s->target.name, &checkpoint, &ierr) == 0) {
         atomic_store(&s->shipped_seq, checkpoint);
+        atomic_store(&s->saved_seq, checkpoint);
+    }
     s->pool = ship_target_pool_new(&s->target, err);
     if (!s->pool) {
         rc = STELE_ECONFIG;
@@ -799,6 +828,12 @@ uint64_t
 shipper_shipped_seq(const shipper_t *s)
 {
     return s ? atomic_load(&((shipper_t *)s)->shipped_seq) : 0;
+}
+
+uint64_t
+shipper_saved_seq(const shipper_t *s)
+{
+    return s ? atomic_load(&((shipper_t *)s)->saved_seq) : 0;
 }
 
 void

@@ -69,6 +69,9 @@ void shipper_stop(shipper_t *s, int drain_timeout_ms);
 
 /* Last seq acknowledged by the sink (atomic read; any thread). */
 uint64_t shipper_shipped_seq(const shipper_t *s);
+/* Last seq whose checkpoint is in the index (atomic read; any thread): at most
+ * shipped_seq, where a restart resumes; what retention may delete up to. */
+uint64_t shipper_saved_seq(const shipper_t *s);
 /* 1 when the sink stopped for good (integrity, authentication, a dead letter it could not
  * list, ...): then *err (may be NULL) gets STELE_ESINKSTOPPED naming the sink and its last
  * error. 0 while it ships or retries. Thread-safe. */

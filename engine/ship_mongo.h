@@ -334,9 +334,14 @@ struct shipper {
     /* Documents of the next batch may be stored already (a start, or a failed attempt): on a
      * time-series collection, which has no unique _id, they are looked up before it goes. */
     int is_stored_unknown;
+    /* The acknowledged seq whose checkpoint is not written yet (0: none), and when the next
+     * one is due (monotonic ms): see shipper_save_checkpoint. */
+    uint64_t checkpoint_pending;
+    int64_t checkpoint_due_ms;
 
     /* -- atomics: written by the shipper's thread only, read by any thread -- */
     _Atomic uint64_t shipped_seq;  /* also set by shipper_start before the thread runs */
+    _Atomic uint64_t saved_seq;    /* the checkpoint in the index; set with shipped_seq too */
     _Atomic int64_t pending_ts_ns; /* ts of the oldest record read but not acknowledged */
 
     /* -- protected by lend_lock: the thread uses what the engine lends it (index,

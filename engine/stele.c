@@ -107,9 +107,12 @@ stele_on_ship_progress(void *ctx, const char *sink_name, uint64_t shipped_seq)
     stele_t *db = ctx;
     (void)sink_name;
     (void)shipped_seq;
+    /* The shipper stored shipped_seq before this call; taking and releasing ship_mu orders it
+     * against a waiter's check, and the broadcast comes after the release so that the woken
+     * waiters do not find the mutex held and sleep on it again. */
     pthread_mutex_lock(&db->ship_mu);
-    pthread_cond_broadcast(&db->ship_cv);
     pthread_mutex_unlock(&db->ship_mu);
+    pthread_cond_broadcast(&db->ship_cv);
 }
 
 static uint64_t
@@ -337,8 +340,11 @@ stele_journal_options(const stele_t *db, const stele_options_t *o, journal_optio
     jo->zero_fill =
         o->sync == STELE_SYNC_ALWAYS ? JOURNAL_ZERO_FILL_SMALL_SYNCS : JOURNAL_ZERO_FILL_NEVER;
     /* With sync=always every batch is flushed at once, so the page cache only adds work:
-     * a copy, then fdatasync's writeback walk, on the committing thread (journal/direct.h). */
-    jo->direct_writes = o->sync == STELE_SYNC_ALWAYS;
+     * a copy, then fdatasync's writeback walk, on the committing thread (journal/direct.h).
+     * Unless a sink's shipper reads each record back right after its write: direct writes
+     * send that read to the device and make the next write drop the page it cached
+     * (docs/journal.md, "Direct writes"). */
+    jo->direct_writes = o->sync == STELE_SYNC_ALWAYS && o->n_sinks == 0;
     jo->signing_key_path = o->signing_key;
     jo->checkpoint_records = o->checkpoint_records;
     jo->checkpoint_interval_ms = o->checkpoint_interval_ms;

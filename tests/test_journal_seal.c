@@ -15,7 +15,8 @@
  * table), its KEYS and <key>.next given to the original.
  *
  * Also a rotation whose journal write fails (fault I/O table) after KEYS named the next key:
- * the abandoned rotation keeps <key>.next, and the next open completes it.
+ * the abandoned rotation keeps <key>.next, and the next open completes it; and a statement
+ * written after the last record, which a reader that wants statements gets at the publish.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -216,6 +217,47 @@ check_trusted(const seal_fixture_t *f, uint64_t epoch, uint64_t n_segments_at_le
 /* A rotation in a segment without room for its key statement: the segment rolls (its
  * checkpoint signed by epoch 0) before the statement is taken, which starts the next
  * segment, before anything the new key signs, its time after the roll's checkpoint. */
+/* A statement written after the last record (an idle journal's interval checkpoint) reaches a
+ * reader that wants statements at the writer's next publish. Until then the reader looks past
+ * the published end once, not at every call: a look reads the page the writer writes next. */
+static void
+test_seal_statement_after_the_last_record_reaches_a_reader_at_the_publish(void **state)
+{
+    (void)state;
+    seal_fixture_t f = fixture_new();
+    journal_t *j = seal_open(f.dir, f.key, NULL);
+    stele_error_t err = {0};
+    assert_int_equal(jtest_append(j, 2, NULL, &err), 0);
+    assert_int_equal(journal_sync(j, &err), 0);
+    journal_publish(j, 2, 2);
+    io_fault_t *counter = io_fault_new(journal_io_posix(), 0);
+    journal_reader_t *r = NULL;
+    assert_int_equal(journal_reader_open(f.dir, io_fault_io(counter), &r, &err), 0);
+    journal_reader_set_meta(r, 1);
+    journal_record_t rec;
+    uint64_t last_seq = 0;
+    int rc;
+    while ((rc = journal_reader_next(r, &rec, &err)) == 0)
+        last_seq = rec.is_meta ? last_seq : rec.seq;
+    assert_int_equal(rc, STELE_EAGAIN);
+    assert_int_equal(last_seq, 2);
+    uint64_t reads = io_fault_calls(counter, IO_METHOD_PREAD);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(journal_reader_next(r, &rec, &err), STELE_EAGAIN);
+    assert_int_equal(io_fault_calls(counter, IO_METHOD_PREAD), reads);
+
+    assert_int_equal(journal_checkpoint(j, JOURNAL_CHECKPOINT_INTERVAL, 0, &err), 0);
+    assert_int_equal(journal_sync(j, &err), 0);
+    journal_publish(j, 2, 2);
+    assert_int_equal(journal_reader_next(r, &rec, &err), 0);
+    assert_true(rec.is_meta);
+    assert_int_equal(journal_reader_next(r, &rec, &err), STELE_EAGAIN);
+    journal_reader_close(r);
+    io_fault_free(counter);
+    assert_int_equal(journal_close(j, &err), 0);
+    fixture_free(&f);
+}
+
 static void
 test_seal_rotation_that_rolls_writes_its_key_statement(void **state)
 {
@@ -395,6 +437,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seal_rotation_that_rolls_writes_its_key_statement),
+        cmocka_unit_test(test_seal_statement_after_the_last_record_reaches_a_reader_at_the_publish),
         cmocka_unit_test(test_seal_open_completing_a_rotation_rolls_under_the_epoch_in_force),
         cmocka_unit_test(test_seal_open_catching_up_after_the_key_file_moved_rolls_unsigned),
         cmocka_unit_test(test_seal_first_signed_open_of_a_full_segment_rolls_unkeyed),

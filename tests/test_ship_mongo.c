@@ -1,8 +1,9 @@
 /*
  * test_ship_mongo.c: shipping to the test server (FerretDB, or STELE_TEST_MONGO_URI):
- * exactly-once delivery, resume from the checkpoint and from the remote, integrity stop,
- * dead letters (and an index that cannot list one), the keys the server refuses that append
- * refuses too, fan-in, remote check and re-ship, credential redaction.
+ * exactly-once delivery, resume from the checkpoint and from the remote, the checkpoint an
+ * idle sink saves, integrity stop, dead letters (and an index that cannot list one), the keys
+ * the server refuses that append refuses too, fan-in, remote check and re-ship, credential
+ * redaction.
  * Every test ends with the exactly-once check (ship_check_exactly_once) where it applies.
  * STELE_TEST_SHIP_RECORDS overrides the record count of the bulk test (default 20000; the
  * test_ship_100k ctest entry, in the default suite, runs it with 100000).
@@ -36,6 +37,12 @@ static uint64_t
 get_shipped(void *ctx)
 {
     return shipper_shipped_seq(ctx);
+}
+
+static uint64_t
+get_saved(void *ctx)
+{
+    return shipper_saved_seq(ctx);
 }
 
 static int
@@ -165,6 +172,30 @@ test_ship_resumes_from_checkpoint_after_restart(void **state)
     assert_int_equal(st.retries, 0); /* nothing was re-sent: it resumed after 3000 */
     shipper_stop(s, 1000);
     assert_int_equal(ship_check_exactly_once(&sj, &so, 5000), 0);
+    ship_journal_destroy(&sj, 0);
+}
+
+/* A sink's checkpoint is not written after every batch, but a sink that goes idle saves it
+ * without waiting for its stop: a crash then re-sends nothing it shipped before it went idle. */
+static void
+test_ship_saves_its_checkpoint_when_idle_without_a_stop(void **state)
+{
+    ship_test_t *t = *state;
+    ship_journal_t sj;
+    stele_sink_options_t so;
+    fresh_journal_and_sink(t, "idle_checkpoint", &sj, &so);
+    shipper_t *s = start_shipper(&sj, &so);
+    for (uint64_t n = 100; n <= 500; n += 100) {
+        assert_int_equal(ship_journal_append(&sj, 100, 10, 16), 0);
+        assert_int_equal(ship_wait_for(get_shipped, s, n, SHIP_TEST_WAIT_MS), 0);
+        assert_true(shipper_saved_seq(s) <= shipper_shipped_seq(s));
+    }
+    assert_int_equal(ship_wait_for(get_saved, s, 500, SHIP_TEST_WAIT_MS), 0);
+    uint64_t checkpoint = 0;
+    assert_int_equal(index_get_checkpoint(sj.index, "main", &checkpoint, NULL), 0);
+    assert_int_equal(checkpoint, 500);
+    shipper_stop(s, 1000);
+    assert_int_equal(ship_check_exactly_once(&sj, &so, 500), 0);
     ship_journal_destroy(&sj, 0);
 }
 
@@ -941,6 +972,7 @@ main(void)
         cmocka_unit_test(test_ship_delivers_every_record_exactly_once),
         cmocka_unit_test(test_ship_delivers_the_largest_records),
         cmocka_unit_test(test_ship_resumes_from_checkpoint_after_restart),
+        cmocka_unit_test(test_ship_saves_its_checkpoint_when_idle_without_a_stop),
         cmocka_unit_test(test_ship_resumes_from_remote_when_checkpoint_is_lost),
         cmocka_unit_test(test_ship_treats_stored_duplicate_with_same_hash_as_shipped),
         cmocka_unit_test(test_ship_stops_sink_when_stored_hash_differs),
