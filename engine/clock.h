@@ -42,6 +42,20 @@ clock_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A time in nanoseconds since the epoch as whole seconds, floored, with the nanoseconds past
+ * them in *rem_ns (0 to 999,999,999): a time before 1970 still prints a positive fraction. */
+static inline int64_t
+clock_floor_s(int64_t ns, int64_t *rem_ns)
+{
+    int64_t sec = ns / 1000000000, rem = ns % 1000000000;
+    if (rem < 0) {
+        rem += 1000000000;
+        sec--;
+    }
+    *rem_ns = rem;
+    return sec;
+}
+
 /* A reading in nanoseconds as a timespec, for the deadline of pthread_cond_timedwait on a
  * condition variable of that clock (clock_cond_init for monotonic readings). */
 static inline struct timespec

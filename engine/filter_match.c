@@ -21,9 +21,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "render.h"
 
-#define NS_PER_SEC INT64_C(1000000000)
 #define NS_PER_US INT64_C(1000)
 /* A comparison with a NaN, or with a field that is not a number: only != holds. */
 #define FILTER_UNORDERED 2
@@ -205,11 +205,8 @@ filter_event_holds(const filter_condition_t *c, const bson_t *event)
 static void
 filter_ts_text(int64_t ts_ns, char *buf, size_t cap)
 {
-    int64_t sec = ts_ns / NS_PER_SEC, rem_ns = ts_ns % NS_PER_SEC;
-    if (rem_ns < 0) {
-        rem_ns += NS_PER_SEC;
-        sec--;
-    }
+    int64_t rem_ns;
+    int64_t sec = clock_floor_s(ts_ns, &rem_ns);
     time_t t = (time_t)sec;
     struct tm tm;
     char day[32] = "?";

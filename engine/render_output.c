@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "error.h"
+#include "clock.h"
 #include "render.h"
 
-#define NS_PER_SEC INT64_C(1000000000)
 #define NS_PER_US INT64_C(1000)
 #define MS_PER_SEC INT64_C(1000)
 #define US_PER_MS INT64_C(1000)
@@ -19,12 +19,8 @@
 void
 render_time_ns(render_buf_t *b, int64_t ts_ns)
 {
-    int64_t sec = ts_ns / NS_PER_SEC;
-    int64_t rem_ns = ts_ns % NS_PER_SEC;
-    if (rem_ns < 0) {
-        rem_ns += NS_PER_SEC;
-        sec--;
-    }
+    int64_t rem_ns;
+    int64_t sec = clock_floor_s(ts_ns, &rem_ns);
     render_time(b, sec, rem_ns / NS_PER_US, 6);
 }
 

@@ -20,9 +20,9 @@
 #include <time.h>
 
 #include "error.h"
+#include "clock.h"
 #include "render.h"
 
-#define NS_PER_SEC INT64_C(1000000000)
 #define NS_PER_US INT64_C(1000)
 /* The two fields named first, bare, in this order ("-" when the event has none). */
 static const char *const short_lead_keys[] = {"actor", "action"};
@@ -137,11 +137,8 @@ short_value(render_buf_t *b, const bson_iter_t *it)
 static void
 short_local_time(render_buf_t *b, int64_t ts_ns)
 {
-    int64_t sec = ts_ns / NS_PER_SEC, rem_ns = ts_ns % NS_PER_SEC;
-    if (rem_ns < 0) {
-        rem_ns += NS_PER_SEC;
-        sec--;
-    }
+    int64_t rem_ns;
+    int64_t sec = clock_floor_s(ts_ns, &rem_ns);
     time_t t = (time_t)sec;
     struct tm tm;
     char day[32] = "?", text[64];
