@@ -69,10 +69,11 @@
  * milliseconds. */
 #define SHIP_STOP_GRACE_MS 500
 /* While records keep coming, a sink's checkpoint is written at most this often (and when the
- * sink is idle, and at its stop): one LMDB commit per batch sat between a lone wait=shipped
- * writer's acknowledgement and the read of its next record. A restart resumes from the
- * checkpoint and finds the records after it stored with the same hashes, so an older
- * checkpoint only re-sends them; retention deletes only what the saved checkpoint covers. */
+ * sink is idle, and at its stop): one LMDB commit per batch would sit between a lone
+ * wait=shipped writer's acknowledgement and the read of its next record. A restart resumes
+ * from the checkpoint and finds the records after it stored with the same hashes, so an
+ * older checkpoint only re-sends them; retention deletes only what the saved checkpoint
+ * covers. */
 #define SHIP_CHECKPOINT_MS 200
 #define SHIP_NS_PER_MS 1000000u
 #define SHIP_NS_PER_S 1000000000u

@@ -694,8 +694,8 @@ reader_meta_at_cursor(journal_reader_t *r)
 /* reader_meta_at_cursor, only when the writer may have written a statement since the last
  * look found none: it bumps the LOCK page's futex word after each batch and each statement
  * (the word is read before the look, so a publish during it is not missed). A look reads the
- * page the writer writes next: looking at every call made a shipper read that page during
- * the writer's next write of it (a lone writer's direct write took 190 us instead of 75).
+ * page the writer writes next: looking at every call would make a shipper read that page
+ * while the writer writes it again (a lone writer's direct write then takes 190 us, not 75).
  * Without a LOCK page there is no word to go by: always. */
 static int
 reader_meta_is_next(journal_reader_t *r)
