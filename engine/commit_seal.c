@@ -21,7 +21,7 @@
 
 /* After a statement's sync (io_mu held): every record written is durable too. Published
  * even when no record was waiting: readers that want statements look past the published end
- * only after a publish (jreader.c, reader_end_changed). */
+ * only after a publish (jreader.c, reader_meta_is_next). */
 static void
 commit_seal_synced(commit_t *c)
 {

@@ -10,15 +10,14 @@
  * batch_bytes, lingering up to linger_ms only while the writer has appended records not yet
  * readable; a signed statement ends it), have it delivered, then the statement that ended
  * it (ship_trust.c), then acknowledge it (shipped_seq, progress callback; the checkpoint when
- * due: shipper_save_checkpoint); the
- * backoff, the retry loop of a remote step (shipper_retry_step_ex, also ship_trust.c's) and
- * the stop request; the last error. Does not own the delivery of a batch (ship_send.c), the
- * commands sent to the sink's collection (ship_collection.c), the shape of a document (ship_doc.c),
- * what a MongoDB failure means (ship_classify.c), a sink's configuration (ship_target.c),
- * libmongoc's initialisation and log handler (ship_mongoc.c), the remote check and re-ship
- * (ship_check.c), the dead letters' calls (ship_dead.c), the journal (journal_reader_*),
- * the storage of checkpoints and dead letters (index_*), nor wait=shipped (the engine, fed
- * by on_progress).
+ * due: shipper_save_checkpoint); the backoff, the retry loop of a remote step
+ * (shipper_retry_step_ex, also ship_trust.c's) and the stop request; the last error. Does
+ * not own the delivery of a batch (ship_send.c), the commands sent to the sink's collection
+ * (ship_collection.c), the shape of a document (ship_doc.c), what a MongoDB failure means
+ * (ship_classify.c), a sink's configuration (ship_target.c), libmongoc's initialisation and
+ * log handler (ship_mongoc.c), the remote check and re-ship (ship_check.c), the dead
+ * letters' calls (ship_dead.c), the journal (journal_reader_*), the storage of checkpoints
+ * and dead letters (index_*), nor wait=shipped (the engine, fed by on_progress).
  *
  * Invariants:
  *  - Records are read back from the journal, never queued in memory: memory is one batch
