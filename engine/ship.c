@@ -288,8 +288,10 @@ static void
 shipper_save_checkpoint(shipper_t *s, int force)
 {
     uint64_t seq = s->checkpoint_pending;
+    if (seq == 0)
+        return;
     int64_t now_ms = clock_mono_ms();
-    if (seq == 0 || (!force && now_ms < s->checkpoint_due_ms) || shipper_borrow(s) != 0)
+    if ((!force && now_ms < s->checkpoint_due_ms) || shipper_borrow(s) != 0)
         return;
     stele_error_t ierr = {0};
     if (index_put_checkpoint_at(s->index, s->target.name, seq, s->target.destination, &ierr) == 0)
@@ -613,6 +615,10 @@ shipper_main(void *arg)
         rc = shipper_resume_seq(s, &after_seq);
     if (rc == 0) {
         atomic_store(&s->shipped_seq, after_seq);
+        /* A resume from the remote's newest document is saved too, at the first idle
+         * moment: retention goes by the saved checkpoint. */
+        if (after_seq > atomic_load(&s->saved_seq))
+            s->checkpoint_pending = after_seq;
         rc = shipper_open_reader(s, after_seq, &reader);
     }
     if (rc == 0)

@@ -176,7 +176,8 @@ test_ship_resumes_from_checkpoint_after_restart(void **state)
 }
 
 /* A sink's checkpoint is not written after every batch, but a sink that goes idle saves it
- * without waiting for its stop: a crash then re-sends nothing it shipped before it went idle. */
+ * without waiting for its stop: a crash then re-sends nothing it shipped before it went idle.
+ * So does a sink that resumed after the remote's newest document with nothing new to send. */
 static void
 test_ship_saves_its_checkpoint_when_idle_without_a_stop(void **state)
 {
@@ -192,6 +193,13 @@ test_ship_saves_its_checkpoint_when_idle_without_a_stop(void **state)
     }
     assert_int_equal(ship_wait_for(get_saved, s, 500, SHIP_TEST_WAIT_MS), 0);
     uint64_t checkpoint = 0;
+    assert_int_equal(index_get_checkpoint(sj.index, "main", &checkpoint, NULL), 0);
+    assert_int_equal(checkpoint, 500);
+    shipper_stop(s, 1000);
+
+    assert_int_equal(index_put_checkpoint(sj.index, "main", 0, NULL), 0); /* index lost */
+    s = start_shipper(&sj, &so);
+    assert_int_equal(ship_wait_for(get_saved, s, 500, SHIP_TEST_WAIT_MS), 0);
     assert_int_equal(index_get_checkpoint(sj.index, "main", &checkpoint, NULL), 0);
     assert_int_equal(checkpoint, 500);
     shipper_stop(s, 1000);
