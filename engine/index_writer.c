@@ -322,14 +322,14 @@ index_writer_apply(index_writer_t *w, const index_writer_drained_t *d)
 /* The lowest seq every one of the shippers has shipped and saved in its checkpoint (where a
  * restart resumes); 0 when there are none. */
 static uint64_t
-index_writer_min_shipped(shipper_t *const *shippers, size_t n_shippers)
+index_writer_min_saved(shipper_t *const *shippers, size_t n_shippers)
 {
     if (n_shippers == 0)
         return 0;
     uint64_t min = shipper_saved_seq(shippers[0]);
     for (size_t i = 1; i < n_shippers; i++) {
-        uint64_t shipped = shipper_saved_seq(shippers[i]);
-        min = shipped < min ? shipped : min;
+        uint64_t saved = shipper_saved_seq(shippers[i]);
+        min = saved < min ? saved : min;
     }
     return min;
 }
@@ -373,7 +373,7 @@ index_writer_retention_cut(index_writer_t *w, shipper_t *const *shippers, size_t
 {
     if (n_shippers == 0 || (w->cfg.retention_bytes == 0 && w->cfg.retention_seconds == 0))
         return 0;
-    uint64_t shipped = index_writer_min_shipped(shippers, n_shippers);
+    uint64_t shipped = index_writer_min_saved(shippers, n_shippers);
     if (shipped == 0)
         return 0;
     stele_error_t err;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
 #include "clock.h"
+#include "error.h"
 #include "render.h"
 
 #define NS_PER_US INT64_C(1000)

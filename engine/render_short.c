@@ -19,8 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
 #include "clock.h"
+#include "error.h"
 #include "render.h"
 
 #define NS_PER_US INT64_C(1000)

@@ -214,9 +214,6 @@ check_trusted(const seal_fixture_t *f, uint64_t epoch, uint64_t n_segments_at_le
     check_statement_times(f->dir);
 }
 
-/* A rotation in a segment without room for its key statement: the segment rolls (its
- * checkpoint signed by epoch 0) before the statement is taken, which starts the next
- * segment, before anything the new key signs, its time after the roll's checkpoint. */
 /* A statement written after the last record (an idle journal's interval checkpoint) reaches a
  * reader that wants statements at the writer's next publish. Until then the reader looks past
  * the published end once, not at every call: a look reads the page the writer writes next. */
@@ -258,6 +255,9 @@ test_seal_statement_after_the_last_record_reaches_a_reader_at_the_publish(void *
     fixture_free(&f);
 }
 
+/* A rotation in a segment without room for its key statement: the segment rolls (its
+ * checkpoint signed by epoch 0) before the statement is taken, which starts the next
+ * segment, before anything the new key signs, its time after the roll's checkpoint. */
 static void
 test_seal_rotation_that_rolls_writes_its_key_statement(void **state)
 {
